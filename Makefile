@@ -1,0 +1,70 @@
+# wirelab — see README.md. `make demo` runs the demo, `make test` the tests; both set up what they need.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV    := .venv
+PY      := $(VENV)/bin/python
+ENGINE  := bin/wirelab-engine
+STAMPS  := .stamps
+GIT_SHA := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X github.com/wirelab/wirelab/engine/internal/version.GitSHA=$(GIT_SHA)
+GO_SRC  := $(shell find engine -name '*.go' -o -name 'go.mod' -o -name 'go.sum' -o -name '*.json' -path 'engine/*' 2>/dev/null)
+GOTEST_FLAGS ?= -count=1
+PYTEST_FLAGS ?= -q
+
+.PHONY: help setup build test test-go test-py lint bench demo clean
+help:
+	@echo "make demo    set up, build and run the demo sweep (report path printed at the end)"
+	@echo "make test    set up, build and run every test (root tests too when run as root)"
+	@echo "make setup   install Debian, Python and Go dependencies (idempotent)"
+	@echo "make build   build bin/wirelab-engine"
+	@echo "make lint    go vet, gofmt, ruff"
+	@echo "make bench   print the benchmarks' figures"
+
+setup: $(STAMPS)/system $(STAMPS)/venv $(STAMPS)/gomod
+
+$(STAMPS)/system: scripts/apt-packages.txt scripts/setup-system.sh
+	@mkdir -p $(STAMPS)
+	scripts/setup-system.sh
+	@touch $@
+
+$(STAMPS)/venv: pyproject.toml
+	@mkdir -p $(STAMPS)
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+$(STAMPS)/gomod: engine/go.mod $(wildcard engine/go.sum)
+	@mkdir -p $(STAMPS)
+	cd engine && go mod download
+	@touch $@
+
+build: $(ENGINE)
+
+$(ENGINE): $(STAMPS)/gomod $(GO_SRC)
+	@mkdir -p bin
+	cd engine && go build -trimpath -ldflags "$(LDFLAGS)" -o ../$(ENGINE) ./cmd/wirelab-engine
+
+test: setup build test-go test-py
+
+test-go: $(ENGINE)
+	cd engine && go test $(GOTEST_FLAGS) ./...
+
+test-py: $(STAMPS)/venv $(ENGINE)
+	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) -m pytest $(PYTEST_FLAGS) tests
+
+lint: setup
+	cd engine && go vet ./...
+	@out=$$(cd engine && gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(VENV)/bin/ruff check wirelab tests
+	$(VENV)/bin/ruff format --check wirelab tests
+
+bench: setup build
+	$(ENGINE) bench link --quick
+
+demo: setup build
+	$(VENV)/bin/wirelab demo
+
+clean:
+	rm -rf bin $(STAMPS)

@@ -1,0 +1,75 @@
+// Command wirelab-engine is wirelab's data plane: it runs one trial end to end and offers the
+// standalone tools (shell, serve, fetch, bench, gc). Each subcommand lives in its own cmd_*.go file
+// and registers itself in init().
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/wirelab/wirelab/engine/internal/cli"
+)
+
+// command is one subcommand. Run gets the arguments after the subcommand's name.
+type command struct {
+	Summary string
+	Run     func(args []string) error
+}
+
+var commands = map[string]command{}
+
+func register(name string, c command) {
+	if _, dup := commands[name]; dup {
+		panic("duplicate command " + name)
+	}
+	commands[name] = c
+}
+
+func usage() string {
+	var b strings.Builder
+	b.WriteString("usage: wirelab-engine COMMAND [flags] (COMMAND -h for its flags)\n\ncommands:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-10s %s\n", n, commands[n].Summary)
+	}
+	return b.String()
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		fmt.Print(usage())
+		if len(os.Args) < 2 {
+			os.Exit(2)
+		}
+		return
+	}
+	c, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "wirelab-engine: unknown command %q; run wirelab-engine --help for the list\n", os.Args[1])
+		os.Exit(2)
+	}
+	os.Exit(exitCode(c.Run(os.Args[2:])))
+}
+
+// exitCode prints err (one line) and maps it to the process exit status.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var exit *cli.ExitError
+	if errors.As(err, &exit) {
+		return exit.Code
+	}
+	fmt.Fprintf(os.Stderr, "wirelab-engine: %v\n", err)
+	if cli.IsUsage(err) {
+		return 2
+	}
+	return 1
+}
