@@ -135,7 +135,9 @@ func TestWindow(t *testing.T) {
 }
 
 func TestRetransmissions(t *testing.T) {
-	p := func(seq uint32, flags uint8, n int) []byte { return pkttest.TCP(cli, srv, seq, 0, flags, make([]byte, n)) }
+	p := func(seq uint32, flags uint8, n int) []byte {
+		return pkttest.TCP(cli, srv, seq, 0, flags, make([]byte, n))
+	}
 	cases := []struct {
 		name string
 		pkts [][]byte

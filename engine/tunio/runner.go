@@ -141,7 +141,7 @@ func (r *Runner) Stats() Stats {
 
 type counters struct {
 	reads, packets, bytes, delivered, deliveredBytes, dropsLoss, dropsQueue atomic.Int64
-	writes, readErrors, writeErrors, unmatched                             atomic.Int64
+	writes, readErrors, writeErrors, unmatched                              atomic.Int64
 }
 
 func (c *counters) snapshot() DirStats {
