@@ -52,6 +52,13 @@ func (r *Runner) Run(ctx context.Context) error {
 	if !r.ran.CompareAndSwap(false, true) {
 		return errors.New("tunio: Run called twice")
 	}
+	// Each writer sleeps in a futex syscall on its own locked thread, and the runtime leaves a P
+	// with a thread in a syscall for up to one sysmon period (up to 10 ms when idle). With only
+	// NumCPU Ps, two sleeping writers can hold every P and nobody polls the network: readers then
+	// wake milliseconds late. Two spare Ps keep the readers prompt.
+	if want := runtime.NumCPU() + 2; runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -357,7 +364,7 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 			futexWait(&p.w.seq, seq, rem-p.spin)
 			continue
 		}
-		runtime.Gosched()
+		yield()
 	}
 }
 
@@ -368,6 +375,9 @@ func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) {
 	for i := range batch {
 		e := &batch[i]
 		lat = append(lat, now-e.deadline)
+		if now-e.deadline > time.Millisecond && os.Getenv("TUNIO_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "DEBUG %s late %v deadline %v in %v now %v batch %d\n", p.dir, now-e.deadline, e.deadline, e.in, now, len(batch))
+		}
 		bytes += int64(e.n)
 		if p.obs != nil {
 			p.obs.Observe(&Event{Kind: Delivered, Dir: p.dir, Fate: Queued, In: e.in, Out: now, Data: e.data()})
@@ -381,41 +391,54 @@ func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) {
 			wbufs = append(wbufs, batch[i].buf[:offset+batch[i].n])
 		}
 	}
+	p.counters.writes.Add(1)
+	p.counters.delivered.Add(int64(len(batch)))
+	p.counters.deliveredBytes.Add(bytes)
 	if _, err := p.dst.Write(wbufs, offset); err != nil {
 		p.counters.writeErrors.Add(1)
 		p.fail(err)
 	}
-	p.counters.writes.Add(1)
-	p.counters.delivered.Add(int64(len(batch)))
-	p.counters.deliveredBytes.Add(bytes)
 	for i := range batch {
 		p.pool.put(batch[i].buf)
 	}
 	clear(wbufs)
 }
 
-// groBufs prepares a batch for a coalescing write: wireguard-go appends the payload of following
-// segments to the first segment of each flow in place, so that segment is copied into an arena
-// buffer with room for 64 KB; the others are written from their own buffers.
+// groBufs prepares a batch for a coalescing write. wireguard-go coalesces a flow's consecutive
+// segments into the buffer of the segment that starts the run (the head), growing it in place up
+// to 64 KB; a head without room stays alone and every later segment of its flow is compared with
+// it again. So each segment that will start a run is copied into an arena buffer with room for
+// 64 KB; the others are written from their own buffers.
 func (p *pipe) groBufs(batch []entry, wbufs [][]byte) [][]byte {
-	var heads [16][13]byte // flow keys of this batch's heads: addresses, ports, protocol
-	nHeads, nArena := 0, 0
+	var runs [8]groRun
+	nRuns, nArena := 0, 0
 	for i := range batch {
 		e := &batch[i]
 		pkt := e.data()
-		key, candidate := groKey(pkt)
+		key, seq, payload, last, candidate := groKey(pkt)
 		if candidate {
-			seen := false
-			for h := 0; h < nHeads; h++ {
-				if heads[h] == key {
-					seen = true
+			r := -1
+			for k := 0; k < nRuns; k++ {
+				if runs[k].key == key {
+					r = k
 					break
 				}
 			}
-			if !seen {
-				if nHeads < len(heads) {
-					heads[nHeads] = key
-					nHeads++
+			if r >= 0 && runs[r].extends(seq, payload, len(pkt)) {
+				runs[r].add(seq, payload, last)
+				wbufs = append(wbufs, e.buf[:offset+e.n])
+				continue
+			}
+			if nArena < len(p.arena) {
+				if r < 0 && nRuns < len(runs) {
+					r = nRuns
+					nRuns++
+				}
+				if r >= 0 {
+					runs[r] = groRun{key: key}
+					runs[r].add(seq, payload, last)
+					runs[r].size = len(pkt)
+					runs[r].segSize = payload
 				}
 				a := p.arena[nArena][:offset+len(pkt)]
 				copy(a[offset:], pkt)
@@ -430,27 +453,62 @@ func (p *pipe) groBufs(batch []entry, wbufs [][]byte) [][]byte {
 	return wbufs
 }
 
-// groKey says whether pkt may start a coalesced super-packet (IPv4 without options, TCP or UDP
-// with payload) and returns its flow key.
-func groKey(pkt []byte) (key [13]byte, ok bool) {
+// groRun is the run of segments being coalesced into one head, per flow, within a write batch.
+type groRun struct {
+	key     [13]byte
+	next    uint32 // TCP: sequence number that extends the run
+	size    int    // bytes of the coalesced packet so far
+	segSize int    // payload of the head segment: later segments may not be larger
+	closed  bool   // a short or PSH segment ended the run
+}
+
+func (r *groRun) extends(seq uint32, payload, pktLen int) bool {
+	udp := r.key[12] == 17 // datagrams carry no sequence number
+	return !r.closed && (udp || seq == r.next) && payload <= r.segSize && r.size+payload <= 65535
+}
+
+func (r *groRun) add(seq uint32, payload int, last bool) {
+	if r.segSize != 0 {
+		r.size += payload
+		if payload < r.segSize {
+			last = true
+		}
+	}
+	r.next = seq + uint32(payload)
+	r.closed = last
+}
+
+// groKey says whether pkt may take part in a coalesced super-packet (IPv4 without options, TCP
+// with payload and only ACK/PSH flags, or UDP with payload) and returns its flow key, its TCP
+// sequence number, payload length, and whether it must end a run (PSH).
+func groKey(pkt []byte) (key [13]byte, seq uint32, payload int, last bool, ok bool) {
 	if len(pkt) < 28 || pkt[0] != 0x45 {
-		return key, false
+		return key, 0, 0, false, false
 	}
 	switch pkt[9] {
 	case 6:
-		if len(pkt) < 40 || len(pkt) <= 20+int(pkt[32]>>4)*4 {
-			return key, false
+		if len(pkt) < 40 {
+			return key, 0, 0, false, false
 		}
+		hl := int(pkt[32]>>4) * 4
+		flags := pkt[33]
+		if hl < 20 || len(pkt) <= 20+hl || (flags != 0x10 && flags != 0x18) {
+			return key, 0, 0, false, false
+		}
+		seq = uint32(pkt[24])<<24 | uint32(pkt[25])<<16 | uint32(pkt[26])<<8 | uint32(pkt[27])
+		payload = len(pkt) - 20 - hl
+		last = flags&0x08 != 0
 	case 17:
 		if len(pkt) <= 28 {
-			return key, false
+			return key, 0, 0, false, false
 		}
+		payload = len(pkt) - 28
 	default:
-		return key, false
+		return key, 0, 0, false, false
 	}
 	copy(key[:], pkt[12:24])
 	key[12] = pkt[9]
-	return key, true
+	return key, seq, payload, last, true
 }
 
 func (p *pipe) stop() {

@@ -282,3 +282,41 @@ func TestStopWithPacketsInside(t *testing.T) {
 		t.Fatal("Run did not return")
 	}
 }
+
+func TestGROBufs(t *testing.T) {
+	p := &pipe{arena: make([][]byte, batchSize)}
+	for i := range p.arena {
+		p.arena[i] = make([]byte, offset, offset+65535)
+	}
+	mk := func(pkt []byte) entry {
+		b := make([]byte, offset+len(pkt)+64)
+		copy(b[offset:], pkt)
+		return entry{buf: b, n: len(pkt)}
+	}
+	var batch []entry
+	// Flow A: 50 contiguous 1448-byte segments (more than one 64 KB super-packet), interleaved with
+	// flow B, then a gap in A.
+	for i := 0; i < 50; i++ {
+		batch = append(batch, mk(tcp("10.77.1.1:80", "10.77.0.2:1000", uint32(1+i*1448), 1448)))
+		if i%10 == 0 {
+			batch = append(batch, mk(tcp("10.77.1.1:81", "10.77.0.2:1001", uint32(7+i*10), 1448)))
+		}
+	}
+	batch = append(batch, mk(tcp("10.77.1.1:80", "10.77.0.2:1000", 1+60*1448, 1448)))
+	wbufs := p.groBufs(batch, nil)
+	heads := 0
+	for _, b := range wbufs {
+		if cap(b) >= offset+65535 {
+			heads++
+		}
+	}
+	// A: 2 runs of ≤ 45 segments, plus the gap; B: every segment (not contiguous).
+	if heads != 3+5 {
+		t.Errorf("%d heads, want 8", heads)
+	}
+	for i, b := range wbufs {
+		if !bytes.Equal(b[offset:], batch[i].data()) {
+			t.Fatalf("packet %d changed", i)
+		}
+	}
+}

@@ -51,3 +51,7 @@ func (w *waker) wake() {
 	atomic.AddUint32(&w.seq, 1)
 	futexWake(&w.seq)
 }
+
+// yield gives the CPU to other runnable threads (the peers' TCP stacks, the other direction)
+// while the writer spins towards a deadline. Raw: the writer keeps its P (Run provides spare ones).
+func yield() { syscall.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
