@@ -93,6 +93,13 @@ func (r *Runner) Run(ctx context.Context) error {
 	return errors.Join(all...)
 }
 
+// MergeLateness adds the runner's timer-lateness samples (both directions) to h.
+func (r *Runner) MergeLateness(h *Histogram) {
+	for _, p := range r.pipes {
+		h.Merge(&p.lateness)
+	}
+}
+
 // WithLink runs fn while the direction's link is not in use by the runner (to read its stats).
 func (r *Runner) WithLink(d Dir, fn func(Link)) {
 	p := r.pipes[d]
@@ -183,12 +190,36 @@ type pipe struct {
 	lastErr  atomic.Value
 
 	arena [][]byte // writer-owned buffers with room for a coalesced super-packet
+
+	srcFd    int // the sending device's file descriptor, -1 for devices without one (test doubles)
+	stopFd   int // eventfd made readable by stop, -1 without srcFd
+	priority int // SCHED_FIFO priority of the reader and writer threads; ≤ 0: normal scheduling
+
+	spinBudget spinBudget
 }
 
 func newPipe(r *Runner, dir Dir, src, dst tun.Device, l Link, cfg Config) *pipe {
 	p := &pipe{
 		r: r, dir: dir, src: src, dst: dst, link: l, originOf: cfg.OriginOf, obs: cfg.Observer,
 		spin: cfg.SpinWindow, pool: newPool(offset + cfg.MTU + 64), gro: dst.BatchSize() > 1, sleepUntil: -1,
+	}
+	p.srcFd, p.stopFd = -1, -1
+	if f := src.File(); f != nil {
+		if sc, err := f.SyscallConn(); err == nil {
+			sc.Control(func(fd uintptr) { p.srcFd = int(fd) })
+		}
+		if p.srcFd >= 0 {
+			efd, err := newEventFd()
+			if err != nil {
+				p.srcFd = -1
+			} else {
+				p.stopFd = efd
+			}
+		}
+	}
+	p.priority = cfg.RealtimePriority
+	if p.priority == 0 {
+		p.priority = DefaultRealtimePriority
 	}
 	if p.gro {
 		p.arena = make([][]byte, batchSize)
@@ -214,6 +245,12 @@ func (p *pipe) origin(pkt []byte) int {
 func (p *pipe) fail(err error) { p.lastErr.Store(fmt.Sprintf("%s: %v", p.dir, err)) }
 
 func (p *pipe) readLoop() error {
+	if p.srcFd >= 0 {
+		// A dedicated thread that sleeps in ppoll on the device: it wakes (with real-time priority
+		// when allowed) as soon as the kernel queues a packet, without the netpoller's hop.
+		runtime.LockOSThread()
+		p.realtime()
+	}
 	bufs := make([][]byte, batchSize)
 	sizes := make([]int, batchSize)
 	var fates [batchSize]Fate
@@ -221,6 +258,9 @@ func (p *pipe) readLoop() error {
 	consecutiveErrs := 0
 	for {
 		p.pool.fill(bufs)
+		if p.srcFd >= 0 && !waitReadable(p.srcFd, p.stopFd) {
+			return nil // stopping
+		}
 		n, err := p.src.Read(bufs, sizes, offset)
 		if p.stopping.Load() {
 			return nil
@@ -297,6 +337,7 @@ func (p *pipe) writeLoop() {
 	// slack setting along.
 	runtime.LockOSThread()
 	setTimerSlack()
+	p.realtime()
 	batch := make([]entry, 0, batchSize)
 	wbufs := make([][]byte, 0, batchSize)
 	lat := make([]time.Duration, 0, batchSize)
@@ -360,13 +401,37 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 			futexWait(&p.w.seq, seq, rem)
 			continue
 		}
-		if rem > p.spin {
+		if rem > p.spin || !p.spinBudget.allow(p.r.Now()) {
 			futexWait(&p.w.seq, seq, rem-p.spin)
 			continue
 		}
+		t0 := p.r.Now()
 		yield()
+		p.spinBudget.spent(p.r.Now() - t0)
 	}
 }
+
+// spinBudget bounds the share of time a writer spins (at real-time priority, spinning keeps a
+// CPU from everyone else): within each spinWindowPeriod at most spinShare of it. Over budget, the
+// writer sleeps in the futex all the way (releases then end some tens of µs late instead).
+type spinBudget struct {
+	periodStart time.Duration
+	used        time.Duration
+}
+
+const (
+	spinPeriod = 100 * time.Millisecond
+	spinShare  = 0.25
+)
+
+func (b *spinBudget) allow(now time.Duration) bool {
+	if now-b.periodStart >= spinPeriod {
+		b.periodStart, b.used = now, 0
+	}
+	return b.used < time.Duration(spinShare*float64(spinPeriod))
+}
+
+func (b *spinBudget) spent(d time.Duration) { b.used += d }
 
 // release writes a batch of due packets to the receiving device.
 func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) {
@@ -511,8 +576,18 @@ func groKey(pkt []byte) (key [13]byte, seq uint32, payload int, last bool, ok bo
 	return key, seq, payload, last, true
 }
 
+// realtime gives the calling locked thread real-time priority if configured and permitted.
+func (p *pipe) realtime() {
+	if p.priority > 0 {
+		_ = setRealtime(p.priority) // EPERM without CAP_SYS_NICE: normal scheduling
+	}
+}
+
 func (p *pipe) stop() {
 	p.stopping.Store(true)
+	if p.stopFd >= 0 {
+		signalEventFd(p.stopFd)
+	}
 	if f := p.src.File(); f != nil {
 		_ = f.SetReadDeadline(time.Unix(1, 0))
 	}
@@ -527,4 +602,8 @@ func (p *pipe) releaseAll() {
 		p.pool.put(e.buf)
 	}
 	p.inside = inflight{}
+	if p.stopFd >= 0 {
+		closeFd(p.stopFd)
+		p.stopFd = -1
+	}
 }

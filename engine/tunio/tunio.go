@@ -104,7 +104,17 @@ type Config struct {
 	// SpinWindow is how long before a deadline the writer stops sleeping and spins; default
 	// DefaultSpinWindow. 0 < SpinWindow; negative disables spinning (sleep only).
 	SpinWindow time.Duration
+	// RealtimePriority is the SCHED_FIFO priority of the reader and writer threads (1–99; 0 =
+	// DefaultRealtimePriority; negative = normal scheduling). Without the privilege (CAP_SYS_NICE)
+	// the threads silently keep normal scheduling.
+	RealtimePriority int
 }
+
+// DefaultRealtimePriority is the lowest real-time priority: enough to preempt ordinary processes
+// when a packet is due (on a loaded machine a normal thread wakes milliseconds late), below any
+// real-time task of the system. The kernel's RT throttling leaves others ≥ 5 % of each CPU, and the
+// writers' spinning is bounded (spinShare).
+const DefaultRealtimePriority = 1
 
 // DefaultSpinWindow: futex sleeps with 1 ns timer slack end 5–40 µs late typically, with a tail of
 // a few hundred µs when the CPU is idle (wake-up from deep idle); spinning the last 150 µs removes

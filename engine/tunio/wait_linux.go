@@ -55,3 +55,33 @@ func (w *waker) wake() {
 // yield gives the CPU to other runnable threads (the peers' TCP stacks, the other direction)
 // while the writer spins towards a deadline. Raw: the writer keeps its P (Run provides spare ones).
 func yield() { syscall.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+
+// setRealtime makes the calling (locked) thread SCHED_FIFO with the given priority.
+func setRealtime(prio int) error {
+	param := struct{ prio int32 }{int32(prio)}
+	_, _, e := syscall.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, 1, uintptr(unsafe.Pointer(&param)))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// waitReadable sleeps until fd is readable (true) or stopFd is signalled (false).
+func waitReadable(fd, stopFd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(stopFd), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Ppoll(fds, nil, nil)
+		if err == nil || err != unix.EINTR {
+			return fds[1].Revents == 0
+		}
+	}
+}
+
+func newEventFd() (int, error) { return unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK) }
+
+func signalEventFd(fd int) {
+	var one = [8]byte{1}
+	unix.Write(fd, one[:])
+}
+
+func closeFd(fd int) { unix.Close(fd) }
