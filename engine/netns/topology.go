@@ -292,6 +292,11 @@ func (t *Topology) configure(side Side) error {
 			return fmt.Errorf("address %s: %w", a, err)
 		}
 	}
+	// The lab is IPv4: without this the kernel sends IPv6 router solicitations and MLD reports
+	// through the link, noise in captures and packet counts.
+	_ = onThreadIn(t.ns[side], func() error {
+		return os.WriteFile("/proc/sys/net/ipv6/conf/"+TUNName+"/disable_ipv6", []byte("1"), 0)
+	})
 	if err := h.LinkSetUp(dev); err != nil {
 		return err
 	}

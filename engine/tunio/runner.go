@@ -440,9 +440,6 @@ func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) {
 	for i := range batch {
 		e := &batch[i]
 		lat = append(lat, now-e.deadline)
-		if now-e.deadline > time.Millisecond && os.Getenv("TUNIO_DEBUG") != "" {
-			fmt.Fprintf(os.Stderr, "DEBUG %s late %v deadline %v in %v now %v batch %d\n", p.dir, now-e.deadline, e.deadline, e.in, now, len(batch))
-		}
 		bytes += int64(e.n)
 		if p.obs != nil {
 			p.obs.Observe(&Event{Kind: Delivered, Dir: p.dir, Fate: Queued, In: e.in, Out: now, Data: e.data()})
