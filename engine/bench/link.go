@@ -35,6 +35,18 @@ type LinkOptions struct {
 	Progress io.Writer
 	// Only restricts the benchmark to some of its parts: "rtt", "goodput", "loss", "capacity".
 	Only []string
+	// NormalPeers runs the traffic peers with normal scheduling. By default they run with
+	// real-time priority, like the emulator, so that other load on a shared machine does not
+	// masquerade as emulator error (the kernel's own network processing stays ordinary).
+	NormalPeers bool
+}
+
+func (o *LinkOptions) peerArgs(args ...string) []string {
+	out := []string{o.Self, "bench-peer"}
+	if !o.NormalPeers {
+		out = append(out, "--rt")
+	}
+	return append(out, args...)
 }
 
 func (o *LinkOptions) runs(part string) bool {
@@ -111,6 +123,7 @@ type LinkResult struct {
 	Runs           map[string]RunSummary `json:"runs"`
 	Machine        Machine               `json:"machine"`
 	Quick          bool                  `json:"quick"`
+	RealtimePeers  bool                  `json:"realtime_peers"`
 	DurationS      float64               `json:"duration_s"`
 	Errors         []string              `json:"errors,omitempty"`
 }
@@ -146,7 +159,7 @@ func Link(opt LinkOptions) (*LinkResult, error) {
 		opt.Self = self
 	}
 	b := &linkBench{opt: opt, res: &LinkResult{
-		GoodputRatio: map[string]float64{}, LossRealized: map[string]float64{}, Runs: map[string]RunSummary{}, Quick: opt.Quick,
+		GoodputRatio: map[string]float64{}, LossRealized: map[string]float64{}, Runs: map[string]RunSummary{}, Quick: opt.Quick, RealtimePeers: !opt.NormalPeers,
 	}}
 	start := time.Now()
 	b.res.Machine = machine()
@@ -209,7 +222,7 @@ func (b *linkBench) start(profile string, seed uint64) (*session, error) {
 		return nil, err
 	}
 	s := &session{e: e}
-	srv := e.Topo.Command(netns.Server, b.opt.Self, "bench-peer", "serve", netns.OriginAddr(1).String()+":9000")
+	srv := e.Topo.Command(netns.Server, b.opt.peerArgs("serve", netns.OriginAddr(1).String()+":9000")...)
 	out, err := srv.StdoutPipe()
 	if err != nil {
 		e.Stop()
@@ -232,7 +245,7 @@ func (b *linkBench) start(profile string, seed uint64) (*session, error) {
 
 // client runs a client peer and decodes its JSON line into v.
 func (b *linkBench) client(s *session, v any, args ...string) error {
-	cmd := s.e.Topo.Command(netns.Client, append([]string{b.opt.Self, "bench-peer"}, args...)...)
+	cmd := s.e.Topo.Command(netns.Client, b.opt.peerArgs(args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

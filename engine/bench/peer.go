@@ -11,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/internal/rt"
 )
 
 // The benchmark's traffic comes from peers: a server in the server namespace and a client in the
@@ -139,10 +141,16 @@ func Receive(addr string, warmup, duration time.Duration) (Goodput, error) {
 	return g, nil
 }
 
-// PeerMain is `wirelab-engine bench-peer`: serve ADDR | connect ADDR COUNT PARALLEL |
-// receive ADDR WARMUP DURATION. Results are one JSON line on stdout; serve prints "ready" once it
-// listens.
+// PeerMain is `wirelab-engine bench-peer [--rt] serve ADDR | connect ADDR COUNT PARALLEL |
+// receive ADDR WARMUP DURATION`. Results are one JSON line on stdout; serve prints "ready" once it
+// listens. --rt runs the peer with real-time priority (internal/rt), so that other load on a shared
+// machine does not show up as emulator error.
 func PeerMain(args []string) error {
+	if len(args) > 0 && args[0] == "--rt" {
+		restore, _ := rt.Enable(1)
+		defer restore()
+		args = args[1:]
+	}
 	if len(args) < 2 {
 		return errors.New("usage: bench-peer serve ADDR | connect ADDR COUNT PARALLEL | receive ADDR WARMUP DURATION")
 	}

@@ -9,8 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/internal/rtlock"
 )
 
 const (
@@ -27,7 +28,7 @@ const (
 
 // Writer appends packets to a pcap stream. It is safe for concurrent use.
 type Writer struct {
-	mu      sync.Mutex
+	mu      rtlock.Mutex // the emulator's real-time threads write here
 	w       *bufio.Writer
 	snapLen int
 	hdr     [recordHeaderLen]byte

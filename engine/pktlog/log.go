@@ -2,14 +2,16 @@ package pktlog
 
 import (
 	"sort"
-	"sync"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/internal/rtlock"
 )
 
-// Log collects records in memory. It is safe for concurrent use: the emulator adds records from
-// both directions' goroutines.
+// Log collects records in memory. It is safe for concurrent use: the emulator's real-time threads
+// add records from both directions, so the lock is an rtlock.Mutex held only for O(1) work; readers
+// scan a snapshot outside it (records are never modified once added).
 type Log struct {
-	mu   sync.Mutex
+	mu   rtlock.Mutex
 	recs []Record
 }
 
@@ -26,24 +28,27 @@ func (l *Log) Add(dir Dir, fate Fate, in, out time.Duration, pkt []byte) {
 	l.mu.Unlock()
 }
 
-// Len is the number of records held.
-func (l *Log) Len() int {
+// snapshot is the records added so far; the returned slice is never written again by Add
+// (appends go past its length, or to a new array).
+func (l *Log) snapshot() []Record {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.recs)
+	s := l.recs[:len(l.recs):len(l.recs)]
+	l.mu.Unlock()
+	return s
 }
+
+// Len is the number of records held.
+func (l *Log) Len() int { return len(l.snapshot()) }
 
 // Window returns (a copy of) the records whose ClientTime lies in [from, to), in the order the
 // packets entered the emulator.
 func (l *Log) Window(from, to time.Duration) []Record {
-	l.mu.Lock()
 	var out []Record
-	for i := range l.recs {
-		if t := l.recs[i].ClientTime(); t >= from && t < to {
-			out = append(out, l.recs[i])
+	for _, r := range l.snapshot() {
+		if t := r.ClientTime(); t >= from && t < to {
+			out = append(out, r)
 		}
 	}
-	l.mu.Unlock()
 	SortByIn(out)
 	return out
 }
@@ -61,15 +66,19 @@ func (l *Log) Take() []Record {
 
 // DropBefore forgets records whose ClientTime is before t (bounds memory on long runs).
 func (l *Log) DropBefore(t time.Duration) {
-	l.mu.Lock()
-	kept := l.recs[:0]
-	for _, r := range l.recs {
+	snap := l.snapshot()
+	kept := make([]Record, 0, len(snap))
+	for _, r := range snap {
 		if r.ClientTime() >= t {
 			kept = append(kept, r)
 		}
 	}
-	clear(l.recs[len(kept):])
-	l.recs = kept
+	l.mu.Lock()
+	// Keep what was added while we filtered (Take may have emptied the log meanwhile: then the
+	// snapshot's records are gone already and only later ones count).
+	if len(l.recs) >= len(snap) && (len(snap) == 0 || &l.recs[0] == &snap[0]) {
+		l.recs = append(kept, l.recs[len(snap):]...)
+	}
 	l.mu.Unlock()
 }
 

@@ -2,14 +2,15 @@ package tunio
 
 import (
 	"math/bits"
-	"sync"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/internal/rtlock"
 )
 
 // Histogram records durations (ns ≥ 0) in log-linear buckets: 16 sub-buckets per power of two,
 // so a reported percentile is within 6.25 % (and within 1 ns below 16 ns). Safe for concurrent use.
 type Histogram struct {
-	mu     sync.Mutex
+	mu     rtlock.Mutex
 	counts [64 * subBuckets]int64
 	n      int64
 	max    time.Duration

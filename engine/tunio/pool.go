@@ -1,12 +1,12 @@
 package tunio
 
-import "sync"
+import "github.com/wirelab/wirelab/engine/internal/rtlock"
 
 // pool recycles packet buffers between a direction's reader (which takes them) and its writer
 // (which returns them). It grows as needed and never shrinks: its size is the peak number of
 // packets inside the link (queue plus delay line) plus a read batch.
 type pool struct {
-	mu    sync.Mutex
+	mu    rtlock.Mutex
 	free  [][]byte
 	size  int
 	total int

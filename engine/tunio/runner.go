@@ -12,13 +12,17 @@ import (
 	"time"
 
 	"golang.zx2c4.com/wireguard/tun"
+
+	"github.com/wirelab/wirelab/engine/internal/rt"
+	"github.com/wirelab/wirelab/engine/internal/rtlock"
 )
 
 // Runner forwards packets between two TUN devices through the link model in real time.
 type Runner struct {
-	start time.Time
-	pipes [2]*pipe
-	ran   atomic.Bool
+	start    time.Time
+	priority int // SCHED_FIFO priority of the process while Run runs; ≤ 0: normal scheduling
+	pipes    [2]*pipe
+	ran      atomic.Bool
 }
 
 // New prepares a Runner; Run starts it. The runner's clock (Now) starts here.
@@ -32,7 +36,10 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.SpinWindow == 0 {
 		cfg.SpinWindow = DefaultSpinWindow
 	}
-	r := &Runner{start: time.Now()}
+	r := &Runner{start: time.Now(), priority: cfg.RealtimePriority}
+	if r.priority == 0 {
+		r.priority = DefaultRealtimePriority
+	}
 	r.pipes[Up] = newPipe(r, Up, cfg.Client, cfg.Server, cfg.Up, cfg)
 	r.pipes[Down] = newPipe(r, Down, cfg.Server, cfg.Client, cfg.Down, cfg)
 	return r, nil
@@ -52,12 +59,17 @@ func (r *Runner) Run(ctx context.Context) error {
 	if !r.ran.CompareAndSwap(false, true) {
 		return errors.New("tunio: Run called twice")
 	}
-	// Each writer sleeps in a futex syscall on its own locked thread, and the runtime leaves a P
-	// with a thread in a syscall for up to one sysmon period (up to 10 ms when idle). With only
-	// NumCPU Ps, two sleeping writers can hold every P and nobody polls the network: readers then
-	// wake milliseconds late. Two spare Ps keep the readers prompt.
-	if want := runtime.NumCPU() + 2; runtime.GOMAXPROCS(0) < want {
+	// The readers and writers sleep in syscalls on their own locked threads, and the runtime leaves
+	// a P with a thread in a syscall until sysmon retakes it (sysmon polls every 20 µs–10 ms, and
+	// is an ordinary thread that a loaded machine delays further). A thread returning from its
+	// syscall without its P takes an idle one, or else waits for the scheduler: spare Ps keep
+	// every return immediate.
+	if want := runtime.NumCPU() + 8; runtime.GOMAXPROCS(0) < want {
 		runtime.GOMAXPROCS(want)
+	}
+	if prio := r.priority; prio > 0 {
+		restore, _ := rt.Enable(prio) // not permitted: normal scheduling, silently
+		defer restore()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -179,7 +191,7 @@ type pipe struct {
 	pool     *pool
 	gro      bool // dst coalesces (vnet header): heads of flows need room to grow
 
-	mu         sync.Mutex
+	mu         rtlock.Mutex // not sync.Mutex: see internal/rtlock
 	inside     inflight
 	sleepUntil int64 // guarded by mu: while the writer waits, its wake-up target (MaxInt64: none); -1 while awake
 
@@ -191,11 +203,11 @@ type pipe struct {
 
 	arena [][]byte // writer-owned buffers with room for a coalesced super-packet
 
-	srcFd    int // the sending device's file descriptor, -1 for devices without one (test doubles)
-	stopFd   int // eventfd made readable by stop, -1 without srcFd
-	priority int // SCHED_FIFO priority of the reader and writer threads; ≤ 0: normal scheduling
+	srcFd  int // the sending device's file descriptor, -1 for devices without one (test doubles)
+	stopFd int // eventfd made readable by stop, -1 without srcFd
 
 	spinBudget spinBudget
+	ev         Event // the writer's reused event
 }
 
 func newPipe(r *Runner, dir Dir, src, dst tun.Device, l Link, cfg Config) *pipe {
@@ -216,10 +228,6 @@ func newPipe(r *Runner, dir Dir, src, dst tun.Device, l Link, cfg Config) *pipe 
 				p.stopFd = efd
 			}
 		}
-	}
-	p.priority = cfg.RealtimePriority
-	if p.priority == 0 {
-		p.priority = DefaultRealtimePriority
 	}
 	if p.gro {
 		p.arena = make([][]byte, batchSize)
@@ -245,19 +253,16 @@ func (p *pipe) origin(pkt []byte) int {
 func (p *pipe) fail(err error) { p.lastErr.Store(fmt.Sprintf("%s: %v", p.dir, err)) }
 
 func (p *pipe) readLoop() error {
-	if p.srcFd >= 0 {
-		// A dedicated thread that sleeps in ppoll on the device: it wakes (with real-time priority
-		// when allowed) as soon as the kernel queues a packet, without the netpoller's hop.
-		runtime.LockOSThread()
-		p.realtime()
-	}
 	bufs := make([][]byte, batchSize)
 	sizes := make([]int, batchSize)
 	var fates [batchSize]Fate
 	var origins [batchSize]int
+	var ev Event // reused: observers get a pointer valid during the call
 	consecutiveErrs := 0
 	for {
 		p.pool.fill(bufs)
+		// Sleeping in ppoll (not the netpoller) wakes this goroutine's thread directly when the
+		// kernel queues a packet, without a hop through another thread.
 		if p.srcFd >= 0 && !waitReadable(p.srcFd, p.stopFd) {
 			return nil // stopping
 		}
@@ -290,7 +295,8 @@ func (p *pipe) readLoop() error {
 			bytes += int64(len(pkt))
 			origins[i] = p.origin(pkt)
 			if p.obs != nil {
-				p.obs.Observe(&Event{Kind: Arrived, Dir: p.dir, Fate: Queued, In: now, Out: now, Data: pkt})
+				ev = Event{Kind: Arrived, Dir: p.dir, Fate: Queued, In: now, Out: now, Data: pkt}
+				p.obs.Observe(&ev)
 			}
 		}
 		wake := false
@@ -322,7 +328,8 @@ func (p *pipe) readLoop() error {
 					p.counters.dropsQueue.Add(1)
 				}
 				if p.obs != nil {
-					p.obs.Observe(&Event{Kind: Dropped, Dir: p.dir, Fate: fates[i], In: now, Out: now, Data: bufs[i][offset : offset+sizes[i]]})
+					ev = Event{Kind: Dropped, Dir: p.dir, Fate: fates[i], In: now, Out: now, Data: bufs[i][offset : offset+sizes[i]]}
+					p.obs.Observe(&ev)
 				}
 			}
 		}
@@ -333,11 +340,6 @@ func (p *pipe) readLoop() error {
 }
 
 func (p *pipe) writeLoop() {
-	// The thread stays locked until the goroutine ends and then exits with it, taking its timer
-	// slack setting along.
-	runtime.LockOSThread()
-	setTimerSlack()
-	p.realtime()
 	batch := make([]entry, 0, batchSize)
 	wbufs := make([][]byte, 0, batchSize)
 	lat := make([]time.Duration, 0, batchSize)
@@ -401,8 +403,12 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 			futexWait(&p.w.seq, seq, rem)
 			continue
 		}
-		if rem > p.spin || !p.spinBudget.allow(p.r.Now()) {
+		if rem > p.spin {
 			futexWait(&p.w.seq, seq, rem-p.spin)
+			continue
+		}
+		if !p.spinBudget.allow(p.r.Now()) {
+			futexWait(&p.w.seq, seq, rem)
 			continue
 		}
 		t0 := p.r.Now()
@@ -442,7 +448,8 @@ func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) {
 		lat = append(lat, now-e.deadline)
 		bytes += int64(e.n)
 		if p.obs != nil {
-			p.obs.Observe(&Event{Kind: Delivered, Dir: p.dir, Fate: Queued, In: e.in, Out: now, Data: e.data()})
+			p.ev = Event{Kind: Delivered, Dir: p.dir, Fate: Queued, In: e.in, Out: now, Data: e.data()}
+			p.obs.Observe(&p.ev)
 		}
 	}
 	p.lateness.RecordAll(lat)
@@ -571,13 +578,6 @@ func groKey(pkt []byte) (key [13]byte, seq uint32, payload int, last bool, ok bo
 	copy(key[:], pkt[12:24])
 	key[12] = pkt[9]
 	return key, seq, payload, last, true
-}
-
-// realtime gives the calling locked thread real-time priority if configured and permitted.
-func (p *pipe) realtime() {
-	if p.priority > 0 {
-		_ = setRealtime(p.priority) // EPERM without CAP_SYS_NICE: normal scheduling
-	}
 }
 
 func (p *pipe) stop() {

@@ -104,14 +104,14 @@ type Config struct {
 	// SpinWindow is how long before a deadline the writer stops sleeping and spins; default
 	// DefaultSpinWindow. 0 < SpinWindow; negative disables spinning (sleep only).
 	SpinWindow time.Duration
-	// RealtimePriority is the SCHED_FIFO priority of the reader and writer threads (1–99; 0 =
-	// DefaultRealtimePriority; negative = normal scheduling). Without the privilege (CAP_SYS_NICE)
-	// the threads silently keep normal scheduling.
+	// RealtimePriority is the SCHED_FIFO priority of the whole process while Run runs (1–99; 0 =
+	// DefaultRealtimePriority; negative = normal scheduling); see internal/rt for why the whole
+	// process. Without the privilege (CAP_SYS_NICE) the process silently keeps normal scheduling.
 	RealtimePriority int
 }
 
 // DefaultRealtimePriority is the lowest real-time priority: enough to preempt ordinary processes
-// when a packet is due (on a loaded machine a normal thread wakes milliseconds late), below any
+// when a packet is due (on a loaded machine an ordinary thread wakes milliseconds late), below any
 // real-time task of the system. The kernel's RT throttling leaves others ≥ 5 % of each CPU, and the
 // writers' spinning is bounded (spinShare).
 const DefaultRealtimePriority = 1

@@ -34,12 +34,6 @@ func futexWake(addr *uint32) {
 	syscall.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp|futexPrivate, 1<<30, 0, 0, 0)
 }
 
-// setTimerSlack sets the calling thread's timer slack (default 50 µs) to 1 ns, so its sleeps end
-// when asked. The thread must be locked.
-func setTimerSlack() {
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-}
-
 // waker lets readers interrupt a writer's sleep.
 type waker struct {
 	seq uint32 // bumped on every wake; futex word
@@ -55,16 +49,6 @@ func (w *waker) wake() {
 // yield gives the CPU to other runnable threads (the peers' TCP stacks, the other direction)
 // while the writer spins towards a deadline. Raw: the writer keeps its P (Run provides spare ones).
 func yield() { syscall.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
-
-// setRealtime makes the calling (locked) thread SCHED_FIFO with the given priority.
-func setRealtime(prio int) error {
-	param := struct{ prio int32 }{int32(prio)}
-	_, _, e := syscall.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, 1, uintptr(unsafe.Pointer(&param)))
-	if e != 0 {
-		return e
-	}
-	return nil
-}
 
 // waitReadable sleeps until fd is readable (true) or stopFd is signalled (false).
 func waitReadable(fd, stopFd int) bool {
