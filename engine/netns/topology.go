@@ -22,6 +22,8 @@ import (
 	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/tun"
+
+	"github.com/wirelab/wirelab/engine/tundev"
 )
 
 // RouteConfig is the TCP tuning carried by the routes of one side (`ip route … initcwnd N
@@ -239,8 +241,8 @@ func (t *Topology) createTUN(side Side) (tun.Device, error) {
 		}
 		return nil, err
 	}
-	// Sets O_NONBLOCK (reads park in the Go netpoller) and, with IFF_VNET_HDR, TSO/checksum offloads.
-	dev, _, err := tun.CreateUnmonitoredTUNFromFD(fd)
+	// With IFF_VNET_HDR: TSO/USO/checksum offloads (GSO split on read, coalescing on write).
+	dev, err := tundev.New(fd, TUNName, t.cfg.MTU, !t.cfg.NoOffload)
 	if err != nil {
 		unix.Close(fd)
 		return nil, err

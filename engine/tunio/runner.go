@@ -189,7 +189,6 @@ type pipe struct {
 	obs      Observer
 	spin     time.Duration
 	pool     *pool
-	gro      bool // dst coalesces (vnet header): heads of flows need room to grow
 
 	mu         rtlock.Mutex // not sync.Mutex: see internal/rtlock
 	inside     inflight
@@ -201,8 +200,6 @@ type pipe struct {
 	counters counters
 	lastErr  atomic.Value
 
-	arena [][]byte // writer-owned buffers with room for a coalesced super-packet
-
 	srcFd  int // the sending device's file descriptor, -1 for devices without one (test doubles)
 	stopFd int // eventfd made readable by stop, -1 without srcFd
 
@@ -213,7 +210,7 @@ type pipe struct {
 func newPipe(r *Runner, dir Dir, src, dst tun.Device, l Link, cfg Config) *pipe {
 	p := &pipe{
 		r: r, dir: dir, src: src, dst: dst, link: l, originOf: cfg.OriginOf, obs: cfg.Observer,
-		spin: cfg.SpinWindow, pool: newPool(offset + cfg.MTU + 64), gro: dst.BatchSize() > 1, sleepUntil: -1,
+		spin: cfg.SpinWindow, pool: newPool(offset + cfg.MTU + 64), sleepUntil: -1,
 	}
 	p.srcFd, p.stopFd = -1, -1
 	if f := src.File(); f != nil {
@@ -227,12 +224,6 @@ func newPipe(r *Runner, dir Dir, src, dst tun.Device, l Link, cfg Config) *pipe 
 			} else {
 				p.stopFd = efd
 			}
-		}
-	}
-	if p.gro {
-		p.arena = make([][]byte, batchSize)
-		for i := range p.arena {
-			p.arena[i] = make([]byte, offset, offset+65535)
 		}
 	}
 	return p
@@ -427,7 +418,7 @@ type spinBudget struct {
 
 const (
 	spinPeriod = 100 * time.Millisecond
-	spinShare  = 0.25
+	spinShare  = 0.10
 )
 
 func (b *spinBudget) allow(now time.Duration) bool {
@@ -453,12 +444,8 @@ func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) {
 		}
 	}
 	p.lateness.RecordAll(lat)
-	if p.gro {
-		wbufs = p.groBufs(batch, wbufs)
-	} else {
-		for i := range batch {
-			wbufs = append(wbufs, batch[i].buf[:offset+batch[i].n])
-		}
+	for i := range batch {
+		wbufs = append(wbufs, batch[i].buf[:offset+batch[i].n])
 	}
 	p.counters.writes.Add(1)
 	p.counters.delivered.Add(int64(len(batch)))
@@ -471,113 +458,6 @@ func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) {
 		p.pool.put(batch[i].buf)
 	}
 	clear(wbufs)
-}
-
-// groBufs prepares a batch for a coalescing write. wireguard-go coalesces a flow's consecutive
-// segments into the buffer of the segment that starts the run (the head), growing it in place up
-// to 64 KB; a head without room stays alone and every later segment of its flow is compared with
-// it again. So each segment that will start a run is copied into an arena buffer with room for
-// 64 KB; the others are written from their own buffers.
-func (p *pipe) groBufs(batch []entry, wbufs [][]byte) [][]byte {
-	var runs [8]groRun
-	nRuns, nArena := 0, 0
-	for i := range batch {
-		e := &batch[i]
-		pkt := e.data()
-		key, seq, payload, last, candidate := groKey(pkt)
-		if candidate {
-			r := -1
-			for k := 0; k < nRuns; k++ {
-				if runs[k].key == key {
-					r = k
-					break
-				}
-			}
-			if r >= 0 && runs[r].extends(seq, payload, len(pkt)) {
-				runs[r].add(seq, payload, last)
-				wbufs = append(wbufs, e.buf[:offset+e.n])
-				continue
-			}
-			if nArena < len(p.arena) {
-				if r < 0 && nRuns < len(runs) {
-					r = nRuns
-					nRuns++
-				}
-				if r >= 0 {
-					runs[r] = groRun{key: key}
-					runs[r].add(seq, payload, last)
-					runs[r].size = len(pkt)
-					runs[r].segSize = payload
-				}
-				a := p.arena[nArena][:offset+len(pkt)]
-				copy(a[offset:], pkt)
-				p.arena[nArena] = a
-				nArena++
-				wbufs = append(wbufs, a)
-				continue
-			}
-		}
-		wbufs = append(wbufs, e.buf[:offset+e.n])
-	}
-	return wbufs
-}
-
-// groRun is the run of segments being coalesced into one head, per flow, within a write batch.
-type groRun struct {
-	key     [13]byte
-	next    uint32 // TCP: sequence number that extends the run
-	size    int    // bytes of the coalesced packet so far
-	segSize int    // payload of the head segment: later segments may not be larger
-	closed  bool   // a short or PSH segment ended the run
-}
-
-func (r *groRun) extends(seq uint32, payload, pktLen int) bool {
-	udp := r.key[12] == 17 // datagrams carry no sequence number
-	return !r.closed && (udp || seq == r.next) && payload <= r.segSize && r.size+payload <= 65535
-}
-
-func (r *groRun) add(seq uint32, payload int, last bool) {
-	if r.segSize != 0 {
-		r.size += payload
-		if payload < r.segSize {
-			last = true
-		}
-	}
-	r.next = seq + uint32(payload)
-	r.closed = last
-}
-
-// groKey says whether pkt may take part in a coalesced super-packet (IPv4 without options, TCP
-// with payload and only ACK/PSH flags, or UDP with payload) and returns its flow key, its TCP
-// sequence number, payload length, and whether it must end a run (PSH).
-func groKey(pkt []byte) (key [13]byte, seq uint32, payload int, last bool, ok bool) {
-	if len(pkt) < 28 || pkt[0] != 0x45 {
-		return key, 0, 0, false, false
-	}
-	switch pkt[9] {
-	case 6:
-		if len(pkt) < 40 {
-			return key, 0, 0, false, false
-		}
-		hl := int(pkt[32]>>4) * 4
-		flags := pkt[33]
-		if hl < 20 || len(pkt) <= 20+hl || (flags != 0x10 && flags != 0x18) {
-			return key, 0, 0, false, false
-		}
-		seq = uint32(pkt[24])<<24 | uint32(pkt[25])<<16 | uint32(pkt[26])<<8 | uint32(pkt[27])
-		payload = len(pkt) - 20 - hl
-		last = flags&0x08 != 0
-	case 17:
-		if len(pkt) <= 28 {
-			return key, 0, 0, false, false
-		}
-		payload = len(pkt) - 28
-	default:
-		return key, 0, 0, false, false
-	}
-	copy(key[:], pkt[12:24])
-	key[12] = pkt[9]
-	return key, seq, payload, last, true
 }
 
 func (p *pipe) stop() {

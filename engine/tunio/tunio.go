@@ -5,9 +5,9 @@
 // Per direction there are two goroutines: a reader, parked in the Go netpoller on the sending
 // device, and a writer on its own OS thread that sleeps on a futex until shortly before the next
 // deadline and spins the rest of the way (Go timers are millisecond-granular when the runtime sleeps
-// in epoll_wait). With IFF_VNET_HDR devices the kernel hands over TSO/GSO super-packets, which
-// wireguard-go's tun package splits into MTU-sized segments (the link model sees real packets), and
-// segments released together are coalesced again (GRO) on write.
+// in epoll_wait). Devices are golang.zx2c4.com/wireguard/tun.Devices; the emulator's own
+// (engine/tundev) splits the kernel's TSO/GSO super-packets into MTU-sized segments on read, so
+// the link model sees real packets, and coalesces the segments released together on write.
 package tunio
 
 import (
@@ -121,8 +121,8 @@ const DefaultRealtimePriority = 1
 // most of it at a CPU cost of at most 150 µs per release instant.
 const DefaultSpinWindow = 150 * time.Microsecond
 
-// offset is the headroom before each packet in its buffer: wireguard-go's vnet-header writes need
-// 10 bytes in front of the packet.
+// offset is the headroom before each packet in its buffer (devices keep per-packet marks there;
+// wireguard-go's own devices need 10 bytes for the virtio header).
 const offset = 16
 
 // batchSize is how many packets are read (segments of one super-packet) or written at once.
