@@ -85,7 +85,7 @@ var t0 = panicTB{}
 
 type panicTB struct{ testing.TB }
 
-func (panicTB) Helper()                         {}
+func (panicTB) Helper()                        {}
 func (panicTB) Fatalf(format string, a ...any) { panic(format) }
 
 func TestFrameVectors(t *testing.T) {

@@ -228,8 +228,8 @@ func TestDecodeInvalidHeaderKeepsContext(t *testing.T) {
 
 func TestParseHeaderBlock(t *testing.T) {
 	ok := map[string]Header{
-		"00000000": {},
-		nvBarFoo:   {{"bar", "foo"}, {"foo", "bar"}},
+		"00000000":                      {},
+		nvBarFoo:                        {{"bar", "foo"}, {"foo", "bar"}},
 		"00000001 00000001 61 00000000": {{"a", ""}},
 	}
 	for in, want := range ok {
