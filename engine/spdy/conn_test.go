@@ -223,9 +223,9 @@ func data(id uint32, flags Flags, n int) Frame {
 
 // outcome is what a Conn must do with a script of frames from a peer.
 type outcome struct {
-	sent    []Frame    // the frames the Conn queues in response (SETTINGS of NewConn excluded)
-	events  []string   // event types, with details where it matters
-	session RstStatus  // 0: no session error; otherwise the RST status paired with it (or 99 for none)
+	sent    []Frame   // the frames the Conn queues in response (SETTINGS of NewConn excluded)
+	events  []string  // event types, with details where it matters
+	session RstStatus // 0: no session error; otherwise the RST status paired with it (or 99 for none)
 	goaway  *GoAwayFrame
 }
 
