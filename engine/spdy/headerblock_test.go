@@ -70,7 +70,7 @@ func TestDecodeCZlibSharedContext(t *testing.T) {
 	}
 }
 
-func requestHeader(path string) Header {
+func testRequestHeader(path string) Header {
 	return Header{{":method", "GET"}, {":path", path}, {":version", "HTTP/1.1"},
 		{":host", "www.wirelab.test"}, {":scheme", "https"}, {"accept-encoding", "gzip,deflate"}}
 }
@@ -84,7 +84,7 @@ func TestHeaderRoundTripSharedContext(t *testing.T) {
 	d := NewHeaderDecompressor(0)
 	var sizes []int
 	for i := 0; i < 20; i++ {
-		h := requestHeader("/object/" + strings.Repeat("x", i))
+		h := testRequestHeader("/object/" + strings.Repeat("x", i))
 		block, err := c.Compress(h)
 		if err != nil {
 			t.Fatal(err)
