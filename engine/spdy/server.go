@@ -25,11 +25,12 @@ type Server struct {
 	Config Config
 	// DataChunkSize is the largest DATA frame sent, bytes. Default 4096 (mod_spdy's).
 	DataChunkSize int
-	// TLSConfig is used by Serve for listeners that are not already TLS; NextProtos gets
-	// "spdy/3.1". Nil: Serve expects a TLS listener (or serves plain connections if Plain is set).
+	// TLSConfig, if set, makes Serve wrap its listener in TLS with "spdy/3.1" offered by ALPN.
+	// Nil: connections are served as they come (those of a TLS listener must have negotiated
+	// "spdy/3.1"; plain ones are taken as speaking SPDY).
 	TLSConfig *tls.Config
-	// Plain serves connections without TLS (SPDY over cleartext TCP, for tests and h2c-like
-	// setups). Default false.
+	// Plain makes Serve ignore TLSConfig and serve cleartext SPDY (tests, h2c-like setups).
+	// Default false.
 	Plain bool
 	// DataSent, if set, is called for every DATA frame handed to a session, in send order, with
 	// the stream, its priority and the payload size. It runs with the session locked: keep it short.
@@ -488,4 +489,3 @@ func (w *responseWriter) finish() {
 	w.sc.finishLocked(w.st)
 	s.flushLocked()
 }
-
