@@ -28,7 +28,8 @@ type ClientConfig struct {
 
 // StreamTrace receives the moments of one request's life, for the page loader's send/wait/receive
 // timings. Each hook is optional and is called at most once, from a session goroutine; the hook
-// reads its own clock. HAR mapping: send = StreamOpened→RequestWritten, wait =
+// reads its own clock. Hooks run with the session locked: keep them short and never call the
+// ClientConn from one. HAR mapping: send = StreamOpened→RequestWritten, wait =
 // RequestWritten→ResponseHeaders, receive = ResponseHeaders→ResponseDone.
 type StreamTrace struct {
 	// Queued: the request must wait for a free stream (MAX_CONCURRENT_STREAMS).
