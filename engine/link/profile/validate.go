@@ -86,6 +86,9 @@ func validateProb(field string, p float64) error {
 	return nil
 }
 
+// Validate checks a loss model; see Resolved.Validate. Field names start with "loss".
+func (l Loss) Validate() error { return l.validate("loss") }
+
 func (l Loss) validate(path string) error {
 	switch l.Model {
 	case LossNone:
@@ -117,6 +120,9 @@ func (l Loss) validate(path string) error {
 	}
 	return newError(path+".model", l.Model, "is not a loss model", "use none, bernoulli or gilbert-elliott")
 }
+
+// Validate checks queue limits; see Resolved.Validate. Field names start with "queue".
+func (q QueueLimit) Validate() error { return q.validate("queue") }
 
 func (q QueueLimit) validate(path string) error {
 	if q.Packets < 0 || q.Packets > MaxQueuePackets {
