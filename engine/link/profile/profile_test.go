@@ -332,3 +332,52 @@ func TestLongValuesAreAbbreviated(t *testing.T) {
 		t.Errorf("abbreviated value not marked: %q", err)
 	}
 }
+
+// TestNetworkDocPresetTable: the preset table of docs/network.md (rates, RTT, one-way delays,
+// loss) agrees with what the parser makes of each preset — the RTT convention made visible.
+func TestNetworkDocPresetTable(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/network.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `([a-z0-9-]+)` \\| ([^|]+) \\| ([^|]+) \\| ([0-9.]+) ms \\| ([0-9.]+) / ([0-9.]+) ms \\| ([^|]+) \\|")
+	rate := func(s string) int64 {
+		s = strings.TrimSpace(s)
+		if s == "unlimited" {
+			return 0
+		}
+		v, err := parseRate("doc", strings.ToLower(strings.ReplaceAll(strings.TrimSuffix(s, "/s"), " ", "")))
+		if err != nil {
+			t.Fatalf("doc rate %q: %v", s, err)
+		}
+		return v
+	}
+	msDur := func(s string) time.Duration {
+		d, err := parseDuration("doc", s+"ms")
+		if err != nil {
+			t.Fatalf("doc duration %q: %v", s, err)
+		}
+		return d
+	}
+	seen := 0
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		seen++
+		r, err := Parse(m[1])
+		if err != nil {
+			t.Errorf("doc preset %q: %v", m[1], err)
+			continue
+		}
+		loss := 0.0
+		if l := strings.TrimSpace(m[7]); l != "0" {
+			loss, _ = parseProb("doc", l, strings.ReplaceAll(l, " ", ""), "")
+		}
+		if r.Down.RateBPS != rate(m[2]) || r.Up.RateBPS != rate(m[3]) ||
+			r.Up.Delay+r.Down.Delay != msDur(m[4]) || r.Up.Delay != msDur(m[5]) || r.Down.Delay != msDur(m[6]) ||
+			r.Up.Loss.P != loss || r.Down.Loss.P != loss {
+			t.Errorf("docs/network.md row %q disagrees with Parse(%q) = %#v", m[0], m[1], r)
+		}
+	}
+	if seen != len(Presets) {
+		t.Errorf("docs/network.md lists %d presets, the parser has %d", seen, len(Presets))
+	}
+}
