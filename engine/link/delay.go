@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/link/profile"
 )
 
 // DelayLine is the propagation stage: it holds packets that have left the rate stage until they
@@ -59,7 +61,7 @@ type lane struct {
 }
 
 // NewPathDelay returns a delay line. originExtra gives the extra one-way delay of origins
-// 1 … profile.MaxOrigin (others get none); seed seeds the jitter.
+// 1 … profile.MaxOrigin (other keys and non-positive delays are ignored); seed seeds the jitter.
 func NewPathDelay(delay, jitter time.Duration, originExtra map[int]time.Duration, seed uint64) *PathDelay {
 	d := &PathDelay{delay: delay, jitter: jitter}
 	if jitter > 0 {
@@ -70,7 +72,10 @@ func NewPathDelay(delay, jitter time.Duration, originExtra map[int]time.Duration
 	var extras []time.Duration
 	maxOrigin := 0
 	for origin, extra := range originExtra {
-		if extra > 0 && !slices.Contains(extras, extra) {
+		if origin < 1 || origin > profile.MaxOrigin || extra <= 0 {
+			continue
+		}
+		if !slices.Contains(extras, extra) {
 			extras = append(extras, extra)
 		}
 		maxOrigin = max(maxOrigin, origin)
@@ -81,8 +86,8 @@ func NewPathDelay(delay, jitter time.Duration, originExtra map[int]time.Duration
 	}
 	d.laneOf = make([]uint8, maxOrigin+1)
 	for origin, extra := range originExtra {
-		if origin > 0 && extra > 0 {
-			d.laneOf[origin] = uint8(1 + slices.Index(extras, extra))
+		if origin >= 1 && origin <= profile.MaxOrigin && extra > 0 {
+			d.laneOf[origin] = uint8(1 + slices.Index(extras, extra)) // at most 64 lanes + lane 0
 		}
 	}
 	return d

@@ -113,8 +113,8 @@ func (cfg Config) validate() error {
 
 // Push offers p to the link at time now (time since the link started; never decreasing across
 // calls). It returns Accepted, and then the link holds p until Pop returns it at p.Due(), or a
-// drop, and then the link has forgotten p. Push never allocates once the link's buffers have grown
-// to the steady-state depth.
+// drop, and then the link has forgotten p. p must not be pushed again before Pop has returned it.
+// Push never allocates once the link's buffers have grown to the steady-state depth.
 func (d *Direction) Push(now time.Duration, p *Packet) Fate {
 	now = max(now, d.pushed)
 	d.pushed = now
@@ -151,8 +151,9 @@ func (d *Direction) Pop(now time.Duration) (*Packet, bool) {
 	return p, ok
 }
 
-// NextDeadline reports when Pop will next have a packet (false: the link is empty). The runner
-// sleeps until then or until the next packet arrives.
+// NextDeadline reports when Pop will next have a packet (false: the link is empty). A Push can
+// make it earlier, so the runner asks again after pushing; it sleeps until then or until the next
+// packet arrives.
 func (d *Direction) NextDeadline() (time.Duration, bool) { return d.delay.Next() }
 
 // Stats returns the direction's counters.

@@ -36,8 +36,12 @@ type TraceRate struct {
 	spare   int64         // bytes it can still carry
 }
 
-// NewTraceRate returns a serialiser for trace t (as returned by profile.ParseTrace/LoadTrace).
+// NewTraceRate returns a serialiser for trace t, which must be valid (as profile.ParseTrace and
+// profile.LoadTrace return it; NewDirection checks a hand-made one).
 func NewTraceRate(t *profile.Trace) *TraceRate {
+	if len(t.Slots) == 0 || t.Period <= 0 {
+		panic("link: NewTraceRate needs a trace with opportunities and a positive period")
+	}
 	r := &TraceRate{period: t.Period}
 	for _, s := range t.Slots {
 		r.at = append(r.at, s.At)

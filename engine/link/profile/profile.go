@@ -146,7 +146,9 @@ func (r *Resolved) applyPreset(name string) error {
 		return newError(name, name, "is a key without a value", fmt.Sprintf("write %s=VALUE (a bare name must be a preset: %s)", name, strings.Join(PresetNames(), ", ")))
 	}
 	allowed := "presets are " + strings.Join(PresetNames(), ", ")
-	if s, ok := closest(name, PresetNames()); ok {
+	if _, ok := presetIndex[strings.ToLower(name)]; ok {
+		allowed = fmt.Sprintf("did you mean %s? Names are lowercase", strings.ToLower(name))
+	} else if s, ok := closest(name, PresetNames()); ok {
 		allowed = fmt.Sprintf("did you mean %s? %s", s, allowed)
 	} else if s, ok := closest(name, KeyNames()); ok {
 		allowed = fmt.Sprintf("did you mean %s=VALUE? %s", s, allowed)
@@ -159,7 +161,9 @@ func unknownKey(key string) error {
 		return newError(key, key, "is a preset, not a key", fmt.Sprintf("write the preset alone (e.g. %s,rtt=50ms)", key))
 	}
 	allowed := "keys are " + strings.Join(KeyNames(), ", ")
-	if s, ok := closest(key, KeyNames()); ok {
+	if _, ok := keyIndex[strings.ToLower(key)]; ok {
+		allowed = fmt.Sprintf("did you mean %s? Keys are lowercase", strings.ToLower(key))
+	} else if s, ok := closest(key, KeyNames()); ok {
 		allowed = fmt.Sprintf("did you mean %s? %s", s, allowed)
 	}
 	return newError(nameField(key, "profile"), key, "is not a known key", allowed)

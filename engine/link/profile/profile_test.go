@@ -153,6 +153,8 @@ func TestParseErrors(t *testing.T) {
 		{"origin_delay=", "origin_delay", "", "is empty"},
 		{"trace_up= ", "trace_up", "", "empty path"},
 		{"rtt=1ms,bogus=3", "bogus", "bogus", "keys are rtt,"},
+		{"BW=1mbit", "BW", "BW", "did you mean bw? Keys are lowercase"},
+		{"Cable", "Cable", "Cable", "did you mean cable? Names are lowercase"},
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
