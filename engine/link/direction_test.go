@@ -174,9 +174,10 @@ func TestNoAllocationsInSteadyState(t *testing.T) {
 		"unlimited": {Delay: 5 * ms, Loss: profile.Loss{Model: profile.LossBernoulli, P: 0.01}},
 	} {
 		d := newDirection(t, cfg)
-		pool := make([]*Packet, 1<<16)
+		pool := make([]*Packet, 1<<13)
+		data := make([]byte, 1500)
 		for i := range pool {
-			pool[i] = &Packet{Data: make([]byte, 1500), Origin: i % 4}
+			pool[i] = &Packet{Data: data, Origin: i % 4}
 		}
 		now, k := time.Duration(0), 0
 		cycle := func() {
