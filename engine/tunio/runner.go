@@ -244,6 +244,12 @@ func (p *pipe) origin(pkt []byte) int {
 func (p *pipe) fail(err error) { p.lastErr.Store(fmt.Sprintf("%s: %v", p.dir, err)) }
 
 func (p *pipe) readLoop() error {
+	if p.srcFd >= 0 {
+		// Its own thread, above the rest of the process: arrival times are taken here.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		rt.Boost(p.r.priority + readerBoost)
+	}
 	bufs := make([][]byte, batchSize)
 	sizes := make([]int, batchSize)
 	var fates [batchSize]Fate
@@ -252,8 +258,8 @@ func (p *pipe) readLoop() error {
 	consecutiveErrs := 0
 	for {
 		p.pool.fill(bufs)
-		// Sleeping in ppoll (not the netpoller) wakes this goroutine's thread directly when the
-		// kernel queues a packet, without a hop through another thread.
+		// Sleeping in ppoll (not the netpoller) wakes this thread directly when the kernel queues
+		// a packet, without a hop through another thread.
 		if p.srcFd >= 0 && !waitReadable(p.srcFd, p.stopFd) {
 			return nil // stopping
 		}
@@ -331,6 +337,11 @@ func (p *pipe) readLoop() error {
 }
 
 func (p *pipe) writeLoop() {
+	// Its own thread, above the readers and the rest of the process: its spin yields only to the
+	// other writer, and a release is never queued behind other work of the process.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rt.Boost(p.r.priority + writerBoost)
 	batch := make([]entry, 0, batchSize)
 	wbufs := make([][]byte, 0, batchSize)
 	lat := make([]time.Duration, 0, batchSize)
@@ -407,6 +418,12 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 		p.spinBudget.spent(p.r.Now() - t0)
 	}
 }
+
+// Priorities of the loop threads above the rest of the process (while real-time).
+const (
+	readerBoost = 1
+	writerBoost = 2
+)
 
 // spinBudget bounds the share of time a writer spins (at real-time priority, spinning keeps a
 // CPU from everyone else): within each spinWindowPeriod at most spinShare of it. Over budget, the

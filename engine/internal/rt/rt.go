@@ -109,6 +109,24 @@ func apply(prio int) bool {
 	return ok
 }
 
+// Boost gives the calling thread, which the caller has locked (runtime.LockOSThread), a higher
+// SCHED_FIFO priority than the rest of the process, for as long as the thread lives; the janitor
+// leaves it alone. It does nothing unless Enable is in effect and permitted.
+func Boost(prio int) {
+	mu.Lock()
+	on := enabled
+	mu.Unlock()
+	if !on {
+		return
+	}
+	tid := unix.Gettid()
+	applyMu.Lock()
+	seen[tid] = true
+	applyMu.Unlock()
+	_ = setScheduler(0, schedFIFO|schedResetOnFork, prio)
+	_ = os.WriteFile("/proc/self/task/"+strconv.Itoa(tid)+"/timerslack_ns", []byte("1"), 0)
+}
+
 func tids() []int {
 	entries, err := os.ReadDir("/proc/self/task")
 	if err != nil {
