@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from wirelab import spec as spec_mod
-from wirelab.errors import SchemaVersionError, StoreError
+from wirelab.errors import SchemaVersionError, StoreError, UsageError
 
 __all__ = [
     "DEFAULT_DB",
@@ -614,7 +614,7 @@ class Results(_Base):
             return "", []
         if self.conn.execute("SELECT 1 FROM sweeps WHERE name = ?", (sweep,)).fetchone() is None:
             known = [r[0] for r in self.conn.execute("SELECT name FROM sweeps ORDER BY name")]
-            raise StoreError(f"sweep: {sweep!r} is not in {self.path}; sweeps: {', '.join(known) or 'none'}")
+            raise UsageError(f"sweep: {sweep!r} is not in {self.path}; sweeps: {', '.join(known) or 'none'}")
         return f" AND {alias}.name = ?", [sweep]
 
     def sweeps(self) -> pd.DataFrame:
