@@ -274,3 +274,54 @@ def test_sigkill_at_any_point_then_resume_gives_exactly_the_planned_loads(tmp_pa
         assert engine.started == [t.id for t in plan.trials[number:]]
     leftovers = [p.name for p in (results_dir(db) / "small").iterdir() if p.name.startswith(".discarded")]
     assert leftovers == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("hold", ["2:1", "1:end"], ids=["mid-trial", "finished-not-stored"])
+def test_sigkilled_cli_run_takes_its_engine_down_and_resumes(tmp_path, small, fake_engine, hold):
+    """The real subprocess path: `wirelab run` SIGKILLed while an engine runs; the engine gets SIGTERM
+    from the kernel (parent-death signal) and exits; a second `wirelab run` completes the sweep."""
+    db, marker, order = tmp_path / "w.db", tmp_path / "held", tmp_path / "order"
+    env = {
+        **os.environ,
+        "FAKE_ENGINE_HOLD": hold,
+        "FAKE_ENGINE_MARKER": str(marker),
+        "FAKE_ENGINE_ORDER": str(order),
+    }
+    argv = [
+        sys.executable,
+        "-m",
+        "wirelab.cli",
+        "run",
+        str(small),
+        "--db",
+        str(db),
+        "--engine",
+        str(fake_engine),
+    ]
+    proc = subprocess.Popen(
+        argv, env=env, cwd=TESTS.parent, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for_file(marker, proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    engine_pid = int(order.read_text().split()[-1])
+    deadline = time.monotonic() + 30
+    while _alive(engine_pid):
+        assert time.monotonic() < deadline, "the engine outlived its SIGKILLed parent"
+        time.sleep(0.01)
+    env.pop("FAKE_ENGINE_HOLD")
+    done = subprocess.run(argv, env=env, cwd=TESTS.parent, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert_exactly_planned(db, spec.load(small))
+    if hold.endswith(":end"):
+        assert "stored 1 trials that a killed run had finished" in done.stdout
