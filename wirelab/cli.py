@@ -227,7 +227,7 @@ def load(
     if objects:
         title = (
             f"waterfall: {shown['protocol']} repetition {shown['repetition']} "
-            f"(median PLT {shown['plt_ms']:,.0f} ms, {int(shown['connections'])} connections)"
+            f"(median PLT {shown['plt_ms']:,.0f} ms, {int(shown['connections'])} connection(s))"
         )
         out.print(waterfall(objects, width=max(20, min(80, out.width - 60)), title=title))
     out.print(f"stored as sweep {result.sweep} in {result.db}", style="dim", soft_wrap=True)
