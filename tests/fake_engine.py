@@ -60,14 +60,21 @@ def _trial(args: list[str]) -> int:
     done = threading.Event()
     code: list[int] = []
 
+    def say(text, stream):
+        # like the engine must: when wirelab died, stdout/stderr are broken pipes; keep cleaning up
+        try:
+            print(text, file=stream, flush=True)
+        except OSError:
+            pass
+
     def on_event(event):
         if event.kind == "exit":
             if event.stderr_tail:
-                print(event.stderr_tail, file=sys.stderr, flush=True)
+                say(event.stderr_tail, sys.stderr)
             code.append(event.returncode)
             done.set()
         elif progress and event.kind != "log":
-            print(json.dumps(event.data), flush=True)
+            say(json.dumps(event.data), sys.stdout)
 
     run = engine.start_trial(spec, out, on_event)
 
