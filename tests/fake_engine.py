@@ -15,6 +15,7 @@ Steered by environment variables:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -62,10 +63,8 @@ def _trial(args: list[str]) -> int:
 
     def say(text, stream):
         # like the engine must: when wirelab died, stdout/stderr are broken pipes; keep cleaning up
-        try:
+        with contextlib.suppress(OSError):
             print(text, file=stream, flush=True)
-        except OSError:
-            pass
 
     def on_event(event):
         if event.kind == "exit":
