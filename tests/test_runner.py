@@ -316,9 +316,13 @@ def test_sigkilled_cli_run_takes_its_engine_down_and_resumes(tmp_path, small, fa
         proc.wait()
     engine_pid = int(order.read_text().split()[-1])
     deadline = time.monotonic() + 30
-    while _alive(engine_pid):
-        assert time.monotonic() < deadline, "the engine outlived its SIGKILLed parent"
-        time.sleep(0.01)
+    try:
+        while _alive(engine_pid):
+            assert time.monotonic() < deadline, "the engine outlived its SIGKILLed parent"
+            time.sleep(0.01)
+    finally:
+        if _alive(engine_pid):  # leave nothing running when the assertion fails
+            os.kill(engine_pid, signal.SIGKILL)
     env.pop("FAKE_ENGINE_HOLD")
     done = subprocess.run(argv, env=env, cwd=TESTS.parent, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
