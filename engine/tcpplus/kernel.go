@@ -14,6 +14,8 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/wirelab/wirelab/engine/tcpplus/internal/nspath"
 )
 
 const (
@@ -51,11 +53,13 @@ func Register(n int) (name string, unregister func() error, err error) {
 // namespaces of interrupted backoff measurements (see package backoff). It returns what it
 // removed, one description per object. It needs root only when there is something to remove.
 func GC() ([]string, error) {
-	removed, err := defaultRegistry.gc()
-	for i, name := range removed {
-		removed[i] = "congestion control " + name
+	names, err := defaultRegistry.gc()
+	var removed []string
+	for _, name := range names {
+		removed = append(removed, "congestion control "+name)
 	}
-	return removed, err
+	paths, pathErr := nspath.GC(StateDir)
+	return append(removed, paths...), errors.Join(err, pathErr)
 }
 
 var defaultRegistry = &registry{

@@ -15,6 +15,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirelab/wirelab/engine/tcpplus/internal/owner"
 )
 
 // A congestion control is global to the kernel, so every run on the machine that asks for the
@@ -44,8 +46,7 @@ type backend interface {
 
 // holder is one user of a registration: one Register call of one process.
 type holder struct {
-	PID   int    `json:"pid"`
-	Start uint64 `json:"start"` // process start time, clock ticks since boot (/proc/PID/stat field 22)
+	owner.Process
 	Token string `json:"token"`
 }
 
@@ -263,48 +264,16 @@ func (r *registry) gc() ([]string, error) {
 
 // thisProcess identifies the calling process, with a fresh token.
 func thisProcess() (holder, error) {
-	pid := os.Getpid()
-	start, err := processStart(pid)
+	p, err := owner.Self()
 	if err != nil {
-		return holder{}, err
+		return holder{}, fmt.Errorf("tcpplus: %w", err)
 	}
 	var tok [8]byte
 	if _, err := rand.Read(tok[:]); err != nil {
 		return holder{}, err
 	}
-	return holder{PID: pid, Start: start, Token: hex.EncodeToString(tok[:])}, nil
+	return holder{Process: p, Token: hex.EncodeToString(tok[:])}, nil
 }
 
-// processAlive reports whether the holder's process still runs (same pid, same start time).
-func processAlive(h holder) bool {
-	start, err := processStart(h.PID)
-	return err == nil && start == h.Start
-}
-
-// processStart reads a process's start time from /proc/PID/stat (field 22, clock ticks since
-// boot). The command name in field 2 may contain spaces and parentheses, so fields are counted
-// from the last ')'.
-func processStart(pid int) (uint64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatStart(string(raw))
-}
-
-func parseStatStart(stat string) (uint64, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("tcpplus: malformed /proc stat line")
-	}
-	fields := strings.Fields(stat[i+1:])
-	// fields[0] is field 3 (state); field 22 (starttime) is fields[19].
-	if len(fields) < 20 {
-		return 0, fmt.Errorf("tcpplus: short /proc stat line")
-	}
-	var v uint64
-	if _, err := fmt.Sscan(fields[19], &v); err != nil {
-		return 0, fmt.Errorf("tcpplus: /proc stat starttime %q: %w", fields[19], err)
-	}
-	return v, nil
-}
+// processAlive reports whether the holder's process still runs.
+func processAlive(h holder) bool { return owner.Alive(h.Process) }
