@@ -63,7 +63,7 @@ func benchTCPPlus(args []string) error {
 	}
 	ctx, stop := cli.SignalContext(context.Background())
 	defer stop()
-	rep, err := backoff.Run(ctx, backoff.Config{N: *n, RateBitsPerSecond: bps, ArmCwnd: uint32(*cwnd), Timeout: *timeout})
+	rep, err := backoff.Run(ctx, backoff.Config{N: *n, RateBitsPerSecond: bps, ArmCwnd: uint32(*cwnd), Timeout: *timeout, Progress: os.Stderr})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -35,6 +36,14 @@ type Config struct {
 	Timeout time.Duration `json:"timeout_ns"`
 	// Port is the receiver's TCP port. Default 5001.
 	Port uint16 `json:"port"`
+	// Progress, if set, gets one line as each stage starts ("path … ready", "measuring cubic").
+	Progress io.Writer `json:"-"`
+}
+
+func (c *Config) progress(format string, args ...any) {
+	if c.Progress != nil {
+		fmt.Fprintf(c.Progress, format+"\n", args...)
+	}
 }
 
 func (c *Config) fill() error {
@@ -112,6 +121,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	defer func() { err = errors.Join(err, drop.Close()) }()
 
+	cfg.progress("path %s ready: namespaces %s, %s, %s", path.ID, path.Sender, path.Router, path.Receiver)
+
 	rep = &Report{Config: cfg, Kernel: kernelRelease()}
 	for _, f := range []struct {
 		cc   string
@@ -120,6 +131,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		{"cubic", cubicBeta},
 		{name, tcpplus.BetaPlusScaled(cubicBeta, cfg.N)},
 	} {
+		cfg.progress("measuring %s", f.cc)
 		flow, err := measureFlow(ctx, path, drop, f.cc, f.beta, cfg)
 		if err != nil {
 			return nil, err
