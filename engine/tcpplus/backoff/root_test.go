@@ -1,0 +1,152 @@
+package backoff
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wirelab/wirelab/engine/tcpplus"
+	"github.com/wirelab/wirelab/engine/tcpplus/internal/nspath"
+)
+
+// Tests named *Root need root; they build namespaces and register TCP+ for n = 6 and n = 1
+// (no other test package uses those n).
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+}
+
+// leftovers snapshots what a run could leave behind, to compare before and after.
+func leftovers(t *testing.T, names ...string) []string {
+	t.Helper()
+	found, err := nspath.Existing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if ok, err := tcpplus.Registered(name); err != nil || ok {
+			found = append(found, "registered "+name)
+		}
+		if _, err := os.Stat(tcpplus.StateDir + "/" + name + ".json"); !errors.Is(err, fs.ErrNotExist) {
+			found = append(found, "state of "+name)
+		}
+	}
+	paths, _ := os.ReadDir(tcpplus.StateDir)
+	for _, p := range paths {
+		if strings.HasPrefix(p.Name(), "path-") {
+			found = append(found, p.Name())
+		}
+	}
+	slices.Sort(found)
+	return found
+}
+
+func TestBackoffAfterSingleLossRoot(t *testing.T) {
+	requireRoot(t)
+	before := leftovers(t, "wl_cubicp6")
+	rep, err := Run(context.Background(), Config{N: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Flows {
+		t.Logf("%s: β %.4f, cwnd %d (%s) → ssthresh %d (expected %d..%d), cwnd after %d, ratio %.3f, %d readings every %.1f µs",
+			f.CC, f.Beta, f.CwndBefore, f.StateBefore, f.SsthreshAfter, f.ExpectedSsthreshMin, f.ExpectedSsthreshMax,
+			f.CwndAfter, f.SsthreshRatio, f.Readings, f.MeanReadingMicros)
+	}
+	if !rep.Pass {
+		t.Fatalf("the backoff does not match the formula: %s", rep.Problems())
+	}
+	cubic, plus := rep.Flows[0], rep.Flows[1]
+	if cubic.CC != "cubic" || plus.CC != "wl_cubicp6" || cubic.BetaScaled != 717 || plus.BetaScaled != 973 {
+		t.Fatalf("flows %s (β %d), %s (β %d)", cubic.CC, cubic.BetaScaled, plus.CC, plus.BetaScaled)
+	}
+	// Beyond the per-flow check, the ratios themselves: within 3 % of β — one segment in ~100
+	// from rounding down, up to SlackOpen more from cwnd growth the sampler did not see.
+	for _, f := range rep.Flows {
+		if math.Abs(f.SsthreshRatio-f.Beta) > 0.03 {
+			t.Errorf("%s: ssthresh/cwnd %.3f, want %.3f ± 0.03", f.CC, f.SsthreshRatio, f.Beta)
+		}
+	}
+	if math.Abs(rep.RatioGap-0.25) > 0.04 {
+		t.Errorf("TCP+ backs off %.3f less than cubic; the formula says 0.25", rep.RatioGap)
+	}
+	if after := leftovers(t, "wl_cubicp6"); !slices.Equal(before, after) {
+		t.Errorf("left behind: before %v, after %v", before, after)
+	}
+}
+
+// With n = 1, TCP+ is cubic: the same β, the same backoff.
+func TestNOneBacksOffLikeCubicRoot(t *testing.T) {
+	requireRoot(t)
+	rep, err := Run(context.Background(), Config{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Pass {
+		t.Fatalf("problems: %s", rep.Problems())
+	}
+	cubic, one := rep.Flows[0], rep.Flows[1]
+	if one.CC != "wl_cubicp1" || one.BetaScaled != cubic.BetaScaled {
+		t.Fatalf("n = 1: %s with β %d; cubic's β %d", one.CC, one.BetaScaled, cubic.BetaScaled)
+	}
+	if math.Abs(rep.RatioGap) > 0.03 {
+		t.Errorf("n = 1 backs off %.3f differently from cubic", rep.RatioGap)
+	}
+}
+
+// lineWriter calls fn with each complete line written to it.
+type lineWriter struct {
+	mu  sync.Mutex
+	buf []byte
+	fn  func(string)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := slices.Index(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.fn(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// Cancelling a measurement (what SIGINT does to the bench command) removes everything it made.
+func TestCancelledRunLeavesNothingRoot(t *testing.T) {
+	requireRoot(t)
+	before := leftovers(t, "wl_cubicp6")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var sawPath bool
+	progress := &lineWriter{fn: func(line string) {
+		if strings.HasPrefix(line, "path ") {
+			sawPath = true
+		}
+		if line == "measuring cubic" {
+			cancel() // mid-flow: namespaces, dropper, registration and sockets all exist
+		}
+	}}
+	_, err := Run(ctx, Config{N: 6, ArmCwnd: 2000, Progress: progress})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if !sawPath {
+		t.Fatal("cancelled before the path existed; the test proves nothing")
+	}
+	if after := leftovers(t, "wl_cubicp6"); !slices.Equal(before, after) {
+		t.Errorf("left behind: before %v, after %v", before, after)
+	}
+}
