@@ -89,6 +89,8 @@ func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, cc string, bet
 		}
 	}()
 
+	cfg.progress("sending with %s", cc)
+
 	t := tracker{armCwnd: cfg.ArmCwnd}
 	start := time.Now()
 	deadline := start.Add(cfg.Timeout)

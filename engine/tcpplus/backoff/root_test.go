@@ -135,8 +135,8 @@ func TestCancelledRunLeavesNothingRoot(t *testing.T) {
 		if strings.HasPrefix(line, "path ") {
 			sawPath = true
 		}
-		if line == "measuring cubic" {
-			cancel() // mid-flow: namespaces, dropper, registration and sockets all exist
+		if line == "sending with cubic" {
+			cancel() // mid-flow: namespaces, dropper, registration, sockets and the sampler all run
 		}
 	}}
 	_, err := Run(ctx, Config{N: 6, ArmCwnd: 2000, Progress: progress})

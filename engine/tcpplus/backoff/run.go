@@ -133,6 +133,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	} {
 		cfg.progress("measuring %s", f.cc)
 		flow, err := measureFlow(ctx, path, drop, f.cc, f.beta, cfg)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("backoff: interrupted: %w", ctx.Err())
+		}
 		if err != nil {
 			return nil, err
 		}
