@@ -126,3 +126,12 @@ func ExpectedSsthresh(cwnd, beta uint32) uint32 {
 	s := uint64(cwnd) * uint64(beta) / BetaScale
 	return uint32(max(s, 2))
 }
+
+// FastConvergenceWmax is the W_max (cubic's last_max_cwnd) that a cubic-family congestion
+// control with multiplicative decrease beta (× BetaScale) records when a loss at cwnd comes
+// before cwnd has regained the previous W_max ("fast convergence"): ⌊cwnd·(1 + β)/2⌋, half way
+// between the reduced window and cwnd. For a first loss, or one above the previous W_max, it
+// records cwnd itself.
+func FastConvergenceWmax(cwnd, beta uint32) uint32 {
+	return uint32(uint64(cwnd) * uint64(BetaScale+beta) / (2 * BetaScale))
+}

@@ -210,3 +210,15 @@ func TestLoadErrorNamesWhatIsMissing(t *testing.T) {
 		t.Errorf("loadError = %q", err)
 	}
 }
+
+func TestFastConvergenceWmax(t *testing.T) {
+	for _, tc := range []struct{ cwnd, beta, want uint32 }{
+		{100, 717, 85},   // ⌊85.01⌋: cubic
+		{100, 973, 97},   // ⌊97.51⌋: TCP+ for n = 6
+		{105, 1024, 105}, // β = 1: no reduction, W_max stays
+	} {
+		if got := FastConvergenceWmax(tc.cwnd, tc.beta); got != tc.want {
+			t.Errorf("FastConvergenceWmax(%d, %d) = %d, want %d", tc.cwnd, tc.beta, got, tc.want)
+		}
+	}
+}

@@ -18,7 +18,7 @@ import (
 // measureFlow runs one bulk TCP flow from the sender to the receiver with congestion control
 // cc, reads the sender's TCP_INFO continuously, arms the dropper when cwnd reaches
 // cfg.ArmCwnd, and returns the backoff the congestion control applied to that single loss.
-func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, cc string, beta uint32, cfg Config) (Flow, error) {
+func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, ca *caReader, cc string, beta uint32, cfg Config) (Flow, error) {
 	if err := d.Reset(); err != nil {
 		return Flow{}, err
 	}
@@ -89,6 +89,7 @@ func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, cc string, bet
 		}
 	}()
 
+	localPort := uint16(conn.LocalAddr().(*net.TCPAddr).Port)
 	cfg.progress("sending with %s", cc)
 
 	t := tracker{armCwnd: cfg.ArmCwnd}
@@ -117,14 +118,22 @@ func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, cc string, bet
 			Ssthresh:     info.Snd_ssthresh,
 			TotalRetrans: info.Total_retrans,
 		}
-		arm, done := t.observe(s)
-		if arm {
+		act := t.observe(s)
+		if act.ReadWmax {
+			wmax, err := ca.wmax(p, localPort)
+			if err != nil {
+				loopErr = err
+				break
+			}
+			t.setWmax(wmax)
+		}
+		if act.Arm {
 			if err := d.Arm(); err != nil {
 				loopErr = err
 				break
 			}
 		}
-		if done {
+		if act.Done {
 			break
 		}
 	}
@@ -148,8 +157,8 @@ func timeoutError(t *tracker, cfg Config) error {
 	switch t.phase {
 	case waitingForCwnd:
 		return fmt.Errorf("backoff: cwnd reached %d, not %d, within %v (lower the cwnd to arm at, or raise the rate or the timeout)", t.prev.Cwnd, cfg.ArmCwnd, cfg.Timeout)
-	case armed:
-		return fmt.Errorf("backoff: no congestion window reduction within %v after dropping a segment at cwnd %d", cfg.Timeout, t.Armed.Cwnd)
+	case armed, armedAgain:
+		return fmt.Errorf("backoff: no congestion window reduction within %v after arming the dropper (phase %d)", cfg.Timeout, t.phase)
 	default:
 		return fmt.Errorf("backoff: loss recovery did not end within %v", cfg.Timeout)
 	}

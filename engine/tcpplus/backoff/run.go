@@ -120,6 +120,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, drop.Close()) }()
+	ca, err := newCAReader(cfg.Port)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, ca.Close()) }()
 
 	cfg.progress("path %s ready: namespaces %s, %s, %s", path.ID, path.Sender, path.Router, path.Receiver)
 
@@ -132,7 +137,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		{name, tcpplus.BetaPlusScaled(cubicBeta, cfg.N)},
 	} {
 		cfg.progress("measuring %s", f.cc)
-		flow, err := measureFlow(ctx, path, drop, f.cc, f.beta, cfg)
+		flow, err := measureFlow(ctx, path, drop, ca, f.cc, f.beta, cfg)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("backoff: interrupted: %w", ctx.Err())
 		}

@@ -1,0 +1,87 @@
+package backoff
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cilium/ebpf/link"
+
+	"github.com/wirelab/wirelab/engine/tcpplus/internal/nspath"
+)
+
+// caReader reads cubic's W_max of the sender's socket with the wl_ca_state iterator: TCP_INFO
+// does not report it, and it is what fast convergence changes.
+type caReader struct {
+	objs caStateObjects
+	iter *link.Iter
+}
+
+func newCAReader(port uint16) (*caReader, error) {
+	spec, err := loadCaState()
+	if err != nil {
+		return nil, fmt.Errorf("backoff: %w", err)
+	}
+	if err := spec.Variables[caStateVarWlDport].Set(port); err != nil {
+		return nil, fmt.Errorf("backoff: setting the iterator's port: %w", err)
+	}
+	r := &caReader{}
+	if err := spec.LoadAndAssign(&r.objs, nil); err != nil {
+		return nil, fmt.Errorf("backoff: loading the TCP socket iterator: %w", err)
+	}
+	r.iter, err = link.AttachIter(link.IterOptions{Program: r.objs.WlCaState})
+	if err != nil {
+		r.objs.Close()
+		return nil, fmt.Errorf("backoff: attaching the TCP socket iterator: %w", err)
+	}
+	return r, nil
+}
+
+// caRecord mirrors struct ca_record in bpf/ca_state.c.
+type caRecord struct {
+	LocalPort   uint32
+	Cwnd        uint32
+	LastMaxCwnd uint32
+}
+
+// wmax returns W_max of the sender's socket with local port localPort. The iterator walks the
+// sockets of the namespace it is opened in, so it is opened in the sender's.
+func (r *caReader) wmax(p *nspath.Path, localPort uint16) (uint32, error) {
+	var raw []byte
+	err := p.Do(p.Sender, func() error {
+		rc, err := r.iter.Open()
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		raw, err = io.ReadAll(rc)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("backoff: reading cubic's state: %w", err)
+	}
+	return findWmax(raw, localPort)
+}
+
+// findWmax picks the record of localPort out of the iterator's output.
+func findWmax(raw []byte, localPort uint16) (uint32, error) {
+	const size = 12
+	if len(raw)%size != 0 {
+		return 0, fmt.Errorf("backoff: iterator output of %d bytes is not whole records", len(raw))
+	}
+	for off := 0; off < len(raw); off += size {
+		var rec caRecord
+		if _, err := binary.Decode(raw[off:off+size], binary.NativeEndian, &rec); err != nil {
+			return 0, err
+		}
+		if rec.LocalPort == uint32(localPort) {
+			return rec.LastMaxCwnd, nil
+		}
+	}
+	return 0, errors.New("backoff: the sender's socket is not among the iterator's")
+}
+
+func (r *caReader) Close() error {
+	return errors.Join(r.iter.Close(), r.objs.Close())
+}
