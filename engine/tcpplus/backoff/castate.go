@@ -11,8 +11,8 @@ import (
 	"github.com/wirelab/wirelab/engine/tcpplus/internal/nspath"
 )
 
-// caReader reads cubic's W_max of the sender's socket with the wl_ca_state iterator: TCP_INFO
-// does not report it, and it is what fast convergence changes.
+// caReader reads, with the wl_ca_state iterator, what TCP_INFO does not report of the sender's
+// socket: the cwnd at which the last reduction began and cubic's W_max.
 type caReader struct {
 	objs caStateObjects
 	iter *link.Iter
@@ -42,12 +42,22 @@ func newCAReader(port uint16) (*caReader, error) {
 type caRecord struct {
 	LocalPort   uint32
 	Cwnd        uint32
+	Ssthresh    uint32
+	PriorCwnd   uint32
 	LastMaxCwnd uint32
 }
 
-// wmax returns W_max of the sender's socket with local port localPort. The iterator walks the
-// sockets of the namespace it is opened in, so it is opened in the sender's.
-func (r *caReader) wmax(p *nspath.Path, localPort uint16) (uint32, error) {
+// KernelState is what the iterator read from the sender's socket after a recovery.
+type KernelState struct {
+	Cwnd      uint32 `json:"cwnd"`
+	Ssthresh  uint32 `json:"ssthresh"`
+	PriorCwnd uint32 `json:"prior_cwnd"` // cwnd when the reduction began: what ssthresh() saw
+	Wmax      uint32 `json:"wmax"`       // cubic's W_max (last_max_cwnd)
+}
+
+// read returns the state of the sender's socket with local port localPort. The iterator walks
+// the sockets of the namespace it is opened in, so it is opened in the sender's.
+func (r *caReader) read(p *nspath.Path, localPort uint16) (KernelState, error) {
 	var raw []byte
 	err := p.Do(p.Sender, func() error {
 		rc, err := r.iter.Open()
@@ -59,27 +69,27 @@ func (r *caReader) wmax(p *nspath.Path, localPort uint16) (uint32, error) {
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("backoff: reading cubic's state: %w", err)
+		return KernelState{}, fmt.Errorf("backoff: reading the socket's congestion state: %w", err)
 	}
-	return findWmax(raw, localPort)
+	return findState(raw, localPort)
 }
 
-// findWmax picks the record of localPort out of the iterator's output.
-func findWmax(raw []byte, localPort uint16) (uint32, error) {
-	const size = 12
+// findState picks the record of localPort out of the iterator's output.
+func findState(raw []byte, localPort uint16) (KernelState, error) {
+	const size = 20
 	if len(raw)%size != 0 {
-		return 0, fmt.Errorf("backoff: iterator output of %d bytes is not whole records", len(raw))
+		return KernelState{}, fmt.Errorf("backoff: iterator output of %d bytes is not whole records", len(raw))
 	}
 	for off := 0; off < len(raw); off += size {
 		var rec caRecord
 		if _, err := binary.Decode(raw[off:off+size], binary.NativeEndian, &rec); err != nil {
-			return 0, err
+			return KernelState{}, err
 		}
 		if rec.LocalPort == uint32(localPort) {
-			return rec.LastMaxCwnd, nil
+			return KernelState{Cwnd: rec.Cwnd, Ssthresh: rec.Ssthresh, PriorCwnd: rec.PriorCwnd, Wmax: rec.LastMaxCwnd}, nil
 		}
 	}
-	return 0, errors.New("backoff: the sender's socket is not among the iterator's")
+	return KernelState{}, errors.New("backoff: the sender's socket is not among the iterator's")
 }
 
 func (r *caReader) Close() error {

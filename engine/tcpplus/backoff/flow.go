@@ -104,6 +104,9 @@ func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, ca *caReader, 
 		now := time.Now()
 		if now.After(deadline) {
 			loopErr = timeoutError(&t, cfg)
+			if st, err := d.Stats(); err == nil {
+				loopErr = fmt.Errorf("%w (last sample %+v; dropper %+v)", loopErr, t.prev, st)
+			}
 			break
 		}
 		info, err := tcpInfo(rc)
@@ -119,13 +122,13 @@ func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, ca *caReader, 
 			TotalRetrans: info.Total_retrans,
 		}
 		act := t.observe(s)
-		if act.ReadWmax {
-			wmax, err := ca.wmax(p, localPort)
+		if act.ReadKernel {
+			k, err := ca.read(p, localPort)
 			if err != nil {
 				loopErr = err
 				break
 			}
-			t.setWmax(wmax)
+			t.setKernel(k)
 		}
 		if act.Arm {
 			if err := d.Arm(); err != nil {

@@ -24,23 +24,22 @@ func WriteTable(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "TCP+ backoff: n=%d, bottleneck %.1f Mbit/s, one segment dropped on the router at cwnd ≥ %d, a second right after recovery (kernel %s)\n\n",
 		r.Config.N, float64(r.Config.RateBitsPerSecond)/1e6, r.Config.ArmCwnd, r.Kernel)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "first loss\tβ\tcwnd before\tssthresh after\texpected\tcwnd after\tssthresh/cwnd\tcheck")
+	fmt.Fprintln(tw, "first loss\tβ\tcwnd at loss\tTCP_INFO cwnd before\tssthresh after\texpected\tcwnd after\tssthresh/cwnd\tcheck")
 	for _, f := range r.Flows {
-		fmt.Fprintf(tw, "%s\t%.4f\t%d (%s)\t%d\t%d..%d\t%d\t%.3f\t%s\n",
-			f.CC, f.Beta, f.CwndBefore, f.StateBefore, f.SsthreshAfter, f.ExpectedSsthreshMin, f.ExpectedSsthreshMax,
+		fmt.Fprintf(tw, "%s\t%.4f\t%d\t%d (%s)\t%d\t%d\t%d\t%.3f\t%s\n",
+			f.CC, f.Beta, f.CwndBefore, f.SampledCwndBefore, f.SampledStateBefore, f.SsthreshAfter, f.ExpectedSsthresh,
 			f.CwndAfter, f.SsthreshRatio, passWord(f.Pass))
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "second loss\tW_max before\tcwnd before\tssthresh after\texpected\tW_max after\texpected\tW_max/cwnd")
+	fmt.Fprintln(tw, "second loss\tW_max before\tcwnd at loss\tssthresh after\texpected\tW_max after\texpected\tW_max/cwnd")
 	for _, f := range r.Flows {
 		fc := f.FastConvergence
 		ratio := 0.0
 		if fc.CwndBefore > 0 {
 			ratio = float64(fc.Wmax) / float64(fc.CwndBefore)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d (%s)\t%d\t%d..%d\t%d\t%d..%d\t%.3f\n",
-			f.CC, fc.WmaxAfterFirst, fc.CwndBefore, fc.StateBefore, fc.SsthreshAfter, fc.ExpectedSsthreshMin, fc.ExpectedSsthreshMax,
-			fc.Wmax, fc.ExpectedWmaxMin, fc.ExpectedWmaxMax, ratio)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.3f\n",
+			f.CC, fc.WmaxAfterFirst, fc.CwndBefore, fc.SsthreshAfter, fc.ExpectedSsthresh, fc.Wmax, fc.ExpectedWmax, ratio)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nssthresh/cwnd gap TCP+ − cubic: %.3f (formula β' − β = %.3f)\n", r.RatioGap, r.ExpectedRatioGap)

@@ -61,23 +61,26 @@ const (
 
 // action is what the tracker asks of the I/O loop after a sample, in this order.
 type action struct {
-	ReadWmax bool // read cubic's W_max now and hand it to setWmax
-	Arm      bool // arm the dropper
-	Done     bool // the measurement is complete
+	ReadKernel bool // read the socket's KernelState now and hand it to setKernel
+	Arm        bool // arm the dropper
+	Done       bool // the measurement is complete
 }
 
 // lossEvent is what the tracker keeps of one loss.
 type lossEvent struct {
-	Before    Sample // the last sample before the reduction (cwnd at the loss)
-	Reduction Sample // the first sample of the reduction (ssthresh just set)
-	After     Sample // the first sample in Open after the reduction
-	Wmax      uint32 // cubic's W_max read after the recovery
-	sawRTO    bool
+	Before    Sample // the last sample before the reduction was seen
+	Reduction Sample // the first sample showing the reduction
+	After     Sample // the first sample in Open after it
+	// AfterGapMicros is the time between After and the reading before it: an upper bound on
+	// how long the recovery had been over when After was read.
+	AfterGapMicros int64
+	Kernel         KernelState // read right after the recovery
+	sawRTO         bool
 }
 
-// tracker follows one flow's samples: it says when to arm the dropper, when to read W_max and
-// when the measurement is complete, and keeps the samples that matter. It does no I/O
-// (sans-IO), so it is tested on recorded sequences.
+// tracker follows one flow's samples: it says when to arm the dropper, when to read the
+// socket's kernel state and when the measurement is complete, and keeps what matters. It does
+// no I/O (sans-IO), so it is tested on recorded sequences.
 type tracker struct {
 	armCwnd uint32
 	phase   phase
@@ -86,6 +89,7 @@ type tracker struct {
 	readings int    // samples observed
 	samples  int    // samples that differed from their predecessor
 	Armed    Sample // the sample at which the first drop was armed
+	armedAt  Sample // the sample at which the current drop was armed
 	Loss     [2]lossEvent
 }
 
@@ -106,28 +110,27 @@ func (t *tracker) observe(s Sample) action {
 	switch t.phase {
 	case waitingForCwnd:
 		if s.CAState == caOpen && s.Cwnd >= t.armCwnd {
-			t.Armed, t.phase = s, armed
+			t.Armed, t.armedAt, t.phase = s, s, armed
 			return action{Arm: true}
 		}
 	case armed, armedAgain:
-		if s.CAState >= caCWR {
+		// A reduction shows as a CWR/Recovery/Loss state or — when the sampler was descheduled
+		// for the whole recovery — as a retransmission with a new ssthresh.
+		missed := s.TotalRetrans > t.armedAt.TotalRetrans && s.Ssthresh != t.armedAt.Ssthresh
+		if s.CAState >= caCWR || missed {
+			t.phase++
 			l := t.current()
 			l.Before, l.Reduction, l.sawRTO = t.prev, s, s.CAState == caLoss
-			t.phase++
+			if s.CAState == caOpen {
+				return t.recovered(s)
+			}
 		}
 	case recovering, recoveringAgain:
-		l := t.current()
 		if s.CAState == caLoss {
-			l.sawRTO = true
+			t.current().sawRTO = true
 		}
 		if s.CAState == caOpen {
-			l.After = s
-			if t.phase == recovering {
-				t.phase = armedAgain
-				return action{ReadWmax: true, Arm: true}
-			}
-			t.phase = finished
-			return action{ReadWmax: true, Done: true}
+			return t.recovered(s)
 		}
 	case finished:
 		return action{Done: true}
@@ -135,28 +138,41 @@ func (t *tracker) observe(s Sample) action {
 	return action{}
 }
 
-// setWmax records W_max as read after the recovery that observe just reported.
-func (t *tracker) setWmax(v uint32) {
+// recovered ends the current loss at sample s, which is in Open.
+func (t *tracker) recovered(s Sample) action {
+	l := t.current()
+	l.After, l.AfterGapMicros = s, s.AtMicros-t.prev.AtMicros
+	if t.phase == recovering {
+		t.phase, t.armedAt = armedAgain, s
+		return action{ReadKernel: true, Arm: true}
+	}
+	t.phase = finished
+	return action{ReadKernel: true, Done: true}
+}
+
+// setKernel records the kernel state read after the recovery that observe just reported.
+func (t *tracker) setKernel(k KernelState) {
 	if t.phase == armedAgain {
-		t.Loss[0].Wmax = v
+		t.Loss[0].Kernel = k
 	} else {
-		t.Loss[1].Wmax = v
+		t.Loss[1].Kernel = k
 	}
 }
 
-// Tolerances of the check, in segments.
+// How exact the check is. The congestion control computes ssthresh from the cwnd at the moment
+// the loss is detected, which the kernel keeps as prior_cwnd, so the check uses that value:
+// ssthresh and W_max must equal the formulas exactly, with cwnd's whole-segment granularity as
+// the only rounding (⌊cwnd·β⌋, as cubic computes it). TCP_INFO's own view of cwnd before the
+// loss is a sample taken up to one reading earlier: in Disorder (duplicate ACKs only, cwnd
+// frozen) it must equal prior_cwnd; in Open it may be lower by the growth since the reading.
 const (
-	// SlackOpen is how much cwnd may have grown between the last sample before the loss was
-	// declared and the declaration, when that sample was taken in Open. In Disorder (duplicate
-	// ACKs only) cwnd cannot grow, so a Disorder sample is the cwnd the congestion control saw
-	// and the slack is 0; in Open, congestion avoidance grows cwnd by about one segment per
-	// round trip (cubic before its first loss: at most one per 20 ACKs), and a busy sampler
-	// reads TCP_INFO many times per round trip.
-	SlackOpen = 2
-	// SlackAfter is how far above ssthresh cwnd may be at the first sample after recovery:
-	// recovery (PRR) ends with cwnd = ssthresh, then each ACK may add a fraction of a segment
-	// before the sampler reads it.
-	SlackAfter = 3
+	// AfterGapLimitMicros: cwnd after recovery is checked only when the sampler read it within
+	// this long of the previous reading, so that little can have happened since recovery
+	// ended (which sets cwnd = ssthresh).
+	AfterGapLimitMicros = 1000
+	// SlackAfter is how far above ssthresh cwnd may then be: each ACK in that interval may add
+	// a fraction of a segment.
+	SlackAfter = 2
 )
 
 // Flow is the result of one flow: the backoff that one congestion control applied to a single
@@ -166,25 +182,28 @@ type Flow struct {
 	BetaScaled uint32  `json:"beta_scaled"` // the multiplicative decrease it should apply, × 1024
 	Beta       float64 `json:"beta"`
 
-	ArmedAtCwnd   uint32  `json:"armed_at_cwnd"`
-	CwndBefore    uint32  `json:"cwnd_before"`  // cwnd at the loss (last sample before the reduction)
-	StateBefore   string  `json:"state_before"` // "disorder": exact; "open": within SlackOpen
-	SsthreshAfter uint32  `json:"ssthresh_after"`
-	CwndAfter     uint32  `json:"cwnd_after"` // first sample after recovery
-	SsthreshRatio float64 `json:"ssthresh_ratio"`
-	CwndRatio     float64 `json:"cwnd_ratio"`
-	// The range of ssthresh the congestion control may have set: ExpectedSsthresh(cwnd, β) for
-	// cwnd from CwndBefore to CwndBefore + slack.
-	ExpectedSsthreshMin uint32 `json:"expected_ssthresh_min"`
-	ExpectedSsthreshMax uint32 `json:"expected_ssthresh_max"`
+	ArmedAtCwnd uint32 `json:"armed_at_cwnd"`
+	// CwndBefore is the cwnd at the moment the loss was detected (the kernel's prior_cwnd).
+	CwndBefore uint32 `json:"cwnd_before"`
+	// SampledCwndBefore is TCP_INFO's last cwnd before the reduction, in SampledStateBefore.
+	SampledCwndBefore  uint32 `json:"sampled_cwnd_before"`
+	SampledStateBefore string `json:"sampled_state_before"`
+	// SsthreshAfter is TCP_INFO's ssthresh once the reduction began.
+	SsthreshAfter    uint32 `json:"ssthresh_after"`
+	ExpectedSsthresh uint32 `json:"expected_ssthresh"` // ⌊CwndBefore·β⌋ (at least 2)
+	// CwndAfter is TCP_INFO's cwnd at the first reading after recovery.
+	CwndAfter        uint32  `json:"cwnd_after"`
+	CwndAfterChecked bool    `json:"cwnd_after_checked"` // read within AfterGapLimitMicros
+	SsthreshRatio    float64 `json:"ssthresh_ratio"`     // SsthreshAfter / CwndBefore
+	CwndRatio        float64 `json:"cwnd_ratio"`         // CwndAfter / CwndBefore
 
 	FastConvergence FastConvergence `json:"fast_convergence"`
 
 	TotalRetrans   uint32 `json:"total_retrans"`
-	RecoveryMicros int64  `json:"recovery_us"` // of the first loss
+	RecoveryMicros int64  `json:"recovery_us"` // of the first loss, as sampled
 	Readings       int    `json:"readings"`    // TCP_INFO readings
 	Samples        int    `json:"samples"`     // readings that differed from the previous one
-	// MeanReadingMicros is the sampler's mean interval: how finely the losses were observed.
+	// MeanReadingMicros is the sampler's mean interval.
 	MeanReadingMicros float64   `json:"mean_reading_us"`
 	Drop              DropStats `json:"drop"`
 
@@ -195,42 +214,34 @@ type Flow struct {
 // FastConvergence is the second loss, which comes before cwnd has regained the first loss's
 // window, so cubic lowers W_max to ⌊cwnd·(1 + β)/2⌋ (read from the socket's cubic state).
 type FastConvergence struct {
-	WmaxAfterFirst      uint32 `json:"wmax_after_first"` // the first loss's cwnd: there was no earlier maximum
-	CwndBefore          uint32 `json:"cwnd_before"`      // cwnd at the second loss
-	StateBefore         string `json:"state_before"`
-	SsthreshAfter       uint32 `json:"ssthresh_after"`
-	Wmax                uint32 `json:"wmax"` // W_max after the second loss
-	ExpectedWmaxMin     uint32 `json:"expected_wmax_min"`
-	ExpectedWmaxMax     uint32 `json:"expected_wmax_max"`
-	ExpectedSsthreshMin uint32 `json:"expected_ssthresh_min"`
-	ExpectedSsthreshMax uint32 `json:"expected_ssthresh_max"`
-}
-
-// slack is the growth of cwnd that a loss's Before sample may have missed.
-func slack(before Sample) uint32 {
-	if before.CAState == caDisorder {
-		return 0
-	}
-	return SlackOpen
+	WmaxAfterFirst   uint32 `json:"wmax_after_first"` // must be the first loss's cwnd: there was no earlier maximum
+	CwndBefore       uint32 `json:"cwnd_before"`      // cwnd when the second loss was detected
+	SsthreshAfter    uint32 `json:"ssthresh_after"`
+	ExpectedSsthresh uint32 `json:"expected_ssthresh"`
+	Wmax             uint32 `json:"wmax"` // W_max after the second loss
+	ExpectedWmax     uint32 `json:"expected_wmax"`
 }
 
 // result turns a completed tracker into a checked Flow.
 func (t *tracker) result(cc string, beta uint32, drop DropStats) Flow {
 	first, second := t.Loss[0], t.Loss[1]
 	f := Flow{
-		CC:             cc,
-		BetaScaled:     beta,
-		Beta:           float64(beta) / tcpplus.BetaScale,
-		ArmedAtCwnd:    t.Armed.Cwnd,
-		CwndBefore:     first.Before.Cwnd,
-		StateBefore:    caStateName(first.Before.CAState),
-		SsthreshAfter:  first.Reduction.Ssthresh,
-		CwndAfter:      first.After.Cwnd,
-		TotalRetrans:   t.prev.TotalRetrans,
-		RecoveryMicros: first.After.AtMicros - first.Reduction.AtMicros,
-		Readings:       t.readings,
-		Samples:        t.samples,
-		Drop:           drop,
+		CC:                 cc,
+		BetaScaled:         beta,
+		Beta:               float64(beta) / tcpplus.BetaScale,
+		ArmedAtCwnd:        t.Armed.Cwnd,
+		CwndBefore:         first.Kernel.PriorCwnd,
+		SampledCwndBefore:  first.Before.Cwnd,
+		SampledStateBefore: caStateName(first.Before.CAState),
+		SsthreshAfter:      first.Reduction.Ssthresh,
+		ExpectedSsthresh:   tcpplus.ExpectedSsthresh(first.Kernel.PriorCwnd, beta),
+		CwndAfter:          first.After.Cwnd,
+		CwndAfterChecked:   first.AfterGapMicros <= AfterGapLimitMicros,
+		TotalRetrans:       t.prev.TotalRetrans,
+		RecoveryMicros:     first.After.AtMicros - first.Reduction.AtMicros,
+		Readings:           t.readings,
+		Samples:            t.samples,
+		Drop:               drop,
 	}
 	if t.readings > 1 {
 		f.MeanReadingMicros = float64(t.prev.AtMicros) / float64(t.readings-1)
@@ -239,28 +250,21 @@ func (t *tracker) result(cc string, beta uint32, drop DropStats) Flow {
 		f.SsthreshRatio = float64(f.SsthreshAfter) / float64(f.CwndBefore)
 		f.CwndRatio = float64(f.CwndAfter) / float64(f.CwndBefore)
 	}
-	s1 := slack(first.Before)
-	f.ExpectedSsthreshMin = tcpplus.ExpectedSsthresh(f.CwndBefore, beta)
-	f.ExpectedSsthreshMax = tcpplus.ExpectedSsthresh(f.CwndBefore+s1, beta)
-
-	w2, s2 := second.Before.Cwnd, slack(second.Before)
+	w2 := second.Kernel.PriorCwnd
 	f.FastConvergence = FastConvergence{
-		WmaxAfterFirst:      first.Wmax,
-		CwndBefore:          w2,
-		StateBefore:         caStateName(second.Before.CAState),
-		SsthreshAfter:       second.Reduction.Ssthresh,
-		Wmax:                second.Wmax,
-		ExpectedWmaxMin:     tcpplus.FastConvergenceWmax(w2, beta),
-		ExpectedWmaxMax:     tcpplus.FastConvergenceWmax(w2+s2, beta),
-		ExpectedSsthreshMin: tcpplus.ExpectedSsthresh(w2, beta),
-		ExpectedSsthreshMax: tcpplus.ExpectedSsthresh(w2+s2, beta),
+		WmaxAfterFirst:   first.Kernel.Wmax,
+		CwndBefore:       w2,
+		SsthreshAfter:    second.Reduction.Ssthresh,
+		ExpectedSsthresh: tcpplus.ExpectedSsthresh(w2, beta),
+		Wmax:             second.Kernel.Wmax,
+		ExpectedWmax:     tcpplus.FastConvergenceWmax(w2, beta),
 	}
-	f.Problems = t.problems(f, s1)
+	f.Problems = t.problems(f)
 	f.Pass = len(f.Problems) == 0
 	return f
 }
 
-func (t *tracker) problems(f Flow, slack1 uint32) []string {
+func (t *tracker) problems(f Flow) []string {
 	var p []string
 	if t.phase != finished {
 		p = append(p, "the flow did not complete two loss recoveries")
@@ -275,32 +279,35 @@ func (t *tracker) problems(f Flow, slack1 uint32) []string {
 		if l.sawRTO {
 			p = append(p, fmt.Sprintf("loss %d was repaired by a retransmission timeout, not fast recovery", i+1))
 		}
-		if t.phase == finished && l.Before.CAState != caOpen && l.Before.CAState != caDisorder {
-			p = append(p, fmt.Sprintf("the last sample before reduction %d is in state %s", i+1, caStateName(l.Before.CAState)))
-		}
-	}
-	if f.SsthreshAfter < f.ExpectedSsthreshMin || f.SsthreshAfter > f.ExpectedSsthreshMax {
-		p = append(p, fmt.Sprintf("ssthresh after the loss is %d, want %d..%d (β = %.4f × cwnd %d)",
-			f.SsthreshAfter, f.ExpectedSsthreshMin, f.ExpectedSsthreshMax, f.Beta, f.CwndBefore))
-	}
-	if f.CwndAfter < f.SsthreshAfter || f.CwndAfter > f.SsthreshAfter+SlackAfter {
-		p = append(p, fmt.Sprintf("cwnd after recovery is %d, want ssthresh %d .. +%d", f.CwndAfter, f.SsthreshAfter, SlackAfter))
 	}
 	if t.phase != finished {
 		return p
 	}
+	first := t.Loss[0]
+	if f.SsthreshAfter != f.ExpectedSsthresh {
+		p = append(p, fmt.Sprintf("ssthresh after the loss is %d, want %d (β = %.4f × cwnd %d)", f.SsthreshAfter, f.ExpectedSsthresh, f.Beta, f.CwndBefore))
+	}
+	if f.SsthreshAfter != first.Kernel.Ssthresh {
+		p = append(p, fmt.Sprintf("TCP_INFO's ssthresh %d differs from the socket's %d", f.SsthreshAfter, first.Kernel.Ssthresh))
+	}
+	if f.SampledCwndBefore > f.CwndBefore || (first.Before.CAState == caDisorder && f.SampledCwndBefore != f.CwndBefore) {
+		p = append(p, fmt.Sprintf("TCP_INFO's cwnd before the loss (%d, %s) is inconsistent with the cwnd at the loss %d", f.SampledCwndBefore, f.SampledStateBefore, f.CwndBefore))
+	}
+	if f.CwndAfterChecked && (f.CwndAfter < f.SsthreshAfter || f.CwndAfter > f.SsthreshAfter+SlackAfter) {
+		p = append(p, fmt.Sprintf("cwnd after recovery is %d, want ssthresh %d .. +%d", f.CwndAfter, f.SsthreshAfter, SlackAfter))
+	}
 	fc := f.FastConvergence
-	if fc.WmaxAfterFirst < f.CwndBefore || fc.WmaxAfterFirst > f.CwndBefore+slack1 {
-		p = append(p, fmt.Sprintf("W_max after the first loss is %d, want its cwnd %d..%d", fc.WmaxAfterFirst, f.CwndBefore, f.CwndBefore+slack1))
+	if fc.WmaxAfterFirst != f.CwndBefore {
+		p = append(p, fmt.Sprintf("W_max after the first loss is %d, want its cwnd %d", fc.WmaxAfterFirst, f.CwndBefore))
 	}
 	if fc.CwndBefore >= fc.WmaxAfterFirst {
 		p = append(p, fmt.Sprintf("the second loss came at cwnd %d, not below W_max %d: fast convergence not exercised", fc.CwndBefore, fc.WmaxAfterFirst))
 	}
-	if fc.SsthreshAfter < fc.ExpectedSsthreshMin || fc.SsthreshAfter > fc.ExpectedSsthreshMax {
-		p = append(p, fmt.Sprintf("ssthresh after the second loss is %d, want %d..%d", fc.SsthreshAfter, fc.ExpectedSsthreshMin, fc.ExpectedSsthreshMax))
+	if fc.SsthreshAfter != fc.ExpectedSsthresh {
+		p = append(p, fmt.Sprintf("ssthresh after the second loss is %d, want %d", fc.SsthreshAfter, fc.ExpectedSsthresh))
 	}
-	if fc.Wmax < fc.ExpectedWmaxMin || fc.Wmax > fc.ExpectedWmaxMax {
-		p = append(p, fmt.Sprintf("W_max after the second loss is %d, want %d..%d (cwnd %d × (1 + β)/2)", fc.Wmax, fc.ExpectedWmaxMin, fc.ExpectedWmaxMax, fc.CwndBefore))
+	if fc.Wmax != fc.ExpectedWmax {
+		p = append(p, fmt.Sprintf("W_max after the second loss is %d, want %d (cwnd %d × (1 + β)/2)", fc.Wmax, fc.ExpectedWmax, fc.CwndBefore))
 	}
 	return p
 }

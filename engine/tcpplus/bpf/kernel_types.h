@@ -43,6 +43,7 @@ struct inet_connection_sock {
 struct tcp_sock {
 	u32 snd_cwnd;
 	u32 snd_ssthresh;
+	u32 prior_cwnd; /* cwnd when the last reduction began: what ssthresh() saw */
 } __attribute__((preserve_access_index));
 
 /*

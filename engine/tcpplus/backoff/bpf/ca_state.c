@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * wl_ca_state: a BPF iterator over the TCP sockets of the namespace that reads it. For each
- * socket towards port wl_dport it writes one record with cubic's W_max (bictcp.last_max_cwnd,
- * which TCP_INFO does not report) so that the backoff measurement can check what fast
- * convergence did. Works for cubic and for wl_cubicp, which share cubic's state layout.
+ * socket towards port wl_dport it writes one record with what TCP_INFO does not report: the
+ * cwnd at which the last reduction began (tcp_sock.prior_cwnd, the cwnd the congestion
+ * control's ssthresh() saw) and cubic's W_max (bictcp.last_max_cwnd, which fast convergence
+ * changes). Works for cubic and for wl_cubicp, which share cubic's state layout.
  * Written for wirelab.
  */
 #include "../../bpf/kernel_types.h"
@@ -33,6 +34,8 @@ struct bpf_iter__tcp {
 struct ca_record {
 	__u32 local_port;
 	__u32 cwnd;
+	__u32 ssthresh;
+	__u32 prior_cwnd;
 	__u32 last_max_cwnd;
 };
 
@@ -55,6 +58,8 @@ int wl_ca_state(struct bpf_iter__tcp *ctx)
 	ca = (struct bictcp *)((struct inet_connection_sock *)tp)->icsk_ca_priv;
 	rec.local_port = skc->skc_num;
 	rec.cwnd = tp->snd_cwnd;
+	rec.ssthresh = tp->snd_ssthresh;
+	rec.prior_cwnd = tp->prior_cwnd;
 	rec.last_max_cwnd = ca->last_max_cwnd;
 	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
 	return 0;
