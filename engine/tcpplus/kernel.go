@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
 	"github.com/wirelab/wirelab/engine/tcpplus/internal/nspath"
@@ -43,6 +44,9 @@ func Register(n int) (name string, unregister func() error, err error) {
 	if err := CheckN(n); err != nil {
 		return "", nil, err
 	}
+	if os.Geteuid() != 0 {
+		return "", nil, errors.New("tcpplus: registering a congestion control needs root (CAP_BPF, CAP_NET_ADMIN, and /run/wirelab and /sys/fs/bpf to write to)")
+	}
 	if err := Supported(); err != nil {
 		return "", nil, err
 	}
@@ -51,7 +55,7 @@ func Register(n int) (name string, unregister func() error, err error) {
 
 // GC removes what crashed runs left behind: registrations none of whose users is alive, and
 // namespaces of interrupted backoff measurements (see package backoff). It returns what it
-// removed, one description per object. It needs root only when there is something to remove.
+// removed, one description per object. It needs root.
 func GC() ([]string, error) {
 	names, err := defaultRegistry.gc()
 	var removed []string
@@ -119,6 +123,10 @@ func pinPath(name string) string { return filepath.Join(pinDir, name) }
 func (bpfBackend) Attach(name string, betaScaled uint32) error {
 	if err := ensureBPFFS(); err != nil {
 		return err
+	}
+	// Kernels before 5.11 charge BPF objects to RLIMIT_MEMLOCK; later ones need nothing.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return fmt.Errorf("tcpplus: %w", err)
 	}
 	spec, err := loadCubicplus()
 	if err != nil {
