@@ -116,6 +116,7 @@ func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, ca *caReader, 
 		}
 		s := Sample{
 			AtMicros:     now.Sub(start).Microseconds(),
+			EndMicros:    time.Since(start).Microseconds(),
 			CAState:      info.Ca_state,
 			Cwnd:         info.Snd_cwnd,
 			Ssthresh:     info.Snd_ssthresh,

@@ -33,7 +33,8 @@ func caStateName(s uint8) string {
 
 // Sample is one reading of the sender's TCP_INFO.
 type Sample struct {
-	AtMicros     int64  `json:"t_us"` // since the connection was established
+	AtMicros     int64  `json:"t_us"`     // since the connection was established, before the reading
+	EndMicros    int64  `json:"t_end_us"` // after the reading (the thread may be descheduled in between)
 	CAState      uint8  `json:"ca_state"`
 	Cwnd         uint32 `json:"cwnd"`     // segments
 	Ssthresh     uint32 `json:"ssthresh"` // segments; 2147483647 = not yet set
@@ -71,8 +72,8 @@ type lossEvent struct {
 	Before    Sample // the last sample before the reduction was seen
 	Reduction Sample // the first sample showing the reduction
 	After     Sample // the first sample in Open after it
-	// AfterGapMicros is the time between After and the reading before it: an upper bound on
-	// how long the recovery had been over when After was read.
+	// AfterGapMicros is the time from the start of the reading before After to the end of
+	// After's: an upper bound on how long the recovery had been over when After was read.
 	AfterGapMicros int64
 	Kernel         KernelState // read right after the recovery
 	sawRTO         bool
@@ -141,7 +142,7 @@ func (t *tracker) observe(s Sample) action {
 // recovered ends the current loss at sample s, which is in Open.
 func (t *tracker) recovered(s Sample) action {
 	l := t.current()
-	l.After, l.AfterGapMicros = s, s.AtMicros-t.prev.AtMicros
+	l.After, l.AfterGapMicros = s, max(s.EndMicros, s.AtMicros)-t.prev.AtMicros
 	if t.phase == recovering {
 		t.phase, t.armedAt = armedAgain, s
 		return action{ReadKernel: true, Arm: true}

@@ -90,6 +90,17 @@ func TestTrackerCubicFlow(t *testing.T) {
 	}
 }
 
+// A reading during which the sampler was descheduled does not vouch for cwnd after recovery.
+func TestTrackerSlowReadingIsNotChecked(t *testing.T) {
+	samples := cubicFlow(73)
+	samples[7].Cwnd, samples[7].EndMicros = 80, 50_000 // read 50 ms after it started
+	tr, _, _ := feed(100, cubicKernel, samples...)
+	f := tr.result("cubic", 717, twoDrops)
+	if !f.Pass || f.CwndAfterChecked || f.CwndAfter != 80 {
+		t.Fatalf("flow %+v", f)
+	}
+}
+
 // A sampler descheduled for a whole recovery sees the reduction only as a retransmission and a
 // new ssthresh, already in Open; the kernel's record still makes the check exact, and the late
 // cwnd after recovery is not held against the congestion control.
