@@ -6,41 +6,20 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
 )
 
 // FieldError is bad input: it names the field (a path such as objects[3].size), the value found
 // and what is allowed. It prints as one line.
-type FieldError struct {
-	Field   string // path of the field, e.g. "objects[3].size"
-	Value   string // the offending value, formatted for humans (strings quoted)
-	Allowed string // what is allowed instead
-}
-
-func (e *FieldError) Error() string {
-	if e.Value == "" {
-		return fmt.Sprintf("%s: %s", e.Field, e.Allowed)
-	}
-	return fmt.Sprintf("%s: got %s; %s", e.Field, e.Value, e.Allowed)
-}
+type FieldError = fielderr.Error
 
 func fieldErr(field string, value any, allowed string, args ...any) *FieldError {
-	v := ""
-	switch x := value.(type) {
-	case nil:
-	case string:
-		v = fmt.Sprintf("%q", x)
-	default:
-		v = fmt.Sprint(x)
-	}
-	return &FieldError{Field: field, Value: v, Allowed: fmt.Sprintf(allowed, args...)}
+	return fielderr.New(field, value, allowed, args...)
 }
 
 // AsFieldError reports whether err is (or wraps) a FieldError.
-func AsFieldError(err error) (*FieldError, bool) {
-	var fe *FieldError
-	ok := errors.As(err, &fe)
-	return fe, ok
-}
+func AsFieldError(err error) (*FieldError, bool) { return fielderr.As(err) }
 
 // known fields of each JSON object of a page, by schema position.
 var knownFields = map[string][]string{
