@@ -168,14 +168,14 @@ func (c *observedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Write records the frames before writing them: once the bytes are on the wire the peer may
+// answer (e.g. open the next stream) before a Write that returned later could be recorded. A
+// failed write ends the connection, so over-counting its bytes does not matter.
 func (c *observedConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	if n > 0 {
-		c.obs.mu.Lock()
-		c.obs.out.feed(p[:n])
-		c.obs.mu.Unlock()
-	}
-	return n, err
+	c.obs.mu.Lock()
+	c.obs.out.feed(p)
+	c.obs.mu.Unlock()
+	return c.Conn.Write(p)
 }
 
 // observedTLSConn keeps the TLS state visible to golang.org/x/net/http2, which checks the
