@@ -88,7 +88,10 @@ func Start(pg *page.Page, cfg Config) (*Server, error) {
 	}
 	s.h2 = &http2.Server{
 		MaxConcurrentStreams: uint32(cfg.MaxConcurrentStreams),
-		IdleTimeout:          120 * time.Second,
+		// RFC 9113's initial SETTINGS_MAX_FRAME_SIZE (x/net would advertise 1 MiB): the
+		// server receives only small request frames, and h2spec checks the limit.
+		MaxReadFrameSize: 16384,
+		IdleTimeout:      120 * time.Second,
 	}
 	if err := s.listen(); err != nil {
 		s.Close()
