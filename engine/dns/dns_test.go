@@ -81,7 +81,9 @@ func TestGoResolver(t *testing.T) {
 func TestServeStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, "127.0.0.1:0", OriginRecords([]netip.Addr{netip.MustParseAddr("10.77.1.1")})) }()
+	go func() {
+		done <- Serve(ctx, "127.0.0.1:0", OriginRecords([]netip.Addr{netip.MustParseAddr("10.77.1.1")}))
+	}()
 	cancel()
 	select {
 	case err := <-done:
