@@ -44,7 +44,6 @@ type H2Stats struct {
 func newH2Observer() *h2Observer {
 	o := &h2Observer{streams: map[uint32]uint8{}}
 	o.in.preface = len(clientPreface)
-	o.stats.DataFrameCounts = map[int]int{}
 	o.in.onFrame = o.received
 	o.out.onFrame = o.sent
 	return o
@@ -79,7 +78,6 @@ func (o *h2Observer) sent(typ, flags byte, stream uint32, length int) {
 		o.stats.DataFrames++
 		o.stats.DataBytes += int64(length)
 		o.stats.MaxDataFrame = max(o.stats.MaxDataFrame, length)
-		o.stats.DataFrameCounts[length]++
 		if flags&flagEndStream != 0 {
 			o.end(stream, 2)
 		}
@@ -109,12 +107,7 @@ func (o *h2Observer) end(stream uint32, side uint8) {
 func (o *h2Observer) snapshot() H2Stats {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	s := o.stats
-	s.DataFrameCounts = make(map[int]int, len(o.stats.DataFrameCounts))
-	for k, v := range o.stats.DataFrameCounts {
-		s.DataFrameCounts[k] = v
-	}
-	return s
+	return o.stats
 }
 
 // frameScanner parses a byte stream into frame headers, skipping payloads.
