@@ -12,15 +12,6 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/cli"
 )
 
-// With WIRELAB_ENGINE_MAIN=1 the test binary is the engine itself (for signal tests).
-func TestMain(m *testing.M) {
-	if os.Getenv("WIRELAB_ENGINE_MAIN") == "1" {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
-
 func TestParseRate(t *testing.T) {
 	for in, want := range map[string]uint64{
 		"30mbit": 30_000_000, "1.5Mbit": 1_500_000, "500kbit": 500_000, "1gbit": 1_000_000_000, "64000bit": 64_000,
@@ -65,7 +56,7 @@ func TestBenchTCPPlusSIGINTCleansUpRoot(t *testing.T) {
 		t.Skip("needs root")
 	}
 	cmd := exec.Command(os.Args[0], "bench", "tcpplus", "--cwnd", "2000")
-	cmd.Env = append(os.Environ(), "WIRELAB_ENGINE_MAIN=1")
+	cmd.Env = append(os.Environ(), testMainEnv+"=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
