@@ -139,6 +139,7 @@ func (cc *ClientConn) handle(events []Event) {
 			st.header = append(st.header, e.Header...)
 			if e.Reply {
 				st.replied = true
+				cc.s.firePendingLocked(e.StreamID)
 				call(st.trace.ResponseHeaders)
 			}
 		case *DataReceived:
@@ -300,7 +301,7 @@ func (cc *ClientConn) do(req *http.Request, o RequestOptions) (*http.Response, b
 	call1(trace.StreamOpened, id)
 	if !hasBody {
 		if trace.RequestWritten != nil {
-			s.afterWrittenLocked(trace.RequestWritten)
+			s.afterWrittenLocked(id, trace.RequestWritten)
 		}
 	}
 	s.flushLocked()
@@ -399,7 +400,7 @@ func (cc *ClientConn) sendBody(st *clientStream, priority uint8, body io.ReadClo
 			if rerr == io.EOF && gone() == nil {
 				var onFin func()
 				if st.trace.RequestWritten != nil {
-					onFin = func() { s.afterWrittenLocked(st.trace.RequestWritten) }
+					onFin = func() { s.afterWrittenLocked(st.id, st.trace.RequestWritten) }
 				}
 				s.finishLocked(st.id, priority, onFin)
 			} else if gone() == nil {

@@ -49,10 +49,12 @@ type session struct {
 	done     chan struct{}
 }
 
-// mark runs fn once the byte at offset at has been written to the transport.
+// mark runs fn once the byte at offset at has been written to the transport, or earlier when
+// the peer's reply on stream shows the request reached it (firePending).
 type mark struct {
-	at uint64
-	fn func()
+	at     uint64
+	stream uint32
+	fn     func()
 }
 
 func newSession(nc net.Conn, conn *Conn, chunk int) *session {
@@ -134,9 +136,10 @@ func (s *session) writeLoop() {
 
 		s.mu.Lock()
 		s.written += uint64(n)
-		var fire []func()
+		// Hooks run with the session locked (see StreamTrace), so that a reply handled by the
+		// read loop can never be reported before the write that preceded it.
 		for len(s.marks) > 0 && s.marks[0].at <= s.written {
-			fire = append(fire, s.marks[0].fn)
+			s.marks[0].fn()
 			s.marks = s.marks[1:]
 		}
 		if err != nil {
@@ -146,21 +149,32 @@ func (s *session) writeLoop() {
 		}
 		s.cond.Broadcast()
 		s.mu.Unlock()
-		for _, fn := range fire {
-			fn()
-		}
 	}
 }
 
-// afterWrittenLocked runs fn once everything queued so far has been written.
-func (s *session) afterWrittenLocked(fn func()) {
+// afterWrittenLocked runs fn (with the session locked) once everything queued so far for stream
+// has been written to the transport.
+func (s *session) afterWrittenLocked(stream uint32, fn func()) {
 	s.drainLocked()
 	if s.written >= s.queued {
-		// Run outside the lock, as the write loop does.
-		go fn()
+		fn()
 		return
 	}
-	s.marks = append(s.marks, mark{at: s.queued, fn: fn})
+	s.marks = append(s.marks, mark{at: s.queued, stream: stream, fn: fn})
+}
+
+// firePendingLocked runs stream's pending write marks now: the peer replied on stream, so the
+// request's bytes left us even if the write loop has not yet been told that its Write returned.
+func (s *session) firePendingLocked(stream uint32) {
+	kept := s.marks[:0]
+	for _, m := range s.marks {
+		if m.stream == stream {
+			m.fn()
+			continue
+		}
+		kept = append(kept, m)
+	}
+	s.marks = kept
 }
 
 // drainLocked moves the Conn's output to the write buffer.

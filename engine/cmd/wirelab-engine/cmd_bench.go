@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -16,26 +17,43 @@ import (
 	"github.com/wirelab/wirelab/engine/link/profile"
 )
 
+// benchmarks are the `bench` subcommands, each in its own file (cmd_bench_*.go).
+var benchmarks = map[string]struct {
+	summary string
+	run     func(args []string) error
+}{
+	"link":    {"emulator fidelity (RTT error, goodput, loss) and capacity", runBenchLink},
+	"tcpplus": {"cwnd after one loss, cubic vs TCP+", benchTCPPlus},
+}
+
 func init() {
 	register("bench", command{
-		Summary: "benchmarks: bench link (emulator fidelity and capacity)",
+		Summary: "print benchmark figures: bench link, bench tcpplus",
 		Run:     runBench,
 	})
 }
 
 func runBench(args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Println("usage: wirelab-engine bench link [--quick] [--json] [--only rtt,goodput,loss,capacity] [--normal-peers]")
-		if len(args) == 0 {
-			return cli.Usagef("bench: which benchmark? available: link")
+	names := make([]string, 0, len(benchmarks))
+	for n := range benchmarks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(args) == 0 {
+		return cli.Usagef("bench: which benchmark? want one of %s", strings.Join(names, ", "))
+	}
+	if args[0] == "-h" || args[0] == "--help" {
+		fmt.Println("usage: wirelab-engine bench NAME [flags] (NAME -h for its flags)\n\nbenchmarks:")
+		for _, n := range names {
+			fmt.Printf("  %-8s %s\n", n, benchmarks[n].summary)
 		}
 		return nil
 	}
-	switch args[0] {
-	case "link":
-		return helpOK(runBenchLink(args[1:]))
+	b, ok := benchmarks[args[0]]
+	if !ok {
+		return cli.Usagef("bench: %q is not a benchmark; want one of %s", args[0], strings.Join(names, ", "))
 	}
-	return cli.Usagef("bench: %q is not a benchmark; available: link", args[0])
+	return helpOK(b.run(args[1:]))
 }
 
 func runBenchLink(args []string) error {

@@ -15,21 +15,6 @@ import (
 	"time"
 )
 
-// The test binary doubles as wirelab-engine: with WIRELAB_ENGINE_MAIN=1 it runs main().
-func TestMain(m *testing.M) {
-	if os.Getenv("WIRELAB_ENGINE_MAIN") == "1" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-func engine(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "WIRELAB_ENGINE_MAIN=1")
-	return cmd
-}
-
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
