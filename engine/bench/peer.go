@@ -185,8 +185,42 @@ func Receive(addr string, warmup, duration time.Duration) (Goodput, error) {
 	return g, nil
 }
 
+func discard(c net.PacketConn) {
+	buf := make([]byte, 65536)
+	for {
+		if _, _, err := c.ReadFrom(buf); err != nil {
+			return
+		}
+	}
+}
+
+// Blast sends count UDP datagrams of 200 bytes to addr at about pps per second (in 1 ms bursts).
+func Blast(addr string, count, pps int) (int, error) {
+	c, err := net.Dial("udp4", addr)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	payload := make([]byte, 200)
+	perMs := max(pps/1000, 1)
+	start := time.Now()
+	sent := 0
+	for sent < count {
+		for i := 0; i < perMs && sent < count; i++ {
+			if _, err := c.Write(payload); err != nil {
+				return sent, err
+			}
+			sent++
+		}
+		if ahead := time.Duration(sent/perMs)*time.Millisecond - time.Since(start); ahead > 0 {
+			time.Sleep(ahead)
+		}
+	}
+	return sent, nil
+}
+
 // PeerMain is `wirelab-engine bench-peer [--rt] serve ADDR | connect ADDR COUNT PARALLEL |
-// receive ADDR WARMUP DURATION`. Results are one JSON line on stdout; serve prints "ready" once it
+// receive ADDR WARMUP DURATION | blast ADDR COUNT PPS`. Results are one JSON line on stdout; serve prints "ready" once it
 // listens. --rt runs the peer with real-time priority (internal/rt), so that other load on a shared
 // machine does not show up as emulator error.
 func PeerMain(args []string) error {
@@ -206,8 +240,26 @@ func PeerMain(args []string) error {
 		if err != nil {
 			return err
 		}
+		// UDP on the same port: a sink for blast.
+		uc, err := net.ListenPacket("udp4", args[1])
+		if err != nil {
+			return err
+		}
+		go discard(uc)
 		fmt.Println("ready")
 		return Serve(ln)
+	case "blast":
+		var count, pps int
+		if len(args) != 4 {
+			return errors.New("blast ADDR COUNT PPS")
+		}
+		fmt.Sscan(args[2], &count)
+		fmt.Sscan(args[3], &pps)
+		sent, err := Blast(args[1], count, pps)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(out).Encode(map[string]any{"sent": sent})
 	case "connect":
 		var count, parallel int
 		if len(args) != 4 {
