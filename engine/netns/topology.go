@@ -42,7 +42,7 @@ const DefaultCongCtl = "cubic"
 type Config struct {
 	Origins    int         // origin addresses 10.77.1.1 … 10.77.1.N in the server namespace; 1…64, default 1
 	MTU        int         // MTU of both TUN devices; default 1500
-	TxQueueLen int         // TX queue length of both TUN devices (packets, GSO super-packets count once); default DefaultTxQueueLen
+	TxQueueLen int         // TX queue length of both TUN devices (packets, GSO super-packets count once); 0 = the kernel's (500)
 	Server     RouteConfig // on the server's route towards the client
 	Client     RouteConfig // on the client's route towards the servers
 	// Resolver writes /etc/netns/<client namespace>/resolv.conf naming the run's DNS server
@@ -54,11 +54,6 @@ type Config struct {
 	// Command is recorded in the state file (default os.Args).
 	Command []string
 }
-
-// DefaultTxQueueLen is the TUN devices' TX queue length. The kernel's default (500) is enough for
-// one bulk flow; a run may carry dozens of connections in slow start at once, and every packet
-// this queue drops is one the profile did not ask for.
-const DefaultTxQueueLen = 1000
 
 // DefaultMTU is the TUN devices' MTU.
 const DefaultMTU = 1500
@@ -77,8 +72,8 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.MTU < 576 || out.MTU > 9000 {
 		return out, fmt.Errorf("mtu: %d outside 576…9000", c.MTU)
 	}
-	if out.TxQueueLen == 0 {
-		out.TxQueueLen = DefaultTxQueueLen
+	if out.TxQueueLen < 0 || out.TxQueueLen > 100000 {
+		return out, fmt.Errorf("txqueuelen: %d outside 0…100000", c.TxQueueLen)
 	}
 	for _, r := range []*RouteConfig{&out.Server, &out.Client} {
 		if r.CongCtl == "" {
@@ -271,8 +266,12 @@ func (t *Topology) configure(side Side) error {
 	if err := h.LinkSetMTU(dev, t.cfg.MTU); err != nil {
 		return err
 	}
-	if err := h.LinkSetTxQLen(dev, t.cfg.TxQueueLen); err != nil {
-		return err
+	// The kernel's 500 is kept by default: with the emulator's real-time reader the devices
+	// dropped nothing at 2.8 Gbit/s of TCP nor at 300,000 UDP datagrams/s (docs/network.md).
+	if t.cfg.TxQueueLen > 0 {
+		if err := h.LinkSetTxQLen(dev, t.cfg.TxQueueLen); err != nil {
+			return err
+		}
 	}
 	var addrs []net.IP
 	route := &netlink.Route{LinkIndex: dev.Attrs().Index, Scope: netlink.SCOPE_LINK}

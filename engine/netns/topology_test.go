@@ -61,7 +61,7 @@ func TestCreateClose(t *testing.T) {
 	}
 	srv, cli := topo.Name(Server), topo.Name(Client)
 	addrs := ipIn(t, srv, "-4", "addr", "show", "dev", TUNName)
-	for _, want := range []string{"10.77.1.1/32", "10.77.1.2/32", "10.77.1.3/32", "10.77.2.53/32", "mtu 1500", "qlen 1000", "UP"} {
+	for _, want := range []string{"10.77.1.1/32", "10.77.1.2/32", "10.77.1.3/32", "10.77.2.53/32", "mtu 1500", "qlen 500", "UP"} {
 		if !strings.Contains(addrs, want) {
 			t.Errorf("server %s: no %q in\n%s", TUNName, want, addrs)
 		}
