@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,6 +152,19 @@ func TestRTT(t *testing.T) {
 		f.Close()
 		if err != nil || int64(len(recs)) != want[side] {
 			t.Errorf("%s.pcap: %d records (%v), want %d", side, len(recs), err, want[side])
+		}
+	}
+	// tshark reads the captures: every connection's SYN and SYN/ACK on the client's side.
+	if tshark, err := exec.LookPath("tshark"); err == nil {
+		cmd := exec.Command(tshark, "-r", filepath.Join(dir, "client.pcap"), "-Y", "tcp.flags.syn==1", "-T", "fields", "-e", "ip.src", "-e", "tcp.flags.ack")
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("tshark: %v", err)
+		}
+		syn, synack := strings.Count(string(out), "10.77.0.2\tFalse")+strings.Count(string(out), "10.77.0.2\t0"), strings.Count(string(out), "10.77.1.1\tTrue")+strings.Count(string(out), "10.77.1.1\t1")
+		if syn != 10 || synack != 10 {
+			t.Errorf("tshark saw %d SYNs and %d SYN/ACKs, want 10 each:\n%s", syn, synack, out)
 		}
 	}
 }
