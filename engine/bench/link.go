@@ -35,6 +35,8 @@ type LinkOptions struct {
 	Progress io.Writer
 	// Only restricts the benchmark to some of its parts: "rtt", "goodput", "loss", "capacity".
 	Only []string
+	// PacketLog keeps the packet log (as trials do) in every run, to measure its cost.
+	PacketLog bool
 	// NormalPeers runs the traffic peers with normal scheduling. By default they run with
 	// real-time priority, like the emulator, so that other load on a shared machine does not
 	// masquerade as emulator error (the kernel's own network processing stays ordinary).
@@ -128,6 +130,7 @@ type LinkResult struct {
 	Machine        Machine               `json:"machine"`
 	Quick          bool                  `json:"quick"`
 	RealtimePeers  bool                  `json:"realtime_peers"`
+	PacketLog      bool                  `json:"packet_log"`
 	DurationS      float64               `json:"duration_s"`
 	Errors         []string              `json:"errors,omitempty"`
 }
@@ -163,7 +166,7 @@ func Link(opt LinkOptions) (*LinkResult, error) {
 		opt.Self = self
 	}
 	b := &linkBench{opt: opt, res: &LinkResult{
-		GoodputRatio: map[string]float64{}, LossRealized: map[string]float64{}, Runs: map[string]RunSummary{}, Quick: opt.Quick, RealtimePeers: !opt.NormalPeers,
+		GoodputRatio: map[string]float64{}, LossRealized: map[string]float64{}, Runs: map[string]RunSummary{}, Quick: opt.Quick, RealtimePeers: !opt.NormalPeers, PacketLog: opt.PacketLog,
 	}}
 	start := time.Now()
 	b.res.Machine = machine()
@@ -221,6 +224,7 @@ func (b *linkBench) start(profile string, seed uint64) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.PacketLog = b.opt.PacketLog
 	e, err := emulator.Start(cfg)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,10 @@
 // forwards packets between its TUN devices through the link model (engine/tunio), and records
 // what crossed the link (engine/pktlog, engine/pcap). `wirelab-engine shell`, `bench` and `trial`
 // all start it the same way.
+//
+// While an Emulator runs, its whole process runs with real-time priority (docs/network.md, "The
+// real-time emulator"): work the process does meanwhile preempts ordinary processes, the client
+// and servers under test among them, so heavy work belongs between loads.
 package emulator
 
 import (

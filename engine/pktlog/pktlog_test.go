@@ -214,3 +214,42 @@ func BenchmarkAdd(b *testing.B) {
 		l.Add(Down, Delivered, time.Duration(i), time.Duration(i), pk)
 	}
 }
+
+// The log spans many chunks; DropBefore and Take keep records added meanwhile and lose none.
+func TestChunksAndDropBefore(t *testing.T) {
+	var l Log
+	l.DropBefore(time.Hour) // empty: nothing happens
+	pk := pkttest.TCP(cli, srv, 1, 0, pkttest.ACK, nil)
+	const n = 3*chunkSize + 100
+	for i := 0; i < n; i++ {
+		l.Add(Up, Delivered, time.Duration(i), time.Duration(i), pk)
+	}
+	if l.Len() != n {
+		t.Fatalf("Len %d", l.Len())
+	}
+	l.DropBefore(chunkSize + 7)
+	if got, want := l.Len(), n-chunkSize-7; got != want {
+		t.Fatalf("after DropBefore: %d records, want %d", got, want)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := n; i < n+5000; i++ {
+			l.Add(Down, Delivered, time.Duration(i), time.Duration(i), pk)
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		l.DropBefore(time.Duration(2*chunkSize + i))
+	}
+	wg.Wait()
+	recs := l.Take()
+	if len(recs) != n+5000-(2*chunkSize+19) {
+		t.Fatalf("%d records after concurrent DropBefore, want %d", len(recs), n+5000-(2*chunkSize+19))
+	}
+	for i := 1; i < len(recs); i++ {
+		if recs[i].In != recs[i-1].In+1 {
+			t.Fatalf("record %d: In %d after %d", i, recs[i].In, recs[i-1].In)
+		}
+	}
+}

@@ -52,9 +52,10 @@ func (r *Runner) Now() time.Duration { return time.Since(r.start) }
 func (r *Runner) Start() time.Time { return r.start }
 
 // Run forwards packets until ctx is done, then stops reading and writing and returns. Packets
-// still inside the link are discarded. Reads of devices with a File are interrupted through a read
-// deadline; for devices without one (test doubles) the caller must close them to end Run.
-// Run returns an error if a device fails for good.
+// still inside the link are discarded. Devices with a File are polled by the runner, which stops
+// them itself; for devices without one (test doubles) the caller must close them to end Run.
+// Run returns an error if a device fails for good. While it runs, the process is real-time (see
+// Config.RealtimePriority) and GOMAXPROCS is at least NumCPU+8.
 func (r *Runner) Run(ctx context.Context) error {
 	if !r.ran.CompareAndSwap(false, true) {
 		return errors.New("tunio: Run called twice")
@@ -426,7 +427,7 @@ const (
 )
 
 // spinBudget bounds the share of time a writer spins (at real-time priority, spinning keeps a
-// CPU from everyone else): within each spinWindowPeriod at most spinShare of it. Over budget, the
+// CPU from everyone else): within each spinPeriod at most spinShare of it. Over budget, the
 // writer sleeps in the futex all the way (releases then end some tens of µs late instead).
 type spinBudget struct {
 	periodStart time.Duration
@@ -472,8 +473,9 @@ func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) {
 		p.fail(err)
 	}
 	for i := range batch {
-		p.pool.put(batch[i].buf)
+		wbufs[i] = batch[i].buf
 	}
+	p.pool.putAll(wbufs)
 	clear(wbufs)
 }
 
