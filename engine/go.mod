@@ -1,3 +1,16 @@
 module github.com/wirelab/wirelab/engine
 
 go 1.26.8
+
+require (
+	github.com/miekg/dns v1.1.73
+	github.com/quic-go/quic-go v0.65.0
+	golang.org/x/net v0.62.0
+)
+
+require (
+	github.com/quic-go/qpack v0.6.0 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)
