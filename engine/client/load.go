@@ -36,7 +36,7 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 		return nil, err
 	}
 	s := newSession(l.cfg)
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	ctx, cancel := context.WithDeadline(ctx, s.t0.Add(l.cfg.Timeout))
 	defer cancel()
 
 	res := &Result{URL: root, Protocol: l.cfg.Protocol, Mode: l.cfg.Mode, StartedAt: s.wall0}
@@ -165,13 +165,13 @@ func (l *Loader) admit(r *request) error { return l.checkURL(r.url) }
 
 func (l *Loader) summarise(res *Result, s *session, all []*request) {
 	res.Entries = make([]Entry, len(all)) // all is in issue order
-	var first, last = unset, unset
+	first, last := unset, unset
+	if len(all) > 0 {
+		first = all[0].issued
+	}
 	for i, r := range all {
-		e := r.entry(s)
+		e := r.entry(s, first)
 		res.Entries[i] = e
-		if first == unset || r.issued < first {
-			first = r.issued
-		}
 		last = max(last, r.end)
 		if r.err == nil {
 			res.Objects++
@@ -185,6 +185,9 @@ func (l *Loader) summarise(res *Result, s *session, all []*request) {
 		res.StartedAt = s.wall0.Add(first)
 	}
 	res.Connections = len(res.Conns)
+	for i := range res.Conns {
+		res.Conns[i].OpenedMS -= ms(first)
+	}
 	for _, c := range res.Conns {
 		if c.TLSVersion == "" {
 			continue

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -39,8 +40,8 @@ var errRefusedStream = errors.New("stream refused by the server (REFUSED_STREAM)
 func (p *h2Pool) do(ctx context.Context, r *request) {
 	c, opened, err := p.single.get(ctx, func() (*h2Conn, error) {
 		c, err := p.dial(ctx, r)
-		if err == nil && !c.slots.tryAcquire() { // the opener's request goes first
-			err = errors.New("h2: no stream slot on a new connection")
+		if err == nil {
+			c.reserve() // the opener's request goes first, whatever the stream limit
 		}
 		return c, err
 	})
@@ -48,23 +49,13 @@ func (p *h2Pool) do(ctx context.Context, r *request) {
 		r.finish(p.s.now(), err)
 		return
 	}
-	if opened {
-		// The opening request already holds a slot.
-	} else if err := c.slots.acquire(ctx); err != nil {
-		r.finish(p.s.now(), err)
-		return
-	}
+	reserved := opened
 	for {
-		r.conn = c.rec.info.ID
-		r.sendStart = p.s.now()
-		end, err := c.roundTrip(r)
+		end, err := c.roundTrip(ctx, r, reserved)
+		reserved = false
 		if errors.Is(err, errRefusedStream) && r.retries < 10 && ctx.Err() == nil {
 			r.retries++
 			r.resetExchange()
-			if err := c.slots.acquire(ctx); err != nil {
-				r.finish(p.s.now(), err)
-				return
-			}
 			continue
 		}
 		r.finish(end, err)
@@ -104,7 +95,6 @@ type h2Conn struct {
 	conn         net.Conn
 	bw           *bufio.Writer
 	fr           *http2.Framer
-	slots        *streamSlots
 	streamWindow uint32
 	connWindow   uint32
 	readDone     chan struct{}
@@ -114,8 +104,11 @@ type h2Conn struct {
 	hbuf   bytes.Buffer
 	nextID uint32
 
-	mu           sync.Mutex
+	mu           sync.Mutex // after wmu when both are held
 	streams      map[uint32]*h2Stream
+	limit        int             // streams the server allows at once (assumed until its SETTINGS)
+	open         int             // streams opened (or reserved) and not yet closed
+	waiters      []chan struct{} // requests waiting for a stream, FIFO
 	peerMaxFrame uint32
 	seenSettings bool
 	goAway       bool
@@ -141,7 +134,7 @@ func newH2Conn(s *session, rec *connRecord, conn net.Conn) *h2Conn {
 	c := &h2Conn{
 		s: s, rec: rec, conn: conn,
 		bw:           bufio.NewWriterSize(conn, 16<<10),
-		slots:        newStreamSlots(s.cfg.H2AssumedMaxStreams),
+		limit:        s.cfg.H2AssumedMaxStreams,
 		streamWindow: uint32(s.cfg.H2StreamWindow),
 		connWindow:   uint32(s.cfg.H2ConnWindow),
 		readDone:     make(chan struct{}),
@@ -182,12 +175,18 @@ func (c *h2Conn) start() error {
 	return nil
 }
 
-// roundTrip sends r (whose stream slot is held) and waits for the response. The slot is released
-// when the stream closes. It returns the instant the stream ended (or failed).
-func (c *h2Conn) roundTrip(r *request) (time.Duration, error) {
-	st, err := c.send(r)
-	if st == nil {
-		c.slots.release()
+// reserve takes a stream slot for the opening request before the connection is shared.
+func (c *h2Conn) reserve() {
+	c.mu.Lock()
+	c.open++
+	c.mu.Unlock()
+}
+
+// roundTrip sends r once a stream may be opened and waits for the response; reserved means the
+// caller already holds a slot (see reserve). It returns the instant the stream ended or failed.
+func (c *h2Conn) roundTrip(ctx context.Context, r *request, reserved bool) (time.Duration, error) {
+	st, err := c.send(ctx, r, reserved)
+	if err != nil {
 		return c.s.now(), err
 	}
 	<-st.done // a failed write fails the connection, which ends the stream
@@ -197,28 +196,87 @@ func (c *h2Conn) roundTrip(r *request) (time.Duration, error) {
 	return st.end, st.err
 }
 
-// send assigns the next stream id and writes r's HEADERS (with CONTINUATION if needed). It
-// returns nil and an error if no stream could be opened.
-func (c *h2Conn) send(r *request) (*h2Stream, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.mu.Lock()
-	if c.dead != nil {
+// send waits until a stream may be opened (fewer open streams than the server's limit, FIFO
+// among waiters), then assigns the next stream id and writes r's HEADERS (with CONTINUATION if
+// needed). The limit is checked under the write lock, the lock under which applySettings
+// changes it and acknowledges the SETTINGS frame: every HEADERS written after the ACK honours
+// the server's limit. The time spent waiting here is the request's blocked phase.
+func (c *h2Conn) send(ctx context.Context, r *request, reserved bool) (*h2Stream, error) {
+	var turn chan struct{} // our place in the queue, once we had to wait
+	for {
+		c.wmu.Lock()
+		c.mu.Lock()
+		if c.dead != nil || c.goAway {
+			err := c.dead
+			if err == nil {
+				err = errors.New("h2: server sent GOAWAY; no new streams on this connection")
+			}
+			c.dropWaiterLocked(turn)
+			c.mu.Unlock()
+			c.wmu.Unlock()
+			return nil, err
+		}
+		first := len(c.waiters) == 0 || c.waiters[0] == turn
+		if reserved || (c.open < c.limit && first) {
+			if turn != nil {
+				c.waiters = c.waiters[1:]
+			}
+			if !reserved {
+				c.open++
+			}
+			c.wakeLocked()
+			st := &h2Stream{id: c.nextID, r: r, done: make(chan struct{})}
+			c.nextID += 2
+			c.streams[st.id] = st
+			maxFrame := c.peerMaxFrame
+			c.mu.Unlock()
+			err := c.writeHeaders(st, r, maxFrame)
+			c.wmu.Unlock()
+			if err != nil {
+				c.fail(fmt.Errorf("h2 write: %w", err))
+			}
+			return st, nil
+		}
+		if turn == nil {
+			turn = make(chan struct{}, 1)
+			c.waiters = append(c.waiters, turn)
+		}
 		c.mu.Unlock()
-		return nil, c.dead
+		c.wmu.Unlock()
+		select {
+		case <-turn:
+		case <-ctx.Done():
+			c.mu.Lock()
+			c.dropWaiterLocked(turn)
+			c.mu.Unlock()
+			return nil, ctx.Err()
+		}
 	}
-	if c.goAway {
-		c.mu.Unlock()
-		return nil, errors.New("h2: server sent GOAWAY; no new streams on this connection")
+}
+
+// wakeLocked lets the first waiter try again if a stream may be opened.
+func (c *h2Conn) wakeLocked() {
+	if len(c.waiters) > 0 && (c.open < c.limit || c.dead != nil || c.goAway) {
+		select {
+		case c.waiters[0] <- struct{}{}:
+		default:
+		}
 	}
-	st := &h2Stream{id: c.nextID, r: r, done: make(chan struct{})}
-	c.nextID += 2
-	c.streams[st.id] = st
-	maxFrame := c.peerMaxFrame
-	c.mu.Unlock()
+}
+
+// dropWaiterLocked removes a waiter that gives up, passing on a wake-up it may have consumed.
+func (c *h2Conn) dropWaiterLocked(turn chan struct{}) {
+	if i := slices.Index(c.waiters, turn); turn != nil && i >= 0 {
+		c.waiters = slices.Delete(c.waiters, i, i+1)
+	}
+	c.wakeLocked()
+}
+
+// writeHeaders writes the request's header block; the caller holds wmu.
+func (c *h2Conn) writeHeaders(st *h2Stream, r *request, maxFrame uint32) error {
+	r.sendStart = c.s.now()
 	r.streamID = int64(st.id)
 	c.rec.update(func(ci *Conn) { ci.Requests++ })
-
 	c.hbuf.Reset()
 	for _, f := range [...]hpack.HeaderField{
 		{Name: ":method", Value: "GET"},
@@ -247,10 +305,7 @@ func (c *h2Conn) send(r *request) (*h2Stream, error) {
 		err = c.bw.Flush()
 	}
 	r.sendEnd = c.s.now()
-	if err != nil {
-		c.fail(fmt.Errorf("h2 write: %w", err))
-	}
-	return st, nil
+	return err
 }
 
 func (c *h2Conn) readLoop() {
@@ -358,6 +413,7 @@ func (c *h2Conn) handle(f http2.Frame, now time.Duration) error {
 	case *http2.GoAwayFrame:
 		c.mu.Lock()
 		c.goAway, c.goAwayLastID = true, f.LastStreamID
+		c.wakeLocked() // waiters give up
 		var gone []uint32
 		for id := range c.streams {
 			if id > f.LastStreamID {
@@ -399,17 +455,19 @@ func (c *h2Conn) applySettings(f *http2.SettingsFrame) error {
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	first := !c.seenSettings
-	c.seenSettings = true
-	c.mu.Unlock()
-	switch {
-	case hasLimit:
-		c.slots.setLimit(limit)
-	case first:
-		c.slots.setLimit(math.MaxInt32)
-	}
-	c.write(c.fr.WriteSettingsAck)
+	c.write(func() error {
+		c.mu.Lock()
+		switch {
+		case hasLimit:
+			c.limit = limit
+		case !c.seenSettings:
+			c.limit = math.MaxInt32
+		}
+		c.seenSettings = true
+		c.wakeLocked()
+		c.mu.Unlock()
+		return c.fr.WriteSettingsAck()
+	})
 	return nil
 }
 
@@ -468,12 +526,15 @@ func (c *h2Conn) resetStream(st *h2Stream, now time.Duration, code http2.ErrCode
 func (c *h2Conn) endStream(id uint32, now time.Duration, err error) {
 	c.mu.Lock()
 	st := c.streams[id]
-	delete(c.streams, id)
+	if st != nil {
+		delete(c.streams, id)
+		c.open--
+		c.wakeLocked()
+	}
 	c.mu.Unlock()
 	if st == nil {
 		return
 	}
-	c.slots.release()
 	st.end, st.err = now, err
 	close(st.done)
 }
@@ -490,6 +551,12 @@ func (c *h2Conn) fail(err error) {
 	for id := range c.streams {
 		ids = append(ids, id)
 	}
+	for _, w := range c.waiters { // each retries, sees dead and gives up
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
 	c.mu.Unlock()
 	if !c.s.closing() {
 		c.rec.update(func(ci *Conn) {
@@ -498,7 +565,6 @@ func (c *h2Conn) fail(err error) {
 			}
 		})
 	}
-	c.slots.fail(err)
 	c.conn.Close()
 	now := c.s.now()
 	for _, id := range ids {

@@ -58,7 +58,8 @@ func (p *h3Pool) do(ctx context.Context, r *request) {
 	}
 	r.conn = c.rec.info.ID
 	r.sendStart = p.s.now()
-	r.finish(p.s.now(), c.roundTrip(p.s, r, str))
+	err = c.roundTrip(p.s, r, str)
+	r.finish(p.s.now(), err)
 }
 
 // dial opens the QUIC connection: the whole handshake (which carries TLS 1.3) is both connect and
@@ -69,7 +70,7 @@ func (p *h3Pool) dial(ctx context.Context, r *request) (*h3Conn, error) {
 		return nil, err
 	}
 	r.connectStart = p.s.now()
-	r.sslStart = r.connectStart
+	r.sslStart, r.sslIsConnect = r.connectStart, true
 	udp, err := net.ListenUDP("udp4", nil)
 	if err != nil {
 		return nil, err

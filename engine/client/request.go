@@ -32,6 +32,7 @@ type request struct {
 	dnsStart     time.Duration
 	connectStart time.Duration
 	sslStart     time.Duration
+	sslIsConnect bool // h3: the TLS handshake is the QUIC handshake, ssl = connect
 	connectEnd   time.Duration
 	sendStart    time.Duration
 	sendEnd      time.Duration
@@ -62,7 +63,7 @@ func newRequest(pr plannedRequest) (*request, error) {
 
 // reset clears everything but the identity and issue time, before a first attempt or a retry.
 func (r *request) reset() {
-	r.dnsStart, r.connectStart, r.sslStart, r.connectEnd = unset, unset, unset, unset
+	r.dnsStart, r.connectStart, r.sslStart, r.connectEnd, r.sslIsConnect = unset, unset, unset, unset, false
 	r.sendStart, r.sendEnd, r.firstByte, r.end = unset, unset, unset, unset
 	r.conn, r.streamID, r.status, r.contentType = 0, -1, 0, ""
 	r.contentLength, r.bodyBytes, r.body, r.keep, r.err = -1, 0, nil, false, nil
@@ -152,15 +153,20 @@ func (r *request) timings() Timings {
 			sslEnd = r.end
 		}
 		t.SSL = ms(sslEnd - r.sslStart)
+		if r.sslIsConnect {
+			t.SSL = t.Connect
+		}
 	}
 	return t
 }
 
-func (r *request) entry(s *session) Entry {
+// entry describes r; first is the load clock's reading when the load's first request was issued,
+// the origin of Entry.Start.
+func (r *request) entry(s *session, first time.Duration) Entry {
 	e := Entry{
 		URL: r.url.String(), Initiator: r.initiator, Protocol: s.cfg.Protocol.wireName(),
 		Connection: r.conn, StreamID: r.streamID, Status: r.status, ContentType: r.contentType,
-		BodyBytes: r.bodyBytes, StartedAt: s.wall0.Add(r.issued), Start: r.issued,
+		BodyBytes: r.bodyBytes, StartedAt: s.wall0.Add(r.issued), Start: r.issued - first,
 		Time: ms(r.end - r.issued), Timings: r.timings(), Retries: r.retries,
 	}
 	if r.err != nil {

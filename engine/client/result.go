@@ -44,7 +44,7 @@ type Entry struct {
 	ContentType string `json:"content_type"`
 	BodyBytes   int64  `json:"body_bytes"` // response body bytes received (payload after framing and chunking)
 	// StartedAt is the wall-clock time the request was issued; Start is the same instant on the
-	// load's monotonic clock (0 = the load's first request).
+	// load's monotonic clock, measured from the load's first request.
 	StartedAt time.Time     `json:"started_at"`
 	Start     time.Duration `json:"-"`
 	Time      float64       `json:"time_ms"` // issued → response complete (or failed), = Timings.Total()
@@ -55,18 +55,18 @@ type Entry struct {
 
 // Conn is one transport connection the load opened.
 type Conn struct {
-	ID          int     `json:"id"`
-	Origin      string  `json:"origin"` // scheme://host:port
-	Protocol    string  `json:"protocol"`
-	Local       string  `json:"local"`
-	Remote      string  `json:"remote"`
-	OpenedMS    float64 `json:"opened_ms"`  // dial start on the load clock
-	TLSVersion  string  `json:"tls_version"` // "" without TLS
-	ALPN        string  `json:"alpn"`
-	TLSResumed  bool    `json:"tls_resumed"`
-	Requests    int     `json:"requests"` // requests sent on it
-	MaxStreams  uint32  `json:"max_streams,omitempty"` // h2: the server's SETTINGS_MAX_CONCURRENT_STREAMS (0 = not sent)
-	Error       string  `json:"error,omitempty"`       // why it failed, if it did
+	ID         int     `json:"id"`
+	Origin     string  `json:"origin"` // scheme://host:port
+	Protocol   string  `json:"protocol"`
+	Local      string  `json:"local"`
+	Remote     string  `json:"remote"`
+	OpenedMS   float64 `json:"opened_ms"`   // dial start on the load clock
+	TLSVersion string  `json:"tls_version"` // "" without TLS
+	ALPN       string  `json:"alpn"`
+	TLSResumed bool    `json:"tls_resumed"`
+	Requests   int     `json:"requests"`              // requests sent on it
+	MaxStreams uint32  `json:"max_streams,omitempty"` // h2: the server's SETTINGS_MAX_CONCURRENT_STREAMS (0 = not sent)
+	Error      string  `json:"error,omitempty"`       // why it failed, if it did
 }
 
 // Phases are the per-phase sums over entries, in ms (HAR semantics: -1 values are skipped; connect includes ssl).
