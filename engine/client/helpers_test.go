@@ -212,6 +212,7 @@ type serverOpts struct {
 	noKeepAlive bool                  // h1: Connection: close on every response
 	before      func(r *http.Request) // runs in the handler before the response (delays, barriers)
 	rootSplit   time.Duration         // write the root document in two halves this far apart
+	streamBody  bool                  // no Content-Length; bodies written in 1000-byte flushed pieces (h1: chunked)
 }
 
 type testServer struct {
@@ -246,6 +247,15 @@ func startServer(t testing.TB, proto Protocol, page *atomic.Pointer[testPage], o
 			return
 		}
 		w.Header().Set("Content-Type", obj.contentType)
+		if opts.streamBody {
+			for b := obj.body; len(b) > 0; {
+				n := min(len(b), 1000)
+				w.Write(b[:n])
+				w.(http.Flusher).Flush()
+				b = b[n:]
+			}
+			return
+		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(obj.body)))
 		if r.URL.Path == "/" && opts.rootSplit > 0 {
 			half := len(obj.body) / 2

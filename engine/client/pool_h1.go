@@ -55,7 +55,7 @@ func newH1Pool(s *session, o origin) *h1Pool {
 
 func (p *h1Pool) do(ctx context.Context, r *request) {
 	for {
-		c, err := p.acquire(ctx, r)
+		c, err := p.acquire(ctx, r, r.retries > 0)
 		if err != nil {
 			r.finish(p.s.now(), err)
 			return
@@ -88,13 +88,18 @@ func (p *h1Pool) do(ctx context.Context, r *request) {
 }
 
 // acquire returns a connection for r, opening it (r then carries dns, connect and ssl) if the
-// pool has room.
-func (p *h1Pool) acquire(ctx context.Context, r *request) (*h1Conn, error) {
+// pool has room. With fresh (a retry after a broken keep-alive connection) it opens a new one,
+// closing an idle or granted connection to make room if need be.
+func (p *h1Pool) acquire(ctx context.Context, r *request, fresh bool) (*h1Conn, error) {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		c := p.idle[n-1]
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
+		if fresh {
+			c.conn.Close() // its place is ours
+			return p.dial(ctx, r)
+		}
 		return c, nil
 	}
 	if p.open < p.max {
@@ -107,8 +112,11 @@ func (p *h1Pool) acquire(ctx context.Context, r *request) (*h1Conn, error) {
 	p.mu.Unlock()
 	select {
 	case g := <-ch:
-		if g.conn != nil {
+		if g.conn != nil && !fresh {
 			return g.conn, nil
+		}
+		if g.conn != nil {
+			g.conn.conn.Close() // its place is ours
 		}
 		return p.dial(ctx, r)
 	case <-ctx.Done():
