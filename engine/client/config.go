@@ -30,7 +30,7 @@ func ParseProtocol(s string) (Protocol, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("protocol %q: allowed: %s", s, joinProtocols())
+	return "", fmt.Errorf("%s: allowed: %s", s, joinProtocols())
 }
 
 func joinProtocols() string {
@@ -82,9 +82,9 @@ func ParseMode(s string) (Mode, error) {
 	case ModeFlat, ModeObjects:
 		return Mode(s), nil
 	case ModeReplay:
-		return "", fmt.Errorf("mode %q: not implemented yet; allowed: flat, objects", s)
+		return "", fmt.Errorf("%s: not implemented yet (dependency-graph replay); allowed: flat, objects", s)
 	}
-	return "", fmt.Errorf("mode %q: allowed: flat, objects", s)
+	return "", fmt.Errorf("%s: allowed: flat, objects", s)
 }
 
 // Defaults of Config. Window sizes follow Chromium, the browser the studies used.
@@ -136,6 +136,9 @@ type Config struct {
 // withDefaults returns c with zero fields replaced by their defaults, or an error naming the
 // first invalid field.
 func (c Config) withDefaults() (Config, error) {
+	if c.Protocol == "" {
+		return c, fmt.Errorf("client.protocol: required; allowed: %s", joinProtocols())
+	}
 	if _, err := ParseProtocol(string(c.Protocol)); err != nil {
 		return c, fmt.Errorf("client.protocol: %w", err)
 	}
