@@ -17,8 +17,12 @@ import (
 // QUIC packet, handshake included. Lower bounds are physics (nothing can beat the delay); upper
 // bounds leave room for a loaded machine. The emulator's end-to-end checks (rtt = 200 ms) come
 // with the trial.
+//
+// What is checked is the number of round trips in each phase: at least n RTT (minus 1 ms), less
+// than n+1 RTT. A 200 ms RTT keeps that robust on a loaded machine (under -race, next to other
+// tests' processes).
 
-const physicsOneWay = 40 * time.Millisecond // RTT 80 ms
+const physicsOneWay = 100 * time.Millisecond // RTT 200 ms
 
 func TestPhysicsDelayedPath(t *testing.T) {
 	if testing.Short() {
@@ -64,9 +68,8 @@ func TestPhysicsDelayedPath(t *testing.T) {
 			e := res.Entries[0]
 			t.Logf("plt %.1f ms; phases %+v", ms(res.PLT), e.Timings)
 			msf := func(n int) float64 { return ms(time.Duration(n) * rtt) }
-			slack := ms(rtt) / 2
 			within := func(name string, got float64, rtts int) {
-				lo, hi := msf(rtts)-1, msf(rtts)+slack
+				lo, hi := msf(rtts)-1, msf(rtts+1)-1
 				if got < lo || got > hi {
 					t.Errorf("%s = %.1f ms, want %d RTT (%.0f ms): between %.0f and %.0f", name, got, rtts, msf(rtts), lo, hi)
 				}
@@ -76,8 +79,8 @@ func TestPhysicsDelayedPath(t *testing.T) {
 			}
 			within("wait", e.Timings.Wait, tc.wait)
 			within("plt", ms(res.PLT), tc.plt)
-			if tc.connectTCP && e.Timings.Connect-max(e.Timings.SSL, 0) > 5 {
-				t.Errorf("tcp connect to the local proxy took %.1f ms", e.Timings.Connect-max(e.Timings.SSL, 0))
+			if tc.connectTCP && e.Timings.Connect-max(e.Timings.SSL, 0) > ms(rtt)/2 {
+				t.Errorf("connect outside ssl took %.1f ms, but the proxy does not delay TCP's handshake", e.Timings.Connect-max(e.Timings.SSL, 0))
 			}
 			if !tc.connectTCP && e.Timings.Connect != e.Timings.SSL {
 				t.Errorf("h3 connect %.1f != ssl %.1f", e.Timings.Connect, e.Timings.SSL)

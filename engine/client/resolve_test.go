@@ -51,14 +51,21 @@ func startDNS(t testing.TB, names map[string]netip.Addr, truncate bool, silent b
 		}
 		w.WriteMsg(m)
 	})
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := pc.LocalAddr().(*net.UDPAddr).Port
-	ln, err := net.Listen("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		t.Fatal(err)
+	// The same port for UDP and TCP; a port free for UDP may be taken for TCP: try a few.
+	var pc net.PacketConn
+	var ln net.Listener
+	for attempt := 0; ln == nil; attempt++ {
+		var err error
+		if pc, err = net.ListenPacket("udp4", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		port := pc.LocalAddr().(*net.UDPAddr).Port
+		if ln, err = net.Listen("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
+			pc.Close()
+			if attempt == 20 {
+				t.Fatal(err)
+			}
+		}
 	}
 	udpSrv := &dns.Server{PacketConn: pc, Handler: handler}
 	tcpSrv := &dns.Server{Listener: ln, Handler: handler}
