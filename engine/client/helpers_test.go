@@ -30,10 +30,13 @@ import (
 // Test doubles: a CA and a certificate for *.wirelab.test, in-process origin servers for every
 // protocol that count what they see, and generated pages.
 
-var testPKI = sync.OnceValue(func() struct {
-	pool *x509.CertPool
-	cert tls.Certificate
-} {
+type pki struct {
+	pool  *x509.CertPool
+	cert  tls.Certificate
+	caDER []byte
+}
+
+var testPKI = sync.OnceValue(func() pki {
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "wirelab test CA"},
@@ -59,10 +62,7 @@ var testPKI = sync.OnceValue(func() struct {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
-	return struct {
-		pool *x509.CertPool
-		cert tls.Certificate
-	}{pool, tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: key}}
+	return pki{pool, tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: key}, caDER}
 })
 
 // testObject is one object of a test page.
@@ -408,22 +408,27 @@ type site struct {
 	servers  []*testServer
 	origins  []string
 	page     *testPage
+	served   *atomic.Pointer[testPage] // what the servers serve
 	resolver StaticResolver
+}
+
+// setPage replaces the page the site serves.
+func (s *site) setPage(p *testPage) {
+	s.page = p
+	s.served.Store(p)
 }
 
 func newSite(t testing.TB, proto Protocol, nOrigins, nImages int, opts serverOpts) *site {
 	t.Helper()
-	s := &site{proto: proto, resolver: StaticResolver{}}
-	var served atomic.Pointer[testPage]
+	s := &site{proto: proto, resolver: StaticResolver{}, served: &atomic.Pointer[testPage]{}}
 	for i := range nOrigins {
-		srv := startServer(t, proto, &served, opts)
+		srv := startServer(t, proto, s.served, opts)
 		s.servers = append(s.servers, srv)
 		name := fmt.Sprintf("s%d.wirelab.test", i+1)
 		s.resolver[name] = srv.addr.Addr()
 		s.origins = append(s.origins, fmt.Sprintf("%s://%s:%d", proto.Scheme(), name, srv.addr.Port()))
 	}
-	s.page = buildPage(s.origins, nImages, 7)
-	served.Store(s.page)
+	s.setPage(buildPage(s.origins, nImages, 7))
 	return s
 }
 
