@@ -12,7 +12,7 @@ GO_SRC  := $(shell find engine -name '*.go' -o -name 'go.mod' -o -name 'go.sum' 
 GOTEST_FLAGS ?= -count=1
 PYTEST_FLAGS ?= -q
 
-.PHONY: help setup build test test-go test-py lint bench demo clean
+.PHONY: help setup build test test-go test-py lint bench demo clean bpf
 help:
 	@echo "make demo    set up, build and run the demo sweep (report path printed at the end)"
 	@echo "make test    set up, build and run every test (root tests too when run as root)"
@@ -20,6 +20,7 @@ help:
 	@echo "make build   build bin/wirelab-engine"
 	@echo "make lint    go vet, gofmt, ruff"
 	@echo "make bench   print the benchmarks' figures"
+	@echo "make bpf     regenerate the committed BPF objects (needs clang and libbpf-dev)"
 
 setup: $(STAMPS)/system $(STAMPS)/venv $(STAMPS)/gomod
 
@@ -62,9 +63,17 @@ lint: setup
 
 bench: setup build
 	$(ENGINE) bench link --quick
+	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_sweep.py
 
 demo: setup build
 	$(VENV)/bin/wirelab demo
+
+# The BPF programs (engine/tcpplus/**/bpf/*.c) are compiled by bpf2go into .o files and Go
+# loaders that are committed, so building and testing need no clang; this regenerates them.
+bpf: $(STAMPS)/gomod
+	@command -v clang >/dev/null && test -f /usr/include/bpf/bpf_helpers.h || \
+	  { echo "make bpf needs clang and libbpf-dev: apt-get install clang libbpf-dev"; exit 1; }
+	cd engine && go generate ./tcpplus/...
 
 clean:
 	rm -rf bin $(STAMPS)

@@ -3,14 +3,22 @@ module github.com/wirelab/wirelab/engine
 go 1.26.8
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/miekg/dns v1.1.73
 	github.com/quic-go/quic-go v0.65.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/summerwind/h2spec v2.2.1+incompatible
 	golang.org/x/net v0.62.0
+	golang.org/x/sys v0.49.0
 )
 
 require (
+	github.com/fatih/color v1.19.0 // indirect
+	github.com/mattn/go-colorable v0.1.14 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/quic-go/qpack v0.6.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
+
+tool github.com/cilium/ebpf/cmd/bpf2go

@@ -2,9 +2,92 @@
 
 Load pages over HTTP/1.1, HTTP/2 and HTTP/3 through an emulated network, measure every load down to
 the packet, and compare the protocols. The data plane is the Go binary ``wirelab-engine``; this
-package is the control plane (specs, sweeps, results, analysis, reports).
+package is the control plane (specs, sweeps, results, analysis, reports)::
+
+    import wirelab
+    wirelab.run("experiments/demo.toml", db="wirelab.db", parallel=1)
+    loads = wirelab.open("wirelab.db").loads(sweep="demo")
+    loads.groupby(["page", "network.rtt_ms", "protocol"]).tow_ms.median()
 """
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["__version__"]
+import importlib
+from typing import Any
+
+# Public names → the module defining them. Imported on first use, so that `import wirelab.netprofile`
+# or the engine's test stand-in does not pay for pandas and the rest.
+_EXPORTS = {
+    "LoadResult": "wirelab.api",
+    "load": "wirelab.api",
+    "open": "wirelab.api",
+    "plan": "wirelab.api",
+    "run": "wirelab.api",
+    "Engine": "wirelab.engine",
+    "SubprocessEngine": "wirelab.engine",
+    "ContractError": "wirelab.errors",
+    "EngineError": "wirelab.errors",
+    "EngineNotFoundError": "wirelab.errors",
+    "Interrupted": "wirelab.errors",
+    "ProfileError": "wirelab.errors",
+    "SchemaVersionError": "wirelab.errors",
+    "SpecError": "wirelab.errors",
+    "StoreError": "wirelab.errors",
+    "SweepConflictError": "wirelab.errors",
+    "TrialFailedError": "wirelab.errors",
+    "UsageError": "wirelab.errors",
+    "WirelabError": "wirelab.errors",
+    "Observer": "wirelab.runner",
+    "RunSummary": "wirelab.runner",
+    "TrialOutcome": "wirelab.runner",
+    "ExperimentSpec": "wirelab.spec",
+    "Plan": "wirelab.spec",
+    "PlannedTrial": "wirelab.spec",
+    "TrialSpec": "wirelab.spec",
+    "Results": "wirelab.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'wirelab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__all__ = [
+    "ContractError",
+    "Engine",
+    "EngineError",
+    "EngineNotFoundError",
+    "ExperimentSpec",
+    "Interrupted",
+    "LoadResult",
+    "Observer",
+    "Plan",
+    "PlannedTrial",
+    "ProfileError",
+    "Results",
+    "RunSummary",
+    "SchemaVersionError",
+    "SpecError",
+    "StoreError",
+    "SubprocessEngine",
+    "SweepConflictError",
+    "TrialFailedError",
+    "TrialOutcome",
+    "TrialSpec",
+    "UsageError",
+    "WirelabError",
+    "__version__",
+    "load",
+    "open",
+    "plan",
+    "run",
+]

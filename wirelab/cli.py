@@ -1,15 +1,64 @@
-"""The ``wirelab`` command line. A thin layer over the library."""
+"""The ``wirelab`` command line. A thin layer over the library (``wirelab.api`` and friends).
+
+Every error is one line on stderr, ``wirelab: <message>``; bad input exits 2, an interrupted run 130,
+other failures 1.
+"""
 
 from __future__ import annotations
 
-import typer
+import importlib
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
 
-from wirelab import __version__
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from wirelab import __version__, api, netprofile
+from wirelab import spec as spec_mod
+from wirelab._paths import experiments_dir
+from wirelab.engine import Engine, SubprocessEngine
+from wirelab.errors import Interrupted, ProfileError, StoreError, UsageError, WirelabError
+from wirelab.progress import RichProgress
+from wirelab.runner import RunSummary
+from wirelab.spec import PROTOCOLS
+from wirelab.store import DEFAULT_DB, Results
+from wirelab.waterfall import waterfall
+
+__all__ = ["app", "main", "write_report"]
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
 
 app = typer.Typer(
     help="wirelab: load pages over HTTP/1.1, HTTP/2 and HTTP/3 through an emulated network and compare.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+pages_app = typer.Typer(help="The engine's page corpus.", no_args_is_help=True)
+profiles_app = typer.Typer(
+    help="Network profiles and presets (docs/profile-grammar.md).", no_args_is_help=True
+)
+results_app = typer.Typer(help="Look at and export stored results.", no_args_is_help=True)
+spec_app = typer.Typer(help="Experiment specs: check, expand, schema.", no_args_is_help=True)
+app.add_typer(pages_app, name="pages")
+app.add_typer(profiles_app, name="profiles")
+app.add_typer(results_app, name="results")
+app.add_typer(spec_app, name="spec")
+
+DB_OPTION = typer.Option(
+    DEFAULT_DB, "--db", help="Results database (SQLite); trial directories go to <db>.d/."
+)
+ENGINE_OPTION = typer.Option(
+    None,
+    "--engine",
+    help="wirelab-engine binary (default: $WIRELAB_ENGINE, bin/wirelab-engine in the repository, then PATH).",
 )
 
 
@@ -25,8 +74,470 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
-    """wirelab: a laboratory for web protocols."""
+    """wirelab: a laboratory for web protocols.
+
+    Describe an experiment in TOML, run it ([bold]wirelab run[/]), keep every load in SQLite and look at it
+    ([bold]wirelab results[/]); or compare protocols on one configuration ([bold]wirelab load[/]).
+    """
 
 
-def main() -> None:
-    app()
+# ------------------------------------------------------------------------------------------------
+# Hooks and helpers
+
+
+def write_report(db: Path, sweep: str) -> Path | None:
+    """Report hook: when ``wirelab.report`` exists (it is built separately), write the sweep's report
+    with ``wirelab.report.write_report(db=…, sweeps=[…], out_dir=…) -> Path`` and return its path."""
+    if importlib.util.find_spec("wirelab.report") is None:
+        return None
+    report = importlib.import_module("wirelab.report")
+    return report.write_report(db=db, sweeps=[sweep], out_dir=Path("wirelab-report"))
+
+
+def _engine(path: Path | None) -> Engine:
+    return SubprocessEngine(path)
+
+
+def _print_summary(summary: RunSummary) -> None:
+    for i, line in enumerate(summary.lines()):
+        style = "bold" if i == 0 else ("yellow" if line.startswith(("fidelity", "interrupted")) else "")
+        style = "red" if line.startswith("failed") else style
+        out.print(line, style=style or None, soft_wrap=True)
+
+
+def _run(plan: spec_mod.Plan, db: Path, parallel: int, resume: bool, engine: Engine) -> RunSummary:
+    try:
+        summary = api.run(
+            plan, db=db, parallel=parallel, resume=resume, engine=engine, observer=RichProgress(err)
+        )
+    except Interrupted as e:
+        if hasattr(e, "summary"):
+            _print_summary(e.summary)
+        raise
+    _print_summary(summary)
+    return summary
+
+
+def _ms(v: Any) -> str:
+    return "—" if v is None or v != v else f"{v:,.1f}"
+
+
+def _pct(v: Any) -> str:
+    return "—" if v is None or v != v else f"{v:+.1f} %"
+
+
+# ------------------------------------------------------------------------------------------------
+# run, load, demo
+
+
+@app.command()
+def run(
+    spec: Path = typer.Argument(..., help="Experiment spec (TOML), see docs/spec.md.", show_default=False),
+    db: Path = DB_OPTION,
+    parallel: int = typer.Option(
+        1, "--parallel", "-j", help="Trials run at once (each in its own namespaces)."
+    ),
+    resume: bool = typer.Option(
+        True,
+        "--resume/--no-resume",
+        help="Run only trials not complete in the database; --no-resume replaces the sweep's results.",
+    ),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Run an experiment: every trial of the spec's grid, resumably, into the results database.
+
+    Ctrl-C stops the running trials cleanly; run the same command again to resume.
+    """
+    plan = spec_mod.load(spec)
+    summary = _run(plan, db, parallel, resume, _engine(engine))
+    if not summary.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def load(
+    page: str = typer.Argument(
+        ..., help="Page: corpus name (twitter), synthetic:64x10kB or a page JSON file."
+    ),
+    proto: str = typer.Option(
+        "h1s,h2", "--proto", "-p", help="Protocols to compare, the first is the baseline."
+    ),
+    net: str = typer.Option("native", "--net", help="Network profile, e.g. rtt=100ms,bw=10mbit or a preset."),
+    repetitions: int = typer.Option(5, "-n", "--repetitions", min=1, max=10000, help="Loads per protocol."),
+    shards: int = typer.Option(1, "--shards", min=1, max=64, help="Spread the page over N origins."),
+    waterfall_proto: str | None = typer.Option(
+        None, "--waterfall", help="Protocol whose median-PLT load is drawn (default: the last of --proto)."
+    ),
+    db: Path = DB_OPTION,
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Load one page over several protocols through one network and compare them.
+
+    Prints median and mean Time on Wire (ToW) and page load time (PLT) per protocol, the ToW gain of each
+    protocol over the first (study E's % reduction), and a waterfall of one load.
+    """
+    protocols = [p.strip() for p in proto.split(",") if p.strip()]
+    for p in protocols:
+        if p not in PROTOCOLS:
+            raise UsageError(f'--proto: "{p}" is not a protocol; use {", ".join(PROTOCOLS)}')
+    if not protocols or len(set(protocols)) != len(protocols):
+        raise UsageError(f'--proto: "{proto}" must list each protocol once, e.g. h1s,h2')
+    try:
+        netprofile.parse(net)
+    except ProfileError as e:
+        raise UsageError(f"--net: {e}") from None
+    if waterfall_proto is not None and waterfall_proto not in protocols:
+        raise UsageError(f'--waterfall: "{waterfall_proto}" is not one of --proto ({",".join(protocols)})')
+    result = api.load(
+        page,
+        protocols=protocols,
+        network=net,
+        repetitions=repetitions,
+        shards=shards,
+        db=db,
+        engine=_engine(engine),
+        observer=RichProgress(err),
+    )
+    table = Table(title=f"{page} over {net} — {repetitions} loads per protocol", title_justify="left")
+    for col, justify in (
+        ("protocol", "left"),
+        ("loads", "right"),
+        ("errors", "right"),
+        ("ToW median ms", "right"),
+        ("ToW mean ms", "right"),
+        ("PLT median ms", "right"),
+        ("PLT mean ms", "right"),
+        (f"ToW gain vs {protocols[0]}", "right"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for row in result.table().to_dict("records"):
+        table.add_row(
+            row["protocol"],
+            str(row["loads"]),
+            str(row["errors"]),
+            _ms(row["tow_median_ms"]),
+            _ms(row["tow_mean_ms"]),
+            _ms(row["plt_median_ms"]),
+            _ms(row["plt_mean_ms"]),
+            "baseline" if row["protocol"] == protocols[0] else _pct(row["tow_gain_pct"]),
+        )
+    out.print(table)
+    shown = result.representative(waterfall_proto)
+    objects = result.objects(int(shown["load_index"]))
+    if objects:
+        title = (
+            f"waterfall: {shown['protocol']} repetition {shown['repetition']} "
+            f"(median PLT {shown['plt_ms']:,.0f} ms, {int(shown['connections'])} connection(s))"
+        )
+        out.print(waterfall(objects, width=max(20, min(80, out.width - 60)), title=title))
+    out.print(f"stored as sweep {result.sweep} in {result.db}", style="dim", soft_wrap=True)
+
+
+@app.command()
+def demo(
+    db: Path = DB_OPTION,
+    parallel: int = typer.Option(1, "--parallel", "-j", help="Trials run at once."),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Run the demo sweep into the database and print its summary (and the report's path).
+
+    The demo is experiments/demo.toml: pages twitter and youtube, h1s vs h2, RTT 20, 100 and 200 ms at
+    10 Mbit/s, 3 repetitions (36 loads).
+    """
+    path = experiments_dir() / "demo.toml"
+    if not path.is_file():
+        raise UsageError(f"demo: {path} not found; wirelab runs from its repository checkout (make setup)")
+    plan = spec_mod.load(path)
+    summary = _run(plan, db, parallel, True, _engine(engine))
+    summary.report = write_report(db, plan.name)
+    if summary.report is not None:
+        out.print(f"report: {summary.report}", style="bold")
+    if not summary.ok:
+        raise typer.Exit(1)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def shell(
+    ctx: typer.Context,
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Run a command behind an emulated link (wraps wirelab-engine shell).
+
+    Every argument is passed on to the engine verbatim (put --engine PATH first if needed), e.g.
+    [bold]wirelab shell --net rtt=100ms,bw=10mbit -- curl http://$WIRELAB_SERVER_ADDRS/[/]
+    """
+    argv = _engine(engine).shell_argv(list(ctx.args))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(argv[0], argv)
+
+
+# ------------------------------------------------------------------------------------------------
+# pages, profiles
+
+
+@pages_app.command("ls")
+def pages_ls(
+    as_json: bool = typer.Option(False, "--json", help="Print the engine's JSON."),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """List the engine's built-in pages."""
+    pages = _engine(engine).pages_ls()
+    if as_json:
+        out.print_json(json.dumps(pages))
+        return
+    table = Table(
+        "page", "objects", "size", "origins", "description", title="pages (wirelab-engine pages ls)"
+    )
+    for p in pages:
+        size = p.get("bytes")
+        table.add_row(
+            p["name"],
+            str(p.get("objects", "")),
+            f"{size / 1000:,.1f} kB" if isinstance(size, int | float) else "",
+            str(p.get("origins", "")),
+            p.get("description", ""),
+        )
+    out.print(table)
+
+
+@pages_app.command("show")
+def pages_show(
+    name: str = typer.Argument(..., help="Page name, synthetic:COUNTxSIZE or a page JSON file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the engine's JSON."),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Show one page: its objects, sizes and origins."""
+    page = _engine(engine).pages_show(name)
+    if as_json:
+        out.print_json(json.dumps(page))
+        return
+    objects = page.get("objects") or []
+    sizes = [o.get("size") for o in objects if isinstance(o.get("size"), int | float)]
+    out.print(f"[bold]{page.get('name', name)}[/]: {page.get('description', '')}")
+    out.print(
+        f"{len(objects)} objects, {sum(sizes) / 1000:,.1f} kB"
+        + (f" (mean {sum(sizes) / len(sizes) / 1000:,.2f} kB)" if sizes else "")
+        + (f", {page['origins']} origin(s)" if "origins" in page else "")
+    )
+    table = Table("#", "path", "origin", "type", "size", "content-type")
+    for i, o in enumerate(objects):
+        size = o.get("size")
+        table.add_row(
+            str(i),
+            str(o.get("path", o.get("url", ""))),
+            str(o.get("origin", "")),
+            str(o.get("type", "")),
+            f"{size:,}" if isinstance(size, int) else "",
+            str(o.get("content_type", "")),
+        )
+    out.print(table)
+
+
+def _resolved_summary(resolved: dict[str, Any]) -> tuple[str, str, str, str]:
+    up, down = resolved["up"], resolved["down"]
+    rtt = (up["delay_ns"] + down["delay_ns"]) / 1e6
+    rate = lambda d: netprofile.format_rate(d["rate_bps"]) if not d["trace"] else f"trace {d['trace']}"  # noqa: E731
+    loss = lambda d: {"none": "0"}.get(d["loss"]["model"], f"{d['loss'].get('p', 0) * 100:g}%")  # noqa: E731
+    losses = loss(down) if loss(down) == loss(up) else f"{loss(down)} down, {loss(up)} up"
+    return f"{rtt:g} ms", rate(down), rate(up), losses
+
+
+@profiles_app.command("ls")
+def profiles_ls() -> None:
+    """List the network presets with what they expand to."""
+    table = Table("preset", "rtt", "down", "up", "loss", "expands to", "source", title="network presets")
+    for name, (expansion, source) in netprofile.PRESETS.items():
+        table.add_row(name, *_resolved_summary(netprofile.parse(name)), expansion or "—", source)
+    out.print(table)
+    out.print(
+        "Combine presets and keys left to right, e.g. cable,rtt=50ms (docs/profile-grammar.md).", style="dim"
+    )
+
+
+@profiles_app.command("show")
+def profiles_show(profile: str = typer.Argument(..., help="A profile string, e.g. 'dsl,loss=1%'.")) -> None:
+    """Resolve a profile string and print the resolved form the engine receives."""
+    try:
+        resolved = netprofile.parse(profile)
+    except ProfileError as e:
+        raise UsageError(f"profile: {e}") from None
+    out.print_json(json.dumps(resolved))
+
+
+# ------------------------------------------------------------------------------------------------
+# results
+
+
+def _open(db: Path) -> Results:
+    if not db.exists():
+        raise UsageError(f"--db: {db} does not exist; run a sweep first (wirelab run SPEC)")
+    return Results(db)
+
+
+@results_app.command("ls")
+def results_ls(db: Path = DB_OPTION) -> None:
+    """List the sweeps in the database."""
+    with _open(db) as results:
+        sweeps = results.sweeps()
+    table = Table("sweep", "trials", "loads", "failed", "fidelity ⚠", "axes", "updated", title=str(db))
+    for s in sweeps.to_dict("records"):
+        table.add_row(
+            s["sweep"],
+            f"{int(s['complete_trials'] or 0)}/{s['planned_trials']}",
+            f"{int(s['loads'])}/{s['planned_loads']}",
+            str(int(s["failed_trials"] or 0)),
+            str(int(s["fidelity_warnings"] or 0)),
+            ", ".join(s["axes"]) or "—",
+            s["updated_at"],
+        )
+    out.print(table)
+
+
+@results_app.command("show")
+def results_show(sweep: str = typer.Argument(..., help="Sweep name."), db: Path = DB_OPTION) -> None:
+    """Show a sweep: per configuration, the median ToW per protocol and the gain over the first."""
+    from wirelab.summary import protocol_table
+
+    with _open(db) as results:
+        info = (
+            results.sweeps().set_index("sweep").loc[sweep]
+            if sweep in set(results.sweeps()["sweep"])
+            else None
+        )
+        trials = results.trials(sweep)
+        loads = results.loads(sweep)
+    if info is None:  # pragma: no cover - trials() already raised for an unknown sweep
+        raise StoreError(f"sweep: {sweep!r} is not in {db}")
+    out.print(f"[bold]{sweep}[/]: {info['description'] or ''}")
+    out.print(
+        f"{int(info['complete_trials'] or 0)}/{info['planned_trials']} trials complete, "
+        f"{int(info['loads'])}/{info['planned_loads']} loads, spec hash {info['spec_hash']}"
+    )
+    axes = list(info["axes"])
+    protocols = list(dict.fromkeys(p for spec in trials["spec"] for p in spec["protocols"]))
+    table = Table("trial", "configuration", "status", "lateness p99")
+    for p in protocols:
+        table.add_column(f"{p} ToW med ms", justify="right")
+    for p in protocols[1:]:
+        table.add_column(f"{p} vs {protocols[0]}", justify="right")
+    for t in trials.to_dict("records"):
+        mine = loads[loads["trial_id"] == t["trial_id"]]
+        stats = protocol_table(mine, t["spec"]["protocols"]).set_index("protocol") if len(mine) else None
+        label = " ".join(f"{a}={spec_mod._show(t[a])}" for a in axes) or f"page={t['spec']['page']}"
+        cells = []
+        for p in protocols:
+            cells.append(_ms(stats.loc[p, "tow_median_ms"]) if stats is not None and p in stats.index else "")
+        for p in protocols[1:]:
+            cells.append(_pct(stats.loc[p, "tow_gain_pct"]) if stats is not None and p in stats.index else "")
+        status = t["status"] + (" ⚠" if t["fidelity_flags"] else "")
+        lateness = "" if t["lateness_p99_us"] != t["lateness_p99_us"] else f"{t['lateness_p99_us']:,.0f} µs"
+        table.add_row(t["trial_id"][:9], label, status, lateness, *cells)
+    out.print(table)
+
+
+@results_app.command("export")
+def results_export(
+    sweep: str = typer.Argument(..., help="Sweep name."),
+    fmt: str = typer.Option(..., "--format", "-f", help="csv or parquet."),
+    out_path: Path | None = typer.Option(
+        None, "--out", "-o", help="Output file (default: <sweep>-<table>.<format>)."
+    ),
+    table: str = typer.Option("loads", "--table", help="loads, trials or objects."),
+    db: Path = DB_OPTION,
+) -> None:
+    """Export a sweep's loads (or trials, objects) to CSV or Parquet."""
+    if fmt not in ("csv", "parquet"):
+        raise UsageError(f'--format: "{fmt}" is not a format; use csv or parquet')
+    if table not in ("loads", "trials", "objects"):
+        raise UsageError(f'--table: "{table}" is not a table; use loads, trials or objects')
+    with _open(db) as results:
+        df = getattr(results, table)(sweep)
+    for col in df.columns:
+        if df[col].map(lambda v: isinstance(v, dict | list)).any():
+            df[col] = df[col].map(lambda v: json.dumps(v) if isinstance(v, dict | list) else v)
+    target = out_path or Path(f"{sweep}-{table}.{fmt}")
+    if fmt == "csv":
+        df.to_csv(target, index=False)
+    else:
+        df.to_parquet(target, index=False)
+    out.print(f"wrote {len(df)} rows × {len(df.columns)} columns to {target}")
+
+
+# ------------------------------------------------------------------------------------------------
+# spec
+
+
+@spec_app.command("schema")
+def spec_schema() -> None:
+    """Print the JSON Schema of experiment specs."""
+    typer.echo(json.dumps(spec_mod.experiment_json_schema(), indent=2))
+
+
+@spec_app.command("check")
+def spec_check(
+    spec: Path = typer.Argument(..., help="Experiment spec (TOML)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the expanded trial specs as JSON."),
+) -> None:
+    """Validate and expand a spec: list its trials (ids, configurations) without running anything."""
+    plan = spec_mod.load(spec)
+    if as_json:
+        typer.echo(json.dumps([t.spec for t in plan.trials], indent=1))
+        return
+    out.print(
+        f"[bold]{plan.name}[/]: {len(plan.trials)} trials, {plan.loads} loads, spec hash {plan.spec_hash}"
+        + (f" — axes: {', '.join(plan.axes)}" if plan.axes else "")
+    )
+    table = Table("#", "trial", "configuration", "network", "loads")
+    for t in plan.trials:
+        table.add_row(str(t.index), t.id, t.label, t.spec["network"], str(t.loads))
+    out.print(table)
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def _shell_raw(args: list[str]) -> None:
+    """``wirelab shell ARGS…`` with ARGS passed on verbatim (the parser would swallow the ``--``)."""
+    engine: Path | None = None
+    if args[:1] == ["--engine"] and len(args) >= 2:
+        engine, args = Path(args[1]), args[2:]
+    elif args[:1] and args[0].startswith("--engine="):
+        engine, args = Path(args[0].split("=", 1)[1]), args[1:]
+    argv = _engine(engine).shell_argv(args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(argv[0], argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``wirelab`` script: one line per error, exit codes 0/1/2/130."""
+    command = typer.main.get_command(app)
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args[:1] == ["shell"] and not {"--help", "-h"} & set(args[1:2]) and len(args) > 1:
+            _shell_raw(args[1:])
+        result = command.main(args=args, prog_name="wirelab", standalone_mode=False)
+    except typer.TyperException as e:  # command-line usage errors (unknown option, bad value …)
+        ctx = getattr(e, "ctx", None)
+        if type(e).__name__ == "NoArgsIsHelpError":
+            typer.echo(e.format_message())
+            return 2
+        where = ctx.command_path if ctx is not None else "wirelab"
+        message = " ".join(e.format_message().split())
+        err.print(f"{where}: {message} (see {where} --help)", soft_wrap=True, markup=False)
+        return e.exit_code
+    except typer.Abort:
+        err.print("wirelab: interrupted", markup=False)
+        return 130
+    except WirelabError as e:
+        err.print(f"wirelab: {' '.join(str(e).split())}", soft_wrap=True, markup=False)
+        return e.exit_code
+    except KeyboardInterrupt:
+        err.print("wirelab: interrupted", markup=False)
+        return 130
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

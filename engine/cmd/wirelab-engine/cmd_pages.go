@@ -1,0 +1,208 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/page"
+)
+
+func init() {
+	register("pages", command{
+		Summary: "list, show, validate pages; print the page JSON Schema (pages ls|show|urls|schema|validate)",
+		Run:     runPages,
+	})
+}
+
+const pagesUsage = `usage: wirelab-engine pages ls [--seed N]
+       wirelab-engine pages show NAME [--seed N] [--shards N] [--shard-mode round-robin|tld|domain]
+       wirelab-engine pages urls NAME --token T [--scheme https] [--port P] [--seed N] [--shards N] [--shard-mode M]
+       wirelab-engine pages schema
+       wirelab-engine pages validate FILE
+NAME is a corpus page (twitter, youtube, imgur, nytimes, flags, neoload50, unh100), a synthetic
+page (synthetic:64x10kB) or a page JSON file. Output is JSON on stdout.`
+
+func runPages(args []string) error {
+	if len(args) == 0 {
+		return cli.Usagef("pages: missing subcommand; want ls, show, urls, schema or validate (pages --help)")
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "ls":
+		return pagesLs(rest, os.Stdout)
+	case "show":
+		return pagesShow(rest, os.Stdout, false)
+	case "urls":
+		return pagesShow(rest, os.Stdout, true)
+	case "schema":
+		if len(rest) != 0 {
+			return cli.Usagef("pages schema: takes no arguments")
+		}
+		_, err := os.Stdout.Write(page.Schema)
+		return err
+	case "validate":
+		if len(rest) != 1 {
+			return cli.Usagef("pages validate: want exactly one FILE")
+		}
+		return pagesValidate(rest[0], os.Stdout)
+	case "-h", "--help", "help":
+		fmt.Println(pagesUsage)
+		return nil
+	}
+	return cli.Usagef("pages: unknown subcommand %q; want ls, show, urls, schema or validate", sub)
+}
+
+// pagesFlagSet parses flags after (or before) positional arguments and maps errors to usage errors.
+func pagesFlagSet(name string, fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Println(pagesUsage)
+				return nil, errPagesHelp
+			}
+			return nil, cli.Usagef("pages %s: %v", name, err)
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+var errPagesHelp = errors.New("help shown")
+
+func emitPagesJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// usageIfField turns a field error into a usage error (exit 2).
+func usageIfField(err error) error {
+	if fe, ok := fielderr.As(err); ok {
+		return cli.Usagef("%s", fe.Error())
+	}
+	return err
+}
+
+func pagesLs(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("pages ls", flag.ContinueOnError)
+	seed := fs.Int64("seed", 1, "seed of the corpus sizes")
+	pos, err := pagesFlagSet("ls", fs, args)
+	if err != nil {
+		return helpIsSuccess(err)
+	}
+	if len(pos) != 0 {
+		return cli.Usagef("pages ls: unexpected argument %q", pos[0])
+	}
+	var out []page.Summary
+	for _, name := range page.CorpusNames() {
+		p, err := page.Corpus(name, *seed)
+		if err != nil {
+			return usageIfField(err)
+		}
+		out = append(out, p.Summarize())
+	}
+	return emitPagesJSON(w, map[string]any{
+		"corpus":    out,
+		"synthetic": "synthetic:NxS[,html=SIZE] — N PNG images of S bytes (units B, kB, KiB, MB, MiB)",
+		"w_grid":    page.WGrid(),
+	})
+}
+
+func helpIsSuccess(err error) error {
+	if errors.Is(err, errPagesHelp) {
+		return nil
+	}
+	return err
+}
+
+func pagesShow(args []string, w io.Writer, urls bool) error {
+	name := "show"
+	if urls {
+		name = "urls"
+	}
+	fs := flag.NewFlagSet("pages "+name, flag.ContinueOnError)
+	seed := fs.Int64("seed", 1, "seed of the sizes and content")
+	shards := fs.Int("shards", 1, "number of origins (1–64)")
+	mode := fs.String("shard-mode", "round-robin", "round-robin, tld or domain")
+	token := fs.String("token", "", "load token (urls)")
+	scheme := fs.String("scheme", "https", "http or https (urls)")
+	port := fs.Int("port", 0, "port in the URLs (urls; 0 = the scheme's default)")
+	pos, err := pagesFlagSet(name, fs, args)
+	if err != nil {
+		return helpIsSuccess(err)
+	}
+	if len(pos) != 1 {
+		return cli.Usagef("pages %s: want exactly one page NAME", name)
+	}
+	p, err := loadShardedPage(pos[0], *seed, *shards, *mode)
+	if err != nil {
+		return err
+	}
+	if !urls {
+		_, err = w.Write(p.JSON())
+		return err
+	}
+	if *token == "" {
+		*token = page.NewToken()
+	}
+	list, err := p.URLsAt(page.Base{Scheme: *scheme, Port: *port, Token: *token})
+	if err != nil {
+		return usageIfField(err)
+	}
+	return emitPagesJSON(w, list)
+}
+
+// loadShardedPage resolves a page name and applies sharding (shards 1 with round-robin: as is).
+func loadShardedPage(name string, seed int64, shards int, modeName string) (*page.Page, error) {
+	mode, err := page.ParseShardMode(modeName)
+	if err != nil {
+		return nil, usageIfField(err)
+	}
+	p, err := page.Load(name, seed)
+	if err != nil {
+		return nil, usageIfField(fielderr.Prefix(pagePrefix(name), err))
+	}
+	if shards == 1 && mode == page.ShardRoundRobin && len(p.Origins) == 1 {
+		return p, nil
+	}
+	p, err = p.Shard(shards, mode)
+	if err != nil {
+		return nil, usageIfField(err)
+	}
+	return p, nil
+}
+
+// pagePrefix prefixes field paths inside a page file with the file name.
+func pagePrefix(name string) string {
+	if page.IsSynthetic(name) {
+		return ""
+	}
+	if _, err := os.Stat(name); err == nil {
+		return name + ": "
+	}
+	return ""
+}
+
+func pagesValidate(path string, w io.Writer) error {
+	p, err := page.ReadFile(path)
+	if err != nil {
+		if fe, ok := fielderr.As(err); ok {
+			return cli.Usagef("%s: %s", path, fe.Error())
+		}
+		return cli.Usagef("%v", err)
+	}
+	return emitPagesJSON(w, map[string]any{"valid": true, "name": p.Name, "objects": len(p.Objects),
+		"total_bytes": p.TotalBytes(), "origins": len(p.Origins), "activities": len(p.Activities)})
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wirelab/wirelab/engine/dns"
+	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/server"
+)
+
+func init() {
+	register("serve", command{
+		Summary: "serve a page on origin addresses over h1, h1s, h2, h2c, h3 (prints a ready line)",
+		Run:     func(args []string) error { return runServe(context.Background(), args, os.Stdout) },
+	})
+}
+
+const serveUsage = `usage: wirelab-engine serve --page NAME --addrs A[,B,…] [flags]
+Serves the page (one address per origin: s1.wirelab.test on the first …) until SIGINT/SIGTERM.
+Prints {"event":"ready",…} on stdout once every listener is up, {"event":"stopped",…} at the end.`
+
+// serveReady is the ready line (and --ready-file content).
+type serveReady struct {
+	Event string `json:"event"`
+	PID   int    `json:"pid"`
+	server.Info
+	DNS    string `json:"dns,omitempty"`
+	Config struct {
+		MaxConcurrentStreams int    `json:"max_concurrent_streams"`
+		WriteChunkBytes      int    `json:"write_chunk_bytes"`
+		TLSVersion           string `json:"tls_version"`
+		SessionResumption    bool   `json:"session_resumption"`
+		KeepAlive            bool   `json:"keep_alive"`
+	} `json:"config"`
+}
+
+func runServe(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	def := server.DefaultConfig()
+	pageName := fs.String("page", "", "corpus name, synthetic:NxS or page JSON file (required)")
+	seed := fs.Int64("seed", 1, "seed of the page sizes and content")
+	shards := fs.Int("shards", 1, "number of origins (1–64)")
+	shardMode := fs.String("shard-mode", "round-robin", "round-robin, tld or domain")
+	addrs := fs.String("addrs", "", "comma-separated origin addresses, one per origin (required)")
+	protocols := fs.String("protocols", "h1,h1s,h2,h2c,h3", "protocols to serve")
+	portHTTP := fs.Int("port-http", def.PortHTTP, "TCP port of h1 and h2c (0: pick one)")
+	portHTTPS := fs.Int("port-https", def.PortHTTPS, "TCP port of h1s and h2 (0: pick one)")
+	portQUIC := fs.Int("port-quic", def.PortQUIC, "UDP port of h3 (0: pick one)")
+	mcs := fs.Int("max-concurrent-streams", def.MaxConcurrentStreams, "h2/h3 concurrent streams (1–1000)")
+	chunk := fs.Int("write-chunk-bytes", 0, "cap on each body write / DATA frame (0 or 256–1048576)")
+	tlsVersion := fs.String("tls-version", def.TLSVersion, "1.2 or 1.3 (h1s, h2)")
+	resume := fs.Bool("session-resumption", false, "issue TLS session tickets (and allow 0-RTT)")
+	keepAlive := fs.Bool("keep-alive", true, "HTTP/1.x persistent connections")
+	certDir := fs.String("cert-dir", "", "directory for ca.pem, cert.pem, key.pem (default: a temporary one); removed files at exit")
+	readyFile := fs.String("ready-file", "", "also write the ready line to this file (atomically)")
+	dnsAddr := fs.String("dns", "", "also answer DNS for *.wirelab.test on this host:port")
+	recordsFile := fs.String("records", "", "write the request records (JSON lines) to this file at exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, serveUsage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return nil
+		}
+		return cli.Usagef("serve: %v", err)
+	}
+	if fs.NArg() != 0 {
+		return cli.Usagef("serve: unexpected argument %q", fs.Arg(0))
+	}
+	if *pageName == "" {
+		return cli.Usagef("serve: --page is required")
+	}
+	if *addrs == "" {
+		return cli.Usagef("serve: --addrs is required")
+	}
+	p, err := loadShardedPage(*pageName, *seed, *shards, *shardMode)
+	if err != nil {
+		return err
+	}
+	cfg := server.DefaultConfig()
+	for i, a := range strings.Split(*addrs, ",") {
+		ip, err := netip.ParseAddr(strings.TrimSpace(a))
+		if err != nil {
+			return cli.Usagef("addrs[%d]: got %q; must be an IP address", i, a)
+		}
+		cfg.Addrs = append(cfg.Addrs, ip)
+	}
+	if cfg.Protocols, err = server.ParseProtocols(*protocols); err != nil {
+		return usageIfField(err)
+	}
+	if *mcs < server.MinConcurrentStreams || *mcs > server.MaxConcurrentStreams { // 0 would mean "default" in Config
+		return usageIfField(fielderr.New("max_concurrent_streams", *mcs, "must be %d–%d", server.MinConcurrentStreams, server.MaxConcurrentStreams))
+	}
+	cfg.PortHTTP, cfg.PortHTTPS, cfg.PortQUIC = *portHTTP, *portHTTPS, *portQUIC
+	cfg.MaxConcurrentStreams, cfg.WriteChunkBytes = *mcs, *chunk
+	cfg.TLSVersion, cfg.SessionResumption, cfg.KeepAlive = *tlsVersion, *resume, *keepAlive
+	cfg.CertDir = *certDir
+
+	ctx, stop := cli.SignalContext(ctx)
+	defer stop()
+	srv, err := server.Start(p, cfg)
+	if err != nil {
+		return usageIfField(err)
+	}
+	defer srv.Close()
+	ready := serveReady{Event: "ready", PID: os.Getpid(), Info: srv.Info()}
+	rc := srv.Config()
+	ready.Config.MaxConcurrentStreams, ready.Config.WriteChunkBytes = rc.MaxConcurrentStreams, rc.WriteChunkBytes
+	ready.Config.TLSVersion, ready.Config.SessionResumption, ready.Config.KeepAlive = rc.TLSVersion, rc.SessionResumption, rc.KeepAlive
+	if *dnsAddr != "" {
+		d, err := dns.Listen(*dnsAddr, dns.OriginRecords(cfg.Addrs))
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		ready.DNS = d.Addr()
+	}
+	line, err := json.Marshal(ready)
+	if err != nil {
+		return err
+	}
+	if *readyFile != "" {
+		if err := writeFileAtomic(*readyFile, append(line, '\n')); err != nil {
+			return err
+		}
+		defer os.Remove(*readyFile)
+	}
+	if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	records, dropped := srv.Records()
+	if *recordsFile != "" {
+		if err := writeRecords(*recordsFile, records); err != nil {
+			return err
+		}
+	}
+	if err := srv.Close(); err != nil {
+		return err
+	}
+	stopped, _ := json.Marshal(map[string]any{"event": "stopped", "requests": len(records), "records_dropped": dropped,
+		"connections": len(srv.Conns())})
+	_, err = fmt.Fprintf(stdout, "%s\n", stopped)
+	return err
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames it into place, so a
+// reader never sees a partial file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func writeRecords(path string, records []server.Record) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, r := range records {
+		if err := enc.Encode(r); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}

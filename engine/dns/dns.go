@@ -1,0 +1,182 @@
+// Package dns is a small authoritative DNS server for the wirelab.test zone: it answers A (and
+// AAAA) queries for the origin names (s1.wirelab.test …, www.wirelab.test) with the origin
+// addresses, over UDP and TCP. The trial runs it in the server namespace at 10.77.2.53 so that
+// name lookups cross the emulated path, as in study E.
+package dns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	mdns "github.com/miekg/dns"
+)
+
+// Zone is the zone the server is authoritative for.
+const Zone = "wirelab.test."
+
+// TTL of every answer, in seconds: 0, so no resolver or browser cache carries an answer from
+// one load to the next.
+const TTL = 0
+
+// Server answers queries for one name → address map.
+type Server struct {
+	records map[string]netip.Addr // FQDN, lower case → address
+	udp     *mdns.Server
+	tcp     *mdns.Server
+	addr    string
+	wg      sync.WaitGroup
+	once    sync.Once
+
+	mu      sync.Mutex
+	queries int
+}
+
+// Listen binds UDP and TCP on addr (host:port; port 0 picks one, the same for both) and starts
+// answering. records maps names (with or without the final dot, any case, within wirelab.test)
+// to addresses. It returns once both sockets accept queries.
+func Listen(addr string, records map[string]netip.Addr) (*Server, error) {
+	s := &Server{records: map[string]netip.Addr{}}
+	for name, a := range records {
+		fq := mdns.CanonicalName(name)
+		if !mdns.IsSubDomain(Zone, fq) {
+			return nil, fmt.Errorf("dns: %q is outside the zone %s", name, Zone)
+		}
+		if !a.IsValid() {
+			return nil, fmt.Errorf("dns: %q has no valid address", name)
+		}
+		s.records[fq] = a
+	}
+	var pc net.PacketConn
+	var ln net.Listener
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		pc, err = net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("dns: %w", err)
+		}
+		ln, err = net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			break
+		}
+		pc.Close()
+		if !strings.HasSuffix(addr, ":0") {
+			return nil, fmt.Errorf("dns: %w", err)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dns: %w", err)
+	}
+	s.addr = pc.LocalAddr().String()
+	handler := mdns.HandlerFunc(s.serveDNS)
+	started := make(chan struct{}, 2)
+	s.udp = &mdns.Server{PacketConn: pc, Handler: handler, NotifyStartedFunc: func() { started <- struct{}{} }}
+	s.tcp = &mdns.Server{Listener: ln, Handler: handler, NotifyStartedFunc: func() { started <- struct{}{} },
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	errs := make(chan error, 2)
+	for _, srv := range []*mdns.Server{s.udp, s.tcp} {
+		s.wg.Go(func() {
+			if err := srv.ActivateAndServe(); err != nil {
+				errs <- err
+			}
+		})
+	}
+	for range 2 {
+		select {
+		case <-started:
+		case err := <-errs:
+			s.Close()
+			return nil, fmt.Errorf("dns: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Serve runs a server on addr until ctx is done.
+func Serve(ctx context.Context, addr string, records map[string]netip.Addr) error {
+	s, err := Listen(addr, records)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return s.Close()
+}
+
+// Addr is the address the server answers on (UDP and TCP).
+func (s *Server) Addr() string { return s.addr }
+
+// Queries counts the queries answered.
+func (s *Server) Queries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queries
+}
+
+// Close stops both sockets and waits for the server goroutines.
+func (s *Server) Close() error {
+	var err error
+	s.once.Do(func() {
+		err = errors.Join(s.udp.Shutdown(), s.tcp.Shutdown())
+		s.wg.Wait()
+	})
+	return err
+}
+
+func (s *Server) soa() mdns.RR {
+	return &mdns.SOA{Hdr: mdns.RR_Header{Name: Zone, Rrtype: mdns.TypeSOA, Class: mdns.ClassINET, Ttl: TTL},
+		Ns: "ns." + Zone, Mbox: "hostmaster." + Zone, Serial: 1, Refresh: 3600, Retry: 600, Expire: 86400, Minttl: TTL}
+}
+
+func (s *Server) serveDNS(w mdns.ResponseWriter, req *mdns.Msg) {
+	s.mu.Lock()
+	s.queries++
+	s.mu.Unlock()
+	m := new(mdns.Msg)
+	m.SetReply(req)
+	m.Authoritative = true
+	if req.Opcode != mdns.OpcodeQuery || len(req.Question) != 1 {
+		m.SetRcode(req, mdns.RcodeNotImplemented)
+		_ = w.WriteMsg(m)
+		return
+	}
+	q := req.Question[0]
+	name := mdns.CanonicalName(q.Name)
+	if q.Qclass != mdns.ClassINET || !mdns.IsSubDomain(Zone, name) {
+		m.Authoritative = false
+		m.SetRcode(req, mdns.RcodeRefused)
+		_ = w.WriteMsg(m)
+		return
+	}
+	addr, ok := s.records[name]
+	switch {
+	case !ok && name != Zone:
+		m.SetRcode(req, mdns.RcodeNameError)
+		m.Ns = []mdns.RR{s.soa()}
+	case q.Qtype == mdns.TypeSOA && name == Zone:
+		m.Answer = []mdns.RR{s.soa()}
+	case ok && q.Qtype == mdns.TypeA && addr.Is4():
+		m.Answer = []mdns.RR{&mdns.A{Hdr: mdns.RR_Header{Name: q.Name, Rrtype: mdns.TypeA, Class: mdns.ClassINET, Ttl: TTL}, A: addr.AsSlice()}}
+	case ok && q.Qtype == mdns.TypeAAAA && addr.Is6() && !addr.Is4In6():
+		m.Answer = []mdns.RR{&mdns.AAAA{Hdr: mdns.RR_Header{Name: q.Name, Rrtype: mdns.TypeAAAA, Class: mdns.ClassINET, Ttl: TTL}, AAAA: addr.AsSlice()}}
+	default: // the name exists, without data of this type (NODATA)
+		m.Ns = []mdns.RR{s.soa()}
+	}
+	_ = w.WriteMsg(m)
+}
+
+// OriginRecords is the usual map: s<i+1>.wirelab.test → addrs[i], and www.wirelab.test → addrs[0].
+func OriginRecords(addrs []netip.Addr) map[string]netip.Addr {
+	m := map[string]netip.Addr{}
+	for i, a := range addrs {
+		m[fmt.Sprintf("s%d.wirelab.test", i+1)] = a
+	}
+	if len(addrs) > 0 {
+		m["www.wirelab.test"] = addrs[0]
+	}
+	return m
+}

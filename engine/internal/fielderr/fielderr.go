@@ -1,0 +1,54 @@
+// Package fielderr is the engine's error for bad input: it names the field (a path such as
+// objects[3].size or server.max_concurrent_streams), the value found and what is allowed, and
+// prints as one line. Commands map it to exit status 2.
+package fielderr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error is bad input in one field.
+type Error struct {
+	Field   string // path of the field, e.g. "objects[3].size"
+	Value   string // the offending value, formatted for humans (strings quoted); may be empty
+	Allowed string // what is allowed instead
+}
+
+func (e *Error) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("%s: %s", e.Field, e.Allowed)
+	}
+	return fmt.Sprintf("%s: got %s; %s", e.Field, e.Value, e.Allowed)
+}
+
+// New builds an Error; strings values are quoted, nil means no value. allowed is a format.
+func New(field string, value any, allowed string, args ...any) *Error {
+	v := ""
+	switch x := value.(type) {
+	case nil:
+	case string:
+		v = fmt.Sprintf("%q", x)
+	default:
+		v = fmt.Sprint(x)
+	}
+	return &Error{Field: field, Value: v, Allowed: fmt.Sprintf(allowed, args...)}
+}
+
+// As reports whether err is (or wraps) an Error.
+func As(err error) (*Error, bool) {
+	var fe *Error
+	ok := errors.As(err, &fe)
+	return fe, ok
+}
+
+// Prefix returns err with its field path prefixed (e.g. "page." + "objects[3].size"); other
+// errors are returned unchanged.
+func Prefix(prefix string, err error) error {
+	if fe, ok := As(err); ok {
+		c := *fe
+		c.Field = prefix + c.Field
+		return &c
+	}
+	return err
+}

@@ -1,0 +1,198 @@
+// Package server is wirelab's built-in origin server. It serves one page on every origin address
+// over h1 (cleartext HTTP/1.1), h1s (HTTP/1.1 over TLS), h2 (HTTP/2 over TLS, ALPN h2), h2c
+// (HTTP/2 cleartext, prior knowledge) and h3 (HTTP/3 over QUIC), with the knobs of Config. It owns
+// a per-run CA and certificate, and records every request it serves.
+package server
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
+)
+
+// Protocol is a wire protocol the server speaks.
+type Protocol string
+
+// The protocols.
+const (
+	H1  Protocol = "h1"  // HTTP/1.1 over TCP
+	H1S Protocol = "h1s" // HTTP/1.1 over TLS (ALPN http/1.1)
+	H2  Protocol = "h2"  // HTTP/2 over TLS (ALPN h2)
+	H2C Protocol = "h2c" // HTTP/2 over TCP with prior knowledge
+	H3  Protocol = "h3"  // HTTP/3 over QUIC (always TLS 1.3)
+)
+
+// AllProtocols lists every protocol, in the order they are documented.
+var AllProtocols = []Protocol{H1, H1S, H2, H2C, H3}
+
+// ParseProtocols parses a comma-separated protocol list.
+func ParseProtocols(s string) ([]Protocol, error) {
+	var out []Protocol
+	seen := map[Protocol]bool{}
+	for _, f := range strings.Split(s, ",") {
+		p := Protocol(strings.TrimSpace(f))
+		if !p.valid() {
+			return nil, fielderr.New("protocols", string(p), "must be a comma-separated list of h1, h1s, h2, h2c, h3")
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (p Protocol) valid() bool {
+	for _, x := range AllProtocols {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Scheme is the URL scheme of the protocol.
+func (p Protocol) Scheme() string {
+	if p == H1 || p == H2C {
+		return "http"
+	}
+	return "https"
+}
+
+// Limits of the knobs.
+const (
+	MinConcurrentStreams = 1
+	MaxConcurrentStreams = 1000
+	MinWriteChunkBytes   = 256
+	MaxWriteChunkBytes   = 1 << 20
+)
+
+// Config holds the server's knobs. Start from DefaultConfig(): its zero value differs for
+// KeepAlive and the ports.
+type Config struct {
+	// Addrs are the origin addresses, one per origin of the page, in origin order: Addrs[i]
+	// serves s<i+1>.wirelab.test. Required; distinct.
+	Addrs []netip.Addr
+	// Protocols to serve. Default: all five.
+	Protocols []Protocol
+	// PortHTTP is the TCP port of h1 and h2c (told apart by the h2 connection preface).
+	// Default 80; 0 picks one free port, the same on every origin address.
+	PortHTTP int
+	// PortHTTPS is the TCP port of h1s and h2 (told apart by ALPN). Default 443; 0 picks one.
+	PortHTTPS int
+	// PortQUIC is the UDP port of h3. Default 443; 0 picks one.
+	PortQUIC int
+	// MaxConcurrentStreams is SETTINGS_MAX_CONCURRENT_STREAMS for h2/h2c and the QUIC limit
+	// on concurrent bidirectional streams for h3 (the client's requests). 1–1000; default
+	// (and 0) 100, Apache mod_spdy's default.
+	MaxConcurrentStreams int
+	// WriteChunkBytes caps every body write. 0 (default): the implementation's own sizes
+	// (32 KiB writes; h2 DATA frames of the peer's max frame size, 16 KiB). Else 256–1048576:
+	// the body is written and flushed in chunks of this size: h1/h1s one write to the
+	// connection per chunk; h2/h2c one DATA frame per chunk at most (a frame can still be
+	// smaller: the peer's SETTINGS_MAX_FRAME_SIZE and flow control split it); h3 one HTTP/3
+	// DATA frame per chunk. 4096 reproduces mod_spdy.
+	WriteChunkBytes int
+	// TLSVersion is "1.2" or "1.3" (default, and ""): the only version h1s and h2 accept.
+	// h3 always uses TLS 1.3.
+	TLSVersion string
+	// SessionResumption allows TLS session tickets (and QUIC 0-RTT) so that a client can
+	// resume. Default false: no tickets are issued and every connection does a full handshake.
+	SessionResumption bool
+	// KeepAlive lets HTTP/1.x connections carry several requests. Default true.
+	KeepAlive bool
+	// CertDir is where the per-run CA and certificate are written (ca.pem, cert.pem, key.pem
+	// with mode 0600). Default "": a new temporary directory. The files (and a directory the
+	// server created) are removed on Close.
+	CertDir string
+	// MaxRecords bounds the request records kept in memory (oldest kept, later ones counted as
+	// dropped). Default (and 0) 1,000,000.
+	MaxRecords int
+}
+
+// DefaultConfig returns the documented defaults for addrs.
+func DefaultConfig(addrs ...netip.Addr) Config {
+	return Config{
+		Addrs:                addrs,
+		Protocols:            append([]Protocol(nil), AllProtocols...),
+		PortHTTP:             80,
+		PortHTTPS:            443,
+		PortQUIC:             443,
+		MaxConcurrentStreams: 100,
+		TLSVersion:           "1.3",
+		KeepAlive:            true,
+		MaxRecords:           1_000_000,
+	}
+}
+
+// resolved fills defaults and validates; the error names the field.
+func (c Config) resolved() (Config, error) {
+	if c.MaxConcurrentStreams == 0 {
+		c.MaxConcurrentStreams = 100
+	}
+	if c.TLSVersion == "" {
+		c.TLSVersion = "1.3"
+	}
+	if c.MaxRecords == 0 {
+		c.MaxRecords = 1_000_000
+	}
+	if len(c.Protocols) == 0 {
+		c.Protocols = append([]Protocol(nil), AllProtocols...)
+	}
+	if len(c.Addrs) == 0 {
+		return c, fielderr.New("addrs", nil, "at least one origin address is required")
+	}
+	seen := map[netip.Addr]int{}
+	for i, a := range c.Addrs {
+		if !a.IsValid() {
+			return c, fielderr.New(fmt.Sprintf("addrs[%d]", i), a.String(), "must be an IP address")
+		}
+		if j, dup := seen[a]; dup {
+			return c, fielderr.New(fmt.Sprintf("addrs[%d]", i), a.String(), "must differ from addrs[%d]: each origin needs its own address", j)
+		}
+		seen[a] = i
+	}
+	for _, p := range c.Protocols {
+		if !p.valid() {
+			return c, fielderr.New("protocols", string(p), "must be h1, h1s, h2, h2c or h3")
+		}
+	}
+	for _, port := range []struct {
+		name string
+		v    int
+	}{{"port_http", c.PortHTTP}, {"port_https", c.PortHTTPS}, {"port_quic", c.PortQUIC}} {
+		if port.v < 0 || port.v > 65535 {
+			return c, fielderr.New(port.name, port.v, "must be 0–65535 (0: pick a free port)")
+		}
+	}
+	if c.has(H1, H2C) && c.has(H1S, H2) && c.PortHTTP == c.PortHTTPS && c.PortHTTP != 0 {
+		return c, fielderr.New("port_https", c.PortHTTPS, "must differ from port_http")
+	}
+	if c.MaxConcurrentStreams < MinConcurrentStreams || c.MaxConcurrentStreams > MaxConcurrentStreams {
+		return c, fielderr.New("max_concurrent_streams", c.MaxConcurrentStreams, "must be %d–%d", MinConcurrentStreams, MaxConcurrentStreams)
+	}
+	if c.WriteChunkBytes != 0 && (c.WriteChunkBytes < MinWriteChunkBytes || c.WriteChunkBytes > MaxWriteChunkBytes) {
+		return c, fielderr.New("write_chunk_bytes", c.WriteChunkBytes, "must be 0 (implementation default) or %d–%d", MinWriteChunkBytes, MaxWriteChunkBytes)
+	}
+	if c.TLSVersion != "1.2" && c.TLSVersion != "1.3" {
+		return c, fielderr.New("tls_version", c.TLSVersion, "must be 1.2 or 1.3")
+	}
+	if c.MaxRecords < 0 {
+		return c, fielderr.New("max_records", c.MaxRecords, "must be ≥ 0")
+	}
+	return c, nil
+}
+
+// has reports whether any of ps is served.
+func (c Config) has(ps ...Protocol) bool {
+	for _, x := range c.Protocols {
+		for _, p := range ps {
+			if x == p {
+				return true
+			}
+		}
+	}
+	return false
+}

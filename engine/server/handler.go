@@ -1,0 +1,273 @@
+package server
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/wirelab/wirelab/engine/page"
+)
+
+// Record is one request the server answered.
+type Record struct {
+	Start    time.Time     `json:"start"`     // when the handler started
+	Duration time.Duration `json:"duration"`  // until the last body byte was handed to the connection
+	Protocol Protocol      `json:"protocol"`  // h1, h1s, h2, h2c or h3
+	Origin   int           `json:"origin"`    // origin index (0 = s1)
+	Conn     uint64        `json:"conn"`      // server-assigned connection id (1, 2, …)
+	Stream   uint64        `json:"stream_id"` // h2/h2c/h3 stream id; 0 for HTTP/1.1
+	Remote   string        `json:"remote"`
+	Method   string        `json:"method"`
+	Path     string        `json:"path"`
+	Token    string        `json:"token"`  // the load token ("" when the path had none)
+	Object   string        `json:"object"` // object id ("" when not found)
+	Status   int           `json:"status"`
+	Bytes    int64         `json:"bytes"` // body bytes written
+	Error    string        `json:"error,omitempty"`
+}
+
+// connInfo is one transport connection.
+type connInfo struct {
+	id     uint64
+	origin int
+	proto  Protocol
+	remote string
+	opened time.Time
+	h2     *h2Observer // h2/h2c only
+
+	mu         sync.Mutex
+	registered bool
+	requests   int
+	active     int
+	maxActive  int
+}
+
+// ConnStats describes one connection the server served.
+type ConnStats struct {
+	ID        uint64    `json:"id"`
+	Protocol  Protocol  `json:"protocol"`
+	Origin    int       `json:"origin"`
+	Remote    string    `json:"remote"`
+	Opened    time.Time `json:"opened"`
+	Requests  int       `json:"requests"`
+	MaxActive int       `json:"max_active_handlers"` // most requests in a handler at once
+	H2        *H2Stats  `json:"h2,omitempty"`        // frame-level view (h2, h2c)
+}
+
+type connKey struct{}
+
+func withConn(ctx context.Context, c *connInfo) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+func (s *Server) newConn(origin int, proto Protocol, remote net.Addr) *connInfo {
+	r := ""
+	if remote != nil {
+		r = remote.String()
+	}
+	return &connInfo{id: s.connSeq.Add(1), origin: origin, proto: proto, remote: r, opened: time.Now()}
+}
+
+// register lists the connection in Conns (once).
+func (s *Server) register(c *connInfo) {
+	c.mu.Lock()
+	done := c.registered
+	c.registered = true
+	c.mu.Unlock()
+	if done {
+		return
+	}
+	s.mu.Lock()
+	s.conns = append(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Conns describes every connection that negotiated h2/h2c/h3 or carried an HTTP/1.1 request.
+func (s *Server) Conns() []ConnStats {
+	s.mu.Lock()
+	conns := append([]*connInfo(nil), s.conns...)
+	s.mu.Unlock()
+	out := make([]ConnStats, 0, len(conns))
+	for _, c := range conns {
+		c.mu.Lock()
+		st := ConnStats{ID: c.id, Protocol: c.proto, Origin: c.origin, Remote: c.remote, Opened: c.opened,
+			Requests: c.requests, MaxActive: c.maxActive}
+		c.mu.Unlock()
+		if c.h2 != nil {
+			h := c.h2.snapshot()
+			st.H2 = &h
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// Records returns the requests recorded so far, in completion order, and how many were dropped
+// because MaxRecords was reached.
+func (s *Server) Records() ([]Record, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Record(nil), s.records...), s.dropped
+}
+
+// ResetRecords forgets the records and connections seen so far (between loads).
+func (s *Server) ResetRecords() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records, s.dropped, s.conns = nil, 0, nil
+}
+
+func (s *Server) record(r Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.records) >= s.cfg.MaxRecords {
+		s.dropped++
+		return
+	}
+	s.records = append(s.records, r)
+}
+
+// defaultWrite is the write size when WriteChunkBytes is 0.
+const defaultWrite = 32 << 10
+
+// handler serves the page's objects for one origin and protocol.
+func (s *Server) handler(origin int, proto Protocol) http.Handler {
+	port := s.ports.Port(proto)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := Record{Start: time.Now(), Protocol: proto, Origin: origin, Remote: r.RemoteAddr,
+			Method: r.Method, Path: r.URL.Path}
+		info, _ := r.Context().Value(connKey{}).(*connInfo)
+		if info != nil {
+			s.register(info)
+			rec.Conn = info.id
+			info.mu.Lock()
+			info.requests++
+			info.active++
+			info.maxActive = max(info.maxActive, info.active)
+			info.mu.Unlock()
+			defer func() {
+				info.mu.Lock()
+				info.active--
+				info.mu.Unlock()
+			}()
+		}
+		rec.Stream = streamID(w, r)
+		defer func() {
+			rec.Duration = time.Since(rec.Start)
+			s.record(rec)
+		}()
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.Set("Allow", "GET, HEAD")
+			rec.Status = http.StatusMethodNotAllowed
+			http.Error(w, "method not allowed", rec.Status)
+			return
+		}
+		token, objPath, ok := page.SplitPath(r.URL.Path)
+		rec.Token = token
+		idx, found := -1, false
+		if ok {
+			if objPath == "/" {
+				idx, found = 0, true
+			} else {
+				idx, found = s.index[objPath]
+			}
+		}
+		if !found || s.page.Objects[idx].Origin != origin {
+			rec.Status = http.StatusNotFound
+			http.Error(w, "not found", rec.Status)
+			return
+		}
+		obj := s.page.Objects[idx]
+		rec.Object = obj.ID
+		body, err := s.page.Body(idx, page.Base{Scheme: proto.Scheme(), Port: port, Token: token})
+		if err != nil {
+			rec.Status, rec.Error = http.StatusInternalServerError, err.Error()
+			http.Error(w, "internal error", rec.Status)
+			return
+		}
+		h.Set("Content-Type", obj.ContentType)
+		h.Set("Content-Length", strconv.FormatInt(obj.Size, 10))
+		h.Set("Access-Control-Allow-Origin", "*")
+		rec.Status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodHead {
+			return
+		}
+		rec.Bytes, err = s.writeBody(w, body)
+		if err != nil {
+			rec.Error = err.Error()
+		}
+	})
+}
+
+// writeBody writes the body in WriteChunkBytes pieces, flushing each, or in defaultWrite pieces.
+func (s *Server) writeBody(w http.ResponseWriter, body *page.Body) (int64, error) {
+	chunk := s.cfg.WriteChunkBytes
+	flush := chunk > 0
+	if !flush {
+		chunk = defaultWrite
+	}
+	flusher, _ := w.(http.Flusher)
+	buf := make([]byte, chunk)
+	var total int64
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			m, err := w.Write(buf[:n])
+			total += int64(m)
+			if err != nil {
+				return total, err
+			}
+			if flush && flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if rerr != nil {
+			return total, nil // io.EOF: a Body has no other errors
+		}
+	}
+}
+
+// streamID finds the HTTP/2 or HTTP/3 stream id of a request (0 for HTTP/1.1). For h3 quic-go's
+// request body exposes it. golang.org/x/net/http2 does not export it: it is read from the
+// responseWriter's unexported state by reflection (read-only); TestStreamIDs fails if a new
+// version moves it.
+func streamID(w http.ResponseWriter, r *http.Request) uint64 {
+	if r.ProtoMajor == 3 {
+		if b, ok := r.Body.(interface{ StreamID() quic.StreamID }); ok {
+			return uint64(b.StreamID())
+		}
+		return 0
+	}
+	if r.ProtoMajor != 2 {
+		return 0
+	}
+	v := reflect.ValueOf(w)
+	for _, field := range []string{"rws", "stream", "id"} {
+		if v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+			if v.IsNil() {
+				return 0
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return 0
+		}
+		v = v.FieldByName(field)
+		if !v.IsValid() {
+			return 0
+		}
+	}
+	if v.Kind() != reflect.Uint32 {
+		return 0
+	}
+	return v.Uint()
+}

@@ -1,0 +1,452 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"golang.org/x/net/http2"
+
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/page"
+)
+
+// Server serves one page on every origin address. Start it with Start; Close stops everything
+// it started and removes its certificate files.
+type Server struct {
+	cfg   Config
+	page  *page.Page
+	index map[string]int
+	certs *Certs
+	ports Ports
+
+	tcpListeners []net.Listener
+	udpConns     []net.PacketConn
+	httpServers  []*http.Server
+	h3Servers    []*http3.Server
+	h2           *http2.Server
+	errorLog     *log.Logger
+
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	closed   bool
+	rawConns map[net.Conn]struct{} // cleartext connections (h2c is served outside any http.Server)
+	pending  sync.Map              // net.Conn → *connInfo, from ConnContext until its protocol is known
+	conns    []*connInfo
+	records  []Record
+	dropped  int64
+	connSeq  atomic.Uint64
+}
+
+// Ports are the ports the server listens on (the same on every origin address); 0 = not used.
+type Ports struct {
+	HTTP  int `json:"http"`  // h1, h2c
+	HTTPS int `json:"https"` // h1s, h2
+	QUIC  int `json:"quic"`  // h3
+}
+
+// Port returns the port serving protocol p.
+func (p Ports) Port(proto Protocol) int {
+	switch proto {
+	case H1, H2C:
+		return p.HTTP
+	case H3:
+		return p.QUIC
+	}
+	return p.HTTPS
+}
+
+// Start validates cfg, writes the certificates and starts every listener; it returns once all of
+// them accept connections. pg must have one origin per address.
+func Start(pg *page.Page, cfg Config) (*Server, error) {
+	cfg, err := cfg.resolved()
+	if err != nil {
+		return nil, err
+	}
+	if err := pg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Addrs) != len(pg.Origins) {
+		return nil, fielderr.New("addrs", len(cfg.Addrs), "the page has %d origins; give one address per origin", len(pg.Origins))
+	}
+	s := &Server{cfg: cfg, page: pg, index: pg.ObjectIndex(), rawConns: map[net.Conn]struct{}{},
+		errorLog: log.New(discard{}, "", 0)}
+	s.certs, err = NewCerts(cfg.CertDir, cfg.Addrs)
+	if err != nil {
+		return nil, err
+	}
+	s.h2 = &http2.Server{
+		MaxConcurrentStreams: uint32(cfg.MaxConcurrentStreams),
+		// RFC 9113's initial SETTINGS_MAX_FRAME_SIZE (x/net would advertise 1 MiB): the
+		// server receives only small request frames, and h2spec checks the limit.
+		MaxReadFrameSize: 16384,
+		IdleTimeout:      120 * time.Second,
+	}
+	if err := s.listen(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.serve()
+	return s, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// listen binds every listener. A port of 0 is picked on the first address and reused on the
+// others; if another process holds it there, the whole set is retried with a new port.
+func (s *Server) listen() error {
+	var lastErr error
+	for attempt := 0; attempt < 20; attempt++ {
+		err := s.tryListen()
+		if err == nil {
+			return nil
+		}
+		s.closeListeners()
+		lastErr = err
+		if !errors.Is(err, syscall.EADDRINUSE) || (s.cfg.PortHTTP != 0 && s.cfg.PortHTTPS != 0 && s.cfg.PortQUIC != 0) {
+			break
+		}
+	}
+	return lastErr
+}
+
+func (s *Server) tryListen() error {
+	s.ports = Ports{}
+	want := Ports{HTTP: s.cfg.PortHTTP, HTTPS: s.cfg.PortHTTPS, QUIC: s.cfg.PortQUIC}
+	for _, a := range s.cfg.Addrs {
+		if s.cfg.has(H1, H2C) {
+			ln, err := net.Listen("tcp", netip.AddrPortFrom(a, uint16(want.HTTP)).String())
+			if err != nil {
+				return fmt.Errorf("server: listen %s (h1/h2c): %w", a, err)
+			}
+			s.tcpListeners = append(s.tcpListeners, ln)
+			want.HTTP = ln.Addr().(*net.TCPAddr).Port
+			s.ports.HTTP = want.HTTP
+		}
+		if s.cfg.has(H1S, H2) {
+			ln, err := net.Listen("tcp", netip.AddrPortFrom(a, uint16(want.HTTPS)).String())
+			if err != nil {
+				return fmt.Errorf("server: listen %s (h1s/h2): %w", a, err)
+			}
+			s.tcpListeners = append(s.tcpListeners, ln)
+			want.HTTPS = ln.Addr().(*net.TCPAddr).Port
+			s.ports.HTTPS = want.HTTPS
+		}
+		if s.cfg.has(H3) {
+			pc, err := net.ListenPacket("udp", netip.AddrPortFrom(a, uint16(want.QUIC)).String())
+			if err != nil {
+				return fmt.Errorf("server: listen %s (h3): %w", a, err)
+			}
+			s.udpConns = append(s.udpConns, pc)
+			want.QUIC = pc.LocalAddr().(*net.UDPAddr).Port
+			s.ports.QUIC = want.QUIC
+		}
+	}
+	return nil
+}
+
+func (s *Server) closeListeners() {
+	for _, ln := range s.tcpListeners {
+		ln.Close()
+	}
+	for _, pc := range s.udpConns {
+		pc.Close()
+	}
+	s.tcpListeners, s.udpConns = nil, nil
+}
+
+// tlsConfig is the TCP TLS configuration for h1s/h2.
+func (s *Server) tlsConfig() *tls.Config {
+	v := uint16(tls.VersionTLS13)
+	if s.cfg.TLSVersion == "1.2" {
+		v = tls.VersionTLS12
+	}
+	c := &tls.Config{
+		Certificates:           []tls.Certificate{s.certs.Leaf},
+		MinVersion:             v,
+		MaxVersion:             v,
+		SessionTicketsDisabled: !s.cfg.SessionResumption,
+	}
+	if s.cfg.has(H2) {
+		c.NextProtos = append(c.NextProtos, "h2")
+	}
+	if s.cfg.has(H1S) {
+		c.NextProtos = append(c.NextProtos, "http/1.1")
+	}
+	return c
+}
+
+func (s *Server) serve() {
+	i := 0
+	for origin := range s.cfg.Addrs {
+		if s.cfg.has(H1, H2C) {
+			s.serveCleartext(origin, s.tcpListeners[i])
+			i++
+		}
+		if s.cfg.has(H1S, H2) {
+			s.serveTLS(origin, s.tcpListeners[i])
+			i++
+		}
+	}
+	for origin, pc := range s.udpConns {
+		s.serveQUIC(origin, pc)
+	}
+}
+
+func (s *Server) newHTTPServer(origin int, proto Protocol) *http.Server {
+	hs := &http.Server{
+		Handler:           s.handler(origin, proto),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          s.errorLog,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			info := s.newConn(origin, proto, c.RemoteAddr())
+			s.pending.Store(c, info)
+			return withConn(ctx, info)
+		},
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if st == http.StateClosed || st == http.StateHijacked {
+				s.pending.Delete(c)
+			}
+		},
+		// A non-nil map keeps net/http from configuring its own HTTP/2.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+	}
+	hs.SetKeepAlivesEnabled(s.cfg.KeepAlive)
+	s.httpServers = append(s.httpServers, hs)
+	return hs
+}
+
+// serveCleartext runs h1 and/or h2c on one TCP listener, telling them apart by the preface.
+func (s *Server) serveCleartext(origin int, ln net.Listener) {
+	var h1 *chanListener
+	if s.cfg.has(H1) {
+		h1 = newChanListener(ln.Addr())
+		hs := s.newHTTPServer(origin, H1)
+		s.wg.Go(func() { _ = hs.Serve(h1) })
+	}
+	s.wg.Go(func() {
+		defer func() {
+			if h1 != nil {
+				h1.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if !s.trackRaw(c, true) {
+				c.Close()
+				return
+			}
+			s.wg.Go(func() {
+				isH2, br, err := sniffPreface(c)
+				switch {
+				case err != nil:
+					s.trackRaw(c, false)
+					c.Close()
+				case isH2 && s.cfg.has(H2C):
+					defer s.trackRaw(c, false)
+					s.serveH2(origin, H2C, &bufferedConn{Conn: c, r: br}, nil)
+				case !isH2 && h1 != nil:
+					s.trackRaw(c, false) // the http.Server owns it now
+					if !h1.deliver(&bufferedConn{Conn: c, r: br}) {
+						c.Close()
+					}
+				default:
+					s.trackRaw(c, false)
+					c.Close()
+				}
+			})
+		}
+	})
+}
+
+// trackRaw adds (or removes) a cleartext connection from the set Close closes; false once closed.
+func (s *Server) trackRaw(c net.Conn, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !add {
+		delete(s.rawConns, c)
+		return true
+	}
+	if s.closed {
+		return false
+	}
+	s.rawConns[c] = struct{}{}
+	return true
+}
+
+// serveTLS runs h1s and/or h2 on one TCP listener, told apart by ALPN.
+func (s *Server) serveTLS(origin int, ln net.Listener) {
+	hs := s.newHTTPServer(origin, H1S)
+	hs.TLSConfig = s.tlsConfig()
+	if s.cfg.has(H2) {
+		hs.TLSNextProto["h2"] = func(_ *http.Server, tc *tls.Conn, _ http.Handler) {
+			s.serveH2(origin, H2, tc, tc)
+		}
+	}
+	tlsLn := tls.NewListener(ln, hs.TLSConfig)
+	s.wg.Go(func() { _ = hs.Serve(tlsLn) })
+}
+
+// serveH2 serves one HTTP/2 connection (h2 over TLS, or h2c) through the frame observer.
+func (s *Server) serveH2(origin int, proto Protocol, c net.Conn, tc *tls.Conn) {
+	info, ok := s.pendingConn(tc)
+	if !ok {
+		info = s.newConn(origin, proto, c.RemoteAddr())
+	}
+	info.proto = proto
+	info.h2 = newH2Observer()
+	s.register(info)
+	var conn net.Conn = &observedConn{Conn: c, obs: info.h2}
+	if tc != nil {
+		conn = &observedTLSConn{observedConn: observedConn{Conn: c, obs: info.h2}, tc: tc}
+	}
+	s.h2.ServeConn(conn, &http2.ServeConnOpts{
+		Context: withConn(context.Background(), info),
+		Handler: s.handler(origin, proto),
+		BaseConfig: &http.Server{
+			ErrorLog: s.errorLog,
+		},
+	})
+}
+
+func (s *Server) pendingConn(tc *tls.Conn) (*connInfo, bool) {
+	if tc == nil {
+		return nil, false
+	}
+	v, ok := s.pending.LoadAndDelete(tc)
+	if !ok {
+		return nil, false
+	}
+	return v.(*connInfo), true
+}
+
+// serveQUIC runs h3 on one UDP socket.
+func (s *Server) serveQUIC(origin int, pc net.PacketConn) {
+	tc := &tls.Config{
+		Certificates:           []tls.Certificate{s.certs.Leaf},
+		MinVersion:             tls.VersionTLS13,
+		SessionTicketsDisabled: !s.cfg.SessionResumption,
+	}
+	hs := &http3.Server{
+		Handler:   s.handler(origin, H3),
+		TLSConfig: http3.ConfigureTLSConfig(tc),
+		QUICConfig: &quic.Config{
+			MaxIncomingStreams: int64(s.cfg.MaxConcurrentStreams),
+			Allow0RTT:          s.cfg.SessionResumption,
+			MaxIdleTimeout:     120 * time.Second,
+		},
+		IdleTimeout: 120 * time.Second,
+		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
+			info := s.newConn(origin, H3, c.RemoteAddr())
+			s.register(info)
+			return withConn(ctx, info)
+		},
+	}
+	s.h3Servers = append(s.h3Servers, hs)
+	s.wg.Go(func() { _ = hs.Serve(pc) })
+}
+
+// Close stops every listener and connection, waits for the server's goroutines and removes the
+// certificate files. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	raw := make([]net.Conn, 0, len(s.rawConns))
+	for c := range s.rawConns {
+		raw = append(raw, c)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, hs := range s.h3Servers {
+		_ = hs.Close()
+	}
+	for _, hs := range s.httpServers {
+		_ = hs.Close()
+	}
+	s.closeListeners()
+	for _, c := range raw {
+		c.Close()
+	}
+	s.wg.Wait()
+	if s.certs != nil {
+		if err := s.certs.Remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Ports returns the ports in use.
+func (s *Server) Ports() Ports { return s.ports }
+
+// Certs returns the run's certificates.
+func (s *Server) Certs() *Certs { return s.certs }
+
+// Page returns the page served.
+func (s *Server) Page() *page.Page { return s.page }
+
+// Config returns the resolved configuration.
+func (s *Server) Config() Config { return s.cfg }
+
+// Info describes a running server (the ready line of `wirelab-engine serve`).
+type Info struct {
+	Page       string       `json:"page"`
+	Objects    int          `json:"objects"`
+	TotalBytes int64        `json:"total_bytes"`
+	Protocols  []Protocol   `json:"protocols"`
+	Ports      Ports        `json:"ports"`
+	Origins    []OriginInfo `json:"origins"`
+	CertDir    string       `json:"cert_dir"`
+	CAFile     string       `json:"ca_file"`
+	SPKIHash   string       `json:"spki_sha256"`
+}
+
+// OriginInfo is one origin's name and address.
+type OriginInfo struct {
+	Host    string `json:"host"`
+	Addr    string `json:"addr"`
+	Objects int    `json:"objects"`
+}
+
+// Info describes the server.
+func (s *Server) Info() Info {
+	in := Info{Page: s.page.Name, Objects: len(s.page.Objects), TotalBytes: s.page.TotalBytes(),
+		Protocols: s.cfg.Protocols, Ports: s.ports, CertDir: s.certs.Dir, CAFile: s.certs.CAPath(),
+		SPKIHash: s.certs.SPKIHash}
+	counts := s.page.ObjectsPerOrigin()
+	for i, a := range s.cfg.Addrs {
+		in.Origins = append(in.Origins, OriginInfo{Host: s.page.Origins[i].Host, Addr: a.String(), Objects: counts[i]})
+	}
+	return in
+}
+
+// RootURL is the URL of the root document for a load with token over proto.
+func (s *Server) RootURL(proto Protocol, token string) (string, error) {
+	return s.page.URL(0, page.Base{Scheme: proto.Scheme(), Port: s.ports.Port(proto), Token: token})
+}
+
+// URLs returns every object URL for a load with token over proto (ports as served).
+func (s *Server) URLs(proto Protocol, token string) ([]string, error) {
+	return s.page.URLsAt(page.Base{Scheme: proto.Scheme(), Port: s.ports.Port(proto), Token: token})
+}

@@ -1,0 +1,78 @@
+"""The profile grammar against the golden cases shared with the engine (testdata/netprofile_golden.json)."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from wirelab import netprofile
+from wirelab.errors import ProfileError
+
+GOLDEN = json.loads((Path(__file__).parent.parent / "testdata" / "netprofile_golden.json").read_text())
+
+
+def _assert_same(got, want, where="resolved"):
+    if isinstance(want, dict):
+        assert isinstance(got, dict), where
+        assert sorted(got) == sorted(want), f"{where}: keys {sorted(got)} != {sorted(want)}"
+        for k in want:
+            _assert_same(got[k], want[k], f"{where}.{k}")
+    elif isinstance(want, float) or isinstance(got, float):
+        assert isinstance(got, int | float) and not isinstance(got, bool), where
+        assert math.isclose(got, want, rel_tol=0, abs_tol=1e-12), f"{where}: {got} != {want}"
+    else:
+        assert type(got) is type(want), f"{where}: {got!r} is {type(got).__name__}, want {want!r}"
+        assert got == want, f"{where}: {got!r} != {want!r}"
+
+
+@pytest.mark.parametrize("case", GOLDEN["ok"], ids=[c["input"] or "<empty>" for c in GOLDEN["ok"]])
+def test_golden_ok(case):
+    _assert_same(netprofile.parse(case["input"]), case["resolved"])
+
+
+@pytest.mark.parametrize("case", GOLDEN["errors"], ids=[c["input"] for c in GOLDEN["errors"]])
+def test_golden_errors(case):
+    with pytest.raises(ProfileError) as info:
+        netprofile.parse(case["input"])
+    message = str(info.value)
+    assert "\n" not in message
+    assert case["field"] in message
+    if case["value"]:
+        assert case["value"] in message
+
+
+def test_every_preset_is_covered_by_a_golden_case():
+    inputs = {c["input"] for c in GOLDEN["ok"]}
+    assert set(netprofile.PRESETS) <= inputs
+
+
+def test_error_is_prefixed_with_the_spec_path():
+    with pytest.raises(ProfileError) as info:
+        netprofile.parse("bw=1mbit,rtt=150", path="base.network")
+    assert str(info.value).startswith('base.network.rtt: "150" has no unit;')
+    assert info.value.field == "base.network.rtt"
+
+
+def test_unknown_key_and_preset_suggest_the_closest():
+    with pytest.raises(ProfileError, match="did you mean rtt"):
+        netprofile.parse("rttt=10ms")
+    with pytest.raises(ProfileError, match="did you mean cable"):
+        netprofile.parse("cabel")
+
+
+@pytest.mark.parametrize(
+    ("ns", "text"),
+    [(0, "0"), (150_000_000, "150ms"), (1_500_000_000, "1.5s"), (250_000, "250us"), (3, "0.003us")],
+)
+def test_format_duration_round_trips(ns, text):
+    assert netprofile.format_duration(ns) == text
+    assert netprofile.parse_duration(text) == ns
+
+
+@pytest.mark.parametrize(
+    ("bps", "text"), [(0, "unlimited"), (10_000_000, "10mbit"), (1_500_000, "1.5mbit"), (64_000, "64kbit")]
+)
+def test_format_rate_round_trips(bps, text):
+    assert netprofile.format_rate(bps) == text
+    assert netprofile.parse_rate(text) == bps

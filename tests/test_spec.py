@@ -1,0 +1,301 @@
+"""Experiment specs: golden expansions, ids, and one-line errors that name path, value and what is allowed."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from wirelab import contract, spec
+from wirelab.errors import SpecError, UsageError
+
+ROOT = Path(__file__).parent.parent
+GOLDEN = Path(__file__).parent / "golden" / "spec"
+CASES = sorted(GOLDEN.glob("*.toml")) + [ROOT / "experiments" / "demo.toml"]
+UPDATE = os.environ.get("WIRELAB_UPDATE_GOLDEN") == "1"
+
+
+def _golden_path(toml: Path) -> Path:
+    return GOLDEN / (toml.stem + ".json")
+
+
+def _as_golden(plan: spec.Plan) -> dict:
+    return {
+        "name": plan.name,
+        "spec_hash": plan.spec_hash,
+        "loads": plan.loads,
+        "trials": [{"id": t.id, "params": t.params, "spec": t.spec} for t in plan.trials],
+    }
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_golden_expansion(path):
+    got = _as_golden(spec.load(path))
+    golden = _golden_path(path)
+    if UPDATE:
+        golden.write_text(json.dumps(got, indent=1, ensure_ascii=False) + "\n")
+    assert got == json.loads(golden.read_text())
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_every_expanded_trial_is_a_valid_trial_spec(path):
+    for trial in spec.load(path).trials:
+        contract.validate("trial-spec", trial.spec)
+        assert trial.spec["trial_id"] == trial.id == spec.config_id(trial.spec)
+
+
+def test_elkhatib_rtt_range_includes_both_ends():
+    plan = spec.load(GOLDEN / "elkhatib-rtt.toml")
+    rtts = [t.params["network.rtt"] for t in plan.trials]
+    assert rtts == [f"{ms}ms" for ms in range(10, 491, 40)]
+    assert plan.trials[0].spec["network"] == "rtt=10ms,bw=1mbit,queue=256"
+
+
+def test_zip_moves_together_and_product_multiplies():
+    plan = spec.load(GOLDEN / "zip-product.toml")
+    assert len(plan.trials) == 6
+    pairs = {(t.params["network.rtt"], t.params["network.bw"]) for t in plan.trials}
+    assert pairs == {("20ms", "10mbit"), ("100ms", "1mbit"), ("200ms", "1mbit")}
+    assert plan.trials[0].spec["network"] == "elkhatib-default,rtt=20ms,bw=10mbit"
+
+
+def test_geometric_range_and_nested_tables():
+    plan = spec.load(GOLDEN / "geometric-and-nested.toml")
+    bws = list(dict.fromkeys(t.params["network.bw"] for t in plan.trials))
+    assert bws == ["64kbit", "128kbit", "256kbit", "512kbit"]
+    assert {t.params["server.max_concurrent_streams"] for t in plan.trials} == {1, 51, 101}
+    assert len(plan.trials) == 4 * 3 * 2
+
+
+def test_table_network_is_order_independent():
+    a = spec.loads('[sweep]\nname="a"\n[base]\npage="x"\nnetwork={rtt="100ms", delay_up="10ms"}\n')
+    b = spec.loads('[sweep]\nname="a"\n[base]\npage="x"\nnetwork={delay_up="10ms", rtt="100ms"}\n')
+    assert a.trials[0].spec["network"] == b.trials[0].spec["network"] == "rtt=100ms,delay_up=10ms"
+    assert a.spec_hash == b.spec_hash
+
+
+def test_equivalent_profiles_have_the_same_id():
+    a = spec.resolve_trial({"page": "twitter", "network": "rtt=150ms,bw=1mbit"})
+    b = spec.resolve_trial({"page": "twitter", "network": "bw=1000kbit,rtt=0.15s"})
+    c = spec.resolve_trial({"page": "twitter", "network": "bw=1mbit,rtt=151ms"})
+    assert a["trial_id"] == b["trial_id"] != c["trial_id"]
+
+
+def test_id_ignores_given_trial_id_but_not_any_knob():
+    a = spec.resolve_trial({"page": "twitter"})
+    b = spec.resolve_trial({"page": "twitter", "trial_id": "mine"})
+    c = spec.resolve_trial({"page": "twitter", "server": {"keep_alive": False}})
+    assert a["trial_id"] == b["trial_id"] != c["trial_id"]
+
+
+def test_spec_hash_ignores_description_and_axis_order():
+    a = spec.loads('[sweep]\nname="a"\ndescription="x"\n[base]\npage="p"\n[grid]\nshards=[1,2]\nseed=[1,2]\n')
+    b = spec.loads('[sweep]\nname="a"\n[base]\npage="p"\n[grid]\nseed=[1,2]\nshards=[1,2]\n')
+    c = spec.loads('[sweep]\nname="a"\n[base]\npage="p"\n[grid]\nseed=[1,2]\nshards=[1,3]\n')
+    assert a.spec_hash == b.spec_hash != c.spec_hash
+
+
+def test_numeric_params():
+    got = spec.numeric_params(
+        {
+            "network.rtt": "1.5s",
+            "network.bw": "512kbit",
+            "network.loss": "0.5%",
+            "network.queue": "64kB",
+            "page": "twitter",
+            "network.bw_up": "unlimited",
+            "network.loss_down": "ge:1%:30%",
+        }
+    )
+    assert got == {
+        "network.rtt_ms": 1500.0,
+        "network.bw_mbit": 0.512,
+        "network.loss_pct": 0.5,
+        "network.queue_packets": 0.0,
+        "network.queue_bytes": 64000.0,
+        "network.bw_up_mbit": None,
+        "network.loss_down_pct": None,
+    }
+
+
+def test_experiment_schema_is_json_schema_and_lists_grid_paths():
+    import jsonschema
+
+    schema = spec.experiment_json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert "network.rtt" in schema["properties"]["grid"]["propertyNames"]["enum"]
+    assert set(schema["$defs"]["BaseTrial"]["properties"]) >= {"page", "network", "protocols", "server"}
+
+
+def test_trial_models_match_the_contract_schema():
+    """The pydantic twin and the shared JSON Schema list the same fields with the same defaults."""
+    schema = contract.load_schema("trial-spec")["$defs"]["fields"]["properties"]
+    assert set(schema) == set(spec.TRIAL_FIELDS) == set(spec.TrialSpec.model_fields)
+    models = {"server": spec.ServerConfig, "client": spec.ClientConfig, "capture": spec.CaptureConfig}
+    for name, model in models.items():
+        assert set(schema[name]["properties"]) == set(model.model_fields), name
+        for field, info in model.model_fields.items():
+            assert schema[name]["properties"][field]["default"] == info.default, f"{name}.{field}"
+    for field, info in spec.TrialSpec.model_fields.items():
+        if field in models or "default" not in schema[field]:
+            continue
+        assert schema[field]["default"] == info.get_default(call_default_factory=True), field
+
+
+BAD = [
+    # (toml, expected start of the message, substrings that must also appear)
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\nnetwork="rtt=150"\n',
+        'base.network.rtt: "150" has no unit',
+        ["ms"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\nnetwork={rtt="1e3ms"}\n',
+        'base.network.rtt: "1e3ms"',
+        ["duration"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\nnetwork={rttt="1ms"}\n',
+        "base.network.rttt:",
+        ["did you mean rtt"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[base.server]\nmax_concurrent_streams=0\n',
+        "base.server.max_concurrent_streams: 0 is out of range",
+        ["≥ 1"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[base.server]\nmax_concurent_streams=5\n',
+        "base.server.max_concurent_streams: is not a field",
+        ["did you mean max_concurrent_streams"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\nprotocols=["h1s","h4"]\n',
+        'base.protocols[1]: "h4"',
+        ["'h1'", "'h3'"],
+    ),
+    ('[sweep]\nname="x"\n[base]\npage="p"\nprotocols=["h2","h2"]\n', "base.protocols:", ["h2 twice"]),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\nrepetitions="5"\n',
+        'base.repetitions: "5" has the wrong type',
+        ["integer"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[base.server]\nwrite_chunk_bytes=100\n',
+        "base.server.write_chunk_bytes: 100",
+        ["256"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[base.server]\npush="some"\n',
+        'base.server.push: "some"',
+        ["dependency-level:N"],
+    ),
+    ('[sweep]\nname="Bad Name"\n[base]\npage="p"\n', 'sweep.name: "Bad Name"', ["lowercase letters"]),
+    ('[base]\npage="p"\n', "sweep: is missing", []),
+    ('[sweep]\nname="x"\n[base]\npage="p"\n[extra]\n', "extra: is not a field", ["sweep, base, grid"]),
+    ('[sweep]\nname="x"\n', "base.page: is missing", ["grid axis"]),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\n"network.rtt"=["10ms","10fortnights"]\n',
+        'grid.network.rtt[1]: "10fortnights" has an unknown unit',
+        ["us, ms or s"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\nnetwork.rtt={from="10ms",to="5ms",step="1ms"}\n',
+        'grid.network.rtt.to: "5ms" is below from',
+        [],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\nnetwork.rtt={from="10ms",to="50ms",step="0ms"}\n',
+        'grid.network.rtt.step: "0ms" must be > 0',
+        [],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\nnetwork.rtt={from=10,to=50,step=10}\n',
+        "grid.network.rtt.from: 10 needs a unit",
+        ['"40ms"'],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\nnetwork.rtt={from="1ms",to="5ms"}\n',
+        "grid.network.rtt: a range needs exactly one of step or factor",
+        [],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\npage={from=1,to=5,step=1}\n',
+        "grid.page: a range needs a numeric or unit-bearing field",
+        ["list the values"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\nnetwork.rttt=["1ms"]\n',
+        "grid.network.rttt: 'network.rttt' is not",
+        ["did you mean network.rtt"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\nshards=[1, 65]\n',
+        "grid.shards[1]: 65 is out of range",
+        ["≤ 64"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\nshards=4\n',
+        "grid.shards: 4 is not a list of values",
+        ["shards = [a, b"],
+    ),
+    ('[sweep]\nname="x"\n[base]\npage="p"\n[grid]\nshards=[]\n', "grid.shards: is an empty list", []),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\nprotocols=["h1s","h2"]\n',
+        'grid.protocols[0]: "h1s" is not a list of protocols',
+        ['[["h1s", "h2"]'],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\ntrial_id=["a"]\n',
+        "grid.trial_id: trial_id is set by wirelab",
+        [],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[[grid.zip]]\n"network.rtt"=["1ms","2ms"]\nshards=[1]\n',
+        "grid.zip[0]: axes have different lengths (network.rtt: 2, shards: 1)",
+        [],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\nshards=[1]\n[[grid.zip]]\nshards=[2]\n',
+        "grid.zip[0].shards: shards is already an axis (grid.shards)",
+        [],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\n"network"=["cable","cabel"]\n',
+        'grid.network[1].cabel: "cabel"',
+        ["did you mean cable"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\nseed=[1, 1]\n',
+        "grid: configurations 0 (seed=1) and 1 (seed=1)",
+        ["same trial"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\n"network.preset"=["cable","fibre"]\n',
+        'grid.network.preset[1]: "fibre" is not a preset',
+        ["presets:"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\n"network.loss"={from="0%",to="1%",step="ge:1%:2%"}\n',
+        "grid.network.loss.step",
+        ["Gilbert"],
+    ),
+    ('[sweep]\nname="x"\n[base\n', "spec: TOML syntax error", []),
+]
+
+
+@pytest.mark.parametrize(("text", "start", "also"), BAD, ids=[b[1][:50] for b in BAD])
+def test_bad_specs_give_one_line_naming_path_value_and_allowed(text, start, also):
+    with pytest.raises(SpecError) as info:
+        spec.loads(text)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(start), message
+    for s in also:
+        assert s in message, message
+    assert isinstance(info.value, UsageError) and info.value.exit_code == 2
+
+
+def test_missing_file():
+    with pytest.raises(SpecError, match="no such spec file"):
+        spec.load("/nonexistent/spec.toml")

@@ -1,0 +1,365 @@
+"""The only module that runs ``wirelab-engine``.
+
+:class:`Engine` is the interface the rest of wirelab uses; :class:`SubprocessEngine` implements it by
+running the real binary, and ``wirelab.testing.FixtureEngine`` (a test double) by replaying recorded
+trial directories. The engine's side of the interface is ``docs/trial-contract.md``.
+
+A running trial is a :class:`TrialRun`. Progress arrives as :class:`TrialEvent` objects passed to
+the ``on_event`` callback given to :meth:`Engine.start_trial`, from a reader thread: callers hand
+them to their own thread (the runner uses a queue). The last event of every trial has
+``kind == "exit"``.
+
+Processes: each trial runs in its own process group, so a terminal's Ctrl-C reaches only wirelab,
+which then decides (:meth:`TrialRun.interrupt` sends SIGINT to the group, :meth:`TrialRun.kill`
+SIGKILL). Each engine also gets SIGTERM from the kernel if wirelab dies (``PR_SET_PDEATHSIG``), so a
+SIGKILLed ``wirelab run`` leaves no trial running. Call :meth:`Engine.start_trial` from the main
+thread: the kernel ties that signal to the thread that started the process.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from wirelab._paths import repo_engine
+from wirelab.errors import EngineError, EngineNotFoundError, UsageError
+
+__all__ = [
+    "Engine",
+    "SubprocessEngine",
+    "TrialEvent",
+    "TrialRun",
+    "find_engine",
+]
+
+ENGINE_ENV = "WIRELAB_ENGINE"
+SPEC_FILE = "spec.json"  #: the trial spec, written by wirelab into the trial directory before the run
+STDERR_FILE = "engine.stderr"  #: the engine's stderr, captured by wirelab into the trial directory
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialEvent:
+    """Something that happened in a running trial."""
+
+    trial_id: str
+    #: ``ready`` | ``load`` | ``done`` (progress lines of the engine), ``log`` (a stdout line that is
+    #: not a progress event), or ``exit`` (the process ended; always the last event)
+    kind: str
+    #: the progress line's object (for ``load``: index, protocol, repetition, plt_ms, error)
+    data: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: ``exit`` only: the exit status (negative = killed by that signal)
+    returncode: int | None = None
+    #: ``exit`` only: the last lines the engine wrote to stderr
+    stderr_tail: str = ""
+
+
+EventCallback = Callable[[TrialEvent], None]
+
+
+class TrialRun(ABC):
+    """One running ``wirelab-engine trial``."""
+
+    trial_id: str
+    out_dir: Path
+
+    @abstractmethod
+    def poll(self) -> int | None:
+        """The exit status, or None while running."""
+
+    @abstractmethod
+    def interrupt(self) -> None:
+        """Ask the trial to stop and clean up (SIGINT); it exits with 130 and writes no trial.json."""
+
+    @abstractmethod
+    def kill(self) -> None:
+        """Stop the trial now (SIGKILL to its process group); ``wirelab-engine gc`` removes leftovers."""
+
+    @abstractmethod
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait for the exit event to have been delivered; the exit status, or None on timeout."""
+
+
+class Engine(ABC):
+    """What wirelab asks of the data plane."""
+
+    #: shown in messages and stored with results
+    name: str = "wirelab-engine"
+
+    @abstractmethod
+    def version(self) -> str:
+        """One line: version and git sha."""
+
+    @abstractmethod
+    def commands(self) -> set[str]:
+        """The subcommands this engine has (``trial``, ``pages``, ``shell``, ``gc`` …)."""
+
+    def require(self, command: str) -> None:
+        """Raise :class:`EngineNotFoundError` unless the engine has ``command``."""
+        if command not in self.commands():
+            raise EngineNotFoundError(
+                f"{self.name} has no `{command}` command ({self.version()}); "
+                "build a newer engine (make build)"
+            )
+
+    @abstractmethod
+    def start_trial(self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback) -> TrialRun:
+        """Start ``wirelab-engine trial`` for ``spec`` writing into ``out_dir`` (created when missing)."""
+
+    @abstractmethod
+    def pages_ls(self) -> list[dict[str, Any]]:
+        """``wirelab-engine pages ls --json``: the built-in corpus, one object per page."""
+
+    @abstractmethod
+    def pages_show(self, name: str) -> dict[str, Any]:
+        """``wirelab-engine pages show NAME --json``: one page (corpus, synthetic or a JSON file)."""
+
+    @abstractmethod
+    def gc(self) -> str:
+        """``wirelab-engine gc``: remove what SIGKILLed runs left behind; returns its report."""
+
+    @abstractmethod
+    def shell_argv(self, args: Sequence[str]) -> list[str]:
+        """The argv that runs ``wirelab-engine shell ARGS…`` (the CLI replaces itself with it)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Finding the engine
+
+
+def find_engine(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """``--engine``, then ``$WIRELAB_ENGINE``, then ``bin/wirelab-engine`` in the repository, then PATH."""
+    tried: list[str] = []
+    candidates: list[tuple[str, str | None]] = [
+        ("--engine", os.fspath(explicit) if explicit else None),
+        (f"${ENGINE_ENV}", os.environ.get(ENGINE_ENV) or None),
+        ("the repository", str(repo_engine())),
+        ("PATH", shutil.which("wirelab-engine")),
+    ]
+    for source, candidate in candidates:
+        if candidate is None:
+            continue
+        path = Path(candidate)
+        if path.is_file() and os.access(path, os.X_OK):
+            return path.resolve()
+        if source in ("--engine", f"${ENGINE_ENV}"):
+            raise EngineNotFoundError(f"{source}: {candidate} is not an executable file")
+        tried.append(f"{candidate} ({source})")
+    tried.append("PATH")
+    raise EngineNotFoundError(
+        f"wirelab-engine not found (tried {', '.join(tried)}); "
+        "build it with `make build` or pass --engine PATH"
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# The real engine
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _pdeathsig_preexec() -> Callable[[], None]:
+    """A preexec_fn that makes the child receive SIGTERM when this process dies (Linux)."""
+    parent = os.getpid()
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux: no parent-death signal
+        prctl = None
+
+    def preexec() -> None:
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(130)
+
+    return preexec
+
+
+class _ProcessTrialRun(TrialRun):
+    def __init__(self, argv: list[str], trial_id: str, out_dir: Path, on_event: EventCallback):
+        self.trial_id = trial_id
+        self.out_dir = out_dir
+        self._on_event = on_event
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
+        self._exited = threading.Event()
+        self._returncode: int | None = None
+        self._stderr_file = open(out_dir / STDERR_FILE, "w")  # noqa: SIM115 - closed by the reader
+        try:
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                process_group=0,
+                preexec_fn=_pdeathsig_preexec(),
+                text=True,
+                bufsize=1,
+            )
+        except OSError as e:
+            self._stderr_file.close()
+            raise EngineNotFoundError(f"{argv[0]}: cannot run ({e.strerror})") from None
+        self._stderr_thread = threading.Thread(
+            target=self._read_stderr, daemon=True, name=f"stderr-{trial_id}"
+        )
+        self._stdout_thread = threading.Thread(
+            target=self._read_stdout, daemon=True, name=f"stdout-{trial_id}"
+        )
+        self._stderr_thread.start()
+        self._stdout_thread.start()
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def _read_stderr(self) -> None:
+        assert self._proc.stderr is not None
+        with self._stderr_file:
+            for line in self._proc.stderr:
+                self._stderr_file.write(line)
+                self._stderr_file.flush()
+                if line.strip():
+                    self._stderr_tail.append(line.rstrip("\n"))
+
+    def _read_stdout(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                data = None
+            if isinstance(data, dict) and isinstance(data.get("event"), str):
+                self._on_event(TrialEvent(self.trial_id, data["event"], data))
+            else:
+                self._on_event(TrialEvent(self.trial_id, "log", {"line": line}))
+        self._stderr_thread.join()
+        self._returncode = self._proc.wait()
+        self._exited.set()
+        self._on_event(
+            TrialEvent(
+                self.trial_id, "exit", returncode=self._returncode, stderr_tail="\n".join(self._stderr_tail)
+            )
+        )
+
+    def poll(self) -> int | None:
+        return self._proc.poll()
+
+    def _signal(self, sig: int) -> None:
+        if self._proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._proc.pid, sig)
+
+    def interrupt(self) -> None:
+        self._signal(signal.SIGINT)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if not self._exited.wait(timeout):
+            return None
+        return self._returncode
+
+
+class SubprocessEngine(Engine):
+    """The real ``wirelab-engine`` binary."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None):
+        self.path = find_engine(path)
+        self.name = str(self.path)
+        self._commands: set[str] | None = None
+        self._version: str | None = None
+
+    def _run(self, args: Sequence[str], *, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        try:
+            done = subprocess.run(
+                [str(self.path), *args],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired:
+            raise EngineError(f"{self.path} {' '.join(args)}: no answer within {timeout:.0f} s") from None
+        except OSError as e:
+            raise EngineNotFoundError(f"{self.path}: cannot run ({e.strerror})") from None
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            last = last.removeprefix("wirelab-engine: ")
+            if done.returncode == 2:
+                raise UsageError(last)
+            raise EngineError(f"wirelab-engine {' '.join(args[:2])}: {last}")
+        return done
+
+    def version(self) -> str:
+        if self._version is None:
+            out = self._run(["version"]).stdout.strip()
+            self._version = out.removeprefix("wirelab-engine ").strip() or "unknown"
+        return self._version
+
+    def commands(self) -> set[str]:
+        """Parsed from ``wirelab-engine --help`` (the ``commands:`` list, one ``  name  summary`` a line)."""
+        if self._commands is None:
+            text = self._run(["--help"]).stdout
+            names: set[str] = set()
+            in_list = False
+            for line in text.splitlines():
+                if line.strip().lower().startswith("commands:"):
+                    in_list = True
+                    continue
+                if in_list and line.startswith("  ") and line.strip():
+                    names.add(line.split()[0])
+            self._commands = names
+        return self._commands
+
+    def start_trial(self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback) -> TrialRun:
+        self.require("trial")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        spec_path = out_dir / SPEC_FILE
+        spec_path.write_text(json.dumps(spec, indent=1) + "\n")
+        argv = [str(self.path), "trial", "--spec", str(spec_path), "--out", str(out_dir), "--progress"]
+        return _ProcessTrialRun(argv, spec["trial_id"], out_dir, on_event)
+
+    def _json(self, args: list[str]) -> Any:
+        out = self._run(args).stdout
+        try:
+            return json.loads(out)
+        except json.JSONDecodeError:
+            raise EngineError(f"wirelab-engine {' '.join(args)}: output is not JSON") from None
+
+    def pages_ls(self) -> list[dict[str, Any]]:
+        self.require("pages")
+        pages = self._json(["pages", "ls", "--json"])
+        if not isinstance(pages, list) or not all(isinstance(p, dict) and "name" in p for p in pages):
+            raise EngineError("wirelab-engine pages ls --json: expected a list of objects with a name")
+        return pages
+
+    def pages_show(self, name: str) -> dict[str, Any]:
+        self.require("pages")
+        page = self._json(["pages", "show", name, "--json"])
+        if not isinstance(page, dict):
+            raise EngineError("wirelab-engine pages show --json: expected an object")
+        return page
+
+    def gc(self) -> str:
+        self.require("gc")
+        done = self._run(["gc"], timeout=300)
+        return (done.stdout + done.stderr).strip()
+
+    def shell_argv(self, args: Sequence[str]) -> list[str]:
+        self.require("shell")
+        return [str(self.path), "shell", *args]

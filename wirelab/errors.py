@@ -1,0 +1,105 @@
+"""wirelab's exceptions: one hierarchy, one line of message each.
+
+::
+
+    WirelabError                      base of everything wirelab raises on purpose (exit_code 1)
+    ├── UsageError                    bad input from the user (exit_code 2)
+    │   ├── SpecError                 an experiment or trial spec field: names its dotted path,
+    │   │   │                         the value and what is allowed
+    │   │   └── ProfileError          a network profile string (``rtt=150ms,bw=1mbit``)
+    │   └── SweepConflictError        a sweep name already used by a different spec in this database
+    ├── EngineError                   the engine could not do what was asked
+    │   ├── EngineNotFoundError       no ``wirelab-engine`` executable, or one without a needed command
+    │   ├── TrialFailedError          ``wirelab-engine trial`` exited without completing the trial
+    │   └── ContractError             engine output that breaks ``docs/trial-contract.md``
+    ├── StoreError                    the results database
+    │   └── SchemaVersionError        a database written by a newer wirelab
+    └── Interrupted                   the run was stopped by SIGINT/SIGTERM (exit_code 130)
+
+The CLI prints ``str(error)`` as one line and exits with ``error.exit_code``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ContractError",
+    "EngineError",
+    "EngineNotFoundError",
+    "Interrupted",
+    "ProfileError",
+    "SchemaVersionError",
+    "SpecError",
+    "StoreError",
+    "SweepConflictError",
+    "TrialFailedError",
+    "UsageError",
+    "WirelabError",
+]
+
+
+class WirelabError(Exception):
+    """Base class. ``str(error)`` is one line meant for the user."""
+
+    exit_code = 1
+
+
+class UsageError(WirelabError):
+    """The user's input is wrong; nothing was run."""
+
+    exit_code = 2
+
+
+class SpecError(UsageError):
+    """A spec field is invalid. ``path`` is its dotted path (``base.server.max_concurrent_streams``)."""
+
+    def __init__(self, message: str, *, path: str = "", value: object = None):
+        super().__init__(message)
+        self.path = path
+        self.value = value
+
+
+class ProfileError(SpecError):
+    """A network profile string is invalid. ``field`` is the key as written, prefixed by the spec path."""
+
+    def __init__(self, message: str, *, field: str, value: str):
+        super().__init__(message, path=field, value=value)
+        self.field = field
+
+
+class SweepConflictError(UsageError):
+    """The database holds a sweep of this name made from a different spec."""
+
+
+class EngineError(WirelabError):
+    """The data plane failed."""
+
+
+class EngineNotFoundError(EngineError):
+    """No usable ``wirelab-engine`` (or it lacks a command this operation needs)."""
+
+
+class TrialFailedError(EngineError):
+    """A trial ended without ``trial.json``. ``returncode`` and ``stderr_tail`` say why."""
+
+    def __init__(self, message: str, *, returncode: int | None = None, stderr_tail: str = ""):
+        super().__init__(message)
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+
+
+class ContractError(EngineError):
+    """The engine wrote something the trial contract does not allow."""
+
+
+class StoreError(WirelabError):
+    """The results database cannot be used."""
+
+
+class SchemaVersionError(StoreError):
+    """The database's schema is newer than this wirelab understands."""
+
+
+class Interrupted(WirelabError):
+    """Stopped by a signal; running trials were ended and the database is consistent."""
+
+    exit_code = 130

@@ -1,0 +1,584 @@
+"""Runs a sweep: the planned trials through the engine, K at a time, resumably.
+
+Guarantees (tested with the fixture double and, as root, with the real engine):
+
+- A trial's loads enter the database in ONE transaction, after its ``trial.json`` appeared; so the
+  database never holds part of a trial.
+- Re-running the same sweep (same name, same spec hash) runs only the trials not ``complete`` in the
+  database. A trial directory left by an incomplete attempt is discarded and the trial rerun — except
+  when the previous run was killed between the engine finishing (``trial.json`` written) and the
+  insert, in which case the finished trial is stored without rerunning it. After a SIGKILL at any
+  point, a second run finishes with exactly the planned loads and no duplicates.
+- Ctrl-C (SIGINT) or SIGTERM: every running engine gets SIGINT (its process group), wirelab waits
+  ``grace_s`` for them to clean up, then SIGKILLs the rest and runs ``wirelab-engine gc``. Trials that
+  finished meanwhile are stored; the others are marked ``interrupted``. Then :class:`Interrupted`.
+- Fidelity: a trial whose emulator timer lateness p99 exceeds 1 ms (or whose TUN devices dropped
+  packets) is flagged in the database and reported in the summary.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import fcntl
+import functools
+import json
+import os
+import platform
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from wirelab import __version__
+from wirelab._paths import REPO_ROOT
+from wirelab.contract import CONTRACT_VERSION, validate
+from wirelab.engine import SPEC_FILE, STDERR_FILE, Engine, TrialEvent, TrialRun
+from wirelab.errors import (
+    ContractError,
+    EngineError,
+    Interrupted,
+    SweepConflictError,
+    UsageError,
+    WirelabError,
+)
+from wirelab.spec import Plan, PlannedTrial
+from wirelab.store import LATENESS_FLAG, LATENESS_LIMIT_US, Store, objects_from_har, results_dir
+
+__all__ = ["DEVICE_DROPS_FLAG", "Observer", "RunSummary", "TrialOutcome", "run_plan"]
+
+DEVICE_DROPS_FLAG = "device_drops"
+LOCK_FILE = ".lock"
+
+
+@dataclasses.dataclass
+class TrialOutcome:
+    """How one trial of this run ended."""
+
+    trial: PlannedTrial
+    status: str  #: complete | failed | interrupted
+    loads: int = 0
+    load_errors: int = 0
+    lateness_p99_us: float | None = None
+    flags: list[str] = dataclasses.field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+    recovered: bool = False  #: finished by a previous, killed run and stored by this one
+
+
+@dataclasses.dataclass
+class RunSummary:
+    """What a run did; ``lines()`` is the text the CLI prints."""
+
+    sweep: str
+    db: Path
+    results_dir: Path
+    spec_hash: str
+    parallel: int
+    planned_trials: int
+    planned_loads: int
+    already_complete: int
+    outcomes: list[TrialOutcome] = dataclasses.field(default_factory=list)
+    interrupted: bool = False
+    elapsed_s: float = 0.0
+    #: set by the CLI's report hook when a report was written
+    report: Path | None = None
+
+    @property
+    def completed(self) -> list[TrialOutcome]:
+        return [o for o in self.outcomes if o.status == "complete"]
+
+    @property
+    def failed(self) -> list[TrialOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def fidelity_warnings(self) -> list[TrialOutcome]:
+        return [o for o in self.completed if o.flags]
+
+    @property
+    def complete_trials(self) -> int:
+        return self.already_complete + len(self.completed)
+
+    @property
+    def ok(self) -> bool:
+        return not self.interrupted and self.complete_trials == self.planned_trials
+
+    def lines(self) -> list[str]:
+        loads = sum(o.loads for o in self.completed)
+        load_errors = sum(o.load_errors for o in self.completed)
+        out = [
+            f"sweep {self.sweep}: {self.complete_trials}/{self.planned_trials} trials complete "
+            f"({self.planned_loads} loads planned); this run: {len(self.completed)} trials, {loads} loads"
+            f"{f' ({load_errors} with errors)' if load_errors else ''}, {len(self.failed)} failed, "
+            f"{self.elapsed_s:.1f} s at --parallel {self.parallel}",
+        ]
+        if self.already_complete:
+            out.append(f"resumed: {self.already_complete} trials were already complete in {self.db}")
+        recovered = [o for o in self.completed if o.recovered]
+        if recovered:
+            out.append(f"stored {len(recovered)} trials that a killed run had finished")
+        for o in self.failed:
+            out.append(f"failed: {o.trial.id} ({o.trial.label}): {o.error}")
+        warn = self.fidelity_warnings
+        if warn:
+            worst = max((o.lateness_p99_us or 0.0) for o in warn)
+            out.append(
+                f"fidelity warning: {len(warn)} of {len(self.completed)} trials had emulator timer lateness "
+                f"p99 > {LATENESS_LIMIT_US / 1000:.0f} ms (worst {worst / 1000:.2f} ms) or TUN device drops; "
+                f"their loads are flagged in the database — rerun with a lower --parallel"
+                + (f" (was {self.parallel})" if self.parallel > 1 else "")
+            )
+        if self.interrupted:
+            out.append("interrupted: running trials were stopped; run the same command again to resume")
+        out.append(f"results: {self.db} (sweep {self.sweep}), trial directories in {self.results_dir}")
+        if self.report is not None:
+            out.append(f"report: {self.report}")
+        return out
+
+
+class Observer:
+    """Receives progress; the default does nothing. The CLI's rich display is one."""
+
+    def sweep_started(
+        self, plan: Plan, todo: list[PlannedTrial], already_complete: int, parallel: int
+    ) -> None:
+        """Before the first trial starts."""
+
+    def trial_started(self, trial: PlannedTrial) -> None:
+        """An engine process was started for ``trial``."""
+
+    def load_done(self, trial: PlannedTrial, event: Mapping[str, Any]) -> None:
+        """A ``load`` progress event (index, protocol, repetition, plt_ms, error)."""
+
+    def trial_ended(self, outcome: TrialOutcome) -> None:
+        """A trial was stored, failed or was interrupted."""
+
+    def message(self, text: str) -> None:
+        """Something worth telling the user (a discarded leftover directory, stopping on Ctrl-C …)."""
+
+    def sweep_ended(self, summary: RunSummary) -> None:
+        """After the last trial (also after an interruption)."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@functools.cache
+def _git_sha() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 else "unknown"
+
+
+def control_provenance(engine: Engine, parallel: int) -> dict[str, Any]:
+    """Who ran the sweep with what: stored with the sweep and with every trial."""
+    return {
+        "wirelab_version": __version__,
+        "git_sha": _git_sha(),
+        "python": platform.python_version(),
+        "hostname": platform.node(),
+        "argv": list(sys.argv),
+        "engine": engine.name,
+        "engine_version": engine.version(),
+        "contract": CONTRACT_VERSION,
+        "parallel": parallel,
+        "started_at": _now(),
+    }
+
+
+@contextlib.contextmanager
+def _sweep_lock(directory: Path, sweep: str) -> Iterator[None]:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise UsageError(
+                f"sweep {sweep}: another wirelab (pid {holder}) is running it ({path})"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock; the kernel does the same if we are killed
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """In the main thread, SIGTERM raises KeyboardInterrupt like Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _discard(directory: Path) -> None:
+    """Remove a trial directory left by an incomplete attempt.
+
+    Renamed first, so that an engine still winding down (a killed run's child gets SIGTERM) writes into
+    the renamed directory and never into the new attempt's."""
+    if not directory.exists():
+        return
+    graveyard = directory.with_name(f".discarded-{directory.name}-{uuid.uuid4().hex[:8]}")
+    os.replace(directory, graveyard)
+    shutil.rmtree(graveyard, ignore_errors=True)
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    records = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise ContractError(f"{path.name} line {n}: not JSON ({e.msg})") from None
+    return records
+
+
+def _fidelity_flags(trial_json: Mapping[str, Any]) -> list[str]:
+    emulator = trial_json["emulator"]
+    flags = []
+    if emulator["lateness_us"]["p99"] > LATENESS_LIMIT_US:
+        flags.append(LATENESS_FLAG)
+    if emulator.get("device_drops", 0) > 0:
+        flags.append(DEVICE_DROPS_FLAG)
+    return flags
+
+
+def _planned_sequence(spec: Mapping[str, Any]) -> collections.Counter[tuple[str, int]]:
+    return collections.Counter((p, r) for p in spec["protocols"] for r in range(spec["repetitions"]))
+
+
+def ingest(
+    store: Store, sweep: str, trial: PlannedTrial, directory: Path, control: Mapping[str, Any]
+) -> TrialOutcome:
+    """Check a finished trial directory against the contract and the plan, then store it (one transaction)."""
+    trial_path = directory / "trial.json"
+    try:
+        trial_json = json.loads(trial_path.read_text())
+    except json.JSONDecodeError as e:
+        raise ContractError(f"trial.json: not JSON ({e.msg})") from None
+    validate("trial-result", trial_json, what="trial.json")
+    got_spec = {k: v for k, v in trial_json["spec"].items() if k != "network_resolved"}
+    if got_spec != trial.spec:
+        differing = sorted(k for k in set(got_spec) | set(trial.spec) if got_spec.get(k) != trial.spec.get(k))
+        raise ContractError(f"trial.json: spec differs from the planned trial spec in {', '.join(differing)}")
+    loads_path = directory / "loads.jsonl"
+    if not loads_path.exists():
+        raise ContractError("loads.jsonl is missing")
+    records = _read_jsonl(loads_path)
+    for n, rec in enumerate(records, 1):
+        validate("load-record", rec, what=f"loads.jsonl line {n}")
+        if rec["trial_id"] != trial.id:
+            raise ContractError(f"loads.jsonl line {n}: trial_id {rec['trial_id']!r} is not {trial.id!r}")
+    indexes = sorted(r["index"] for r in records)
+    if indexes != list(range(len(records))):
+        raise ContractError("loads.jsonl: load indexes are not 0…N-1, each once")
+    if len(records) != trial_json["loads"] or len(records) != trial.loads:
+        raise ContractError(
+            f"loads.jsonl has {len(records)} loads; trial.json says {trial_json['loads']}, "
+            f"the plan {trial.loads}"
+        )
+    if collections.Counter((r["protocol"], r["repetition"]) for r in records) != _planned_sequence(
+        trial.spec
+    ):
+        raise ContractError("loads.jsonl: the (protocol, repetition) pairs are not the planned ones")
+    errors = sum(1 for r in records if r["error"] is not None)
+    if errors != trial_json["errors"]:
+        raise ContractError(f"trial.json says {trial_json['errors']} loads failed; loads.jsonl has {errors}")
+
+    objects: dict[int, list[dict[str, Any]]] = {}
+    artifacts: list[tuple[str, int | None, Path]] = [
+        ("trial_json", None, trial_path),
+        ("loads_jsonl", None, loads_path),
+    ]
+    for kind, name in (("spec", SPEC_FILE), ("engine_log", "engine.log"), ("engine_stderr", STDERR_FILE)):
+        if (directory / name).exists():
+            artifacts.append((kind, None, directory / name))
+    for rec in records:
+        if rec["har"] is not None:
+            har_path = directory / rec["har"]
+            try:
+                har = json.loads(har_path.read_text())
+            except FileNotFoundError:
+                raise ContractError(f"load {rec['index']}: HAR {rec['har']} is missing") from None
+            except json.JSONDecodeError as e:
+                raise ContractError(f"load {rec['index']}: HAR {rec['har']} is not JSON ({e.msg})") from None
+            try:
+                objects[rec["index"]] = objects_from_har(har)
+            except (KeyError, TypeError, ValueError) as e:
+                raise ContractError(f"load {rec['index']}: HAR {rec['har']} is not HAR 1.2 ({e!r})") from None
+            artifacts.append(("har", rec["index"], har_path))
+        for side, path in (rec["pcap"] or {}).items():
+            if not (directory / path).exists():
+                raise ContractError(f"load {rec['index']}: pcap {path} is missing")
+            artifacts.append((f"pcap_{side}", rec["index"], directory / path))
+
+    flags = _fidelity_flags(trial_json)
+    store.complete_trial(
+        sweep,
+        trial.id,
+        trial_json=trial_json,
+        loads=records,
+        objects=objects,
+        artifacts=artifacts,
+        control_provenance=control,
+        fidelity_flags=flags,
+    )
+    return TrialOutcome(
+        trial=trial,
+        status="complete",
+        loads=len(records),
+        load_errors=errors,
+        lateness_p99_us=float(trial_json["emulator"]["lateness_us"]["p99"]),
+        flags=flags,
+    )
+
+
+def _prepare_sweep(
+    store: Store, plan: Plan, resume: bool, control: Mapping[str, Any], sweep_dir: Path
+) -> None:
+    existing = store.sweep_row(plan.name)
+    if existing is not None and existing["spec_hash"] != plan.spec_hash and resume:
+        raise SweepConflictError(
+            f"sweep {plan.name}: {store.path} holds results of a different spec "
+            f"(hash {existing['spec_hash']}, "
+            f"this spec {plan.spec_hash}); rename [sweep].name, or pass --no-resume to replace them"
+        )
+    if existing is not None and not resume:
+        store.delete_sweep(plan.name)
+        for child in sweep_dir.iterdir():
+            if child.name != LOCK_FILE:
+                _discard(child) if child.is_dir() else child.unlink()
+        existing = None
+    if existing is None:
+        store.create_sweep(plan, control)
+    else:
+        store.touch_sweep(plan.name)
+
+
+def run_plan(
+    plan: Plan,
+    *,
+    db: str | Path,
+    engine: Engine,
+    parallel: int = 1,
+    resume: bool = True,
+    observer: Observer | None = None,
+    grace_s: float = 30.0,
+) -> RunSummary:
+    """Run ``plan`` into the database ``db``; see the module docstring for the guarantees."""
+    if parallel < 1:
+        raise UsageError(f"--parallel: {parallel} is out of range; use 1 or more")
+    observer = observer or Observer()
+    engine.require("trial")
+    started = time.monotonic()
+    store = Store(db)
+    sweep_dir = results_dir(store.path) / plan.name
+    control = control_provenance(engine, parallel)
+    try:
+        with _sweep_lock(sweep_dir, plan.name), _sigterm_as_interrupt():
+            _prepare_sweep(store, plan, resume, control, sweep_dir)
+            statuses = store.trial_statuses(plan.name)
+            done = sum(1 for t in plan.trials if statuses.get(t.id) == "complete")
+            summary = RunSummary(
+                sweep=plan.name,
+                db=store.path,
+                results_dir=sweep_dir,
+                spec_hash=plan.spec_hash,
+                parallel=parallel,
+                planned_trials=len(plan.trials),
+                planned_loads=plan.loads,
+                already_complete=done,
+            )
+            todo = [t for t in plan.trials if statuses.get(t.id) != "complete"]
+            observer.sweep_started(plan, todo, done, parallel)
+            try:
+                _Loop(store, plan, engine, parallel, observer, control, sweep_dir, summary, grace_s).run(
+                    todo, statuses
+                )
+            finally:
+                summary.elapsed_s = time.monotonic() - started
+                store.touch_sweep(plan.name)
+                observer.sweep_ended(summary)
+    finally:
+        store.close()
+    if summary.interrupted:
+        error = Interrupted(f"sweep {plan.name}: interrupted; run the same spec again to resume")
+        error.summary = summary  # type: ignore[attr-defined]
+        raise error
+    return summary
+
+
+class _Loop:
+    """The event loop of one run (main thread): start trials, handle their events, stop them."""
+
+    def __init__(
+        self,
+        store: Store,
+        plan: Plan,
+        engine: Engine,
+        parallel: int,
+        observer: Observer,
+        control: Mapping[str, Any],
+        sweep_dir: Path,
+        summary: RunSummary,
+        grace_s: float,
+    ):
+        self.store, self.plan, self.engine, self.parallel = store, plan, engine, parallel
+        self.observer, self.control, self.sweep_dir, self.summary = observer, control, sweep_dir, summary
+        self.grace_s = grace_s
+        self.events: queue.Queue[TrialEvent] = queue.Queue()
+        self.running: dict[str, tuple[PlannedTrial, TrialRun, float]] = {}
+        self.stopping = False
+
+    def run(self, todo: list[PlannedTrial], statuses: Mapping[str, str]) -> None:
+        pending = collections.deque()
+        for trial in todo:
+            directory = self.sweep_dir / trial.id
+            if statuses.get(trial.id) == "running" and (directory / "trial.json").exists():
+                # a killed run left a finished trial that was never stored
+                outcome = self._finish(trial, directory, returncode=0, stderr_tail="", t0=time.monotonic())
+                if outcome.status == "complete":
+                    outcome.recovered = True
+                    self._record(outcome)
+                    continue
+            if directory.exists():
+                self.observer.message(f"discarding the incomplete attempt at {trial.id} ({trial.label})")
+                _discard(directory)
+            pending.append(trial)
+        try:
+            while pending or self.running:
+                while pending and len(self.running) < self.parallel:
+                    self._start(pending.popleft())
+                self._handle(self.events.get())
+        except KeyboardInterrupt:
+            self.summary.interrupted = True
+            self._stop_all()
+        except BaseException:
+            self._stop_all()
+            raise
+
+    def _start(self, trial: PlannedTrial) -> None:
+        directory = self.sweep_dir / trial.id
+        self.store.mark_running(self.plan.name, trial.id)
+        try:
+            run = self.engine.start_trial(trial.spec, directory, self.events.put)
+        except WirelabError as e:
+            self.store.mark_ended(self.plan.name, trial.id, "failed", str(e))
+            raise
+        self.running[trial.id] = (trial, run, time.monotonic())
+        self.observer.trial_started(trial)
+
+    def _handle(self, event: TrialEvent) -> None:
+        entry = self.running.get(event.trial_id)
+        if entry is None:
+            return
+        trial, _run, t0 = entry
+        if event.kind == "load":
+            self.observer.load_done(trial, event.data)
+        elif event.kind == "exit":
+            del self.running[event.trial_id]
+            directory = self.sweep_dir / trial.id
+            self._record(self._finish(trial, directory, event.returncode, event.stderr_tail, t0))
+
+    def _finish(
+        self, trial: PlannedTrial, directory: Path, returncode: int | None, stderr_tail: str, t0: float
+    ) -> TrialOutcome:
+        seconds = time.monotonic() - t0
+        last = (stderr_tail.strip().splitlines() or [""])[-1].removeprefix("wirelab-engine: ")
+        if returncode == 0 and (directory / "trial.json").exists():
+            try:
+                outcome = ingest(self.store, self.plan.name, trial, directory, self.control)
+                outcome.seconds = seconds
+                return outcome
+            except (ContractError, OSError) as e:
+                error = f"engine output breaks the trial contract: {e}"
+        elif self.stopping and returncode in (130, -signal.SIGINT, -signal.SIGKILL, -signal.SIGTERM):
+            self.store.mark_ended(self.plan.name, trial.id, "interrupted", "stopped by wirelab")
+            return TrialOutcome(trial=trial, status="interrupted", seconds=seconds, error="stopped")
+        elif returncode == 0:
+            error = "the engine exited 0 without writing trial.json"
+        elif returncode == 2:
+            error = f"the engine refused the trial spec: {last or 'exit status 2'}"
+        elif returncode is not None and returncode < 0:
+            error = f"the engine was killed by signal {-returncode}" + (f": {last}" if last else "")
+        else:
+            error = last or f"the engine exited with status {returncode}"
+        self.store.mark_ended(self.plan.name, trial.id, "failed", error)
+        return TrialOutcome(trial=trial, status="failed", error=error, seconds=seconds)
+
+    def _record(self, outcome: TrialOutcome) -> None:
+        self.summary.outcomes.append(outcome)
+        self.observer.trial_ended(outcome)
+
+    def _stop_all(self) -> None:
+        """SIGINT every running trial, wait up to grace_s, SIGKILL the rest, then store what finished."""
+        self.stopping = True
+        if not self.running:
+            return
+        self.observer.message(
+            f"stopping {len(self.running)} running trial(s): SIGINT, then SIGKILL after {self.grace_s:.0f} s"
+        )
+        killed = False
+        for _trial, run, _t0 in self.running.values():
+            run.interrupt()
+        deadline = time.monotonic() + self.grace_s
+        try:
+            for _trial, run, _t0 in list(self.running.values()):
+                run.wait(max(0.0, deadline - time.monotonic()))
+        except KeyboardInterrupt:
+            self.observer.message("second interrupt: killing the running trials now")
+        for _trial, run, _t0 in list(self.running.values()):
+            if run.poll() is None:
+                run.kill()
+                killed = True
+        for _trial, run, _t0 in list(self.running.values()):
+            run.wait(10.0)
+        # every exit event is queued by now (or the process is unkillable); store what finished
+        while self.running:
+            try:
+                event = self.events.get(timeout=5.0)
+            except queue.Empty:
+                for trial_id, (trial, _run, _t0) in list(self.running.items()):
+                    self.store.mark_ended(
+                        self.plan.name, trial.id, "interrupted", "did not exit after SIGKILL"
+                    )
+                    del self.running[trial_id]
+                break
+            self._handle(event)
+        if killed:
+            with contextlib.suppress(EngineError):
+                report = self.engine.gc()
+                if report:
+                    self.observer.message(report)

@@ -1,0 +1,949 @@
+"""Experiment specs: a base trial and a grid, expanded into trial specs (``docs/spec.md``).
+
+An experiment spec is TOML::
+
+    [sweep]
+    name = "rtt"
+    [base]
+    page = "twitter"
+    protocols = ["h1s", "h2"]
+    network = { bw = "1mbit", rtt = "150ms" }
+    [grid]
+    "network.rtt" = { from = "10ms", to = "490ms", step = "40ms" }
+
+:func:`load` reads and validates one and :func:`expand` turns it into a :class:`Plan`: one
+:class:`PlannedTrial` per grid point, each a complete trial spec (valid against
+``schemas/trial-spec.schema.json``) with a stable id derived from its content. Every error is a
+:class:`~wirelab.errors.SpecError` whose one-line message names the dotted path, the value and what is
+allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import itertools
+import json
+import tomllib
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+from wirelab import netprofile
+from wirelab.contract import CONTRACT_VERSION
+from wirelab.errors import ProfileError, SpecError
+
+__all__ = [
+    "CaptureConfig",
+    "ClientConfig",
+    "ExperimentSpec",
+    "Plan",
+    "PlannedTrial",
+    "ServerConfig",
+    "TrialSpec",
+    "config_id",
+    "expand",
+    "experiment_json_schema",
+    "load",
+    "loads",
+    "network_string",
+    "numeric_params",
+    "resolve_trial",
+]
+
+Protocol = Literal["h1", "h1s", "h2", "h2c", "h3", "spdy3"]
+PROTOCOLS: tuple[str, ...] = ("h1", "h1s", "h2", "h2c", "h3", "spdy3")
+MAX_TRIALS = 100_000
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, validate_default=True)
+
+
+class ServerConfig(_Model):
+    """Origin server knobs (``server.*``)."""
+
+    impl: Literal["builtin"] = Field("builtin", description="origin server implementation")
+    max_concurrent_streams: int = Field(
+        100, ge=1, le=1000, description="h2/h3 SETTINGS_MAX_CONCURRENT_STREAMS / QUIC max streams"
+    )
+    write_chunk_bytes: int = Field(
+        0,
+        ge=0,
+        le=1_048_576,
+        description="cap on each DATA frame / write; 0 = implementation default, else 256–1048576",
+    )
+    tls_version: Literal["1.2", "1.3"] = Field("1.3", description="TLS version for h1s/h2 (h3 is always 1.3)")
+    session_resumption: bool = Field(False, description="allow TLS session tickets / 0-RTT between loads")
+    keep_alive: bool = Field(True, description="HTTP/1.x persistent connections")
+    push: str = Field(
+        "none",
+        pattern=r"^(none|all|embedding-level|dependency-level:[1-9][0-9]*)$",
+        description="server push policy: none, all, embedding-level or dependency-level:N",
+    )
+
+    @field_validator("write_chunk_bytes")
+    @classmethod
+    def _chunk(cls, v: int) -> int:
+        if 0 < v < 256:
+            raise ValueError("must be 0 (implementation default) or from 256 to 1048576")
+        return v
+
+
+class ClientConfig(_Model):
+    """Page loader knobs (``client.*``)."""
+
+    impl: Literal["engine", "chromium"] = Field("engine", description="page loader")
+    mode: Literal["flat", "objects", "replay"] = Field(
+        "flat", description="flat: root then sub-resources; objects: all at once; replay: dependency graph"
+    )
+    max_connections_per_origin: int = Field(
+        6, ge=1, le=64, description="HTTP/1.x connection limit per origin"
+    )
+    dns: Literal["server", "static"] = Field(
+        "server", description="resolve through the DNS server across the path, or a static map"
+    )
+    compute_scale: float = Field(1.0, ge=0, description="replay: multiply recorded computation times")
+    priority: Literal["none", "chrome", "dependency"] = Field("none", description="request prioritisation")
+    timeout_s: float = Field(120.0, gt=0, description="a load taking longer is recorded with an error")
+
+
+class CaptureConfig(_Model):
+    """What the engine writes besides load records (``capture.*``)."""
+
+    har: bool = Field(True, description="write a HAR per load")
+    pcap: bool = Field(False, description="write client- and server-side pcaps per load")
+
+
+class _TrialFields(_Model):
+    """Fields shared by a trial spec and an experiment's ``[base]``."""
+
+    shards: int = Field(1, ge=1, le=64, description="distribute the page's objects over N origins")
+    shard_mode: Literal["round-robin", "tld"] = Field("round-robin", description="how objects go to shards")
+    protocols: list[Protocol] = Field(
+        ["h1s", "h2"], min_length=1, description="protocols compared in this trial, first = baseline"
+    )
+    repetitions: int = Field(5, ge=1, le=10_000, description="loads per protocol")
+    order: Literal["alternate", "random"] = Field("alternate", description="A B A B … or a seeded shuffle")
+    gap_ms: float = Field(0.0, ge=0, description="idle time between loads")
+    seed: int = Field(
+        1, ge=0, le=2**63 - 1, description="seeds loss, jitter, random order and page generation"
+    )
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    client: ClientConfig = Field(default_factory=ClientConfig)
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
+
+    @field_validator("protocols")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        dup = sorted({p for p in v if v.count(p) > 1})
+        if dup:
+            raise ValueError(f"lists {', '.join(dup)} twice; each protocol once")
+        return v
+
+
+class TrialSpec(_TrialFields):
+    """One trial as the engine receives it (``schemas/trial-spec.schema.json``)."""
+
+    contract: Literal[1] = Field(CONTRACT_VERSION, description="contract version")
+    trial_id: str | None = Field(None, pattern=r"^[a-z0-9-]{1,40}$", description="names artifacts")
+    page: str = Field(min_length=1, description="corpus name, synthetic:COUNTxSIZE, or a page JSON path")
+    network: str = Field("native", description="network profile (docs/profile-grammar.md)")
+
+    @field_validator("network")
+    @classmethod
+    def _profile(cls, v: str) -> str:
+        try:
+            netprofile.parse(v)
+        except ProfileError as e:
+            raise ValueError(str(e)) from None
+        return v
+
+
+#: Trial spec fields in the order of docs/trial-contract.md (and of every dumped spec).
+TRIAL_FIELDS: tuple[str, ...] = (
+    "contract",
+    "trial_id",
+    "page",
+    "shards",
+    "shard_mode",
+    "protocols",
+    "repetitions",
+    "order",
+    "gap_ms",
+    "seed",
+    "network",
+    "server",
+    "client",
+    "capture",
+)
+
+NetworkValue = str | int | float
+
+
+class BaseTrial(_TrialFields):
+    """``[base]``: a trial spec whose ``page`` may come from the grid and whose ``network`` may be a table."""
+
+    page: str | None = Field(
+        None, min_length=1, description="as in the trial spec; required here or in the grid"
+    )
+    network: str | dict[str, NetworkValue] = Field(
+        "native",
+        description="a profile string, or a table of profile keys ({rtt = '150ms', bw = '1mbit'}) "
+        "with an optional 'preset'",
+    )
+
+
+class SweepInfo(_Model):
+    """``[sweep]``: what the experiment is called."""
+
+    name: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$",
+        description="names the sweep in the database and its results directory",
+    )
+    description: str = Field("", description="free text shown with the results")
+
+
+class RangeSpec(_Model):
+    """A grid axis written as a range: arithmetic (``step``) or geometric (``factor``), both ends included."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+    from_: NetworkValue = Field(alias="from", description="first value")
+    to: NetworkValue = Field(description="last value (included when the steps land on it)")
+    step: NetworkValue | None = Field(None, description="increment, in the field's units")
+    factor: float | int | None = Field(None, description="multiplier (> 1) for a geometric range")
+
+
+GridValue = list[Any] | RangeSpec
+
+
+class ExperimentSpec(_Model):
+    """A whole experiment spec file."""
+
+    sweep: SweepInfo
+    base: BaseTrial = Field(default_factory=BaseTrial)
+    grid: dict[str, Any] = Field(
+        default_factory=dict,
+        description="axes: dotted base-field paths → list of values or a range; [[grid.zip]] groups "
+        "axes that move together",
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Expansion
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedTrial:
+    """One configuration of a sweep."""
+
+    id: str  #: stable id: a hash of the resolved spec without ids (``config_id``)
+    index: int  #: position in the plan (0-based)
+    params: dict[str, Any]  #: grid coordinates: dotted path → value as written or generated
+    spec: dict[str, Any]  #: the complete trial spec, ``trial_id`` = ``id``
+
+    @property
+    def loads(self) -> int:
+        return len(self.spec["protocols"]) * self.spec["repetitions"]
+
+    @property
+    def label(self) -> str:
+        """``network.rtt=20ms page=twitter`` (or the page alone when there is no grid)."""
+        if not self.params:
+            return f"page={self.spec['page']}"
+        return " ".join(f"{k}={_show(v)}" for k, v in self.params.items())
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """An expanded experiment spec."""
+
+    name: str
+    description: str
+    spec_hash: str  #: hash of the set of resolved trial specs: same hash = same experiment
+    trials: tuple[PlannedTrial, ...]
+    spec: dict[str, Any]  #: the validated experiment spec (JSON-compatible)
+    source: str = ""  #: the TOML text it came from, when it came from a file
+
+    @property
+    def loads(self) -> int:
+        return sum(t.loads for t in self.trials)
+
+    @property
+    def axes(self) -> list[str]:
+        return list(self.trials[0].params) if self.trials else []
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _fmt(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False) if not isinstance(value, float) else repr(value)
+
+
+def _suggest(word: str, options: list[str]) -> str:
+    """``"did you mean X? "`` for the closest option, or ``""``."""
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f"did you mean {close[0]}? " if close else ""
+
+
+_PATTERN_WORDS = {
+    r"^(none|all|embedding-level|dependency-level:[1-9][0-9]*)$": "use none, all, embedding-level or "
+    "dependency-level:N (N ≥ 1)",
+    r"^[a-z0-9][a-z0-9_.-]{0,63}$": "use up to 64 lowercase letters, digits, '-', '_' or '.', "
+    "starting with a letter or digit",
+    r"^[a-z0-9-]{1,40}$": "use 1 to 40 lowercase letters, digits or '-'",
+}
+
+
+# Field kinds of every grid-able path: how ranges are generated and values parsed.
+_DURATION_KEYS = {"rtt", "delay_up", "delay_down", "jitter", "jitter_up", "jitter_down"}
+_RATE_KEYS = {"bw", "bw_up", "bw_down"}
+_LOSS_KEYS = {"loss", "loss_up", "loss_down"}
+_QUEUE_KEYS = {"queue", "queue_up", "queue_down"}
+_INT_KEYS = {"iw", "irw"}
+
+
+def _model_paths() -> dict[str, Any]:
+    """Dotted path → pydantic FieldInfo, for every field a grid may set (not contract/trial_id)."""
+    paths: dict[str, Any] = {}
+    for name, info in BaseTrial.model_fields.items():
+        if name in ("server", "client", "capture"):
+            sub = {"server": ServerConfig, "client": ClientConfig, "capture": CaptureConfig}[name]
+            for sub_name, sub_info in sub.model_fields.items():
+                paths[f"{name}.{sub_name}"] = sub_info
+        else:
+            paths[name] = info
+    return paths
+
+
+_PATHS = _model_paths()
+_NETWORK_PATHS = {f"network.{k}" for k in (*netprofile.KEYS, "preset")}
+GRID_PATHS: tuple[str, ...] = (*_PATHS, *sorted(_NETWORK_PATHS))
+
+
+def _path_kind(path: str) -> str:
+    """duration | rate | loss | queue | int | float | other."""
+    if path.startswith("network."):
+        key = path.split(".", 1)[1]
+        if key in _DURATION_KEYS:
+            return "duration"
+        if key in _RATE_KEYS:
+            return "rate"
+        if key in _LOSS_KEYS:
+            return "loss"
+        if key in _QUEUE_KEYS:
+            return "queue"
+        if key in _INT_KEYS:
+            return "int"
+        return "other"
+    info = _PATHS.get(path)
+    if info is None:
+        return "other"
+    if info.annotation is int:
+        return "int"
+    if info.annotation is float:
+        return "float"
+    return "other"
+
+
+def _pydantic_problem(error: Mapping[str, Any], model_fields: list[str] | None = None) -> str:
+    """One error of a pydantic ValidationError as '<problem>; <allowed>'."""
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    if kind == "extra_forbidden":
+        name = str(error["loc"][-1]) if error["loc"] else ""
+        options = model_fields or []
+        hint = _suggest(name, options) or (f"fields: {', '.join(options)}" if options else "")
+        return f"is not a field; {hint}".rstrip("; ")
+    if kind == "missing":
+        return "is missing; it is required"
+    if kind == "literal_error":
+        return f"is not allowed; use one of {ctx.get('expected', '')}"
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        op = {"greater_than_equal": "≥", "less_than_equal": "≤", "greater_than": ">", "less_than": "<"}[kind]
+        limit = next(iter(ctx.values()))
+        return f"is out of range; it must be {op} {limit}"
+    if kind == "string_pattern_mismatch":
+        pattern = ctx.get("pattern", "")
+        return f"is not allowed; {_PATTERN_WORDS.get(pattern, 'use the form ' + pattern)}"
+    if kind in ("too_short", "string_too_short"):
+        return "is empty; give at least one value"
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        want = kind.removesuffix("_type").removesuffix("_parsing").replace("_", " ")
+        want = {"int": "an integer", "float": "a number", "bool": "true or false", "string": "a string"}.get(
+            want, want
+        )
+        return f"has the wrong type; use {want}"
+    return error["msg"]
+
+
+def _raise_validation(exc: ValidationError, prefix: str, *, value_override: Any = ...) -> None:
+    error = exc.errors(include_url=False)[0]
+    # pydantic puts union member names ("str", "dict[str,...]") into loc; keep only real field names
+    loc = [
+        f"[{p}]" if isinstance(p, int) else str(p)
+        for p in error["loc"]
+        if not (isinstance(p, str) and (p.startswith(("dict[", "list[")) or p in ("str", "int", "float")))
+    ]
+    path = ".".join([prefix, *loc]) if prefix else ".".join(loc)
+    path = path.replace(".[", "[").replace(".from_", ".from")
+    field_names: list[str] = []
+    if error["type"] == "extra_forbidden":
+        parent = ".".join(loc[:-1])
+        field_names = _field_names(parent if not prefix.startswith("grid") else "")
+    value = error.get("input") if value_override is ... else value_override
+    problem = _pydantic_problem(error, field_names)
+    if error["type"] in ("missing", "extra_forbidden"):
+        raise SpecError(f"{path}: {problem}", path=path, value=None) from None
+    raise SpecError(f"{path}: {_fmt(value)} {problem}", path=path, value=value) from None
+
+
+def _field_names(parent: str) -> list[str]:
+    tables = {
+        "": list(ExperimentSpec.model_fields),
+        "sweep": list(SweepInfo.model_fields),
+        "base": list(BaseTrial.model_fields),
+        "base.server": list(ServerConfig.model_fields),
+        "base.client": list(ClientConfig.model_fields),
+        "base.capture": list(CaptureConfig.model_fields),
+    }
+    return tables.get(parent, [])
+
+
+# Network: string or table → canonical profile string
+
+
+def _network_value_text(value: NetworkValue) -> str:
+    if isinstance(value, bool):
+        raise TypeError
+    if isinstance(value, float):
+        return format(Decimal(repr(value)).normalize(), "f")
+    return str(value)
+
+
+def network_string(
+    network: str | Mapping[str, NetworkValue],
+    overlay: Mapping[str, NetworkValue] | None = None,
+    *,
+    path: str = "network",
+) -> str:
+    """A profile string from the spec form of ``network`` plus grid overrides of single keys.
+
+    A table becomes ``preset`` first, then its keys in :data:`wirelab.netprofile.KEYS` order (both
+    directions before one direction), so a per-direction key overrides a general one whatever the order
+    in the file. Keys from ``overlay`` replace the table's. A string keeps its text and overlay items
+    are appended after it. The result is validated (errors name ``path``).
+    """
+    overlay = dict(overlay or {})
+    if isinstance(network, Mapping):
+        table = {**network, **overlay}
+        items: list[str] = []
+        preset = table.pop("preset", None)
+        if preset is not None:
+            items.append(str(preset))
+        for key in table:
+            if key not in netprofile.KEYS:
+                hint = _suggest(key, [*netprofile.KEYS, "preset"])
+                raise SpecError(
+                    f'{path}.{key}: "{key}" is not a profile key; {hint}'
+                    f"keys: preset, {', '.join(netprofile.KEYS)}",
+                    path=f"{path}.{key}",
+                    value=key,
+                )
+        for key in netprofile.KEYS:
+            if key in table:
+                try:
+                    text = _network_value_text(table[key])
+                except TypeError:
+                    raise SpecError(
+                        f'{path}.{key}: {_fmt(table[key])} has the wrong type; use a string such as "150ms"',
+                        path=f"{path}.{key}",
+                        value=table[key],
+                    ) from None
+                items.append(f"{key}={text}")
+        profile = ",".join(items) or "native"
+    elif isinstance(network, str):
+        text = network.strip()
+        extra = network_string({}, overlay, path=path) if overlay else ""
+        parts = [p for p in (text, extra) if p and not (p == "native" and extra)]
+        profile = ",".join(parts) or "native"
+    else:
+        raise SpecError(
+            f"{path}: {_fmt(network)} is neither a profile string nor a table of profile keys",
+            path=path,
+            value=network,
+        )
+    netprofile.parse(profile, path=path)
+    return profile
+
+
+# Grid
+
+
+@dataclasses.dataclass
+class _Axis:
+    path: str  #: dotted base-field path
+    where: str  #: where in the spec it was written (for errors): grid.network.rtt, grid.zip[0].page
+    values: list[Any]
+
+
+def _flatten(table: Mapping[str, Any], where: str, prefix: str = "") -> list[tuple[str, str, Any]]:
+    """(path, where, raw) for every axis of a grid table; nested tables are dotted paths."""
+    out = []
+    for key, raw in table.items():
+        path = f"{prefix}.{key}" if prefix else key
+        here = f"{where}.{key}"
+        is_range = isinstance(raw, Mapping) and "from" in raw
+        if isinstance(raw, Mapping) and not is_range:
+            out.extend(_flatten(raw, here, path))
+        else:
+            out.append((path, here, raw))
+    return out
+
+
+def _check_path(path: str, where: str) -> None:
+    if path in GRID_PATHS:
+        return
+    if path in ("contract", "trial_id"):
+        raise SpecError(
+            f"{where}: {path} is set by wirelab; it cannot be a grid axis", path=where, value=path
+        )
+    raise SpecError(
+        f"{where}: {path!r} is not a field of base; {_suggest(path, list(GRID_PATHS))}"
+        "axes are dotted paths such as network.rtt, page, shards, server.max_concurrent_streams",
+        path=where,
+        value=path,
+    )
+
+
+def _decimal(value: Any, where: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise SpecError(f"{where}: {_fmt(value)} is not a number", path=where, value=value)
+    try:
+        return Decimal(str(value)) if not isinstance(value, float) else Decimal(repr(value))
+    except InvalidOperation:
+        raise SpecError(f"{where}: {_fmt(value)} is not a number", path=where, value=value) from None
+
+
+def _to_base_units(kind: str, value: Any, where: str) -> Decimal:
+    """A range end or step in the field's base unit (ns, bit/s, probability, packets, number)."""
+    key = where.rsplit(".", 1)[-1]
+    try:
+        if kind == "duration":
+            return Decimal(netprofile.parse_duration(_need_str(value, where), where))
+        if kind == "rate":
+            text = _need_str(value, where)
+            if text == "unlimited":
+                raise SpecError(f'{where}: "unlimited" cannot be a range end', path=where, value=value)
+            return Decimal(netprofile.parse_rate(text, where))
+        if kind == "loss":
+            text = str(value) if not isinstance(value, str) else value
+            if text.startswith("ge:"):
+                raise SpecError(
+                    f"{where}: {_fmt(value)} a Gilbert–Elliott loss cannot be a range end; list the values",
+                    path=where,
+                    value=value,
+                )
+            loss = netprofile.parse_loss(text, where)
+            return Decimal(repr(loss.get("p", 0.0)))
+    except ProfileError as e:
+        raise SpecError(str(e), path=where, value=value) from None
+    del key
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if kind in ("queue", "int") and not is_int and not (isinstance(value, str) and value.isdigit()):
+        raise SpecError(f"{where}: {_fmt(value)} is not an integer", path=where, value=value)
+    return _decimal(value, where)
+
+
+def _need_str(value: Any, where: str) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value == 0:
+        return "0"
+    if not isinstance(value, str):
+        raise SpecError(
+            f'{where}: {_fmt(value)} needs a unit; write it as a string such as "40ms"',
+            path=where,
+            value=value,
+        )
+    return value
+
+
+def _from_base_units(kind: str, value: Decimal, unit_hint: Any) -> Any:
+    if kind == "duration":
+        return netprofile.format_duration(int(value))
+    if kind == "rate":
+        return netprofile.format_rate(int(value))
+    if kind == "loss":
+        text = unit_hint if isinstance(unit_hint, str) else ""
+        if text.endswith("%"):
+            return format((value * 100).normalize(), "f") + "%"
+        return format(value.normalize(), "f") if value else "0"
+    if kind in ("queue", "int"):
+        return int(value)
+    return float(value)
+
+
+def _expand_range(path: str, where: str, raw: Mapping[str, Any]) -> list[Any]:
+    try:
+        rng = RangeSpec.model_validate(raw)
+    except ValidationError as e:
+        _raise_validation(e, where)
+    kind = _path_kind(path)
+    if kind == "other":
+        raise SpecError(
+            f"{where}: a range needs a numeric or unit-bearing field, and {path} is neither; list the values",
+            path=where,
+            value=dict(raw),
+        )
+    if (rng.step is None) == (rng.factor is None):
+        raise SpecError(f"{where}: a range needs exactly one of step or factor", path=where, value=dict(raw))
+    start = _to_base_units(kind, rng.from_, f"{where}.from")
+    stop = _to_base_units(kind, rng.to, f"{where}.to")
+    if stop < start:
+        raise SpecError(
+            f"{where}.to: {_fmt(rng.to)} is below from ({_fmt(rng.from_)}); ranges go upwards",
+            path=f"{where}.to",
+            value=rng.to,
+        )
+    values: list[Decimal] = []
+    if rng.step is not None:
+        step = _to_base_units(kind, rng.step, f"{where}.step")
+        if step <= 0:
+            raise SpecError(
+                f"{where}.step: {_fmt(rng.step)} must be > 0", path=f"{where}.step", value=rng.step
+            )
+        count = int((stop - start) / step) + 1
+        if count > MAX_TRIALS:
+            raise SpecError(f"{where}: {count} values; at most {MAX_TRIALS}", path=where, value=dict(raw))
+        values = [start + i * step for i in range(count)]
+    else:
+        factor = _decimal(rng.factor, f"{where}.factor")
+        if factor <= 1:
+            raise SpecError(
+                f"{where}.factor: {_fmt(rng.factor)} must be > 1", path=f"{where}.factor", value=rng.factor
+            )
+        if start <= 0:
+            raise SpecError(
+                f"{where}.from: a geometric range must start above 0", path=f"{where}.from", value=rng.from_
+            )
+        v = start
+        while v <= stop:
+            values.append(v)
+            v = v * factor
+            if len(values) > MAX_TRIALS:
+                raise SpecError(
+                    f"{where}: too many values; at most {MAX_TRIALS}", path=where, value=dict(raw)
+                )
+    if kind in ("queue", "int") and any(v != v.to_integral_value() for v in values):
+        raise SpecError(
+            f"{where}: gives non-integer values for the integer field {path}", path=where, value=dict(raw)
+        )
+    return [_from_base_units(kind, v, rng.from_) for v in values]
+
+
+def _axis_values(path: str, where: str, raw: Any) -> list[Any]:
+    if isinstance(raw, Mapping) and "from" in raw:
+        values = _expand_range(path, where, raw)
+    elif isinstance(raw, list):
+        values = list(raw)
+    else:
+        raise SpecError(
+            f"{where}: {_fmt(raw)} is not a list of values or a range; write {path} = [a, b, …] "
+            "(or {from = …, to = …, step = …})",
+            path=where,
+            value=raw,
+        )
+    if not values:
+        raise SpecError(f"{where}: is an empty list; give at least one value", path=where, value=raw)
+    for i, value in enumerate(values):
+        _check_value(path, f"{where}[{i}]", value)
+    return values
+
+
+def _check_value(path: str, where: str, value: Any) -> None:
+    """Validate one axis value against its field, so errors point at the value in the grid."""
+    if path == "network":
+        network_string(value, path=where)
+        return
+    if path.startswith("network."):
+        key = path.split(".", 1)[1]
+        if key == "preset":
+            if not isinstance(value, str) or value not in netprofile.PRESETS:
+                hint = _suggest(str(value), list(netprofile.PRESETS))
+                raise SpecError(
+                    f"{where}: {_fmt(value)} is not a preset{hint}; presets: {', '.join(netprofile.PRESETS)}",
+                    path=where,
+                    value=value,
+                )
+            return
+        try:
+            text = _network_value_text(value)
+        except TypeError:
+            raise SpecError(
+                f'{where}: {_fmt(value)} has the wrong type; use a string such as "150ms"',
+                path=where,
+                value=value,
+            ) from None
+        try:
+            netprofile.parse(f"{key}={text}")
+        except ProfileError as e:
+            message = str(e).split(": ", 1)[1]
+            raise SpecError(f"{where}: {message}", path=where, value=value) from None
+        return
+    info = _PATHS[path]
+    adapter = TypeAdapter(Annotated[info.annotation, *info.metadata])
+    if path == "protocols" and not isinstance(value, list):
+        raise SpecError(
+            f"{where}: {_fmt(value)} is not a list of protocols; each value of the protocols axis is a list, "
+            'e.g. protocols = [["h1s", "h2"], ["h1s", "h3"]]',
+            path=where,
+            value=value,
+        )
+    try:
+        value = adapter.validate_python(value, strict=True)
+        if path == "protocols":
+            _TrialFields._unique(value)
+        if path == "server.write_chunk_bytes":
+            ServerConfig._chunk(value)
+    except ValidationError as e:
+        error = e.errors(include_url=False)[0]
+        bad = error.get("input", value)
+        raise SpecError(f"{where}: {_fmt(bad)} {_pydantic_problem(error)}", path=where, value=bad) from None
+    except ValueError as e:
+        raise SpecError(f"{where}: {_fmt(value)} {e}", path=where, value=value) from None
+
+
+def _parse_grid(grid: Mapping[str, Any]) -> list[list[_Axis]]:
+    """Dimensions of the product: a plain axis is a dimension of one; a zip group one of several."""
+    dims: list[list[_Axis]] = []
+    seen: dict[str, str] = {}
+
+    def add(path: str, where: str, raw: Any) -> _Axis:
+        _check_path(path, where)
+        if path in seen:
+            raise SpecError(
+                f"{where}: {path} is already an axis ({seen[path]}); an axis appears once",
+                path=where,
+                value=path,
+            )
+        seen[path] = where
+        return _Axis(path, where, _axis_values(path, where, raw))
+
+    for key, raw in grid.items():
+        if key == "zip":
+            groups = raw if isinstance(raw, list) else None
+            if groups is None or not all(isinstance(g, Mapping) for g in groups):
+                raise SpecError(
+                    "grid.zip: is not a list of tables; write each group as [[grid.zip]] with its axes",
+                    path="grid.zip",
+                    value=raw,
+                )
+            for gi, group in enumerate(groups):
+                where = f"grid.zip[{gi}]"
+                axes = [add(p, w, r) for p, w, r in _flatten(group, where)]
+                if not axes:
+                    raise SpecError(f"{where}: is empty; a zip group needs axes", path=where, value={})
+                lengths = {a.path: len(a.values) for a in axes}
+                if len(set(lengths.values())) > 1:
+                    listing = ", ".join(f"{p}: {n}" for p, n in lengths.items())
+                    raise SpecError(
+                        f"{where}: axes have different lengths ({listing}); zipped axes move together and "
+                        "need as many values each",
+                        path=where,
+                        value=lengths,
+                    )
+                dims.append(axes)
+            continue
+        if isinstance(raw, Mapping) and "from" not in raw:
+            for p, w, r in _flatten(raw, f"grid.{key}", key):
+                dims.append([add(p, w, r)])
+        else:
+            dims.append([add(key, f"grid.{key}", raw)])
+    return dims
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def config_id(spec: Mapping[str, Any]) -> str:
+    """Stable id of a configuration: hash of the resolved trial spec without ``trial_id``, with the
+    network as its resolved object (so equivalent profile strings give the same id)."""
+    body = {k: v for k, v in spec.items() if k not in ("trial_id", "network_resolved")}
+    body["network"] = netprofile.parse(spec.get("network", "native"))
+    return "c" + hashlib.sha256(_canonical(body).encode()).hexdigest()[:15]
+
+
+def resolve_trial(fields: Mapping[str, Any], *, path: str = "trial") -> dict[str, Any]:
+    """Validate a trial spec (as a dict) and return it with every default filled in and its id set."""
+    try:
+        spec = TrialSpec.model_validate(dict(fields))
+    except ValidationError as e:
+        _raise_validation(e, path)
+    dumped = spec.model_dump(mode="json")
+    dumped["trial_id"] = config_id(dumped)
+    return {key: dumped[key] for key in TRIAL_FIELDS}
+
+
+def _assign(target: dict[str, Any], path: str, value: Any) -> None:
+    head, _, rest = path.partition(".")
+    if rest:
+        sub = target.setdefault(head, {})
+        _assign(sub, rest, value)
+    else:
+        target[head] = value
+
+
+def expand(spec: ExperimentSpec, *, source: str = "") -> Plan:
+    """Expand a validated experiment spec into its plan (cartesian product of the grid's dimensions)."""
+    base = spec.base.model_dump(mode="python", exclude_unset=True)
+    base_network = spec.base.network
+    network_string(base_network, path="base.network")
+    dims = _parse_grid(spec.grid)
+    if base.get("page") is None and not any(a.path == "page" for d in dims for a in d):
+        raise SpecError("base.page: is missing; set base.page or make page a grid axis", path="base.page")
+    sizes = [len(d[0].values) for d in dims]
+    total = 1
+    for n in sizes:
+        total *= n
+    if total > MAX_TRIALS:
+        raise SpecError(f"grid: expands to {total} trials; at most {MAX_TRIALS}", path="grid", value=total)
+
+    trials: list[PlannedTrial] = []
+    ids: dict[str, int] = {}
+    for combo in itertools.product(*(range(n) for n in sizes)):
+        params: dict[str, Any] = {}
+        for dim, i in zip(dims, combo, strict=True):
+            for axis in dim:
+                params[axis.path] = axis.values[i]
+        fields = {k: v for k, v in base.items() if k != "network"}
+        network: Any = params.get("network", base_network)
+        overlay = {p.split(".", 1)[1]: v for p, v in params.items() if p.startswith("network.")}
+        where = "grid" if params else "base"
+        for path, value in params.items():
+            if not path.startswith("network"):
+                _assign(fields, path, value)
+        fields["network"] = network_string(network, overlay, path=f"{where}.network")
+        label = " ".join(f"{k}={_show(v)}" for k, v in params.items())
+        resolved = resolve_trial(fields, path=f"grid ({label})" if params else "base")
+        if resolved["trial_id"] in ids:
+            other = trials[ids[resolved["trial_id"]]]
+            raise SpecError(
+                f"grid: configurations {other.index} ({other.label}) and {len(trials)} ({label}) are "
+                "the same trial; remove the duplicate value",
+                path="grid",
+                value=label,
+            )
+        ids[resolved["trial_id"]] = len(trials)
+        trials.append(PlannedTrial(id=resolved["trial_id"], index=len(trials), params=params, spec=resolved))
+
+    spec_hash = hashlib.sha256(_canonical(sorted(t.id for t in trials)).encode()).hexdigest()[:16]
+    return Plan(
+        name=spec.sweep.name,
+        description=spec.sweep.description,
+        spec_hash=spec_hash,
+        trials=tuple(trials),
+        spec=spec.model_dump(mode="json", by_alias=True),
+        source=source,
+    )
+
+
+def loads(text: str, *, origin: str = "spec") -> Plan:
+    """Parse, validate and expand TOML text. ``origin`` names the text in syntax errors."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{origin}: TOML syntax error: {e}", path=origin) from None
+    return from_dict(data, source=text)
+
+
+def from_dict(data: Mapping[str, Any], *, source: str = "") -> Plan:
+    """Validate and expand an experiment spec given as a dict (the TOML's structure)."""
+    try:
+        spec = ExperimentSpec.model_validate(dict(data))
+    except ValidationError as e:
+        _raise_validation(e, "")
+    return expand(spec, source=source)
+
+
+def load(path: str | Path) -> Plan:
+    """Read, validate and expand an experiment spec file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such spec file", path=str(path)) from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
+        raise SpecError(f"{path}: cannot read the spec ({e.__class__.__name__})", path=str(path)) from None
+    return loads(text, origin=str(path))
+
+
+def experiment_json_schema() -> dict[str, Any]:
+    """JSON Schema of an experiment spec (``wirelab spec schema``)."""
+    schema = ExperimentSpec.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "wirelab experiment spec"
+    schema["description"] = (
+        "An experiment: [sweep] names it, [base] is a trial spec (docs/trial-contract.md) whose network may "
+        "be a table of profile keys, [grid] maps dotted base-field paths to lists or ranges; [[grid.zip]] "
+        "groups axes that move together. See docs/spec.md."
+    )
+    schema["properties"]["grid"] = {
+        "type": "object",
+        "description": ExperimentSpec.model_fields["grid"].description,
+        "properties": {
+            "zip": {
+                "type": "array",
+                "items": {"type": "object", "additionalProperties": {"$ref": "#/$defs/GridAxis"}},
+            }
+        },
+        "additionalProperties": {"$ref": "#/$defs/GridAxis"},
+        "propertyNames": {"enum": [*GRID_PATHS, "zip", "server", "client", "capture", "network"]},
+    }
+    schema.setdefault("$defs", {})["GridAxis"] = {
+        "anyOf": [
+            {"type": "array", "minItems": 1, "description": "the axis' values"},
+            {"$ref": "#/$defs/RangeSpec"},
+            {"type": "object", "description": "nested table: dotted paths written as TOML tables"},
+        ]
+    }
+    return schema
+
+
+_NUMERIC_SUFFIX = {"duration": "_ms", "rate": "_mbit", "loss": "_pct"}
+
+
+def numeric_params(params: Mapping[str, Any]) -> dict[str, float | None]:
+    """Numeric companions of unit-bearing grid values: ``network.rtt="20ms"`` → ``network.rtt_ms=20.0``.
+
+    Durations → ``_ms``, rates → ``_mbit`` (unlimited → None), Bernoulli losses → ``_pct`` (percent;
+    Gilbert–Elliott → None), queues → ``_packets`` and ``_bytes`` (0 = no limit in that dimension).
+    """
+    out: dict[str, float | None] = {}
+    for path, value in params.items():
+        kind = _path_kind(path)
+        if kind not in ("duration", "rate", "loss", "queue"):
+            continue
+        text = _network_value_text(value)
+        if kind == "duration":
+            out[path + "_ms"] = netprofile.parse_duration(text) / 1e6
+        elif kind == "rate":
+            bps = netprofile.parse_rate(text)
+            out[path + "_mbit"] = bps / 1e6 if bps else None
+        elif kind == "loss":
+            loss = netprofile.parse_loss(text)
+            out[path + "_pct"] = {"none": 0.0, "bernoulli": loss.get("p", 0) * 100}.get(loss["model"])
+        else:
+            queue = netprofile.parse_queue(text)
+            out[path + "_packets"] = float(queue["packets"])
+            out[path + "_bytes"] = float(queue["bytes"])
+    return out

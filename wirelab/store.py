@@ -1,0 +1,769 @@
+"""The results database: SQLite in WAL mode, default ``./wirelab.db`` (``docs/results.md``).
+
+:class:`Store` is the writer the runner uses (sweeps, planned trials, one transaction per completed
+trial); :class:`Results` is the reader returned by :func:`wirelab.open`, whose methods return pandas
+DataFrames. Trial directories live next to the database in ``<db>.d/<sweep>/<trial-id>/``; artifact
+paths are stored relative to the database's directory.
+
+The schema is versioned with ``PRAGMA user_version`` and migrated forward on open (:data:`MIGRATIONS`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pandas as pd
+
+from wirelab import spec as spec_mod
+from wirelab.errors import SchemaVersionError, StoreError, UsageError
+
+__all__ = [
+    "DEFAULT_DB",
+    "LOAD_COLUMNS",
+    "MIGRATIONS",
+    "OBJECT_TIMINGS",
+    "PHASES",
+    "Results",
+    "SCHEMA_VERSION",
+    "Store",
+    "objects_from_har",
+    "open_results",
+    "results_dir",
+]
+
+DEFAULT_DB = "wirelab.db"
+PHASES = ("dns", "connect", "ssl", "send", "wait", "receive", "blocked")
+OBJECT_TIMINGS = ("blocked", "dns", "connect", "ssl", "send", "wait", "receive")
+
+#: Load record fields stored as columns of ``loads`` (phases_ms → <phase>_ms; pcap → pcap_client/server).
+LOAD_COLUMNS = (
+    "load_index",
+    "protocol",
+    "repetition",
+    "started_at",
+    "tow_ms",
+    "tow_first_packet_ms",
+    "plt_ms",
+    "bytes_down",
+    "bytes_up",
+    "packets_down",
+    "packets_up",
+    "retransmissions",
+    "drops_queue",
+    "drops_loss",
+    "connections",
+    "tls_handshakes",
+    "tls_resumed",
+    "objects",
+    "body_bytes",
+    "pushed_bytes",
+    "pushes_used",
+    "pushes_unused",
+    *(f"{p}_ms" for p in PHASES),
+    "har",
+    "pcap_client",
+    "pcap_server",
+    "client_json",
+    "error",
+)
+
+_V1 = """
+CREATE TABLE sweeps (
+    id              INTEGER PRIMARY KEY,
+    name            TEXT NOT NULL UNIQUE,
+    description     TEXT NOT NULL DEFAULT '',
+    spec_hash       TEXT NOT NULL,
+    spec_json       TEXT NOT NULL,
+    spec_toml       TEXT NOT NULL DEFAULT '',
+    axes_json       TEXT NOT NULL DEFAULT '[]',
+    planned_trials  INTEGER NOT NULL,
+    planned_loads   INTEGER NOT NULL,
+    provenance_json TEXT NOT NULL DEFAULT '{}',
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL
+);
+CREATE TABLE trials (
+    id              INTEGER PRIMARY KEY,
+    sweep_id        INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+    trial_id        TEXT NOT NULL,
+    idx             INTEGER NOT NULL,
+    status          TEXT NOT NULL
+                    CHECK (status IN ('planned', 'running', 'complete', 'failed', 'interrupted')),
+    params_json     TEXT NOT NULL,
+    spec_json       TEXT NOT NULL,
+    spec_hash       TEXT NOT NULL,
+    dir             TEXT NOT NULL,
+    provenance_json TEXT,
+    emulator_json   TEXT,
+    loads_planned   INTEGER NOT NULL,
+    loads           INTEGER,
+    load_errors     INTEGER,
+    error           TEXT,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    started_at      TEXT,
+    ended_at        TEXT,
+    UNIQUE (sweep_id, trial_id)
+);
+CREATE TABLE loads (
+    id                  INTEGER PRIMARY KEY,
+    trial_row           INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+    load_index          INTEGER NOT NULL,
+    protocol            TEXT NOT NULL,
+    repetition          INTEGER NOT NULL,
+    started_at          TEXT NOT NULL,
+    tow_ms              REAL NOT NULL,
+    tow_first_packet_ms REAL NOT NULL,
+    plt_ms              REAL NOT NULL,
+    bytes_down          INTEGER NOT NULL,
+    bytes_up            INTEGER NOT NULL,
+    packets_down        INTEGER NOT NULL,
+    packets_up          INTEGER NOT NULL,
+    retransmissions     INTEGER NOT NULL,
+    drops_queue         INTEGER NOT NULL,
+    drops_loss          INTEGER NOT NULL,
+    connections         INTEGER NOT NULL,
+    tls_handshakes      INTEGER NOT NULL,
+    tls_resumed         INTEGER NOT NULL,
+    objects             INTEGER NOT NULL,
+    body_bytes          INTEGER NOT NULL,
+    pushed_bytes        INTEGER NOT NULL,
+    pushes_used         INTEGER NOT NULL,
+    pushes_unused       INTEGER NOT NULL,
+    dns_ms              REAL NOT NULL,
+    connect_ms          REAL NOT NULL,
+    ssl_ms              REAL NOT NULL,
+    send_ms             REAL NOT NULL,
+    wait_ms             REAL NOT NULL,
+    receive_ms          REAL NOT NULL,
+    blocked_ms          REAL NOT NULL,
+    har                 TEXT,
+    pcap_client         TEXT,
+    pcap_server         TEXT,
+    client_json         TEXT NOT NULL DEFAULT '{}',
+    error               TEXT,
+    UNIQUE (trial_row, load_index)
+);
+CREATE TABLE artifacts (
+    id        INTEGER PRIMARY KEY,
+    trial_row INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+    load_id   INTEGER REFERENCES loads(id) ON DELETE CASCADE,
+    kind      TEXT NOT NULL,
+    path      TEXT NOT NULL
+);
+CREATE INDEX trials_by_sweep ON trials (sweep_id, status);
+CREATE INDEX artifacts_by_trial ON artifacts (trial_row);
+"""
+
+_V2 = """
+CREATE TABLE objects (
+    id          INTEGER PRIMARY KEY,
+    load_id     INTEGER NOT NULL REFERENCES loads(id) ON DELETE CASCADE,
+    entry_index INTEGER NOT NULL,
+    url         TEXT NOT NULL,
+    origin      TEXT NOT NULL,
+    protocol    TEXT,
+    connection  TEXT,
+    stream_id   INTEGER,
+    status      INTEGER,
+    mime_type   TEXT,
+    size_bytes  INTEGER,
+    started_ms  REAL NOT NULL,
+    time_ms     REAL NOT NULL,
+    blocked_ms  REAL,
+    dns_ms      REAL,
+    connect_ms  REAL,
+    ssl_ms      REAL,
+    send_ms     REAL,
+    wait_ms     REAL,
+    receive_ms  REAL,
+    UNIQUE (load_id, entry_index)
+);
+CREATE INDEX objects_by_load ON objects (load_id);
+CREATE INDEX loads_by_trial ON loads (trial_row);
+ALTER TABLE trials ADD COLUMN lateness_p50_us REAL;
+ALTER TABLE trials ADD COLUMN lateness_p99_us REAL;
+ALTER TABLE trials ADD COLUMN lateness_max_us REAL;
+ALTER TABLE trials ADD COLUMN fidelity_flags_json TEXT NOT NULL DEFAULT '[]';
+UPDATE trials SET lateness_p50_us = json_extract(emulator_json, '$.lateness_us.p50'),
+                  lateness_p99_us = json_extract(emulator_json, '$.lateness_us.p99'),
+                  lateness_max_us = json_extract(emulator_json, '$.lateness_us.max')
+ WHERE emulator_json IS NOT NULL;
+"""
+
+#: Schema migrations: MIGRATIONS[i] takes a database from user_version i to i + 1.
+#: v1: sweeps, trials, loads, artifacts. v2: objects (per-request HAR timings), emulator lateness
+#: and fidelity flags on trials (back-filled from emulator_json).
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+#: Fidelity flag set on a trial whose emulator timer lateness p99 exceeded the limit.
+LATENESS_FLAG = "lateness_p99_over_1ms"
+LATENESS_LIMIT_US = 1000.0
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def results_dir(db: str | Path) -> Path:
+    """``<db>.d``: where trial directories of the database's sweeps are kept."""
+    db = Path(db)
+    return db.with_name(db.name + ".d")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA busy_timeout = 30000")
+    return conn
+
+
+def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
+    """Bring the database to schema ``target``; returns the version it had."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"database schema v{version} is newer than this wirelab understands (v{SCHEMA_VERSION}); "
+            "upgrade wirelab"
+        )
+    for v in range(version, target):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # executescript would COMMIT the open transaction first; run statement by statement instead
+            for statement in _statements(MIGRATIONS[v]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {v + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return version
+
+
+def _statements(script: str) -> Iterator[str]:
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                yield buffer.strip()
+            buffer = ""
+    if buffer.strip():
+        raise AssertionError(f"incomplete SQL statement: {buffer!r}")
+
+
+class _Base:
+    def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise StoreError(f"{self.path}: no such database")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = _connect(self.path)
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            migrate(self.conn)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path}: not a usable SQLite database ({e})") from None
+        self.results_dir = results_dir(self.path)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on any exception)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def relative(self, path: Path) -> str:
+        """A path as stored: relative to the database's directory when below it."""
+        base = self.path.resolve().parent
+        try:
+            return str(path.resolve().relative_to(base))
+        except ValueError:
+            return str(path.resolve())
+
+    def absolute(self, stored: str) -> Path:
+        p = Path(stored)
+        return p if p.is_absolute() else self.path.resolve().parent / p
+
+
+# --------------------------------------------------------------------------------------------------
+# HAR → objects
+
+
+def _har_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _timing(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None
+
+
+def objects_from_har(har: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per HAR entry: url, origin, protocol, connection, stream id, status, size, start offset
+    from the page's start, total time and the HAR timings (-1 → None; ``connect`` includes ``ssl``).
+
+    Reads the HAR 1.2 fields plus the engine's extensions ``_protocol``, ``_stream_id`` and
+    ``connection`` (or ``_connection``)."""
+    log = har.get("log", {})
+    entries = log.get("entries", [])
+    if not entries:
+        return []
+    pages = log.get("pages") or []
+    starts = [_har_time(e["startedDateTime"]) for e in entries]
+    page_start = _har_time(pages[0]["startedDateTime"]) if pages else min(starts)
+    rows = []
+    for i, (entry, start) in enumerate(zip(entries, starts, strict=True)):
+        url = entry["request"]["url"]
+        parts = urlsplit(url)
+        response = entry.get("response", {})
+        timings = entry.get("timings", {})
+        size = response.get("bodySize")
+        if not isinstance(size, int) or size < 0:
+            size = response.get("content", {}).get("size")
+        stream = entry.get("_stream_id")
+        protocol = entry.get("_protocol") or response.get("httpVersion") or None
+        connection = entry.get("connection", entry.get("_connection"))
+        rows.append(
+            {
+                "entry_index": i,
+                "url": url,
+                "origin": f"{parts.scheme}://{parts.netloc}",
+                "protocol": protocol,
+                "connection": None if connection is None else str(connection),
+                "stream_id": stream if isinstance(stream, int) else None,
+                "status": response.get("status"),
+                "mime_type": response.get("content", {}).get("mimeType"),
+                "size_bytes": size if isinstance(size, int) and size >= 0 else None,
+                "started_ms": (start - page_start).total_seconds() * 1000,
+                "time_ms": float(entry.get("time", 0)),
+                **{f"{k}_ms": _timing(timings.get(k)) for k in OBJECT_TIMINGS},
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------
+# Writer
+
+
+class Store(_Base):
+    """Writes sweeps and trials. Every method that changes data does so in one transaction."""
+
+    def sweep_row(self, name: str) -> sqlite3.Row | None:
+        return self.conn.execute("SELECT * FROM sweeps WHERE name = ?", (name,)).fetchone()
+
+    def delete_sweep(self, name: str) -> None:
+        with self.transaction() as c:
+            c.execute("DELETE FROM sweeps WHERE name = ?", (name,))
+
+    def create_sweep(self, plan: spec_mod.Plan, provenance: Mapping[str, Any]) -> int:
+        """Insert the sweep and its planned trials (status ``planned``)."""
+        now = _now()
+        sweep_dir = self.results_dir / plan.name
+        with self.transaction() as c:
+            cur = c.execute(
+                "INSERT INTO sweeps (name, description, spec_hash, spec_json, spec_toml, axes_json,"
+                " planned_trials,"
+                " planned_loads, provenance_json, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    plan.name,
+                    plan.description,
+                    plan.spec_hash,
+                    json.dumps(plan.spec),
+                    plan.source,
+                    json.dumps(plan.axes),
+                    len(plan.trials),
+                    plan.loads,
+                    json.dumps(dict(provenance)),
+                    now,
+                    now,
+                ),
+            )
+            sweep_id = cur.lastrowid
+            assert sweep_id is not None
+            c.executemany(
+                "INSERT INTO trials (sweep_id, trial_id, idx, status, params_json, spec_json, spec_hash, dir,"
+                " loads_planned) VALUES (?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        sweep_id,
+                        t.id,
+                        t.index,
+                        "planned",
+                        json.dumps(t.params),
+                        json.dumps(t.spec),
+                        plan.spec_hash,
+                        self.relative(sweep_dir / t.id),
+                        t.loads,
+                    )
+                    for t in plan.trials
+                ],
+            )
+        return sweep_id
+
+    def touch_sweep(self, name: str, provenance: Mapping[str, Any] | None = None) -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE sweeps SET updated_at = ? WHERE name = ?", (_now(), name))
+            if provenance is not None:
+                c.execute(
+                    "UPDATE sweeps SET provenance_json = ? WHERE name = ?",
+                    (json.dumps(dict(provenance)), name),
+                )
+
+    def trial_statuses(self, sweep: str) -> dict[str, str]:
+        rows = self.conn.execute(
+            "SELECT t.trial_id, t.status FROM trials t JOIN sweeps s ON s.id = t.sweep_id WHERE s.name = ?",
+            (sweep,),
+        ).fetchall()
+        return {r["trial_id"]: r["status"] for r in rows}
+
+    def _trial_row(self, sweep: str, trial_id: str) -> int:
+        row = self.conn.execute(
+            "SELECT t.id FROM trials t JOIN sweeps s ON s.id = t.sweep_id"
+            " WHERE s.name = ? AND t.trial_id = ?",
+            (sweep, trial_id),
+        ).fetchone()
+        if row is None:
+            raise StoreError(f"trial {trial_id} is not planned in sweep {sweep}")
+        return row["id"]
+
+    def mark_running(self, sweep: str, trial_id: str) -> None:
+        row = self._trial_row(sweep, trial_id)
+        with self.transaction() as c:
+            c.execute(
+                "UPDATE trials SET status = 'running', attempts = attempts + 1, started_at = ?,"
+                " ended_at = NULL,"
+                " error = NULL WHERE id = ?",
+                (_now(), row),
+            )
+
+    def mark_ended(self, sweep: str, trial_id: str, status: str, error: str | None = None) -> None:
+        """A trial that did not complete: ``failed`` or ``interrupted`` (it has no loads)."""
+        assert status in ("failed", "interrupted", "planned")
+        row = self._trial_row(sweep, trial_id)
+        with self.transaction() as c:
+            c.execute(
+                "UPDATE trials SET status = ?, error = ?, ended_at = ? WHERE id = ?",
+                (status, error, _now(), row),
+            )
+
+    def complete_trial(
+        self,
+        sweep: str,
+        trial_id: str,
+        *,
+        trial_json: Mapping[str, Any],
+        loads: Sequence[Mapping[str, Any]],
+        objects: Mapping[int, list[dict[str, Any]]],
+        artifacts: Sequence[tuple[str, int | None, Path]],
+        control_provenance: Mapping[str, Any],
+        fidelity_flags: Sequence[str],
+    ) -> None:
+        """Store a completed trial — its loads, their objects and the artifacts — in ONE transaction.
+
+        ``objects`` maps a load's index to its object rows; ``artifacts`` is (kind, load index or
+        None, path). Any previous loads of the trial are replaced, so storing is idempotent.
+        """
+        row = self._trial_row(sweep, trial_id)
+        lateness = trial_json["emulator"]["lateness_us"]
+        provenance = {"engine": trial_json["provenance"], "control": dict(control_provenance)}
+        with self.transaction() as c:
+            c.execute("DELETE FROM loads WHERE trial_row = ?", (row,))
+            c.execute("DELETE FROM artifacts WHERE trial_row = ?", (row,))
+            load_ids: dict[int, int] = {}
+            placeholders = ",".join("?" * (len(LOAD_COLUMNS) + 1))
+            for rec in loads:
+                phases = rec["phases_ms"]
+                pcap = rec.get("pcap") or {}
+                values = [
+                    row,
+                    rec["index"],
+                    rec["protocol"],
+                    rec["repetition"],
+                    rec["started_at"],
+                    *(
+                        rec[k]
+                        for k in (
+                            "tow_ms",
+                            "tow_first_packet_ms",
+                            "plt_ms",
+                            "bytes_down",
+                            "bytes_up",
+                            "packets_down",
+                            "packets_up",
+                            "retransmissions",
+                            "drops_queue",
+                            "drops_loss",
+                            "connections",
+                            "tls_handshakes",
+                            "tls_resumed",
+                            "objects",
+                            "body_bytes",
+                            "pushed_bytes",
+                            "pushes_used",
+                            "pushes_unused",
+                        )
+                    ),
+                    *(phases[p] for p in PHASES),
+                    rec.get("har"),
+                    pcap.get("client"),
+                    pcap.get("server"),
+                    json.dumps(rec.get("client") or {}),
+                    rec.get("error"),
+                ]
+                cur = c.execute(
+                    f"INSERT INTO loads (trial_row, {', '.join(LOAD_COLUMNS)}) VALUES ({placeholders})",
+                    values,
+                )
+                assert cur.lastrowid is not None
+                load_ids[rec["index"]] = cur.lastrowid
+            for index, rows in objects.items():
+                c.executemany(
+                    "INSERT INTO objects (load_id, entry_index, url, origin, protocol, connection,"
+                    " stream_id, status, mime_type, size_bytes, started_ms, time_ms, blocked_ms, dns_ms,"
+                    " connect_ms, ssl_ms, send_ms,"
+                    " wait_ms, receive_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    [
+                        (
+                            load_ids[index],
+                            o["entry_index"],
+                            o["url"],
+                            o["origin"],
+                            o["protocol"],
+                            o["connection"],
+                            o["stream_id"],
+                            o["status"],
+                            o["mime_type"],
+                            o["size_bytes"],
+                            o["started_ms"],
+                            o["time_ms"],
+                            *(o[f"{k}_ms"] for k in OBJECT_TIMINGS),
+                        )
+                        for o in rows
+                    ],
+                )
+            c.executemany(
+                "INSERT INTO artifacts (trial_row, load_id, kind, path) VALUES (?,?,?,?)",
+                [
+                    (row, None if index is None else load_ids[index], kind, self.relative(path))
+                    for kind, index, path in artifacts
+                ],
+            )
+            c.execute(
+                "UPDATE trials SET status = 'complete', spec_json = ?, provenance_json = ?,"
+                " emulator_json = ?, loads = ?, load_errors = ?, error = NULL, ended_at = ?,"
+                " lateness_p50_us = ?, lateness_p99_us = ?,"
+                " lateness_max_us = ?, fidelity_flags_json = ? WHERE id = ?",
+                (
+                    json.dumps(trial_json["spec"]),
+                    json.dumps(provenance),
+                    json.dumps(trial_json["emulator"]),
+                    len(loads),
+                    sum(1 for r in loads if r.get("error") is not None),
+                    _now(),
+                    lateness["p50"],
+                    lateness["p99"],
+                    lateness["max"],
+                    json.dumps(list(fidelity_flags)),
+                    row,
+                ),
+            )
+            c.execute("UPDATE sweeps SET updated_at = ? WHERE name = ?", (_now(), sweep))
+
+
+# --------------------------------------------------------------------------------------------------
+# Reader
+
+
+class Results(_Base):
+    """Read access to a results database; every method returns a pandas DataFrame.
+
+    >>> import wirelab
+    >>> db = wirelab.open("wirelab.db")            # doctest: +SKIP
+    >>> db.loads(sweep="demo").groupby(["network.rtt_ms", "protocol"]).tow_ms.median()  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str | Path = DEFAULT_DB):
+        super().__init__(path, create=False)
+
+    def _sweep_filter(self, sweep: str | None, alias: str = "s") -> tuple[str, list[Any]]:
+        if sweep is None:
+            return "", []
+        if self.conn.execute("SELECT 1 FROM sweeps WHERE name = ?", (sweep,)).fetchone() is None:
+            known = [r[0] for r in self.conn.execute("SELECT name FROM sweeps ORDER BY name")]
+            raise UsageError(f"sweep: {sweep!r} is not in {self.path}; sweeps: {', '.join(known) or 'none'}")
+        return f" AND {alias}.name = ?", [sweep]
+
+    def sweeps(self) -> pd.DataFrame:
+        """One row per sweep: name, description, spec_hash, axes, planned/complete/failed trials, loads."""
+        df = pd.read_sql_query(
+            """
+            SELECT s.name AS sweep, s.description, s.spec_hash, s.axes_json, s.planned_trials,
+                   s.planned_loads,
+                   SUM(t.status = 'complete') AS complete_trials, SUM(t.status = 'failed') AS failed_trials,
+                   COALESCE(SUM(t.loads), 0) AS loads, COALESCE(SUM(t.load_errors), 0) AS load_errors,
+                   SUM(t.fidelity_flags_json != '[]') AS fidelity_warnings, s.created_at, s.updated_at
+              FROM sweeps s LEFT JOIN trials t ON t.sweep_id = s.id
+             GROUP BY s.id ORDER BY s.created_at, s.name
+            """,
+            self.conn,
+        )
+        df["axes"] = df.pop("axes_json").map(json.loads)
+        return df
+
+    def trials(self, sweep: str | None = None, *, status: str | None = None) -> pd.DataFrame:
+        """One row per trial with its grid parameters as columns (dotted names)."""
+        where, args = self._sweep_filter(sweep)
+        if status is not None:
+            where += " AND t.status = ?"
+            args.append(status)
+        df = pd.read_sql_query(
+            f"""
+            SELECT s.name AS sweep, t.trial_id, t.idx AS trial_index, t.status, t.params_json, t.spec_json,
+                   t.loads_planned, t.loads, t.load_errors, t.lateness_p50_us, t.lateness_p99_us,
+                   t.lateness_max_us, t.fidelity_flags_json, t.attempts, t.error, t.started_at, t.ended_at,
+                   t.dir, t.provenance_json
+              FROM trials t JOIN sweeps s ON s.id = t.sweep_id
+             WHERE 1 = 1 {where} ORDER BY s.name, t.idx
+            """,
+            self.conn,
+            params=args,
+        )
+        df["fidelity_flags"] = df.pop("fidelity_flags_json").map(json.loads)
+        df["spec"] = df.pop("spec_json").map(json.loads)
+        df["provenance"] = df.pop("provenance_json").map(
+            lambda v: json.loads(v) if isinstance(v, str) else None
+        )
+        return _with_params(df)
+
+    def loads(
+        self, sweep: str | None = None, *, protocol: str | None = None, with_errors: bool = True
+    ) -> pd.DataFrame:
+        """One row per load of every complete trial: the load record's fields, ``page`` and ``network``
+        from the trial spec, one column per grid parameter (dotted name) and numeric companions of
+        unit-bearing parameters (``network.rtt`` → ``network.rtt_ms``)."""
+        where, args = self._sweep_filter(sweep)
+        if protocol is not None:
+            where += " AND l.protocol = ?"
+            args.append(protocol)
+        if not with_errors:
+            where += " AND l.error IS NULL"
+        cols = ", ".join(f"l.{c}" for c in LOAD_COLUMNS)
+        df = pd.read_sql_query(
+            f"""
+            SELECT s.name AS sweep, t.trial_id, t.idx AS trial_index, t.params_json, t.spec_json,
+                   t.lateness_p99_us, t.fidelity_flags_json, l.id AS load_id, {cols}
+              FROM loads l JOIN trials t ON t.id = l.trial_row JOIN sweeps s ON s.id = t.sweep_id
+             WHERE t.status = 'complete' {where} ORDER BY s.name, t.idx, l.load_index
+            """,
+            self.conn,
+            params=args,
+        )
+        specs = df.pop("spec_json").map(json.loads)
+        df.insert(3, "page", specs.map(lambda s: s["page"]))
+        df.insert(4, "network", specs.map(lambda s: s["network"]))
+        df["fidelity_flags"] = df.pop("fidelity_flags_json").map(json.loads)
+        df["client"] = df.pop("client_json").map(json.loads)
+        return _with_params(df)
+
+    def objects(
+        self, sweep: str | None = None, *, trial_id: str | None = None, load_index: int | None = None
+    ) -> pd.DataFrame:
+        """One row per object (HAR entry) of every stored load, with its load's protocol and repetition."""
+        where, args = self._sweep_filter(sweep)
+        if trial_id is not None:
+            where += " AND t.trial_id = ?"
+            args.append(trial_id)
+        if load_index is not None:
+            where += " AND l.load_index = ?"
+            args.append(load_index)
+        df = pd.read_sql_query(
+            f"""
+            SELECT s.name AS sweep, t.trial_id, t.params_json, l.load_index, l.protocol AS load_protocol,
+                   l.repetition, o.entry_index, o.url, o.origin, o.protocol, o.connection, o.stream_id,
+                   o.status,
+                   o.mime_type, o.size_bytes, o.started_ms, o.time_ms, o.blocked_ms, o.dns_ms, o.connect_ms,
+                   o.ssl_ms, o.send_ms, o.wait_ms, o.receive_ms
+              FROM objects o JOIN loads l ON l.id = o.load_id JOIN trials t ON t.id = l.trial_row
+                   JOIN sweeps s ON s.id = t.sweep_id
+             WHERE 1 = 1 {where} ORDER BY s.name, t.idx, l.load_index, o.entry_index
+            """,
+            self.conn,
+            params=args,
+        )
+        return _with_params(df)
+
+    def artifacts(self, sweep: str | None = None, *, trial_id: str | None = None) -> pd.DataFrame:
+        """Files kept for each trial and load (kind, path relative to the database, absolute path)."""
+        where, args = self._sweep_filter(sweep)
+        if trial_id is not None:
+            where += " AND t.trial_id = ?"
+            args.append(trial_id)
+        df = pd.read_sql_query(
+            f"""
+            SELECT s.name AS sweep, t.trial_id, l.load_index, a.kind, a.path
+              FROM artifacts a JOIN trials t ON t.id = a.trial_row JOIN sweeps s ON s.id = t.sweep_id
+                   LEFT JOIN loads l ON l.id = a.load_id
+             WHERE 1 = 1 {where} ORDER BY s.name, t.idx, a.id
+            """,
+            self.conn,
+            params=args,
+        )
+        df["abspath"] = df["path"].map(lambda p: str(self.absolute(p)))
+        return df
+
+    def har(self, sweep: str, trial_id: str, load_index: int) -> dict[str, Any]:
+        """The parsed HAR of one load."""
+        row = self.conn.execute(
+            "SELECT a.path FROM artifacts a JOIN loads l ON l.id = a.load_id"
+            " JOIN trials t ON t.id = a.trial_row"
+            " JOIN sweeps s ON s.id = t.sweep_id WHERE s.name = ? AND t.trial_id = ? AND l.load_index = ?"
+            " AND a.kind = 'har'",
+            (sweep, trial_id, load_index),
+        ).fetchone()
+        if row is None:
+            raise StoreError(f"no HAR stored for load {load_index} of trial {trial_id} in sweep {sweep}")
+        return json.loads(self.absolute(row["path"]).read_text())
+
+
+def _with_params(df: pd.DataFrame) -> pd.DataFrame:
+    """Replace ``params_json`` by one column per grid parameter plus numeric companions."""
+    params = df.pop("params_json").map(json.loads) if "params_json" in df else pd.Series(dtype=object)
+    names: dict[str, None] = {}
+    for p in params:
+        names.update(dict.fromkeys(p))
+        names.update(dict.fromkeys(spec_mod.numeric_params(p)))
+    for name in names:
+        if name in df.columns:
+            continue
+        values = [{**p, **spec_mod.numeric_params(p)}.get(name) for p in params]
+        df[name] = values
+    return df
+
+
+def open_results(path: str | Path = DEFAULT_DB) -> Results:
+    """Open an existing results database for reading (``wirelab.open``)."""
+    return Results(path)

@@ -1,0 +1,282 @@
+"""Test double of the engine: :class:`FixtureEngine` replays recorded trial directories.
+
+It implements :class:`wirelab.engine.Engine` without root, namespaces or the Go binary, so the
+runner, the store and the CLI are tested alone (like ``httpx.MockTransport`` or wireguard-go's
+``tuntest``). It is never chosen implicitly: only code that constructs it uses it.
+
+Recorded trials live in ``tests/fixtures/trials/<name>/`` (``trial.json``, ``loads.jsonl``,
+``har/``). For a trial spec, the double picks the recording of the same ``page`` and replays, for
+every protocol × repetition in the spec's order, a recorded load of that protocol (cycling through
+the recorded repetitions), rewritten with the spec's trial id, index, repetition and the current
+time; numbers are replayed as recorded, whatever the spec's network. It writes the trial directory
+exactly as the contract says (``loads.jsonl`` line by line, ``har/``, ``trial.json`` last and
+atomically) and reports progress events like ``--progress``.
+
+Hooks let tests steer a run: ``lateness_p99_us`` (emulator lateness to report), ``fail`` (end a trial
+like a crashed engine) and ``hold`` (called with the number of loads written so far: once with 0 after
+``ready``, then after each load is written; may block, e.g. until
+:attr:`FixtureTrialRun.stopping` is set, to simulate a trial in flight).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import shutil
+import threading
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from wirelab import netprofile
+from wirelab._paths import REPO_ROOT
+from wirelab.contract import validate
+from wirelab.engine import SPEC_FILE, Engine, EventCallback, TrialEvent, TrialRun
+from wirelab.errors import ContractError, EngineError, UsageError
+
+__all__ = ["FIXTURES_DIR", "FixtureEngine", "FixtureFailure", "FixtureTrialRun"]
+
+FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"
+
+
+@dataclasses.dataclass(frozen=True)
+class FixtureFailure:
+    """End a trial like an engine that failed: after ``after_loads`` loads, exit ``returncode``."""
+
+    after_loads: int = 0
+    returncode: int = 1
+    stderr: str = "wirelab-engine: trial: server s1 did not start: listen tcp 10.77.1.1:443: address in use"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class FixtureTrialRun(TrialRun):
+    """A replay in a thread; ``stopping`` is set by :meth:`interrupt` and :meth:`kill`."""
+
+    def __init__(self, engine: FixtureEngine, spec: dict[str, Any], out_dir: Path, on_event: EventCallback):
+        self.trial_id = spec.get("trial_id") or "fixture"
+        self.out_dir = out_dir
+        self.spec = spec
+        self.stopping = threading.Event()
+        self._engine = engine
+        self._on_event = on_event
+        self._stop_code: int | None = None
+        self._returncode: int | None = None
+        self._exited = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True, name=f"fixture-{self.trial_id}")
+        self._thread.start()
+
+    # TrialRun
+    def poll(self) -> int | None:
+        return self._returncode if self._exited.is_set() else None
+
+    def interrupt(self) -> None:
+        if self._stop_code is None:
+            self._stop_code = 130
+        self.stopping.set()
+
+    def kill(self) -> None:
+        self._stop_code = -9
+        self.stopping.set()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if not self._exited.wait(timeout):
+            return None
+        return self._returncode
+
+    # replay
+    def _emit(self, kind: str, **data: Any) -> None:
+        self._on_event(TrialEvent(self.trial_id, kind, {"event": kind, **data}))
+
+    def _exit(self, code: int, stderr: str = "") -> None:
+        if stderr:
+            (self.out_dir / "engine.stderr").write_text(stderr + "\n")
+        self._returncode = code
+        self._exited.set()
+        self._on_event(TrialEvent(self.trial_id, "exit", returncode=code, stderr_tail=stderr))
+
+    def _main(self) -> None:
+        try:
+            code, stderr = self._replay()
+        except Exception as e:  # a bug in the double must not hang the runner
+            code, stderr = 1, f"FixtureEngine: {e.__class__.__name__}: {e}"
+        self._exit(code, stderr)
+
+    def _replay(self) -> tuple[int, str]:
+        spec = self.spec
+        try:
+            validate("trial-spec", spec, what="spec")
+        except ContractError as e:
+            return 2, f"wirelab-engine: {e}"
+        recording = self._engine.recording(spec["page"])
+        if recording is None:
+            return 2, f"wirelab-engine: page: {spec['page']!r} has no recording in {self._engine.fixtures}"
+        recorded_loads = [
+            json.loads(line) for line in (recording / "loads.jsonl").read_text().splitlines() if line
+        ]
+        by_protocol: dict[str, list[dict[str, Any]]] = {}
+        for rec in recorded_loads:
+            by_protocol.setdefault(rec["protocol"], []).append(rec)
+        missing = [p for p in spec["protocols"] if p not in by_protocol]
+        if missing:
+            return (
+                2,
+                f"wirelab-engine: protocols: the recording of {spec['page']} has no "
+                f"{', '.join(missing)} loads",
+            )
+
+        sequence = [(p, r) for r in range(spec["repetitions"]) for p in spec["protocols"]]
+        if spec.get("order") == "random":
+            random.Random(spec.get("seed", 1)).shuffle(sequence)
+        started_at = _now()
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if spec.get("capture", {}).get("har", True):
+            (self.out_dir / "har").mkdir(exist_ok=True)
+        (self.out_dir / "engine.log").write_text(
+            f"# FixtureEngine replaying {recording} (wirelab.testing; not a measurement)\n"
+            f"# trial {self.trial_id}: page={spec['page']} protocols={','.join(spec['protocols'])} "
+            f"repetitions={spec['repetitions']} network={spec.get('network', 'native')}\n"
+        )
+        self._emit("ready")
+        if self._engine.hold:
+            self._engine.hold(self, 0)
+        failure = self._engine.fail(spec) if self._engine.fail else None
+        errors = 0
+        with open(self.out_dir / "loads.jsonl", "a") as out:
+            for index, (protocol, repetition) in enumerate(sequence):
+                if failure is not None and index == failure.after_loads:
+                    return failure.returncode, failure.stderr
+                if self.stopping.is_set():
+                    return self._stop_code or 130, "wirelab-engine: interrupted; topology removed"
+                template = by_protocol[protocol][repetition % len(by_protocol[protocol])]
+                record = dict(template)
+                record.update(trial_id=self.trial_id, index=index, repetition=repetition, started_at=_now())
+                if spec.get("capture", {}).get("har", True) and template.get("har"):
+                    har = f"har/{index}-{protocol}-{repetition}.har"
+                    shutil.copyfile(recording / template["har"], self.out_dir / har)
+                    record["har"] = har
+                else:
+                    record["har"] = None
+                errors += record.get("error") is not None
+                out.write(json.dumps(record) + "\n")
+                out.flush()
+                self._emit(
+                    "load",
+                    index=index,
+                    protocol=protocol,
+                    repetition=repetition,
+                    plt_ms=record["plt_ms"],
+                    error=record["error"],
+                )
+                if self._engine.hold:
+                    self._engine.hold(self, index + 1)
+        if failure is not None and failure.after_loads >= len(sequence):
+            return failure.returncode, failure.stderr
+        if self.stopping.is_set():
+            return self._stop_code or 130, "wirelab-engine: interrupted; topology removed"
+
+        recorded = json.loads((recording / "trial.json").read_text())
+        emulator = json.loads(json.dumps(recorded["emulator"]))
+        if self._engine.lateness_p99_us is not None:
+            p99 = float(self._engine.lateness_p99_us(spec))
+            emulator["lateness_us"]["p99"] = p99
+            emulator["lateness_us"]["max"] = max(p99, emulator["lateness_us"]["max"])
+            emulator["lateness_us"]["p50"] = min(emulator["lateness_us"]["p50"], p99)
+        resolved = dict(spec)
+        resolved["network_resolved"] = netprofile.parse(spec.get("network", "native"))
+        provenance = dict(recorded["provenance"])
+        provenance.update(
+            engine_version=f"fixture (recorded with {recorded['provenance']['engine_version']})",
+            started_at=started_at,
+            ended_at=_now(),
+            command=[
+                "FixtureEngine",
+                "trial",
+                "--spec",
+                str(self.out_dir / SPEC_FILE),
+                "--out",
+                str(self.out_dir),
+            ],
+        )
+        trial = {
+            "contract": 1,
+            "spec": resolved,
+            "provenance": provenance,
+            "emulator": emulator,
+            "loads": len(sequence),
+            "errors": errors,
+        }
+        tmp = self.out_dir / "trial.json.tmp"
+        tmp.write_text(json.dumps(trial, indent=1) + "\n")
+        os.replace(tmp, self.out_dir / "trial.json")
+        self._emit("done")
+        return 0, ""
+
+
+class FixtureEngine(Engine):
+    """Replays recorded trials (see the module docstring). ``started`` lists trial ids in start order."""
+
+    name = "FixtureEngine"
+
+    def __init__(
+        self,
+        fixtures: str | os.PathLike[str] = FIXTURES_DIR,
+        *,
+        lateness_p99_us: Callable[[dict[str, Any]], float] | None = None,
+        fail: Callable[[dict[str, Any]], FixtureFailure | None] | None = None,
+        hold: Callable[[FixtureTrialRun, int], None] | None = None,
+        commands: Sequence[str] = ("trial", "pages", "gc", "version"),
+    ):
+        self.fixtures = Path(fixtures)
+        self.lateness_p99_us = lateness_p99_us
+        self.fail = fail
+        self.hold = hold
+        self._commands = set(commands)
+        self.started: list[str] = []
+        self.runs: list[FixtureTrialRun] = []
+
+    def recording(self, page: str) -> Path | None:
+        """The recorded trial directory for ``page``."""
+        for trial_json in sorted((self.fixtures / "trials").glob("*/trial.json")):
+            if json.loads(trial_json.read_text())["spec"]["page"] == page:
+                return trial_json.parent
+        return None
+
+    def version(self) -> str:
+        return "fixture (tests/fixtures)"
+
+    def commands(self) -> set[str]:
+        return set(self._commands)
+
+    def start_trial(self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback) -> TrialRun:
+        self.require("trial")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / SPEC_FILE).write_text(json.dumps(spec, indent=1) + "\n")
+        self.started.append(spec.get("trial_id", ""))
+        run = FixtureTrialRun(self, spec, out_dir, on_event)
+        self.runs.append(run)
+        return run
+
+    def pages_ls(self) -> list[dict[str, Any]]:
+        self.require("pages")
+        return json.loads((self.fixtures / "pages" / "ls.json").read_text())
+
+    def pages_show(self, name: str) -> dict[str, Any]:
+        self.require("pages")
+        path = self.fixtures / "pages" / f"{name}.json"
+        if "/" in name or not path.is_file():
+            known = ", ".join(p["name"] for p in self.pages_ls())
+            raise UsageError(f"page: {name!r} is not a page; pages: {known}")
+        return json.loads(path.read_text())
+
+    def gc(self) -> str:
+        self.require("gc")
+        return "gc: nothing to remove (FixtureEngine creates no namespaces)"
+
+    def shell_argv(self, args: Sequence[str]) -> list[str]:
+        raise EngineError("FixtureEngine cannot run a shell; use the real wirelab-engine")
