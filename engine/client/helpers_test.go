@@ -490,7 +490,14 @@ func checkComplete(t *testing.T, res *Result, want map[string]int) {
 func checkTimings(t *testing.T, res *Result) {
 	t.Helper()
 	opener := map[int]int{} // connection id → entries carrying its connect phase
+	ids := map[int]bool{}
+	for _, c := range res.Conns {
+		ids[c.ID] = true
+	}
 	for _, e := range res.Entries {
+		if e.Error == "" && !ids[e.Connection] {
+			t.Errorf("%s: connection id %d is not one of the load's connections", e.URL, e.Connection)
+		}
 		tm := e.Timings
 		if d := tm.Total() - e.Time; d > 1e-6 || d < -1e-6 {
 			t.Errorf("%s: phases sum to %.6f ms, entry time %.6f ms", e.URL, tm.Total(), e.Time)

@@ -39,7 +39,7 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 	ctx, cancel := context.WithDeadline(ctx, s.t0.Add(l.cfg.Timeout))
 	defer cancel()
 
-	res := &Result{URL: root, Protocol: l.cfg.Protocol, Mode: l.cfg.Mode, StartedAt: s.wall0}
+	res := &Result{URL: root, Protocol: l.cfg.Protocol, Mode: l.cfg.Mode, StartedAt: s.wall0, userAgent: l.cfg.UserAgent}
 	pools := map[origin]originPool{}
 	seen := map[string]bool{}
 	var all []*request

@@ -275,6 +275,7 @@ func (c *h2Conn) dropWaiterLocked(turn chan struct{}) {
 // writeHeaders writes the request's header block; the caller holds wmu.
 func (c *h2Conn) writeHeaders(st *h2Stream, r *request, maxFrame uint32) error {
 	r.sendStart = c.s.now()
+	r.conn = c.rec.info.ID
 	r.streamID = int64(st.id)
 	c.rec.update(func(ci *Conn) { ci.Requests++ })
 	c.hbuf.Reset()

@@ -126,9 +126,10 @@ func (c *h3Conn) roundTrip(s *session, r *request, str *http3.RequestStream) err
 	if err := str.SendRequestHeader(req); err != nil {
 		return fmt.Errorf("h3 send: %w", err)
 	}
-	if err := str.Close(); err != nil { // FIN: the request is complete
-		return fmt.Errorf("h3 send: %w", err)
-	}
+	// FIN: the request is complete. A server that has already answered may have stopped reading
+	// (STOP_SENDING), which makes Close fail; the response tells whether the request was served,
+	// so the error is ignored, as quic-go's own client does.
+	_ = str.Close()
 	r.sendEnd = s.now()
 	var resp *http.Response
 	for {

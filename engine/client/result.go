@@ -113,6 +113,8 @@ type Result struct {
 	Err     error
 	Entries []Entry // in the order the requests were issued
 	Conns   []Conn  // in the order they were opened
+
+	userAgent string // sent with every request (for the HAR)
 }
 
 // Summary is the load as the trial contract's load record names its fields (docs/trial-contract.md).

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/client"
+	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/version"
 )
@@ -38,6 +39,7 @@ nothing (connection, TLS session, name) is carried from one load to the next.
   --ca FILE                PEM certificates to trust (the run's CA); default: the system's roots
   --timeout D              abort the load after D (default 120s)
   --json                   print one JSON line (the load record's fields) instead of a table
+  --har FILE               write the load as HAR 1.2 (also when it failed)
   --keylog FILE            append TLS secrets in NSS key log format (to decrypt pcaps)
   --allow-any-target       allow hosts outside loopback, 10.77.0.0/16 and *.wirelab.test
 
@@ -58,6 +60,7 @@ type fetchArgs struct {
 	cfg     client.Config
 	objects []string
 	json    bool
+	har     string
 	keylog  string
 }
 
@@ -88,6 +91,11 @@ func runFetch(args []string, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
+	if fa.har != "" {
+		if err := writeHAR(fa.har, res); err != nil {
+			return err
+		}
+	}
 	if fa.json {
 		line, err := json.Marshal(res.Summary())
 		if err != nil {
@@ -103,6 +111,21 @@ func runFetch(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	if res.Err != nil {
 		return fmt.Errorf("load failed: %w", res.Err)
+	}
+	return nil
+}
+
+func writeHAR(path string, res *client.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--har: %w", err)
+	}
+	if err := har.Write(f, res.HAR(version.String())); err != nil {
+		f.Close()
+		return fmt.Errorf("--har %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--har %s: %w", path, err)
 	}
 	return nil
 }
@@ -137,6 +160,7 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 		return nil
 	})
 	asJSON := fs.Bool("json", false, "")
+	harFile := fs.String("har", "", "")
 	keylog := fs.String("keylog", "", "")
 	anyTarget := fs.Bool("allow-any-target", false, "")
 
@@ -158,7 +182,7 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 	if len(positional) != 1 {
 		return nil, cli.Usagef("fetch: want exactly one URL, got %d arguments (%s)", len(positional), strings.Join(positional, " "))
 	}
-	fa := &fetchArgs{url: positional[0], json: *asJSON, keylog: *keylog}
+	fa := &fetchArgs{url: positional[0], json: *asJSON, har: *harFile, keylog: *keylog}
 	cfg := &fa.cfg
 
 	if *proto == "" {

@@ -114,7 +114,8 @@ func testOrigin(t *testing.T) (base, caFile string, sizes map[string]int) {
 func TestFetchJSON(t *testing.T) {
 	base, ca, sizes := testOrigin(t)
 	var out bytes.Buffer
-	err := runFetch([]string{"--proto", "h1s", base + "/", "--ca", ca, "--json", "--max-conns", "2"}, nil, &out)
+	harPath := filepath.Join(t.TempDir(), "load.har")
+	err := runFetch([]string{"--proto", "h1s", base + "/", "--ca", ca, "--json", "--max-conns", "2", "--har", harPath}, nil, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +151,32 @@ func TestFetchJSON(t *testing.T) {
 	}
 	if c := rec["connections"].(float64); c < 1 || c > 2 || rec["tls_handshakes"] != c {
 		t.Errorf("connections %v, tls_handshakes %v with --max-conns 2", c, rec["tls_handshakes"])
+	}
+	// The HAR: one page, one entry per object, with the loader's extensions.
+	data, err := os.ReadFile(harPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		Log struct {
+			Creator struct{ Name string }
+			Pages   []struct{ ID string }
+			Entries []struct {
+				Protocol string `json:"_protocol"`
+				ConnID   string `json:"_connection"`
+			}
+		}
+	}
+	if err := json.Unmarshal(data, &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Log.Creator.Name != "wirelab-engine" || len(h.Log.Pages) != 1 || len(h.Log.Entries) != 4 {
+		t.Errorf("HAR: %s", data)
+	}
+	for _, e := range h.Log.Entries {
+		if e.Protocol != "HTTP/1.1" || e.ConnID == "" {
+			t.Errorf("HAR entry %+v", e)
+		}
 	}
 }
 
