@@ -92,10 +92,10 @@ const (
 	DefaultMaxConnectionsPerOrigin = 6
 	DefaultTimeout                 = 120 * time.Second
 	DefaultH2AssumedMaxStreams     = 100
-	DefaultH2StreamWindow          = 6 << 20  // 6 MiB, Chromium's SETTINGS_INITIAL_WINDOW_SIZE
-	DefaultH2ConnWindow            = 15 << 20 // 15 MiB, Chromium's connection receive window
+	DefaultStreamReceiveWindow     = 6 << 20  // 6 MiB, Chromium's (h2 SETTINGS_INITIAL_WINDOW_SIZE, QUIC stream window)
+	DefaultConnReceiveWindow       = 15 << 20 // 15 MiB, Chromium's connection receive window
 	MaxConnectionsPerOriginLimit   = 64
-	maxH2Window                    = 1<<31 - 1
+	maxReceiveWindow               = 1<<31 - 1 // HTTP/2's largest window
 )
 
 // Config is everything a Loader needs besides the URLs. The zero value of each field means its
@@ -120,10 +120,14 @@ type Config struct {
 	// minimum). Streams the server refuses (REFUSED_STREAM) are retried once its limit is known.
 	// 1 never exceeds any server limit but delays the second request by up to one RTT.
 	H2AssumedMaxStreams int
-	// H2StreamWindow is the SETTINGS_INITIAL_WINDOW_SIZE the client advertises (default 6 MiB).
-	H2StreamWindow int
-	// H2ConnWindow is the connection-level receive window (default 15 MiB).
-	H2ConnWindow int
+	// StreamReceiveWindow is each stream's flow-control receive window (default 6 MiB): h2's
+	// SETTINGS_INITIAL_WINDOW_SIZE; for h3 QUIC's initial_max_stream_data with auto-tuning off
+	// (initial = maximum), so that h2 and h3 are compared with the same windows. The client
+	// returns credit once half a window has been consumed.
+	StreamReceiveWindow int
+	// ConnReceiveWindow is the connection's receive window (default 15 MiB): h2's connection
+	// window (raised by a WINDOW_UPDATE after the preface), h3's initial_max_data (fixed).
+	ConnReceiveWindow int
 	// AllowAnyTarget lets the loader contact hosts outside loopback, 10.77.0.0/16 and
 	// *.wirelab.test. Default false: such targets are refused.
 	AllowAnyTarget bool
@@ -169,17 +173,17 @@ func (c Config) withDefaults() (Config, error) {
 	if c.H2AssumedMaxStreams < 1 {
 		return c, fmt.Errorf("client.h2_assumed_max_streams: %d: must be ≥ 1", c.H2AssumedMaxStreams)
 	}
-	if c.H2StreamWindow == 0 {
-		c.H2StreamWindow = DefaultH2StreamWindow
+	if c.StreamReceiveWindow == 0 {
+		c.StreamReceiveWindow = DefaultStreamReceiveWindow
 	}
-	if c.H2StreamWindow < 65535 || c.H2StreamWindow > maxH2Window {
-		return c, fmt.Errorf("client.h2_stream_window: %d: allowed 65535–%d", c.H2StreamWindow, maxH2Window)
+	if c.StreamReceiveWindow < 65535 || c.StreamReceiveWindow > maxReceiveWindow {
+		return c, fmt.Errorf("client.stream_receive_window: %d: allowed 65535–%d", c.StreamReceiveWindow, maxReceiveWindow)
 	}
-	if c.H2ConnWindow == 0 {
-		c.H2ConnWindow = DefaultH2ConnWindow
+	if c.ConnReceiveWindow == 0 {
+		c.ConnReceiveWindow = DefaultConnReceiveWindow
 	}
-	if c.H2ConnWindow < 65535 || c.H2ConnWindow > maxH2Window {
-		return c, fmt.Errorf("client.h2_conn_window: %d: allowed 65535–%d", c.H2ConnWindow, maxH2Window)
+	if c.ConnReceiveWindow < 65535 || c.ConnReceiveWindow > maxReceiveWindow {
+		return c, fmt.Errorf("client.conn_receive_window: %d: allowed 65535–%d", c.ConnReceiveWindow, maxReceiveWindow)
 	}
 	if c.UserAgent == "" {
 		c.UserAgent = "wirelab-engine"

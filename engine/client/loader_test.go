@@ -465,7 +465,8 @@ func TestConfigValidation(t *testing.T) {
 		{Config{Protocol: H1, MaxConnectionsPerOrigin: 65}, "client.max_connections_per_origin"},
 		{Config{Protocol: H1, MaxConnectionsPerOrigin: -1}, "client.max_connections_per_origin"},
 		{Config{Protocol: H1, Timeout: -time.Second}, "client.timeout_s"},
-		{Config{Protocol: H2, H2StreamWindow: 100}, "client.h2_stream_window"},
+		{Config{Protocol: H2, StreamReceiveWindow: 100}, "client.stream_receive_window"},
+		{Config{Protocol: H3, ConnReceiveWindow: 1 << 31}, "client.conn_receive_window"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error naming %s", tc.cfg, err, tc.want)

@@ -83,8 +83,12 @@ func (p *h3Pool) dial(ctx context.Context, r *request) (*h3Conn, error) {
 	}
 	r.conn = rec.info.ID
 	qconf := &quic.Config{
-		HandshakeIdleTimeout: p.s.cfg.Timeout,
-		MaxIdleTimeout:       p.s.cfg.Timeout,
+		HandshakeIdleTimeout:           p.s.cfg.Timeout,
+		MaxIdleTimeout:                 p.s.cfg.Timeout,
+		InitialStreamReceiveWindow:     uint64(p.s.cfg.StreamReceiveWindow),
+		MaxStreamReceiveWindow:         uint64(p.s.cfg.StreamReceiveWindow),
+		InitialConnectionReceiveWindow: uint64(p.s.cfg.ConnReceiveWindow),
+		MaxConnectionReceiveWindow:     uint64(p.s.cfg.ConnReceiveWindow),
 	}
 	qconn, err := quic.Dial(ctx, udp, raddr, p.s.tlsConfig(p.o, "h3"), qconf)
 	if err != nil {
