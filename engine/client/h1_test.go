@@ -155,3 +155,19 @@ func maxOverlap(entries []Entry) int {
 	}
 	return peak
 }
+
+// TestIPv6Loopback: an IPv6 literal is dialled as such (the lab is IPv4, loopback may be either).
+func TestIPv6Loopback(t *testing.T) {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "six") })}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	l, _ := New(Config{Protocol: H1})
+	res, err := l.Load(context.Background(), "http://"+ln.Addr().String()+"/", nil)
+	if err != nil || res.Err != nil || res.BodyBytes != 3 {
+		t.Fatalf("%v %v, %d bytes", err, res.Err, res.BodyBytes)
+	}
+}

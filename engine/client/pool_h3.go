@@ -71,7 +71,11 @@ func (p *h3Pool) dial(ctx context.Context, r *request) (*h3Conn, error) {
 	}
 	r.connectStart = p.s.now()
 	r.sslStart, r.sslIsConnect = r.connectStart, true
-	udp, err := net.ListenUDP("udp4", nil)
+	network := "udp4"
+	if !addr.Unmap().Is4() {
+		network = "udp6"
+	}
+	udp, err := net.ListenUDP(network, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -145,7 +145,7 @@ func (s *session) dialTCP(ctx context.Context, o origin, r *request, alpn string
 	}
 	r.connectStart = s.now()
 	var d net.Dialer
-	raw, err := d.DialContext(ctx, "tcp4", net.JoinHostPort(addr.String(), o.port))
+	raw, err := d.DialContext(ctx, "tcp", netipAddrPort(addr, o.port).String())
 	if err != nil {
 		return nil, nil, err
 	}
