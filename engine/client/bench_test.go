@@ -6,8 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	mrand "math/rand/v2"
-	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -15,75 +13,96 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/server"
 )
 
-// Loader overhead on loopback. The origin server runs in a child process (this test binary,
-// re-executed into TestBenchServer), so CPU time and allocations measured in the benchmark
-// process are the loader's alone.
+// Loader overhead on loopback: the corpus page `imgur` (study E: 133 resources of 11.78 kB on
+// average, over its origins) from the built-in server. The server runs in a child process (this
+// test binary, re-executed into TestBenchServer), so the CPU time and allocations measured in the
+// benchmark process are the loader's alone.
 //
 //	go test -run '^$' -bench Loader -benchtime 50x ./client/
 //
 // Reported per load: cpu-ms (user + system time of this process), plt-ms (median), allocs and
-// bytes (from -benchmem / ReportAllocs).
+// bytes (ReportAllocs).
 
 const (
-	benchObjects   = 133   // imgur (study E): 133 resources …
-	benchMeanBytes = 11780 // … of 11.78 kB on average
+	benchPage      = "imgur"
 	benchServerEnv = "WIRELAB_CLIENT_BENCH_SERVER"
 )
 
-// benchServerInfo is the child's ready line.
-type benchServerInfo struct {
-	Root    string            `json:"root"`
-	Resolve map[string]string `json:"resolve"`
-	CA      []byte            `json:"ca"` // DER
-}
-
-// TestBenchServer is the benchmark's origin server; it runs only in the child process.
+// TestBenchServer is the benchmark's origin server; it runs only in the child process. It prints
+// the server's Info as its ready line and serves until its stdin is closed.
 func TestBenchServer(t *testing.T) {
-	proto := Protocol(os.Getenv(benchServerEnv))
-	if proto == "" {
+	if os.Getenv(benchServerEnv) == "" {
 		t.Skip("the loader benchmark's server process")
 	}
-	s := newSite(t, proto, 1, 0, serverOpts{})
-	s.setPage(benchPage(s.origins[0]))
-	info := benchServerInfo{Root: s.root(), Resolve: map[string]string{}, CA: testPKI().caDER}
-	for name, a := range s.resolver {
-		info.Resolve[name] = a.String()
+	pg, err := page.Load(benchPage, 1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	line, _ := json.Marshal(info)
+	srv, _ := startBuiltin(t, pg, nil)
+	line, _ := json.Marshal(srv.Info())
 	fmt.Printf("READY %s\n", line)
-	// Serve until the parent closes our stdin.
 	bufio.NewReader(os.Stdin).ReadString('\n')
 }
 
-// benchPage is a root document referencing benchObjects−1 images whose sizes average
-// benchMeanBytes (uniform ±50 %), all on one origin.
-func benchPage(base string) *testPage {
-	rng := mrand.New(mrand.NewPCG(133, 11780))
-	p := &testPage{objects: map[string]*testObject{}, want: map[string]int{}}
-	var html strings.Builder
-	html.WriteString("<!doctype html><html><head><title>bench</title></head><body>\n")
-	for i := range benchObjects - 1 {
-		path := fmt.Sprintf("/img/%03d.jpg", i)
-		size := benchMeanBytes/2 + rng.IntN(benchMeanBytes)
-		p.add(base, path, "image/jpeg", randomBytes(rng, size))
-		fmt.Fprintf(&html, "<img src=%q alt=\"\">\n", base+path)
-	}
-	html.WriteString("</body></html>\n")
-	p.add(base, "/", "text/html", []byte(html.String()))
-	return p
-}
-
 func BenchmarkLoader(b *testing.B) {
-	for _, proto := range []Protocol{H2, H1S, H3, H1} {
-		b.Run(string(proto), func(b *testing.B) { benchmarkLoader(b, proto) })
+	info := startBenchServer(b)
+	pg, err := page.Load(benchPage, 1) // the same deterministic page, for its URLs
+	if err != nil {
+		b.Fatal(err)
+	}
+	pem, err := os.ReadFile(info.CAFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	resolver := StaticResolver{}
+	for _, o := range info.Origins {
+		resolver[o.Host] = mustAddr(o.Addr)
+	}
+	for _, proto := range []Protocol{H2, H1S, H3, H1, H2C} {
+		b.Run(string(proto), func(b *testing.B) {
+			l, err := New(Config{Protocol: proto, Resolver: resolver, RootCAs: pool, Timeout: 30 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			load := func() *Result {
+				root, err := pg.URL(0, page.Base{Scheme: proto.Scheme(), Port: info.Ports.Port(server.Protocol(proto)), Token: page.NewToken()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := l.Load(context.Background(), root, nil)
+				if err != nil || res.Err != nil || res.Objects != len(pg.Objects) {
+					b.Fatalf("load: %v %v, %d objects", err, res.Err, res.Objects)
+				}
+				return res
+			}
+			load() // warm up code paths (every load opens new connections)
+			plts := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			b.ResetTimer()
+			for range b.N {
+				plts = append(plts, load().PLT)
+			}
+			b.StopTimer()
+			cpu := cpuTime() - cpu0
+			slices.Sort(plts)
+			b.ReportMetric(ms(cpu)/float64(b.N), "cpu-ms/load")
+			b.ReportMetric(ms(plts[len(plts)/2]), "plt-ms")
+		})
 	}
 }
 
-func benchmarkLoader(b *testing.B, proto Protocol) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchServer$", "-test.v=false")
-	cmd.Env = append(os.Environ(), benchServerEnv+"="+string(proto))
+// startBenchServer runs TestBenchServer in a child process and returns its Info.
+func startBenchServer(b *testing.B) server.Info {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchServer$")
+	cmd.Env = append(os.Environ(), benchServerEnv+"=1")
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -97,52 +116,18 @@ func benchmarkLoader(b *testing.B, proto Protocol) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	var info benchServerInfo
 	for sc := bufio.NewScanner(stdout); ; {
 		if !sc.Scan() {
 			b.Fatalf("server process ended before its ready line: %v", sc.Err())
 		}
 		if line, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
+			var info server.Info
 			if err := json.Unmarshal([]byte(line), &info); err != nil {
 				b.Fatal(err)
 			}
-			break
+			return info
 		}
 	}
-	ca, err := x509.ParseCertificate(info.CA)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	resolver := StaticResolver{}
-	for name, a := range info.Resolve {
-		resolver[name] = netip.MustParseAddr(a)
-	}
-	l, err := New(Config{Protocol: proto, Resolver: resolver, RootCAs: pool, Timeout: 30 * time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
-	load := func() *Result {
-		res, err := l.Load(context.Background(), info.Root, nil)
-		if err != nil || res.Err != nil || res.Objects != benchObjects {
-			b.Fatalf("load: %v %v, %d objects", err, res.Err, res.Objects)
-		}
-		return res
-	}
-	load() // warm up: code paths, not connections (every load starts fresh)
-	plts := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	cpu0 := cpuTime()
-	b.ResetTimer()
-	for range b.N {
-		plts = append(plts, load().PLT)
-	}
-	b.StopTimer()
-	cpu := cpuTime() - cpu0
-	slices.Sort(plts)
-	b.ReportMetric(ms(cpu)/float64(b.N), "cpu-ms/load")
-	b.ReportMetric(ms(plts[len(plts)/2]), "plt-ms")
 }
 
 // cpuTime is this process's user + system CPU time.

@@ -31,9 +31,8 @@ import (
 // protocol that count what they see, and generated pages.
 
 type pki struct {
-	pool  *x509.CertPool
-	cert  tls.Certificate
-	caDER []byte
+	pool *x509.CertPool
+	cert tls.Certificate
 }
 
 var testPKI = sync.OnceValue(func() pki {
@@ -62,7 +61,7 @@ var testPKI = sync.OnceValue(func() pki {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
-	return pki{pool, tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: key}, caDER}
+	return pki{pool, tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: key}}
 })
 
 // testObject is one object of a test page.
