@@ -53,7 +53,7 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 			}
 			seen[key] = true
 			r, err := newRequest(pr)
-			r.index, r.issued = len(all), s.now()
+			r.issued = s.now()
 			all = append(all, r)
 			inflight++
 			if err == nil {
@@ -74,6 +74,7 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 
 	issue(p.start())
 	aborted := false
+	expired := ctx.Done()
 	for inflight > 0 {
 		select {
 		case r := <-done:
@@ -84,12 +85,10 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 			if !aborted {
 				issue(p.completed(r))
 			}
-		case <-ctx.Done():
-			if !aborted {
-				aborted = true
-				res.Err = loadAbortError(ctx, l.cfg)
-				s.abort() // in-flight requests now fail fast; drain them
-			}
+		case <-expired:
+			aborted, expired = true, nil
+			res.Err = loadAbortError(ctx, l.cfg)
+			s.abort() // in-flight requests now fail fast; drain them
 		}
 	}
 	res.Conns = s.snapshot()

@@ -20,7 +20,6 @@ const maxParseBytes = 8 << 20
 // request is one object's life in the loader. The goroutine that executes it owns it until it is
 // handed back to the load loop.
 type request struct {
-	index     int
 	url       *url.URL
 	origin    origin
 	initiator string
