@@ -114,7 +114,7 @@ def main(argv: list[str]) -> int:
     if command == "pages":
         engine = FixtureEngine()
         try:
-            page = engine.pages_ls() if args[0] == "ls" else engine.pages_show(args[1])
+            page = {"corpus": engine.pages_ls()} if args[0] == "ls" else engine.pages_show(args[1])
         except Exception as e:  # the real engine reports bad input as one line, exit 2
             print(f"wirelab-engine: {e}", file=sys.stderr)
             return 2

@@ -114,7 +114,7 @@ def test_kill_when_sigint_is_ignored(fake_engine, tmp_path, monkeypatch):
 def test_pages_and_gc_and_shell_argv(fake_engine):
     engine = SubprocessEngine(fake_engine)
     names = [p["name"] for p in engine.pages_ls()]
-    assert names == ["twitter", "youtube"]
+    assert names == ["flags", "imgur", "neoload50", "nytimes", "twitter", "unh100", "youtube"]
     assert len(engine.pages_show("twitter")["objects"]) == 7
     with pytest.raises(UsageError, match="'nope' is not a page"):
         engine.pages_show("nope")
@@ -190,3 +190,19 @@ def test_fixture_engine_failure_hook(tmp_path):
     assert got[-1].returncode == 1 and "did not start" in got[-1].stderr_tail
     assert len((tmp_path / "t" / "loads.jsonl").read_text().splitlines()) == 1
     assert not (tmp_path / "t" / "trial.json").exists()
+
+
+def test_real_engine_pages_contract():
+    """The control plane's reading of ``pages ls`` / ``pages show`` against the real engine binary."""
+    path = os.environ.get("WIRELAB_E2E_ENGINE")  # conftest moves make test's $WIRELAB_ENGINE here
+    if not path or not Path(path).is_file():
+        pytest.skip("$WIRELAB_ENGINE does not name a built engine (make test sets it)")
+    engine = SubprocessEngine(path)
+    pages = {p["name"]: p for p in engine.pages_ls()}
+    assert {"twitter", "youtube", "imgur", "nytimes", "flags", "neoload50", "unh100"} <= set(pages)
+    assert pages["twitter"]["objects"] == 7
+    assert pages["twitter"]["total_bytes"] == 7 * 46_400
+    page = engine.pages_show("twitter")
+    assert len(page["objects"]) == 7 and sum(o["size"] for o in page["objects"]) == 7 * 46_400
+    with pytest.raises(UsageError):
+        engine.pages_show("no-such-page")

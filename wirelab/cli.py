@@ -290,7 +290,7 @@ def pages_ls(
         "page", "objects", "size", "origins", "description", title="pages (wirelab-engine pages ls)"
     )
     for p in pages:
-        size = p.get("bytes")
+        size = p.get("total_bytes")
         table.add_row(
             p["name"],
             str(p.get("objects", "")),
@@ -318,7 +318,7 @@ def pages_show(
     out.print(
         f"{len(objects)} objects, {sum(sizes) / 1000:,.1f} kB"
         + (f" (mean {sum(sizes) / len(sizes) / 1000:,.2f} kB)" if sizes else "")
-        + (f", {page['origins']} origin(s)" if "origins" in page else "")
+        + (f", {len(page['origins'])} origin(s)" if isinstance(page.get("origins"), list) else "")
     )
     table = Table("#", "path", "origin", "type", "size", "content-type")
     for i, o in enumerate(objects):

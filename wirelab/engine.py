@@ -119,11 +119,11 @@ class Engine(ABC):
 
     @abstractmethod
     def pages_ls(self) -> list[dict[str, Any]]:
-        """``wirelab-engine pages ls --json``: the built-in corpus, one object per page."""
+        """``wirelab-engine pages ls``: the built-in corpus, one object per page (its ``corpus`` list)."""
 
     @abstractmethod
     def pages_show(self, name: str) -> dict[str, Any]:
-        """``wirelab-engine pages show NAME --json``: one page (corpus, synthetic or a JSON file)."""
+        """``wirelab-engine pages show NAME``: one page (corpus, synthetic or a JSON file)."""
 
     @abstractmethod
     def gc(self) -> str:
@@ -343,16 +343,17 @@ class SubprocessEngine(Engine):
 
     def pages_ls(self) -> list[dict[str, Any]]:
         self.require("pages")
-        pages = self._json(["pages", "ls", "--json"])
+        listing = self._json(["pages", "ls"])
+        pages = listing.get("corpus") if isinstance(listing, dict) else None
         if not isinstance(pages, list) or not all(isinstance(p, dict) and "name" in p for p in pages):
-            raise EngineError("wirelab-engine pages ls --json: expected a list of objects with a name")
+            raise EngineError('wirelab-engine pages ls: expected {"corpus": [objects with a name], …}')
         return pages
 
     def pages_show(self, name: str) -> dict[str, Any]:
         self.require("pages")
-        page = self._json(["pages", "show", name, "--json"])
+        page = self._json(["pages", "show", name])
         if not isinstance(page, dict):
-            raise EngineError("wirelab-engine pages show --json: expected an object")
+            raise EngineError("wirelab-engine pages show: expected an object")
         return page
 
     def gc(self) -> str:

@@ -264,7 +264,7 @@ class FixtureEngine(Engine):
 
     def pages_ls(self) -> list[dict[str, Any]]:
         self.require("pages")
-        return json.loads((self.fixtures / "pages" / "ls.json").read_text())
+        return json.loads((self.fixtures / "pages" / "ls.json").read_text())["corpus"]
 
     def pages_show(self, name: str) -> dict[str, Any]:
         self.require("pages")

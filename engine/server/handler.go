@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"reflect"
@@ -165,6 +166,10 @@ func (s *Server) handler(origin int, proto Protocol) http.Handler {
 		h := w.Header()
 		h.Set("Cache-Control", "no-store")
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// Read the request body before answering, so that a malformed body (e.g. an h2
+			// content-length that disagrees with the DATA frames) is always detected and reset by
+			// the protocol layer rather than racing with the 405 (h2spec 8.1.2.6).
+			_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
 			h.Set("Allow", "GET, HEAD")
 			rec.Status = http.StatusMethodNotAllowed
 			http.Error(w, "method not allowed", rec.Status)

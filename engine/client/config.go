@@ -1,0 +1,197 @@
+package client
+
+import (
+	"crypto/x509"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Protocol is the wire protocol a load uses for every origin.
+type Protocol string
+
+// The protocols the loader speaks. The URL scheme must match: http for h1 and h2c, https otherwise.
+const (
+	H1  Protocol = "h1"  // HTTP/1.1 over cleartext TCP
+	H1S Protocol = "h1s" // HTTP/1.1 over TLS (ALPN http/1.1)
+	H2  Protocol = "h2"  // HTTP/2 over TLS (ALPN h2)
+	H2C Protocol = "h2c" // HTTP/2 over cleartext TCP with prior knowledge
+	H3  Protocol = "h3"  // HTTP/3 over QUIC (ALPN h3)
+)
+
+// Protocols lists every protocol in the order the CLI documents them.
+var Protocols = []Protocol{H1, H1S, H2, H2C, H3}
+
+// ParseProtocol validates a protocol name.
+func ParseProtocol(s string) (Protocol, error) {
+	for _, p := range Protocols {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: allowed: %s", s, joinProtocols())
+}
+
+func joinProtocols() string {
+	names := make([]string, len(Protocols))
+	for i, p := range Protocols {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Scheme is the URL scheme the protocol serves.
+func (p Protocol) Scheme() string {
+	if p == H1 || p == H2C {
+		return "http"
+	}
+	return "https"
+}
+
+// usesTLS reports whether connections carry a TLS handshake over TCP (h3's TLS runs inside QUIC).
+func (p Protocol) usesTLS() bool { return p == H1S || p == H2 }
+
+// wireName is the protocol as HAR and the load record name it: HTTP/1.1, h2 or h3.
+func (p Protocol) wireName() string {
+	switch p {
+	case H1, H1S:
+		return "HTTP/1.1"
+	case H2, H2C:
+		return "h2"
+	default:
+		return "h3"
+	}
+}
+
+// Mode decides which requests a load issues and when.
+type Mode string
+
+// Load modes. ModeReplay (dependency-graph replay) is reserved: it is a value of the trial contract
+// but the loader does not implement it yet, and New rejects it. It will be another planner (see
+// planner.go) driven by the page's dependency graph.
+const (
+	ModeFlat    Mode = "flat"    // root document, then every sub-resource it references once it has arrived
+	ModeObjects Mode = "objects" // every URL of an explicit list at once, no parsing
+	ModeReplay  Mode = "replay"  // reserved: dependency-graph replay (not implemented)
+)
+
+// ParseMode validates a mode name (only the implemented ones).
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case ModeFlat, ModeObjects:
+		return Mode(s), nil
+	case ModeReplay:
+		return "", fmt.Errorf("%s: not implemented yet (dependency-graph replay); allowed: flat, objects", s)
+	}
+	return "", fmt.Errorf("%s: allowed: flat, objects", s)
+}
+
+// Defaults of Config. Window sizes follow Chromium, the browser the studies used.
+const (
+	DefaultMaxConnectionsPerOrigin = 6
+	DefaultTimeout                 = 120 * time.Second
+	DefaultH2AssumedMaxStreams     = 100
+	DefaultStreamReceiveWindow     = 6 << 20  // 6 MiB, Chromium's (h2 SETTINGS_INITIAL_WINDOW_SIZE, QUIC stream window)
+	DefaultConnReceiveWindow       = 15 << 20 // 15 MiB, Chromium's connection receive window
+	MaxConnectionsPerOriginLimit   = 64
+	maxReceiveWindow               = 1<<31 - 1 // HTTP/2's largest window
+)
+
+// Config is everything a Loader needs besides the URLs. The zero value of each field means its
+// documented default; New validates the whole Config once.
+type Config struct {
+	// Protocol used for every origin of the load. Required.
+	Protocol Protocol
+	// Mode: ModeFlat (default) or ModeObjects.
+	Mode Mode
+	// MaxConnectionsPerOrigin caps HTTP/1.x connections per origin (1–64, default 6). Ignored by
+	// h2, h2c and h3, which use exactly one connection per origin.
+	MaxConnectionsPerOrigin int
+	// Resolver turns host names into addresses. Default: SystemResolver. IP literals in URLs are
+	// never resolved.
+	Resolver Resolver
+	// RootCAs verifies servers' certificates (the run's CA). nil = the system roots.
+	RootCAs *x509.CertPool
+	// Timeout aborts a load that has not completed (default 120 s, the trial's client.timeout_s).
+	Timeout time.Duration
+	// H2AssumedMaxStreams is how many concurrent streams an HTTP/2 connection may open before the
+	// server's first SETTINGS frame arrives (default 100, as Chromium and RFC 9113's recommended
+	// minimum). Streams the server refuses (REFUSED_STREAM) are retried once its limit is known.
+	// 1 never exceeds any server limit but delays the second request by up to one RTT.
+	H2AssumedMaxStreams int
+	// StreamReceiveWindow is each stream's flow-control receive window (default 6 MiB): h2's
+	// SETTINGS_INITIAL_WINDOW_SIZE; for h3 QUIC's initial_max_stream_data with auto-tuning off
+	// (initial = maximum), so that h2 and h3 are compared with the same windows. The client
+	// returns credit once half a window has been consumed.
+	StreamReceiveWindow int
+	// ConnReceiveWindow is the connection's receive window (default 15 MiB): h2's connection
+	// window (raised by a WINDOW_UPDATE after the preface), h3's initial_max_data (fixed).
+	ConnReceiveWindow int
+	// AllowAnyTarget lets the loader contact hosts outside loopback, 10.77.0.0/16 and
+	// *.wirelab.test. Default false: such targets are refused.
+	AllowAnyTarget bool
+	// KeyLogWriter, if set, receives TLS secrets in NSS key log format (to decrypt pcaps).
+	KeyLogWriter io.Writer
+	// UserAgent sent with every request (default "wirelab-engine").
+	UserAgent string
+}
+
+// withDefaults returns c with zero fields replaced by their defaults, or an error naming the
+// first invalid field.
+func (c Config) withDefaults() (Config, error) {
+	if c.Protocol == "" {
+		return c, fmt.Errorf("client.protocol: required; allowed: %s", joinProtocols())
+	}
+	if _, err := ParseProtocol(string(c.Protocol)); err != nil {
+		return c, fmt.Errorf("client.protocol: %w", err)
+	}
+	if c.Mode == "" {
+		c.Mode = ModeFlat
+	}
+	if _, err := ParseMode(string(c.Mode)); err != nil {
+		return c, fmt.Errorf("client.mode: %w", err)
+	}
+	if c.MaxConnectionsPerOrigin == 0 {
+		c.MaxConnectionsPerOrigin = DefaultMaxConnectionsPerOrigin
+	}
+	if c.MaxConnectionsPerOrigin < 1 || c.MaxConnectionsPerOrigin > MaxConnectionsPerOriginLimit {
+		return c, fmt.Errorf("client.max_connections_per_origin: %d: allowed 1–%d", c.MaxConnectionsPerOrigin, MaxConnectionsPerOriginLimit)
+	}
+	if c.Resolver == nil {
+		c.Resolver = SystemResolver{}
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Timeout < 0 {
+		return c, fmt.Errorf("client.timeout_s: %v: must be > 0", c.Timeout)
+	}
+	if c.H2AssumedMaxStreams == 0 {
+		c.H2AssumedMaxStreams = DefaultH2AssumedMaxStreams
+	}
+	if c.H2AssumedMaxStreams < 1 {
+		return c, fmt.Errorf("client.h2_assumed_max_streams: %d: must be ≥ 1", c.H2AssumedMaxStreams)
+	}
+	if c.StreamReceiveWindow == 0 {
+		c.StreamReceiveWindow = DefaultStreamReceiveWindow
+	}
+	if c.StreamReceiveWindow < 65535 || c.StreamReceiveWindow > maxReceiveWindow {
+		return c, fmt.Errorf("client.stream_receive_window: %d: allowed 65535–%d", c.StreamReceiveWindow, maxReceiveWindow)
+	}
+	if c.ConnReceiveWindow == 0 {
+		c.ConnReceiveWindow = DefaultConnReceiveWindow
+	}
+	if c.ConnReceiveWindow < 65535 || c.ConnReceiveWindow > maxReceiveWindow {
+		return c, fmt.Errorf("client.conn_receive_window: %d: allowed 65535–%d", c.ConnReceiveWindow, maxReceiveWindow)
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = "wirelab-engine"
+	}
+	if d, ok := c.Resolver.(*DNSResolver); ok && !c.AllowAnyTarget {
+		if err := checkTargetAddrPort(d.Server); err != nil {
+			return c, fmt.Errorf("client.dns: %w", err)
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,201 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Loader loads pages. It holds only configuration: every Load starts from fresh state (new
+// connections, no TLS session cache, an empty name cache), so loads are independent. A Loader may
+// be used by several goroutines.
+type Loader struct{ cfg Config }
+
+// New validates cfg and fills in its defaults.
+func New(cfg Config) (*Loader, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Loader{cfg: cfg}, nil
+}
+
+// Config returns the resolved configuration.
+func (l *Loader) Config() Config { return l.cfg }
+
+// Load loads one page and returns its measurements. In flat mode root is the page's document and
+// objects must be empty; in objects mode objects lists the URLs to fetch (relative ones resolved
+// against root) and root itself is fetched only if listed. The error is for input that prevents
+// the load from starting (a bad URL, a refused target); failures during the load are in
+// Result.Err, with the partial measurements.
+func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Result, error) {
+	p, err := l.plan(root, objects)
+	if err != nil {
+		return nil, err
+	}
+	s := newSession(l.cfg)
+	ctx, cancel := context.WithDeadline(ctx, s.t0.Add(l.cfg.Timeout))
+	defer cancel()
+
+	res := &Result{URL: root, Protocol: l.cfg.Protocol, Mode: l.cfg.Mode, StartedAt: s.wall0, userAgent: l.cfg.UserAgent}
+	pools := map[origin]originPool{}
+	seen := map[string]bool{}
+	var all []*request
+	done := make(chan *request)
+	inflight := 0
+	issue := func(planned []plannedRequest) {
+		for _, pr := range planned {
+			key := pr.url.String()
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			r, err := newRequest(pr)
+			r.issued = s.now()
+			all = append(all, r)
+			inflight++
+			if err == nil {
+				err = l.admit(r)
+			}
+			if err != nil {
+				go func() { r.finish(s.now(), err); done <- r }()
+				continue
+			}
+			pool := pools[r.origin]
+			if pool == nil {
+				pool = newPool(s, r.origin)
+				pools[r.origin] = pool
+			}
+			go func() { pool.do(ctx, r); done <- r }()
+		}
+	}
+
+	issue(p.start())
+	aborted := false
+	expired := ctx.Done()
+	for inflight > 0 {
+		select {
+		case r := <-done:
+			inflight--
+			if r.err != nil && res.Err == nil && !aborted {
+				res.Err = r.err
+			}
+			if !aborted {
+				issue(p.completed(r))
+			}
+		case <-expired:
+			aborted, expired = true, nil
+			res.Err = loadAbortError(ctx, l.cfg)
+			s.abort() // in-flight requests now fail fast; drain them
+		}
+	}
+	res.Conns = s.snapshot()
+	s.abort()
+	for _, pool := range pools {
+		pool.close()
+	}
+	l.summarise(res, s, all)
+	return res, nil
+}
+
+func loadAbortError(ctx context.Context, cfg Config) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("timeout: the load did not complete within %v (client.timeout_s)", cfg.Timeout)
+	}
+	return fmt.Errorf("load cancelled: %w", context.Cause(ctx))
+}
+
+// plan validates the URLs and builds the mode's planner.
+func (l *Loader) plan(root string, objects []string) (planner, error) {
+	base, err := url.Parse(root)
+	if err != nil {
+		return nil, fmt.Errorf("url %q: %w", root, err)
+	}
+	if err := l.checkURL(base); err != nil {
+		return nil, fmt.Errorf("url %q: %w", root, err)
+	}
+	switch l.cfg.Mode {
+	case ModeFlat:
+		if len(objects) > 0 {
+			return nil, errors.New("objects: a list of objects is for mode objects; flat mode discovers them")
+		}
+		base.Fragment, base.RawFragment = "", ""
+		return flatPlanner{root: base}, nil
+	case ModeObjects:
+		if len(objects) == 0 {
+			return nil, errors.New("objects: mode objects needs a list of object URLs")
+		}
+		p := objectsPlanner{}
+		for _, raw := range objects {
+			u, err := base.Parse(strings.TrimSpace(raw))
+			if err != nil {
+				return nil, fmt.Errorf("object %q: %w", raw, err)
+			}
+			if err := l.checkURL(u); err != nil {
+				return nil, fmt.Errorf("object %q: %w", raw, err)
+			}
+			u.Fragment, u.RawFragment = "", ""
+			p.objects = append(p.objects, u)
+		}
+		return p, nil
+	}
+	return nil, fmt.Errorf("mode %q: not implemented", l.cfg.Mode)
+}
+
+// checkURL accepts a URL the load may request: an origin, the protocol's scheme, a lab host.
+func (l *Loader) checkURL(u *url.URL) error {
+	o, err := originOf(u)
+	if err != nil {
+		return err
+	}
+	if want := l.cfg.Protocol.Scheme(); o.scheme != want {
+		return fmt.Errorf("scheme %s does not match protocol %s (which needs %s URLs)", o.scheme, l.cfg.Protocol, want)
+	}
+	if !l.cfg.AllowAnyTarget {
+		return CheckTarget(o.host)
+	}
+	return nil
+}
+
+// admit checks a discovered request before it is sent.
+func (l *Loader) admit(r *request) error { return l.checkURL(r.url) }
+
+func (l *Loader) summarise(res *Result, s *session, all []*request) {
+	res.Entries = make([]Entry, len(all)) // all is in issue order
+	first, last := unset, unset
+	if len(all) > 0 {
+		first = all[0].issued
+	}
+	for i, r := range all {
+		e := r.entry(s, first)
+		res.Entries[i] = e
+		last = max(last, r.end)
+		if r.err == nil {
+			res.Objects++
+		}
+		res.BodyBytes += r.bodyBytes
+		res.Retries += r.retries
+		res.Phases.add(e.Timings)
+	}
+	if first != unset {
+		res.PLT = last - first
+		res.StartedAt = s.wall0.Add(first)
+	}
+	res.Connections = len(res.Conns)
+	for i := range res.Conns {
+		res.Conns[i].OpenedMS -= ms(first)
+	}
+	for _, c := range res.Conns {
+		if c.TLSVersion == "" {
+			continue
+		}
+		if c.TLSResumed {
+			res.TLSResumed++
+		} else {
+			res.TLSHandshakes++
+		}
+	}
+	res.DNSQueries = s.dns.count()
+}

@@ -1,0 +1,574 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// The HTTP/2 client is written on x/net/http2's Framer rather than its Transport so that the
+// loader controls the stream level: exactly one connection per origin, stream ids, the instant
+// each frame arrives, flow-control windows, and (later) priorities and push. One goroutine reads
+// frames and completes streams; requests write their HEADERS under a write lock that also assigns
+// stream ids, so ids increase in write order as RFC 9113 requires.
+
+// h2Pool is one origin's HTTP/2 connection.
+type h2Pool struct {
+	s      *session
+	o      origin
+	single singleConn[*h2Conn]
+}
+
+var _ originPool = (*h2Pool)(nil)
+
+func newH2Pool(s *session, o origin) *h2Pool { return &h2Pool{s: s, o: o} }
+
+// errRefusedStream: the server refused a stream before processing it; it is safe to send again.
+var errRefusedStream = errors.New("stream refused by the server (REFUSED_STREAM)")
+
+func (p *h2Pool) do(ctx context.Context, r *request) {
+	c, opened, err := p.single.get(ctx, func() (*h2Conn, error) {
+		c, err := p.dial(ctx, r)
+		if err == nil {
+			c.reserve() // the opener's request goes first, whatever the stream limit
+		}
+		return c, err
+	})
+	if err != nil {
+		r.finish(p.s.now(), err)
+		return
+	}
+	reserved := opened
+	for {
+		end, err := c.roundTrip(ctx, r, reserved)
+		reserved = false
+		if errors.Is(err, errRefusedStream) && r.retries < 10 && ctx.Err() == nil {
+			r.retries++
+			r.resetExchange()
+			continue
+		}
+		r.finish(end, err)
+		return
+	}
+}
+
+func (p *h2Pool) dial(ctx context.Context, r *request) (*h2Conn, error) {
+	alpn := ""
+	if p.s.cfg.Protocol == H2 {
+		alpn = "h2"
+	}
+	conn, rec, err := p.s.dialTCP(ctx, p.o, r, alpn)
+	if err != nil {
+		return nil, err
+	}
+	c := newH2Conn(p.s, rec, conn)
+	if err := c.start(); err != nil {
+		conn.Close()
+		rec.update(func(ci *Conn) { ci.Error = err.Error() })
+		return nil, err
+	}
+	return c, nil
+}
+
+func (p *h2Pool) close() {
+	if c, ok := p.single.current(); ok {
+		c.conn.Close()
+		<-c.readDone
+	}
+}
+
+// h2Conn is one HTTP/2 client connection.
+type h2Conn struct {
+	s            *session
+	rec          *connRecord
+	conn         net.Conn
+	bw           *bufio.Writer
+	fr           *http2.Framer
+	streamWindow uint32
+	connWindow   uint32
+	readDone     chan struct{}
+
+	wmu    sync.Mutex // the write side: frames, the HPACK encoder, stream id assignment
+	henc   *hpack.Encoder
+	hbuf   bytes.Buffer
+	nextID uint32
+
+	mu           sync.Mutex // after wmu when both are held
+	streams      map[uint32]*h2Stream
+	limit        int             // streams the server allows at once (assumed until its SETTINGS)
+	open         int             // streams opened (or reserved) and not yet closed
+	waiters      []chan struct{} // requests waiting for a stream, FIFO
+	peerMaxFrame uint32
+	seenSettings bool
+	goAway       bool
+	goAwayLastID uint32
+	dead         error
+
+	connUnacked uint32 // read loop only
+}
+
+// h2Stream is a request in flight. The read loop writes the response fields of r (status, body,
+// firstByte) and end/err, then closes done; the requester reads them after done.
+type h2Stream struct {
+	id      uint32
+	r       *request
+	done    chan struct{}
+	headers bool // final response headers seen
+	unacked uint32
+	end     time.Duration
+	err     error
+}
+
+func newH2Conn(s *session, rec *connRecord, conn net.Conn) *h2Conn {
+	c := &h2Conn{
+		s: s, rec: rec, conn: conn,
+		bw:           bufio.NewWriterSize(conn, 16<<10),
+		limit:        s.cfg.H2AssumedMaxStreams,
+		streamWindow: uint32(s.cfg.StreamReceiveWindow),
+		connWindow:   uint32(s.cfg.ConnReceiveWindow),
+		readDone:     make(chan struct{}),
+		nextID:       1,
+		streams:      map[uint32]*h2Stream{},
+		peerMaxFrame: 16384,
+	}
+	c.fr = http2.NewFramer(c.bw, bufio.NewReaderSize(conn, 64<<10))
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.fr.MaxHeaderListSize = 256 << 10
+	c.henc = hpack.NewEncoder(&c.hbuf)
+	return c
+}
+
+// start writes the connection preface (magic, SETTINGS, connection WINDOW_UPDATE) and starts the
+// read loop.
+func (c *h2Conn) start() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.bw.WriteString(http2.ClientPreface); err != nil {
+		return err
+	}
+	err := c.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: c.streamWindow},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: c.fr.MaxHeaderListSize},
+	)
+	if err == nil && c.connWindow > 65535 {
+		err = c.fr.WriteWindowUpdate(0, c.connWindow-65535)
+	}
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("h2 preface: %w", err)
+	}
+	go c.readLoop()
+	return nil
+}
+
+// reserve takes a stream slot for the opening request before the connection is shared.
+func (c *h2Conn) reserve() {
+	c.mu.Lock()
+	c.open++
+	c.mu.Unlock()
+}
+
+// roundTrip sends r once a stream may be opened and waits for the response; reserved means the
+// caller already holds a slot (see reserve). It returns the instant the stream ended or failed.
+func (c *h2Conn) roundTrip(ctx context.Context, r *request, reserved bool) (time.Duration, error) {
+	st, err := c.send(ctx, r, reserved)
+	if err != nil {
+		return c.s.now(), err
+	}
+	<-st.done // a failed write fails the connection, which ends the stream
+	if r.firstByte != unset && r.sendEnd > r.firstByte {
+		r.sendEnd = r.firstByte // the read loop saw the response before the writer took its timestamp
+	}
+	return st.end, st.err
+}
+
+// send waits until a stream may be opened (fewer open streams than the server's limit, FIFO
+// among waiters), then assigns the next stream id and writes r's HEADERS (with CONTINUATION if
+// needed). The limit is checked under the write lock, the lock under which applySettings
+// changes it and acknowledges the SETTINGS frame: every HEADERS written after the ACK honours
+// the server's limit. The time spent waiting here is the request's blocked phase.
+func (c *h2Conn) send(ctx context.Context, r *request, reserved bool) (*h2Stream, error) {
+	var turn chan struct{} // our place in the queue, once we had to wait
+	for {
+		c.wmu.Lock()
+		c.mu.Lock()
+		if c.dead != nil || c.goAway {
+			err := c.dead
+			if err == nil {
+				err = errors.New("h2: server sent GOAWAY; no new streams on this connection")
+			}
+			c.dropWaiterLocked(turn)
+			c.mu.Unlock()
+			c.wmu.Unlock()
+			return nil, err
+		}
+		first := len(c.waiters) == 0 || c.waiters[0] == turn
+		if reserved || (c.open < c.limit && first) {
+			if turn != nil {
+				c.waiters = c.waiters[1:]
+			}
+			if !reserved {
+				c.open++
+			}
+			c.wakeLocked()
+			st := &h2Stream{id: c.nextID, r: r, done: make(chan struct{})}
+			c.nextID += 2
+			c.streams[st.id] = st
+			maxFrame := c.peerMaxFrame
+			c.mu.Unlock()
+			err := c.writeHeaders(st, r, maxFrame)
+			c.wmu.Unlock()
+			if err != nil {
+				c.fail(fmt.Errorf("h2 write: %w", err))
+			}
+			return st, nil
+		}
+		if turn == nil {
+			turn = make(chan struct{}, 1)
+			c.waiters = append(c.waiters, turn)
+		}
+		c.mu.Unlock()
+		c.wmu.Unlock()
+		select {
+		case <-turn:
+		case <-ctx.Done():
+			c.mu.Lock()
+			c.dropWaiterLocked(turn)
+			c.mu.Unlock()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// wakeLocked lets the first waiter try again if a stream may be opened.
+func (c *h2Conn) wakeLocked() {
+	if len(c.waiters) > 0 && (c.open < c.limit || c.dead != nil || c.goAway) {
+		select {
+		case c.waiters[0] <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// dropWaiterLocked removes a waiter that gives up, passing on a wake-up it may have consumed.
+func (c *h2Conn) dropWaiterLocked(turn chan struct{}) {
+	if i := slices.Index(c.waiters, turn); turn != nil && i >= 0 {
+		c.waiters = slices.Delete(c.waiters, i, i+1)
+	}
+	c.wakeLocked()
+}
+
+// writeHeaders writes the request's header block; the caller holds wmu.
+func (c *h2Conn) writeHeaders(st *h2Stream, r *request, maxFrame uint32) error {
+	r.sendStart = c.s.now()
+	r.conn = c.rec.info.ID
+	r.streamID = int64(st.id)
+	c.rec.update(func(ci *Conn) { ci.Requests++ })
+	c.hbuf.Reset()
+	for _, f := range [...]hpack.HeaderField{
+		{Name: ":method", Value: "GET"},
+		{Name: ":scheme", Value: r.origin.scheme},
+		{Name: ":authority", Value: r.origin.authority()},
+		{Name: ":path", Value: requestPath(r.url)},
+		{Name: "user-agent", Value: c.s.cfg.UserAgent},
+		{Name: "accept", Value: "*/*"},
+		{Name: "accept-encoding", Value: "identity"},
+	} {
+		c.henc.WriteField(f)
+	}
+	block := c.hbuf.Bytes()
+	var err error
+	for first := true; err == nil && (first || len(block) > 0); first = false {
+		n := min(len(block), int(maxFrame))
+		frag := block[:n]
+		block = block[n:]
+		if first {
+			err = c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: frag, EndStream: true, EndHeaders: len(block) == 0})
+		} else {
+			err = c.fr.WriteContinuation(st.id, len(block) == 0, frag)
+		}
+	}
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	r.sendEnd = c.s.now()
+	return err
+}
+
+func (c *h2Conn) readLoop() {
+	defer close(c.readDone)
+	for {
+		f, err := c.fr.ReadFrame()
+		now := c.s.now()
+		if err != nil {
+			var se http2.StreamError
+			if errors.As(err, &se) {
+				c.endStream(se.StreamID, now, fmt.Errorf("h2 stream error: %w", err))
+				c.write(func() error { return c.fr.WriteRSTStream(se.StreamID, se.Code) })
+				continue
+			}
+			c.fail(fmt.Errorf("h2 connection: %w", err))
+			return
+		}
+		if err := c.handle(f, now); err != nil {
+			c.write(func() error { return c.fr.WriteGoAway(0, http2.ErrCodeProtocol, nil) })
+			c.fail(err)
+			return
+		}
+	}
+}
+
+// handle processes one frame; an error is a connection error.
+func (c *h2Conn) handle(f http2.Frame, now time.Duration) error {
+	switch f := f.(type) {
+	case *http2.MetaHeadersFrame:
+		st := c.stream(f.StreamID)
+		if st == nil {
+			return nil // a stream we already closed or reset
+		}
+		if st.headers { // trailers
+			if !f.StreamEnded() {
+				c.resetStream(st, now, http2.ErrCodeProtocol, errors.New("h2: trailers without END_STREAM"))
+				return nil
+			}
+			c.endStream(st.id, now, nil)
+			return nil
+		}
+		if f.Truncated {
+			c.resetStream(st, now, http2.ErrCodeProtocol, errors.New("h2: response headers too large"))
+			return nil
+		}
+		status, err := strconv.Atoi(f.PseudoValue("status"))
+		if err != nil || status < 100 || status > 999 {
+			c.resetStream(st, now, http2.ErrCodeProtocol, fmt.Errorf("h2: bad :status %q", f.PseudoValue("status")))
+			return nil
+		}
+		r := st.r
+		if r.firstByte == unset {
+			r.firstByte = now
+		}
+		if status < 200 { // informational; the final response follows
+			return nil
+		}
+		st.headers = true
+		contentType, contentLength := "", int64(-1)
+		for _, hf := range f.RegularFields() {
+			switch hf.Name {
+			case "content-type":
+				contentType = hf.Value
+			case "content-length":
+				if n, err := strconv.ParseInt(hf.Value, 10, 64); err == nil && n >= 0 {
+					contentLength = n
+				}
+			}
+		}
+		r.gotHeaders(status, contentType, contentLength)
+		if f.StreamEnded() {
+			c.endStream(st.id, now, nil)
+		}
+	case *http2.DataFrame:
+		c.connUnacked += f.Length
+		st := c.stream(f.StreamID)
+		if st != nil {
+			if !st.headers {
+				c.resetStream(st, now, http2.ErrCodeProtocol, errors.New("h2: DATA before response headers"))
+			} else {
+				st.r.gotBody(f.Data())
+				st.unacked += f.Length
+				if f.StreamEnded() {
+					c.endStream(st.id, now, nil)
+					st.unacked = 0
+				}
+			}
+		}
+		c.returnCredit(st)
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			return nil
+		}
+		return c.applySettings(f)
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			c.write(func() error { return c.fr.WritePing(true, f.Data) })
+		}
+	case *http2.RSTStreamFrame:
+		err := fmt.Errorf("h2: stream reset by the server (%v)", f.ErrCode)
+		if f.ErrCode == http2.ErrCodeRefusedStream {
+			err = errRefusedStream
+		}
+		c.endStream(f.StreamID, now, err)
+	case *http2.GoAwayFrame:
+		c.mu.Lock()
+		c.goAway, c.goAwayLastID = true, f.LastStreamID
+		c.wakeLocked() // waiters give up
+		var gone []uint32
+		for id := range c.streams {
+			if id > f.LastStreamID {
+				gone = append(gone, id)
+			}
+		}
+		c.mu.Unlock()
+		for _, id := range gone {
+			c.endStream(id, now, fmt.Errorf("h2: server sent GOAWAY (%v) before processing the stream", f.ErrCode))
+		}
+	case *http2.PushPromiseFrame:
+		return errors.New("h2: PUSH_PROMISE received although SETTINGS_ENABLE_PUSH is 0")
+	}
+	// WINDOW_UPDATE (the client sends no DATA), PRIORITY and unknown frames need nothing.
+	return nil
+}
+
+// applySettings applies the server's SETTINGS and acknowledges them. The first SETTINGS frame
+// replaces the assumed stream limit (absent = unlimited, RFC 9113 §6.5.2).
+func (c *h2Conn) applySettings(f *http2.SettingsFrame) error {
+	limit, hasLimit := -1, false
+	err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
+		switch s.ID {
+		case http2.SettingMaxConcurrentStreams:
+			limit, hasLimit = int(min(s.Val, math.MaxInt32)), true
+			c.rec.update(func(ci *Conn) { ci.MaxStreams = s.Val })
+		case http2.SettingMaxFrameSize:
+			c.mu.Lock()
+			c.peerMaxFrame = s.Val
+			c.mu.Unlock()
+		case http2.SettingHeaderTableSize:
+			c.write(func() error { c.henc.SetMaxDynamicTableSizeLimit(s.Val); return nil })
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.write(func() error {
+		c.mu.Lock()
+		switch {
+		case hasLimit:
+			c.limit = limit
+		case !c.seenSettings:
+			c.limit = math.MaxInt32
+		}
+		c.seenSettings = true
+		c.wakeLocked()
+		c.mu.Unlock()
+		return c.fr.WriteSettingsAck()
+	})
+	return nil
+}
+
+// returnCredit sends WINDOW_UPDATEs once half of a window has been consumed (the loader consumes
+// data as it arrives).
+func (c *h2Conn) returnCredit(st *h2Stream) {
+	var connIncr, streamIncr uint32
+	if c.connUnacked >= c.connWindow/2 {
+		connIncr, c.connUnacked = c.connUnacked, 0
+	}
+	if st != nil && st.unacked >= c.streamWindow/2 {
+		streamIncr, st.unacked = st.unacked, 0
+	}
+	if connIncr == 0 && streamIncr == 0 {
+		return
+	}
+	c.write(func() error {
+		if connIncr > 0 {
+			if err := c.fr.WriteWindowUpdate(0, connIncr); err != nil {
+				return err
+			}
+		}
+		if streamIncr > 0 {
+			return c.fr.WriteWindowUpdate(st.id, streamIncr)
+		}
+		return nil
+	})
+}
+
+// write runs w under the write lock and flushes. A failure fails the connection (the read loop
+// then ends on the closed socket).
+func (c *h2Conn) write(w func() error) {
+	c.wmu.Lock()
+	err := w()
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.fail(fmt.Errorf("h2 write: %w", err))
+	}
+}
+
+func (c *h2Conn) stream(id uint32) *h2Stream {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.streams[id]
+}
+
+func (c *h2Conn) resetStream(st *h2Stream, now time.Duration, code http2.ErrCode, err error) {
+	c.endStream(st.id, now, err)
+	c.write(func() error { return c.fr.WriteRSTStream(st.id, code) })
+}
+
+// endStream closes a stream: it frees its slot and completes its request.
+func (c *h2Conn) endStream(id uint32, now time.Duration, err error) {
+	c.mu.Lock()
+	st := c.streams[id]
+	if st != nil {
+		delete(c.streams, id)
+		c.open--
+		c.wakeLocked()
+	}
+	c.mu.Unlock()
+	if st == nil {
+		return
+	}
+	st.end, st.err = now, err
+	close(st.done)
+}
+
+// fail ends the connection: every open stream and every waiting request fails with err.
+func (c *h2Conn) fail(err error) {
+	c.mu.Lock()
+	if c.dead != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.dead = err
+	ids := make([]uint32, 0, len(c.streams))
+	for id := range c.streams {
+		ids = append(ids, id)
+	}
+	for _, w := range c.waiters { // each retries, sees dead and gives up
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+	c.mu.Unlock()
+	if !c.s.closing() {
+		c.rec.update(func(ci *Conn) {
+			if ci.Error == "" {
+				ci.Error = err.Error()
+			}
+		})
+	}
+	c.conn.Close()
+	now := c.s.now()
+	for _, id := range ids {
+		c.endStream(id, now, err)
+	}
+}

@@ -1,0 +1,154 @@
+package client
+
+import (
+	"time"
+)
+
+// Timings are one request's phases in milliseconds with HAR 1.2 semantics; docs/metrics.md
+// ("Loader timings") defines each boundary. -1 means the phase does not apply (blocked never is;
+// dns, connect and ssl are -1 except on the request that opened its connection; ssl is -1 without
+// TLS). As in HAR, connect includes ssl. Phases are contiguous, so their sum (ssl not counted
+// twice) is the entry's Time.
+type Timings struct {
+	Blocked float64 `json:"blocked"`
+	DNS     float64 `json:"dns"`
+	Connect float64 `json:"connect"`
+	SSL     float64 `json:"ssl"`
+	Send    float64 `json:"send"`
+	Wait    float64 `json:"wait"`
+	Receive float64 `json:"receive"`
+}
+
+// Total is the HAR entry time: the sum of the phases that apply, ssl excluded (it is inside connect).
+func (t Timings) Total() float64 {
+	sum := 0.0
+	for _, v := range []float64{t.Blocked, t.DNS, t.Connect, t.Send, t.Wait, t.Receive} {
+		if v > 0 {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// Entry is one requested object.
+type Entry struct {
+	URL       string `json:"url"`
+	Initiator string `json:"initiator"` // URL of the document or stylesheet that referenced it; "" for the root and listed objects
+	Protocol  string `json:"protocol"`  // "HTTP/1.1", "h2" or "h3"
+	// Connection is the id of the connection that carried the request (1, 2, … in the order the
+	// load opened them); 0 when none was obtained.
+	Connection int `json:"connection"`
+	// StreamID is the h2 or QUIC stream id; -1 for HTTP/1.1 and when no stream was opened.
+	StreamID    int64  `json:"stream_id"`
+	Status      int    `json:"status"`
+	ContentType string `json:"content_type"`
+	BodyBytes   int64  `json:"body_bytes"` // response body bytes received (payload after framing and chunking)
+	// StartedAt is the wall-clock time the request was issued; Start is the same instant on the
+	// load's monotonic clock, measured from the load's first request.
+	StartedAt time.Time     `json:"started_at"`
+	Start     time.Duration `json:"-"`
+	Time      float64       `json:"time_ms"` // issued → response complete (or failed), = Timings.Total()
+	Timings   Timings       `json:"timings"`
+	Retries   int           `json:"retries"` // times the request was sent again (refused stream, stale keep-alive connection)
+	Error     string        `json:"error,omitempty"`
+}
+
+// Conn is one transport connection the load opened.
+type Conn struct {
+	ID         int     `json:"id"`
+	Origin     string  `json:"origin"` // scheme://host:port
+	Protocol   string  `json:"protocol"`
+	Local      string  `json:"local"`
+	Remote     string  `json:"remote"`
+	OpenedMS   float64 `json:"opened_ms"`   // dial start on the load clock
+	TLSVersion string  `json:"tls_version"` // "" without TLS
+	ALPN       string  `json:"alpn"`
+	TLSResumed bool    `json:"tls_resumed"`
+	Requests   int     `json:"requests"`              // requests sent on it
+	MaxStreams uint32  `json:"max_streams,omitempty"` // h2: the server's SETTINGS_MAX_CONCURRENT_STREAMS (0 = not sent)
+	Error      string  `json:"error,omitempty"`       // why it failed, if it did
+}
+
+// Phases are the per-phase sums over entries, in ms (HAR semantics: -1 values are skipped; connect includes ssl).
+type Phases struct {
+	DNS     float64 `json:"dns"`
+	Connect float64 `json:"connect"`
+	SSL     float64 `json:"ssl"`
+	Send    float64 `json:"send"`
+	Wait    float64 `json:"wait"`
+	Receive float64 `json:"receive"`
+	Blocked float64 `json:"blocked"`
+}
+
+func (p *Phases) add(t Timings) {
+	pos := func(v float64) float64 { return max(v, 0) }
+	p.DNS += pos(t.DNS)
+	p.Connect += pos(t.Connect)
+	p.SSL += pos(t.SSL)
+	p.Send += pos(t.Send)
+	p.Wait += pos(t.Wait)
+	p.Receive += pos(t.Receive)
+	p.Blocked += pos(t.Blocked)
+}
+
+// Result is one page load.
+type Result struct {
+	URL       string
+	Protocol  Protocol
+	Mode      Mode
+	StartedAt time.Time // wall clock of the first request
+	// PLT is the page load time: from the instant the first request was issued (before its DNS
+	// lookup and connection) to the instant the last response completed, on the monotonic clock.
+	PLT           time.Duration
+	Connections   int
+	TLSHandshakes int // full handshakes
+	TLSResumed    int // resumed handshakes
+	Objects       int // entries that completed with a status below 400
+	BodyBytes     int64
+	Phases        Phases
+	DNSQueries    int // names sent to the Resolver
+	Retries       int
+	// Err is the load's failure: the first object to fail (by completion time) or the timeout.
+	// The numbers above are then partial.
+	Err     error
+	Entries []Entry // in the order the requests were issued
+	Conns   []Conn  // in the order they were opened
+
+	userAgent string // sent with every request (for the HAR)
+}
+
+// Summary is the load as the trial contract's load record names its fields (docs/trial-contract.md).
+type Summary struct {
+	URL           string    `json:"url"`
+	Protocol      Protocol  `json:"protocol"`
+	Mode          Mode      `json:"mode"`
+	StartedAt     time.Time `json:"started_at"`
+	PLTms         float64   `json:"plt_ms"`
+	Connections   int       `json:"connections"`
+	TLSHandshakes int       `json:"tls_handshakes"`
+	TLSResumed    int       `json:"tls_resumed"`
+	Objects       int       `json:"objects"`
+	BodyBytes     int64     `json:"body_bytes"`
+	Phases        Phases    `json:"phases_ms"`
+	DNSQueries    int       `json:"dns_queries"`
+	Retries       int       `json:"retries"`
+	Error         *string   `json:"error"`
+}
+
+// Summary returns the load-record fields of r.
+func (r *Result) Summary() Summary {
+	s := Summary{
+		URL: r.URL, Protocol: r.Protocol, Mode: r.Mode, StartedAt: r.StartedAt.UTC(),
+		PLTms: ms(r.PLT), Connections: r.Connections, TLSHandshakes: r.TLSHandshakes,
+		TLSResumed: r.TLSResumed, Objects: r.Objects, BodyBytes: r.BodyBytes, Phases: r.Phases,
+		DNSQueries: r.DNSQueries, Retries: r.Retries,
+	}
+	if r.Err != nil {
+		msg := r.Err.Error()
+		s.Error = &msg
+	}
+	return s
+}
+
+// ms converts a duration to float milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

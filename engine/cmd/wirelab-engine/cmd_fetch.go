@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/client"
+	"github.com/wirelab/wirelab/engine/har"
+	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/version"
+)
+
+const fetchUsage = `usage: wirelab-engine fetch URL --proto P [flags]
+
+Loads one page with the engine's page loader and prints what it measured. One process per load:
+nothing (connection, TLS session, name) is carried from one load to the next.
+
+  URL                      the page (flat mode) or the base of relative --urls entries (objects mode)
+  --proto P                h1 | h1s | h2 | h2c | h3 (required); http URLs for h1/h2c, https otherwise
+  --mode M                 flat (root, then everything it references; default) | objects (--urls, all at once)
+  --urls FILE              objects mode: one URL per line ('-' = stdin; blank lines and # comments skipped)
+  --max-conns N            HTTP/1.x connections per origin, 1–64 (default 6)
+  --dns IP[:PORT]          resolve names with this DNS server over UDP (port 53 by default)
+  --resolve NAME=IP,...    resolve names with this static map instead
+  --ca FILE                PEM certificates to trust (the run's CA); default: the system's roots
+  --timeout D              abort the load after D (default 120s)
+  --json                   print one JSON line (the load record's fields) instead of a table
+  --har FILE               write the load as HAR 1.2 (also when it failed)
+  --keylog FILE            append TLS secrets in NSS key log format (to decrypt pcaps)
+  --allow-any-target       allow hosts outside loopback, 10.77.0.0/16 and *.wirelab.test
+
+Without --dns or --resolve, names go to the system resolver. Exit status: 0 the load completed,
+1 it failed (the result is still printed, with its error), 2 bad flags.
+`
+
+func init() {
+	register("fetch", command{
+		Summary: "load one page with the engine's loader and print its measurements",
+		Run:     func(args []string) error { return runFetch(args, os.Stdin, os.Stdout) },
+	})
+}
+
+// fetchArgs are fetch's validated flags.
+type fetchArgs struct {
+	url     string
+	cfg     client.Config
+	objects []string
+	json    bool
+	har     string
+	keylog  string
+}
+
+func runFetch(args []string, stdin io.Reader, stdout io.Writer) error {
+	fa, err := parseFetchArgs(args, stdin)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, fetchUsage)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fa.keylog != "" {
+		f, err := os.OpenFile(fa.keylog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return cli.Usagef("--keylog %s: %v", fa.keylog, err)
+		}
+		defer f.Close()
+		fa.cfg.KeyLogWriter = f
+	}
+	loader, err := client.New(fa.cfg)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	ctx, stop := cli.SignalContext(context.Background())
+	defer stop()
+	res, err := loader.Load(ctx, fa.url, fa.objects)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	if fa.har != "" {
+		if err := writeHAR(fa.har, res); err != nil {
+			return err
+		}
+	}
+	if fa.json {
+		line, err := json.Marshal(res.Summary())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(line))
+	} else {
+		printResult(stdout, res)
+	}
+	if ctx.Err() != nil { // interrupted: the partial result is printed
+		fmt.Fprintf(os.Stderr, "wirelab-engine: fetch interrupted\n")
+		return &cli.ExitError{Code: 130}
+	}
+	if res.Err != nil {
+		return fmt.Errorf("load failed: %w", res.Err)
+	}
+	return nil
+}
+
+func writeHAR(path string, res *client.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--har: %w", err)
+	}
+	if err := har.Write(f, res.HAR(version.String())); err != nil {
+		f.Close()
+		return fmt.Errorf("--har %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--har %s: %w", path, err)
+	}
+	return nil
+}
+
+// parseFetchArgs parses fetch's flags, which may come before or after the URL. Every error is a
+// usage error naming the flag, the value and what is allowed.
+func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
+	fs := flag.NewFlagSet("fetch", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	proto := fs.String("proto", "", "")
+	mode := fs.String("mode", "flat", "")
+	urls := fs.String("urls", "", "")
+	maxConns := client.DefaultMaxConnectionsPerOrigin
+	fs.Func("max-conns", "", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > client.MaxConnectionsPerOriginLimit {
+			return fmt.Errorf("allowed: an integer 1–%d", client.MaxConnectionsPerOriginLimit)
+		}
+		maxConns = n
+		return nil
+	})
+	dnsAddr := fs.String("dns", "", "")
+	resolve := fs.String("resolve", "", "")
+	caFile := fs.String("ca", "", "")
+	timeout := client.DefaultTimeout
+	fs.Func("timeout", "", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return errors.New("allowed: a duration > 0 such as 120s or 2m")
+		}
+		timeout = d
+		return nil
+	})
+	asJSON := fs.Bool("json", false, "")
+	harFile := fs.String("har", "", "")
+	keylog := fs.String("keylog", "", "")
+	anyTarget := fs.Bool("allow-any-target", false, "")
+
+	var positional []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, cli.Usagef("fetch: %v (wirelab-engine fetch -h lists the flags)", err)
+		}
+		rest = fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		positional = append(positional, rest[0])
+		rest = rest[1:]
+	}
+	if len(positional) != 1 {
+		return nil, cli.Usagef("fetch: want exactly one URL, got %d arguments (%s)", len(positional), strings.Join(positional, " "))
+	}
+	fa := &fetchArgs{url: positional[0], json: *asJSON, har: *harFile, keylog: *keylog}
+	cfg := &fa.cfg
+
+	if *proto == "" {
+		return nil, cli.Usagef("--proto: required; allowed: h1, h1s, h2, h2c, h3")
+	}
+	p, err := client.ParseProtocol(*proto)
+	if err != nil {
+		return nil, cli.Usagef("--proto %v", err)
+	}
+	cfg.Protocol = p
+	m, err := client.ParseMode(*mode)
+	if err != nil {
+		return nil, cli.Usagef("--mode %v", err)
+	}
+	cfg.Mode = m
+	cfg.MaxConnectionsPerOrigin = maxConns
+	cfg.Timeout = timeout
+	cfg.AllowAnyTarget = *anyTarget
+	cfg.UserAgent = "wirelab-engine/" + version.Version
+
+	switch {
+	case *dnsAddr != "" && *resolve != "":
+		return nil, cli.Usagef("--dns and --resolve: choose one")
+	case *dnsAddr != "":
+		server, err := dnsServerAddr(*dnsAddr)
+		if err != nil {
+			return nil, cli.Usagef("--dns %s: %v", *dnsAddr, err)
+		}
+		if !*anyTarget && !client.IsLabAddr(server.Addr()) {
+			return nil, cli.Usagef("--dns %s: %v", *dnsAddr, client.ErrNotLabTarget)
+		}
+		cfg.Resolver = &client.DNSResolver{Server: server.String()}
+	case *resolve != "":
+		r, err := client.ParseStaticResolver(*resolve)
+		if err != nil {
+			return nil, cli.Usagef("--resolve %s: %v; want name=ip,name=ip", *resolve, err)
+		}
+		cfg.Resolver = r
+	}
+
+	if *caFile != "" {
+		pem, err := os.ReadFile(*caFile)
+		if err != nil {
+			return nil, cli.Usagef("--ca %s: %v", *caFile, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, cli.Usagef("--ca %s: no PEM certificate in the file", *caFile)
+		}
+		cfg.RootCAs = pool
+	}
+
+	switch {
+	case m == client.ModeObjects && *urls == "":
+		return nil, cli.Usagef("--urls: required with --mode objects")
+	case m != client.ModeObjects && *urls != "":
+		return nil, cli.Usagef("--urls %s: only with --mode objects (flat mode discovers the objects)", *urls)
+	case *urls != "":
+		if fa.objects, err = readURLList(*urls, stdin); err != nil {
+			return nil, cli.Usagef("--urls %s: %v", *urls, err)
+		}
+	}
+
+	if err := checkFetchURL(fa.url, *anyTarget); err != nil {
+		return nil, err
+	}
+	return fa, nil
+}
+
+// checkFetchURL refuses a URL that is not a lab target before anything is sent.
+func checkFetchURL(raw string, anyTarget bool) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return cli.Usagef("URL %q: %v", raw, err)
+	}
+	if !anyTarget {
+		if err := client.CheckTarget(u.Hostname()); err != nil {
+			return cli.Usagef("URL %s: %v", raw, err)
+		}
+	}
+	return nil
+}
+
+// dnsServerAddr parses IP or IP:port (port 53 by default).
+func dnsServerAddr(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap, nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.AddrPortFrom(a, 53), nil
+	}
+	if _, _, err := net.SplitHostPort(s); err == nil {
+		return netip.AddrPort{}, errors.New("want an IP address and optional port, not a name")
+	}
+	return netip.AddrPort{}, errors.New("want IP or IP:PORT")
+}
+
+// readURLList reads one URL per line; blank lines and lines starting with # are skipped.
+func readURLList(path string, stdin io.Reader) ([]string, error) {
+	var r io.Reader = stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no URLs in the list")
+	}
+	return out, nil
+}
+
+// printResult prints a summary line and one line per object.
+func printResult(w io.Writer, res *client.Result) {
+	s := res.Summary()
+	fmt.Fprintf(w, "%s %s %s: plt %.1f ms, %d objects, %d body bytes, %d connections, %d TLS handshakes (%d resumed), %d DNS queries\n",
+		s.Protocol, s.Mode, s.URL, s.PLTms, s.Objects, s.BodyBytes, s.Connections, s.TLSHandshakes, s.TLSResumed, s.DNSQueries)
+	fmt.Fprintf(w, "phases (ms, summed): blocked %.1f dns %.1f connect %.1f ssl %.1f send %.1f wait %.1f receive %.1f\n",
+		s.Phases.Blocked, s.Phases.DNS, s.Phases.Connect, s.Phases.SSL, s.Phases.Send, s.Phases.Wait, s.Phases.Receive)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "start\tblocked\tdns\tconnect\tssl\tsend\twait\treceive\tconn\tstream\tstatus\tbytes\t url")
+	f := func(v float64) string {
+		if v < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", v)
+	}
+	for _, e := range res.Entries {
+		t := e.Timings
+		stream := "-"
+		if e.StreamID >= 0 {
+			stream = fmt.Sprint(e.StreamID)
+		}
+		line := fmt.Sprintf("%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t %s",
+			float64(e.Start)/float64(time.Millisecond), f(t.Blocked), f(t.DNS), f(t.Connect), f(t.SSL), f(t.Send), f(t.Wait), f(t.Receive),
+			e.Connection, stream, e.Status, e.BodyBytes, e.URL)
+		if e.Error != "" {
+			line += "  ERROR " + e.Error
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+	if res.Err != nil {
+		fmt.Fprintf(w, "error: %v\n", res.Err)
+	}
+}
