@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,29 +15,6 @@ import (
 	"github.com/wirelab/wirelab/engine/tcpplus"
 	"github.com/wirelab/wirelab/engine/tcpplus/backoff"
 )
-
-// benchmarks are the `bench` subcommands. (When the general `bench` command lands, this table
-// and tcpplus's entry move there.)
-var benchmarks = map[string]func(args []string) error{
-	"tcpplus": benchTCPPlus,
-}
-
-func init() {
-	register("bench", command{
-		Summary: "print benchmark figures (tcpplus: cwnd after one loss, cubic vs TCP+)",
-		Run: func(args []string) error {
-			names := make([]string, 0, len(benchmarks))
-			for n := range benchmarks {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			if len(args) == 0 || benchmarks[args[0]] == nil {
-				return cli.Usagef("bench: want one of %s", strings.Join(names, ", "))
-			}
-			return benchmarks[args[0]](args[1:])
-		},
-	})
-}
 
 func benchTCPPlus(args []string) error {
 	fs := flag.NewFlagSet("bench tcpplus", flag.ContinueOnError)

@@ -34,8 +34,8 @@ func TestBenchTCPPlusUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "want one of tcpplus"},
-		{[]string{"nosuch"}, "want one of tcpplus"},
+		{nil, "want one of link, tcpplus"},
+		{[]string{"nosuch"}, "want one of link, tcpplus"},
 		{[]string{"tcpplus", "--n", "0"}, "--n"},
 		{[]string{"tcpplus", "--n", "33"}, "between 1 and 32"},
 		{[]string{"tcpplus", "--rate", "fast"}, "--rate"},

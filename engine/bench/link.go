@@ -1,0 +1,521 @@
+// Package bench holds wirelab-engine's benchmarks. `bench link` measures the emulated path's
+// fidelity (RTT error, goodput against the configured rate, realised loss) and capacity (goodput
+// and CPU per packet with no rate cap), and the TUN devices' drop counters throughout.
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wirelab/wirelab/engine/emulator"
+	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/tunio"
+)
+
+// LinkOptions configures the link benchmark.
+type LinkOptions struct {
+	Quick bool // finish within 60 s
+	// Self is the wirelab-engine binary that runs the peers (`bench-peer`); default os.Executable.
+	Self string
+	// NewRun builds the emulator configuration for a profile string (links and topology).
+	NewRun func(profile string, seed uint64) (emulator.Config, error)
+	// Progress receives one line per step; nil for none.
+	Progress io.Writer
+	// Only restricts the benchmark to some of its parts: "rtt", "goodput", "loss", "capacity".
+	Only []string
+	// PacketLog keeps the packet log (as trials do) in every run, to measure its cost.
+	PacketLog bool
+	// NormalPeers runs the traffic peers with normal scheduling. By default they run with
+	// real-time priority, like the emulator, so that other load on a shared machine does not
+	// masquerade as emulator error (the kernel's own network processing stays ordinary).
+	NormalPeers bool
+}
+
+func (o *LinkOptions) peerArgs(args ...string) []string {
+	out := []string{o.Self, "bench-peer"}
+	if !o.NormalPeers {
+		out = append(out, "--rt")
+	}
+	return append(out, args...)
+}
+
+func (o *LinkOptions) runs(part string) bool {
+	if len(o.Only) == 0 {
+		return true
+	}
+	for _, p := range o.Only {
+		if p == part {
+			return true
+		}
+	}
+	return false
+}
+
+// RTTStats is the RTT error at one configured delay.
+type RTTStats struct {
+	OneWayMs     float64 `json:"one_way_ms"`
+	ConfiguredMs float64 `json:"configured_rtt_ms"`
+	Samples      int     `json:"samples"`
+	ErrorMsP50   float64 `json:"error_ms_p50"`
+	ErrorMsP99   float64 `json:"error_ms_p99"`
+	ErrorMsMean  float64 `json:"error_ms_mean"`
+	ErrorMsMin   float64 `json:"error_ms_min"`
+	// The kernel's own first RTT sample (TCP_INFO rtt, µs resolution) minus the configured RTT:
+	// the same path without the measuring process's wake-up.
+	KernelErrorMsP50 float64 `json:"kernel_rtt_error_ms_p50"`
+	KernelErrorMsP99 float64 `json:"kernel_rtt_error_ms_p99"`
+}
+
+// GoodputStats is one bulk transfer at a configured rate.
+type GoodputStats struct {
+	Profile     string  `json:"profile"`
+	RateMbps    float64 `json:"rate_mbps"`
+	GoodputMbps float64 `json:"goodput_mbps"`
+	Ratio       float64 `json:"ratio"`
+	Seconds     float64 `json:"seconds"`
+}
+
+// LossStats is the realised loss at a configured loss rate.
+type LossStats struct {
+	Profile    string  `json:"profile"`
+	Configured float64 `json:"configured"`
+	Realized   float64 `json:"realized"`
+	Packets    int64   `json:"packets"`
+	Dropped    int64   `json:"dropped"`
+}
+
+// CapacityStats is the bulk transfer with no rate cap.
+type CapacityStats struct {
+	Profile            string  `json:"profile"`
+	GoodputMbps        float64 `json:"goodput_mbps"`
+	Seconds            float64 `json:"seconds"`
+	CPUSeconds         float64 `json:"cpu_s"`        // emulator process CPU (user+system) over the transfer
+	CPUCores           float64 `json:"cpu_cores"`    // CPU seconds per second
+	Packets            int64   `json:"packets"`      // packets through the link, both directions
+	DataPackets        int64   `json:"data_packets"` // server→client (MTU-sized data)
+	CPUUsPerPacket     float64 `json:"cpu_us_per_packet"`
+	CPUUsPerDataPacket float64 `json:"cpu_us_per_data_packet"`
+	SegmentsPerWrite   float64 `json:"segments_per_write"` // down direction: coalescing on write
+	SegmentsPerRead    float64 `json:"segments_per_read"`  // down direction: super-packet size on read
+}
+
+// LinkResult is the benchmark's JSON object.
+type LinkResult struct {
+	RTTErrorMsP50  float64               `json:"rtt_error_ms_p50"`
+	RTTErrorMsP99  float64               `json:"rtt_error_ms_p99"`
+	RTTByDelay     []RTTStats            `json:"rtt_by_delay"`
+	GoodputRatio   map[string]float64    `json:"goodput_ratio"` // "1mbit" → goodput / rate
+	Goodput        []GoodputStats        `json:"goodput"`
+	LossRealized   map[string]float64    `json:"loss_realized"` // "1%" → realised fraction
+	Loss           []LossStats           `json:"loss"`
+	CapacityMbps   float64               `json:"capacity_mbps"`
+	CPUUsPerPacket float64               `json:"cpu_us_per_packet"`
+	Capacity       CapacityStats         `json:"capacity"`
+	DeviceDrops    uint64                `json:"device_drops"`              // TUN drop counters, all runs
+	UnexpectedDrop int64                 `json:"emulator_drops_unexpected"` // emulator drops where the profile asks for none
+	LatenessUS     emulator.LatenessUS   `json:"lateness_us"`               // timer lateness, all runs
+	Runs           map[string]RunSummary `json:"runs"`
+	Machine        Machine               `json:"machine"`
+	Quick          bool                  `json:"quick"`
+	RealtimePeers  bool                  `json:"realtime_peers"`
+	PacketLog      bool                  `json:"packet_log"`
+	DurationS      float64               `json:"duration_s"`
+	Errors         []string              `json:"errors,omitempty"`
+}
+
+// RunSummary is the emulator's view of one benchmark run.
+type RunSummary struct {
+	DeviceDrops uint64              `json:"device_drops"`
+	DropsQueue  int64               `json:"drops_queue"`
+	DropsLoss   int64               `json:"drops_loss"`
+	LatenessUS  emulator.LatenessUS `json:"lateness_us"`
+}
+
+// Machine describes where the benchmark ran and how busy the machine was.
+type Machine struct {
+	CPUs         int     `json:"cpus"`
+	Kernel       string  `json:"kernel"`
+	GoVersion    string  `json:"go"`
+	LoadBefore   string  `json:"loadavg_before"`
+	LoadAfter    string  `json:"loadavg_after"`
+	OtherBusyPct float64 `json:"other_busy_pct"` // CPU busy outside this process tree during the run, % of all CPUs
+}
+
+// Link runs the link benchmark.
+func Link(opt LinkOptions) (*LinkResult, error) {
+	if opt.NewRun == nil {
+		return nil, errors.New("bench: NewRun is required")
+	}
+	if opt.Self == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		opt.Self = self
+	}
+	b := &linkBench{opt: opt, res: &LinkResult{
+		GoodputRatio: map[string]float64{}, LossRealized: map[string]float64{}, Runs: map[string]RunSummary{}, Quick: opt.Quick, RealtimePeers: !opt.NormalPeers, PacketLog: opt.PacketLog,
+	}}
+	start := time.Now()
+	b.res.Machine = machine()
+	busy0 := cpuBusy()
+	self0 := treeCPU()
+
+	for _, part := range []struct {
+		name string
+		run  func()
+	}{{"rtt", b.rtt}, {"goodput", b.goodput}, {"loss", b.loss}, {"capacity", b.capacity}} {
+		if opt.runs(part.name) {
+			part.run()
+		}
+	}
+
+	b.res.Machine.LoadAfter = loadavg()
+	wall := time.Since(start)
+	if busy1 := cpuBusy(); busy1.total > busy0.total {
+		other := (busy1.busy - busy0.busy) - (treeCPU()-self0).Seconds()*float64(clockTicks())
+		b.res.Machine.OtherBusyPct = math.Max(0, 100*other/float64(busy1.total-busy0.total))
+	}
+	b.res.DurationS = wall.Seconds()
+	l := b.hist.Summary()
+	b.res.LatenessUS = emulator.LatenessUS{P50: us(l.P50), P99: us(l.P99), Max: us(l.Max), Mean: us(l.Mean)}
+	return b.res, nil
+}
+
+type linkBench struct {
+	opt  LinkOptions
+	res  *LinkResult
+	hist tunio.Histogram // timer lateness over all runs
+}
+
+func us(d time.Duration) float64 { return round(float64(d)/1e3, 1) }
+
+func (b *linkBench) progress(format string, args ...any) {
+	if b.opt.Progress != nil {
+		fmt.Fprintf(b.opt.Progress, format+"\n", args...)
+	}
+}
+
+func (b *linkBench) fail(what string, err error) {
+	b.res.Errors = append(b.res.Errors, fmt.Sprintf("%s: %v", what, err))
+	b.progress("bench: %s: %v", what, err)
+}
+
+// session is one emulator run with the server peer started.
+type session struct {
+	e      *emulator.Emulator
+	server *execCmd
+}
+
+func (b *linkBench) start(profile string, seed uint64) (*session, error) {
+	cfg, err := b.opt.NewRun(profile, seed)
+	if err != nil {
+		return nil, err
+	}
+	cfg.PacketLog = b.opt.PacketLog
+	e, err := emulator.Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{e: e}
+	srv := e.Topo.Command(netns.Server, b.opt.peerArgs("serve", netns.OriginAddr(1).String()+":9000")...)
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		e.Stop()
+		return nil, err
+	}
+	srv.Stderr = os.Stderr
+	if err := srv.Start(); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		e.Stop()
+		srv.Wait()
+		return nil, fmt.Errorf("bench peer did not get ready: %q %v", line, err)
+	}
+	s.server = &execCmd{srv}
+	return s, nil
+}
+
+// client runs a client peer and decodes its JSON line into v.
+func (b *linkBench) client(s *session, v any, args ...string) error {
+	cmd := s.e.Topo.Command(netns.Client, b.opt.peerArgs(args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("bench-peer %s: %v: %s", args[0], err, strings.TrimSpace(errb.String()))
+	}
+	return json.Unmarshal(out.Bytes(), v)
+}
+
+func (b *linkBench) stop(name string, s *session) emulator.Summary {
+	s.e.Runner.MergeLateness(&b.hist)
+	sum, err := s.e.Stop()
+	if err != nil {
+		b.fail(name+": stop", err)
+	}
+	s.server.Wait()
+	b.res.DeviceDrops += sum.DeviceDrops
+	b.res.Runs[name] = RunSummary{DeviceDrops: sum.DeviceDrops, DropsQueue: sum.Up.DropsQueue + sum.Down.DropsQueue,
+		DropsLoss: sum.Up.DropsLoss + sum.Down.DropsLoss, LatenessUS: sum.LatenessUS}
+	return sum
+}
+
+func (b *linkBench) rtt() {
+	var all []float64
+	count := 200
+	if b.opt.Quick {
+		count = 30
+	}
+	for _, oneWay := range []time.Duration{5 * time.Millisecond, 50 * time.Millisecond, 250 * time.Millisecond} {
+		name := fmt.Sprintf("rtt-%s", oneWay)
+		profile := fmt.Sprintf("delay_up=%s,delay_down=%s", oneWay, oneWay)
+		s, err := b.start(profile, 1)
+		if err != nil {
+			b.fail(name, err)
+			continue
+		}
+		// Parallel connects keep the 250 ms case short; they do not share a bottleneck (no rate cap).
+		parallel := 1 + int(oneWay/(50*time.Millisecond))
+		var r struct {
+			ConnectMs   []float64 `json:"connect_ms"`
+			KernelRTTMs []float64 `json:"kernel_rtt_ms"`
+		}
+		err = b.client(s, &r, "connect", netns.OriginAddr(1).String()+":9000", fmt.Sprint(count), fmt.Sprint(parallel))
+		sum := b.stop(name, s)
+		if err != nil {
+			b.fail(name, err)
+			continue
+		}
+		conf := float64(2*oneWay) / 1e6
+		errs := make([]float64, len(r.ConnectMs))
+		for i, m := range r.ConnectMs {
+			errs[i] = m - conf
+		}
+		sort.Float64s(errs)
+		all = append(all, errs...)
+		kerr := make([]float64, len(r.KernelRTTMs))
+		for i, m := range r.KernelRTTMs {
+			kerr[i] = m - conf
+		}
+		sort.Float64s(kerr)
+		st := RTTStats{OneWayMs: float64(oneWay) / 1e6, ConfiguredMs: conf, Samples: len(errs),
+			ErrorMsP50: pct(errs, 0.5), ErrorMsP99: pct(errs, 0.99), ErrorMsMean: mean(errs), ErrorMsMin: round(errs[0], 4),
+			KernelErrorMsP50: pct(kerr, 0.5), KernelErrorMsP99: pct(kerr, 0.99)}
+		b.res.RTTByDelay = append(b.res.RTTByDelay, st)
+		b.progress("bench: RTT %v: error p50 %+.3f ms, p99 %+.3f ms, min %+.3f ms (%d connects; kernel's RTT sample: p50 %+.3f, p99 %+.3f); lateness p50 %.1f µs p99 %.1f µs",
+			2*oneWay, st.ErrorMsP50, st.ErrorMsP99, st.ErrorMsMin, st.Samples, st.KernelErrorMsP50, st.KernelErrorMsP99, sum.LatenessUS.P50, sum.LatenessUS.P99)
+	}
+	sort.Float64s(all)
+	b.res.RTTErrorMsP50, b.res.RTTErrorMsP99 = pct(all, 0.5), pct(all, 0.99)
+}
+
+func (b *linkBench) goodput() {
+	type gp struct {
+		name           string
+		rate           float64
+		warm, duration time.Duration
+	}
+	cases := []gp{{"1mbit", 1e6, 3 * time.Second, 20 * time.Second}, {"10mbit", 10e6, 2 * time.Second, 15 * time.Second}, {"100mbit", 100e6, 2 * time.Second, 10 * time.Second}}
+	if b.opt.Quick {
+		cases = []gp{{"1mbit", 1e6, 2 * time.Second, 6 * time.Second}, {"10mbit", 10e6, 1 * time.Second, 4 * time.Second}, {"100mbit", 100e6, 1 * time.Second, 3 * time.Second}}
+	}
+	for _, c := range cases {
+		profile := "rtt=20ms,bw=" + c.name + ",cc=cubic"
+		name := "goodput-" + c.name
+		s, err := b.start(profile, 1)
+		if err != nil {
+			b.fail(name, err)
+			continue
+		}
+		var g Goodput
+		err = b.client(s, &g, "receive", netns.OriginAddr(1).String()+":9000", c.warm.String(), c.duration.String())
+		sum := b.stop(name, s)
+		if err != nil {
+			b.fail(name, err)
+			continue
+		}
+		ratio := g.BitsPerSecond() / c.rate
+		b.res.GoodputRatio[c.name] = round(ratio, 4)
+		b.res.Goodput = append(b.res.Goodput, GoodputStats{Profile: profile, RateMbps: c.rate / 1e6, GoodputMbps: round(g.BitsPerSecond()/1e6, 3), Ratio: round(ratio, 4), Seconds: round(g.Seconds, 3)})
+		if sum.Up.DropsLoss+sum.Down.DropsLoss > 0 {
+			b.res.UnexpectedDrop += sum.Up.DropsLoss + sum.Down.DropsLoss
+		}
+		b.progress("bench: goodput %s: %.3f Mbit/s = %.4f of the rate (queue drops %d, device drops %d)",
+			profile, g.BitsPerSecond()/1e6, ratio, sum.Down.DropsQueue+sum.Up.DropsQueue, sum.DeviceDrops)
+	}
+}
+
+// loss sends UDP datagrams through a lossy path and compares the loss model's realised drop
+// rate with the configured one (and checks that nothing else dropped anything).
+func (b *linkBench) loss() {
+	count, pps := 200000, 50000
+	if b.opt.Quick {
+		count, pps = 50000, 50000
+	}
+	for _, c := range []struct {
+		name string
+		p    float64
+	}{{"1%", 0.01}, {"3%", 0.03}} {
+		profile := "rtt=4ms,loss=" + c.name
+		name := "loss-" + c.name
+		s, err := b.start(profile, 7)
+		if err != nil {
+			b.fail(name, err)
+			continue
+		}
+		var r struct {
+			Sent int64 `json:"sent"`
+		}
+		err = b.client(s, &r, "blast", netns.OriginAddr(1).String()+":9000", fmt.Sprint(count), fmt.Sprint(pps))
+		sum := b.stop(name, s)
+		if err != nil {
+			b.fail(name, err)
+			continue
+		}
+		arrived, dropped := sum.Up.Arrived, sum.Up.DropsLoss
+		realized := float64(dropped) / float64(max(arrived, 1))
+		b.res.LossRealized[c.name] = round(realized, 5)
+		b.res.Loss = append(b.res.Loss, LossStats{Profile: profile, Configured: c.p, Realized: round(realized, 5), Packets: arrived, Dropped: dropped})
+		b.res.UnexpectedDrop += sum.Up.DropsQueue + sum.Down.DropsQueue + (r.Sent - arrived)
+		b.progress("bench: loss %s: realised %.5f over %d UDP datagrams (%d sent; binomial 99.9%% interval ±%.5f)",
+			c.name, realized, arrived, r.Sent, 3.29*math.Sqrt(c.p*(1-c.p)/float64(max(arrived, 1))))
+	}
+}
+
+func (b *linkBench) capacity() {
+	warm, d := 2*time.Second, 10*time.Second
+	if b.opt.Quick {
+		warm, d = time.Second, 4*time.Second
+	}
+	profile := "rtt=10ms"
+	s, err := b.start(profile, 1)
+	if err != nil {
+		b.fail("capacity", err)
+		return
+	}
+	before := s.e.Runner.Stats()
+	cpu0 := selfCPU()
+	t0 := time.Now()
+	var g Goodput
+	err = b.client(s, &g, "receive", netns.OriginAddr(1).String()+":9000", warm.String(), d.String())
+	wall := time.Since(t0)
+	cpu := selfCPU() - cpu0
+	after := s.e.Runner.Stats()
+	sum := b.stop("capacity", s)
+	if err != nil {
+		b.fail("capacity", err)
+		return
+	}
+	pk := (after.Up.Packets - before.Up.Packets) + (after.Down.Packets - before.Down.Packets)
+	data := after.Down.Packets - before.Down.Packets
+	c := CapacityStats{
+		Profile: profile, GoodputMbps: round(g.BitsPerSecond()/1e6, 1), Seconds: round(g.Seconds, 3),
+		CPUSeconds: round(cpu.Seconds(), 3), CPUCores: round(cpu.Seconds()/wall.Seconds(), 3),
+		Packets: pk, DataPackets: data,
+		CPUUsPerPacket:     round(float64(cpu)/1e3/float64(max(pk, 1)), 3),
+		CPUUsPerDataPacket: round(float64(cpu)/1e3/float64(max(data, 1)), 3),
+		SegmentsPerWrite:   round(float64(data)/float64(max(after.Down.Writes-before.Down.Writes, 1)), 1),
+		SegmentsPerRead:    round(float64(data)/float64(max(after.Down.Reads-before.Down.Reads, 1)), 1),
+	}
+	b.res.Capacity = c
+	b.res.CapacityMbps = c.GoodputMbps
+	b.res.CPUUsPerPacket = c.CPUUsPerPacket
+	b.res.UnexpectedDrop += sum.Up.DropsLoss + sum.Down.DropsLoss + sum.Up.DropsQueue + sum.Down.DropsQueue
+	b.progress("bench: capacity %s: %.0f Mbit/s, %.2f cores, %.3f µs CPU per packet (%.3f per data packet), device drops %d, lateness p50 %.1f µs p99 %.1f µs",
+		profile, c.GoodputMbps, c.CPUCores, c.CPUUsPerPacket, c.CPUUsPerDataPacket, sum.DeviceDrops, sum.LatenessUS.P50, sum.LatenessUS.P99)
+}
+
+func pct(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	i = min(max(i, 0), len(sorted)-1)
+	return round(sorted[i], 4)
+}
+
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return round(s/float64(max(len(xs), 1)), 4)
+}
+
+func round(x float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(x*p) / p
+}
+
+func selfCPU() time.Duration {
+	var ru unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return time.Duration(unix.TimevalToNsec(ru.Utime) + unix.TimevalToNsec(ru.Stime))
+}
+
+// treeCPU is this process's and its waited-for children's CPU time.
+func treeCPU() time.Duration {
+	var ru unix.Rusage
+	unix.Getrusage(unix.RUSAGE_CHILDREN, &ru)
+	return selfCPU() + time.Duration(unix.TimevalToNsec(ru.Utime)+unix.TimevalToNsec(ru.Stime))
+}
+
+type busy struct{ busy, total float64 }
+
+// cpuBusy reads the machine's busy and total CPU time (clock ticks) from /proc/stat.
+func cpuBusy() busy {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return busy{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var v busy
+	for i, s := range f[1:] {
+		var x float64
+		fmt.Sscan(s, &x)
+		if i < 8 { // user nice system idle iowait irq softirq steal
+			v.total += x
+			if i != 3 && i != 4 {
+				v.busy += x
+			}
+		}
+	}
+	return v
+}
+
+func clockTicks() int { return 100 }
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func machine() Machine {
+	var u unix.Utsname
+	unix.Uname(&u)
+	return Machine{CPUs: runtime.NumCPU(), Kernel: unix.ByteSliceToString(u.Release[:]), GoVersion: runtime.Version(), LoadBefore: loadavg()}
+}
+
+type execCmd struct{ c interface{ Wait() error } }
+
+func (e *execCmd) Wait() { e.c.Wait() }

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/netns"
+)
+
+func init() {
+	register("gc", command{
+		Summary: "remove namespaces and files left behind by crashed runs (never a live run's)",
+		Run:     runGC,
+	})
+}
+
+func runGC(args []string) error {
+	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
+	quiet := fs.Bool("q", false, "print nothing unless something fails")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: wirelab-engine gc [-q]\n\nRemoves what crashed wirelab runs left: processes in their namespaces, the namespaces\n(wirelab-<id>-c/-s), /etc/netns/wirelab-* and state files in "+netns.StateDir+".\nRuns whose owner process is alive are left alone.")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return helpOK(err)
+	}
+	if fs.NArg() != 0 {
+		return cli.Usagef("gc: unexpected argument %q; gc takes no arguments", fs.Arg(0))
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("gc: needs root (namespaces live in %s)", "/run/netns")
+	}
+	rep, err := netns.GC()
+	if !*quiet {
+		for _, r := range rep.Removed {
+			fmt.Println("removed", r)
+		}
+		for _, k := range rep.Kept {
+			fmt.Println("kept live run", k)
+		}
+		if len(rep.Removed) == 0 && err == nil {
+			fmt.Println("nothing to remove")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("gc: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"os"
+
+	"github.com/wirelab/wirelab/engine/internal/cli"
+)
+
+// errHelp ends a command successfully after it printed its usage (-h).
+var errHelp = errors.New("help shown")
+
+// parseFlags parses args with fs: -h prints the usage to stdout (errHelp), any other problem is a
+// one-line UsageError (exit 2).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(os.Stdout)
+		fs.Usage()
+		return errHelp
+	}
+	if err != nil {
+		return cli.Usagef("%s: %v; run wirelab-engine %s -h for the flags", fs.Name(), err, fs.Name())
+	}
+	return nil
+}
+
+// helpOK turns errHelp into success.
+func helpOK(err error) error {
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,204 @@
+// Package emulator runs the emulated path of one run: it builds the topology (engine/netns),
+// forwards packets between its TUN devices through the link model (engine/tunio), and records
+// what crossed the link (engine/pktlog, engine/pcap). `wirelab-engine shell`, `bench` and `trial`
+// all start it the same way.
+//
+// While an Emulator runs, its whole process runs with real-time priority (docs/network.md, "The
+// real-time emulator"): work the process does meanwhile preempts ordinary processes, the client
+// and servers under test among them, so heavy work belongs between loads.
+package emulator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/pcap"
+	"github.com/wirelab/wirelab/engine/pktlog"
+	"github.com/wirelab/wirelab/engine/tunio"
+)
+
+// Config describes one emulator run.
+type Config struct {
+	Topology netns.Config
+	Up, Down tunio.Link // the link model per direction (see NewLinks)
+
+	// PcapDir, when set, receives client.pcap (packets as they entered and left the client's TUN)
+	// and server.pcap (likewise on the server's side).
+	PcapDir string
+	// PcapSnapLen caps the bytes captured per packet; 0 = whole packets.
+	PcapSnapLen int
+	// PacketLog keeps a pktlog.Log of every packet (for ToW and retransmissions).
+	PacketLog bool
+	// SpinWindow overrides tunio.DefaultSpinWindow.
+	SpinWindow time.Duration
+}
+
+// Emulator is a running emulated path.
+type Emulator struct {
+	Topo   *netns.Topology
+	Runner *tunio.Runner
+	Log    *pktlog.Log // nil unless Config.PacketLog
+
+	cfg     Config
+	pcaps   [2]*pcapFile // indexed by netns.Side
+	cancel  context.CancelFunc
+	done    chan error
+	stopped bool
+	mu      sync.Mutex
+	summary Summary
+	start   time.Time
+}
+
+type pcapFile struct {
+	f *os.File
+	w *pcap.Writer
+}
+
+// Start builds the topology and starts forwarding. On error nothing is left behind.
+func Start(cfg Config) (*Emulator, error) {
+	if cfg.Up == nil || cfg.Down == nil {
+		return nil, errors.New("emulator: Up and Down links are required")
+	}
+	e := &Emulator{cfg: cfg, done: make(chan error, 1)}
+	if cfg.PacketLog {
+		e.Log = &pktlog.Log{}
+	}
+	if cfg.PcapDir != "" {
+		if err := os.MkdirAll(cfg.PcapDir, 0o755); err != nil {
+			return nil, fmt.Errorf("pcap directory: %w", err)
+		}
+		for _, side := range []netns.Side{netns.Client, netns.Server} {
+			f, err := os.Create(filepath.Join(cfg.PcapDir, side.String()+".pcap"))
+			if err != nil {
+				e.closePcaps()
+				return nil, fmt.Errorf("pcap: %w", err)
+			}
+			w, err := pcap.NewWriter(f, cfg.PcapSnapLen)
+			if err != nil {
+				f.Close()
+				e.closePcaps()
+				return nil, err
+			}
+			e.pcaps[side] = &pcapFile{f: f, w: w}
+		}
+	}
+	topo, err := netns.Create(cfg.Topology)
+	if err != nil {
+		e.closePcaps()
+		return nil, err
+	}
+	e.Topo = topo
+	var obs tunio.Observer
+	if e.Log != nil || cfg.PcapDir != "" {
+		obs = e
+	}
+	r, err := tunio.New(tunio.Config{
+		Client: topo.TUN(netns.Client), Server: topo.TUN(netns.Server), Up: cfg.Up, Down: cfg.Down,
+		OriginOf: netns.OriginOf, Observer: obs, MTU: topo.Config().MTU, SpinWindow: cfg.SpinWindow,
+	})
+	if err != nil {
+		topo.Close()
+		e.closePcaps()
+		return nil, err
+	}
+	e.Runner = r
+	e.start = r.Start()
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	go func() { e.done <- r.Run(ctx) }()
+	return e, nil
+}
+
+// Now is the emulator's clock (the time base of packet records and link deadlines).
+func (e *Emulator) Now() time.Duration { return e.Runner.Now() }
+
+// Observe implements tunio.Observer: packet log and pcaps.
+func (e *Emulator) Observe(ev *tunio.Event) {
+	dir := pktlog.Up
+	if ev.Dir == tunio.Down {
+		dir = pktlog.Down
+	}
+	switch ev.Kind {
+	case tunio.Arrived:
+		// Up packets enter on the client's side, Down packets on the server's.
+		if p := e.pcaps[sideOfEntry(ev.Dir)]; p != nil {
+			p.w.WritePacket(e.start.Add(ev.In), ev.Data)
+		}
+	case tunio.Dropped:
+		if e.Log != nil {
+			fate := pktlog.DroppedLoss
+			if ev.Fate == tunio.DroppedQueue {
+				fate = pktlog.DroppedQueue
+			}
+			e.Log.Add(dir, fate, ev.In, ev.Out, ev.Data)
+		}
+	case tunio.Delivered:
+		if p := e.pcaps[1-sideOfEntry(ev.Dir)]; p != nil {
+			p.w.WritePacket(e.start.Add(ev.Out), ev.Data)
+		}
+		if e.Log != nil {
+			e.Log.Add(dir, pktlog.Delivered, ev.In, ev.Out, ev.Data)
+		}
+	}
+}
+
+func sideOfEntry(d tunio.Dir) netns.Side {
+	if d == tunio.Up {
+		return netns.Client
+	}
+	return netns.Server
+}
+
+// Stop stops forwarding, flushes the captures, reads the devices' counters and removes the
+// topology (terminating every process in it). It returns the run's summary. Idempotent.
+func (e *Emulator) Stop() (Summary, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return e.summary, nil
+	}
+	e.stopped = true
+	var errs []error
+	// Device counters first: closing the TUN devices removes them.
+	var dev [2]netns.DeviceStats
+	for _, side := range []netns.Side{netns.Client, netns.Server} {
+		s, err := e.Topo.DeviceStats(side)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s device counters: %w", side, err))
+		}
+		dev[side] = s
+	}
+	e.cancel()
+	if err := <-e.done; err != nil {
+		errs = append(errs, err)
+	}
+	e.summary = e.summarize(dev)
+	if err := e.Topo.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, e.closePcaps())
+	return e.summary, errors.Join(errs...)
+}
+
+func (e *Emulator) closePcaps() error {
+	var errs []error
+	for i, p := range e.pcaps {
+		if p == nil {
+			continue
+		}
+		errs = append(errs, p.w.Flush(), p.f.Close())
+		e.pcaps[i] = nil
+	}
+	return errors.Join(errs...)
+}
+
+// QueueReporter is implemented by links that record their queue's peak occupancy.
+type QueueReporter interface {
+	MaxQueuePackets() int64
+}

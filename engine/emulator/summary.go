@@ -1,0 +1,65 @@
+package emulator
+
+import (
+	"time"
+
+	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/tunio"
+)
+
+// Summary is what the emulator reports at the end of a run (the "emulator" object of trial.json,
+// and `shell --stats`).
+type Summary struct {
+	LatenessUS  LatenessUS                   `json:"lateness_us"`  // timer lateness: release − deadline
+	DeviceDrops uint64                       `json:"device_drops"` // packets the TUN devices dropped (both, both ways)
+	Up          DirSummary                   `json:"up"`
+	Down        DirSummary                   `json:"down"`
+	Devices     map[string]netns.DeviceStats `json:"devices"` // kernel counters of the client and server TUN
+	DurationS   float64                      `json:"duration_s"`
+	Runner      tunio.Stats                  `json:"runner"` // the runner's own counters
+}
+
+// LatenessUS are timer-lateness percentiles in microseconds.
+type LatenessUS struct {
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// DirSummary counts one direction.
+type DirSummary struct {
+	Packets         int64 `json:"packets"` // delivered
+	Bytes           int64 `json:"bytes"`   // IP bytes delivered
+	DropsQueue      int64 `json:"drops_queue"`
+	DropsLoss       int64 `json:"drops_loss"`
+	MaxQueuePackets int64 `json:"max_queue_packets"`
+	Arrived         int64 `json:"arrived"` // packets that entered the link (after GSO splitting)
+}
+
+func us(d time.Duration) float64 { return float64(d) / 1e3 }
+
+func (e *Emulator) summarize(dev [2]netns.DeviceStats) Summary {
+	rs := e.Runner.Stats()
+	s := Summary{
+		LatenessUS: LatenessUS{P50: us(rs.Lateness.P50), P99: us(rs.Lateness.P99), Max: us(rs.Lateness.Max), Mean: us(rs.Lateness.Mean)},
+		Devices:    map[string]netns.DeviceStats{"client": dev[netns.Client], "server": dev[netns.Server]},
+		DurationS:  e.Runner.Now().Seconds(),
+		Runner:     rs,
+	}
+	s.DeviceDrops = dev[netns.Client].Dropped() + dev[netns.Server].Dropped()
+	for _, d := range []tunio.Dir{tunio.Up, tunio.Down} {
+		ds := rs.Up
+		out := &s.Up
+		if d == tunio.Down {
+			ds, out = rs.Down, &s.Down
+		}
+		*out = DirSummary{Packets: ds.Delivered, Bytes: ds.DeliveredBytes, DropsQueue: ds.DropsQueue, DropsLoss: ds.DropsLoss, Arrived: ds.Packets}
+		e.Runner.WithLink(d, func(l tunio.Link) {
+			if q, ok := l.(QueueReporter); ok {
+				out.MaxQueuePackets = q.MaxQueuePackets()
+			}
+		})
+	}
+	return s
+}

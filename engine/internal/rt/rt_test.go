@@ -1,0 +1,48 @@
+package rt
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func policyOf(t *testing.T, pid string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + pid + "/sched")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "policy") {
+			return strings.TrimSpace(l[strings.Index(l, ":")+1:])
+		}
+	}
+	return ""
+}
+
+func TestEnableRestore(t *testing.T) {
+	restore, ok := Enable(1)
+	if !ok {
+		restore()
+		t.Skip("real-time scheduling not permitted")
+	}
+	if p := policyOf(t, "self"); p != "1" {
+		t.Errorf("policy %q while enabled, want 1 (SCHED_FIFO)", p)
+	}
+	// Children start with normal scheduling (SCHED_RESET_ON_FORK).
+	out, err := exec.Command("sh", "-c", "grep ^policy /proc/$$/sched").Output()
+	if err == nil && !strings.Contains(string(out), ": 0") && !strings.HasSuffix(strings.TrimSpace(string(out)), "0") {
+		t.Errorf("child: %s", out)
+	}
+	inner, _ := Enable(1) // nested
+	inner()
+	if p := policyOf(t, "self"); p != "1" {
+		t.Errorf("policy %q after the inner restore, want 1", p)
+	}
+	restore()
+	restore() // idempotent
+	if p := policyOf(t, "self"); p != "0" {
+		t.Errorf("policy %q after restore, want 0", p)
+	}
+}

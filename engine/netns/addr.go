@@ -1,0 +1,38 @@
+package netns
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// The address plan is identical in every run: the namespaces isolate it.
+var (
+	// ClientAddr is the client's address (on its TUN device).
+	ClientAddr = netip.AddrFrom4([4]byte{10, 77, 0, 2})
+	// DNSAddr is where the run's DNS server listens, in the server namespace.
+	DNSAddr = netip.AddrFrom4([4]byte{10, 77, 2, 53})
+	// ClientPrefix is routed from the server namespace towards the client.
+	ClientPrefix = netip.MustParsePrefix("10.77.0.0/24")
+	// LabPrefix holds every address of a run; it is routed from the client towards the servers.
+	LabPrefix = netip.MustParsePrefix("10.77.0.0/16")
+)
+
+// MaxOrigins is the number of origin addresses a topology can carry.
+const MaxOrigins = 64
+
+// OriginAddr is the address of origin n (1 ≤ n ≤ MaxOrigins): 10.77.1.n.
+func OriginAddr(n int) netip.Addr {
+	if n < 1 || n > MaxOrigins {
+		panic(fmt.Sprintf("netns: origin %d outside 1…%d", n, MaxOrigins))
+	}
+	return netip.AddrFrom4([4]byte{10, 77, 1, byte(n)})
+}
+
+// OriginOf maps an IPv4 address (4 bytes, as found in a packet header) to its origin number:
+// 10.77.1.n → n for 1 ≤ n ≤ MaxOrigins, anything else → 0 (no per-origin treatment).
+func OriginOf(a [4]byte) int {
+	if a[0] == 10 && a[1] == 77 && a[2] == 1 && a[3] >= 1 && a[3] <= MaxOrigins {
+		return int(a[3])
+	}
+	return 0
+}

@@ -1,0 +1,125 @@
+package netns
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// GCReport says what GC did.
+type GCReport struct {
+	Removed []string `json:"removed"` // namespaces, /etc/netns directories and state files removed
+	Kept    []string `json:"kept"`    // runs left alone because their owner is alive ("<id> (pid N)")
+}
+
+// GC removes what crashed runs left behind: for every state file whose owner process is gone, the
+// processes in its namespaces, the namespaces, its /etc/netns directories and the state file; then
+// wirelab namespaces and /etc/netns directories that no state file claims. A live run's objects are
+// never touched.
+func GC() (GCReport, error) {
+	stateDir := StateDir
+	var rep GCReport
+	var errs []error
+	// List namespaces BEFORE state files: a run writes its state file before it creates its
+	// namespaces, so every namespace seen here whose run is live has its state file visible below.
+	names, err := listNamed()
+	if err != nil {
+		return rep, err
+	}
+	etcDirs, _ := filepath.Glob(filepath.Join(etcNetnsDir, Prefix+"*"))
+	states, bad, err := listStates(stateDir)
+	if err != nil {
+		return rep, err
+	}
+	claimed := map[string]bool{} // namespace names of live runs, and of dead runs handled below
+	for _, st := range states {
+		if alive(st.PID, st.PIDStart) {
+			for _, n := range st.Namespaces {
+				claimed[n] = true
+			}
+			rep.Kept = append(rep.Kept, fmt.Sprintf("%s (pid %d)", st.ID, st.PID))
+			continue
+		}
+		var stErrs []error
+		for _, n := range st.Namespaces {
+			claimed[n] = true
+			if !namespacePattern.MatchString(n) {
+				continue // never touch a name wirelab could not have made
+			}
+			if err := removeNamespace(n, &rep); err != nil {
+				stErrs = append(stErrs, err)
+			}
+		}
+		for _, d := range st.EtcDirs {
+			if filepath.Dir(d) != etcNetnsDir || !namespacePattern.MatchString(filepath.Base(d)) {
+				continue
+			}
+			if err := removeDir(d, &rep); err != nil {
+				stErrs = append(stErrs, err)
+			}
+		}
+		if len(stErrs) == 0 {
+			p := statePath(stateDir, st.ID)
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				stErrs = append(stErrs, err)
+			} else {
+				rep.Removed = append(rep.Removed, p)
+			}
+		}
+		errs = append(errs, stErrs...)
+	}
+	// A state file that cannot be parsed is left alone (with its namespaces) and reported.
+	for _, p := range bad {
+		id := strings.TrimSuffix(filepath.Base(p), ".json")
+		claimed[NamespaceName(id, Client)] = true
+		claimed[NamespaceName(id, Server)] = true
+		errs = append(errs, fmt.Errorf("unreadable state file %s left alone", p))
+	}
+	// Orphans: wirelab namespaces whose state file is gone.
+	for _, n := range names {
+		if claimed[n] {
+			continue
+		}
+		if err := removeNamespace(n, &rep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range etcDirs {
+		base := filepath.Base(d)
+		if claimed[base] || !namespacePattern.MatchString(base) {
+			continue
+		}
+		if err := removeDir(d, &rep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+// removeNamespace kills every process in the named namespace and deletes it.
+func removeNamespace(name string, rep *GCReport) error {
+	path := filepath.Join(netnsRunDir, name)
+	if id, err := nsIDOf(path); err == nil {
+		terminate(pidsIn(id), KillGrace)
+	} else if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := deleteNamed(name); err != nil {
+		return err
+	}
+	rep.Removed = append(rep.Removed, path)
+	return nil
+}
+
+func removeDir(d string, rep *GCReport) error {
+	if _, err := os.Stat(d); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := os.RemoveAll(d); err != nil {
+		return err
+	}
+	rep.Removed = append(rep.Removed, d)
+	return nil
+}

@@ -1,0 +1,56 @@
+package netns
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"regexp"
+)
+
+// Prefix starts the name of every namespace wirelab creates; GC touches nothing else.
+const Prefix = "wirelab-"
+
+// TUNName is the name of the TUN device in each namespace.
+const TUNName = "wltun0"
+
+// Side is one end of the emulated path.
+type Side int
+
+const (
+	// Client is the namespace where the page loader runs.
+	Client Side = iota
+	// Server is the namespace that holds the origins and the DNS server.
+	Server
+)
+
+func (s Side) String() string {
+	if s == Client {
+		return "client"
+	}
+	return "server"
+}
+
+// suffix is the last character of a side's namespace name.
+func (s Side) suffix() string {
+	if s == Client {
+		return "c"
+	}
+	return "s"
+}
+
+// NamespaceName is the name of a run's namespace on one side: wirelab-<id>-c or wirelab-<id>-s.
+func NamespaceName(id string, s Side) string { return Prefix + id + "-" + s.suffix() }
+
+// namespacePattern matches exactly the names NamespaceName produces.
+var namespacePattern = regexp.MustCompile(`^wirelab-([0-9a-f]{8})-[cs]$`)
+
+// idPattern matches a run id.
+var idPattern = regexp.MustCompile(`^[0-9a-f]{8}$`)
+
+// newID returns 8 random hex digits.
+func newID() (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,98 @@
+package netns
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// StateDir holds one state file per live (or crashed) run. It is fixed, not configurable: GC must
+// see every run's state file to know which namespaces are claimed.
+const StateDir = "/run/wirelab"
+
+// state is the content of <StateDir>/<id>.json. It is written before any object is created and
+// removed after every object is gone, so an object without a live owner's state file is garbage.
+type state struct {
+	ID         string    `json:"id"`
+	PID        int       `json:"pid"`
+	PIDStart   uint64    `json:"pid_start_ticks"` // with pid, identifies the owner across pid reuse
+	Command    []string  `json:"command"`
+	CreatedAt  time.Time `json:"created_at"`
+	Namespaces []string  `json:"namespaces"`
+	EtcDirs    []string  `json:"etc_dirs,omitempty"` // /etc/netns/<ns> directories (resolv.conf)
+	TUNs       []string  `json:"tuns"`               // informational: TUN devices vanish with their owner
+}
+
+func statePath(dir, id string) string { return filepath.Join(dir, id+".json") }
+
+// createState writes the state file for a new id atomically and exclusively: it fails with
+// os.ErrExist if a file for the id exists.
+func createState(dir string, st *state) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-"+st.ID+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	// link(2) fails if the target exists: exclusive and atomic (readers never see half a file).
+	if err := os.Link(tmp.Name(), statePath(dir, st.ID)); err != nil {
+		return fmt.Errorf("state file for %s: %w", st.ID, err)
+	}
+	return nil
+}
+
+func readState(path string) (*state, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var st state
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !idPattern.MatchString(st.ID) {
+		return nil, fmt.Errorf("%s: bad id %q", path, st.ID)
+	}
+	return &st, nil
+}
+
+// listStates reads every state file in dir. Unreadable files are returned in bad.
+func listStates(dir string) (states []*state, bad []string, err error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".json") || !idPattern.MatchString(strings.TrimSuffix(name, ".json")) {
+			continue
+		}
+		st, err := readState(filepath.Join(dir, name))
+		if err != nil {
+			bad = append(bad, filepath.Join(dir, name))
+			continue
+		}
+		states = append(states, st)
+	}
+	return states, bad, nil
+}

@@ -1,0 +1,158 @@
+// Package pktlog keeps a compact record of every packet that crossed (or was dropped by) the
+// emulated link and derives per-window metrics from it: packets and bytes per direction, drops by
+// cause, TCP retransmissions and Time on Wire. The definitions are in docs/metrics.md.
+package pktlog
+
+import (
+	"encoding/binary"
+	"time"
+)
+
+// Dir is the direction a packet travelled.
+type Dir uint8
+
+const (
+	Up   Dir = iota // client → server
+	Down            // server → client
+)
+
+func (d Dir) String() string {
+	if d == Up {
+		return "up"
+	}
+	return "down"
+}
+
+// Fate is what the link did with a packet.
+type Fate uint8
+
+const (
+	Delivered    Fate = iota // written to the receiving side's TUN device
+	DroppedQueue             // dropped by the drop-tail queue
+	DroppedLoss              // dropped by the loss model
+)
+
+func (f Fate) String() string {
+	switch f {
+	case Delivered:
+		return "delivered"
+	case DroppedQueue:
+		return "dropped-queue"
+	default:
+		return "dropped-loss"
+	}
+}
+
+// IP protocol numbers.
+const (
+	ProtoTCP = 6
+	ProtoUDP = 17
+)
+
+// TCP flag bits as in the header.
+const (
+	FlagFIN = 0x01
+	FlagSYN = 0x02
+	FlagRST = 0x04
+	FlagPSH = 0x08
+	FlagACK = 0x10
+)
+
+// Record is one packet: 48 bytes, header facts only.
+type Record struct {
+	In       int64   // ns since the emulator started: the packet entered the emulator from the sender's TUN
+	Out      int64   // ns: the packet left into the receiver's TUN; equal to In when dropped
+	Src, Dst [4]byte // IPv4 addresses (zero for IPv6)
+	Seq, Ack uint32  // TCP
+	IPLen    uint16  // IP total length in bytes
+	Payload  uint16  // TCP or UDP payload length in bytes
+	SrcPort  uint16  // TCP/UDP
+	DstPort  uint16  // TCP/UDP
+	Proto    uint8   // IP protocol (6 TCP, 17 UDP, …)
+	Flags    uint8   // TCP flags
+	Dir      Dir
+	Fate     Fate
+}
+
+// ClientTime is when the client's side of the link saw the packet: entering the link for Up
+// packets, delivered to the client for Down packets (for a dropped Down packet, when it was dropped).
+func (r *Record) ClientTime() time.Duration {
+	if r.Dir == Down && r.Fate == Delivered {
+		return time.Duration(r.Out)
+	}
+	return time.Duration(r.In)
+}
+
+// SeqLen is the sequence space a TCP segment occupies: payload, plus one each for SYN and FIN.
+func (r *Record) SeqLen() uint32 {
+	if r.Proto != ProtoTCP {
+		return 0
+	}
+	n := uint32(r.Payload)
+	if r.Flags&FlagSYN != 0 {
+		n++
+	}
+	if r.Flags&FlagFIN != 0 {
+		n++
+	}
+	return n
+}
+
+// Parse fills the header facts of r from an IP packet. Truncated or unknown packets keep what
+// could be read (IPLen at least).
+func Parse(pkt []byte, r *Record) {
+	r.IPLen = uint16(len(pkt))
+	if len(pkt) < 1 {
+		return
+	}
+	var l4 []byte
+	switch pkt[0] >> 4 {
+	case 4:
+		if len(pkt) < 20 {
+			return
+		}
+		ihl := int(pkt[0]&0x0f) * 4
+		total := int(binary.BigEndian.Uint16(pkt[2:]))
+		if total >= ihl && total <= len(pkt) {
+			pkt = pkt[:total]
+			r.IPLen = uint16(total)
+		}
+		copy(r.Src[:], pkt[12:16])
+		copy(r.Dst[:], pkt[16:20])
+		r.Proto = pkt[9]
+		// Only the first fragment carries the transport header.
+		if ihl < 20 || ihl > len(pkt) || binary.BigEndian.Uint16(pkt[6:])&0x1fff != 0 {
+			return
+		}
+		l4 = pkt[ihl:]
+	case 6:
+		if len(pkt) < 40 {
+			return
+		}
+		r.Proto = pkt[6] // extension headers are not followed
+		l4 = pkt[40:]
+	default:
+		return
+	}
+	switch r.Proto {
+	case ProtoTCP:
+		if len(l4) < 20 {
+			return
+		}
+		r.SrcPort = binary.BigEndian.Uint16(l4[0:])
+		r.DstPort = binary.BigEndian.Uint16(l4[2:])
+		r.Seq = binary.BigEndian.Uint32(l4[4:])
+		r.Ack = binary.BigEndian.Uint32(l4[8:])
+		r.Flags = l4[13]
+		if off := int(l4[12]>>4) * 4; off >= 20 && off <= len(l4) {
+			r.Payload = uint16(len(l4) - off)
+		}
+	case ProtoUDP:
+		if len(l4) < 8 {
+			return
+		}
+		r.SrcPort = binary.BigEndian.Uint16(l4[0:])
+		r.DstPort = binary.BigEndian.Uint16(l4[2:])
+		r.Payload = uint16(len(l4) - 8)
+	}
+}
