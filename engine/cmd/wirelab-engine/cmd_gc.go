@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/tcpplus"
 )
 
 func init() {
@@ -20,7 +22,7 @@ func runGC(args []string) error {
 	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
 	quiet := fs.Bool("q", false, "print nothing unless something fails")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wirelab-engine gc [-q]\n\nRemoves what crashed wirelab runs left: processes in their namespaces, the namespaces\n(wirelab-<id>-c/-s), /etc/netns/wirelab-* and state files in "+netns.StateDir+".\nRuns whose owner process is alive are left alone.")
+		fmt.Fprintln(fs.Output(), "usage: wirelab-engine gc [-q]\n\nRemoves what crashed wirelab runs left: processes in their namespaces, the namespaces\n(wirelab-<id>-c/-s), /etc/netns/wirelab-* and state files in "+netns.StateDir+",\nTCP+ congestion controls whose users are gone and TCP+ measurement paths.\nRuns whose owner process is alive are left alone.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -33,6 +35,10 @@ func runGC(args []string) error {
 		return fmt.Errorf("gc: needs root (namespaces live in %s)", "/run/netns")
 	}
 	rep, err := netns.GC()
+	// TCP+ congestion controls registered by dead runs, and leftover TCP+ measurement paths.
+	plus, perr := tcpplus.GC()
+	rep.Removed = append(rep.Removed, plus...)
+	err = errors.Join(err, perr)
 	if !*quiet {
 		for _, r := range rep.Removed {
 			fmt.Println("removed", r)
