@@ -126,6 +126,14 @@ type Conn struct {
 	sessionUnacked  int64  // consumed bytes not yet returned with WINDOW_UPDATE(0)
 	nextPingID      uint32 // the id of the next Ping
 	outstandingPing map[uint32]struct{}
+	// settingsPing is the PING sent right after our SETTINGS when they lower the stream window
+	// below SPDY's default. SPDY/3 has no SETTINGS acknowledgement, and the peer may open streams
+	// and send DATA under the default window before our SETTINGS reach it; its echo tells us the
+	// peer has applied them (frames are processed in order). Until then (settingsPending) streams
+	// the peer opens start with the default window, and on the echo every peer-opened stream's
+	// window drops by the same delta the peer applied, so both ends keep the same account.
+	settingsPing    uint32
+	settingsPending bool
 
 	goAwaySent     bool
 	goAwayReceived bool
@@ -175,6 +183,11 @@ func NewConn(role Role, cfg Config) (*Conn, error) {
 	}})
 	if extra := cfg.SessionWindowSize - DefaultSessionWindowSize; extra > 0 {
 		c.queue(&WindowUpdateFrame{StreamID: 0, DeltaWindowSize: extra})
+	}
+	if cfg.InitialWindowSize < DefaultInitialWindowSize {
+		c.settingsPing, c.settingsPending = c.nextPingID, true
+		c.nextPingID += 2
+		c.queue(&PingFrame{ID: c.settingsPing})
 	}
 	return c, nil
 }
@@ -379,7 +392,7 @@ func (c *Conn) handleSynStream(f *SynStreamFrame, events []Event) ([]Event, erro
 		assoc:      f.AssociatedToStreamID,
 		replied:    f.Unidirectional(),
 		sendWindow: c.peerInitialWin,
-		recvWindow: int64(c.cfg.InitialWindowSize),
+		recvWindow: c.remoteStreamRecvWindow(),
 	}
 	events = append(events, &StreamOpened{
 		StreamID: id, AssociatedStreamID: f.AssociatedToStreamID, Priority: f.Priority, Slot: f.Slot,
@@ -597,8 +610,29 @@ func (c *Conn) sortedStreamIDs() []uint32 {
 	return ids
 }
 
+// remoteStreamRecvWindow is the receive window of a stream the peer opens now: the window the
+// peer believes it has (see settingsPing).
+func (c *Conn) remoteStreamRecvWindow() int64 {
+	if c.settingsPending {
+		return DefaultInitialWindowSize
+	}
+	return int64(c.cfg.InitialWindowSize)
+}
+
 func (c *Conn) handlePing(f *PingFrame, events []Event) []Event {
 	ours := (f.ID%2 == 1) == (c.role == RoleClient)
+	if ours && c.settingsPending && f.ID == c.settingsPing {
+		// The peer has applied our SETTINGS: it lowered the window of every stream it opened
+		// under the default by the same delta.
+		c.settingsPending = false
+		delta := DefaultInitialWindowSize - int64(c.cfg.InitialWindowSize)
+		for _, st := range c.streams {
+			if !st.local {
+				st.recvWindow -= delta
+			}
+		}
+		return events
+	}
 	if ours {
 		if _, ok := c.outstandingPing[f.ID]; ok {
 			delete(c.outstandingPing, f.ID)

@@ -318,9 +318,15 @@ func TestConnIllegalTransitions(t *testing.T) {
 		{"session WINDOW_UPDATE overflow", RoleServer, Config{}, func(r *rawPeer) []Frame {
 			return []Frame{&WindowUpdateFrame{StreamID: 0, DeltaWindowSize: MaxWindow}}
 		}, outcome{session: 99, goaway: &GoAwayFrame{Status: GoAwayProtocolError}}},
+		// The peer echoes the PING that follows our SETTINGS (id 2, the server's first) before it
+		// opens the stream, so it knows the 100-byte window.
 		{"DATA beyond the stream window", RoleServer, Config{InitialWindowSize: 100}, func(r *rawPeer) []Frame {
-			return []Frame{r.syn(1, 0, 0, req), data(1, 0, 60), data(1, 0, 41)}
+			return []Frame{&PingFrame{ID: 2}, r.syn(1, 0, 0, req), data(1, 0, 60), data(1, 0, 41)}
 		}, outcome{sent: []Frame{rst(1, FlowControlError)}, events: []string{"opened 1", "data 1 60", "reset 1 FLOW_CONTROL_ERROR remote=false"}}},
+		// Before that echo the peer may still use SPDY's default window, but no more.
+		{"DATA beyond the default window before the SETTINGS echo", RoleServer, Config{InitialWindowSize: 100, SessionWindowSize: 1 << 20}, func(r *rawPeer) []Frame {
+			return []Frame{r.syn(1, 0, 0, req), data(1, 0, 60000), data(1, 0, DefaultInitialWindowSize-60000+1)}
+		}, outcome{sent: []Frame{rst(1, FlowControlError)}, events: []string{"opened 1", "data 1 60000", "reset 1 FLOW_CONTROL_ERROR remote=false"}}},
 		{"DATA beyond the session window", RoleServer, Config{}, func(r *rawPeer) []Frame {
 			return []Frame{r.syn(1, 0, 0, req), r.syn(3, 0, 0, req), data(1, 0, 40000), data(3, 0, 40000)}
 		}, outcome{events: []string{"opened 1", "opened 3", "data 1 40000"}, session: 99, goaway: &GoAwayFrame{LastGoodStreamID: 3, Status: GoAwayProtocolError}}},

@@ -215,3 +215,75 @@ func TestFlowControlRandomised(t *testing.T) {
 		}
 	}
 }
+
+// A server that grants less than SPDY's 64 KiB default must accept DATA the client sent under the
+// default before the server's SETTINGS reached it (SPDY/3 has no SETTINGS acknowledgement), and
+// afterwards hold the client to exactly the window the client itself computes.
+func TestFlowControlDataBeforeSettingsArrive(t *testing.T) {
+	c, err := NewConn(RoleClient, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewConn(RoleServer, Config{InitialWindowSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverHello := s.DataToSend() // SETTINGS (4096) + the settings PING, held back for now
+	// The client opens an upload and sends 20 kB under the default window it still assumes.
+	id, err := c.OpenStream(Header{{":method", "POST"}, {":path", "/up"}, {":version", "HTTP/1.1"},
+		{":host", "www.wirelab.test"}, {":scheme", "https"}}, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendData(id, make([]byte, 20000), false); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.Receive(c.DataToSend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(receivedData(ev, id)); got != 20000 {
+		t.Fatalf("server took %d of 20000 bytes sent under the default window; events %v", got, ev)
+	}
+	for _, e := range ev {
+		if _, ok := e.(*StreamReset); ok {
+			t.Fatalf("server reset the stream: %v", ev)
+		}
+	}
+	// Now the client learns the 4096 window: its send window is 4096 - 20000 < 0.
+	if _, err := c.Receive(serverHello); err != nil {
+		t.Fatal(err)
+	}
+	if w := c.SendWindow(id); w != 0 {
+		t.Fatalf("client send window %d after the smaller SETTINGS, want 0", w)
+	}
+	if _, err := s.Receive(c.DataToSend()); err != nil { // the PING echo
+		t.Fatal(err)
+	}
+	if s.settingsPending {
+		t.Fatal("server still waits for the echo of its settings PING")
+	}
+	// Both ends agree: the stream may take 4096 - 20000 + credit. The server consumes all
+	// 20000 bytes: the credit brings the client's window back to exactly 4096.
+	s.Consumed(id, 20000)
+	if _, err := c.Receive(s.DataToSend()); err != nil {
+		t.Fatal(err)
+	}
+	if w := c.SendWindow(id); w != 4096 {
+		t.Fatalf("client send window %d after full credit, want 4096", w)
+	}
+	if err := c.SendData(id, make([]byte, 4096), false); err != nil {
+		t.Fatal(err)
+	}
+	ev, err = s.Receive(c.DataToSend())
+	if err != nil || len(receivedData(ev, id)) != 4096 {
+		t.Fatalf("4096 within the window: %v %v", ev, err)
+	}
+	// One byte beyond what both ends agree on is a flow-control error.
+	raw := AppendMust(t, nil, &DataFrame{StreamID: id, Data: []byte{1}})
+	ev, _ = s.Receive(raw)
+	out := framesOf(t, s.DataToSend())
+	if len(out) != 1 || out[0].(*RstStreamFrame).Status != FlowControlError {
+		t.Fatalf("1 byte past the agreed window: events %v, frames %v", ev, out)
+	}
+}
