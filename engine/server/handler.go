@@ -141,6 +141,8 @@ const defaultWrite = 32 << 10
 func (s *Server) handler(origin int, proto Protocol) http.Handler {
 	port := s.ports.Port(proto)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.handlers.Add(1)
+		defer s.handlers.Done()
 		rec := Record{Start: time.Now(), Protocol: proto, Origin: origin, Remote: r.RemoteAddr,
 			Method: r.Method, Path: r.URL.Path}
 		info, _ := r.Context().Value(connKey{}).(*connInfo)

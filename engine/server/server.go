@@ -39,6 +39,7 @@ type Server struct {
 	errorLog     *log.Logger
 
 	wg       sync.WaitGroup
+	handlers sync.WaitGroup // requests being handled: Close waits for their records
 	mu       sync.Mutex
 	closed   bool
 	rawConns map[net.Conn]struct{} // cleartext connections (h2c is served outside any http.Server)
@@ -389,6 +390,9 @@ func (s *Server) Close() error {
 		c.Close()
 	}
 	s.wg.Wait()
+	// http.Server.Close does not wait for handlers; a handler finishing its response records it
+	// after the client may already have seen the last byte, so wait for every record to be in.
+	s.handlers.Wait()
 	if s.certs != nil {
 		if err := s.certs.Remove(); err != nil {
 			errs = append(errs, err)

@@ -140,14 +140,15 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	<-ctx.Done()
+	// Close first: it waits for running handlers, so every request served is in the records.
+	if err := srv.Close(); err != nil {
+		return err
+	}
 	records, dropped := srv.Records()
 	if *recordsFile != "" {
 		if err := writeRecords(*recordsFile, records); err != nil {
 			return err
 		}
-	}
-	if err := srv.Close(); err != nil {
-		return err
 	}
 	stopped, _ := json.Marshal(map[string]any{"event": "stopped", "requests": len(records), "records_dropped": dropped,
 		"connections": len(srv.Conns())})
