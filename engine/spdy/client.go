@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,23 @@ type ClientConfig struct {
 	// DefaultPriority is the priority RoundTrip gives requests whose context carries no
 	// RequestOptions: 0 (highest) … 7 (lowest). Default 0.
 	DefaultPriority uint8
+	// AcceptPush decides about each stream the server pushes, as its SYN_STREAM arrives. nil (the
+	// default) refuses every push with RST_STREAM CANCEL. It runs with the session locked: keep it
+	// short and never call the ClientConn from it (start a goroutine that calls Pushed instead).
+	// Accepting returns the trace that receives the pushed stream's ResponseHeaders,
+	// FirstDataByte and ResponseDone (nil: none); the response is read with Pushed. A push whose
+	// SYN_STREAM lacks :scheme, :host or :path is refused with PROTOCOL_ERROR before AcceptPush.
+	AcceptPush func(p PushPromise) (trace *StreamTrace, accept bool)
+}
+
+// PushPromise is a stream the server pushed (SPDY/3 §3.3): a unidirectional SYN_STREAM
+// associated with one of the client's streams.
+type PushPromise struct {
+	StreamID           uint32   // the pushed stream (even)
+	AssociatedStreamID uint32   // the client's stream it belongs to
+	Priority           uint8    // 0 (highest) … 7
+	URL                *url.URL // from :scheme, :host and :path
+	Header             Header   // the SYN_STREAM's header block
 }
 
 // StreamTrace receives the moments of one request's life, for the page loader's send/wait/receive
@@ -87,6 +105,8 @@ type clientStream struct {
 	resetErr error
 	gotData  bool
 	unproc   bool // GOAWAY: never processed
+	pushed   bool // a stream the server pushed: its response headers come in HEADERS
+	taken    bool // a pushed stream whose response Pushed returned
 }
 
 // ClientTLSConfig returns a copy of cfg that offers only ALPN "spdy/3.1".
@@ -128,9 +148,7 @@ func (cc *ClientConn) handle(events []Event) {
 	for _, e := range events {
 		switch e := e.(type) {
 		case *StreamOpened:
-			// Server push: accepted by the session layer; the push policy (later) decides. For
-			// now pushed streams are refused so they cost no window.
-			cc.s.conn.ResetStream(e.StreamID, Cancel)
+			cc.pushOpened(e)
 		case *HeadersReceived:
 			st, ok := cc.streams[e.StreamID]
 			if !ok {
@@ -140,6 +158,9 @@ func (cc *ClientConn) handle(events []Event) {
 			if e.Reply {
 				st.replied = true
 				cc.s.firePendingLocked(e.StreamID)
+				call(st.trace.ResponseHeaders)
+			} else if st.pushed && !st.replied && e.Header.Has(":status") {
+				st.replied = true
 				call(st.trace.ResponseHeaders)
 			}
 		case *DataReceived:
@@ -179,6 +200,88 @@ func (cc *ClientConn) handle(events []Event) {
 		}
 	}
 	cc.s.cond.Broadcast()
+}
+
+// pushOpened handles a SYN_STREAM from the server: a push, kept if AcceptPush accepts it.
+func (cc *ClientConn) pushOpened(e *StreamOpened) {
+	if cc.cfg.AcceptPush == nil || !e.Unidirectional || e.AssociatedStreamID == 0 {
+		cc.s.conn.ResetStream(e.StreamID, Cancel)
+		return
+	}
+	scheme, host, path := e.Header.Get(":scheme"), e.Header.Get(":host"), e.Header.Get(":path")
+	u, err := url.Parse(path)
+	if scheme == "" || host == "" || path == "" || err != nil || !strings.HasPrefix(path, "/") {
+		cc.s.conn.ResetStream(e.StreamID, ProtocolError)
+		return
+	}
+	u.Scheme, u.Host = scheme, host
+	trace, ok := cc.cfg.AcceptPush(PushPromise{StreamID: e.StreamID, AssociatedStreamID: e.AssociatedStreamID,
+		Priority: e.Priority, URL: u, Header: e.Header})
+	if !ok {
+		cc.s.conn.ResetStream(e.StreamID, Cancel)
+		return
+	}
+	st := &clientStream{id: e.StreamID, pushed: true, header: append(Header(nil), e.Header...)}
+	if trace != nil {
+		st.trace = *trace
+	}
+	cc.streams[e.StreamID] = st
+	if e.Header.Has(":status") {
+		st.replied = true
+		call(st.trace.ResponseHeaders)
+	}
+}
+
+// Pushed waits for the response of pushed stream id (accepted by AcceptPush) and returns it once
+// its headers have arrived; the body streams in as it is read. Each pushed stream can be taken
+// once; ctx bounds the wait and the body's reads.
+func (cc *ClientConn) Pushed(ctx context.Context, id uint32) (*http.Response, error) {
+	s := cc.s
+	stop := context.AfterFunc(ctx, func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() })
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := cc.streams[id]
+	if !ok || !st.pushed || st.taken {
+		return nil, fmt.Errorf("spdy: no pushed stream %d to take", id)
+	}
+	st.taken = true
+	for !st.replied && !st.bodyEOF && st.resetErr == nil && !s.closed && ctx.Err() == nil {
+		s.cond.Wait()
+	}
+	switch {
+	case st.replied:
+	case st.bodyEOF:
+		delete(cc.streams, id)
+		return nil, fmt.Errorf("spdy: pushed stream %d ended without :status", id)
+	case st.resetErr != nil:
+		delete(cc.streams, id)
+		return nil, st.resetErr
+	case ctx.Err() != nil:
+		cc.cancelLocked(st, Cancel)
+		return nil, ctx.Err()
+	default:
+		delete(cc.streams, id)
+		return nil, fmt.Errorf("spdy: session closed: %w", s.err)
+	}
+	resp, err := responseFromHeader(st.header)
+	if err != nil {
+		cc.cancelLocked(st, ProtocolError)
+		return nil, err
+	}
+	resp.Request = &http.Request{Method: http.MethodGet, URL: pushURL(st.header), Header: http.Header{}}
+	resp.Body = &responseBody{cc: cc, st: st, ctx: ctx}
+	return resp, nil
+}
+
+// pushURL is the URL of a pushed stream's SYN_STREAM header.
+func pushURL(h Header) *url.URL {
+	u, err := url.Parse(h.Get(":path"))
+	if err != nil {
+		return &url.URL{}
+	}
+	u.Scheme, u.Host = h.Get(":scheme"), h.Get(":host")
+	return u
 }
 
 func call(f func()) {

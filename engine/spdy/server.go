@@ -35,6 +35,9 @@ type Server struct {
 	// DataSent, if set, is called for every DATA frame handed to a session, in send order, with
 	// the stream, its priority and the payload size. It runs with the session locked: keep it short.
 	DataSent func(streamID uint32, priority uint8, n int)
+	// BaseContext, if set, returns the context requests on connection c derive from (as
+	// http.Server.ConnContext); nil means context.Background().
+	BaseContext func(c net.Conn) context.Context
 	// ErrorLog receives connection errors; nil means the standard logger.
 	ErrorLog *log.Logger
 
@@ -68,7 +71,10 @@ func (srv *Server) ServeConn(nc net.Conn) error {
 		return err
 	}
 	s := newSession(nc, conn, srv.DataChunkSize)
-	sc := &serverConn{srv: srv, s: s, streams: make(map[uint32]*serverStream)}
+	sc := &serverConn{srv: srv, s: s, streams: make(map[uint32]*serverStream), base: context.Background()}
+	if srv.BaseContext != nil {
+		sc.base = srv.BaseContext(nc)
+	}
 	s.handle = sc.handle
 	s.onClosed = sc.closed
 	if srv.DataSent != nil {
@@ -174,6 +180,7 @@ type serverConn struct {
 	srv     *Server
 	s       *session
 	streams map[uint32]*serverStream
+	base    context.Context // requests' parent context
 }
 
 // serverStream is one request being served.
@@ -259,17 +266,29 @@ func (sc *serverConn) open(e *StreamOpened) {
 		sc.s.conn.ResetStream(e.StreamID, ProtocolError)
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	st := &serverStream{id: e.StreamID, priority: e.Priority, cancel: cancel}
-	sc.streams[e.StreamID] = st
+	st := &serverStream{id: e.StreamID, priority: e.Priority}
+	sc.start(st, req, false)
+}
+
+// start runs the handler for a request on stream st (pushed: a stream this server pushed, whose
+// request it made up); called with the session locked.
+func (sc *serverConn) start(st *serverStream, req *http.Request, pushed bool) {
+	ctx, cancel := context.WithCancel(sc.base)
+	st.cancel = cancel
+	sc.streams[st.id] = st
 	req = req.WithContext(ctx)
 	req.RemoteAddr = sc.s.nc.RemoteAddr().String()
 	if tc, ok := sc.s.nc.(*tls.Conn); ok {
 		cs := tc.ConnectionState()
 		req.TLS = &cs
 	}
-	req.Body = &requestBody{sc: sc, st: st}
-	w := &responseWriter{sc: sc, st: st, header: make(http.Header), req: req}
+	if pushed {
+		st.bodyEOF = true
+		req.Body = http.NoBody
+	} else {
+		req.Body = &requestBody{sc: sc, st: st}
+	}
+	w := &responseWriter{sc: sc, st: st, header: make(http.Header), req: req, pushed: pushed}
 	go sc.serve(w, req)
 }
 
@@ -341,7 +360,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 
 func (b *requestBody) Close() error { return nil }
 
-// responseWriter is the handler's http.ResponseWriter (and http.Flusher).
+// responseWriter is the handler's http.ResponseWriter (and http.Flusher, http.Pusher).
 type responseWriter struct {
 	sc          *serverConn
 	st          *serverStream
@@ -351,9 +370,79 @@ type responseWriter struct {
 	replied     bool
 	wroteHeader bool
 	finished    bool
+	pushed      bool // the response of a pushed stream: headers go in HEADERS, not SYN_REPLY
 }
 
-var _ http.Flusher = (*responseWriter)(nil)
+var (
+	_ http.Flusher = (*responseWriter)(nil)
+	_ http.Pusher  = (*responseWriter)(nil)
+)
+
+// StreamID is the response's stream: the client's request stream (odd) or a pushed stream (even).
+func (w *responseWriter) StreamID() uint32 { return w.st.id }
+
+// Priority is the stream's SPDY priority, 0 (highest) … 7: the request's, or for a pushed stream
+// its associated stream's.
+func (w *responseWriter) Priority() uint8 { return w.st.priority }
+
+// ErrRecursivePush: a pushed response cannot push (SPDY/3 §3.3.1: pushes are associated with a
+// stream the client opened).
+var ErrRecursivePush = errors.New("spdy: a pushed response cannot push")
+
+// Push implements http.Pusher: it opens a unidirectional stream associated with the request's
+// stream (SYN_STREAM carrying :scheme, :host and :path, with the request stream's priority, as
+// mod_spdy did) and serves the pushed request with the Handler, whose response headers follow in a
+// HEADERS frame. target is an absolute path (on the request's host) or an absolute URL of the
+// request's scheme; opts may give the method (GET or HEAD) and request headers. Call it before
+// writing anything that lets the client discover target (SPDY/3 §3.3.1). It fails when the client's
+// MAX_CONCURRENT_STREAMS is reached (ErrTooManyStreams) or the stream or session is gone.
+func (w *responseWriter) Push(target string, opts *http.PushOptions) error {
+	if w.pushed {
+		return ErrRecursivePush
+	}
+	if opts == nil {
+		opts = &http.PushOptions{}
+	}
+	method := opts.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	if method != http.MethodGet && method != http.MethodHead {
+		return fmt.Errorf("spdy: push method %q: must be GET or HEAD", method)
+	}
+	scheme := w.req.URL.Scheme // the request's :scheme
+	u, err := url.Parse(target)
+	if err != nil {
+		return fmt.Errorf("spdy: push target %q: %w", target, err)
+	}
+	switch {
+	case u.Scheme == "" && strings.HasPrefix(target, "/"):
+		u.Scheme, u.Host = scheme, w.req.Host
+	case u.Scheme != scheme || u.Host == "":
+		return fmt.Errorf("spdy: push target %q: want an absolute path or a %s URL with a host", target, scheme)
+	}
+	req := &http.Request{
+		Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: opts.Header.Clone(), Host: u.Host, RequestURI: u.RequestURI(),
+	}
+	if req.Header == nil {
+		req.Header = make(http.Header)
+	}
+	h := Header{{":scheme", u.Scheme}, {":host", u.Host}, {":path", u.RequestURI()}}
+	s := w.sc.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := w.gone(); err != nil {
+		return err
+	}
+	id, err := s.conn.PushStream(w.st.id, h, w.st.priority, false)
+	if err != nil {
+		return err
+	}
+	w.sc.start(&serverStream{id: id, priority: w.st.priority}, req, true)
+	s.flushLocked()
+	return nil
+}
 
 func (w *responseWriter) Header() http.Header { return w.header }
 
@@ -437,7 +526,12 @@ func (w *responseWriter) replyLocked(fin bool) error {
 		w.WriteHeader(http.StatusOK)
 	}
 	w.replied = true
-	if err := w.sc.s.conn.Reply(w.st.id, responseHeader(w.status, w.header), fin); err != nil {
+	if w.pushed {
+		// A pushed stream is already open: its status and headers go in HEADERS (SPDY/3 §3.3.1).
+		if err := w.sc.s.conn.SendHeaders(w.st.id, responseHeader(w.status, w.header), fin); err != nil {
+			return err
+		}
+	} else if err := w.sc.s.conn.Reply(w.st.id, responseHeader(w.status, w.header), fin); err != nil {
 		return err
 	}
 	w.sc.s.flushLocked()

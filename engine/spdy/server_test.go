@@ -483,3 +483,95 @@ func TestTLSLoopback(t *testing.T) {
 		t.Fatal("a client without spdy/3.1 in ALPN got a session")
 	}
 }
+
+// TestServerPush: a handler pushes two resources before its response; a client that accepts
+// pushes gets them (URL, headers, body, hook order) without requesting them, pushed streams carry
+// the request stream's priority, a pushed response cannot push, and a client without AcceptPush
+// refuses pushes while its request still completes.
+func TestServerPush(t *testing.T) {
+	pushErr := make(chan error, 8)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
+		for _, p := range []string{"/pushed/a?n=3000", "/pushed/b?n=70000"} {
+			if err := w.(http.Pusher).Push(p, nil); err != nil {
+				io.WriteString(w, "push failed: "+err.Error())
+				return
+			}
+		}
+		io.WriteString(w, "page")
+	})
+	mux.HandleFunc("/pushed/", func(w http.ResponseWriter, r *http.Request) {
+		pushErr <- w.(http.Pusher).Push("/pushed/x", nil)
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		w.Header().Set("Content-Length", strconv.Itoa(n))
+		w.Header().Set("X-Priority", strconv.Itoa(int(w.(interface{ Priority() uint8 }).Priority())))
+		w.Write(testBody(n, byte(n)))
+	})
+	var mu sync.Mutex
+	var promises []PushPromise
+	var hooks []string
+	accept := func(p PushPromise) (*StreamTrace, bool) {
+		mu.Lock()
+		promises = append(promises, p)
+		mu.Unlock()
+		note := func(s string) func() {
+			return func() { mu.Lock(); hooks = append(hooks, fmt.Sprint(p.StreamID, s)); mu.Unlock() }
+		}
+		return &StreamTrace{ResponseHeaders: note(" headers"), FirstDataByte: note(" data"), ResponseDone: note(" done")}, true
+	}
+	cc, _ := pipeClient(t, &Server{Handler: mux}, ClientConfig{AcceptPush: accept})
+	_, body := get(t, cc, "/page", RequestOptions{Priority: 2})
+	if string(body) != "page" {
+		t.Fatalf("page body %q", body)
+	}
+	mu.Lock()
+	got := append([]PushPromise(nil), promises...)
+	mu.Unlock()
+	if len(got) != 2 {
+		t.Fatalf("%d pushes, want 2", len(got))
+	}
+	for i, p := range got {
+		want := []string{"/pushed/a?n=3000", "/pushed/b?n=70000"}[i]
+		if p.StreamID != uint32(2*(i+1)) || p.AssociatedStreamID != 1 || p.Priority != 2 ||
+			p.URL.String() != "https://www.wirelab.test"+want {
+			t.Errorf("push %d: %+v (URL %s)", i, p, p.URL)
+		}
+		resp, err := cc.Pushed(context.Background(), p.StreamID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		n, _ := strconv.Atoi(p.URL.Query().Get("n"))
+		if err != nil || !bytes.Equal(b, testBody(n, byte(n))) || resp.StatusCode != 200 ||
+			resp.ContentLength != int64(n) || resp.Header.Get("X-Priority") != "2" {
+			t.Errorf("pushed %s: %v, status %d, %d bytes, headers %v", p.URL, err, resp.StatusCode, len(b), resp.Header)
+		}
+		if _, err := cc.Pushed(context.Background(), p.StreamID); err == nil {
+			t.Errorf("pushed stream %d taken twice", p.StreamID)
+		}
+	}
+	for range 2 {
+		if err := <-pushErr; !errors.Is(err, ErrRecursivePush) {
+			t.Errorf("push from a pushed response: %v, want ErrRecursivePush", err)
+		}
+	}
+	mu.Lock()
+	for _, id := range []uint32{2, 4} {
+		var seen []string
+		for _, h := range hooks {
+			if strings.HasPrefix(h, fmt.Sprint(id, " ")) {
+				seen = append(seen, strings.TrimPrefix(h, fmt.Sprint(id, " ")))
+			}
+		}
+		if strings.Join(seen, ",") != "headers,data,done" {
+			t.Errorf("stream %d hooks %v", id, seen)
+		}
+	}
+	mu.Unlock()
+
+	// Without AcceptPush the client refuses the pushes; the page still arrives.
+	cc2, _ := pipeClient(t, &Server{Handler: mux}, ClientConfig{})
+	if _, body := get(t, cc2, "/page", RequestOptions{}); string(body) != "page" {
+		t.Fatalf("page body without push: %q", body)
+	}
+}
