@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/spdy"
 )
 
 // loopback returns n distinct loopback addresses for n origins.
@@ -127,10 +128,73 @@ func newClient(t testing.TB, s *Server, proto Protocol, tweak func(any)) *testCl
 			tweak(tr)
 		}
 		rt, closeFn = tr, func() { tr.Close() }
+	case SPDY3:
+		tr := &spdyTransport{tls: tlsConf, dial: dial, conns: map[string]*spdy.ClientConn{}}
+		if tweak != nil {
+			tweak(tr)
+		}
+		rt, closeFn = tr, tr.close
 	}
 	c := &testClient{Client: &http.Client{Transport: rt, Timeout: 60 * time.Second}, close: closeFn}
 	t.Cleanup(closeFn)
 	return c
+}
+
+// spdyTransport is a test RoundTripper over SPDY/3.1: one spdy.ClientConn per host:port.
+type spdyTransport struct {
+	tls   *tls.Config
+	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	cfg   spdy.ClientConfig
+	mu    sync.Mutex
+	conns map[string]*spdy.ClientConn
+}
+
+func (t *spdyTransport) conn(ctx context.Context, hostport string) (*spdy.ClientConn, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c := t.conns[hostport]; c != nil {
+		return c, nil
+	}
+	raw, err := t.dial(ctx, "tcp", hostport)
+	if err != nil {
+		return nil, err
+	}
+	cfg := spdy.ClientTLSConfig(t.tls)
+	cfg.ServerName, _, _ = net.SplitHostPort(hostport)
+	c, err := spdy.NewClientConn(tls.Client(raw, cfg), t.cfg)
+	if err != nil {
+		raw.Close()
+		return nil, err
+	}
+	t.conns[hostport] = c
+	return c, nil
+}
+
+func (t *spdyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	hostport := req.URL.Host
+	if req.URL.Port() == "" {
+		hostport = net.JoinHostPort(req.URL.Hostname(), "443")
+	}
+	c, err := t.conn(req.Context(), hostport)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.RoundTrip(req)
+	if err == nil {
+		// The response's :version is HTTP/1.1; the connection negotiated spdy/3.1 (NewClientConn
+		// checks ALPN): name the protocol for the tests.
+		resp.Proto = "SPDY/3.1"
+	}
+	return resp, err
+}
+
+func (t *spdyTransport) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, c := range t.conns {
+		c.Close()
+		delete(t.conns, k)
+	}
 }
 
 // result of fetching one URL.

@@ -1,7 +1,9 @@
 // Package server is wirelab's built-in origin server. It serves one page on every origin address
 // over h1 (cleartext HTTP/1.1), h1s (HTTP/1.1 over TLS), h2 (HTTP/2 over TLS, ALPN h2), h2c
-// (HTTP/2 cleartext, prior knowledge) and h3 (HTTP/3 over QUIC), with the knobs of Config. It owns
-// a per-run CA and certificate, and records every request it serves.
+// (HTTP/2 cleartext, prior knowledge), h3 (HTTP/3 over QUIC) and spdy3 (SPDY/3.1 over TLS, ALPN
+// spdy/3.1), with the knobs of Config: server push policies (h2, h2c, spdy3) and client priorities
+// honoured by every multiplexed protocol. It owns a per-run CA and certificate, records every
+// request it serves and, per connection, the order in which it sent response data.
 package server
 
 import (
@@ -22,10 +24,15 @@ const (
 	H2  Protocol = "h2"  // HTTP/2 over TLS (ALPN h2)
 	H2C Protocol = "h2c" // HTTP/2 over TCP with prior knowledge
 	H3  Protocol = "h3"  // HTTP/3 over QUIC (always TLS 1.3)
+	// SPDY3 is SPDY/3.1 over TLS (ALPN spdy/3.1), on the TLS port beside h1s and h2.
+	SPDY3 Protocol = "spdy3"
 )
 
 // AllProtocols lists every protocol, in the order they are documented.
-var AllProtocols = []Protocol{H1, H1S, H2, H2C, H3}
+var AllProtocols = []Protocol{H1, H1S, H2, H2C, H3, SPDY3}
+
+// protocolList is the error messages' list of protocols.
+const protocolList = "h1, h1s, h2, h2c, h3, spdy3"
 
 // ParseProtocols parses a comma-separated protocol list.
 func ParseProtocols(s string) ([]Protocol, error) {
@@ -34,7 +41,7 @@ func ParseProtocols(s string) ([]Protocol, error) {
 	for _, f := range strings.Split(s, ",") {
 		p := Protocol(strings.TrimSpace(f))
 		if !p.valid() {
-			return nil, fielderr.New("protocols", string(p), "must be a comma-separated list of h1, h1s, h2, h2c, h3")
+			return nil, fielderr.New("protocols", string(p), "must be a comma-separated list of "+protocolList)
 		}
 		if !seen[p] {
 			seen[p] = true
@@ -52,6 +59,9 @@ func (p Protocol) valid() bool {
 	}
 	return false
 }
+
+// pushes reports whether the protocol has server push (h2, h2c, spdy3).
+func (p Protocol) pushes() bool { return p == H2 || p == H2C || p == SPDY3 }
 
 // Scheme is the URL scheme of the protocol.
 func (p Protocol) Scheme() string {
@@ -75,26 +85,31 @@ type Config struct {
 	// Addrs are the origin addresses, one per origin of the page, in origin order: Addrs[i]
 	// serves s<i+1>.wirelab.test. Required; distinct.
 	Addrs []netip.Addr
-	// Protocols to serve. Default: all five.
+	// Protocols to serve. Default: all six.
 	Protocols []Protocol
 	// PortHTTP is the TCP port of h1 and h2c (told apart by the h2 connection preface).
 	// Default 80; 0 picks one free port, the same on every origin address.
 	PortHTTP int
-	// PortHTTPS is the TCP port of h1s and h2 (told apart by ALPN). Default 443; 0 picks one.
+	// PortHTTPS is the TCP port of h1s, h2 and spdy3 (told apart by ALPN). Default 443; 0 picks
+	// one.
 	PortHTTPS int
 	// PortQUIC is the UDP port of h3. Default 443; 0 picks one.
 	PortQUIC int
-	// MaxConcurrentStreams is SETTINGS_MAX_CONCURRENT_STREAMS for h2/h2c and the QUIC limit
-	// on concurrent bidirectional streams for h3 (the client's requests). 1–1000; default
-	// (and 0) 100, Apache mod_spdy's default.
+	// MaxConcurrentStreams is SETTINGS_MAX_CONCURRENT_STREAMS for h2/h2c and spdy3 and the
+	// QUIC limit on concurrent bidirectional streams for h3 (the client's requests). 1–1000;
+	// default (and 0) 100, Apache mod_spdy's default.
 	MaxConcurrentStreams int
 	// WriteChunkBytes caps every body write. 0 (default): the implementation's own sizes
 	// (32 KiB writes; h2 DATA frames of the peer's max frame size, 16 KiB). Else 256–1048576:
 	// the body is written and flushed in chunks of this size: h1/h1s one write to the
 	// connection per chunk; h2/h2c one DATA frame per chunk at most (a frame can still be
 	// smaller: the peer's SETTINGS_MAX_FRAME_SIZE and flow control split it); h3 one HTTP/3
-	// DATA frame per chunk. 4096 reproduces mod_spdy.
+	// DATA frame per chunk; spdy3 one DATA frame per chunk at most (0: SPDY's 4096-byte frames,
+	// mod_spdy's). 4096 reproduces mod_spdy.
 	WriteChunkBytes int
+	// Push is the server push policy, applied when the root document is served over h2, h2c or
+	// spdy3 (h3 and HTTP/1.x have no push). Default none.
+	Push PushPolicy
 	// TLSVersion is "1.2" or "1.3" (default, and ""): the only version h1s and h2 accept.
 	// h3 always uses TLS 1.3.
 	TLSVersion string
@@ -123,6 +138,7 @@ func DefaultConfig(addrs ...netip.Addr) Config {
 		MaxConcurrentStreams: 100,
 		TLSVersion:           "1.3",
 		KeepAlive:            true,
+		Push:                 PushPolicy{Kind: PushNone},
 		MaxRecords:           1_000_000,
 	}
 }
@@ -154,9 +170,15 @@ func (c Config) resolved() (Config, error) {
 		}
 		seen[a] = i
 	}
+	if c.Push.Kind == "" {
+		c.Push.Kind = PushNone
+	}
+	if err := c.Push.validate(); err != nil {
+		return c, err
+	}
 	for _, p := range c.Protocols {
 		if !p.valid() {
-			return c, fielderr.New("protocols", string(p), "must be h1, h1s, h2, h2c or h3")
+			return c, fielderr.New("protocols", string(p), "must be one of "+protocolList)
 		}
 	}
 	for _, port := range []struct {
@@ -167,7 +189,7 @@ func (c Config) resolved() (Config, error) {
 			return c, fielderr.New(port.name, port.v, "must be 0–65535 (0: pick a free port)")
 		}
 	}
-	if c.has(H1, H2C) && c.has(H1S, H2) && c.PortHTTP == c.PortHTTPS && c.PortHTTP != 0 {
+	if c.has(H1, H2C) && c.has(H1S, H2, SPDY3) && c.PortHTTP == c.PortHTTPS && c.PortHTTP != 0 {
 		return c, fielderr.New("port_https", c.PortHTTPS, "must differ from port_http")
 	}
 	if c.MaxConcurrentStreams < MinConcurrentStreams || c.MaxConcurrentStreams > MaxConcurrentStreams {

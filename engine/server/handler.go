@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +32,16 @@ type Record struct {
 	Status   int           `json:"status"`
 	Bytes    int64         `json:"bytes"` // body bytes written
 	Error    string        `json:"error,omitempty"`
+	// Pushed marks a response the server pushed (h2, h2c, spdy3: a stream it opened, even id).
+	Pushed bool `json:"pushed,omitempty"`
+	// Pushes is, for a root document, how many objects were pushed with it (Config.Push).
+	Pushes int `json:"pushes,omitempty"`
+	// Priority is the priority the request signalled: its priority header field (h2, h2c, h3;
+	// RFC 9218) or "u=N" for SPDY priority N (spdy3); "" when it signalled none.
+	Priority string `json:"priority,omitempty"`
+	// Sent is the stream's response data in its connection's send order (h2, h2c, h3, spdy3;
+	// nil for HTTP/1.x and for responses without body bytes).
+	Sent *StreamSend `json:"sent,omitempty"`
 }
 
 // connInfo is one transport connection.
@@ -40,7 +51,9 @@ type connInfo struct {
 	proto  Protocol
 	remote string
 	opened time.Time
-	h2     *h2Observer // h2/h2c only
+	h2     *h2Observer  // h2/h2c only
+	sched  *h2Scheduler // h2/h2c only
+	sends  *sendLog     // h2, h2c, h3, spdy3: the order response data was sent in
 
 	mu         sync.Mutex
 	registered bool
@@ -59,6 +72,13 @@ type ConnStats struct {
 	Requests  int       `json:"requests"`
 	MaxActive int       `json:"max_active_handlers"` // most requests in a handler at once
 	H2        *H2Stats  `json:"h2,omitempty"`        // frame-level view (h2, h2c)
+	// Sends is the send-order log (h2, h2c, h3, spdy3): each stream's data, in the order the
+	// streams finished (by LastSeq).
+	Sends []StreamSend `json:"sends,omitempty"`
+	// SendRuns is the connection's data in send order, consecutive units of one stream merged
+	// (at most 100 000 runs; SendRunsLost counts the runs after those).
+	SendRuns     []SendRun `json:"send_runs,omitempty"`
+	SendRunsLost int       `json:"send_runs_lost,omitempty"`
 }
 
 type connKey struct{}
@@ -104,17 +124,36 @@ func (s *Server) Conns() []ConnStats {
 			h := c.h2.snapshot()
 			st.H2 = &h
 		}
+		if c.sends != nil {
+			st.Sends, st.SendRuns, st.SendRunsLost = c.sends.snapshot()
+		}
 		out = append(out, st)
 	}
 	return out
 }
 
 // Records returns the requests recorded so far, in completion order, and how many were dropped
-// because MaxRecords was reached.
+// because MaxRecords was reached. Each record's Sent is read from its connection's send log now
+// (an h2 stream's last DATA frame may leave after its handler returned).
 func (s *Server) Records() ([]Record, int64) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Record(nil), s.records...), s.dropped
+	out := append([]Record(nil), s.records...)
+	dropped := s.dropped
+	logs := make(map[uint64]*sendLog, len(s.conns))
+	for _, c := range s.conns {
+		if c.sends != nil {
+			logs[c.id] = c.sends
+		}
+	}
+	s.mu.Unlock()
+	for i := range out {
+		if l := logs[out[i].Conn]; l != nil {
+			if st, ok := l.stream(out[i].Stream); ok {
+				out[i].Sent = &st
+			}
+		}
+	}
+	return out, dropped
 }
 
 // ResetRecords forgets the records and connections seen so far (between loads).
@@ -134,8 +173,13 @@ func (s *Server) record(r Record) {
 	s.records = append(s.records, r)
 }
 
-// defaultWrite is the write size when WriteChunkBytes is 0.
-const defaultWrite = 32 << 10
+// defaultWrite is the write size when WriteChunkBytes is 0. It is large because a multiplexing
+// write scheduler can only choose among the streams that have data queued: x/net's HTTP/2 handler
+// writes (and quic-go's stream writes) return only once their data has been sent, so a stream is
+// "not ready" between one write returning and the handler's next write, and a less urgent stream
+// gets the link meanwhile. One write per 256 KiB keeps that to one gap per 256 KiB (none for
+// smaller objects) instead of one per 32 KiB.
+const defaultWrite = 256 << 10
 
 // handler serves the page's objects for one origin and protocol.
 func (s *Server) handler(origin int, proto Protocol) http.Handler {
@@ -161,6 +205,8 @@ func (s *Server) handler(origin int, proto Protocol) http.Handler {
 			}()
 		}
 		rec.Stream = streamID(w, r)
+		rec.Priority = s.applyPriority(w, r, proto, info, rec.Stream)
+		rec.Pushed = proto.pushes() && rec.Stream != 0 && rec.Stream%2 == 0
 		defer func() {
 			rec.Duration = time.Since(rec.Start)
 			s.record(rec)
@@ -194,6 +240,9 @@ func (s *Server) handler(origin int, proto Protocol) http.Handler {
 		}
 		obj := s.page.Objects[idx]
 		rec.Object = obj.ID
+		if idx == 0 && r.Method == http.MethodGet && proto.pushes() && !rec.Pushed {
+			rec.Pushes = s.pushObjects(w, token) // before the HTML that references them
+		}
 		body, err := s.page.Body(idx, page.Base{Scheme: proto.Scheme(), Port: port, Token: token})
 		if err != nil {
 			rec.Status, rec.Error = http.StatusInternalServerError, err.Error()
@@ -215,6 +264,21 @@ func (s *Server) handler(origin int, proto Protocol) http.Handler {
 	})
 }
 
+// applyPriority returns the priority the request signalled (Record.Priority). On h2/h2c it also
+// hands the priority header to the connection's write scheduler before anything of the response
+// is queued; h3 (quic-go's HTTP/3 server) and spdy3 (the SYN_STREAM's priority) apply it themselves.
+func (s *Server) applyPriority(w http.ResponseWriter, r *http.Request, proto Protocol, info *connInfo, stream uint64) string {
+	if pw, ok := w.(interface{ Priority() uint8 }); ok && proto == SPDY3 {
+		return "u=" + strconv.Itoa(int(pw.Priority()))
+	}
+	values := r.Header.Values("Priority")
+	value := strings.Join(values, ", ")
+	if info != nil && info.sched != nil && stream != 0 {
+		info.sched.requestPriority(uint32(stream), value, len(values) > 0)
+	}
+	return value
+}
+
 // writeBody writes the body in WriteChunkBytes pieces, flushing each, or in defaultWrite pieces.
 func (s *Server) writeBody(w http.ResponseWriter, body *page.Body) (int64, error) {
 	chunk := s.cfg.WriteChunkBytes
@@ -223,7 +287,7 @@ func (s *Server) writeBody(w http.ResponseWriter, body *page.Body) (int64, error
 		chunk = defaultWrite
 	}
 	flusher, _ := w.(http.Flusher)
-	buf := make([]byte, chunk)
+	buf := make([]byte, max(1, min(int64(chunk), body.Len())))
 	var total int64
 	for {
 		n, rerr := body.Read(buf)
@@ -248,6 +312,9 @@ func (s *Server) writeBody(w http.ResponseWriter, body *page.Body) (int64, error
 // responseWriter's unexported state by reflection (read-only); TestStreamIDs fails if a new
 // version moves it.
 func streamID(w http.ResponseWriter, r *http.Request) uint64 {
+	if sw, ok := w.(interface{ StreamID() uint32 }); ok { // spdy3
+		return uint64(sw.StreamID())
+	}
 	if r.ProtoMajor == 3 {
 		if b, ok := r.Body.(interface{ StreamID() quic.StreamID }); ok {
 			return uint64(b.StreamID())

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net"
 	"sync"
+	"time"
 )
 
 // HTTP/2 frame types and flags the observer looks at (RFC 9113 §6).
@@ -12,19 +13,25 @@ const (
 	frameData      = 0x0
 	frameHeaders   = 0x1
 	frameRSTStream = 0x3
-	flagEndStream  = 0x1
-	clientPreface  = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	// framePriorityUpdate is RFC 9218's PRIORITY_UPDATE (§7.1).
+	framePriorityUpdate = 0x10
+	flagEndStream       = 0x1
+	clientPreface       = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 )
 
 // h2Observer watches the frames of one HTTP/2 connection as they cross the socket, in both
 // directions, without touching them: it counts the streams open at once (a stream counts from
 // the client's HEADERS until both sides have ended it or either reset it, as
-// SETTINGS_MAX_CONCURRENT_STREAMS counts them) and the DATA frames the server sends.
+// SETTINGS_MAX_CONCURRENT_STREAMS counts them) and the DATA frames the server sends, which it
+// records in the connection's send log. It hands PRIORITY_UPDATE frames to the write scheduler
+// as they are read (x/net ignores them when the scheduler is not its own).
 type h2Observer struct {
 	mu      sync.Mutex
 	in, out frameScanner
 	streams map[uint32]uint8 // bit 1: client ended, bit 2: server ended
 	stats   H2Stats
+	sends   *sendLog
+	sched   *h2Scheduler
 }
 
 // H2Stats is what the observer saw on one connection.
@@ -41,17 +48,35 @@ type H2Stats struct {
 	DataFrameCounts map[int]int `json:"-"` // payload size → count (tests)
 }
 
-func newH2Observer() *h2Observer {
-	o := &h2Observer{streams: map[uint32]uint8{}}
+func newH2Observer(sends *sendLog, sched *h2Scheduler) *h2Observer {
+	o := &h2Observer{streams: map[uint32]uint8{}, sends: sends, sched: sched}
 	o.in.preface = len(clientPreface)
 	o.in.onFrame = o.received
+	o.in.onPayload = o.receivedPayload
 	o.out.onFrame = o.sent
 	return o
 }
 
-func (o *h2Observer) received(typ, flags byte, stream uint32, length int) {
+// maxCapturedPayload bounds the PRIORITY_UPDATE payloads the observer reads (quic-go's limit);
+// larger ones are skipped.
+const maxCapturedPayload = 4 << 10
+
+// receivedPayload gets the payload of frames whose type received asked for (PRIORITY_UPDATE).
+func (o *h2Observer) receivedPayload(typ, _ byte, _ uint32, payload []byte) {
+	if typ != framePriorityUpdate || len(payload) < 4 || o.sched == nil {
+		return
+	}
+	id := binary.BigEndian.Uint32(payload[:4]) & 0x7fffffff
+	if id != 0 {
+		o.sched.priorityUpdate(id, string(payload[4:]))
+	}
+}
+
+func (o *h2Observer) received(typ, flags byte, stream uint32, length int) (capture bool) {
 	o.stats.FramesReceived++
 	switch typ {
+	case framePriorityUpdate:
+		return stream == 0 && length <= maxCapturedPayload
 	case frameHeaders:
 		if _, known := o.streams[stream]; !known && stream%2 == 1 {
 			o.streams[stream] = 0
@@ -69,15 +94,19 @@ func (o *h2Observer) received(typ, flags byte, stream uint32, length int) {
 		o.stats.ResetsReceived++
 		delete(o.streams, stream)
 	}
+	return false
 }
 
-func (o *h2Observer) sent(typ, flags byte, stream uint32, length int) {
+func (o *h2Observer) sent(typ, flags byte, stream uint32, length int) bool {
 	o.stats.FramesSent++
 	switch typ {
 	case frameData:
 		o.stats.DataFrames++
 		o.stats.DataBytes += int64(length)
 		o.stats.MaxDataFrame = max(o.stats.MaxDataFrame, length)
+		if o.sends != nil {
+			o.sends.data(uint64(stream), int64(length), time.Now())
+		}
 		if flags&flagEndStream != 0 {
 			o.end(stream, 2)
 		}
@@ -89,6 +118,7 @@ func (o *h2Observer) sent(typ, flags byte, stream uint32, length int) {
 		o.stats.ResetsSent++
 		delete(o.streams, stream)
 	}
+	return false
 }
 
 func (o *h2Observer) end(stream uint32, side uint8) {
@@ -110,13 +140,17 @@ func (o *h2Observer) snapshot() H2Stats {
 	return o.stats
 }
 
-// frameScanner parses a byte stream into frame headers, skipping payloads.
+// frameScanner parses a byte stream into frame headers, skipping payloads except those onFrame
+// asks for, which go to onPayload whole.
 type frameScanner struct {
-	preface int // bytes of client preface still to skip
-	hdr     [9]byte
-	hdrN    int
-	skip    int // payload bytes still to skip
-	onFrame func(typ, flags byte, stream uint32, length int)
+	preface   int // bytes of client preface still to skip
+	hdr       [9]byte
+	hdrN      int
+	skip      int    // payload bytes still to skip (or to capture)
+	capture   []byte // the payload being captured; nil when skipping
+	capturing bool
+	onFrame   func(typ, flags byte, stream uint32, length int) (capture bool)
+	onPayload func(typ, flags byte, stream uint32, payload []byte)
 }
 
 func (s *frameScanner) feed(p []byte) {
@@ -128,8 +162,14 @@ func (s *frameScanner) feed(p []byte) {
 			p = p[n:]
 		case s.skip > 0:
 			n := min(s.skip, len(p))
+			if s.capturing {
+				s.capture = append(s.capture, p[:n]...)
+			}
 			s.skip -= n
 			p = p[n:]
+			if s.skip == 0 {
+				s.deliver()
+			}
 		default:
 			n := copy(s.hdr[s.hdrN:], p)
 			s.hdrN += n
@@ -138,11 +178,25 @@ func (s *frameScanner) feed(p []byte) {
 				s.hdrN = 0
 				length := int(s.hdr[0])<<16 | int(s.hdr[1])<<8 | int(s.hdr[2])
 				stream := binary.BigEndian.Uint32(s.hdr[5:9]) & 0x7fffffff
-				s.onFrame(s.hdr[3], s.hdr[4], stream, length)
+				s.capturing = s.onFrame(s.hdr[3], s.hdr[4], stream, length) && s.onPayload != nil
+				s.capture = s.capture[:0]
 				s.skip = length
+				if length == 0 {
+					s.deliver()
+				}
 			}
 		}
 	}
+}
+
+// deliver hands a captured payload to onPayload once it is complete.
+func (s *frameScanner) deliver() {
+	if !s.capturing {
+		return
+	}
+	s.capturing = false
+	stream := binary.BigEndian.Uint32(s.hdr[5:9]) & 0x7fffffff
+	s.onPayload(s.hdr[3], s.hdr[4], stream, s.capture)
 }
 
 // observedConn feeds an h2Observer with what is read from and written to the connection.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/spdy"
 )
 
 // Server serves one page on every origin address. Start it with Start; Close stops everything
@@ -31,12 +32,15 @@ type Server struct {
 	certs *Certs
 	ports Ports
 
-	tcpListeners []net.Listener
-	udpConns     []net.PacketConn
-	httpServers  []*http.Server
-	h3Servers    []*http3.Server
-	h2           *http2.Server
-	errorLog     *log.Logger
+	tcpListeners   []net.Listener
+	udpConns       []net.PacketConn
+	httpServers    []*http.Server
+	h3Servers      []*http3.Server
+	quicTransports []*quic.Transport
+	h2             *http2.Server
+	errorLog       *log.Logger
+	pushSet        []int // objects pushed with the root (cfg.Push)
+	hooks          testHooks
 
 	wg       sync.WaitGroup
 	handlers sync.WaitGroup // requests being handled: Close waits for their records
@@ -53,7 +57,7 @@ type Server struct {
 // Ports are the ports the server listens on (the same on every origin address); 0 = not used.
 type Ports struct {
 	HTTP  int `json:"http"`  // h1, h2c
-	HTTPS int `json:"https"` // h1s, h2
+	HTTPS int `json:"https"` // h1s, h2, spdy3
 	QUIC  int `json:"quic"`  // h3
 }
 
@@ -71,6 +75,17 @@ func (p Ports) Port(proto Protocol) int {
 // Start validates cfg, writes the certificates and starts every listener; it returns once all of
 // them accept connections. pg must have one origin per address.
 func Start(pg *page.Page, cfg Config) (*Server, error) {
+	return start(pg, cfg, testHooks{})
+}
+
+// testHooks let tests stand between the server and its sockets (e.g. a rate-limited connection
+// that makes the write schedulers' choices visible on loopback). Zero: none.
+type testHooks struct {
+	wrapConn       func(net.Conn) net.Conn             // every accepted TCP connection
+	wrapPacketConn func(net.PacketConn) net.PacketConn // every h3 UDP socket
+}
+
+func start(pg *page.Page, cfg Config, hooks testHooks) (*Server, error) {
 	cfg, err := cfg.resolved()
 	if err != nil {
 		return nil, err
@@ -82,7 +97,7 @@ func Start(pg *page.Page, cfg Config) (*Server, error) {
 		return nil, fielderr.New("addrs", len(cfg.Addrs), "the page has %d origins; give one address per origin", len(pg.Origins))
 	}
 	s := &Server{cfg: cfg, page: pg, index: pg.ObjectIndex(), rawConns: map[net.Conn]struct{}{},
-		errorLog: log.New(discard{}, "", 0)}
+		errorLog: log.New(discard{}, "", 0), pushSet: cfg.Push.Objects(pg), hooks: hooks}
 	s.certs, err = NewCerts(cfg.CertDir, cfg.Addrs)
 	if err != nil {
 		return nil, err
@@ -98,8 +113,25 @@ func Start(pg *page.Page, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	s.serve()
+	if err := s.serve(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// wrappedListener applies testHooks.wrapConn to accepted connections.
+type wrappedListener struct {
+	net.Listener
+	wrap func(net.Conn) net.Conn
+}
+
+func (l wrappedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return l.wrap(c), nil
 }
 
 type discard struct{}
@@ -137,10 +169,10 @@ func (s *Server) tryListen() error {
 			want.HTTP = ln.Addr().(*net.TCPAddr).Port
 			s.ports.HTTP = want.HTTP
 		}
-		if s.cfg.has(H1S, H2) {
+		if s.cfg.has(H1S, H2, SPDY3) {
 			ln, err := net.Listen("tcp", netip.AddrPortFrom(a, uint16(want.HTTPS)).String())
 			if err != nil {
-				return fmt.Errorf("server: listen %s (h1s/h2): %w", a, err)
+				return fmt.Errorf("server: listen %s (h1s/h2/spdy3): %w", a, err)
 			}
 			s.tcpListeners = append(s.tcpListeners, ln)
 			want.HTTPS = ln.Addr().(*net.TCPAddr).Port
@@ -169,7 +201,8 @@ func (s *Server) closeListeners() {
 	s.tcpListeners, s.udpConns = nil, nil
 }
 
-// tlsConfig is the TCP TLS configuration for h1s/h2.
+// tlsConfig is the TCP TLS configuration for h1s, h2 and spdy3; ALPN prefers h2, then spdy/3.1,
+// then http/1.1, as servers of SPDY's time did.
 func (s *Server) tlsConfig() *tls.Config {
 	v := uint16(tls.VersionTLS13)
 	if s.cfg.TLSVersion == "1.2" {
@@ -184,27 +217,33 @@ func (s *Server) tlsConfig() *tls.Config {
 	if s.cfg.has(H2) {
 		c.NextProtos = append(c.NextProtos, "h2")
 	}
+	if s.cfg.has(SPDY3) {
+		c.NextProtos = append(c.NextProtos, spdy.NextProtoTLS)
+	}
 	if s.cfg.has(H1S) {
 		c.NextProtos = append(c.NextProtos, "http/1.1")
 	}
 	return c
 }
 
-func (s *Server) serve() {
+func (s *Server) serve() error {
 	i := 0
 	for origin := range s.cfg.Addrs {
 		if s.cfg.has(H1, H2C) {
 			s.serveCleartext(origin, s.tcpListeners[i])
 			i++
 		}
-		if s.cfg.has(H1S, H2) {
+		if s.cfg.has(H1S, H2, SPDY3) {
 			s.serveTLS(origin, s.tcpListeners[i])
 			i++
 		}
 	}
 	for origin, pc := range s.udpConns {
-		s.serveQUIC(origin, pc)
+		if err := s.serveQUIC(origin, pc); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 func (s *Server) newHTTPServer(origin int, proto Protocol) *http.Server {
@@ -250,6 +289,9 @@ func (s *Server) serveCleartext(origin int, ln net.Listener) {
 			if err != nil {
 				return
 			}
+			if s.hooks.wrapConn != nil {
+				c = s.hooks.wrapConn(c)
+			}
 			if !s.trackRaw(c, true) {
 				c.Close()
 				return
@@ -292,7 +334,7 @@ func (s *Server) trackRaw(c net.Conn, add bool) bool {
 	return true
 }
 
-// serveTLS runs h1s and/or h2 on one TCP listener, told apart by ALPN.
+// serveTLS runs h1s, h2 and/or spdy3 on one TCP listener, told apart by ALPN.
 func (s *Server) serveTLS(origin int, ln net.Listener) {
 	hs := s.newHTTPServer(origin, H1S)
 	hs.TLSConfig = s.tlsConfig()
@@ -300,6 +342,14 @@ func (s *Server) serveTLS(origin int, ln net.Listener) {
 		hs.TLSNextProto["h2"] = func(_ *http.Server, tc *tls.Conn, _ http.Handler) {
 			s.serveH2(origin, H2, tc, tc)
 		}
+	}
+	if s.cfg.has(SPDY3) {
+		hs.TLSNextProto[spdy.NextProtoTLS] = func(_ *http.Server, tc *tls.Conn, _ http.Handler) {
+			s.serveSPDY(origin, tc)
+		}
+	}
+	if s.hooks.wrapConn != nil {
+		ln = wrappedListener{ln, s.hooks.wrapConn}
 	}
 	tlsLn := tls.NewListener(ln, hs.TLSConfig)
 	s.wg.Go(func() { _ = hs.Serve(tlsLn) })
@@ -312,19 +362,49 @@ func (s *Server) serveH2(origin int, proto Protocol, c net.Conn, tc *tls.Conn) {
 		info = s.newConn(origin, proto, c.RemoteAddr())
 	}
 	info.proto = proto
-	info.h2 = newH2Observer()
+	info.sends = newSendLog()
+	info.sched = newH2Scheduler()
+	info.h2 = newH2Observer(info.sends, info.sched)
 	s.register(info)
 	var conn net.Conn = &observedConn{Conn: c, obs: info.h2}
 	if tc != nil {
 		conn = &observedTLSConn{observedConn: observedConn{Conn: c, obs: info.h2}, tc: tc}
 	}
-	s.h2.ServeConn(conn, &http2.ServeConnOpts{
+	// One http2.Server per connection, for the connection's own write scheduler (x/net asks
+	// NewWriteScheduler for it inside ServeConn); the settings are the server's.
+	h2 := *s.h2
+	h2.NewWriteScheduler = func() http2.WriteScheduler { return info.sched }
+	h2.ServeConn(conn, &http2.ServeConnOpts{
 		Context: withConn(context.Background(), info),
 		Handler: s.handler(origin, proto),
 		BaseConfig: &http.Server{
 			ErrorLog: s.errorLog,
 		},
 	})
+}
+
+// serveSPDY serves one SPDY/3.1 connection (ALPN spdy/3.1 on the TLS port). Its DATA frames are at
+// most WriteChunkBytes (0: SPDY's 4096, mod_spdy's), its streams are scheduled by their SPDY
+// priority (spdy.PriorityScheduler), and every DATA frame is recorded in the send log.
+func (s *Server) serveSPDY(origin int, tc *tls.Conn) {
+	info, ok := s.pendingConn(tc)
+	if !ok {
+		info = s.newConn(origin, SPDY3, tc.RemoteAddr())
+	}
+	info.proto = SPDY3
+	info.sends = newSendLog()
+	s.register(info)
+	srv := &spdy.Server{
+		Handler:       s.handler(origin, SPDY3),
+		Config:        spdy.Config{MaxConcurrentStreams: uint32(s.cfg.MaxConcurrentStreams)},
+		DataChunkSize: s.cfg.WriteChunkBytes,
+		DataSent: func(id uint32, _ uint8, n int) {
+			info.sends.data(uint64(id), int64(n), time.Now())
+		},
+		BaseContext: func(net.Conn) context.Context { return withConn(context.Background(), info) },
+		ErrorLog:    s.errorLog,
+	}
+	_ = srv.ServeConn(tc)
 }
 
 func (s *Server) pendingConn(tc *tls.Conn) (*connInfo, bool) {
@@ -339,29 +419,46 @@ func (s *Server) pendingConn(tc *tls.Conn) (*connInfo, bool) {
 }
 
 // serveQUIC runs h3 on one UDP socket.
-func (s *Server) serveQUIC(origin int, pc net.PacketConn) {
+func (s *Server) serveQUIC(origin int, pc net.PacketConn) error {
 	tc := &tls.Config{
 		Certificates:           []tls.Certificate{s.certs.Leaf},
 		MinVersion:             tls.VersionTLS13,
 		SessionTicketsDisabled: !s.cfg.SessionResumption,
 	}
+	qconf := &quic.Config{
+		MaxIncomingStreams: int64(s.cfg.MaxConcurrentStreams),
+		Allow0RTT:          s.cfg.SessionResumption,
+		MaxIdleTimeout:     120 * time.Second,
+		Tracer:             sendTracer,
+	}
 	hs := &http3.Server{
-		Handler:   s.handler(origin, H3),
-		TLSConfig: http3.ConfigureTLSConfig(tc),
-		QUICConfig: &quic.Config{
-			MaxIncomingStreams: int64(s.cfg.MaxConcurrentStreams),
-			Allow0RTT:          s.cfg.SessionResumption,
-			MaxIdleTimeout:     120 * time.Second,
-		},
+		Handler:     s.handler(origin, H3),
+		TLSConfig:   http3.ConfigureTLSConfig(tc),
+		QUICConfig:  qconf,
 		IdleTimeout: 120 * time.Second,
 		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
 			info := s.newConn(origin, H3, c.RemoteAddr())
+			info.sends = sendLogOf(c.Context())
 			s.register(info)
 			return withConn(ctx, info)
 		},
 	}
+	// Our own quic.Transport, for its ConnContext: it gives each connection's context (which the
+	// Tracer and the http3 ConnContext both see) the send log the tracer fills.
+	if s.hooks.wrapPacketConn != nil {
+		pc = s.hooks.wrapPacketConn(pc)
+	}
+	tr := &quic.Transport{Conn: pc, ConnContext: func(ctx context.Context, _ *quic.ClientInfo) (context.Context, error) {
+		return withSendLog(ctx, newSendLog()), nil
+	}}
+	s.quicTransports = append(s.quicTransports, tr)
+	ln, err := tr.ListenEarly(hs.TLSConfig, qconf)
+	if err != nil {
+		return fmt.Errorf("server: h3 on %s: %w", pc.LocalAddr(), err)
+	}
 	s.h3Servers = append(s.h3Servers, hs)
-	s.wg.Go(func() { _ = hs.Serve(pc) })
+	s.wg.Go(func() { _ = hs.ServeListener(ln) })
+	return nil
 }
 
 // Close stops every listener and connection, waits for the server's goroutines and removes the
@@ -381,6 +478,9 @@ func (s *Server) Close() error {
 	var errs []error
 	for _, hs := range s.h3Servers {
 		_ = hs.Close()
+	}
+	for _, tr := range s.quicTransports {
+		_ = tr.Close()
 	}
 	for _, hs := range s.httpServers {
 		_ = hs.Close()

@@ -89,8 +89,8 @@ func loadPage(t *testing.T, s *Server, c *testClient, proto Protocol, token stri
 		if !bytes.Equal(r.body, b.Bytes()) {
 			t.Fatalf("%s %s %s: body differs from the page's content", pg.Name, proto, r.url)
 		}
-		wantProto := map[Protocol]int{H1: 1, H1S: 1, H2: 2, H2C: 2, H3: 3}[proto]
-		if !strings.HasPrefix(r.proto, "HTTP/"+string(rune('0'+wantProto))) {
+		wantProto := map[Protocol]string{H1: "HTTP/1", H1S: "HTTP/1", H2: "HTTP/2", H2C: "HTTP/2", H3: "HTTP/3", SPDY3: "SPDY/3.1"}[proto]
+		if !strings.HasPrefix(r.proto, wantProto) {
 			t.Fatalf("%s over %s answered with %s", r.url, proto, r.proto)
 		}
 		objects++
@@ -116,8 +116,8 @@ func TestCorpusOverEveryProtocol(t *testing.T) {
 			}
 		}
 		recs, dropped := s.Records()
-		if dropped != 0 || len(recs) != 5*len(pg.Objects) {
-			t.Errorf("%s: %d records (%d dropped), want %d", name, len(recs), dropped, 5*len(pg.Objects))
+		if n := len(AllProtocols) * len(pg.Objects); dropped != 0 || len(recs) != n {
+			t.Errorf("%s: %d records (%d dropped), want %d", name, len(recs), dropped, n)
 		}
 		s.Close()
 	}
@@ -219,8 +219,8 @@ func TestResponses(t *testing.T) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// Stream ids reach the records: 0 for HTTP/1.1, odd for h2/h2c, client bidi (multiples of 4) for
-// h3; distinct within a connection.
+// Stream ids reach the records: 0 for HTTP/1.1, odd for h2/h2c/spdy3, client bidi (multiples of 4)
+// for h3; distinct within a connection.
 func TestStreamIDs(t *testing.T) {
 	pg, _ := page.Corpus("twitter", 1)
 	s := startTest(t, pg, nil)
@@ -237,7 +237,7 @@ func TestStreamIDs(t *testing.T) {
 				t.Errorf("%s: stream %d", r.Protocol, r.Stream)
 			}
 			continue
-		case H2, H2C:
+		case H2, H2C, SPDY3:
 			if r.Stream%2 != 1 {
 				t.Errorf("%s: stream id %d is not a client stream (x/net/http2 internals changed?)", r.Protocol, r.Stream)
 			}

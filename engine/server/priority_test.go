@@ -1,0 +1,230 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	neturl "net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"golang.org/x/net/http2"
+
+	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/spdy"
+)
+
+// pacer holds a link's departure schedule: each write leaves when the previous ones have been
+// serialised at rate bytes per second (a constrained link on loopback, at the server's socket).
+type pacer struct {
+	rate float64
+	mu   sync.Mutex
+	free time.Time
+}
+
+// wait blocks until n more bytes may leave.
+func (p *pacer) wait(n int) {
+	p.mu.Lock()
+	now := time.Now()
+	if p.free.Before(now) {
+		p.free = now
+	}
+	p.free = p.free.Add(time.Duration(float64(n) / p.rate * float64(time.Second)))
+	until := p.free
+	p.mu.Unlock()
+	time.Sleep(time.Until(until))
+}
+
+// pacedConn writes through a pacer in pieces of at most one MTU.
+type pacedConn struct {
+	net.Conn
+	p *pacer
+}
+
+func (c *pacedConn) Write(b []byte) (int, error) {
+	written := 0
+	for len(b) > 0 {
+		n := min(len(b), 1500)
+		c.p.wait(n)
+		m, err := c.Conn.Write(b[:n])
+		written += m
+		if err != nil {
+			return written, err
+		}
+		b = b[n:]
+	}
+	return written, nil
+}
+
+// pacedPacketConn sends datagrams through a pacer.
+type pacedPacketConn struct {
+	net.PacketConn
+	p *pacer
+}
+
+func (c *pacedPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	c.p.wait(len(b))
+	return c.PacketConn.WriteTo(b, addr)
+}
+
+// pacedHooks paces every connection the server accepts at rate bytes per second.
+func pacedHooks(rate float64) testHooks {
+	return testHooks{
+		wrapConn:       func(c net.Conn) net.Conn { return &pacedConn{Conn: c, p: &pacer{rate: rate}} },
+		wrapPacketConn: func(pc net.PacketConn) net.PacketConn { return &pacedPacketConn{PacketConn: pc, p: &pacer{rate: rate}} },
+	}
+}
+
+// fetchPrioritised requests paths[0] with urgency urgencies[0], then at once paths[1] with
+// urgencies[1], … over proto (one connection), and reads every response whole.
+func fetchPrioritised(t *testing.T, s *Server, proto Protocol, paths []string, urgencies []int) {
+	t.Helper()
+	root, _ := s.RootURL(proto, "prio")
+	u, _ := neturl.Parse(root)
+	switch proto {
+	case H2, H2C:
+		c := dialRawH2(t, s, proto)
+		open := map[uint32]bool{}
+		for i, p := range paths {
+			id := uint32(2*i + 1)
+			c.get(id, p, [2]string{"priority", fmt.Sprintf("u=%d", urgencies[i])})
+			open[id] = true
+		}
+		for len(open) > 0 {
+			switch f := c.next().(type) {
+			case *http2.DataFrame:
+				if f.StreamEnded() {
+					delete(open, f.StreamID)
+				}
+			case *http2.RSTStreamFrame, *http2.GoAwayFrame:
+				t.Fatalf("%s: %v", proto, f)
+			}
+		}
+	case H3, SPDY3:
+		var rt http.RoundTripper
+		if proto == H3 {
+			tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: s.certs.CAPool()},
+				Dial: func(ctx context.Context, addr string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+					a, err := hostAddr(s, addr)
+					if err != nil {
+						return nil, err
+					}
+					return quic.DialAddrEarly(ctx, a, tc, qc)
+				}}
+			defer tr.Close()
+			rt = tr
+		} else {
+			a, err := hostAddr(s, u.Host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := net.Dial("tcp", a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc, err := spdy.NewClientConn(tls.Client(raw, spdy.ClientTLSConfig(&tls.Config{RootCAs: s.certs.CAPool(), ServerName: u.Hostname()})), spdy.ClientConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cc.Close()
+			rt = cc
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(paths))
+		for i, p := range paths {
+			req, _ := http.NewRequest("GET", "https://"+u.Host+p, nil)
+			req.Header.Set("Priority", fmt.Sprintf("u=%d", urgencies[i]))
+			if proto == SPDY3 {
+				req = req.WithContext(spdy.WithRequestOptions(context.Background(), spdy.RequestOptions{Priority: uint8(urgencies[i])}))
+			}
+			wg.Go(func() {
+				resp, err := rt.RoundTrip(req)
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				errs[i] = err
+			})
+			if proto == H3 && i == 0 {
+				// http3.Transport dials on the first request: let it open the connection so that
+				// both requests share it (the server logs per connection).
+				for len(s.Conns()) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("%s: %v", proto, err)
+			}
+		}
+	}
+}
+
+// TestPriorityOrder: on a constrained link (the server's socket paced at 400 kB/s) two large
+// responses, the less urgent one requested first, leave in urgency order: once the more urgent one
+// has started, at most one unit of the other goes out before it has finished (none measured),
+// over h2, h2c, h3 and spdy3. FIFO would finish the first request first; round robin would
+// interleave them evenly.
+func TestPriorityOrder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("paced transfers take a second per protocol")
+	}
+	pg, err := page.Load("synthetic:2x150kB", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, proto := range []Protocol{H2, H2C, H3, SPDY3} {
+		t.Run(string(proto), func(t *testing.T) {
+			s, err := start(pg, func() Config {
+				c := DefaultConfig(loopback(1)...)
+				c.PortHTTP, c.PortHTTPS, c.PortQUIC = 0, 0, 0
+				return c
+			}(), pacedHooks(400e3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			low, high := "/L/prio"+pg.Objects[1].Path, "/L/prio"+pg.Objects[2].Path
+			fetchPrioritised(t, s, proto, []string{low, high}, []int{6, 0})
+			recs, _ := s.Records()
+			sent := map[string]*StreamSend{}
+			for _, r := range recs {
+				sent[r.Path] = r.Sent
+			}
+			lo, hi := sent[low], sent[high]
+			if lo == nil || hi == nil {
+				t.Fatalf("no send log: %+v", recs)
+			}
+			conns := s.Conns()
+			var runs []SendRun
+			for _, c := range conns {
+				runs = append(runs, c.SendRuns...)
+			}
+			if hi.LastSeq > lo.LastSeq {
+				t.Errorf("u=0 finished after u=6: u=0 units %d–%d, u=6 %d–%d; runs %v", hi.FirstSeq, hi.LastSeq, lo.FirstSeq, lo.LastSeq, runs)
+			}
+			// Units of the less urgent stream sent while the urgent one was under way.
+			between, seq := 0, 0
+			for _, r := range runs {
+				for range r.Units {
+					seq++
+					if r.StreamID == lo.StreamID && seq > hi.FirstSeq && seq < hi.LastSeq {
+						between++
+					}
+				}
+			}
+			t.Logf("%s: u=0 units %d–%d (%d), u=6 units %d–%d (%d), u=6 units in between %d; runs %v", proto, hi.FirstSeq, hi.LastSeq, hi.Units, lo.FirstSeq, lo.LastSeq, lo.Units, between, runs)
+			if between > 1 {
+				t.Errorf("%d units of u=6 went out while u=0 (%d units) was under way", between, hi.Units)
+			}
+		})
+	}
+}
