@@ -2,10 +2,13 @@ package client
 
 import (
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/page"
 )
 
 // Protocol is the wire protocol a load uses for every origin.
@@ -18,10 +21,12 @@ const (
 	H2  Protocol = "h2"  // HTTP/2 over TLS (ALPN h2)
 	H2C Protocol = "h2c" // HTTP/2 over cleartext TCP with prior knowledge
 	H3  Protocol = "h3"  // HTTP/3 over QUIC (ALPN h3)
+	// SPDY3 is SPDY/3.1 over TLS (ALPN spdy/3.1), engine/spdy's client.
+	SPDY3 Protocol = "spdy3"
 )
 
 // Protocols lists every protocol in the order the CLI documents them.
-var Protocols = []Protocol{H1, H1S, H2, H2C, H3}
+var Protocols = []Protocol{H1, H1S, H2, H2C, H3, SPDY3}
 
 // ParseProtocol validates a protocol name.
 func ParseProtocol(s string) (Protocol, error) {
@@ -50,15 +55,20 @@ func (p Protocol) Scheme() string {
 }
 
 // usesTLS reports whether connections carry a TLS handshake over TCP (h3's TLS runs inside QUIC).
-func (p Protocol) usesTLS() bool { return p == H1S || p == H2 }
+func (p Protocol) usesTLS() bool { return p == H1S || p == H2 || p == SPDY3 }
 
-// wireName is the protocol as HAR and the load record name it: HTTP/1.1, h2 or h3.
+// pushes reports whether the protocol has server push (h2, h2c, spdy3).
+func (p Protocol) pushes() bool { return p == H2 || p == H2C || p == SPDY3 }
+
+// wireName is the protocol as HAR and the load record name it: HTTP/1.1, h2, h3 or spdy/3.1.
 func (p Protocol) wireName() string {
 	switch p {
 	case H1, H1S:
 		return "HTTP/1.1"
 	case H2, H2C:
 		return "h2"
+	case SPDY3:
+		return "spdy/3.1"
 	default:
 		return "h3"
 	}
@@ -135,6 +145,21 @@ type Config struct {
 	KeyLogWriter io.Writer
 	// UserAgent sent with every request (default "wirelab-engine").
 	UserAgent string
+	// Priority is the request prioritisation policy (default PriorityNone): each request's
+	// urgency is signalled as RFC 9218's priority header (h2, h2c, h3; on h2 also in
+	// PRIORITY_UPDATE frames for pushed streams) and as the SYN_STREAM priority (spdy3). See
+	// priority.go.
+	Priority PriorityPolicy
+	// Page is the page being loaded, if known: PriorityChrome takes object types from it (else
+	// from where a reference was found, or the URL's extension), PriorityDependency needs it for
+	// object depths (page.Depths). Objects are matched by path (/L/<token><path>), so its seed
+	// and sharding do not matter. nil: unknown.
+	Page *page.Page
+	// AcceptPush accepts server pushes (h2, h2c: SETTINGS_ENABLE_PUSH 1; spdy3: pushed streams
+	// are kept, not reset). Default false: h2 announces SETTINGS_ENABLE_PUSH 0 and spdy3 refuses
+	// pushed streams. A request for a pushed URL uses the pushed response (waiting for it if it
+	// is still arriving) instead of sending a request.
+	AcceptPush bool
 }
 
 // withDefaults returns c with zero fields replaced by their defaults, or an error naming the
@@ -187,6 +212,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.UserAgent == "" {
 		c.UserAgent = "wirelab-engine"
+	}
+	if c.Priority == "" {
+		c.Priority = PriorityNone
+	}
+	if _, err := ParsePriorityPolicy(string(c.Priority)); err != nil {
+		return c, fmt.Errorf("client.priority: %w", err)
+	}
+	if c.Priority == PriorityDependency && c.Page == nil {
+		return c, errors.New("client.priority: dependency: needs the page (object depths come from its dependency graph; fetch --page)")
 	}
 	if d, ok := c.Resolver.(*DNSResolver); ok && !c.AllowAnyTarget {
 		if err := checkTargetAddrPort(d.Server); err != nil {

@@ -6,12 +6,15 @@ import (
 	"strings"
 
 	"golang.org/x/net/html"
+
+	"github.com/wirelab/wirelab/engine/page"
 )
 
 // ref is a sub-resource reference found in a document or stylesheet.
 type ref struct {
 	url   *url.URL
-	frame bool // an iframe/frame document: parsed in turn when it is HTML
+	frame bool      // an iframe/frame document: parsed in turn when it is HTML
+	kind  page.Type // what the referencing element loads ("" when it does not say: CSS url())
 }
 
 // discoverHTML lists, in document order, the sub-resources a browser would fetch for an HTML
@@ -29,14 +32,14 @@ type ref struct {
 // are skipped; fragments are removed. Duplicates are left to the caller.
 func discoverHTML(body []byte, base *url.URL) []ref {
 	var out []ref
-	add := func(raw string, b *url.URL, frame bool) {
+	add := func(raw string, b *url.URL, kind page.Type) {
 		if u := resolveRef(raw, b); u != nil {
-			out = append(out, ref{url: u, frame: frame})
+			out = append(out, ref{url: u, frame: kind == page.TypeHTML, kind: kind})
 		}
 	}
 	addCSS := func(css []byte) {
 		for _, raw := range cssURLs(css) {
-			add(raw, base, false)
+			add(raw, base, "")
 		}
 	}
 	z := html.NewTokenizer(bytes.NewReader(body))
@@ -78,17 +81,17 @@ func discoverHTML(body []byte, base *url.URL) []ref {
 				}
 			case "link":
 				if linkFetched(attrs["rel"]) {
-					add(attrs["href"], base, false)
+					add(attrs["href"], base, linkKind(attrs["rel"], attrs["as"]))
 				}
 			case "script":
 				if _, nomodule := attrs["nomodule"]; !nomodule {
-					add(attrs["src"], base, false)
+					add(attrs["src"], base, page.TypeJS)
 				}
 			case "picture":
 				inPicture, pictureChosen = true, false
 			case "source":
 				if _, media := attrs["media"]; inPicture && !pictureChosen && !media && attrs["srcset"] != "" {
-					add(firstSrcsetURL(attrs["srcset"]), base, false)
+					add(firstSrcsetURL(attrs["srcset"]), base, page.TypeImage)
 					pictureChosen = true
 				}
 			case "img":
@@ -96,33 +99,58 @@ func discoverHTML(body []byte, base *url.URL) []ref {
 					break
 				}
 				if src := attrs["src"]; strings.TrimSpace(src) != "" {
-					add(src, base, false)
+					add(src, base, page.TypeImage)
 				} else {
-					add(firstSrcsetURL(attrs["srcset"]), base, false)
+					add(firstSrcsetURL(attrs["srcset"]), base, page.TypeImage)
 				}
 			case "iframe", "frame":
-				add(attrs["src"], base, true)
+				add(attrs["src"], base, page.TypeHTML)
 			case "embed":
-				add(attrs["src"], base, false)
+				add(attrs["src"], base, page.TypeOther)
 			case "object":
-				add(attrs["data"], base, false)
+				add(attrs["data"], base, page.TypeOther)
 			case "input":
 				if strings.EqualFold(attrs["type"], "image") {
-					add(attrs["src"], base, false)
+					add(attrs["src"], base, page.TypeImage)
 				}
 			case "video":
-				add(attrs["poster"], base, false)
+				add(attrs["poster"], base, page.TypeImage)
 			case "style":
 				inStyle = true
 			}
 			if bg, ok := attrs["background"]; ok && (tag == "body" || tag == "table" || tag == "td" || tag == "th") {
-				add(bg, base, false)
+				add(bg, base, page.TypeImage)
 			}
 			if style, ok := attrs["style"]; ok {
 				addCSS([]byte(style))
 			}
 		}
 	}
+}
+
+// linkKind is the type of what a fetched link element loads (its rel, and as for preloads).
+func linkKind(rel, as string) page.Type {
+	for _, t := range strings.Fields(strings.ToLower(rel)) {
+		switch t {
+		case "stylesheet":
+			return page.TypeCSS
+		case "icon", "apple-touch-icon":
+			return page.TypeImage
+		case "modulepreload":
+			return page.TypeJS
+		}
+	}
+	switch strings.ToLower(as) {
+	case "style":
+		return page.TypeCSS
+	case "script":
+		return page.TypeJS
+	case "font":
+		return page.TypeFont
+	case "image":
+		return page.TypeImage
+	}
+	return page.TypeOther
 }
 
 // linkFetched reports whether a link element with this rel is fetched while loading the page.

@@ -13,7 +13,9 @@ import (
 const HARPageID = "page_1"
 
 // HAR converts the load into a HAR 1.2 log (write it with har.Write). One page, one entry per
-// request in issue order, with wirelab's _connection, _protocol and _stream_id (0 for HTTP/1.1).
+// request in issue order, with wirelab's _connection, _protocol and _stream_id (0 for HTTP/1.1),
+// _was_pushed (1, as Chrome writes it) for responses that came by server push and _priority for
+// requests that signalled one.
 // The page's onLoad is the PLT (the loader has no DOM: onContentLoad is -1). Request headers are
 // those the loader sends; response headers are not kept (empty, as HAR allows); a failed
 // request's error is its entry's comment.
@@ -91,5 +93,9 @@ func harEntry(e Entry, serverIP, userAgent string) har.Entry {
 	if e.StreamID >= 0 {
 		he.StreamID = uint64(e.StreamID)
 	}
+	if e.Pushed {
+		he.WasPushed = 1 // as Chrome marks pushed responses
+	}
+	he.Priority = e.Priority
 	return he
 }

@@ -25,6 +25,8 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 	"golang.org/x/net/http2"
+
+	"github.com/wirelab/wirelab/engine/spdy"
 )
 
 // Test doubles: a CA and a certificate for *.wirelab.test, in-process origin servers for every
@@ -326,6 +328,9 @@ func startServer(t testing.TB, proto Protocol, page *atomic.Pointer[testPage], o
 		h2s.ServeConn(c, &http2.ServeConnOpts{Handler: handler})
 		c.Close()
 	}
+	spdyConf := tlsConf(spdy.NextProtoTLS)
+	spdySrv := &spdy.Server{Handler: handler, Config: spdy.Config{MaxConcurrentStreams: uint32(opts.maxStreams)}}
+	serveConn[SPDY3] = func(c net.Conn) { _ = spdySrv.ServeConn(tls.Server(c, spdyConf)) }
 	serveConn[H2] = func(c net.Conn) {
 		tc := tls.Server(c, h2Conf)
 		if tc.Handshake() == nil {

@@ -39,7 +39,8 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 	ctx, cancel := context.WithDeadline(ctx, s.t0.Add(l.cfg.Timeout))
 	defer cancel()
 
-	res := &Result{URL: root, Protocol: l.cfg.Protocol, Mode: l.cfg.Mode, StartedAt: s.wall0, userAgent: l.cfg.UserAgent}
+	res := &Result{URL: root, Protocol: l.cfg.Protocol, Mode: l.cfg.Mode, StartedAt: s.wall0, userAgent: l.cfg.UserAgent,
+		priority: l.cfg.Priority}
 	pools := map[origin]originPool{}
 	seen := map[string]bool{}
 	var all []*request
@@ -61,6 +62,11 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 			}
 			if err != nil {
 				go func() { r.finish(s.now(), err); done <- r }()
+				continue
+			}
+			r.prio, r.signal = s.pri.of(r.url, r.kind)
+			if p := s.pushes.claim(key); p != nil {
+				go func() { p.adopt(ctx, r, s); done <- r }()
 				continue
 			}
 			pool := pools[r.origin]
@@ -94,8 +100,9 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 	res.Conns = s.snapshot()
 	s.abort()
 	for _, pool := range pools {
-		pool.close()
+		pool.close() // connections closed, their goroutines (pushes included) stopped
 	}
+	res.Pushes = s.pushes.stats()
 	l.summarise(res, s, all)
 	return res, nil
 }

@@ -2,6 +2,8 @@ package client
 
 import (
 	"net/url"
+
+	"github.com/wirelab/wirelab/engine/page"
 )
 
 // A planner decides which requests a load issues and when; it is the extension point of the
@@ -22,9 +24,10 @@ type planner interface {
 // plannedRequest is a URL to request and how it was found.
 type plannedRequest struct {
 	url       *url.URL
-	initiator string // URL of the referencing document or stylesheet; "" for the root or a listed object
-	document  bool   // a document: parsed for sub-resources if it is HTML (flat mode)
-	parse     bool   // keep HTML/CSS bodies for discovery
+	initiator string    // URL of the referencing document or stylesheet; "" for the root or a listed object
+	document  bool      // a document: parsed for sub-resources if it is HTML (flat mode)
+	parse     bool      // keep HTML/CSS bodies for discovery
+	kind      page.Type // what the reference loads, as far as the referrer says ("" unknown); for priorities
 }
 
 // flatPlanner: the root document first; once it has arrived whole, every sub-resource it
@@ -33,7 +36,7 @@ type plannedRequest struct {
 type flatPlanner struct{ root *url.URL }
 
 func (p flatPlanner) start() []plannedRequest {
-	return []plannedRequest{{url: p.root, document: true, parse: true}}
+	return []plannedRequest{{url: p.root, document: true, parse: true, kind: page.TypeHTML}}
 }
 
 func (p flatPlanner) completed(r *request) []plannedRequest {
@@ -49,7 +52,7 @@ func (p flatPlanner) completed(r *request) []plannedRequest {
 	}
 	out := make([]plannedRequest, len(refs))
 	for i, rf := range refs {
-		out[i] = plannedRequest{url: rf.url, initiator: r.url.String(), document: rf.frame, parse: true}
+		out[i] = plannedRequest{url: rf.url, initiator: r.url.String(), document: rf.frame, parse: true, kind: rf.kind}
 	}
 	return out
 }

@@ -20,6 +20,8 @@ func newPool(s *session, o origin) originPool {
 		return newH1Pool(s, o)
 	case H2, H2C:
 		return newH2Pool(s, o)
+	case SPDY3:
+		return newSPDYPool(s, o)
 	default:
 		return newH3Pool(s, o)
 	}

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +21,7 @@ import (
 
 // The HTTP/2 client is written on x/net/http2's Framer rather than its Transport so that the
 // loader controls the stream level: exactly one connection per origin, stream ids, the instant
-// each frame arrives, flow-control windows, and (later) priorities and push. One goroutine reads
+// each frame arrives, flow-control windows, priorities (RFC 9218) and server push. One goroutine reads
 // frames and completes streams; requests write their HEADERS under a write lock that also assigns
 // stream ids, so ids increase in write order as RFC 9113 requires.
 
@@ -72,7 +74,7 @@ func (p *h2Pool) dial(ctx context.Context, r *request) (*h2Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := newH2Conn(p.s, rec, conn)
+	c := newH2Conn(p.s, rec, conn, p.o)
 	if err := c.start(); err != nil {
 		conn.Close()
 		rec.update(func(ci *Conn) { ci.Error = err.Error() })
@@ -91,6 +93,7 @@ func (p *h2Pool) close() {
 // h2Conn is one HTTP/2 client connection.
 type h2Conn struct {
 	s            *session
+	o            origin
 	rec          *connRecord
 	conn         net.Conn
 	bw           *bufio.Writer
@@ -123,6 +126,7 @@ type h2Conn struct {
 type h2Stream struct {
 	id      uint32
 	r       *request
+	push    *pushed // a pushed stream: its end finishes the push (done is nil)
 	done    chan struct{}
 	headers bool // final response headers seen
 	unacked uint32
@@ -130,9 +134,9 @@ type h2Stream struct {
 	err     error
 }
 
-func newH2Conn(s *session, rec *connRecord, conn net.Conn) *h2Conn {
+func newH2Conn(s *session, rec *connRecord, conn net.Conn, o origin) *h2Conn {
 	c := &h2Conn{
-		s: s, rec: rec, conn: conn,
+		s: s, o: o, rec: rec, conn: conn,
 		bw:           bufio.NewWriterSize(conn, 16<<10),
 		limit:        s.cfg.H2AssumedMaxStreams,
 		streamWindow: uint32(s.cfg.StreamReceiveWindow),
@@ -157,11 +161,21 @@ func (c *h2Conn) start() error {
 	if _, err := c.bw.WriteString(http2.ClientPreface); err != nil {
 		return err
 	}
-	err := c.fr.WriteSettings(
-		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
-		http2.Setting{ID: http2.SettingInitialWindowSize, Val: c.streamWindow},
-		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: c.fr.MaxHeaderListSize},
-	)
+	push := uint32(0)
+	if c.s.cfg.AcceptPush {
+		push = 1
+	}
+	settings := []http2.Setting{
+		{ID: http2.SettingEnablePush, Val: push},
+		{ID: http2.SettingInitialWindowSize, Val: c.streamWindow},
+		{ID: http2.SettingMaxHeaderListSize, Val: c.fr.MaxHeaderListSize},
+	}
+	if c.s.cfg.Priority != PriorityNone {
+		// RFC 9218 §2.1: this client signals priorities with the priority header and
+		// PRIORITY_UPDATE only, never with RFC 7540's.
+		settings = append(settings, http2.Setting{ID: http2.SettingNoRFC7540Priorities, Val: 1})
+	}
+	err := c.fr.WriteSettings(settings...)
 	if err == nil && c.connWindow > 65535 {
 		err = c.fr.WriteWindowUpdate(0, c.connWindow-65535)
 	}
@@ -290,6 +304,9 @@ func (c *h2Conn) writeHeaders(st *h2Stream, r *request, maxFrame uint32) error {
 	} {
 		c.henc.WriteField(f)
 	}
+	if r.signal {
+		c.henc.WriteField(hpack.HeaderField{Name: "priority", Value: r.prio.String()})
+	}
 	block := c.hbuf.Bytes()
 	var err error
 	for first := true; err == nil && (first || len(block) > 0); first = false {
@@ -417,7 +434,7 @@ func (c *h2Conn) handle(f http2.Frame, now time.Duration) error {
 		c.wakeLocked() // waiters give up
 		var gone []uint32
 		for id := range c.streams {
-			if id > f.LastStreamID {
+			if id%2 == 1 && id > f.LastStreamID { // pushed streams (even) are the server's own
 				gone = append(gone, id)
 			}
 		}
@@ -426,7 +443,7 @@ func (c *h2Conn) handle(f http2.Frame, now time.Duration) error {
 			c.endStream(id, now, fmt.Errorf("h2: server sent GOAWAY (%v) before processing the stream", f.ErrCode))
 		}
 	case *http2.PushPromiseFrame:
-		return errors.New("h2: PUSH_PROMISE received although SETTINGS_ENABLE_PUSH is 0")
+		return c.pushPromise(f, now)
 	}
 	// WINDOW_UPDATE (the client sends no DATA), PRIORITY and unknown frames need nothing.
 	return nil
@@ -523,21 +540,93 @@ func (c *h2Conn) resetStream(st *h2Stream, now time.Duration, code http2.ErrCode
 	c.write(func() error { return c.fr.WriteRSTStream(st.id, code) })
 }
 
-// endStream closes a stream: it frees its slot and completes its request.
+// endStream closes a stream: it frees its slot and completes its request (or its push).
 func (c *h2Conn) endStream(id uint32, now time.Duration, err error) {
 	c.mu.Lock()
 	st := c.streams[id]
 	if st != nil {
 		delete(c.streams, id)
-		c.open--
-		c.wakeLocked()
+		if st.push == nil { // pushed streams take no slot of the server's stream limit
+			c.open--
+			c.wakeLocked()
+		}
 	}
 	c.mu.Unlock()
 	if st == nil {
 		return
 	}
+	if st.push != nil {
+		st.push.finish(now, err)
+		return
+	}
 	st.end, st.err = now, err
 	close(st.done)
+}
+
+// pushPromise handles a PUSH_PROMISE (RFC 9113 §6.6, §8.4): a GET of this connection's origin
+// that the loader has not requested yet becomes a pushed stream whose response fills a push-cache
+// entry; any other promise is reset (CANCEL: already requested; PROTOCOL_ERROR: not a GET of this
+// origin). With a prioritisation policy the client tells the server the pushed response's
+// priority at once in a PRIORITY_UPDATE (RFC 9218 §7.1). An error is a connection error.
+func (c *h2Conn) pushPromise(f *http2.PushPromiseFrame, now time.Duration) error {
+	if !c.s.cfg.AcceptPush {
+		return errors.New("h2: PUSH_PROMISE received although SETTINGS_ENABLE_PUSH is 0")
+	}
+	if f.PromiseID == 0 || f.PromiseID%2 != 0 {
+		return fmt.Errorf("h2: PUSH_PROMISE promising stream %d (must be even)", f.PromiseID)
+	}
+	if !f.HeadersEnded() {
+		// x/net's Framer refuses the CONTINUATION that would follow (it tracks header blocks of
+		// HEADERS frames only); the built-in server's promises are a few dozen bytes.
+		return errors.New("h2: PUSH_PROMISE continued in CONTINUATION frames (not supported)")
+	}
+	dec := c.fr.ReadMetaHeaders
+	dec.SetEmitEnabled(true)
+	fields, err := dec.DecodeFull(f.HeaderBlockFragment()) // keeps the HPACK context in step
+	if err != nil {
+		return fmt.Errorf("h2: PUSH_PROMISE header block: %w", err)
+	}
+	var method, scheme, authority, path string
+	for _, hf := range fields {
+		switch hf.Name {
+		case ":method":
+			method = hf.Value
+		case ":scheme":
+			scheme = hf.Value
+		case ":authority":
+			authority = hf.Value
+		case ":path":
+			path = hf.Value
+		}
+	}
+	reset := func(code http2.ErrCode) error {
+		c.write(func() error { return c.fr.WriteRSTStream(f.PromiseID, code) })
+		return nil
+	}
+	u, err := url.Parse(scheme + "://" + authority + path)
+	if err != nil || method != "GET" || authority == "" || !strings.HasPrefix(path, "/") {
+		return reset(http2.ErrCodeProtocol)
+	}
+	if o, err := originOf(u); err != nil || o != c.o {
+		return reset(http2.ErrCodeProtocol) // only this connection's origin is accepted
+	}
+	u.Fragment, u.RawFragment = "", ""
+	if c.stream(f.StreamID) == nil {
+		return reset(http2.ErrCodeCancel) // its request is over: nobody would use the push
+	}
+	p := c.s.pushes.promise(u, c.o, c.rec.info.ID, int64(f.PromiseID), now)
+	if p == nil {
+		return reset(http2.ErrCodeCancel)
+	}
+	c.mu.Lock()
+	c.streams[f.PromiseID] = &h2Stream{id: f.PromiseID, r: p.r, push: p}
+	c.mu.Unlock()
+	c.rec.update(func(ci *Conn) { ci.Pushes++ })
+	if prio, ok := c.s.pri.of(u, ""); ok {
+		c.write(func() error { return c.fr.WritePriorityUpdate(f.PromiseID, prio.String()) })
+		c.rec.update(func(ci *Conn) { ci.PriorityUpdates++ })
+	}
+	return nil
 }
 
 // fail ends the connection: every open stream and every waiting request fails with err.

@@ -131,6 +131,11 @@ func (c *h3Conn) roundTrip(s *session, r *request, str *http3.RequestStream) err
 			"Accept-Encoding": {"identity"},
 		},
 	}
+	if r.signal {
+		// RFC 9218's header; quic-go's HTTP/3 server schedules its streams by it. (quic-go's
+		// client has no way to send PRIORITY_UPDATE frames, and HTTP/3 here has no push.)
+		req.Header.Set("Priority", r.prio.String())
+	}
 	if err := str.SendRequestHeader(req); err != nil {
 		return fmt.Errorf("h3 send: %w", err)
 	}

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/internal/priority"
+	"github.com/wirelab/wirelab/engine/page"
 )
 
 // unset marks a phase boundary that was not reached.
@@ -48,12 +51,17 @@ type request struct {
 	keep          bool
 	retries       int
 	err           error
+
+	kind   page.Type         // what the referrer says the object is ("" unknown)
+	prio   priority.Priority // its priority under the load's policy
+	signal bool              // the policy signals prio (false: PriorityNone)
+	pushed bool              // the response came by server push: no request was sent
 }
 
 // newRequest makes the request for pr. With an error (an unusable URL) the request is still
 // returned, to be recorded as failed.
 func newRequest(pr plannedRequest) (*request, error) {
-	r := &request{url: pr.url, initiator: pr.initiator, document: pr.document, parse: pr.parse}
+	r := &request{url: pr.url, initiator: pr.initiator, document: pr.document, parse: pr.parse, kind: pr.kind}
 	r.reset()
 	var err error
 	r.origin, err = originOf(pr.url)
@@ -166,7 +174,10 @@ func (r *request) entry(s *session, first time.Duration) Entry {
 		URL: r.url.String(), Initiator: r.initiator, Protocol: s.cfg.Protocol.wireName(),
 		Connection: r.conn, StreamID: r.streamID, Status: r.status, ContentType: r.contentType,
 		BodyBytes: r.bodyBytes, StartedAt: s.wall0.Add(r.issued), Start: r.issued - first,
-		Time: ms(r.end - r.issued), Timings: r.timings(), Retries: r.retries,
+		Time: ms(r.end - r.issued), Timings: r.timings(), Retries: r.retries, Pushed: r.pushed,
+	}
+	if r.signal {
+		e.Priority = r.prio.String()
 	}
 	if r.err != nil {
 		e.Error = r.err.Error()

@@ -34,11 +34,12 @@ func (t Timings) Total() float64 {
 type Entry struct {
 	URL       string `json:"url"`
 	Initiator string `json:"initiator"` // URL of the document or stylesheet that referenced it; "" for the root and listed objects
-	Protocol  string `json:"protocol"`  // "HTTP/1.1", "h2" or "h3"
+	Protocol  string `json:"protocol"`  // "HTTP/1.1", "h2", "h3" or "spdy/3.1"
 	// Connection is the id of the connection that carried the request (1, 2, … in the order the
 	// load opened them); 0 when none was obtained.
 	Connection int `json:"connection"`
-	// StreamID is the h2 or QUIC stream id; -1 for HTTP/1.1 and when no stream was opened.
+	// StreamID is the h2, QUIC or SPDY stream id (even for a pushed response); -1 for HTTP/1.1
+	// and when no stream was opened.
 	StreamID    int64  `json:"stream_id"`
 	Status      int    `json:"status"`
 	ContentType string `json:"content_type"`
@@ -51,6 +52,11 @@ type Entry struct {
 	Timings   Timings       `json:"timings"`
 	Retries   int           `json:"retries"` // times the request was sent again (refused stream, stale keep-alive connection)
 	Error     string        `json:"error,omitempty"`
+	// Pushed: the response came by server push and no request was sent (HAR _was_pushed).
+	Pushed bool `json:"pushed,omitempty"`
+	// Priority is the priority the request signalled (RFC 9218 field value, e.g. "u=1"; for
+	// spdy3 its SYN_STREAM priority on the same 0–7 scale); "" when the policy signals none.
+	Priority string `json:"priority,omitempty"`
 }
 
 // Conn is one transport connection the load opened.
@@ -64,9 +70,13 @@ type Conn struct {
 	TLSVersion string  `json:"tls_version"` // "" without TLS
 	ALPN       string  `json:"alpn"`
 	TLSResumed bool    `json:"tls_resumed"`
-	Requests   int     `json:"requests"`              // requests sent on it
-	MaxStreams uint32  `json:"max_streams,omitempty"` // h2: the server's SETTINGS_MAX_CONCURRENT_STREAMS (0 = not sent)
-	Error      string  `json:"error,omitempty"`       // why it failed, if it did
+	Requests   int     `json:"requests"`         // requests sent on it
+	Pushes     int     `json:"pushes,omitempty"` // pushed streams it kept (h2, h2c, spdy3)
+	// PriorityUpdates counts the PRIORITY_UPDATE frames sent (h2: one per pushed stream kept,
+	// with a prioritisation policy).
+	PriorityUpdates int    `json:"priority_updates,omitempty"`
+	MaxStreams      uint32 `json:"max_streams,omitempty"` // h2: the server's SETTINGS_MAX_CONCURRENT_STREAMS (0 = not sent)
+	Error           string `json:"error,omitempty"`       // why it failed, if it did
 }
 
 // Phases are the per-phase sums over entries, in ms (HAR semantics: -1 values are skipped; connect includes ssl).
@@ -108,13 +118,15 @@ type Result struct {
 	Phases        Phases
 	DNSQueries    int // names sent to the Resolver
 	Retries       int
+	Pushes        PushStats // server pushes received (h2, h2c, spdy3 with AcceptPush)
 	// Err is the load's failure: the first object to fail (by completion time) or the timeout.
 	// The numbers above are then partial.
 	Err     error
 	Entries []Entry // in the order the requests were issued
 	Conns   []Conn  // in the order they were opened
 
-	userAgent string // sent with every request (for the HAR)
+	userAgent string         // sent with every request (for the HAR)
+	priority  PriorityPolicy // the load's prioritisation policy
 }
 
 // Summary is the load as the trial contract's load record names its fields (docs/trial-contract.md).
@@ -132,6 +144,10 @@ type Summary struct {
 	Phases        Phases    `json:"phases_ms"`
 	DNSQueries    int       `json:"dns_queries"`
 	Retries       int       `json:"retries"`
+	PushedBytes   int64     `json:"pushed_bytes"`  // body bytes received by server push
+	PushesUsed    int       `json:"pushes_used"`   // pushes a request adopted
+	PushesUnused  int       `json:"pushes_unused"` // pushes no request adopted (refused ones included)
+	Priority      string    `json:"priority"`      // the prioritisation policy
 	Error         *string   `json:"error"`
 }
 
@@ -141,7 +157,8 @@ func (r *Result) Summary() Summary {
 		URL: r.URL, Protocol: r.Protocol, Mode: r.Mode, StartedAt: r.StartedAt.UTC(),
 		PLTms: ms(r.PLT), Connections: r.Connections, TLSHandshakes: r.TLSHandshakes,
 		TLSResumed: r.TLSResumed, Objects: r.Objects, BodyBytes: r.BodyBytes, Phases: r.Phases,
-		DNSQueries: r.DNSQueries, Retries: r.Retries,
+		DNSQueries: r.DNSQueries, Retries: r.Retries, PushedBytes: r.Pushes.Bytes,
+		PushesUsed: r.Pushes.Used, PushesUnused: r.Pushes.Unused, Priority: string(r.priority),
 	}
 	if r.Err != nil {
 		msg := r.Err.Error()

@@ -18,10 +18,12 @@ import (
 // and the registry of connections (so that an aborted load closes them all). Nothing in it
 // outlives the load.
 type session struct {
-	cfg   Config
-	t0    time.Time // monotonic origin of the load clock
-	wall0 time.Time // the same instant, wall clock
-	dns   *lookupCache
+	cfg    Config
+	t0     time.Time // monotonic origin of the load clock
+	wall0  time.Time // the same instant, wall clock
+	dns    *lookupCache
+	pri    *prioritiser
+	pushes *pushCache // pushed responses (when Config.AcceptPush and the protocol has push)
 
 	mu      sync.Mutex
 	conns   []*connRecord
@@ -37,7 +39,8 @@ type connRecord struct {
 
 func newSession(cfg Config) *session {
 	now := time.Now()
-	return &session{cfg: cfg, t0: now, wall0: now, dns: newLookupCache(cfg.Resolver)}
+	return &session{cfg: cfg, t0: now, wall0: now, dns: newLookupCache(cfg.Resolver),
+		pri: newPrioritiser(cfg), pushes: newPushCache()}
 }
 
 // now is the load clock: time since the load started, monotonic.

@@ -70,8 +70,14 @@ type Entry struct {
 
 	// wirelab extensions
 	ConnectionID string `json:"_connection"` // the connection id (same as Connection)
-	Protocol     string `json:"_protocol"`   // "HTTP/1.1", "h2" or "h3"
-	StreamID     uint64 `json:"_stream_id"`  // h2/h3 stream id; 0 for HTTP/1.1
+	Protocol     string `json:"_protocol"`   // "HTTP/1.1", "h2", "h3" or "spdy/3.1"
+	StreamID     uint64 `json:"_stream_id"`  // h2/h3/spdy stream id; 0 for HTTP/1.1
+	// WasPushed is 1 for a response the server pushed (no request was sent), as Chrome's HAR
+	// export writes it; absent otherwise.
+	WasPushed int `json:"_was_pushed,omitempty"`
+	// Priority is the priority the request signalled (RFC 9218 field value such as "u=1"; for
+	// SPDY its 0–7 priority written the same way); absent when none.
+	Priority string `json:"_priority,omitempty"`
 }
 
 // Request is the request sent.

@@ -44,6 +44,7 @@ type H2Stats struct {
 	FramesReceived  int         `json:"frames_received"`
 	FramesSent      int         `json:"frames_sent"`
 	ResetsReceived  int         `json:"resets_received"`
+	PriorityUpdates int         `json:"priority_updates"` // PRIORITY_UPDATE frames received (RFC 9218)
 	ResetsSent      int         `json:"resets_sent"`
 	DataFrameCounts map[int]int `json:"-"` // payload size → count (tests)
 }
@@ -76,6 +77,7 @@ func (o *h2Observer) received(typ, flags byte, stream uint32, length int) (captu
 	o.stats.FramesReceived++
 	switch typ {
 	case framePriorityUpdate:
+		o.stats.PriorityUpdates++
 		return stream == 0 && length <= maxCapturedPayload
 	case frameHeaders:
 		if _, known := o.streams[stream]; !known && stream%2 == 1 {
