@@ -22,6 +22,7 @@ import (
 	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/version"
+	"github.com/wirelab/wirelab/engine/page"
 )
 
 const fetchUsage = `usage: wirelab-engine fetch URL --proto P [flags]
@@ -30,10 +31,18 @@ Loads one page with the engine's page loader and prints what it measured. One pr
 nothing (connection, TLS session, name) is carried from one load to the next.
 
   URL                      the page (flat mode) or the base of relative --urls entries (objects mode)
-  --proto P                h1 | h1s | h2 | h2c | h3 (required); http URLs for h1/h2c, https otherwise
+  --proto P                h1 | h1s | h2 | h2c | h3 | spdy3 (required); http URLs for h1/h2c, https otherwise
   --mode M                 flat (root, then everything it references; default) | objects (--urls, all at once)
   --urls FILE              objects mode: one URL per line ('-' = stdin; blank lines and # comments skipped)
   --max-conns N            HTTP/1.x connections per origin, 1–64 (default 6)
+  --priority P             none (default) | chrome (HTML > CSS/JS > rest) | dependency (depth in the
+                           page's dependency graph; needs --page): RFC 9218 priority header (h2, h3),
+                           PRIORITY_UPDATE for pushed streams (h2), SYN_STREAM priority (spdy3)
+  --page NAME|FILE         the page being loaded (corpus name, synthetic:NxS or page JSON): object
+                           types for chrome, depths for dependency; matched by path, so its seed and
+                           sharding do not matter
+  --accept-push=false      refuse server push (default: accepted on h2, h2c and spdy3; a request for
+                           a pushed URL uses the pushed response)
   --dns IP[:PORT]          resolve names with this DNS server over UDP (port 53 by default)
   --resolve NAME=IP,...    resolve names with this static map instead
   --ca FILE                PEM certificates to trust (the run's CA); default: the system's roots
@@ -159,6 +168,9 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 		timeout = d
 		return nil
 	})
+	prio := fs.String("priority", string(client.PriorityNone), "")
+	pageName := fs.String("page", "", "")
+	acceptPush := fs.Bool("accept-push", true, "")
 	asJSON := fs.Bool("json", false, "")
 	harFile := fs.String("har", "", "")
 	keylog := fs.String("keylog", "", "")
@@ -186,7 +198,7 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 	cfg := &fa.cfg
 
 	if *proto == "" {
-		return nil, cli.Usagef("--proto: required; allowed: h1, h1s, h2, h2c, h3")
+		return nil, cli.Usagef("--proto: required; allowed: h1, h1s, h2, h2c, h3, spdy3")
 	}
 	p, err := client.ParseProtocol(*proto)
 	if err != nil {
@@ -202,6 +214,20 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 	cfg.Timeout = timeout
 	cfg.AllowAnyTarget = *anyTarget
 	cfg.UserAgent = "wirelab-engine/" + version.Version
+	cfg.AcceptPush = *acceptPush
+	if cfg.Priority, err = client.ParsePriorityPolicy(*prio); err != nil {
+		return nil, cli.Usagef("--priority %v", err)
+	}
+	if *pageName != "" {
+		pg, err := page.Load(*pageName, 1)
+		if err != nil {
+			return nil, cli.Usagef("--page %s: %v", *pageName, err)
+		}
+		cfg.Page = pg
+	}
+	if cfg.Priority == client.PriorityDependency && cfg.Page == nil {
+		return nil, cli.Usagef("--priority dependency: needs --page (object depths come from its dependency graph)")
+	}
 
 	switch {
 	case *dnsAddr != "" && *resolve != "":
@@ -317,8 +343,11 @@ func printResult(w io.Writer, res *client.Result) {
 		s.Protocol, s.Mode, s.URL, s.PLTms, s.Objects, s.BodyBytes, s.Connections, s.TLSHandshakes, s.TLSResumed, s.DNSQueries)
 	fmt.Fprintf(w, "phases (ms, summed): blocked %.1f dns %.1f connect %.1f ssl %.1f send %.1f wait %.1f receive %.1f\n",
 		s.Phases.Blocked, s.Phases.DNS, s.Phases.Connect, s.Phases.SSL, s.Phases.Send, s.Phases.Wait, s.Phases.Receive)
+	if s.PushesUsed+s.PushesUnused > 0 {
+		fmt.Fprintf(w, "server push: %d pushes used, %d unused, %d body bytes pushed\n", s.PushesUsed, s.PushesUnused, s.PushedBytes)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "start\tblocked\tdns\tconnect\tssl\tsend\twait\treceive\tconn\tstream\tstatus\tbytes\t url")
+	fmt.Fprintln(tw, "start\tblocked\tdns\tconnect\tssl\tsend\twait\treceive\tconn\tstream\tprio\tstatus\tbytes\t url")
 	f := func(v float64) string {
 		if v < 0 {
 			return "-"
@@ -331,9 +360,16 @@ func printResult(w io.Writer, res *client.Result) {
 		if e.StreamID >= 0 {
 			stream = fmt.Sprint(e.StreamID)
 		}
-		line := fmt.Sprintf("%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t %s",
+		if e.Pushed {
+			stream += " (push)"
+		}
+		prio := e.Priority
+		if prio == "" {
+			prio = "-"
+		}
+		line := fmt.Sprintf("%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t %s",
 			float64(e.Start)/float64(time.Millisecond), f(t.Blocked), f(t.DNS), f(t.Connect), f(t.SSL), f(t.Send), f(t.Wait), f(t.Receive),
-			e.Connection, stream, e.Status, e.BodyBytes, e.URL)
+			e.Connection, stream, prio, e.Status, e.BodyBytes, e.URL)
 		if e.Error != "" {
 			line += "  ERROR " + e.Error
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/server"
 )
 
 func TestFetchBadFlags(t *testing.T) {
@@ -29,7 +32,11 @@ func TestFetchBadFlags(t *testing.T) {
 		want string // the message must name this
 	}{
 		{[]string{u}, "--proto: required"},
-		{[]string{u, "--proto", "h4"}, "--proto h4: allowed: h1, h1s, h2, h2c, h3"},
+		{[]string{u, "--proto", "h4"}, "--proto h4: allowed: h1, h1s, h2, h2c, h3, spdy3"},
+		{[]string{u, "--proto", "h2", "--priority", "urgent"}, "--priority urgent: allowed: none, chrome, dependency"},
+		{[]string{u, "--proto", "h2", "--priority", "dependency"}, "--priority dependency: needs --page"},
+		{[]string{u, "--proto", "h2", "--page", "nosuchpage"}, "--page nosuchpage"},
+		{[]string{u, "--proto", "h2", "--accept-push=maybe"}, "accept-push"},
 		{[]string{u, "--proto", "h2", "--mode", "eager"}, "--mode eager: allowed: flat, objects"},
 		{[]string{u, "--proto", "h2", "--mode", "replay"}, "--mode replay: not implemented yet"},
 		{[]string{u, "--proto", "h1", "--max-conns", "0"}, `"0" for flag -max-conns: allowed: an integer 1–64`},
@@ -133,7 +140,8 @@ func TestFetchJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{"body_bytes", "connections", "dns_queries", "error", "mode", "objects", "phases_ms", "plt_ms", "protocol", "retries", "started_at", "tls_handshakes", "tls_resumed", "url"}
+	want := []string{"body_bytes", "connections", "dns_queries", "error", "mode", "objects", "phases_ms", "plt_ms", "priority", "protocol",
+		"pushed_bytes", "pushes_unused", "pushes_used", "retries", "started_at", "tls_handshakes", "tls_resumed", "url"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("keys %v, want %v", keys, want)
 	}
@@ -209,5 +217,80 @@ func TestFetchObjectsAndFailure(t *testing.T) {
 	err = runFetch([]string{base + "/", "--proto", "h1s", "--json"}, nil, &out)
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("untrusted server: %v", err)
+	}
+}
+
+// TestFetchPushPrioritySPDY: fetch against the built-in server pushing everything: over h2 and
+// spdy3 it accepts the pushes by default (no request for a pushed object), reports them in the
+// JSON line, marks them in the HAR (_was_pushed) with each entry's priority, and names spdy3's
+// entries spdy/3.1; --accept-push=false turns push off.
+func TestFetchPushPrioritySPDY(t *testing.T) {
+	pg, err := page.Load("twitter", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := server.DefaultConfig(netip.MustParseAddr("127.0.0.1"))
+	cfg.PortHTTP, cfg.PortHTTPS, cfg.PortQUIC = 0, 0, 0
+	cfg.Push, _ = server.ParsePushPolicy("all")
+	srv, err := server.Start(pg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var pushedBytes int64
+	for _, o := range pg.Objects[1:] {
+		pushedBytes += o.Size
+	}
+	for _, tc := range []struct {
+		proto, wire string
+		accept      bool
+	}{{"h2", "h2", true}, {"spdy3", "spdy/3.1", true}, {"spdy3", "spdy/3.1", false}} {
+		root, _ := srv.RootURL(server.Protocol(tc.proto), page.NewToken())
+		harPath := filepath.Join(t.TempDir(), "load.har")
+		var out bytes.Buffer
+		args := []string{root, "--proto", tc.proto, "--resolve", "s1.wirelab.test=127.0.0.1", "--ca", srv.Certs().CAPath(),
+			"--priority", "chrome", "--page", "twitter", "--json", "--har", harPath, fmt.Sprintf("--accept-push=%v", tc.accept)}
+		if err := runFetch(args, nil, &out); err != nil {
+			t.Fatalf("%v: %v", tc, err)
+		}
+		var rec struct {
+			Objects      int   `json:"objects"`
+			PushedBytes  int64 `json:"pushed_bytes"`
+			PushesUsed   int   `json:"pushes_used"`
+			PushesUnused int   `json:"pushes_unused"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		wantUsed, wantBytes := len(pg.Objects)-1, pushedBytes
+		if !tc.accept {
+			wantUsed, wantBytes = 0, 0
+		}
+		if rec.Objects != len(pg.Objects) || rec.PushesUsed != wantUsed || rec.PushedBytes != wantBytes || rec.PushesUnused != 0 {
+			t.Errorf("%v: record %s", tc, out.String())
+		}
+		data, _ := os.ReadFile(harPath)
+		var h struct {
+			Log struct {
+				Entries []struct {
+					Protocol  string `json:"_protocol"`
+					WasPushed int    `json:"_was_pushed"`
+					Priority  string `json:"_priority"`
+				}
+			}
+		}
+		if err := json.Unmarshal(data, &h); err != nil {
+			t.Fatal(err)
+		}
+		pushed := 0
+		for _, e := range h.Log.Entries {
+			pushed += e.WasPushed
+			if e.Protocol != tc.wire || e.Priority == "" {
+				t.Errorf("%v: HAR entry %+v", tc, e)
+			}
+		}
+		if pushed != wantUsed {
+			t.Errorf("%v: %d HAR entries _was_pushed, want %d", tc, pushed, wantUsed)
+		}
 	}
 }

@@ -20,13 +20,14 @@ import (
 
 func init() {
 	register("serve", command{
-		Summary: "serve a page on origin addresses over h1, h1s, h2, h2c, h3 (prints a ready line)",
+		Summary: "serve a page on origin addresses over h1, h1s, h2, h2c, h3, spdy3 (prints a ready line)",
 		Run:     func(args []string) error { return runServe(context.Background(), args, os.Stdout) },
 	})
 }
 
 const serveUsage = `usage: wirelab-engine serve --page NAME --addrs A[,B,…] [flags]
-Serves the page (one address per origin: s1.wirelab.test on the first …) until SIGINT/SIGTERM.
+Serves the page (one address per origin: s1.wirelab.test on the first …) until SIGINT/SIGTERM,
+pushing with the root document per --push (h2, h2c, spdy3) and honouring clients' priorities.
 Prints {"event":"ready",…} on stdout once every listener is up, {"event":"stopped",…} at the end.`
 
 // serveReady is the ready line (and --ready-file content).
@@ -41,6 +42,7 @@ type serveReady struct {
 		TLSVersion           string `json:"tls_version"`
 		SessionResumption    bool   `json:"session_resumption"`
 		KeepAlive            bool   `json:"keep_alive"`
+		Push                 string `json:"push"`
 	} `json:"config"`
 }
 
@@ -53,7 +55,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	shards := fs.Int("shards", 1, "number of origins (1–64)")
 	shardMode := fs.String("shard-mode", "round-robin", "round-robin, tld or domain")
 	addrs := fs.String("addrs", "", "comma-separated origin addresses, one per origin (required)")
-	protocols := fs.String("protocols", "h1,h1s,h2,h2c,h3", "protocols to serve")
+	protocols := fs.String("protocols", "h1,h1s,h2,h2c,h3,spdy3", "protocols to serve")
 	portHTTP := fs.Int("port-http", def.PortHTTP, "TCP port of h1 and h2c (0: pick one)")
 	portHTTPS := fs.Int("port-https", def.PortHTTPS, "TCP port of h1s and h2 (0: pick one)")
 	portQUIC := fs.Int("port-quic", def.PortQUIC, "UDP port of h3 (0: pick one)")
@@ -62,6 +64,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	tlsVersion := fs.String("tls-version", def.TLSVersion, "1.2 or 1.3 (h1s, h2)")
 	resume := fs.Bool("session-resumption", false, "issue TLS session tickets (and allow 0-RTT)")
 	keepAlive := fs.Bool("keep-alive", true, "HTTP/1.x persistent connections")
+	push := fs.String("push", "none", "server push policy (h2, h2c, spdy3): none, all, embedding-level, dependency-level:N")
 	certDir := fs.String("cert-dir", "", "directory for ca.pem, cert.pem, key.pem (default: a temporary one); removed files at exit")
 	readyFile := fs.String("ready-file", "", "also write the ready line to this file (atomically)")
 	dnsAddr := fs.String("dns", "", "also answer DNS for *.wirelab.test on this host:port")
@@ -106,6 +109,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	cfg.MaxConcurrentStreams, cfg.WriteChunkBytes = *mcs, *chunk
 	cfg.TLSVersion, cfg.SessionResumption, cfg.KeepAlive = *tlsVersion, *resume, *keepAlive
 	cfg.CertDir = *certDir
+	if cfg.Push, err = server.ParsePushPolicy(*push); err != nil {
+		return usageIfField(err)
+	}
 
 	ctx, stop := cli.SignalContext(ctx)
 	defer stop()
@@ -118,6 +124,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	rc := srv.Config()
 	ready.Config.MaxConcurrentStreams, ready.Config.WriteChunkBytes = rc.MaxConcurrentStreams, rc.WriteChunkBytes
 	ready.Config.TLSVersion, ready.Config.SessionResumption, ready.Config.KeepAlive = rc.TLSVersion, rc.SessionResumption, rc.KeepAlive
+	ready.Config.Push = rc.Push.String()
 	if *dnsAddr != "" {
 		d, err := dns.Listen(*dnsAddr, dns.OriginRecords(cfg.Addrs))
 		if err != nil {

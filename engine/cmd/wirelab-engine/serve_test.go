@@ -129,6 +129,7 @@ func TestServeBadInput(t *testing.T) {
 		"shards: got 0":               {"--page", "twitter", "--shards", "0", "--addrs", "127.0.0.1"},
 		"shards: got 65":              {"--page", "twitter", "--shards", "65", "--addrs", "127.0.0.1"},
 		"protocols: got \"h4\"":       {"--page", "twitter", "--protocols", "h2,h4", "--addrs", "127.0.0.1"},
+		"push: got \"some\"":          {"--page", "twitter", "--push", "some", "--addrs", "127.0.0.1"},
 		"max_concurrent_streams: got": {"--page", "twitter", "--max-concurrent-streams", "0", "--addrs", "127.0.0.1"},
 		"addrs: got 2":                {"--page", "twitter", "--addrs", "127.0.0.1,127.0.0.2"},
 		"addrs[0]: got \"x\"":         {"--page", "twitter", "--addrs", "x"},
