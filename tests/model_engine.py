@@ -147,7 +147,9 @@ def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -
     root_path, root_size = objects[0]
     wait = j(rtt + 0.5)
     recv, _ = transfer(conns[0], root_size + 300, 1, 1)
-    root_end = entry(root_path, 1, conns[0], 0.0, j(0.2), dns_done[1], handshake_tcp, handshake_tls, wait, recv)
+    root_end = entry(
+        root_path, 1, conns[0], 0.0, j(0.2), dns_done[1], handshake_tcp, handshake_tls, wait, recv
+    )
     conns[0].free = root_end
     first_request = dns_done[1] + handshake_tcp + handshake_tls
     t0 = root_end + (j(2.0) if spec["client"]["mode"] != "objects" else 0.0)

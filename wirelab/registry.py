@@ -39,7 +39,9 @@ PROTOCOL_STYLES: dict[str, ProtocolStyle] = {
         ProtocolStyle("h1", "HTTP/1.1", "HTTP/1.1 cleartext (study E's HTTP)", "#E69F00", "s"),
         ProtocolStyle("h1s", "HTTPS", "HTTP/1.1 over TLS (study E's HTTPS)", "#D55E00", "o"),
         ProtocolStyle("h2", "HTTP/2", "HTTP/2 over TLS (SPDY's standard successor)", "#0072B2", "^"),
-        ProtocolStyle("h2c", "HTTP/2 cleartext", "HTTP/2 without TLS (study W's SPDY client)", "#56B4E9", "v"),
+        ProtocolStyle(
+            "h2c", "HTTP/2 cleartext", "HTTP/2 without TLS (study W's SPDY client)", "#56B4E9", "v"
+        ),
         ProtocolStyle("h3", "HTTP/3", "HTTP/3 over QUIC", "#009E73", "D"),
         ProtocolStyle("spdy3", "SPDY/3.1", "SPDY/3.1 over TLS", "#CC79A7", "P"),
     )

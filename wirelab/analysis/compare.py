@@ -90,7 +90,9 @@ def classify_ratio(s: float) -> str | None:
     return EQUAL
 
 
-def mann_whitney_test(base: Sequence[float] | np.ndarray, x: Sequence[float] | np.ndarray) -> tuple[float, float]:
+def mann_whitney_test(
+    base: Sequence[float] | np.ndarray, x: Sequence[float] | np.ndarray
+) -> tuple[float, float]:
     """(U of x, two-sided p). NaNs when a side is empty; p = 1 when every value is identical."""
     b, v = _values(base), _values(x)
     if b.size == 0 or v.size == 0:
@@ -122,7 +124,8 @@ def gain(
     seed: int = 0,
     n_boot: int = N_BOOT,
 ) -> pd.DataFrame:
-    """Per group of ``by``: ``n_base``, ``n``, ``base_mean``, ``mean``, ``gain_pct``, ``ci_low``, ``ci_high``."""
+    """Per group of ``by``: ``n_base``, ``n``, ``base_mean``, ``mean``, ``gain_pct``, ``ci_low`` and
+    ``ci_high``."""
     rows = []
     for labels, key, base, other in _pairs(loads, by, baseline, protocol):
         b, v = base[metric].to_numpy(float), other[metric].to_numpy(float)

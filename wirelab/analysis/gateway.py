@@ -90,7 +90,9 @@ def gateway_effects(
     ok = ok_loads(loads).copy()
     packets = (ok["packets_down"] + ok["packets_up"]).astype(float)
     ok["packets"] = packets
-    ok["retransmission_pct"] = np.where(packets > 0, ok["retransmissions"] / packets.where(packets > 0) * 100, np.nan)
+    ok["retransmission_pct"] = np.where(
+        packets > 0, ok["retransmissions"] / packets.where(packets > 0) * 100, np.nan
+    )
     plt = ok["plt_ms"].astype(float)
     ok["throughput_mbit"] = np.where(plt > 0, ok["body_bytes"] * 8 / plt.where(plt > 0) / 1000, np.nan)
     metrics = [

@@ -133,7 +133,10 @@ def _axis_for(param: str, frame: pd.DataFrame) -> list[Axis]:
         pages = frame["page"].dropna().unique().tolist()
         parsed = [parse_synthetic(p) for p in pages]
         if pages and all(p is not None for p in parsed):
-            axes = [make("page.objects", "page.objects", True), make("page.object_kb", "page.object_kb", True)]
+            axes = [
+                make("page.objects", "page.objects", True),
+                make("page.object_kb", "page.object_kb", True),
+            ]
             return [a for a in axes if a is not None]
         axis = make("page", "page", False)
         return [axis] if axis else []
@@ -262,9 +265,7 @@ def load_sweep(results: Results, sweep: str) -> SweepData:
     trials = results.trials(sweep)
     loads = _derive(results.loads(sweep))
     info = results.sweeps().set_index("sweep").loc[sweep]
-    row = results.conn.execute(
-        "SELECT spec_json, spec_toml FROM sweeps WHERE name = ?", (sweep,)
-    ).fetchone()
+    row = results.conn.execute("SELECT spec_json, spec_toml FROM sweeps WHERE name = ?", (sweep,)).fetchone()
     spec = json.loads(row[0])
     protocols: list[str] = []
     for s in trials["spec"]:
@@ -277,7 +278,9 @@ def load_sweep(results: Results, sweep: str) -> SweepData:
     axes: list[Axis] = []
     for param in info["axes"]:
         axes.extend(_axis_for(param, loads))
-    config_cols = list(dict.fromkeys(["trial_id", "trial_index", "page", "network", *(a.column for a in axes)]))
+    config_cols = list(
+        dict.fromkeys(["trial_id", "trial_index", "page", "network", *(a.column for a in axes)])
+    )
     if "objects" in loads:
         resources = loads.groupby("trial_id")["objects"].median().rename("resources")
     else:
