@@ -70,8 +70,8 @@ class _Conn:
 
 def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -> tuple[dict, list[dict]]:
     net = netprofile.parse(spec.get("network", "native"))
-    rtt = (net["up"]["delay_ns"] + net["down"]["delay_ns"]) / 1e6
-    rate = net["down"]["rate_bps"] or 1_000_000_000
+    rtt = (net["up"]["delay_ns"] + net["down"]["delay_ns"]) / 1e6 * rng.uniform(0.97, 1.1)
+    rate = (net["down"]["rate_bps"] or 1_000_000_000) * rng.uniform(0.8, 1.0)  # cross traffic
     loss_model = net["down"]["loss"]
     p_loss = loss_model.get("p", 0.0) if loss_model["model"] == "bernoulli" else 0.0
     queue = net["down"]["queue"]["packets"] or 256

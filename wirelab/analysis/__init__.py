@@ -27,6 +27,7 @@ from wirelab.analysis.compare import (
     gain_pct,
     mann_whitney,
     mann_whitney_test,
+    min_p_value,
     ratio_classes,
 )
 from wirelab.analysis.gateway import gateway_effects, queue_delay_bound_ms, rtt_inflation
@@ -63,6 +64,7 @@ __all__ = [
     "load_sweep",
     "mann_whitney",
     "mann_whitney_test",
+    "min_p_value",
     "parse_synthetic",
     "phase_ms",
     "phase_shares",

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -35,6 +36,7 @@ __all__ = [
     "gain_pct",
     "mann_whitney",
     "mann_whitney_test",
+    "min_p_value",
     "ratio_classes",
 ]
 
@@ -101,6 +103,15 @@ def mann_whitney_test(
         return (float(b.size * v.size / 2), 1.0)
     result = sps.mannwhitneyu(v, b, alternative="two-sided")
     return (float(result.statistic), float(result.pvalue))
+
+
+def min_p_value(n_base: int, n_x: int) -> float:
+    """The smallest two-sided p-value the exact Mann–Whitney test can give for these sample sizes
+    (complete separation, no ties): 2 / C(n_base + n_x, n_base). With 3 loads per protocol it is 0.1, so
+    no difference can be significant at 0.05 however large it is."""
+    if n_base < 1 or n_x < 1:
+        return 1.0
+    return min(1.0, 2 / math.comb(n_base + n_x, n_base))
 
 
 def _pairs(loads: pd.DataFrame, by: Sequence[str], baseline: str, protocol: str):

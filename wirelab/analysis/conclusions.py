@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from wirelab.analysis.compare import SIGNIFICANCE, min_p_value
 from wirelab.analysis.multiplex import MultiplexFit
 from wirelab.analysis.sweep import Axis
 from wirelab.analysis.tree import TreeResult
@@ -93,6 +94,14 @@ def gain_sentences(comp: pd.DataFrame, axes: Sequence[Axis], baseline: str, prot
         f"{x} beats {b} (lower mean ToW) in {len(wins)} of {n}{settings or ' ' + what}; significantly "
         f"(Mann–Whitney p < 0.05) in {len(sig_wins)}. {b} is significantly faster in {len(sig_losses)}."
     )
+    reachable = data.apply(lambda r: min_p_value(int(r["n_base"]), int(r["n"])) < SIGNIFICANCE, axis=1)
+    if not reachable.all():
+        smallest = int(min(data["n_base"].min(), data["n"].min()))
+        out.append(
+            f"With {smallest} loads per protocol in {int((~reachable).sum())} configurations, the Mann–Whitney "
+            f"test cannot reach p < {SIGNIFICANCE} there (its smallest possible p is "
+            f"{min_p_value(smallest, smallest):.2f}); run more repetitions to test those differences."
+        )
     best = data.loc[data["gain_pct"].idxmax()]
     out.append(f"Largest gain: {_pct(best['gain_pct'])} ({_ci(best)}) at {_where(best, axes)}.")
     worst = data.loc[data["gain_pct"].idxmin()]

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from wirelab.spec import BaseTrial
 from wirelab.store import Results
 
 __all__ = [
@@ -211,7 +212,7 @@ class SweepData:
 
     def fixed(self) -> dict[str, str]:
         """What stayed the same across the sweep: page (when not an axis), network, protocols,
-        repetitions and the non-default server/client knobs of the base spec."""
+        repetitions and the base spec's other fields where they differ from their defaults."""
         base = self.spec.get("base", {})
         out: dict[str, str] = {}
         varied = {a.param for a in self.axes} | {a.param.split(".")[0] for a in self.axes}
@@ -225,12 +226,13 @@ class SweepData:
             out["network"] = str(network)
         out["protocols"] = ", ".join(self.protocols)
         out["repetitions"] = str(base.get("repetitions", 5))
-        for section in ("server", "client"):
+        defaults = BaseTrial().model_dump(mode="json")
+        for section in ("server", "client", "capture"):
             for key, value in (base.get(section) or {}).items():
-                if f"{section}.{key}" not in varied:
+                if f"{section}.{key}" not in varied and value != defaults[section].get(key):
                     out[f"{section}.{key}"] = json.dumps(value) if not isinstance(value, str) else value
-        for key in ("shards", "order", "seed"):
-            if key in base and key not in varied:
+        for key in ("shards", "shard_mode", "order", "gap_ms", "seed"):
+            if key in base and key not in varied and base[key] != defaults.get(key):
                 out[key] = str(base[key])
         return out
 

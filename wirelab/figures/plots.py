@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.collections import PolyCollection
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -63,7 +64,7 @@ def gain_figure(
     """Gain vs ``x``: one line per (series value, protocol) with its 95 % CI band; markers are filled
     where the Mann–Whitney test is significant (p < 0.05). ``gains`` is ``analysis.compare`` output
     plus ``x`` and the ``series`` columns."""
-    fig, ax = new_figure(7.0, 3.8)
+    fig, ax = new_figure(6.4, 4.6)
     series_names = dict(series_names or {})
     keys = list(dict.fromkeys(_series_key(r, series) for r in gains.to_dict("records")))
     styles = {k: LINESTYLES[i % len(LINESTYLES)] for i, k in enumerate(keys)}
@@ -126,7 +127,7 @@ def gain_figure(
         Line2D([], [], color="#777777", marker="o", linestyle="", label="filled: p < 0.05 (Mann–Whitney)")
     )
     handles.append(Patch(color="#777777", alpha=0.2, label="band: 95 % CI (bootstrap)"))
-    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     ax.text(
         0.005,
         0.99,
@@ -651,6 +652,7 @@ def waterfall_figure(objects: Sequence[Mapping[str, Any]], *, title: str = "") -
     ax.grid(axis="y", visible=False)
     y = 0.0
     ticks, labels = [], []
+    bars: dict[str, list[tuple[float, float, float]]] = {p: [] for p in PHASE_ORDER}
     for li, (conn, rows) in enumerate(lanes):
         top = y
         for row in rows:
@@ -658,7 +660,7 @@ def waterfall_figure(objects: Sequence[Mapping[str, Any]], *, title: str = "") -
                 x = float(o["started_ms"])
                 for phase, width in _segments(o):
                     if width > 0:
-                        ax.barh(y, width, left=x, height=0.8, color=PHASE_STYLES[phase].colour, linewidth=0)
+                        bars[phase].append((x, width, y))
                     x += width
             y += 1
         if li % 2 == 0:
@@ -666,6 +668,13 @@ def waterfall_figure(objects: Sequence[Mapping[str, Any]], *, title: str = "") -
         ticks.append((top + y - 1) / 2)
         labels.append(f"conn {conn} ({sum(len(r) for r in rows)})")
         y += 0.4
+    for phase, items in bars.items():
+        if items:
+            verts = [
+                [(x, yy - 0.4), (x + w, yy - 0.4), (x + w, yy + 0.4), (x, yy + 0.4)] for x, w, yy in items
+            ]
+            ax.add_collection(PolyCollection(verts, facecolors=PHASE_STYLES[phase].colour, linewidths=0))
+    ax.set_xlim(0, max((x + w for items in bars.values() for x, w, _ in items), default=1.0) * 1.01)
     ax.set_yticks(ticks, labels, fontsize=7)
     ax.set_ylim(y - 0.4, -0.6)
     ax.set_xlabel("time since the load started (ms)")

@@ -22,10 +22,10 @@ from matplotlib.figure import Figure  # noqa: E402
 __all__ = ["STYLE", "Rendered", "new_figure", "render", "slug"]
 
 STYLE = {
-    "font.size": 9,
-    "axes.titlesize": 10,
+    "font.size": 10,
+    "axes.titlesize": 11,
     "axes.titleweight": "bold",
-    "axes.labelsize": 9,
+    "axes.labelsize": 10,
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
@@ -34,10 +34,10 @@ STYLE = {
     "axes.edgecolor": "#888888",
     "axes.axisbelow": True,
     "legend.frameon": False,
-    "legend.fontsize": 8,
+    "legend.fontsize": 9,
     "xtick.color": "#444444",
     "ytick.color": "#444444",
-    "svg.fonttype": "path",  # text as outlines: the SVG renders the same everywhere and carries no markup
+    "svg.fonttype": "path",  # text as outlines: renders the same everywhere, carries no markup
     "svg.hashsalt": "wirelab",  # stable ids: the same data gives the same file
     "figure.dpi": 100,
     "savefig.dpi": 150,
