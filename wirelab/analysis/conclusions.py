@@ -98,7 +98,8 @@ def gain_sentences(comp: pd.DataFrame, axes: Sequence[Axis], baseline: str, prot
     if not reachable.all():
         smallest = int(min(data["n_base"].min(), data["n"].min()))
         out.append(
-            f"With {smallest} loads per protocol in {int((~reachable).sum())} configurations, the Mann–Whitney "
+            f"With {smallest} loads per protocol in {int((~reachable).sum())} configurations, the "
+            "Mann–Whitney "
             f"test cannot reach p < {SIGNIFICANCE} there (its smallest possible p is "
             f"{min_p_value(smallest, smallest):.2f}); run more repetitions to test those differences."
         )
