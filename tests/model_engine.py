@@ -174,15 +174,16 @@ def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -
             k = min(range(len(slots)), key=lambda i: slots[i])
             start = max(t0, slots[k]) + 0.01 * n
             blocked = max(0.0, slots[k] - t0)
-            share = min(n_active, sum(1 for s in slots if s > start) + 1)
-            recv, stall = transfer(conn, size + 120, share, n_active)
             wait = j(rtt + 0.4)
-            end = entry(path, origin, conn, t0, blocked, dns, tcp, ssl, wait, recv)
+            # one pipe per connection: responses are serialised on it (interleaving does not change
+            # when the last byte arrives); a loss on TCP stalls everything behind it, on QUIC one stream
+            ready = start + tcp + ssl + dns + wait
+            link_free = conn.__dict__.get("link_free", 0.0)
+            recv, stall = transfer(conn, size + 120, 1, len(conns))
+            done = max(ready, link_free) + recv
+            conn.__dict__["link_free"] = done - (stall if protocol == "h3" else 0.0)
+            end = entry(path, origin, conn, t0, blocked, dns, tcp, ssl, wait, done - ready)
             slots[k] = end
-            if stall and protocol != "h3":  # TCP head-of-line blocking: every active stream waits
-                for i, s in enumerate(slots):
-                    if s > start and i != k:
-                        slots[i] = s + stall
         else:
             free = [c for c in mine if c.free <= t0]
             if free:
@@ -195,7 +196,8 @@ def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -
                 conn = min(mine, key=lambda c: c.free)
             blocked = max(0.0, conn.free - t0) + j(0.05)
             wait = j(rtt + 0.4)
-            recv, _ = transfer(conn, size + 300, min(n_active, len(conns)), n_active)
+            busy = min(n_active, len(conns))
+            recv, _ = transfer(conn, size + 300, busy, busy)
             conn.free = entry(path, origin, conn, t0, blocked, dns, tcp, ssl, wait, recv)
         t0 += 0.02
     ends = []

@@ -23,6 +23,7 @@ __all__ = [
     "gateway_sentences",
     "multiplex_sentences",
     "phase_sentences",
+    "power_sentences",
     "ratio_sentences",
     "tree_sentences",
 ]
@@ -94,15 +95,6 @@ def gain_sentences(comp: pd.DataFrame, axes: Sequence[Axis], baseline: str, prot
         f"{x} beats {b} (lower mean ToW) in {len(wins)} of {n}{settings or ' ' + what}; significantly "
         f"(Mann–Whitney p < 0.05) in {len(sig_wins)}. {b} is significantly faster in {len(sig_losses)}."
     )
-    reachable = data.apply(lambda r: min_p_value(int(r["n_base"]), int(r["n"])) < SIGNIFICANCE, axis=1)
-    if not reachable.all():
-        smallest = int(min(data["n_base"].min(), data["n"].min()))
-        out.append(
-            f"With {smallest} loads per protocol in {int((~reachable).sum())} configurations, the "
-            "Mann–Whitney "
-            f"test cannot reach p < {SIGNIFICANCE} there (its smallest possible p is "
-            f"{min_p_value(smallest, smallest):.2f}); run more repetitions to test those differences."
-        )
     best = data.loc[data["gain_pct"].idxmax()]
     out.append(f"Largest gain: {_pct(best['gain_pct'])} ({_ci(best)}) at {_where(best, axes)}.")
     worst = data.loc[data["gain_pct"].idxmin()]
@@ -135,6 +127,28 @@ def gain_sentences(comp: pd.DataFrame, axes: Sequence[Axis], baseline: str, prot
         if len(trend_lines) > 6:
             out.append(f"(… and {len(trend_lines) - 6} more series, in the table below.)")
     return out
+
+
+def power_sentences(comp: pd.DataFrame) -> list[str]:
+    """A warning when the repetitions are too few for the Mann–Whitney test to reach significance."""
+    data = comp.dropna(subset=["gain_pct"])
+    if data.empty:
+        return []
+    reachable = data.apply(lambda r: min_p_value(int(r["n_base"]), int(r["n"])) < SIGNIFICANCE, axis=1)
+    if reachable.all():
+        return []
+    stuck = data[~reachable]
+    smallest = int(min(stuck["n_base"].min(), stuck["n"].min()))
+    return [
+        f"With {smallest} loads per protocol, the Mann–Whitney test cannot reach p < {SIGNIFICANCE} in "
+        f"{_n(stuck['trial_id'].nunique(), 'configuration')} (its smallest possible p is "
+        f"{min_p_value(smallest, smallest):.2f}): no difference there can be called significant; run more "
+        "repetitions (the full variants do)."
+    ]
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def ratio_sentences(comp: pd.DataFrame, baseline: str, protocol: str) -> list[str]:
@@ -229,7 +243,7 @@ def gateway_sentences(table: pd.DataFrame, axes: Sequence[Axis]) -> list[str]:
         per_proto = hit.groupby("protocol", sort=False)[col].mean()
         listing = ", ".join(f"{_p(str(p))} {v:.1f}" for p, v in per_proto.items())
         out.append(
-            f"{what.capitalize()} occur in {hit['trial_id'].nunique()} configurations "
+            f"{what.capitalize()} occur in {_n(hit['trial_id'].nunique(), 'configuration')} "
             f"(mean per load where they occur: {listing}); most: {worst[col]:.1f} per load "
             f"for {_p(str(worst['protocol']))} at "
             f"{_where(worst, axes) or 'the configuration'}."

@@ -47,11 +47,11 @@ AXIS_NAMES: dict[str, tuple[str, str]] = {
     "network.iw": ("TCP initial window", "segments"),
     "network.irw": ("TCP initial receive window", "segments"),
     "shards": ("shards", "origins"),
-    "server.max_concurrent_streams": ("max concurrent streams", "streams"),
+    "server.max_concurrent_streams": ("max concurrent streams", ""),
     "server.write_chunk_bytes": ("write chunk", "bytes"),
     "client.max_connections_per_origin": ("connections per origin", ""),
     "client.compute_scale": ("computation scale", "×"),
-    "page.objects": ("objects per page", "objects"),
+    "page.objects": ("objects per page", ""),
     "page.object_kb": ("object size", "kB"),
     "page": ("page", ""),
     "network": ("network profile", ""),
@@ -124,10 +124,8 @@ def _axis_for(param: str, frame: pd.DataFrame) -> list[Axis]:
         if len(values) < 2:
             return None
         name, unit = AXIS_NAMES.get(param, (param, ""))
-        if numeric:
-            values = sorted(float(v) for v in values)
-        else:
-            values = sorted(values, key=str) if param != "page" else list(dict.fromkeys(values))
+        # numbers ascending; categories in the grid's order (loads come sorted by trial)
+        values = sorted(float(v) for v in values) if numeric else list(dict.fromkeys(values))
         return Axis(param, column, name, unit if numeric else "", numeric, tuple(values))
 
     if param == "page":

@@ -9,13 +9,14 @@ Every function takes DataFrames (or a :class:`~wirelab.analysis.tree.TreeResult`
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from matplotlib.collections import PolyCollection
-from matplotlib.colors import TwoSlopeNorm
+from matplotlib.colors import TwoSlopeNorm, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
@@ -40,6 +41,17 @@ __all__ = [
 ]
 
 LINESTYLES: tuple[Any, ...] = ("-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (1, 3)))
+
+
+def shade(colour: str, index: int, count: int) -> tuple[float, float, float]:
+    """The ``index``-th of ``count`` shades of ``colour`` (darker to lighter), so the series of one
+    protocol keep its hue; one series gets the colour itself."""
+    rgb = np.array(to_rgb(colour))
+    if count <= 1:
+        return tuple(rgb)  # type: ignore[return-value]
+    t = np.linspace(-0.35, 0.45, count)[index]
+    mixed = rgb * (1 + t) if t < 0 else rgb + (1 - rgb) * t
+    return tuple(np.clip(mixed, 0, 1))  # type: ignore[return-value]
 
 
 def _series_key(row: Mapping[str, Any], cols: Sequence[str]) -> str:
@@ -73,7 +85,8 @@ def gain_figure(
     handles = []
     for proto in protocols:
         st = protocol_style(proto)
-        for key in keys:
+        for ki, key in enumerate(keys):
+            colour = shade(st.colour, ki, len(keys))
             mine = gains[(gains["protocol"] == proto)]
             if series:
                 mine = mine[[_series_key(r, series) == key for r in mine.to_dict("records")]]
@@ -85,22 +98,20 @@ def gain_figure(
                 xs,
                 mine["ci_low"].to_numpy(float),
                 mine["ci_high"].to_numpy(float),
-                color=st.colour,
+                color=colour,
                 alpha=0.12,
                 linewidth=0,
             )
             label = series_names.get(key, key)
             if len(protocols) > 1 or not label:
                 label = f"{label} — {st.label}" if label else f"{st.label} vs {_proto_label(baseline)}"
-            (line,) = ax.plot(
-                xs, mine["gain_pct"], color=st.colour, linestyle=styles[key], linewidth=1.6, label=label
-            )
+            ax.plot(xs, mine["gain_pct"], color=colour, linestyle=styles[key], linewidth=1.6, label=label)
             sig = mine.get("significant", pd.Series(False, index=mine.index)).fillna(False).to_numpy(bool)
             ax.scatter(
                 xs[sig],
                 mine["gain_pct"].to_numpy(float)[sig],
                 marker=st.marker,
-                color=st.colour,
+                color=colour,
                 s=28,
                 zorder=3,
             )
@@ -109,14 +120,12 @@ def gain_figure(
                 mine["gain_pct"].to_numpy(float)[~sig],
                 marker=st.marker,
                 facecolors="white",
-                edgecolors=st.colour,
+                edgecolors=colour,
                 s=28,
                 zorder=3,
                 linewidths=1.2,
             )
-            handles.append(
-                Line2D([], [], color=st.colour, linestyle=styles[key], marker=st.marker, label=label)
-            )
+            handles.append(Line2D([], [], color=colour, linestyle=styles[key], marker=st.marker, label=label))
     ax.axhline(0, color="#555555", linewidth=0.8)
     if log_x:
         ax.set_xscale("log")
@@ -154,9 +163,10 @@ def cdf_figure(
 ) -> Figure:
     """Small multiples: one panel per (title, {protocol: values}), an empirical CDF per protocol."""
     n = max(1, len(panels))
-    cols = min(3, n)
+    longest = max((len(t) for t, _ in panels), default=0)
+    cols = min(3 if longest <= 28 else 2, n)
     rows = math.ceil(n / cols)
-    fig, axes = new_figure(7.0 if cols > 1 else 5.0, 2.5 * rows + 0.4, nrows=rows, ncols=cols, squeeze=False)
+    fig, axes = new_figure(6.6 if cols > 1 else 4.6, 2.7 * rows + 0.5, nrows=rows, ncols=cols, squeeze=False)
     flat = list(np.asarray(axes).ravel())
     protocols: dict[str, None] = {}
     for ax, (title, data) in zip(flat, panels, strict=False):
@@ -174,7 +184,7 @@ def cdf_figure(
                 linewidth=1.5,
             )
             ax.plot(xs, ys, linestyle="", marker=st.marker, color=st.colour, markersize=3)
-        ax.set_title(title, loc="left", fontsize=8.5)
+        ax.set_title(textwrap.fill(title, 34 if cols == 2 else 26), loc="left", fontsize=8.5)
         ax.set_ylim(0, 1.02)
         ax.set_xlabel(x_label)
     for ax in flat[len(panels) :]:
@@ -413,6 +423,7 @@ def gateway_figure(
     *,
     x_label: str,
     series: Sequence[str] = (),
+    series_names: Mapping[str, str] | None = None,
     log_x: bool = False,
     panels: Sequence[tuple[str, str]] = (
         ("retransmissions", "retransmissions per load"),
@@ -422,9 +433,15 @@ def gateway_figure(
 ) -> Figure:
     """Panels of per-load gateway metrics vs ``x``, one line per protocol (and series)."""
     panels = [(c, lbl) for c, lbl in panels if c in table and table[c].notna().any()]
-    fig, axes = new_figure(7.0, 2.7, ncols=max(1, len(panels)), squeeze=False)
+    ncols = len(panels) if len(panels) <= 3 else 2
+    nrows = math.ceil(max(1, len(panels)) / ncols) if panels else 1
+    fig, axes = new_figure(6.6, 2.6 * nrows + 0.6, ncols=max(1, ncols), nrows=nrows, squeeze=False)
     keys = list(dict.fromkeys(_series_key(r, series) for r in table.to_dict("records")))
-    for ax, (col, label) in zip(np.asarray(axes).ravel(), panels, strict=False):
+    series_names = dict(series_names or {})
+    flat = list(np.asarray(axes).ravel())
+    for ax in flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax, (col, label) in zip(flat, panels, strict=False):
         for proto, group in table.groupby("protocol", sort=False):
             st = protocol_style(str(proto))
             for ki, key in enumerate(keys):
@@ -452,12 +469,14 @@ def gateway_figure(
         for p in dict.fromkeys(table["protocol"])
     ]
     handles += [
-        Line2D([], [], color="#555555", linestyle=LINESTYLES[i % len(LINESTYLES)], label=k)
+        Line2D(
+            [], [], color="#555555", linestyle=LINESTYLES[i % len(LINESTYLES)], label=series_names.get(k, k)
+        )
         for i, k in enumerate(keys)
         if k
     ]
-    fig.legend(handles=handles, loc="upper center", ncol=min(6, len(handles)), bbox_to_anchor=(0.5, 1.08))
-    fig.tight_layout()
+    fig.legend(handles=handles, loc="lower center", ncol=min(4, len(handles)), bbox_to_anchor=(0.5, 0.0))
+    fig.tight_layout(rect=(0, 0.06 * math.ceil(len(handles) / 4) / nrows, 1, 1))
     return fig
 
 

@@ -214,6 +214,20 @@ class _Builder:
     def series_axes(self, exclude: Sequence[Axis]) -> list[Axis]:
         return [a for a in self.sd.axes if a not in exclude]
 
+    def determined_by(self, axis: Axis, x: Axis) -> bool:
+        """Whether ``axis`` has one value per value of ``x`` (zipped or confounded axes, such as the
+        object count and size of a list of synthetic pages): it then adds no series of its own."""
+        counts = self.configs.groupby(x.column)[axis.column].nunique()
+        return bool(len(counts)) and int(counts.max()) <= 1
+
+    def series_for(self, x: Axis) -> list[Axis]:
+        """The axes that make separate lines in a figure along ``x``."""
+        return [a for a in self.series_axes([x]) if not self.determined_by(a, x)]
+
+    def heatmap_sweep(self) -> bool:
+        params = {a.param for a in self.sd.axes}
+        return {STREAMS, RTT} <= params and params <= {STREAMS, RTT, "page"}
+
     def series_columns(self, axes: Sequence[Axis]) -> list[str]:
         return [a.column + "#mpl" if not a.numeric else a.column for a in axes]
 
@@ -284,8 +298,26 @@ class _Builder:
         sd = self.sd
         if self.comp.empty:
             return
+        if self.heatmap_sweep():
+            self.notes.append(
+                "Gain vs streams and gain vs RTT are not drawn separately: the heatmap shows both "
+                "axes at once."
+            )
+            return
+        drawn: list[Axis] = []
         for axis in sd.numeric_axes:
-            others = self.series_axes([axis])
+            twin = next(
+                (d for d in drawn if self.determined_by(axis, d) and self.determined_by(d, axis)), None
+            )
+            if twin is not None:
+                self.notes.append(
+                    f"Gain vs {axis.name} is not drawn: {axis.name} and {twin.name} move together "
+                    "in this sweep, "
+                    f"so it would repeat the figure along {twin.name}."
+                )
+                continue
+            drawn.append(axis)
+            others = self.series_for(axis)
             cols = self.series_columns(others)
             n_series = len(self.comp.drop_duplicates(cols)) if cols else 1
             lines = n_series * len(sd.compared)
@@ -441,6 +473,12 @@ class _Builder:
                     say.tree_sentences(tree, names, class_names),
                 )
             )
+            if tree.root.is_leaf:
+                self.notes.append(
+                    f"No tree drawn for {protocol_style(proto).label}: every configuration has the "
+                    "same class."
+                )
+                continue
             self.add_figure(
                 "tree",
                 f"What decides {protocol_style(proto).label} vs {protocol_style(sd.baseline).label}",
@@ -626,7 +664,7 @@ class _Builder:
         eventful = (table["retransmissions"] > 0).any() or (table["drops_queue"] > 0).any()
         if numeric and (swept or eventful):
             axis = (swept or numeric)[0]
-            others = self.series_axes([axis])
+            others = self.series_for(axis)
             cols = self.series_columns(others)
             if (len(table.drop_duplicates(cols)) if cols else 1) <= 4:
                 panels = [
@@ -644,8 +682,14 @@ class _Builder:
                     "sub-resources minus the first TCP handshake's RTT. The queueing-delay bound "
                     "is the emulator's "
                     "largest downlink queue occupancy × 1500 B at the link rate.",
-                    lambda axis=axis, cols=cols, panels=panels: plots.gateway_figure(
-                        table, axis.column, x_label=axis.label, series=cols, log_x=axis.log, panels=panels
+                    lambda axis=axis, cols=cols, panels=panels, others=others: plots.gateway_figure(
+                        table,
+                        axis.column,
+                        x_label=axis.label,
+                        series=cols,
+                        series_names=self.series_names(table, others),
+                        log_x=axis.log,
+                        panels=panels,
                     ),
                     self.config_text({"varied": axis.label}),
                 )
@@ -981,6 +1025,9 @@ def build_sweep(
             f"({', '.join(sorted({f for fl in flagged['fidelity_flags'] for f in fl}))}); "
             "their numbers are shown but may be distorted by the emulator."
         )
+    if len(sd.loads):
+        builder.build()
+        quality.extend(say.power_sentences(builder.comp) if not builder.comp.empty else [])
     errors = int(sd.loads["error"].notna().sum()) if len(sd.loads) else 0
     if errors:
         quality.append(f"{errors} loads ended with an error and are left out of the statistics.")
@@ -988,8 +1035,6 @@ def build_sweep(
         quality.append(
             "This sweep has no completed loads yet: run it (wirelab run) and build the report again."
         )
-    else:
-        builder.build()
     trial_views, waterfalls, wf_note = (
         _trial_views(sd, builder, waterfall_budget) if len(sd.loads) else ([], {}, None)
     )
