@@ -115,14 +115,19 @@ def gain_sentences(comp: pd.DataFrame, axes: Sequence[Axis], baseline: str, prot
             group = group.sort_values(xa.column)
             if group[xa.column].nunique() < 3:
                 continue
-            rho = sps.spearmanr(group[xa.column], group["gain_pct"]).statistic
             gains = group["gain_pct"].to_numpy(float)
             xs = group[xa.column].to_numpy(float)
             cross = _crossover(gains > 0, xs, xa, x, b)
-            direction = "rises" if rho > 0.5 else "falls" if rho < -0.5 else "shows no clear trend"
+            if np.unique(gains).size < 2:
+                rho, direction = float("nan"), "is the same at every value of"
+            else:
+                rho = float(sps.spearmanr(xs, gains).statistic)
+                direction = (
+                    "rises with" if rho > 0.5 else "falls with" if rho < -0.5 else "shows no clear trend with"
+                )
             rho_text = f" (Spearman ρ = {rho:.2f})" if np.isfinite(rho) else ""
             prefix = f"{name}: " if name else ""
-            trend_lines.append(f"{prefix}{cross}; the gain {direction} with {xa.name}{rho_text}.")
+            trend_lines.append(f"{prefix}{cross}; the gain {direction} {xa.name}{rho_text}.")
         out.extend(trend_lines[:6])
         if len(trend_lines) > 6:
             out.append(f"(… and {len(trend_lines) - 6} more series, in the table below.)")

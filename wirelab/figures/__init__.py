@@ -1,5 +1,5 @@
 """Figures of the studies (matplotlib, Agg): :mod:`~wirelab.figures.plots` draws them from analysis
-tables, :mod:`~wirelab.figures.render` writes PNG and SVG. Colours and markers come from
+tables, :mod:`~wirelab.figures.rendering` writes PNG and SVG. Colours and markers come from
 :mod:`wirelab.registry`."""
 
 from wirelab.figures.plots import (
@@ -14,7 +14,7 @@ from wirelab.figures.plots import (
     tree_figure,
     waterfall_figure,
 )
-from wirelab.figures.render import Rendered, render
+from wirelab.figures.rendering import Rendered, render
 
 __all__ = [
     "Rendered",

@@ -3,7 +3,7 @@
 Every function takes DataFrames (or a :class:`~wirelab.analysis.tree.TreeResult`), returns a
 ``matplotlib.figure.Figure`` and draws each protocol with its colour and marker from
 :mod:`wirelab.registry`. Pages (and other series) differ by line style and are named in the legend.
-:func:`wirelab.figures.render.render` turns a figure into PNG and SVG.
+:func:`wirelab.figures.rendering.render` turns a figure into PNG and SVG.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from matplotlib.patches import FancyBboxPatch, Patch
 
 from wirelab.analysis.stats import ecdf
 from wirelab.analysis.tree import TreeResult
-from wirelab.figures.render import new_figure
+from wirelab.figures.rendering import new_figure
 from wirelab.registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, protocol_style
 
 __all__ = [

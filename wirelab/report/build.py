@@ -44,7 +44,7 @@ from wirelab.analysis.stats import BOOTSTRAP_METHOD, N_BOOT, describe, ok_loads
 from wirelab.analysis.sweep import Axis, SweepData
 from wirelab.analysis.tree import fit_tree
 from wirelab.figures import plots
-from wirelab.figures.render import Rendered, render, slug
+from wirelab.figures.rendering import Rendered, render, slug
 from wirelab.registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, protocol_style
 
 __all__ = [
