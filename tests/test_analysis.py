@@ -372,3 +372,11 @@ def test_power_warning_for_three_repetitions():
     (sentence,) = conclusions.power_sentences(comp)
     assert "With 3 loads per protocol" in sentence and "0.10" in sentence
     assert conclusions.power_sentences(comp.assign(n_base=20, n=20)) == []
+
+
+def test_log_axes_only_for_geometric_quantities():
+    rtt = Axis("network.rtt", "network.rtt_ms", "RTT", "ms", True, tuple(float(v) for v in range(10, 491, 40)))
+    bw = Axis("network.bw", "network.bw_mbit", "bandwidth", "Mbit/s", True, (0.064, 0.128, 1.0, 8.192))
+    narrow = Axis("network.bw", "network.bw_mbit", "bandwidth", "Mbit/s", True, (1.0, 2.0, 4.0))
+    assert not rtt.log and bw.log and not narrow.log
+    assert rtt.format(130.0) == "130 ms" and bw.format(0.064) == "0.064 Mbit/s"

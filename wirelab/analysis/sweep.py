@@ -58,6 +58,19 @@ AXIS_NAMES: dict[str, tuple[str, str]] = {
     "repetitions": ("repetitions", ""),
 }
 
+#: Parameters drawn on a log axis when they span ≥ 20× (RTT, loss, shards … stay linear, as in the studies).
+LOG_PARAMS = frozenset(
+    {
+        "network.bw",
+        "network.bw_down",
+        "network.bw_up",
+        "page.objects",
+        "page.object_kb",
+        "server.max_concurrent_streams",
+        "server.write_chunk_bytes",
+    }
+)
+
 _SYNTHETIC = re.compile(r"^synthetic:(\d+)x(\d+(?:\.\d+)?)\s*(B|kB|KB|KiB|MB|MiB)?$")
 _SIZE_UNITS = {None: 1, "B": 1, "kB": 1000, "KB": 1000, "KiB": 1024, "MB": 1_000_000, "MiB": 1_048_576}
 
@@ -88,8 +101,9 @@ class Axis:
 
     @property
     def log(self) -> bool:
-        """Whether a log scale suits the values (all positive, spanning ≥ 20×)."""
-        if not self.numeric or len(self.values) < 3:
+        """Whether to draw the axis on a log scale: quantities that studies sweep geometrically
+        (bandwidth, object size and count, stream limits) when their values span ≥ 20×."""
+        if not self.numeric or len(self.values) < 3 or self.param not in LOG_PARAMS:
             return False
         vals = np.asarray(self.values, dtype=float)
         return bool((vals > 0).all() and vals.max() / vals.min() >= 20)
