@@ -339,6 +339,7 @@ def test_parse_synthetic():
     assert analysis.parse_synthetic("synthetic:64x10kB") == (64, 10_000.0)
     assert analysis.parse_synthetic("synthetic:2x1MB") == (2, 1_000_000.0)
     assert analysis.parse_synthetic("synthetic:8x100B") == (8, 100.0)
+    assert analysis.parse_synthetic("synthetic:4x2KiB,html=20kB") == (4, 2048.0)
     assert analysis.parse_synthetic("twitter") is None
 
 

@@ -203,6 +203,8 @@ def multiplex_sentences(
     out = []
     if fit is not None:
         r2 = "undefined: every m is equal" if not np.isfinite(fit.r2) else f"{fit.r2:.2f}"
+        if np.isfinite(fit.r2) and fit.r2 < 0:
+            r2 += ", below 0: the line explains m worse than m's mean does"
         out.append(
             f"{x} needs m ≈ r / {fit.k:.2f} concurrent streams to beat {b} (r = resources on the page; "
             f"least squares through the origin over {fit.n} page/RTT points, R² = {r2})."

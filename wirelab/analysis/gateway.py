@@ -35,32 +35,30 @@ MTU_BYTES = 1500
 def rtt_inflation(objects: pd.DataFrame) -> pd.DataFrame:
     """Per load (``trial_id``, ``load_index``): ``idle_rtt_ms``, ``loaded_ttfb_ms``, ``rtt_inflation_ms``.
 
-    ``objects`` is ``Results.objects()``. Loads without a handshake or without sub-resources get NaN."""
-    cols = ["trial_id", "load_index", "idle_rtt_ms", "loaded_ttfb_ms", "rtt_inflation_ms"]
+    ``objects`` is ``Results.objects()`` (or any frame with ``trial_id``, ``load_index``, ``started_ms``,
+    ``connect_ms``, ``ssl_ms``, ``wait_ms``). Loads without a handshake or without sub-resources get NaN."""
+    keys = ["trial_id", "load_index"]
+    cols = [*keys, "idle_rtt_ms", "loaded_ttfb_ms", "rtt_inflation_ms"]
     if objects.empty:
         return pd.DataFrame(columns=cols)
-    rows = []
-    for (trial_id, load_index), group in objects.groupby(["trial_id", "load_index"], sort=False):
-        group = group.sort_values("started_ms")
-        connect = group["connect_ms"].astype(float)
-        handshakes = group[connect.notna() & (connect > 0)]
-        idle = float("nan")
-        if len(handshakes):
-            first = handshakes.iloc[0]
-            tcp = float(first["connect_ms"]) - float(0.0 if pd.isna(first["ssl_ms"]) else first["ssl_ms"])
-            idle = tcp if tcp > 0 else float(first["connect_ms"])
-        waits = group["wait_ms"].astype(float).iloc[1:].dropna()
-        ttfb = float(waits.median()) if len(waits) else float("nan")
-        rows.append(
-            {
-                "trial_id": trial_id,
-                "load_index": int(load_index),
-                "idle_rtt_ms": idle,
-                "loaded_ttfb_ms": ttfb,
-                "rtt_inflation_ms": ttfb - idle if np.isfinite(idle) and np.isfinite(ttfb) else float("nan"),
-            }
-        )
-    return pd.DataFrame(rows, columns=cols)
+    frame = objects[[*keys, "started_ms", "connect_ms", "ssl_ms", "wait_ms"]].copy()
+    if "entry_index" in objects:
+        frame["entry_index"] = objects["entry_index"]
+        frame = frame.sort_values([*keys, "started_ms", "entry_index"], kind="stable")
+    else:
+        frame = frame.sort_values([*keys, "started_ms"], kind="stable")
+    for col in ("connect_ms", "ssl_ms", "wait_ms"):
+        frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    handshakes = frame[frame["connect_ms"] > 0].groupby(keys, sort=False).first()
+    tcp = handshakes["connect_ms"] - handshakes["ssl_ms"].fillna(0.0)
+    idle = tcp.where(tcp > 0, handshakes["connect_ms"]).rename("idle_rtt_ms")
+    later = frame[frame.groupby(keys, sort=False).cumcount() > 0]
+    ttfb = later.groupby(keys, sort=False)["wait_ms"].median().rename("loaded_ttfb_ms")
+    loads = frame[keys].drop_duplicates().set_index(keys)
+    out = loads.join(idle).join(ttfb).reset_index()
+    out["rtt_inflation_ms"] = out["loaded_ttfb_ms"] - out["idle_rtt_ms"]
+    out["load_index"] = out["load_index"].astype(int)
+    return out[cols]
 
 
 def queue_delay_bound_ms(emulator: Mapping[str, Any] | None, spec: Mapping[str, Any] | None) -> float:

@@ -71,12 +71,14 @@ LOG_PARAMS = frozenset(
     }
 )
 
-_SYNTHETIC = re.compile(r"^synthetic:(\d+)x(\d+(?:\.\d+)?)\s*(B|kB|KB|KiB|MB|MiB)?$")
+_SYNTHETIC = re.compile(r"^synthetic:(\d+)x(\d+(?:\.\d+)?)\s*(B|kB|KB|KiB|MB|MiB)?(?:,html=.+)?$")
 _SIZE_UNITS = {None: 1, "B": 1, "kB": 1000, "KB": 1000, "KiB": 1024, "MB": 1_000_000, "MiB": 1_048_576}
 
 
 def parse_synthetic(page: str) -> tuple[int, float] | None:
-    """``synthetic:64x10kB`` → (64 objects, 10000.0 bytes each); None for other pages."""
+    """``synthetic:64x10kB`` → (64 objects, 10000.0 bytes each), the engine's synthetic page syntax
+    (``synthetic:NxS[,html=SIZE]``: N images of S bytes referenced by a root document); None for
+    other pages."""
     m = _SYNTHETIC.match(page.strip()) if isinstance(page, str) else None
     if m is None:
         return None
@@ -216,7 +218,7 @@ class SweepData:
         """``Results.objects`` of the sweep (empty without a database)."""
         if self.results is None:
             return pd.DataFrame()
-        return self.results.objects(self.name)
+        return _objects(self.results, self.name)
 
     def har(self, trial_id: str, load_index: int) -> dict[str, Any]:
         assert self.results is not None
@@ -247,6 +249,25 @@ class SweepData:
             if key in base and key not in varied and base[key] != defaults.get(key):
                 out[key] = str(base[key])
         return out
+
+
+def _objects(results: Results, sweep: str) -> pd.DataFrame:
+    """The sweep's objects with their load's keys — ``Results.objects`` without the grid-parameter
+    columns, which it builds row by row (minutes for a sweep with 10⁵–10⁶ requests); the analysis joins
+    parameters per configuration instead."""
+    return pd.read_sql_query(
+        """
+        SELECT t.trial_id, l.load_index, l.protocol AS load_protocol, l.repetition, o.entry_index, o.url,
+               o.origin, o.protocol, o.connection, o.stream_id, o.status, o.mime_type, o.size_bytes,
+               o.started_ms, o.time_ms, o.blocked_ms, o.dns_ms, o.connect_ms, o.ssl_ms, o.send_ms, o.wait_ms,
+               o.receive_ms
+          FROM objects o JOIN loads l ON l.id = o.load_id JOIN trials t ON t.id = l.trial_row
+               JOIN sweeps s ON s.id = t.sweep_id
+         WHERE s.name = ? ORDER BY t.idx, l.load_index, o.entry_index
+        """,
+        results.conn,
+        params=(sweep,),
+    )
 
 
 def _emulator(results: Results, sweep: str) -> dict[str, dict[str, Any]]:

@@ -352,7 +352,7 @@ def multiplex_figure(
     ax.set_ylabel(y_label)
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
-    ax.legend(loc="upper left")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
     return fig
 
 
@@ -554,10 +554,10 @@ def tree_figure(
     place(0)
     max_depth = max(n.depth for n in nodes)
     n_leaves = counter[0]
-    fig, ax = new_figure(max(6.0, 1.45 * n_leaves), 1.25 * (max_depth + 1) + 0.6)
+    fig, ax = new_figure(max(6.0, 1.55 * n_leaves), 1.45 * (max_depth + 1) + 0.4)
     ax.axis("off")
     ax.set_xlim(-0.7, n_leaves - 0.3)
-    ax.set_ylim(-max_depth - 0.6, 0.6)
+    ax.set_ylim(-max_depth - 0.5, 0.5)
     for node in nodes:
         if node.is_leaf:
             continue
@@ -579,26 +579,19 @@ def tree_figure(
         x, y = leaves_x[node.id], -node.depth
         colour = CLASS_STYLES[node.label][1] if node.label in CLASS_STYLES else "#ffffff"
         filled = node.label is not None
+        share = f"{node.likelihood * 100:.0f} % {class_names.get(node.majority, node.majority)}"
         if node.is_leaf:
             head = class_names.get(node.label, node.label) if filled else "mixed"
-            majority = class_names.get(node.majority, node.majority)
-            body = f"{node.likelihood * 100:.0f} % {majority}\nn = {node.samples}"
         else:
             name = names.get(node.feature or "", node.feature or "")
             value = formats.get(node.feature or "", "{:g}").format(node.threshold)
-            head = f"{name} ≤ {value}"
-            body = (
-                f"{class_names.get(node.label, node.label)} {node.likelihood * 100:.0f} %"
-                if filled
-                else f"mixed · n = {node.samples}"
-            )
-            if filled:
-                body += f" · n = {node.samples}"
+            head = f"{textwrap.fill(name, 18)}\n≤ {value}"
+        body = f"{textwrap.fill(share, 20)}\nn = {node.samples}"
         text_colour = "white" if filled and node.label != "equal" else "#222222"
         box = FancyBboxPatch(
-            (x - 0.44, y - 0.27),
-            0.88,
-            0.54,
+            (x - 0.46, y - 0.36),
+            0.92,
+            0.72,
             boxstyle="round,pad=0.02,rounding_size=0.08",
             facecolor=colour if filled else "#ffffff",
             edgecolor="#666666" if not filled else colour,
@@ -608,25 +601,26 @@ def tree_figure(
         ax.add_patch(box)
         ax.text(
             x,
-            y + 0.09,
+            y + 0.12,
             head,
             ha="center",
             va="center",
-            fontsize=7.2,
+            fontsize=7,
             fontweight="bold",
             color=text_colour,
             zorder=4,
+            linespacing=1.05,
         )
         ax.text(
             x,
-            y - 0.12,
+            y - 0.19,
             body,
             ha="center",
             va="center",
             fontsize=6.3,
             color=text_colour,
             zorder=4,
-            linespacing=1.1,
+            linespacing=1.05,
         )
     return fig
 
