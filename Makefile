@@ -62,6 +62,7 @@ lint: setup
 
 bench: setup build
 	$(ENGINE) bench link --quick
+	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_sweep.py
 
 demo: setup build
 	$(VENV)/bin/wirelab demo

@@ -1,10 +1,213 @@
-from typer.testing import CliRunner
+"""The command line: every error is one line (bad input exits 2); commands work end to end against the
+engine stand-in (tests/fake_engine.py) through the real SubprocessEngine."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import wirelab.cli as cli
 from wirelab import __version__
-from wirelab.cli import app
+from wirelab.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_version():
-    result = CliRunner().invoke(app, ["--version"])
-    assert result.exit_code == 0
-    assert __version__ in result.output
+def run_cli(capsys, *argv):
+    cli.out.width = cli.err.width = 160  # wide enough that rich does not wrap what the tests look for
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_version(capsys):
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0 and out.strip() == f"wirelab {__version__}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["run"], "wirelab run: Missing argument"),
+        (["run", "/nonexistent.toml"], "wirelab: /nonexistent.toml: no such spec file"),
+        (["run", "SPEC", "--parallel", "x"], "wirelab run: Invalid value for '--parallel'"),
+        (["frobnicate"], "wirelab: No such command 'frobnicate'"),
+        (["load", "twitter", "--net", "rtt=150"], 'wirelab: --net: rtt: "150" has no unit'),
+        (["load", "twitter", "--proto", "h1s,h4"], 'wirelab: --proto: "h4" is not a protocol'),
+        (["load", "twitter", "--proto", "h2,h2"], 'wirelab: --proto: "h2,h2" must list each protocol once'),
+        (["load", "twitter", "-n", "0"], "wirelab load: Invalid value for '-n' / '--repetitions'"),
+        (["load", "twitter", "--waterfall", "h3"], 'wirelab: --waterfall: "h3" is not one of --proto'),
+        (
+            ["profiles", "show", "cabel"],
+            'wirelab: profile: cabel: "cabel" is not a preset; did you mean cable?',
+        ),
+        (["results", "ls", "--db", "/nonexistent/x.db"], "wirelab: --db: /nonexistent/x.db does not exist"),
+        (["results", "export", "demo", "--format", "xlsx"], 'wirelab: --format: "xlsx" is not a format'),
+        (["spec", "check", "BAD"], 'wirelab: base.network.rtt: "150" has no unit'),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, argv, expected):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[sweep]\nname = "x"\n[base]\npage = "twitter"\nnetwork = "rtt=150"\n')
+    argv = [str(bad) if a in ("BAD", "SPEC") else a for a in argv]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith(expected), err
+    assert out == ""
+
+
+def test_bad_spec_via_run_also_exits_2(capsys, tmp_path, fake_engine):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[sweep]\nname = "x"\n[base]\npage = "twitter"\n[grid]\nshards = [1, 100]\n')
+    code, _, err = run_cli(
+        capsys, "run", str(bad), "--engine", str(fake_engine), "--db", str(tmp_path / "w.db")
+    )
+    assert code == 2 and err == "wirelab: grid.shards[1]: 100 is out of range; it must be ≤ 64\n"
+    assert not (tmp_path / "w.db").exists()
+
+
+def test_no_engine_is_one_line(capsys, tmp_path, demo_spec, monkeypatch):
+    monkeypatch.setattr("wirelab.engine.repo_engine", lambda: tmp_path / "none")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    code, _, err = run_cli(capsys, "run", str(demo_spec), "--db", str(tmp_path / "w.db"))
+    assert code == 1 and err.count("\n") == 1 and "wirelab-engine not found" in err and "make build" in err
+
+
+def test_run_results_and_export(capsys, tmp_path, demo_spec, fake_engine):
+    db = tmp_path / "w.db"
+    code, out, err = run_cli(
+        capsys, "run", str(demo_spec), "--db", str(db), "--engine", str(fake_engine), "-j", "2"
+    )
+    assert code == 0, err
+    assert "sweep demo: 6/6 trials complete (36 loads planned); this run: 6 trials, 36 loads" in out
+    assert "--parallel 2" in out
+    code, out, _ = run_cli(capsys, "run", str(demo_spec), "--db", str(db), "--engine", str(fake_engine))
+    assert code == 0 and "resumed: 6 trials were already complete" in out and "this run: 0 trials" in out
+    code, out, _ = run_cli(capsys, "results", "ls", "--db", str(db))
+    assert code == 0 and "demo" in out and "36/36" in out
+    code, out, _ = run_cli(capsys, "results", "show", "demo", "--db", str(db))
+    assert code == 0 and "6/6 trials complete" in out and "h2 vs h1s" in out
+    for fmt in ("csv", "parquet"):
+        target = tmp_path / f"loads.{fmt}"
+        code, out, _ = run_cli(
+            capsys, "results", "export", "demo", "--format", fmt, "--out", str(target), "--db", str(db)
+        )
+        assert code == 0 and "wrote 36 rows" in out
+        df = pd.read_csv(target) if fmt == "csv" else pd.read_parquet(target)
+        assert len(df) == 36 and {"network.rtt_ms", "tow_ms", "protocol"} <= set(df.columns)
+    code, out, _ = run_cli(
+        capsys,
+        "results",
+        "export",
+        "demo",
+        "-f",
+        "csv",
+        "--table",
+        "objects",
+        "-o",
+        str(tmp_path / "o.csv"),
+        "--db",
+        str(db),
+    )
+    assert code == 0 and "wrote 1026 rows" in out
+
+
+def test_failed_trial_exits_1(capsys, tmp_path, fake_engine):
+    spec = tmp_path / "h3.toml"
+    spec.write_text('[sweep]\nname = "h3"\n[base]\npage = "twitter"\nprotocols = ["h1s", "h3"]\n')
+    code, out, _ = run_cli(
+        capsys, "run", str(spec), "--db", str(tmp_path / "w.db"), "--engine", str(fake_engine)
+    )
+    assert code == 1
+    assert "failed: " in out and "the engine refused the trial spec" in out and "has no h3 loads" in out
+
+
+def test_load_prints_table_and_waterfall(capsys, tmp_path, fake_engine):
+    code, out, err = run_cli(
+        capsys,
+        "load",
+        "twitter",
+        "--proto",
+        "h1s,h2",
+        "--net",
+        "rtt=100ms,bw=10mbit",
+        "-n",
+        "3",
+        "--db",
+        str(tmp_path / "w.db"),
+        "--engine",
+        str(fake_engine),
+    )
+    assert code == 0, err
+    assert "ToW gain vs h1s" in out and "baseline" in out
+    h2_row = next(line for line in out.splitlines() if line.strip().startswith("│ h2") or " h2 " in line)
+    assert "%" in h2_row
+    assert "waterfall: h2 repetition" in out and "█" in out and "receive" in out
+    assert "stored as sweep load-" in out
+
+
+def test_demo_with_report_hook(capsys, tmp_path, fake_engine, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.write_report(tmp_path / "wirelab.db", "demo") is None  # no wirelab.report yet
+    calls = []
+    monkeypatch.setattr(
+        cli, "write_report", lambda db, sweep: calls.append((db, sweep)) or tmp_path / "r.html"
+    )
+    code, out, err = run_cli(capsys, "demo", "--engine", str(fake_engine))
+    assert code == 0, err
+    assert (tmp_path / "wirelab.db").exists() and calls == [(Path("wirelab.db"), "demo")]
+    assert "sweep demo: 6/6 trials complete" in out and f"report: {tmp_path / 'r.html'}" in out
+
+
+def test_pages_profiles_spec(capsys, tmp_path, fake_engine, demo_spec):
+    code, out, _ = run_cli(capsys, "pages", "ls", "--engine", str(fake_engine))
+    assert code == 0 and "twitter" in out and "youtube" in out
+    code, out, _ = run_cli(capsys, "pages", "show", "youtube", "--engine", str(fake_engine))
+    assert code == 0 and "50 objects" in out
+    code, _, err = run_cli(capsys, "pages", "show", "nope", "--engine", str(fake_engine))
+    assert code == 2 and err.count("\n") == 1 and "'nope' is not a page" in err
+    code, out, _ = run_cli(capsys, "profiles", "ls")
+    assert code == 0 and "elkhatib-default" in out and "3gfast" in out
+    code, out, _ = run_cli(capsys, "profiles", "show", "dsl,loss=1%")
+    assert code == 0 and json.loads(out)["down"]["loss"] == {"model": "bernoulli", "p": 0.01}
+    code, out, _ = run_cli(capsys, "spec", "schema")
+    assert code == 0 and json.loads(out)["title"] == "wirelab experiment spec"
+    code, out, _ = run_cli(capsys, "spec", "check", str(demo_spec))
+    assert code == 0 and "demo: 6 trials, 36 loads" in out
+    code, out, _ = run_cli(capsys, "spec", "check", str(demo_spec), "--json")
+    assert code == 0 and len(json.loads(out)) == 6
+
+
+def test_every_command_has_help(capsys):
+    for argv in (
+        ["--help"],
+        ["run", "--help"],
+        ["load", "--help"],
+        ["demo", "--help"],
+        ["shell", "--help"],
+        ["pages", "ls", "--help"],
+        ["pages", "show", "--help"],
+        ["profiles", "ls", "--help"],
+        ["results", "export", "--help"],
+        ["spec", "check", "--help"],
+    ):
+        code, out, _ = run_cli(capsys, *argv)
+        assert code == 0 and "Usage:" in out, argv
+
+
+def test_shell_replaces_itself_with_the_engine(tmp_path, fake_engine):
+    env = {**os.environ, "WIRELAB_ENGINE": str(fake_engine)}
+    done = subprocess.run(
+        [sys.executable, "-m", "wirelab.cli", "shell", "--net", "cable", "--", "echo", "hi"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 3, done.stderr  # the stand-in's `shell` exits 3
+    assert json.loads(done.stdout) == {"shell": ["--net", "cable", "--", "echo", "hi"]}

@@ -12,25 +12,54 @@ package is the control plane (specs, sweeps, results, analysis, reports)::
 
 __version__ = "0.1.0.dev0"
 
-from wirelab.api import LoadResult, load, open, plan, run  # noqa: E402
-from wirelab.engine import Engine, SubprocessEngine  # noqa: E402
-from wirelab.errors import (  # noqa: E402
-    ContractError,
-    EngineError,
-    EngineNotFoundError,
-    Interrupted,
-    ProfileError,
-    SchemaVersionError,
-    SpecError,
-    StoreError,
-    SweepConflictError,
-    TrialFailedError,
-    UsageError,
-    WirelabError,
-)
-from wirelab.runner import Observer, RunSummary, TrialOutcome  # noqa: E402
-from wirelab.spec import ExperimentSpec, Plan, PlannedTrial, TrialSpec  # noqa: E402
-from wirelab.store import Results  # noqa: E402
+import importlib
+from typing import Any
+
+# Public names → the module defining them. Imported on first use, so that `import wirelab.netprofile`
+# or the engine's test stand-in does not pay for pandas and the rest.
+_EXPORTS = {
+    "LoadResult": "wirelab.api",
+    "load": "wirelab.api",
+    "open": "wirelab.api",
+    "plan": "wirelab.api",
+    "run": "wirelab.api",
+    "Engine": "wirelab.engine",
+    "SubprocessEngine": "wirelab.engine",
+    "ContractError": "wirelab.errors",
+    "EngineError": "wirelab.errors",
+    "EngineNotFoundError": "wirelab.errors",
+    "Interrupted": "wirelab.errors",
+    "ProfileError": "wirelab.errors",
+    "SchemaVersionError": "wirelab.errors",
+    "SpecError": "wirelab.errors",
+    "StoreError": "wirelab.errors",
+    "SweepConflictError": "wirelab.errors",
+    "TrialFailedError": "wirelab.errors",
+    "UsageError": "wirelab.errors",
+    "WirelabError": "wirelab.errors",
+    "Observer": "wirelab.runner",
+    "RunSummary": "wirelab.runner",
+    "TrialOutcome": "wirelab.runner",
+    "ExperimentSpec": "wirelab.spec",
+    "Plan": "wirelab.spec",
+    "PlannedTrial": "wirelab.spec",
+    "TrialSpec": "wirelab.spec",
+    "Results": "wirelab.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'wirelab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "ContractError",

@@ -102,7 +102,7 @@ def _print_summary(summary: RunSummary) -> None:
     for i, line in enumerate(summary.lines()):
         style = "bold" if i == 0 else ("yellow" if line.startswith(("fidelity", "interrupted")) else "")
         style = "red" if line.startswith("failed") else style
-        out.print(line, style=style or None)
+        out.print(line, style=style or None, soft_wrap=True)
 
 
 def _run(plan: spec_mod.Plan, db: Path, parallel: int, resume: bool, engine: Engine) -> RunSummary:
@@ -227,10 +227,10 @@ def load(
     if objects:
         title = (
             f"waterfall: {shown['protocol']} repetition {shown['repetition']} "
-            f"(median PLT {shown['plt_ms']:,.0f} ms, {int(shown['connections'])} connections)"
+            f"(median PLT {shown['plt_ms']:,.0f} ms, {int(shown['connections'])} connection(s))"
         )
         out.print(waterfall(objects, width=max(20, min(80, out.width - 60)), title=title))
-    out.print(f"stored as sweep {result.sweep} in {result.db}", style="dim")
+    out.print(f"stored as sweep {result.sweep} in {result.db}", style="dim", soft_wrap=True)
 
 
 @app.command()
@@ -336,7 +336,7 @@ def shell(
 ) -> None:
     """Run a command behind an emulated link (wraps wirelab-engine shell).
 
-    Every argument but --engine is passed on to the engine, e.g.
+    Every argument is passed on to the engine verbatim (put --engine PATH first if needed), e.g.
     [bold]wirelab shell --net rtt=100ms,bw=10mbit -- curl http://$WIRELAB_SERVER_ADDRS/[/]
     """
     argv = _engine(engine).shell_argv(list(ctx.args))
@@ -570,11 +570,27 @@ def spec_check(
 # ------------------------------------------------------------------------------------------------
 
 
+def _shell_raw(args: list[str]) -> None:
+    """``wirelab shell ARGS…`` with ARGS passed on verbatim (the parser would swallow the ``--``)."""
+    engine: Path | None = None
+    if args[:1] == ["--engine"] and len(args) >= 2:
+        engine, args = Path(args[1]), args[2:]
+    elif args[:1] and args[0].startswith("--engine="):
+        engine, args = Path(args[0].split("=", 1)[1]), args[1:]
+    argv = _engine(engine).shell_argv(args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(argv[0], argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``wirelab`` script: one line per error, exit codes 0/1/2/130."""
     command = typer.main.get_command(app)
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        result = command.main(args=argv, prog_name="wirelab", standalone_mode=False)
+        if args[:1] == ["shell"] and not {"--help", "-h"} & set(args[1:2]) and len(args) > 1:
+            _shell_raw(args[1:])
+        result = command.main(args=args, prog_name="wirelab", standalone_mode=False)
     except typer.TyperException as e:  # command-line usage errors (unknown option, bad value …)
         ctx = getattr(e, "ctx", None)
         if type(e).__name__ == "NoArgsIsHelpError":

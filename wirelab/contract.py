@@ -12,9 +12,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-from referencing import Registry, Resource
-
 from wirelab._paths import schemas_dir
 from wirelab.errors import ContractError
 
@@ -39,7 +36,10 @@ def load_schema(name: str) -> dict[str, Any]:
 
 
 @functools.cache
-def _validator(name: str) -> jsonschema.protocols.Validator:
+def _validator(name: str) -> Any:
+    import jsonschema  # imported on first use: it is slow to import
+    from referencing import Registry, Resource
+
     registry: Registry = Registry()
     for other in SCHEMA_NAMES:
         schema = load_schema(other)
@@ -50,7 +50,7 @@ def _validator(name: str) -> jsonschema.protocols.Validator:
     return cls(schema, registry=registry)
 
 
-def _where(error: jsonschema.ValidationError) -> str:
+def _where(error: Any) -> str:
     parts = []
     for p in error.absolute_path:
         parts.append(f"[{p}]" if isinstance(p, int) else (("." if parts else "") + str(p)))
@@ -59,6 +59,8 @@ def _where(error: jsonschema.ValidationError) -> str:
 
 def validate(name: str, instance: Any, *, what: str = "") -> None:
     """Raise :class:`ContractError` (one line) when ``instance`` breaks schema ``name``."""
+    import jsonschema
+
     validator = _validator(name)
     error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
     if error is not None:

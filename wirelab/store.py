@@ -654,7 +654,9 @@ class Results(_Base):
         )
         df["fidelity_flags"] = df.pop("fidelity_flags_json").map(json.loads)
         df["spec"] = df.pop("spec_json").map(json.loads)
-        df["provenance"] = df.pop("provenance_json").map(lambda v: json.loads(v) if v else None)
+        df["provenance"] = df.pop("provenance_json").map(
+            lambda v: json.loads(v) if isinstance(v, str) else None
+        )
         return _with_params(df)
 
     def loads(

@@ -13,7 +13,8 @@ exactly as the contract says (``loads.jsonl`` line by line, ``har/``, ``trial.js
 atomically) and reports progress events like ``--progress``.
 
 Hooks let tests steer a run: ``lateness_p99_us`` (emulator lateness to report), ``fail`` (end a trial
-like a crashed engine) and ``hold`` (called after each load is written; may block, e.g. until
+like a crashed engine) and ``hold`` (called with the number of loads written so far: once with 0 after
+``ready``, then after each load is written; may block, e.g. until
 :attr:`FixtureTrialRun.stopping` is set, to simulate a trial in flight).
 """
 
@@ -142,6 +143,8 @@ class FixtureTrialRun(TrialRun):
             f"repetitions={spec['repetitions']} network={spec.get('network', 'native')}\n"
         )
         self._emit("ready")
+        if self._engine.hold:
+            self._engine.hold(self, 0)
         failure = self._engine.fail(spec) if self._engine.fail else None
         errors = 0
         with open(self.out_dir / "loads.jsonl", "a") as out:

@@ -1,0 +1,133 @@
+"""A stand-in ``wirelab-engine`` executable for tests (no root, no Go): the same command line as the
+engine, ``trial`` replayed by wirelab.testing.FixtureEngine, so SubprocessEngine's process handling
+(process groups, signals, progress lines, exit codes) is exercised for real.
+
+Steered by environment variables:
+  FAKE_ENGINE_COMMANDS       comma-separated commands to advertise (default: trial,pages,gc,shell,version)
+  FAKE_ENGINE_HOLD           "TRIAL_INDEX:LOADS" — in the trial whose spec has that trial index (from
+                             FAKE_ENGINE_ORDER) stop after LOADS loads, touch FAKE_ENGINE_MARKER and wait
+                             for a signal; LOADS = "end" holds after trial.json is written, before exiting
+  FAKE_ENGINE_ORDER          file that counts trials started by this test (shared by all processes)
+  FAKE_ENGINE_MARKER         file touched when holding
+  FAKE_ENGINE_IGNORE_SIGINT  "1": ignore SIGINT (to test escalation to SIGKILL)
+  FAKE_ENGINE_LATENESS_P99   emulator lateness p99 to report (µs)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from wirelab.testing import FixtureEngine  # noqa: E402
+
+
+def _next_trial_number() -> int:
+    path = os.environ.get("FAKE_ENGINE_ORDER")
+    if not path:
+        return 0
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        n = len(f.read().splitlines())
+        f.write(f"{os.getpid()}\n")
+        return n
+
+
+def _trial(args: list[str]) -> int:
+    spec_path = Path(args[args.index("--spec") + 1])
+    out = Path(args[args.index("--out") + 1])
+    progress = "--progress" in args
+    spec = json.loads(spec_path.read_text())
+    number = _next_trial_number()
+    hold_at = os.environ.get("FAKE_ENGINE_HOLD", "")
+    hold_trial, _, hold_loads = hold_at.partition(":")
+    stop = threading.Event()
+
+    def hold(run, loads_written):
+        if hold_at and int(hold_trial) == number and hold_loads != "end" and loads_written == int(hold_loads):
+            Path(os.environ["FAKE_ENGINE_MARKER"]).touch()
+            stop.wait()
+
+    lateness = os.environ.get("FAKE_ENGINE_LATENESS_P99")
+    engine = FixtureEngine(hold=hold, lateness_p99_us=(lambda s: float(lateness)) if lateness else None)
+    done = threading.Event()
+    code: list[int] = []
+
+    def say(text, stream):
+        # like the engine must: when wirelab died, stdout/stderr are broken pipes; keep cleaning up
+        with contextlib.suppress(OSError):
+            print(text, file=stream, flush=True)
+
+    def on_event(event):
+        if event.kind == "exit":
+            if event.stderr_tail:
+                say(event.stderr_tail, sys.stderr)
+            code.append(event.returncode)
+            done.set()
+        elif progress and event.kind != "log":
+            say(json.dumps(event.data), sys.stdout)
+
+    run = engine.start_trial(spec, out, on_event)
+
+    def on_signal(signum, frame):
+        run.interrupt()
+        stop.set()
+
+    if os.environ.get("FAKE_ENGINE_IGNORE_SIGINT") == "1":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    else:
+        signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    while not done.wait(0.05):
+        pass
+    if hold_at and int(hold_trial) == number and hold_loads == "end" and code[0] == 0:
+        Path(os.environ["FAKE_ENGINE_MARKER"]).touch()
+        stop.wait()
+        return 130
+    return code[0]
+
+
+def main(argv: list[str]) -> int:
+    commands = os.environ.get("FAKE_ENGINE_COMMANDS", "trial,pages,gc,shell,version").split(",")
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: wirelab-engine COMMAND [flags]\n\ncommands:")
+        for c in commands:
+            print(f"  {c:<10} (fake)")
+        return 0 if argv else 2
+    command, args = argv[0], argv[1:]
+    if command not in commands:
+        print(f"wirelab-engine: unknown command {command!r}", file=sys.stderr)
+        return 2
+    if command == "version":
+        print("wirelab-engine 0.0.0-fake (tests/fake_engine.py)")
+        return 0
+    if command == "trial":
+        return _trial(args)
+    if command == "pages":
+        engine = FixtureEngine()
+        try:
+            page = engine.pages_ls() if args[0] == "ls" else engine.pages_show(args[1])
+        except Exception as e:  # the real engine reports bad input as one line, exit 2
+            print(f"wirelab-engine: {e}", file=sys.stderr)
+            return 2
+        print(json.dumps(page))
+        return 0
+    if command == "gc":
+        print("gc: removed 0 namespaces")
+        return 0
+    if command == "shell":
+        print(json.dumps({"shell": args}))
+        return 3
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

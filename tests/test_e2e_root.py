@@ -1,0 +1,120 @@
+"""End to end with the real engine (root): a tiny sweep, SIGKILLed mid-way, resumed; exactly the planned
+loads and no wirelab namespace left. Skipped without root, and while the engine has no `trial` command."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wirelab import spec
+from wirelab.engine import SubprocessEngine
+from wirelab.errors import EngineNotFoundError
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+TINY = """
+[sweep]
+name = "e2e"
+[base]
+page = "twitter"
+protocols = ["h1s", "h2"]
+repetitions = 2
+network = { bw = "10mbit" }
+[grid]
+"network.rtt" = ["10ms", "40ms", "80ms"]
+"""
+
+
+@pytest.fixture
+def engine_path() -> Path:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces)")
+    candidate = os.environ.get("WIRELAB_E2E_ENGINE") or str(ROOT / "bin" / "wirelab-engine")
+    try:
+        engine = SubprocessEngine(candidate)
+    except EngineNotFoundError as e:
+        pytest.skip(f"no engine: {e}")
+    if "trial" not in engine.commands():
+        pytest.skip(f"{engine.path} has no `trial` command yet ({engine.version()})")
+    return engine.path
+
+
+def _namespaces() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith("wirelab-")]
+
+
+def _engine_pids(results: Path) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(str(results).encode() in part for part in cmdline) and b"trial" in cmdline:
+            pids.append(int(proc.name))
+    return pids
+
+
+def _loads(db: Path) -> list[tuple]:
+    if not db.exists():
+        return []
+    with sqlite3.connect(db, timeout=30) as c:
+        return c.execute(
+            "SELECT t.trial_id, l.load_index FROM loads l JOIN trials t ON t.id = l.trial_row"
+        ).fetchall()
+
+
+def _wirelab(*args: str) -> list[str]:
+    return [sys.executable, "-m", "wirelab.cli", *args]
+
+
+def test_tiny_sweep_killed_and_resumed(tmp_path, engine_path):
+    spec_path = tmp_path / "e2e.toml"
+    spec_path.write_text(TINY)
+    plan = spec.load(spec_path)
+    db = tmp_path / "w.db"
+    results = tmp_path / "w.db.d" / "e2e"
+    before = set(_namespaces())
+    argv = _wirelab("run", str(spec_path), "--db", str(db), "--engine", str(engine_path))
+
+    first = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # wait until one trial is stored and the next has written at least one load: mid-way
+    deadline = time.monotonic() + 300
+    while True:
+        stored = {r[0] for r in _loads(db)}
+        in_flight = [
+            d
+            for d in (results.iterdir() if results.exists() else [])
+            if d.name not in stored
+            and (d / "loads.jsonl").exists()
+            and (d / "loads.jsonl").read_text().strip()
+        ]
+        if stored and in_flight:
+            break
+        assert first.poll() is None, first.stdout.read() if first.stdout else first.returncode
+        assert time.monotonic() < deadline, "the sweep did not get mid-way within 300 s"
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+
+    # the killed run's engine gets SIGTERM from the kernel (parent-death signal) and cleans up
+    deadline = time.monotonic() + 60
+    while _engine_pids(results):
+        assert time.monotonic() < deadline, "the engine outlived its killed parent"
+        time.sleep(0.05)
+    assert len(_loads(db)) < plan.loads
+
+    second = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0, second.stdout + second.stderr
+    rows = _loads(db)
+    assert len(rows) == plan.loads and len(set(rows)) == len(rows)
+    assert set(_namespaces()) - before == set()

@@ -1,0 +1,331 @@
+"""The runner with the FixtureEngine double: storing, resuming, parallelism, fidelity flags, failures,
+Ctrl-C, and SIGKILL at any point followed by a resume that ends with exactly the planned loads."""
+
+import _thread
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import wirelab
+from wirelab import spec
+from wirelab.errors import EngineNotFoundError, Interrupted, SweepConflictError, UsageError
+from wirelab.runner import _sweep_lock
+from wirelab.store import LATENESS_FLAG, results_dir
+from wirelab.testing import FixtureEngine, FixtureFailure
+
+TESTS = Path(__file__).resolve().parent
+SMALL = """
+[sweep]
+name = "small"
+[base]
+protocols = ["h1s", "h2"]
+repetitions = 2
+network = { bw = "10mbit" }
+[grid]
+page = ["twitter", "youtube"]
+"network.rtt" = ["20ms", "100ms", "200ms"]
+"""
+
+
+@pytest.fixture
+def small(tmp_path) -> Path:
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL)
+    return path
+
+
+def db_loads(db: Path) -> list[tuple]:
+    with sqlite3.connect(db) as c:
+        return c.execute(
+            "SELECT t.trial_id, l.load_index, l.protocol, l.repetition"
+            " FROM loads l JOIN trials t ON t.id = l.trial_row"
+        ).fetchall()
+
+
+def assert_exactly_planned(db: Path, plan: spec.Plan) -> None:
+    rows = db_loads(db)
+    assert len(rows) == plan.loads
+    assert len(set((r[0], r[1]) for r in rows)) == len(rows), "duplicate loads"
+    for t in plan.trials:
+        mine = sorted((r[2], r[3]) for r in rows if r[0] == t.id)
+        assert mine == sorted((p, r) for p in t.spec["protocols"] for r in range(t.spec["repetitions"]))
+    with wirelab.open(db) as results:
+        assert set(results.trials("small")["status"]) == {"complete"}
+
+
+def wait_for_file(path: Path, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else proc.returncode
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.01)
+
+
+def test_run_stores_every_load_with_its_configuration(tmp_path, small):
+    db = tmp_path / "w.db"
+    summary = wirelab.run(small, db=db, engine=FixtureEngine())
+    plan = spec.load(small)
+    assert summary.ok and summary.complete_trials == 6 and not summary.failed
+    assert_exactly_planned(db, plan)
+    with wirelab.open(db) as results:
+        loads = results.loads(sweep="small")
+        objects = results.objects(sweep="small")
+        artifacts = results.artifacts(sweep="small")
+        trials = results.trials("small")
+    assert sorted(set(loads["network.rtt_ms"])) == [20.0, 100.0, 200.0]
+    assert set(loads["page"]) == {"twitter", "youtube"}
+    assert loads.groupby("page")["objects"].first().to_dict() == {"twitter": 7, "youtube": 50}
+    assert len(objects) == (7 * 4 + 50 * 4) * 3
+    assert (artifacts["kind"] == "har").sum() == plan.loads
+    assert all(Path(p).is_file() for p in artifacts["abspath"])
+    assert all((results_dir(db) / "small" / t).is_dir() for t in trials["trial_id"])
+    prov = trials["provenance"][0]
+    assert prov["control"]["wirelab_version"] == wirelab.__version__ and "engine_version" in prov["engine"]
+
+
+def test_second_run_resumes_and_only_reruns_failed_trials(tmp_path, small):
+    db = tmp_path / "w.db"
+    plan = spec.load(small)
+    victim = plan.trials[3].id
+    first = wirelab.run(
+        small,
+        db=db,
+        engine=FixtureEngine(fail=lambda s: FixtureFailure(2) if s["trial_id"] == victim else None),
+    )
+    assert [o.trial.id for o in first.failed] == [victim]
+    assert "did not start" in first.failed[0].error and not first.ok
+    with wirelab.open(db) as results:
+        trials = results.trials("small").set_index("trial_id")
+    assert (
+        trials.loc[victim, "status"] == "failed"
+        and trials.loc[victim, "loads"] != trials.loc[victim, "loads"]
+    )
+    engine = FixtureEngine()
+    second = wirelab.run(small, db=db, engine=engine)
+    assert engine.started == [victim]
+    assert second.ok and second.already_complete == 5
+    assert_exactly_planned(db, plan)
+    third_engine = FixtureEngine()
+    assert wirelab.run(small, db=db, engine=third_engine).ok and third_engine.started == []
+
+
+def test_changed_spec_conflicts_unless_replaced(tmp_path, small):
+    db = tmp_path / "w.db"
+    wirelab.run(small, db=db, engine=FixtureEngine())
+    small.write_text(SMALL.replace('"200ms"]', '"300ms"]'))
+    with pytest.raises(SweepConflictError, match="different spec") as info:
+        wirelab.run(small, db=db, engine=FixtureEngine())
+    assert info.value.exit_code == 2
+    engine = FixtureEngine()
+    summary = wirelab.run(small, db=db, engine=engine, resume=False)
+    assert len(engine.started) == 6 and summary.already_complete == 0
+    assert_exactly_planned(db, spec.load(small))
+    names = {p.name for p in (results_dir(db) / "small").iterdir()}
+    assert names == {t.id for t in spec.load(small).trials} | {".lock"}
+
+
+def test_parallel_runs_k_trials_at_once(tmp_path, small):
+    active: set[str] = set()
+    peak = [0]
+    lock = threading.Lock()
+    both_running = threading.Barrier(2, timeout=20)
+
+    def hold(run, written):
+        with lock:
+            if written == 0:
+                active.add(run.trial_id)
+                peak[0] = max(peak[0], len(active))
+            elif written == 4:
+                active.discard(run.trial_id)
+        if written == 0 and len(engine.started) <= 2:
+            both_running.wait()  # the first two trials must overlap
+
+    engine = FixtureEngine(hold=hold)
+    summary = wirelab.run(small, db=tmp_path / "w.db", engine=engine, parallel=2)
+    assert summary.ok and peak[0] == 2
+
+
+def test_lateness_over_1ms_is_flagged(tmp_path, small):
+    db = tmp_path / "w.db"
+    engine = FixtureEngine(lateness_p99_us=lambda s: 2300.0 if s["page"] == "youtube" else 90.0)
+    summary = wirelab.run(small, db=db, engine=engine, parallel=2)
+    assert len(summary.fidelity_warnings) == 3
+    text = "\n".join(summary.lines())
+    assert "fidelity warning: 3 of 6 trials" in text and "worst 2.30 ms" in text and "--parallel" in text
+    with wirelab.open(db) as results:
+        trials = results.trials("small")
+        loads = results.loads("small")
+        sweeps = results.sweeps()
+    flagged = trials[trials["fidelity_flags"].map(bool)]
+    assert set(flagged["network.rtt"]) == {"20ms", "100ms", "200ms"}
+    assert all(f == [LATENESS_FLAG] for f in flagged["fidelity_flags"])
+    assert (loads["lateness_p99_us"] > 1000).sum() == 12
+    assert int(sweeps.loc[0, "fidelity_warnings"]) == 3
+
+
+def test_contract_violation_fails_the_trial(tmp_path, small):
+    fixtures = tmp_path / "fixtures"
+    shutil.copytree(TESTS / "fixtures", fixtures)
+    loads = fixtures / "trials" / "youtube" / "loads.jsonl"
+    records = [json.loads(line) for line in loads.read_text().splitlines()]
+    records[1]["bytes_down"] = -5  # an engine bug: a negative count
+    loads.write_text("".join(json.dumps(r) + "\n" for r in records))
+    summary = wirelab.run(small, db=tmp_path / "w.db", engine=FixtureEngine(fixtures))
+    assert len(summary.failed) == 3
+    for o in summary.failed:
+        assert o.error.startswith(
+            "engine output breaks the trial contract: loads.jsonl line 2: bytes_down: -5"
+        )
+    assert len(db_loads(tmp_path / "w.db")) == 3 * 4  # only the twitter trials, whole
+
+
+def test_engine_without_trial_touches_nothing(tmp_path, small):
+    with pytest.raises(EngineNotFoundError, match="no `trial` command"):
+        wirelab.run(small, db=tmp_path / "w.db", engine=FixtureEngine(commands=("version",)))
+    assert not (tmp_path / "w.db").exists()
+
+
+def test_parallel_must_be_positive(tmp_path, small):
+    with pytest.raises(UsageError, match="--parallel: 0"):
+        wirelab.run(small, db=tmp_path / "w.db", engine=FixtureEngine(), parallel=0)
+
+
+def test_a_sweep_runs_once_at_a_time(tmp_path, small):
+    with (
+        _sweep_lock(results_dir(tmp_path / "w.db") / "small", "small"),
+        pytest.raises(UsageError, match=f"another wirelab \\(pid {os.getpid()}\\)"),
+    ):
+        wirelab.run(small, db=tmp_path / "w.db", engine=FixtureEngine())
+
+
+def test_ctrl_c_stops_running_trials_and_resume_completes(tmp_path, small):
+    db = tmp_path / "w.db"
+    plan = spec.load(small)
+
+    def hold(run, written):
+        if run.trial_id == plan.trials[2].id and written == 1:
+            _thread.interrupt_main()  # what Ctrl-C does to the main thread
+            run.stopping.wait(20)
+
+    with pytest.raises(Interrupted) as info:
+        wirelab.run(small, db=db, engine=FixtureEngine(hold=hold))
+    summary = info.value.summary
+    assert info.value.exit_code == 130 and summary.interrupted
+    assert [o.status for o in summary.outcomes] == ["complete", "complete", "interrupted"]
+    assert len(db_loads(db)) == 8  # two whole trials, nothing of the third
+    with wirelab.open(db) as results:
+        assert results.trials("small").set_index("trial_id").loc[plan.trials[2].id, "status"] == "interrupted"
+    engine = FixtureEngine()
+    assert wirelab.run(small, db=db, engine=engine).ok
+    assert engine.started == [t.id for t in plan.trials[2:]]
+    assert_exactly_planned(db, plan)
+
+
+def test_sigterm_is_handled_like_ctrl_c(tmp_path, small):
+    def hold(run, written):
+        if written == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+            run.stopping.wait(20)
+
+    with pytest.raises(Interrupted):
+        wirelab.run(small, db=tmp_path / "w.db", engine=FixtureEngine(hold=hold))
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert db_loads(tmp_path / "w.db") == []
+
+
+@pytest.mark.parametrize(
+    "hold",
+    ["0:0", "2:0", "3:3", "4:end", "5:4"],
+    ids=["first-trial-started", "between-trials", "mid-trial", "finished-not-stored", "last-trial-last-load"],
+)
+def test_sigkill_at_any_point_then_resume_gives_exactly_the_planned_loads(tmp_path, small, hold):
+    db = tmp_path / "w.db"
+    marker = tmp_path / "held"
+    proc = subprocess.Popen(
+        [sys.executable, str(TESTS / "run_harness.py"), str(db), str(small), hold, str(marker)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for_file(marker, proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    number = int(hold.split(":")[0])
+    assert len({r[0] for r in db_loads(db)}) == number  # the killed run stored the trials before it
+    engine = FixtureEngine()
+    summary = wirelab.run(small, db=db, engine=engine)
+    plan = spec.load(small)
+    assert summary.ok
+    assert_exactly_planned(db, plan)
+    if hold.endswith(":end"):
+        assert engine.started == [t.id for t in plan.trials[number + 1 :]]
+        assert any(o.recovered for o in summary.outcomes)
+    else:
+        assert engine.started == [t.id for t in plan.trials[number:]]
+    leftovers = [p.name for p in (results_dir(db) / "small").iterdir() if p.name.startswith(".discarded")]
+    assert leftovers == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("hold", ["2:1", "1:end"], ids=["mid-trial", "finished-not-stored"])
+def test_sigkilled_cli_run_takes_its_engine_down_and_resumes(tmp_path, small, fake_engine, hold):
+    """The real subprocess path: `wirelab run` SIGKILLed while an engine runs; the engine gets SIGTERM
+    from the kernel (parent-death signal) and exits; a second `wirelab run` completes the sweep."""
+    db, marker, order = tmp_path / "w.db", tmp_path / "held", tmp_path / "order"
+    env = {
+        **os.environ,
+        "FAKE_ENGINE_HOLD": hold,
+        "FAKE_ENGINE_MARKER": str(marker),
+        "FAKE_ENGINE_ORDER": str(order),
+    }
+    argv = [
+        sys.executable,
+        "-m",
+        "wirelab.cli",
+        "run",
+        str(small),
+        "--db",
+        str(db),
+        "--engine",
+        str(fake_engine),
+    ]
+    proc = subprocess.Popen(
+        argv, env=env, cwd=TESTS.parent, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for_file(marker, proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    engine_pid = int(order.read_text().split()[-1])
+    deadline = time.monotonic() + 30
+    try:
+        while _alive(engine_pid):
+            assert time.monotonic() < deadline, "the engine outlived its SIGKILLed parent"
+            time.sleep(0.01)
+    finally:
+        if _alive(engine_pid):  # leave nothing running when the assertion fails
+            os.kill(engine_pid, signal.SIGKILL)
+    env.pop("FAKE_ENGINE_HOLD")
+    done = subprocess.run(argv, env=env, cwd=TESTS.parent, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert_exactly_planned(db, spec.load(small))
+    if hold.endswith(":end"):
+        assert "stored 1 trials that a killed run had finished" in done.stdout

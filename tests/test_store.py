@@ -1,0 +1,173 @@
+"""The results database: migrations, HAR objects, the DataFrame API, idempotent storing."""
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import wirelab
+from wirelab import spec
+from wirelab.errors import SchemaVersionError, StoreError, UsageError
+from wirelab.runner import control_provenance, ingest
+from wirelab.store import SCHEMA_VERSION, Results, Store, objects_from_har
+from wirelab.testing import FixtureEngine
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _v1_db(path: Path) -> Path:
+    conn = sqlite3.connect(path)
+    conn.executescript((FIXTURES / "wirelab-v1.sql").read_text())
+    conn.close()
+    return path
+
+
+def test_v1_database_is_migrated_on_open(tmp_path):
+    db = _v1_db(tmp_path / "old.db")
+    with sqlite3.connect(db) as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert "objects" not in {r[0] for r in c.execute("SELECT name FROM sqlite_master")}
+    with Results(db) as results:
+        trials = results.trials("rtt-v1")
+        loads = results.loads("rtt-v1")
+        objects = results.objects("rtt-v1")
+    assert SCHEMA_VERSION == 2
+    with sqlite3.connect(db) as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    # v2 back-fills the lateness columns from the stored emulator summary
+    assert trials.loc[0, "lateness_p99_us"] == 87.0 and trials.loc[0, "fidelity_flags"] == []
+    assert len(loads) == 6 and list(loads["network.rtt_ms"]) == [100.0] * 6
+    assert list(loads["protocol"][:3]) == ["h1", "h1s", "h2"]
+    assert objects.empty  # v1 kept no per-object rows
+
+
+def test_a_database_from_a_newer_wirelab_is_refused(tmp_path):
+    db = tmp_path / "new.db"
+    with sqlite3.connect(db) as c:
+        c.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(SchemaVersionError, match=f"schema v{SCHEMA_VERSION + 1} is newer"):
+        Results(db)
+
+
+def test_not_a_database(tmp_path):
+    bogus = tmp_path / "bogus.db"
+    bogus.write_text("this is not sqlite, it is text long enough to fill a header page" * 40)
+    with pytest.raises(StoreError, match="not a usable SQLite database"):
+        Results(bogus)
+    with pytest.raises(StoreError, match="no such database"):
+        Results(tmp_path / "missing.db")
+
+
+def test_objects_from_har():
+    har = {
+        "log": {
+            "pages": [{"startedDateTime": "2025-11-20T14:03:07.000Z", "id": "p"}],
+            "entries": [
+                {
+                    "startedDateTime": "2025-11-20T14:03:07.000Z",
+                    "time": 410.5,
+                    "request": {"url": "https://www.wirelab.test/"},
+                    "response": {
+                        "status": 200,
+                        "bodySize": 62310,
+                        "httpVersion": "h2",
+                        "content": {"size": 62310, "mimeType": "text/html"},
+                    },
+                    "timings": {
+                        "blocked": 0.3,
+                        "dns": 100.4,
+                        "connect": 201.0,
+                        "ssl": 100.7,
+                        "send": 0.1,
+                        "wait": 101.2,
+                        "receive": 7.5,
+                    },
+                    "connection": "1",
+                    "_stream_id": 1,
+                },
+                {
+                    "startedDateTime": "2025-11-20T14:03:07.412+00:00",
+                    "time": 120,
+                    "request": {"url": "https://s2.wirelab.test:8443/a.png"},
+                    "response": {
+                        "status": 200,
+                        "bodySize": -1,
+                        "httpVersion": "http/1.1",
+                        "content": {"size": 900, "mimeType": "image/png"},
+                    },
+                    "timings": {
+                        "blocked": -1,
+                        "dns": -1,
+                        "connect": -1,
+                        "send": 0.1,
+                        "wait": 100,
+                        "receive": 19.9,
+                    },
+                    "_connection": 4,
+                    "_protocol": "h1s",
+                },
+            ],
+        }
+    }
+    first, second = objects_from_har(har)
+    assert first["origin"] == "https://www.wirelab.test" and first["protocol"] == "h2"
+    assert first["stream_id"] == 1 and first["connection"] == "1" and first["started_ms"] == 0.0
+    assert first["connect_ms"] == 201.0 and first["ssl_ms"] == 100.7 and first["size_bytes"] == 62310
+    assert second["origin"] == "https://s2.wirelab.test:8443" and second["protocol"] == "h1s"
+    assert second["connection"] == "4" and second["stream_id"] is None
+    assert second["started_ms"] == pytest.approx(412.0)
+    assert second["blocked_ms"] is None and second["ssl_ms"] is None and second["size_bytes"] == 900
+
+
+def test_storing_a_trial_twice_keeps_one_copy(tmp_path, demo_spec):
+    db = tmp_path / "w.db"
+    wirelab.run(demo_spec, db=db, engine=FixtureEngine())
+    plan = spec.load(demo_spec)
+    trial = plan.trials[0]
+    with Store(db) as store:
+        ingest(
+            store,
+            plan.name,
+            trial,
+            store.results_dir / plan.name / trial.id,
+            control_provenance(FixtureEngine(), 1),
+        )
+    with Results(db) as results:
+        loads = results.loads("demo")
+        objects = results.objects("demo", trial_id=trial.id, load_index=0)
+        artifacts = results.artifacts("demo", trial_id=trial.id)
+    assert len(loads) == plan.loads
+    assert len(objects) == 7
+    assert (artifacts["kind"] == "har").sum() == trial.loads
+
+
+def test_results_api(tmp_path, demo_spec):
+    db = tmp_path / "w.db"
+    wirelab.run(demo_spec, db=db, engine=FixtureEngine())
+    with wirelab.open(db) as results:
+        sweeps = results.sweeps()
+        loads = results.loads(sweep="demo", protocol="h2")
+        har = results.har("demo", loads.loc[0, "trial_id"], int(loads.loc[0, "load_index"]))
+        with pytest.raises(UsageError, match="'nope' is not in .*; sweeps: demo"):
+            results.loads(sweep="nope")
+    assert sweeps.loc[0, "sweep"] == "demo" and sweeps.loc[0, "axes"] == ["page", "network.rtt"]
+    assert int(sweeps.loc[0, "loads"]) == 36
+    assert set(loads["protocol"]) == {"h2"} and len(loads) == 18
+    for column in (
+        "page",
+        "network",
+        "network.rtt",
+        "network.rtt_ms",
+        "tow_ms",
+        "plt_ms",
+        "dns_ms",
+        "error",
+        "har",
+        "lateness_p99_us",
+    ):
+        assert column in loads.columns, column
+    assert loads["network"].iloc[0] == "rtt=20ms,bw=10mbit"
+    assert len(har["log"]["entries"]) == 7
+    assert json.loads(json.dumps(loads["client"].iloc[0])) == {}
