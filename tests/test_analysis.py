@@ -376,7 +376,9 @@ def test_power_warning_for_three_repetitions():
 
 
 def test_log_axes_only_for_geometric_quantities():
-    rtt = Axis("network.rtt", "network.rtt_ms", "RTT", "ms", True, tuple(float(v) for v in range(10, 491, 40)))
+    rtt = Axis(
+        "network.rtt", "network.rtt_ms", "RTT", "ms", True, tuple(float(v) for v in range(10, 491, 40))
+    )
     bw = Axis("network.bw", "network.bw_mbit", "bandwidth", "Mbit/s", True, (0.064, 0.128, 1.0, 8.192))
     narrow = Axis("network.bw", "network.bw_mbit", "bandwidth", "Mbit/s", True, (1.0, 2.0, 4.0))
     assert not rtt.log and bw.log and not narrow.log
