@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,6 +15,7 @@ from wirelab.figures.rendering import Rendered, render
 from wirelab.registry import PHASE_ORDER, PHASE_STYLES, PROTOCOL_STYLES, protocol_style
 from wirelab.report.build import _mpl
 from wirelab.spec import PROTOCOLS
+from wirelab.testing import FIXTURES_DIR as FIXTURES
 
 
 def test_registry_has_one_distinct_style_per_protocol():
@@ -204,3 +207,12 @@ def test_shades_keep_the_hue(index, count):
     assert all(0 <= c <= 1 for c in shade)
     if count == 1:
         assert shade == pytest.approx(tuple(int(base[i : i + 2], 16) / 255 for i in (1, 3, 5)))
+
+
+def test_waterfall_from_a_recorded_har():
+    har = json.loads((FIXTURES / "trials" / "youtube" / "har" / "1-h2-0.har").read_text())
+    rendered = render(plots.waterfall_from_har(har, title="youtube over h2"), "har")
+    _check(rendered)
+    assert _svg_has(rendered, PHASE_STYLES["receive"].colour)
+    with pytest.raises(ValueError, match="no entries"):
+        plots.waterfall_from_har({"log": {"entries": []}})

@@ -154,3 +154,25 @@ def test_demo_ends_with_the_report(tmp_path, fixture_engine, monkeypatch):
     assert result.output.rstrip().splitlines()[-1] == f"report: {Path('wirelab-report') / 'index.html'}"
     html = (tmp_path / "wirelab-report" / "index.html").read_text()
     assert 'data-sweep="demo"' in html and "fig-gain" in html
+
+
+def test_report_states_failed_and_flagged_trials(tmp_path):
+    import wirelab
+    from wirelab.report import write_report
+    from wirelab.testing import FixtureFailure
+
+    def fail(spec):
+        return FixtureFailure() if spec["page"] == "youtube" and "rtt=200ms" in spec["network"] else None
+
+    def lateness(spec):
+        return 5000.0 if spec["page"] == "twitter" and "rtt=20ms" in spec["network"] else 50.0
+
+    db = tmp_path / "w.db"
+    engine = FixtureEngine(fail=fail, lateness_p99_us=lateness)
+    summary = wirelab.run(EXPERIMENTS / "demo.toml", db=db, engine=engine)
+    assert len(summary.failed) == 1 and len(summary.fidelity_warnings) == 1
+    html = write_report(db, ["demo"], tmp_path / "out").read_text()
+    assert "1 of 6 trials is not complete (failed); their configurations are missing" in html
+    assert "1 trial carries fidelity flags (lateness_p99_over_1ms)" in html
+    assert html.count('<span class="badge status-failed">failed</span>') == 1
+    assert "⚠ lateness_p99_over_1ms" in html

@@ -13,6 +13,7 @@ from wirelab.figures.plots import (
     scenario_figure,
     tree_figure,
     waterfall_figure,
+    waterfall_from_har,
 )
 from wirelab.figures.rendering import Rendered, render
 
@@ -29,4 +30,5 @@ __all__ = [
     "scenario_figure",
     "tree_figure",
     "waterfall_figure",
+    "waterfall_from_har",
 ]

@@ -38,6 +38,7 @@ __all__ = [
     "scenario_figure",
     "tree_figure",
     "waterfall_figure",
+    "waterfall_from_har",
 ]
 
 LINESTYLES: tuple[Any, ...] = ("-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (1, 3)))
@@ -700,3 +701,14 @@ def waterfall_figure(objects: Sequence[Mapping[str, Any]], *, title: str = "") -
         ncol=len(phases),
     )
     return fig
+
+
+def waterfall_from_har(har: Mapping[str, Any], *, title: str = "") -> Figure:
+    """The waterfall of one load straight from its HAR (``Results.har(sweep, trial_id, load_index)`` or a
+    file of a trial directory), via :func:`wirelab.store.objects_from_har`."""
+    from wirelab.store import objects_from_har
+
+    objects = objects_from_har(har)
+    if not objects:
+        raise ValueError("the HAR has no entries")
+    return waterfall_figure(objects, title=title)

@@ -1014,14 +1014,14 @@ def build_sweep(
     failed = trials[trials["status"] != "complete"]
     if len(failed):
         quality.append(
-            f"{len(failed)} of {len(trials)} trials are not complete "
+            f"{len(failed)} of {len(trials)} trials {'is' if len(failed) == 1 else 'are'} not complete "
             f"({', '.join(sorted(set(failed['status'])))}); "
             "their configurations are missing from every figure and table."
         )
     flagged = trials[trials["fidelity_flags"].map(bool)]
     if len(flagged):
         quality.append(
-            f"{len(flagged)} trials carry fidelity flags "
+            f"{len(flagged)} {'trial carries' if len(flagged) == 1 else 'trials carry'} fidelity flags "
             f"({', '.join(sorted({f for fl in flagged['fidelity_flags'] for f in fl}))}); "
             "their numbers are shown but may be distorted by the emulator."
         )
