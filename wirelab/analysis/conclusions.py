@@ -259,7 +259,7 @@ def gateway_sentences(table: pd.DataFrame, axes: Sequence[Axis]) -> list[str]:
         worst = table.loc[table["rtt_inflation_ms"].idxmax()]
         out.append(
             f"Estimated RTT inflation under load (median time to first byte − handshake RTT) reaches "
-            f"{worst['rtt_inflation_ms']:.0f} ms for {_p(str(worst['protocol']))} at "
+            f"{round(worst['rtt_inflation_ms'])} ms for {_p(str(worst['protocol']))} at "
             f"{_where(worst, axes) or 'the configuration'}."
         )
     return out

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from wirelab.spec import BaseTrial
+from wirelab.spec import BaseTrial, network_string
 from wirelab.store import Results
 
 __all__ = [
@@ -235,8 +235,8 @@ class SweepData:
         network = base.get("network", "native")
         if isinstance(network, dict):
             items = {k: v for k, v in network.items() if f"network.{k}" not in varied}
-            network = ",".join(f"{k}={v}" for k, v in items.items()) or "native"
-        if "network" not in varied:
+            network = network_string(items) if items else "native"
+        if "network" not in {a.param for a in self.axes}:
             out["network"] = str(network)
         out["protocols"] = ", ".join(self.protocols)
         out["repetitions"] = str(base.get("repetitions", 5))
