@@ -211,6 +211,16 @@ def test_figures_follow_what_the_sweep_varied(report):
     assert gain_titles == ["gain ToW reduction vs RTT"]
 
 
+def test_varied_and_fixed_chips(report):
+    _db, index = report
+    html = index.read_text()
+    demo = html[html.index('data-sweep="demo"') : html.index("</section>", html.index('data-sweep="demo"'))]
+    assert '<span class="chip varied" title="varied"><b>RTT (ms)</b> 20 ms, 100 ms, 200 ms</span>' in demo
+    assert '<span class="chip varied" title="varied"><b>page</b> twitter, youtube</span>' in demo
+    assert '<span class="chip fixed" title="fixed"><b>network</b> bw=10mbit</span>' in demo
+    assert '<span class="chip fixed" title="fixed"><b>repetitions</b> 3</span>' in demo
+
+
 def test_every_trial_and_load_is_in_the_drill_down(report):
     db, index = report
     sections = parse(index.read_text()).sweeps

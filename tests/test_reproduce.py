@@ -176,3 +176,25 @@ def test_report_states_failed_and_flagged_trials(tmp_path):
     assert "1 trial carries fidelity flags (lateness_p99_over_1ms)" in html
     assert html.count('<span class="badge status-failed">failed</span>') == 1
     assert "⚠ lateness_p99_over_1ms" in html
+
+
+def test_report_with_failed_loads(tmp_path):
+    import sqlite3
+
+    import wirelab
+    from wirelab.report import write_report
+
+    db = tmp_path / "w.db"
+    wirelab.run(EXPERIMENTS / "demo.toml", db=db, engine=FixtureEngine())
+    with sqlite3.connect(db) as c:  # every h2 load of the first trial failed
+        c.execute(
+            "UPDATE loads SET error = 'timeout after 120 s' WHERE protocol = 'h2'"
+            " AND trial_row = (SELECT MIN(id) FROM trials)"
+        )
+    html = write_report(db, ["demo"], tmp_path / "some").read_text()
+    assert "3 of 36 loads ended with an error and are left out of the statistics" in html
+    assert "“timeout after 120 s”, 3 loads" in html and "fig-gain" in html
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE loads SET error = 'connection refused'")
+    html = write_report(db, ["demo"], tmp_path / "all").read_text()
+    assert "No load of this sweep succeeded" in html and "fig-gain" not in html

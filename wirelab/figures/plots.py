@@ -195,7 +195,8 @@ def cdf_figure(
         Line2D([], [], color=protocol_style(p).colour, marker=protocol_style(p).marker, label=_proto_label(p))
         for p in protocols
     ]
-    fig.legend(handles=handles, loc="upper right", ncol=len(handles), bbox_to_anchor=(1.0, 1.02))
+    if handles:
+        fig.legend(handles=handles, loc="upper right", ncol=len(handles), bbox_to_anchor=(1.0, 1.02))
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     return fig
 

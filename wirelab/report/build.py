@@ -185,6 +185,7 @@ class _Builder:
         self.findings: list[Finding] = []
         self.notes: list[str] = []
         self.fixed = sd.fixed()
+        self.ok = ok_loads(sd.loads)
         configs = sd.configs.copy()
         configs["label_mpl"] = configs["label"].map(_mpl)
         self.configs = configs
@@ -250,7 +251,6 @@ class _Builder:
     def build(self) -> None:
         sd = self.sd
         loads = sd.loads
-        self.ok = ok_loads(loads)
         self.desc = {
             m: self.with_config(describe(loads, ["trial_id", "protocol"], m, seed=self.seed))
             for m in ("tow_ms", "plt_ms")
@@ -375,7 +375,7 @@ class _Builder:
             all_points.append(points)
             for page in pages:
                 grid = mine[mine["page"] == page]
-                boundary = points[points["page"] == page].rename(columns={rtt.column: rtt.column})
+                boundary = points[points["page"] == page]
                 found = boundary.dropna(subset=["m"])
                 trend = None
                 if found[rtt.column].nunique() >= 2:
@@ -1025,12 +1025,18 @@ def build_sweep(
             f"({', '.join(sorted({f for fl in flagged['fidelity_flags'] for f in fl}))}); "
             "their numbers are shown but may be distorted by the emulator."
         )
-    if len(sd.loads):
+    if len(ok_loads(sd.loads)):
         builder.build()
         quality.extend(say.power_sentences(builder.comp) if not builder.comp.empty else [])
     errors = int(sd.loads["error"].notna().sum()) if len(sd.loads) else 0
     if errors:
-        quality.append(f"{errors} loads ended with an error and are left out of the statistics.")
+        counts = sd.loads["error"].dropna().value_counts()
+        quality.append(
+            f"{errors} of {len(sd.loads)} loads ended with an error and are left out of the statistics "
+            f"(most common: “{counts.index[0]}”, {counts.iloc[0]} loads)."
+        )
+        if errors == len(sd.loads):
+            quality.append("No load of this sweep succeeded, so there is nothing to compare or draw.")
     if sd.loads.empty:
         quality.append(
             "This sweep has no completed loads yet: run it (wirelab run) and build the report again."
