@@ -383,3 +383,23 @@ def test_log_axes_only_for_geometric_quantities():
     narrow = Axis("network.bw", "network.bw_mbit", "bandwidth", "Mbit/s", True, (1.0, 2.0, 4.0))
     assert not rtt.log and bw.log and not narrow.log
     assert rtt.format(130.0) == "130 ms" and bw.format(0.064) == "0.064 Mbit/s"
+
+
+def test_main_effects_average_the_other_factors():
+    rows = [
+        {"a": float(a), "b": float(b), "protocol": "h2", "gain_pct": a * 10.0 + 2 * b}
+        for a in (1, 2)
+        for b in (10, 20)
+    ]
+    effects = analysis.main_effects(pd.DataFrame(rows), ["a", "b"]).set_index(["factor", "level"])
+    assert effects.loc[("a", 1.0), "mean"] == pytest.approx(40.0)  # (30 + 50) / 2
+    assert effects.loc[("a", 2.0), "mean"] == pytest.approx(50.0)
+    assert effects.loc[("b", 10.0), "mean"] == pytest.approx(35.0)
+    assert effects.loc[("b", 20.0), "mean"] == pytest.approx(55.0)
+    assert (effects["n"] == 2).all()
+    low, high = effects.loc[("a", 1.0), ["ci_low", "ci_high"]]
+    assert low == pytest.approx(30.0) and high == pytest.approx(50.0)  # bootstrap of two values
+    a, b = Axis("a", "a", "A", "", True, (1.0, 2.0)), Axis("b", "b", "B", "ms", True, (10.0, 20.0))
+    (sentence,) = conclusions.main_effect_sentences(effects.reset_index(), {"a": a, "b": b}, "h1s")
+    assert "gain over HTTPS moves most with B: from +35.0 % at 10 ms to +55.0 % at 20 ms" in sentence
+    assert "(a spread of 20 points; A 10 for the others)" in sentence

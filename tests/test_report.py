@@ -48,9 +48,9 @@ protocols = ["h1s", "h2"]
 repetitions = 3
 network = { bw = "10mbit" }
 [grid]
-"network.rtt" = ["20ms", "200ms"]
+"network.rtt" = ["20ms", "100ms", "200ms"]
 "network.loss" = ["0%", "3%"]
-"server.max_concurrent_streams" = [1, 100]
+"server.max_concurrent_streams" = [1, 4, 100]
 """
 
 EVIL_SPEC = f"""
@@ -202,8 +202,13 @@ def test_figures_follow_what_the_sweep_varied(report):
         and "gain" not in kinds["elkhatib-streams-quick"]
     )
     assert "multiplex" in kinds["elkhatib-streams-quick"]
-    # three numeric factors, 8 configurations → the decision tree
-    assert "tree" in kinds["tree-check"]
+    # three numeric factors, 18 configurations → the decision tree; gain vs loss would need 9 lines →
+    # not drawn, the main effects instead
+    assert "tree" in kinds["tree-check"] and "effects" in kinds["tree-check"]
+    assert [t for k, t in sections["tree-check"]["figures"] if k == "gain"] == [
+        "gain ToW reduction vs RTT",
+        "gain ToW reduction vs max concurrent streams",
+    ]
     # a categorical network axis → scenario bars; a queue axis → gateway panels
     assert "scenarios" in kinds["unh-scenarios-quick"] and "gain" not in kinds["unh-scenarios-quick"]
     assert "gateway" in kinds["elkhatib-queue-quick"]

@@ -34,6 +34,7 @@ __all__ = [
     "gain",
     "gain_ci",
     "gain_pct",
+    "main_effects",
     "mann_whitney",
     "mann_whitney_test",
     "min_p_value",
@@ -225,3 +226,38 @@ def compare(
     out = pd.concat(frames, ignore_index=True)
     out["significant"] = out["p_value"] < SIGNIFICANCE
     return out
+
+
+def main_effects(
+    comp: pd.DataFrame,
+    factors: Sequence[str],
+    *,
+    value: str = "gain_pct",
+    seed: int = 0,
+    n_boot: int = N_BOOT,
+) -> pd.DataFrame:
+    """Main effects of a many-factor sweep: for each factor, each of its values and each protocol, the
+    mean of ``value`` (default the gain) over the configurations at that value — the other factors
+    averaged out — with a percentile bootstrap CI over those configurations. Columns: ``factor``,
+    ``level``, ``protocol``, ``n`` (configurations), ``mean``, ``ci_low``, ``ci_high``."""
+    rows = []
+    for factor in factors:
+        for (level, protocol), group in comp.groupby([factor, "protocol"], sort=True):
+            values = _values(group[value])
+            if values.size == 0:
+                continue
+            rng = rng_for(seed, ("main", factor, level, protocol))
+            means = values[rng.integers(0, values.size, size=(n_boot, values.size))].mean(axis=1)
+            lo, hi = np.quantile(means, [(1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2])
+            rows.append(
+                {
+                    "factor": factor,
+                    "level": float(level),
+                    "protocol": protocol,
+                    "n": int(values.size),
+                    "mean": float(values.mean()),
+                    "ci_low": float(lo),
+                    "ci_high": float(hi),
+                }
+            )
+    return pd.DataFrame(rows, columns=["factor", "level", "protocol", "n", "mean", "ci_low", "ci_high"])

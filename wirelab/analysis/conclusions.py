@@ -21,6 +21,7 @@ from wirelab.registry import PHASE_STYLES, protocol_style
 __all__ = [
     "gain_sentences",
     "gateway_sentences",
+    "main_effect_sentences",
     "multiplex_sentences",
     "phase_sentences",
     "power_sentences",
@@ -35,6 +36,9 @@ def _p(name: str) -> str:
 
 def _pct(v: float) -> str:
     return f"{v:+.1f} %"
+
+
+MAX_TREND_LINES = 6
 
 
 def _ci(row: Mapping[str, float]) -> str:
@@ -106,7 +110,8 @@ def gain_sentences(comp: pd.DataFrame, axes: Sequence[Axis], baseline: str, prot
         groups = (
             data.groupby([a.column for a in others], sort=False, dropna=False) if others else [((), data)]
         )
-        trend_lines = []
+        trend_lines: list[str] = []
+        trends: list[str] = []
         for key, group in groups:
             key = key if isinstance(key, tuple) else (key,)
             name = ", ".join(
@@ -128,9 +133,18 @@ def gain_sentences(comp: pd.DataFrame, axes: Sequence[Axis], baseline: str, prot
             rho_text = f" (Spearman ρ = {rho:.2f})" if np.isfinite(rho) else ""
             prefix = f"{name}: " if name else ""
             trend_lines.append(f"{prefix}{cross}; the gain {direction} {xa.name}{rho_text}.")
-        out.extend(trend_lines[:6])
-        if len(trend_lines) > 6:
-            out.append(f"(… and {len(trend_lines) - 6} more series, in the table below.)")
+            trends.append(direction.split()[0] if np.isfinite(rho) else "same")
+        if len(trend_lines) <= MAX_TREND_LINES:
+            out.extend(trend_lines)
+        else:
+            counts = {k: trends.count(k) for k in ("rises", "falls")}
+            out.append(
+                f"Along {xa.name}, the gain rises (Spearman ρ > 0.5) in {counts['rises']} and "
+                "falls (ρ < −0.5) in "
+                f"{counts['falls']} of the {len(trend_lines)} series the other axes make; the "
+                "table below has "
+                "every configuration."
+            )
     return out
 
 
@@ -154,6 +168,29 @@ def power_sentences(comp: pd.DataFrame) -> list[str]:
 
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def main_effect_sentences(effects: pd.DataFrame, axes: Mapping[str, Axis], baseline: str) -> list[str]:
+    """Which factor moves the averaged gain most, per protocol."""
+    out = []
+    for protocol, mine in effects.groupby("protocol", sort=False):
+        spans = []
+        for factor, group in mine.groupby("factor", sort=False):
+            low, high = group.loc[group["mean"].idxmin()], group.loc[group["mean"].idxmax()]
+            spans.append((high["mean"] - low["mean"], factor, low, high))
+        spans.sort(key=lambda t: -t[0])
+        span, factor, low, high = spans[0]
+        axis = axes[factor]
+        rest = ", ".join(f"{axes[f].name} {s:.0f}" for s, f, _, _ in spans[1:])
+        out.append(
+            f"Averaged over the other factors, {_p(str(protocol))}'s gain over {_p(baseline)} "
+            "moves most with "
+            f"{axis.name}: from {low['mean']:+.1f} % at {axis.format(low['level'])} to "
+            f"{high['mean']:+.1f} % at "
+            f"{axis.format(high['level'])} (a spread of {span:.0f} points"
+            + (f"; {rest} for the others)." if rest else ").")
+        )
+    return out
 
 
 def ratio_sentences(comp: pd.DataFrame, baseline: str, protocol: str) -> list[str]:

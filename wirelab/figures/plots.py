@@ -32,6 +32,7 @@ __all__ = [
     "gain_figure",
     "gateway_figure",
     "heatmap_figure",
+    "main_effects_figure",
     "multiplex_figure",
     "phase_figure",
     "ratio_cdf_figure",
@@ -156,6 +157,54 @@ def gain_figure(
         fontsize=7.5,
         color="#666666",
     )
+    return fig
+
+
+def main_effects_figure(
+    effects: pd.DataFrame, factors: Sequence[tuple[str, str, bool]], *, baseline: str
+) -> Figure:
+    """Small multiples, one per factor (column, axis label, log scale): the mean gain at each of its
+    values over the configurations there, with the bootstrap CI over configurations, one line per
+    protocol (``effects`` is ``analysis.main_effects`` output)."""
+    n = max(1, len(factors))
+    cols = min(3, n)
+    rows = math.ceil(n / cols)
+    fig, axes = new_figure(6.6, 2.5 * rows + 0.6, nrows=rows, ncols=cols, squeeze=False, sharey=True)
+    flat = list(np.asarray(axes).ravel())
+    protocols = list(dict.fromkeys(effects["protocol"]))
+    for ax, (factor, label, log) in zip(flat, factors, strict=False):
+        for proto in protocols:
+            st = protocol_style(proto)
+            mine = effects[(effects["factor"] == factor) & (effects["protocol"] == proto)].sort_values(
+                "level"
+            )
+            ax.fill_between(
+                mine["level"], mine["ci_low"], mine["ci_high"], color=st.colour, alpha=0.15, linewidth=0
+            )
+            ax.plot(
+                mine["level"], mine["mean"], color=st.colour, marker=st.marker, markersize=4, linewidth=1.5
+            )
+        ax.axhline(0, color="#555555", linewidth=0.8)
+        if log:
+            ax.set_xscale("log")
+        ax.set_xlabel(label)
+    for ax in flat[len(factors) :]:
+        ax.set_visible(False)
+    for r in range(rows):
+        flat[r * cols].set_ylabel("mean ToW reduction (%)")
+    handles = [
+        Line2D(
+            [],
+            [],
+            color=protocol_style(p).colour,
+            marker=protocol_style(p).marker,
+            label=f"{_proto_label(p)} vs {_proto_label(baseline)}",
+        )
+        for p in protocols
+    ]
+    handles.append(Patch(color="#777777", alpha=0.2, label="95 % CI over configurations"))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), bbox_to_anchor=(0.5, 0.0))
+    fig.tight_layout(rect=(0, 0.08 / rows, 1, 1))
     return fig
 
 
@@ -583,7 +632,7 @@ def tree_figure(
         filled = node.label is not None
         share = f"{node.likelihood * 100:.0f} % {class_names.get(node.majority, node.majority)}"
         if node.is_leaf:
-            head = class_names.get(node.label, node.label) if filled else "mixed"
+            head = textwrap.fill(class_names.get(node.label, node.label), 16) if filled else "mixed"
         else:
             name = names.get(node.feature or "", node.feature or "")
             value = formats.get(node.feature or "", "{:g}").format(node.threshold)

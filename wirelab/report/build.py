@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from wirelab.analysis import conclusions as say
-from wirelab.analysis.compare import compare
+from wirelab.analysis.compare import compare, main_effects
 from wirelab.analysis.gateway import gateway_effects, queue_delay_bound_ms
 from wirelab.analysis.multiplex import fit_m_vs_r, streams_needed
 from wirelab.analysis.phases import phase_shares
@@ -305,6 +305,7 @@ class _Builder:
             )
             return
         drawn: list[Axis] = []
+        crowded: list[Axis] = []
         for axis in sd.numeric_axes:
             twin = next(
                 (d for d in drawn if self.determined_by(axis, d) and self.determined_by(d, axis)), None
@@ -322,10 +323,12 @@ class _Builder:
             n_series = len(self.comp.drop_duplicates(cols)) if cols else 1
             lines = n_series * len(sd.compared)
             if lines > MAX_GAIN_LINES:
+                crowded.append(axis)
                 self.notes.append(
                     f"Gain vs {axis.name} is not drawn: the other axes "
                     f"({', '.join(a.name for a in others)}) would "
-                    f"make {lines} lines; the heatmap, tree and tables cover it."
+                    f"make {lines} lines; the main-effects figure averages them out, and the tree and the "
+                    "tables cover every configuration."
                 )
                 continue
             title = f"ToW reduction vs {axis.name}"
@@ -351,6 +354,30 @@ class _Builder:
                 ),
                 self.config_text({"varied": axis.label}),
             )
+
+        if crowded and len(sd.numeric_axes) >= 2:
+            self.main_effects([a for a in sd.numeric_axes if a in drawn or a in crowded])
+
+    def main_effects(self, axes: Sequence[Axis]) -> None:
+        """Gain vs each factor with the other factors averaged out, when lines per value would be too many."""
+        effects = main_effects(self.comp, [a.column for a in axes], seed=self.seed)
+        if effects.empty:
+            return
+        names = {a.column: a for a in axes}
+        self.findings.append(
+            Finding("Main effects", say.main_effect_sentences(effects, names, self.sd.baseline))
+        )
+        self.add_figure(
+            "effects",
+            "ToW reduction vs each factor, the others averaged",
+            "For each factor and value, the mean over the configurations with that value of study E's gain "
+            "(every other factor averaged out), with a 95 % percentile bootstrap CI over those "
+            "configurations; a steep panel marks a factor that matters.",
+            lambda: plots.main_effects_figure(
+                effects, [(a.column, a.label, a.log) for a in axes], baseline=self.sd.baseline
+            ),
+            self.config_text({"factors": ", ".join(a.name for a in axes)}),
+        )
 
     def heatmap(self) -> None:
         sd = self.sd
@@ -666,7 +693,13 @@ class _Builder:
             axis = (swept or numeric)[0]
             others = self.series_for(axis)
             cols = self.series_columns(others)
-            if (len(table.drop_duplicates(cols)) if cols else 1) <= 4:
+            n_series = len(table.drop_duplicates(cols)) if cols else 1
+            if n_series > 4:
+                self.notes.append(
+                    f"The gateway panels along {axis.name} are not drawn: the other axes make {n_series} "
+                    "series; the gateway table has every configuration."
+                )
+            else:
                 panels = [
                     ("retransmissions", "retransmissions per load"),
                     ("drops_queue", "queue drops per load"),
@@ -890,6 +923,7 @@ def _trial_views(
             if row is not None:
                 representatives.add((trial_id, int(row["load_index"])))
     waterfalls: dict[str, Any] = {}
+    embedded = 0  # requests embedded so far
     by_load = (
         {k: g for k, g in objects.groupby(["trial_id", "load_index"], sort=False)} if len(objects) else {}
     )
@@ -901,7 +935,8 @@ def _trial_views(
         for r in mine.to_dict("records"):
             key = (t["trial_id"], int(r["load_index"]))
             wf = None
-            if key in by_load and (embed_all or key in representatives):
+            if key in by_load and (embed_all or (key in representatives and embedded < budget)):
+                embedded += len(by_load[key])
                 wf = f"{sd.name}/{t['trial_id']}/{int(r['load_index'])}"
                 g = by_load[key].sort_values("entry_index")
                 waterfalls[wf] = {
@@ -963,10 +998,14 @@ def _trial_views(
         )
     note = None
     if not embed_all and len(objects):
+        shown = len(waterfalls)
+        every = shown >= len(representatives)
         note = (
-            f"The sweep has {len(objects):,} requests; waterfalls are embedded for each trial's "
-            "median-PLT load "
-            f"per protocol only (budget {budget:,} requests). Every load's HAR is in the results directory."
+            f"The sweep has {len(objects):,} requests, more than the {budget:,} the page embeds: waterfalls "
+            f"are embedded for {shown:,} loads, the median-PLT load of each protocol "
+            + ("in every configuration" if every else "in the first configurations, until the budget ran out")
+            + ". Every load's HAR is in the results directory "
+            "(wirelab.figures.waterfall_from_har(wirelab.open(DB).har(SWEEP, TRIAL, LOAD)) draws one)."
         )
     return views, waterfalls, note
 
