@@ -271,13 +271,8 @@ def _objects(results: Results, sweep: str) -> pd.DataFrame:
 
 
 def _emulator(results: Results, sweep: str) -> dict[str, dict[str, Any]]:
-    # Results.trials() does not return emulator_json (yet); read it directly.
-    rows = results.conn.execute(
-        "SELECT t.trial_id, t.emulator_json FROM trials t JOIN sweeps s ON s.id = t.sweep_id"
-        " WHERE s.name = ? AND t.emulator_json IS NOT NULL",
-        (sweep,),
-    ).fetchall()
-    return {r[0]: json.loads(r[1]) for r in rows}
+    trials = results.trials(sweep)
+    return {t: e for t, e in zip(trials["trial_id"], trials["emulator"], strict=True) if e is not None}
 
 
 def _derive(loads: pd.DataFrame) -> pd.DataFrame:
