@@ -81,10 +81,13 @@ KEYS: tuple[str, ...] = (
     "iw",
     "irw",
     "cc",
+    "tcpplus",
     "origin_delay",
 )
 
 CONGESTION_CONTROLS = ("cubic", "bbr", "reno")
+#: TCP+ (study W): tcpplus=N, N connections' worth of windows and backoff on one (docs/tcpplus.md).
+MAX_TCPPLUS = 32
 DEFAULT_QUEUE_PACKETS = 256
 
 _NUMBER = r"(?:[0-9]+(?:\.[0-9]+)?)"
@@ -323,6 +326,8 @@ def _apply(state: dict[str, Any], key: str, value: str, field: str) -> None:
         if value.strip() not in CONGESTION_CONTROLS:
             raise _fail(field, value, "is not a congestion control", "use " + ", ".join(CONGESTION_CONTROLS))
         state["cc"] = value.strip()
+    elif key == "tcpplus":
+        state["tcpplus"] = _parse_int(value, field, 1, MAX_TCPPLUS)
     elif key == "origin_delay":
         state["origin_extra_rtt_ns"] = _parse_origin_delay(value, field)
     else:  # pragma: no cover - KEYS and this function are kept in step by the golden tests
@@ -354,6 +359,7 @@ def parse(profile: str, *, path: str = "") -> dict[str, Any]:
         "iw": 0,
         "irw": 0,
         "cc": "cubic",
+        "tcpplus": 0,
         "origin_extra_rtt_ns": {},
     }
     if profile.strip() == "":
@@ -392,6 +398,14 @@ def parse(profile: str, *, path: str = "") -> dict[str, Any]:
                 value=key,
             )
         _apply(state, key, value.strip(), field(key))
+    if state["tcpplus"] and state["cc"] != "cubic":
+        # wl_cubicp<N> is cubic with TCP+'s backoff: it replaces cc on the server's routes.
+        raise _fail(
+            field("tcpplus"),
+            str(state["tcpplus"]),
+            f"cannot be combined with cc={state['cc']}",
+            "TCP+ is cubic with a smaller backoff (wl_cubicp<N>): use cc=cubic (the default) or drop tcpplus",
+        )
     return state
 
 

@@ -308,7 +308,7 @@ _DURATION_KEYS = {"rtt", "delay_up", "delay_down", "jitter", "jitter_up", "jitte
 _RATE_KEYS = {"bw", "bw_up", "bw_down"}
 _LOSS_KEYS = {"loss", "loss_up", "loss_down"}
 _QUEUE_KEYS = {"queue", "queue_up", "queue_down"}
-_INT_KEYS = {"iw", "irw"}
+_INT_KEYS = {"iw", "irw", "tcpplus"}
 
 
 def _model_paths() -> dict[str, Any]:
@@ -780,6 +780,10 @@ def config_id(spec: Mapping[str, Any]) -> str:
     network as its resolved object (so equivalent profile strings give the same id)."""
     body = {k: v for k, v in spec.items() if k not in ("trial_id", "network_resolved")}
     body["network"] = netprofile.parse(spec.get("network", "native"))
+    # Keys added to the resolved form later are left out at their default, so that a configuration
+    # keeps its id across versions (a sweep stored before them resumes without running again).
+    if body["network"].get("tcpplus") == 0:
+        del body["network"]["tcpplus"]
     return "c" + hashlib.sha256(_canonical(body).encode()).hexdigest()[:15]
 
 

@@ -1,6 +1,7 @@
 // Package netns builds and removes the topology of one run: a client namespace and a server
 // namespace, one TUN device in each (held open by the emulator process), the run's addresses and
-// routes (with initcwnd, initrwnd and congctl), and the processes started inside them.
+// routes (with initcwnd, initrwnd and congctl, and TCP+: engine/tcpplus's wl_cubicp<N>, registered
+// for the topology's lifetime), and the processes started inside them.
 //
 // Every object is recorded in a state file (StateDir/<id>.json) before it is created;
 // Close removes everything, a failed Create removes what it had made, and GC removes what a killed
@@ -23,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/tun"
 
+	"github.com/wirelab/wirelab/engine/tcpplus"
 	"github.com/wirelab/wirelab/engine/tundev"
 )
 
@@ -53,6 +55,12 @@ type Config struct {
 	NoOffload bool
 	// Command is recorded in the state file (default os.Args).
 	Command []string
+	// TCPPlus, N in 1…32, makes the server's connections behave like N (study W's TCP+,
+	// docs/tcpplus.md): the server's route gets initcwnd and initrwnd Server.InitCwnd×N and
+	// Server.InitRwnd×N (the kernel's 10 where they are 0) and congestion control wl_cubicp<N>,
+	// which Create registers (tcpplus.Register) and Close unregisters; the client's route gets
+	// initrwnd Client.InitRwnd×N. Server.CongCtl must then be cubic (or empty). 0 (default): off.
+	TCPPlus int
 }
 
 // DefaultMTU is the TUN devices' MTU.
@@ -83,6 +91,14 @@ func (c *Config) withDefaults() (Config, error) {
 			return out, fmt.Errorf("initcwnd/initrwnd outside 0…1000")
 		}
 	}
+	if out.TCPPlus != 0 {
+		if err := tcpplus.CheckN(out.TCPPlus); err != nil {
+			return out, err
+		}
+		if out.Server.CongCtl != "cubic" {
+			return out, fmt.Errorf("tcpplus: %s is cubic with TCP+'s backoff; the server's congctl %q cannot be kept with it", tcpplus.Name(out.TCPPlus), out.Server.CongCtl)
+		}
+	}
 	if out.Command == nil {
 		out.Command = os.Args
 	}
@@ -99,6 +115,8 @@ type Topology struct {
 	tuns  [2]tun.Device
 	state string // path of the state file
 
+	unregisterTCPPlus func() error // releases wl_cubicp<N> (TCPPlus)
+
 	mu     sync.Mutex
 	closed bool
 	cmds   []*exec.Cmd
@@ -110,17 +128,38 @@ func Create(cfg Config) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
+	var unregister func() error
+	if c.TCPPlus != 0 {
+		// The congestion control exists while the topology does (shared with other runs that use
+		// the same N); the routes carry it and N times the windows.
+		name, unreg, err := tcpplus.Register(c.TCPPlus)
+		if err != nil {
+			return nil, err
+		}
+		unregister = unreg
+		c.Server.CongCtl = name
+		c.Server.InitCwnd, c.Server.InitRwnd = tcpplus.RouteWindows(c.Server.InitCwnd, c.Server.InitRwnd, c.TCPPlus)
+		_, c.Client.InitRwnd = tcpplus.RouteWindows(0, c.Client.InitRwnd, c.TCPPlus)
+	}
+	release := func() {
+		if unregister != nil {
+			_ = unregister()
+		}
+	}
 	if err := checkCongCtl(c.Server.CongCtl); err != nil {
+		release()
 		return nil, err
 	}
 	if err := checkCongCtl(c.Client.CongCtl); err != nil {
+		release()
 		return nil, err
 	}
 	start, err := processStartTime(os.Getpid())
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("read own start time: %w", err)
 	}
-	t := &Topology{cfg: c}
+	t := &Topology{cfg: c, unregisterTCPPlus: unregister}
 	// Pick an unused id: the state file is the reservation.
 	for attempt := 0; ; attempt++ {
 		id, err := newID()
@@ -141,6 +180,7 @@ func Create(cfg Config) (*Topology, error) {
 			break
 		}
 		if !errors.Is(err, os.ErrExist) || attempt > 8 {
+			release()
 			return nil, fmt.Errorf("write state file: %w", err)
 		}
 	}
@@ -442,6 +482,12 @@ func (t *Topology) Close() error {
 			if err := os.Remove(t.state); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
+		}
+	}
+	if t.unregisterTCPPlus != nil {
+		// Last: no socket of the run can select it any more (sockets using it keep it anyway).
+		if err := t.unregisterTCPPlus(); err != nil {
+			errs = append(errs, fmt.Errorf("tcpplus: %w", err))
 		}
 	}
 	return errors.Join(errs...)

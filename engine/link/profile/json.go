@@ -11,7 +11,8 @@ import (
 )
 
 // The resolved form (docs/profile-grammar.md, part of the trial contract) is written by
-// MarshalJSON exactly as documented and read back strictly: every field must be present, unknown
+// MarshalJSON exactly as documented and read back strictly: every field must be present (except
+// tcpplus, added later with its default 0, which resolved forms written before it lack), unknown
 // fields are refused (naming the closest known one), and DecodeResolved validates the values.
 
 // MarshalJSON writes the documented resolved form; a nil origin map is written as {}.
@@ -98,6 +99,12 @@ func join(path, key string) string {
 
 // object splits a JSON object into its fields, refusing unknown fields and requiring every field.
 func object(path string, data []byte, fields ...string) (map[string]json.RawMessage, error) {
+	return objectOptional(path, data, nil, fields...)
+}
+
+// objectOptional is object with fields that may be absent (listed in optional, known as well).
+func objectOptional(path string, data []byte, optional []string, required ...string) (map[string]json.RawMessage, error) {
+	fields := append(append([]string(nil), required...), optional...)
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil || m == nil {
 		name := path
@@ -124,7 +131,7 @@ func object(path string, data []byte, fields ...string) (map[string]json.RawMess
 		}
 		return nil, newError(nameField(join(path, unknown[0]), nameField(path, "profile")), unknown[0], "is not a known field", allowed)
 	}
-	for _, f := range fields {
+	for _, f := range required {
 		if _, ok := m[f]; !ok {
 			return nil, newError(join(path, f), "", "is missing", "every field of the resolved form is required")
 		}
@@ -149,7 +156,7 @@ func abbreviate(raw []byte) string {
 }
 
 func decodeResolved(path string, data []byte, r *Resolved) error {
-	m, err := object(path, data, "up", "down", "iw", "irw", "cc", "origin_extra_rtt_ns")
+	m, err := objectOptional(path, data, []string{"tcpplus"}, "up", "down", "iw", "irw", "cc", "origin_extra_rtt_ns")
 	if err != nil {
 		return err
 	}
@@ -168,6 +175,11 @@ func decodeResolved(path string, data []byte, r *Resolved) error {
 	}
 	if err := field(path, "cc", m["cc"], &out.CC, "a string: cubic, bbr or reno"); err != nil {
 		return err
+	}
+	if raw, ok := m["tcpplus"]; ok {
+		if err := field(path, "tcpplus", raw, &out.TCPPlus, "a whole number from 1 to 32, or 0 for off"); err != nil {
+			return err
+		}
 	}
 	var origins map[string]time.Duration
 	if err := field(path, "origin_extra_rtt_ns", m["origin_extra_rtt_ns"], &origins, `an object {"N": ns}`); err != nil {

@@ -39,6 +39,11 @@ type Resolved struct {
 	IRW int `json:"irw"`
 	// CC is the congestion control on the routes: cubic (default), bbr or reno.
 	CC string `json:"cc"`
+	// TCPPlus is study W's TCP+ (docs/tcpplus.md): N > 0 makes the server's connections behave
+	// like N: initcwnd IW×N and initrwnd IRW×N on the server's routes (the kernel's 10 when IW or
+	// IRW is 0), initrwnd IRW×N on the client's, and congestion control wl_cubicp<N> on the
+	// server's. 0 (default) = off; needs CC cubic.
+	TCPPlus int `json:"tcpplus"`
 	// OriginExtraRTT is the extra round-trip delay of origin N (1-based), split half per direction
 	// like rtt. Marshals as {"N": ns}; never nil after Parse.
 	OriginExtraRTT map[int]time.Duration `json:"origin_extra_rtt_ns"`
@@ -86,6 +91,9 @@ func Native() Resolved {
 func Parse(s string) (Resolved, error) {
 	r := Native()
 	if err := r.apply(s); err != nil {
+		return Resolved{}, err
+	}
+	if err := r.checkTCPPlus("tcpplus"); err != nil {
 		return Resolved{}, err
 	}
 	return r, nil
@@ -208,6 +216,7 @@ var keys = []key{
 	{"iw", func(r *Resolved, f, v string) (err error) { r.IW, err = parseWindow(f, v); return }},
 	{"irw", func(r *Resolved, f, v string) (err error) { r.IRW, err = parseWindow(f, v); return }},
 	{"cc", func(r *Resolved, f, v string) (err error) { r.CC, err = parseCC(f, v); return }},
+	{"tcpplus", func(r *Resolved, f, v string) (err error) { r.TCPPlus, err = parseTCPPlus(f, v); return }},
 	{"origin_delay", func(r *Resolved, f, v string) error {
 		m, err := parseOriginDelay(f, v)
 		if err != nil {
@@ -317,7 +326,7 @@ func pick(r *Resolved, up, down bool) []*Direction {
 // Equal reports whether a and b are the same resolved profile (an absent and an empty origin map
 // are equal).
 func (r Resolved) Equal(o Resolved) bool {
-	if r.Up != o.Up || r.Down != o.Down || r.IW != o.IW || r.IRW != o.IRW || r.CC != o.CC ||
+	if r.Up != o.Up || r.Down != o.Down || r.IW != o.IW || r.IRW != o.IRW || r.CC != o.CC || r.TCPPlus != o.TCPPlus ||
 		len(r.OriginExtraRTT) != len(o.OriginExtraRTT) {
 		return false
 	}

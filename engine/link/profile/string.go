@@ -43,6 +43,9 @@ func (r Resolved) String() string {
 	if r.CC != "cubic" {
 		add("cc", r.CC)
 	}
+	if r.TCPPlus != 0 {
+		add("tcpplus", strconv.Itoa(r.TCPPlus))
+	}
 	if len(r.OriginExtraRTT) > 0 {
 		origins := make([]int, 0, len(r.OriginExtraRTT))
 		for n := range r.OriginExtraRTT {

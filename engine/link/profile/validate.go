@@ -26,6 +26,12 @@ func (r Resolved) Validate() error {
 	if _, err := parseCC("cc", r.CC); err != nil {
 		return err
 	}
+	if r.TCPPlus < 0 || r.TCPPlus > MaxTCPPlus {
+		return newError("tcpplus", strconv.Itoa(r.TCPPlus), "is out of range", "a whole number from 1 to 32, or 0 for off")
+	}
+	if err := r.checkTCPPlus("tcpplus"); err != nil {
+		return err
+	}
 	for n, d := range r.OriginExtraRTT {
 		field := "origin_extra_rtt_ns." + strconv.Itoa(n)
 		if n < 1 || n > MaxOrigin {

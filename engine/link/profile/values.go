@@ -18,6 +18,7 @@ const (
 	MinQueueBytes    = 1_500           // SIZE ≥ one MTU-sized packet
 	MaxQueueBytes    = 1_000_000_000_000
 	MaxWindow        = 1000 // iw, irw ≤ 1000 segments
+	MaxTCPPlus       = 32   // tcpplus ≤ 32 (engine/tcpplus registers wl_cubicp1 … wl_cubicp32)
 	MaxOrigin        = 64   // origin_delay names origins 1 … 64
 	DefaultQueueSize = 256  // packets
 )
@@ -30,6 +31,7 @@ const (
 	queueAllowed    = "use packets (256, 256p, 256pkt, 256packets), bytes (64kB, 64KiB, 1MB, 1MiB, 150000B, at least 1500B), both (100/150000B), or infinite"
 	windowAllowed   = "use a whole number of segments from 1 to 1000"
 	ccAllowed       = "use cubic, bbr or reno"
+	tcpplusAllowed  = "use a whole number of connections N from 1 to 32 (TCP+ makes one connection behave like N)"
 	originAllowed   = "use N:DURATION entries separated by / with N from 1 to 64 (e.g. 2:40ms/3:80ms)"
 	pathAllowed     = "give the path of a mahimahi trace file"
 )
@@ -279,6 +281,34 @@ func parseWindow(field, s string) (int, error) {
 		return 0, newError(field, s, "is out of range", windowAllowed)
 	}
 	return n, nil
+}
+
+// parseTCPPlus parses tcpplus: a whole number from 1 to MaxTCPPlus.
+func parseTCPPlus(field, s string) (int, error) {
+	if s == "" {
+		return 0, newError(field, s, "is empty", tcpplusAllowed)
+	}
+	if !allDigits(s) {
+		return 0, newError(field, s, "is not a whole number", tcpplusAllowed)
+	}
+	if len(strings.TrimLeft(s, "0")) > 2 {
+		return 0, newError(field, s, "is out of range", tcpplusAllowed)
+	}
+	n, _ := strconv.Atoi(s) // at most 2 significant digits: cannot fail
+	if n < 1 || n > MaxTCPPlus {
+		return 0, newError(field, s, "is out of range", tcpplusAllowed)
+	}
+	return n, nil
+}
+
+// checkTCPPlus refuses TCP+ with a congestion control other than cubic: wl_cubicp<N> is cubic with
+// TCP+'s backoff, so it replaces cc on the server's routes.
+func (r *Resolved) checkTCPPlus(field string) error {
+	if r.TCPPlus != 0 && r.CC != "cubic" {
+		return newError(field, strconv.Itoa(r.TCPPlus), "cannot be combined with cc="+r.CC,
+			"TCP+ is cubic with a smaller backoff (wl_cubicp<N>): use cc=cubic (the default) or drop tcpplus")
+	}
+	return nil
 }
 
 // CongestionControls are the values `cc` accepts, in documented order.
