@@ -12,10 +12,11 @@ GO_SRC  := $(shell find engine -name '*.go' -o -name 'go.mod' -o -name 'go.sum' 
 GOTEST_FLAGS ?= -count=1
 PYTEST_FLAGS ?= -q
 
-.PHONY: help setup build test test-go test-py lint bench demo clean bpf
+.PHONY: help setup build test test-go test-py fuzz-short lint bench demo clean bpf
 help:
 	@echo "make demo    set up, build and run the demo sweep (report path printed at the end)"
-	@echo "make test    set up, build and run every test (root tests too when run as root)"
+	@echo "make test    set up, build and run every test (root tests too when run as root), spdy fuzzing included"
+	@echo "make fuzz-short  run each SPDY fuzz target for FUZZTIME (default 10s)"
 	@echo "make setup   install Debian, Python and Go dependencies (idempotent)"
 	@echo "make build   build bin/wirelab-engine"
 	@echo "make lint    go vet, gofmt, ruff"
@@ -47,7 +48,17 @@ $(ENGINE): $(STAMPS)/gomod $(GO_SRC)
 	@mkdir -p bin
 	cd engine && go build -trimpath -ldflags "$(LDFLAGS)" -o ../$(ENGINE) ./cmd/wirelab-engine
 
-test: setup build test-go test-py
+test: setup build test-go fuzz-short test-py
+
+# Every native fuzz target of engine/spdy (the frame parser, round trips, header blocks, the session),
+# each for FUZZTIME: a crash fails the target and leaves its input in engine/spdy/testdata/fuzz.
+FUZZTIME ?= 10s
+fuzz-short: $(STAMPS)/gomod
+	@cd engine && targets=$$(go test -list '^Fuzz' ./spdy | grep '^Fuzz') && test -n "$$targets" && \
+	  for f in $$targets; do \
+	    echo "fuzz $$f ($(FUZZTIME))"; \
+	    go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./spdy || exit 1; \
+	  done
 
 test-go: $(ENGINE)
 	cd engine && go test $(GOTEST_FLAGS) ./...
