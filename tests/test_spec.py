@@ -299,3 +299,16 @@ def test_bad_specs_give_one_line_naming_path_value_and_allowed(text, start, also
 def test_missing_file():
     with pytest.raises(SpecError, match="no such spec file"):
         spec.load("/nonexistent/spec.toml")
+
+
+def test_grid_over_an_unconstrained_literal_field():
+    """client.priority and server.push have no pydantic constraints besides their type: still axes."""
+    plan = spec.loads(
+        '[sweep]\nname = "p"\n[base]\npage = "twitter"\n[grid]\n'
+        '"client.priority" = ["none", "chrome", "dependency"]\n"server.push" = ["none", "all"]\n'
+    )
+    assert sorted({(t.spec["client"]["priority"], t.spec["server"]["push"]) for t in plan.trials}) == sorted(
+        (p, s) for p in ("none", "chrome", "dependency") for s in ("none", "all")
+    )
+    with pytest.raises(SpecError, match="grid"):
+        spec.loads('[sweep]\nname = "p"\n[base]\npage = "twitter"\n[grid]\n"client.priority" = ["urgent"]\n')

@@ -700,7 +700,9 @@ def _check_value(path: str, where: str, value: Any) -> None:
             raise SpecError(f"{where}: {message}", path=where, value=value) from None
         return
     info = _PATHS[path]
-    adapter = TypeAdapter(Annotated[info.annotation, *info.metadata])
+    # Annotated needs at least one annotation: fields without constraints (a Literal) have none.
+    annotated = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+    adapter = TypeAdapter(annotated)
     if path == "protocols" and not isinstance(value, list):
         raise SpecError(
             f"{where}: {_fmt(value)} is not a list of protocols; each value of the protocols axis is a list, "
