@@ -65,16 +65,18 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 				continue
 			}
 			r.prio, r.signal = s.pri.of(r.url, r.kind)
-			if p := s.pushes.claim(key); p != nil {
-				go func() { p.adopt(ctx, r, s); done <- r }()
-				continue
-			}
 			pool := pools[r.origin]
 			if pool == nil {
 				pool = newPool(s, r.origin)
 				pools[r.origin] = pool
 			}
-			go func() { pool.do(ctx, r); done <- r }()
+			push := s.pushes.claim(key)
+			go func() {
+				if push == nil || !push.adopt(ctx, r, s) { // not pushed, or the push failed
+					pool.do(ctx, r)
+				}
+				done <- r
+			}()
 		}
 	}
 

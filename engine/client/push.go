@@ -77,17 +77,23 @@ func (c *pushCache) claim(key string) *pushed {
 
 // adopt completes r with the pushed response p: no request is sent. The phases: blocked, dns,
 // connect and ssl do not apply, send is 0, wait runs until the push's headers arrived and receive
-// until its last byte (both 0 when the push had completed before r was issued).
-func (p *pushed) adopt(ctx context.Context, r *request, s *session) {
-	r.sendStart, r.sendEnd = r.issued, r.issued
+// until its last byte (both 0 when the push had completed before r was issued). A push that failed
+// (reset, connection lost) is given back — it counts as unused — and adopt returns false with r
+// untouched: the caller sends the request as if nothing had been pushed.
+func (p *pushed) adopt(ctx context.Context, r *request, s *session) bool {
 	select {
 	case <-p.done:
 	case <-ctx.Done():
 		r.finish(s.now(), ctx.Err())
-		return
+		return true
+	}
+	if p.err != nil {
+		s.pushes.giveBack(p)
+		return false
 	}
 	pr := p.r
 	r.pushed = true
+	r.sendStart, r.sendEnd = r.issued, r.issued
 	r.conn, r.streamID = pr.conn, pr.streamID
 	r.gotHeaders(pr.status, pr.contentType, pr.contentLength)
 	r.bodyBytes = pr.bodyBytes
@@ -97,7 +103,15 @@ func (p *pushed) adopt(ctx context.Context, r *request, s *session) {
 	if pr.firstByte != unset {
 		r.firstByte = max(r.issued, pr.firstByte)
 	}
-	r.finish(max(r.issued, pr.end), p.err)
+	r.finish(max(r.issued, pr.end), nil)
+	return true
+}
+
+// giveBack marks a claimed push that failed as not used.
+func (c *pushCache) giveBack(p *pushed) {
+	c.mu.Lock()
+	p.claimed = false
+	c.mu.Unlock()
 }
 
 // PushStats are a load's pushes.

@@ -3,13 +3,21 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
+	"github.com/wirelab/wirelab/engine/spdy"
 )
 
 // pushLoad loads pg from a built-in server pushing with policy, over proto, with the client
@@ -272,5 +280,67 @@ func TestPriorityDependencyNeedsPage(t *testing.T) {
 	}
 	if _, err := New(Config{Protocol: H2, Priority: "urgent"}); err == nil {
 		t.Error("unknown policy accepted")
+	}
+}
+
+// TestPushFailedFallsBack: a push the server resets (its handler aborts) is given back: the
+// request for that URL is sent as if nothing had been pushed and the load completes; the failed push
+// counts as unused, the other one as used (spdy3, a test server that pushes both images).
+func TestPushFailedFallsBack(t *testing.T) {
+	bodies := map[string][]byte{
+		"/":      []byte(`<!doctype html><img src="/a.png"><img src="/b.png">`),
+		"/a.png": bytes.Repeat([]byte{1}, 3000),
+		"/b.png": bytes.Repeat([]byte{2}, 5000),
+	}
+	var mu sync.Mutex
+	requested := map[string]int{}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pushed := w.(interface{ StreamID() uint32 }).StreamID()%2 == 0
+		if !pushed {
+			mu.Lock()
+			requested[r.URL.Path]++
+			mu.Unlock()
+		}
+		if r.URL.Path == "/" {
+			for _, p := range []string{"/a.png", "/b.png"} {
+				if err := w.(http.Pusher).Push(p, nil); err != nil {
+					t.Errorf("push %s: %v", p, err)
+				}
+			}
+			w.Header().Set("Content-Type", "text/html")
+		}
+		if pushed && r.URL.Path == "/b.png" {
+			panic(http.ErrAbortHandler) // RST_STREAM INTERNAL_ERROR on the pushed stream
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(bodies[r.URL.Path])))
+		w.Write(bodies[r.URL.Path])
+	})
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &spdy.Server{Handler: handler, TLSConfig: &tls.Config{Certificates: []tls.Certificate{testPKI().cert}}, ErrorLog: log.New(io.Discard, "", 0)}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close(); ln.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	l, err := New(Config{Protocol: SPDY3, Resolver: StaticResolver{"s1.wirelab.test": mustAddr("127.0.0.1")}, RootCAs: testPKI().pool,
+		Timeout: 20 * time.Second, AcceptPush: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.Load(context.Background(), "https://s1.wirelab.test:"+strconv.Itoa(port)+"/", nil)
+	if err != nil || res.Err != nil {
+		t.Fatal(err, res.Err)
+	}
+	if res.Objects != 3 || res.BodyBytes != int64(len(bodies["/"])+3000+5000) {
+		t.Errorf("%d objects, %d bytes", res.Objects, res.BodyBytes)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if requested["/b.png"] != 1 || requested["/a.png"] != 0 {
+		t.Errorf("requests the server got: %v; want b.png (its push failed) and not a.png", requested)
+	}
+	if res.Pushes.Used != 1 || res.Pushes.Unused != 1 {
+		t.Errorf("pushes %+v, want 1 used and 1 unused", res.Pushes)
 	}
 }
