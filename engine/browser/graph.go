@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -374,13 +375,48 @@ func objectsFor(entries []Entry, opts RecordOptions) (*page.Page, []int, error) 
 			objOf[i] = oi
 		}
 		if len(seen) != len(pg.Objects) {
-			var missing []string
+			// Objects the browser did not load (a rule that matched nothing, an invalid @import)
+			// are left out: the graph is the load as the browser performed it.
+			keep := map[int]int{}
+			var objs []page.Object
+			var dropped []string
 			for oi, o := range pg.Objects {
-				if !seen[oi] {
-					missing = append(missing, o.Path)
+				if seen[oi] {
+					keep[oi] = len(objs)
+					objs = append(objs, o)
+				} else {
+					dropped = append(dropped, o.Path)
 				}
 			}
-			return nil, nil, fmt.Errorf("record: the browser did not load %d of the page's objects (%s)", len(missing), strings.Join(missing[:min(5, len(missing))], ", "))
+			ids := map[string]bool{}
+			for _, o := range objs {
+				ids[o.ID] = true
+			}
+			for k := range objs {
+				o := &objs[k]
+				if o.Parent != "" && !ids[o.Parent] {
+					o.Parent = ""
+				}
+				var refs []page.Ref
+				for _, r := range o.Refs {
+					if ids[r.Object] {
+						refs = append(refs, r)
+					}
+				}
+				o.Refs = refs
+			}
+			pg.Objects = objs
+			for k := range pg.Objects {
+				if pg.Objects[k].File != "" {
+					if st, err := os.Stat(pg.FilePath(k)); err == nil {
+						pg.Objects[k].Size = page.FileObjectSize(pg, k, st.Size())
+					}
+				}
+			}
+			for i := range objOf {
+				objOf[i] = keep[objOf[i]]
+			}
+			pg.Source = strings.TrimSpace(pg.Source + "; not loaded by the browser and left out: " + strings.Join(dropped, ", "))
 		}
 		return pg, objOf, nil
 	}
