@@ -38,7 +38,9 @@ func (p *Page) objectByID(id string) int {
 }
 
 // FilePath is the absolute path of file-backed object i's file.
-func (p *Page) FilePath(i int) string { return filepath.Join(p.RootDir, filepath.FromSlash(p.Objects[i].File)) }
+func (p *Page) FilePath(i int) string {
+	return filepath.Join(p.RootDir, filepath.FromSlash(p.Objects[i].File))
+}
 
 // validateFiles checks file-backed objects: a root_dir, clean relative file names inside it that
 // exist, references inside the file in ascending order, and sizes that match the files.

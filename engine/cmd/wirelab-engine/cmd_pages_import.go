@@ -246,4 +246,3 @@ func serveLoopback(pg *page.Page, p browser.Protocol) (*server.Server, string, e
 	}
 	return srv, root, nil
 }
-
