@@ -32,8 +32,9 @@ import (
 //     dependency is the last activity of the document that had completed when the request was
 //     issued: Chromium's preload scanner issues requests from the bytes received, before the
 //     parser chunk that reaches their tags runs, so a request issued before the document's first
-//     parse chunk depends on the document's first chunk of bytes, and one issued during chunk k on
-//     chunk k−1. A graph never delays a request beyond the moment the browser issued it.
+//     parse chunk depends on the document's first chunk of bytes (on its whole download when it
+//     was issued after the document had arrived whole), and one issued during chunk k on chunk
+//     k−1. A graph never delays a request beyond the moment the browser issued it.
 //     Requests without a usable initiator depend on the root's first chunk.
 
 // RecordOptions say how a recorded load becomes a page.
@@ -228,8 +229,9 @@ func RecordPage(res *Result, opts RecordOptions) (*page.Page, error) {
 	}
 	// What discovered each download.
 	for i := 1; i < len(entries); i++ {
-		dep := b.discoveredBy(entries, parses, chunkIDs, evalID, download, byURL, i)
-		b.addDep(download[i], dep)
+		for _, dep := range b.discoveredBy(entries, parses, chunkIDs, evalID, download, byURL, i) {
+			b.addDep(download[i], dep)
+		}
 	}
 	pg.Activities = b.acts
 	if err := pg.Validate(); err != nil {
@@ -293,9 +295,9 @@ func (b *graphBuilder) parserAt(entries []Entry, parses map[int][]span, script i
 
 // discoveredBy is the dependency of download i on what discovered it (see the package comment).
 func (b *graphBuilder) discoveredBy(entries []Entry, parses map[int][]span, chunkIDs map[int][]string,
-	evalID map[int]string, download []string, byURL map[string]int, i int) page.Dep {
+	evalID map[int]string, download []string, byURL map[string]int, i int) []page.Dep {
 	e := entries[i]
-	rootFirst := page.Dep{On: download[0], When: page.WhenFirstChunk}
+	rootFirst := []page.Dep{{On: download[0], When: page.WhenFirstChunk}}
 	if e.Initiator == nil || e.Initiator.URL == "" {
 		return rootFirst
 	}
@@ -306,9 +308,9 @@ func (b *graphBuilder) discoveredBy(entries []Entry, parses map[int][]span, chun
 	switch entryType(entries[src]) {
 	case page.TypeCSS, page.TypeJS:
 		if id := evalID[src]; id != "" {
-			return page.Dep{On: id}
+			return []page.Dep{{On: id}}
 		}
-		return page.Dep{On: download[src]}
+		return []page.Dep{{On: download[src]}}
 	case page.TypeHTML:
 		chunks := parses[src]
 		last := -1
@@ -318,11 +320,15 @@ func (b *graphBuilder) discoveredBy(entries []Entry, parses map[int][]span, chun
 			}
 		}
 		if last >= 0 && last < len(chunkIDs[src]) {
-			return page.Dep{On: chunkIDs[src][last]}
+			return []page.Dep{{On: chunkIDs[src][last]}}
 		}
-		return page.Dep{On: download[src], When: page.WhenFirstChunk}
+		if e.StartMS >= entries[src].EndMS {
+			// Found by the preload scanner in the document's last bytes.
+			return []page.Dep{{On: download[src]}}
+		}
+		return []page.Dep{{On: download[src], When: page.WhenFirstChunk}}
 	}
-	return page.Dep{On: download[src]}
+	return []page.Dep{{On: download[src]}}
 }
 
 func stripFragment(u string) string {

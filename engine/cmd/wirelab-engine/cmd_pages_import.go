@@ -2,18 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/browser"
 	"github.com/wirelab/wirelab/engine/client"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/version"
+	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
 )
@@ -23,7 +27,8 @@ import (
 // on stderr.
 
 const pagesImportUsage = `usage: wirelab-engine pages record URL|DIR|NAME --out PAGE.json [--proto h2] [--seed 1] [--name N]
-                                   [--resolve NAME=IP,...] [--spki H,...] [--cert FILE] [--timeout 120s] [--har FILE]
+                                   [--resolve NAME=IP,...] [--spki H,...] [--cert FILE] [--base NAME]
+                                   [--net PROFILE] [--timeout 120s] [--har FILE]
        wirelab-engine pages import-har FILE.har [--out PAGE.json] [--name N]
        wirelab-engine pages mirror DIR [--out PAGE.json] [--name N]
 
@@ -31,7 +36,9 @@ record loads the page in Chromium with tracing and writes the page model with th
 dependency graph. A DIR (a saved site, see mirror) or a page NAME (corpus, synthetic:…, page file)
 is served by the built-in server on loopback for the recording and keeps its objects; a URL is a
 page served elsewhere in the lab (give --resolve and --spki/--cert as for browse), whose objects
-come from the load. import-har builds a page from a HAR file; mirror from a saved site directory
+come from the load (or from --base NAME, the page the URL serves). --net PROFILE records a NAME
+through an emulated path instead of loopback (root): the server in the server namespace, Chromium
+in the client namespace resolving through the run's DNS server. import-har builds a page from a HAR file; mirror from a saved site directory
 (files served as they are, references rewritten to the lab origins).`
 
 func init() {
@@ -126,6 +133,8 @@ func pagesRecord(args []string, stdout io.Writer) error {
 	certFile := fs.String("cert", "", "")
 	harOut := fs.String("har", "", "")
 	timeout := fs.Duration("timeout", browser.DefaultTimeout, "")
+	baseName := fs.String("base", "", "")
+	netProfile := fs.String("net", "", "")
 	pos, err := pagesFlagSet("record", fs, args)
 	if err != nil {
 		return helpIsSuccess(err)
@@ -145,10 +154,24 @@ func pagesRecord(args []string, stdout io.Writer) error {
 	cfg := browser.Config{Protocol: p, Timeout: *timeout, Trace: true}
 	arg := pos[0]
 	opts := browser.RecordOptions{Name: *name}
+	isURL := strings.HasPrefix(arg, "http://") || strings.HasPrefix(arg, "https://")
+	if *netProfile != "" {
+		if isURL {
+			return cli.Usagef("--net: records a page NAME or DIR through an emulated path; a URL is loaded where it is")
+		}
+		return recordThroughPath(arg, *netProfile, *seed, p, *name, *out, *harOut, *timeout, stdout)
+	}
 	var url string
-	if strings.HasPrefix(arg, "http://") || strings.HasPrefix(arg, "https://") {
+	if isURL {
 		if err := checkFetchURL(arg, false); err != nil {
 			return err
+		}
+		if *baseName != "" {
+			base, err := page.Load(*baseName, *seed)
+			if err != nil {
+				return usageIfField(err)
+			}
+			opts.Base = base
 		}
 		if *resolve != "" {
 			r, err := client.ParseStaticResolver(*resolve)
@@ -168,8 +191,13 @@ func pagesRecord(args []string, stdout io.Writer) error {
 			cfg.SPKIHashes = append(cfg.SPKIHashes, h...)
 		}
 		url = arg
-		opts.Source = "recorded with Chromium from " + arg
+		if opts.Base == nil {
+			opts.Source = "recorded with Chromium from " + arg
+		}
 	} else {
+		if *baseName != "" {
+			return cli.Usagef("--base: only with a URL (a NAME or DIR is its own base)")
+		}
 		var base *page.Page
 		if st, err := os.Stat(arg); err == nil && st.IsDir() {
 			m, err := page.Mirror(arg, *name)
@@ -215,8 +243,15 @@ func pagesRecord(args []string, stdout io.Writer) error {
 		return err
 	}
 	if opts.Base != nil {
+		where := "on loopback"
+		if isURL {
+			where = "from " + arg
+		}
+		if v := os.Getenv(recordWhereEnv); v != "" {
+			where = v
+		}
 		pg.Source = strings.TrimSpace(pg.Source + "; graph recorded with " + res.Version + " over " + string(p) +
-			" on loopback by wirelab-engine " + version.String() + " on " + time.Now().UTC().Format("2006-01-02"))
+			" " + where + " by wirelab-engine " + version.String() + " on " + time.Now().UTC().Format("2006-01-02"))
 	}
 	if err := writePageOut(pg, *out, stdout); err != nil {
 		return err
@@ -245,4 +280,69 @@ func serveLoopback(pg *page.Page, p browser.Protocol) (*server.Server, string, e
 		return nil, "", err
 	}
 	return srv, root, nil
+}
+
+// recordWhereEnv tells a recording run inside an emulated path where it ran (for the provenance).
+const recordWhereEnv = "WIRELAB_RECORD_WHERE"
+
+// recordThroughPath records page name through an emulated path: the built-in server in the
+// server namespace, `pages record URL --base NAME` in the client namespace.
+func recordThroughPath(name, netProfile string, seed int64, p browser.Protocol, pageName, out, harOut string, timeout time.Duration, stdout io.Writer) error {
+	if os.Geteuid() != 0 {
+		return errors.New("pages record --net: needs root (network namespaces and TUN devices)")
+	}
+	if st, err := os.Stat(name); err == nil && st.IsDir() {
+		return cli.Usagef("--net: record a mirrored DIR through a path by mirroring it first (pages mirror DIR --out PAGE.json) and recording PAGE.json")
+	}
+	if _, err := page.Load(name, seed); err != nil {
+		return usageIfField(err)
+	}
+	if _, err := profile.Parse(netProfile); err != nil {
+		return usageIfField(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	abs := name
+	if strings.ContainsAny(name, "/\\") || strings.HasSuffix(name, ".json") {
+		if abs, err = filepath.Abs(name); err != nil {
+			return err
+		}
+	}
+	lab, err := bench.StartLab(bench.LabConfig{Profile: netProfile, Page: abs, Seed: seed, Engine: self, Protocols: string(p),
+		Env: []string{recordWhereEnv + "=through an emulated path (" + netProfile + ")"}})
+	if err != nil {
+		return err
+	}
+	defer lab.Close()
+	tmp, err := os.MkdirTemp("", "wirelab-record-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	args := []string{"pages", "record", lab.RootURL(string(p)), "--base", abs, "--seed", fmt.Sprint(seed), "--proto", string(p),
+		"--spki", lab.SPKI, "--timeout", timeout.String(), "--out", filepath.Join(tmp, "page.json")}
+	if pageName != "" {
+		args = append(args, "--name", pageName)
+	}
+	if harOut != "" {
+		h, err := filepath.Abs(harOut)
+		if err != nil {
+			return err
+		}
+		args = append(args, "--har", h)
+	}
+	if _, err := lab.Run(args...); err != nil {
+		return fmt.Errorf("pages record --net: %w", err)
+	}
+	pg, err := page.ReadFile(filepath.Join(tmp, "page.json"))
+	if err != nil {
+		return err
+	}
+	if err := writePageOut(pg, out, stdout); err != nil {
+		return err
+	}
+	summarizePage("pages record", pg)
+	return nil
 }
