@@ -32,7 +32,7 @@ func TestFetchBadFlags(t *testing.T) {
 		{[]string{u, "--proto", "h4"}, "--proto h4: allowed: h1, h1s, h2, h2c, h3"},
 		{[]string{u, "--proto", "h2", "--mode", "eager"}, "--mode eager: allowed: flat, objects"},
 		{[]string{u, "--proto", "h2", "--mode", "replay"}, "--page: required with --mode replay"},
-		{[]string{u, "--proto", "h2", "--mode", "replay", "--page", "twitter", "--compute-scale", "-1"}, "--compute-scale"},
+		{[]string{u, "--proto", "h2", "--mode", "replay", "--page", "twitter", "--compute-scale", "-1"}, "-compute-scale: allowed: a number ≥ 0"},
 		{[]string{u, "--proto", "h2", "--mode", "replay", "--page", "nosuchpage"}, "--page nosuchpage"},
 		{[]string{u, "--proto", "h2", "--page", "twitter"}, "--page twitter: only with --mode replay"},
 		{[]string{u, "--proto", "h2", "--compute-scale", "2"}, "--compute-scale: only with --mode replay"},
