@@ -29,7 +29,7 @@ func runBenchVariability(args []string) error {
 	scale := fs.Float64("compute-scale", 1, "replay's computation scale")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (progress goes to stderr)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wirelab-engine bench variability [--runs 20] [--page twitter] [--net wang-epload] [--proto h2] [--compute-scale 1] [--json]\n\nLoads the page --runs times in Chromium and --runs times by replaying its dependency graph, alternating,\nthrough the emulated path, and prints the spread of the PLT between runs (median and 80th percentile of\n|PLT − median| / median) for each. Needs root and Chromium.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: wirelab-engine bench variability [--runs 20] [--page twitter] [--net wang-epload] [--proto h2] [--compute-scale 1] [--json]\n\nLoads the page --runs times by replaying its dependency graph, then --runs times in Chromium,\nthrough the emulated path, and prints the spread of the PLT between runs (median and 80th percentile of\n|PLT − median| / median) for each. Needs root and Chromium.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
