@@ -104,7 +104,6 @@ func RecordPage(res *Result, opts RecordOptions) (*page.Page, error) {
 	parses := map[int][]span{} // document entry → its parser chunks, in order
 	evals := map[int][]span{}  // css/js entry → its evaluations
 	var evalOrder []int
-	mainTid := 0
 	for _, ev := range res.Trace {
 		if ev.Ph != "X" {
 			continue
@@ -114,7 +113,6 @@ func RecordPage(res *Result, opts RecordOptions) (*page.Page, error) {
 			u, _, _ := parserChunkURL(ev.Args)
 			if i, ok := byURL[stripFragment(u)]; ok {
 				parses[i] = append(parses[i], span{at(ev.Ts), at(ev.Ts + ev.Dur)})
-				mainTid = ev.Tid
 			}
 		case "ParseAuthorStyleSheet":
 			if i, ok := byURL[stripFragment(traceDataURL(ev.Args, "styleSheetUrl"))]; ok {
@@ -132,7 +130,6 @@ func RecordPage(res *Result, opts RecordOptions) (*page.Page, error) {
 			}
 		}
 	}
-	_ = mainTid
 	for _, s := range parses {
 		sort.Slice(s, func(a, b int) bool { return s[a].start < s[b].start })
 	}

@@ -286,7 +286,7 @@ func TestReplayEqualsFlatDelayed(t *testing.T) {
 		target := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
 		proxied := delayTCPOn(t, "127.0.0.2:"+strconv.Itoa(port), target, 50*time.Millisecond)
 		plt := map[Mode][]float64{}
-		for rep := 0; rep < 3; rep++ {
+		for rep := 0; rep < 5; rep++ {
 			for _, mode := range []Mode{ModeFlat, ModeReplay} {
 				cfg := Config{Protocol: proto, Mode: mode, Resolver: StaticResolver{page.OriginHost(0): proxied.Addr()},
 					RootCAs: srv.Certs().CAPool(), Timeout: 30 * time.Second}
@@ -308,17 +308,18 @@ func TestReplayEqualsFlatDelayed(t *testing.T) {
 				plt[mode] = append(plt[mode], ms(res.PLT))
 			}
 		}
-		f, r := median(plt[ModeFlat]), median(plt[ModeReplay])
+		// The user-space proxy sleeps per chunk, so a loaded machine only ever adds time: compare
+		// the least disturbed loads (minimum of 5). Same round trips (≥ 200 ms): within 5 % + 5 ms.
+		f, r := minimum(plt[ModeFlat]), minimum(plt[ModeReplay])
 		t.Logf("%s: flat %v ms, replay %v ms", proto, plt[ModeFlat], plt[ModeReplay])
-		// Same round trips (≥ 200 ms); noise here is the machine's scheduling: 5 % + 5 ms.
 		if math.Abs(f-r) > 0.05*f+5 {
-			t.Errorf("%s: replay (scale 0) median %.1f ms vs flat %.1f ms", proto, r, f)
+			t.Errorf("%s: replay (scale 0) fastest %.1f ms vs flat %.1f ms", proto, r, f)
 		}
 	}
 }
 
-func median(v []float64) float64 {
+func minimum(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
-	return s[len(s)/2]
+	return s[0]
 }
