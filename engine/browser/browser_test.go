@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/page"
@@ -193,6 +195,7 @@ func TestRecordPageFromTrace(t *testing.T) {
 	if _, err := page.Parse(pg.JSON()); err != nil {
 		t.Fatal(err)
 	}
+	validateSchema(t, pg)
 }
 
 type initiatorArg struct{ typ, url string }
@@ -344,5 +347,54 @@ func TestResolvConfAndSPKI(t *testing.T) {
 	}
 	if _, err := SPKIHashesFromPEMFile(f); err == nil {
 		t.Error("no certificate accepted")
+	}
+}
+
+// validateSchema checks a page's JSON against the page JSON Schema (schemas/page.schema.json).
+func validateSchema(t *testing.T, pg *page.Page) {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(page.Schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("page.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("page.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(pg.JSON()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(inst); err != nil {
+		t.Errorf("page %s does not validate against the page schema: %v", pg.Name, err)
+	}
+}
+
+// TestPagesValidateAgainstSchema: recorded, imported and mirrored pages and the corpus pages with
+// their recorded graphs validate against the JSON Schema.
+func TestPagesValidateAgainstSchema(t *testing.T) {
+	imported, err := ImportHAR("testdata/twitter-chromium-h2.har", RecordOptions{Name: "twitter-har"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateSchema(t, imported)
+	m, err := page.Mirror("../page/testdata/mirror-site", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateSchema(t, m.Page)
+	for _, name := range page.CorpusNames() {
+		pg, err := page.Corpus(name, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !page.HasRecordedGraph(name) || !strings.Contains(pg.Source, "graph recorded with Chrome/") {
+			t.Errorf("%s: no recorded graph", name)
+		}
+		validateSchema(t, pg)
 	}
 }
