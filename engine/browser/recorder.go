@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -276,6 +277,7 @@ func (r *recorder) fill(res *Result, anyTarget bool) {
 		return (ts - t0) * 1000
 	}
 	conns := map[string]bool{}
+	tlsConns := map[string]bool{}
 	last := t0
 	for _, q := range reqs {
 		e := q.entry(t0)
@@ -302,7 +304,10 @@ func (r *recorder) fill(res *Result, anyTarget bool) {
 			conns[e.Connection] = true
 			res.Connections++
 		}
-		if e.Timings.SSL >= 0 {
+		if e.Connection != "" && e.Connection != "0" && strings.HasPrefix(e.URL, "https:") && !tlsConns[e.Connection] {
+			// Every TLS (or QUIC) connection of a fresh profile starts with a handshake; CDP does
+			// not say whether it resumed a session (see docs/browser.md).
+			tlsConns[e.Connection] = true
 			res.TLSHandshakes++
 		}
 		if e.Timings.DNS >= 0 {

@@ -56,7 +56,7 @@ type Result struct {
 	// among every request the page made until it had loaded and the network was idle.
 	PLT           time.Duration
 	Connections   int // distinct connection ids that carried a response
-	TLSHandshakes int // entries with a TLS handshake (sslStart ≥ 0)
+	TLSHandshakes int // TLS (h1s, h2) or QUIC (h3) connections that carried a response
 	Objects       int
 	BodyBytes     int64
 	DNSQueries    int // entries whose timing shows a DNS lookup

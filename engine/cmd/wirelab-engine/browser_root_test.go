@@ -7,7 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"testing"
 
 	"github.com/wirelab/wirelab/engine/bench"
@@ -133,6 +133,8 @@ func criticalPathJSON(t *testing.T) string {
 // TestReplayCriticalPathEmulated: at 100 ms RTT and no loss, the hand-made graph replays in the
 // predicted time (± 3 %): DNS, TCP, TLS and the root request (4 RTT), the script and the last
 // image (1 RTT each), and the computations on the critical path, 50 + 80 + 40 ms × compute scale.
+// A busy machine only adds time (go test runs two packages at once, and other packages' root tests
+// run real-time emulators too): the least disturbed of three loads is compared.
 func TestReplayCriticalPathEmulated(t *testing.T) {
 	requireRoot(t)
 	if testing.Short() {
@@ -143,23 +145,28 @@ func TestReplayCriticalPathEmulated(t *testing.T) {
 	const rtt = 100.0
 	for _, scale := range []float64{1, 2, 0} {
 		want := 6*rtt + (50+80+40)*scale
-		sum, out, err := lab.Fetch("h2", "--mode", "replay", "--page", file, "--compute-scale", fmt.Sprint(scale))
-		if err != nil {
-			t.Fatalf("scale %g: %v\n%s", scale, err, out)
+		var plts []float64
+		for range 3 {
+			sum, out, err := lab.Fetch("h2", "--mode", "replay", "--page", file, "--compute-scale", fmt.Sprint(scale))
+			if err != nil {
+				t.Fatalf("scale %g: %v\n%s", scale, err, out)
+			}
+			if sum["objects"] != 4.0 {
+				t.Errorf("scale %g: %v objects", scale, sum["objects"])
+			}
+			plts = append(plts, sum["plt_ms"].(float64))
 		}
-		got := sum["plt_ms"].(float64)
-		t.Logf("compute scale %g: plt %.1f ms, predicted %.0f ms", scale, got, want)
+		got := slices.Min(plts)
+		t.Logf("compute scale %g: plt %v ms, predicted %.0f ms", scale, plts, want)
 		if math.Abs(got-want) > 0.03*want {
-			t.Errorf("compute scale %g: plt %.1f ms, predicted %.0f ms ± 3 %%", scale, got, want)
-		}
-		if sum["objects"] != 4.0 {
-			t.Errorf("scale %g: %v objects", scale, sum["objects"])
+			t.Errorf("compute scale %g: plt %.1f ms (least of %v), predicted %.0f ms ± 3 %%", scale, got, plts, want)
 		}
 	}
 }
 
 // TestReplayEqualsFlatEmulated: a page without computation (a synthetic page) replayed with
-// compute_scale 0 loads in the time flat mode takes, within noise (medians within 3 %).
+// compute_scale 0 loads in the time flat mode takes, within noise: the least disturbed of five
+// loads each within 3 % (flat mode also parses the HTML, which a busy machine slows down).
 func TestReplayEqualsFlatEmulated(t *testing.T) {
 	requireRoot(t)
 	if testing.Short() {
@@ -168,7 +175,7 @@ func TestReplayEqualsFlatEmulated(t *testing.T) {
 	const pg = "synthetic:16x10kB"
 	lab := startLab(t, "rtt=40ms,bw=10mbit", pg)
 	plt := map[string][]float64{}
-	for range 3 {
+	for range 5 {
 		for _, mode := range []string{"flat", "replay"} {
 			extra := []string{"--mode", mode}
 			if mode == "replay" {
@@ -181,10 +188,9 @@ func TestReplayEqualsFlatEmulated(t *testing.T) {
 			plt[mode] = append(plt[mode], sum["plt_ms"].(float64))
 		}
 	}
-	med := func(v []float64) float64 { sort.Float64s(v); return v[len(v)/2] }
-	f, r := med(plt["flat"]), med(plt["replay"])
+	f, r := slices.Min(plt["flat"]), slices.Min(plt["replay"])
 	t.Logf("flat %v ms, replay %v ms", plt["flat"], plt["replay"])
 	if math.Abs(f-r) > 0.03*f {
-		t.Errorf("replay (scale 0) median %.1f ms vs flat %.1f ms: more than 3 %% apart", r, f)
+		t.Errorf("replay (scale 0) %.1f ms vs flat %.1f ms (least of five each): more than 3 %% apart", r, f)
 	}
 }
