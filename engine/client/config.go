@@ -2,10 +2,14 @@ package client
 
 import (
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/page"
 )
 
 // Protocol is the wire protocol a load uses for every origin.
@@ -67,24 +71,20 @@ func (p Protocol) wireName() string {
 // Mode decides which requests a load issues and when.
 type Mode string
 
-// Load modes. ModeReplay (dependency-graph replay) is reserved: it is a value of the trial contract
-// but the loader does not implement it yet, and New rejects it. It will be another planner (see
-// planner.go) driven by the page's dependency graph.
+// Load modes, each a planner (planner.go).
 const (
 	ModeFlat    Mode = "flat"    // root document, then every sub-resource it references once it has arrived
 	ModeObjects Mode = "objects" // every URL of an explicit list at once, no parsing
-	ModeReplay  Mode = "replay"  // reserved: dependency-graph replay (not implemented)
+	ModeReplay  Mode = "replay"  // follow Config.Page's dependency graph, computations as waits (Epload)
 )
 
-// ParseMode validates a mode name (only the implemented ones).
+// ParseMode validates a mode name.
 func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {
-	case ModeFlat, ModeObjects:
+	case ModeFlat, ModeObjects, ModeReplay:
 		return Mode(s), nil
-	case ModeReplay:
-		return "", fmt.Errorf("%s: not implemented yet (dependency-graph replay); allowed: flat, objects", s)
 	}
-	return "", fmt.Errorf("%s: allowed: flat, objects", s)
+	return "", fmt.Errorf("%s: allowed: flat, objects, replay", s)
 }
 
 // Defaults of Config. Window sizes follow Chromium, the browser the studies used.
@@ -135,6 +135,12 @@ type Config struct {
 	KeyLogWriter io.Writer
 	// UserAgent sent with every request (default "wirelab-engine").
 	UserAgent string
+	// Page is the page model a replay follows (ModeReplay; required there, ignored otherwise).
+	// A page without activities is replayed with its structural graph (page.BuildGraph).
+	Page *page.Page
+	// ComputeScale multiplies every computation's recorded duration in replay (≥ 0; the zero
+	// value means 0: no computation). The trial's client.compute_scale (default 1.0) sets it.
+	ComputeScale float64
 }
 
 // withDefaults returns c with zero fields replaced by their defaults, or an error naming the
@@ -151,6 +157,14 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if _, err := ParseMode(string(c.Mode)); err != nil {
 		return c, fmt.Errorf("client.mode: %w", err)
+	}
+	if c.Mode == ModeReplay {
+		if c.Page == nil {
+			return c, errors.New("client.page: mode replay needs the page model")
+		}
+		if math.IsNaN(c.ComputeScale) || math.IsInf(c.ComputeScale, 0) || c.ComputeScale < 0 {
+			return c, fmt.Errorf("client.compute_scale: %v: must be a number ≥ 0", c.ComputeScale)
+		}
 	}
 	if c.MaxConnectionsPerOrigin == 0 {
 		c.MaxConnectionsPerOrigin = DefaultMaxConnectionsPerOrigin

@@ -13,7 +13,7 @@ import (
 const HARPageID = "page_1"
 
 // HAR converts the load into a HAR 1.2 log (write it with har.Write). One page, one entry per
-// request in issue order, with wirelab's _connection, _protocol and _stream_id (0 for HTTP/1.1).
+// request in issue order, with wirelab's _connection, _protocol and _stream_id (absent for HTTP/1.1).
 // The page's onLoad is the PLT (the loader has no DOM: onContentLoad is -1). Request headers are
 // those the loader sends; response headers are not kept (empty, as HAR allows); a failed
 // request's error is its entry's comment.
@@ -89,7 +89,7 @@ func harEntry(e Entry, serverIP, userAgent string) har.Entry {
 		he.ConnectionID = strconv.Itoa(e.Connection)
 	}
 	if e.StreamID >= 0 {
-		he.StreamID = uint64(e.StreamID)
+		he.StreamID = har.Stream(uint64(e.StreamID))
 	}
 	return he
 }

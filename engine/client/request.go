@@ -48,6 +48,11 @@ type request struct {
 	keep          bool
 	retries       int
 	err           error
+
+	// onFirstChunk, when set, is called (from the pool's goroutine) when the first body bytes
+	// arrive: replay's partial dependencies. It hands the request to the load loop.
+	onFirstChunk func(*request)
+	chunkSent    bool
 }
 
 // newRequest makes the request for pr. With an error (an unusable URL) the request is still
@@ -92,6 +97,10 @@ func (r *request) gotHeaders(status int, contentType string, contentLength int64
 
 // gotBody counts (and keeps, if asked) a chunk of response body.
 func (r *request) gotBody(p []byte) {
+	if len(p) > 0 && r.onFirstChunk != nil && !r.chunkSent {
+		r.chunkSent = true
+		r.onFirstChunk(r)
+	}
 	r.bodyBytes += int64(len(p))
 	if r.keep && len(r.body) < maxParseBytes {
 		r.body = append(r.body, p[:min(len(p), maxParseBytes-len(r.body))]...)

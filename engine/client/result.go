@@ -112,7 +112,9 @@ type Result struct {
 	// The numbers above are then partial.
 	Err     error
 	Entries []Entry // in the order the requests were issued
-	Conns   []Conn  // in the order they were opened
+	// ComputeScale is the replay's computation scale (nil outside replay mode).
+	ComputeScale *float64
+	Conns        []Conn // in the order they were opened
 
 	userAgent string // sent with every request (for the HAR)
 }
@@ -132,6 +134,7 @@ type Summary struct {
 	Phases        Phases    `json:"phases_ms"`
 	DNSQueries    int       `json:"dns_queries"`
 	Retries       int       `json:"retries"`
+	ComputeScale  *float64  `json:"compute_scale,omitempty"` // replay mode only
 	Error         *string   `json:"error"`
 }
 
@@ -141,7 +144,7 @@ func (r *Result) Summary() Summary {
 		URL: r.URL, Protocol: r.Protocol, Mode: r.Mode, StartedAt: r.StartedAt.UTC(),
 		PLTms: ms(r.PLT), Connections: r.Connections, TLSHandshakes: r.TLSHandshakes,
 		TLSResumed: r.TLSResumed, Objects: r.Objects, BodyBytes: r.BodyBytes, Phases: r.Phases,
-		DNSQueries: r.DNSQueries, Retries: r.Retries,
+		DNSQueries: r.DNSQueries, Retries: r.Retries, ComputeScale: r.ComputeScale,
 	}
 	if r.Err != nil {
 		msg := r.Err.Error()

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -22,6 +23,7 @@ import (
 	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/version"
+	"github.com/wirelab/wirelab/engine/page"
 )
 
 const fetchUsage = `usage: wirelab-engine fetch URL --proto P [flags]
@@ -32,6 +34,10 @@ nothing (connection, TLS session, name) is carried from one load to the next.
   URL                      the page (flat mode) or the base of relative --urls entries (objects mode)
   --proto P                h1 | h1s | h2 | h2c | h3 (required); http URLs for h1/h2c, https otherwise
   --mode M                 flat (root, then everything it references; default) | objects (--urls, all at once)
+                           | replay (follow --page's dependency graph; computations are waits)
+  --page NAME|FILE         replay: the page model (corpus name, synthetic name or page JSON file)
+  --seed N                 replay: seed of a corpus or synthetic page's sizes (default 1)
+  --compute-scale X        replay: multiply recorded computation times by X ≥ 0 (default 1)
   --urls FILE              objects mode: one URL per line ('-' = stdin; blank lines and # comments skipped)
   --max-conns N            HTTP/1.x connections per origin, 1–64 (default 6)
   --dns IP[:PORT]          resolve names with this DNS server over UDP (port 53 by default)
@@ -163,6 +169,18 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 	harFile := fs.String("har", "", "")
 	keylog := fs.String("keylog", "", "")
 	anyTarget := fs.Bool("allow-any-target", false, "")
+	pageName := fs.String("page", "", "")
+	seed := fs.Int64("seed", 1, "")
+	computeScale := 1.0
+	computeSet := false
+	fs.Func("compute-scale", "", func(v string) error {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			return errors.New("allowed: a number ≥ 0 such as 0, 0.5, 1 or 2")
+		}
+		computeScale, computeSet = x, true
+		return nil
+	})
 
 	var positional []string
 	for rest := args; ; {
@@ -198,6 +216,20 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 		return nil, cli.Usagef("--mode %v", err)
 	}
 	cfg.Mode = m
+	switch {
+	case m == client.ModeReplay && *pageName == "":
+		return nil, cli.Usagef("--page: required with --mode replay (the page model whose graph is replayed)")
+	case m != client.ModeReplay && *pageName != "":
+		return nil, cli.Usagef("--page %s: only with --mode replay", *pageName)
+	case m != client.ModeReplay && computeSet:
+		return nil, cli.Usagef("--compute-scale: only with --mode replay")
+	case m == client.ModeReplay:
+		pg, err := page.Load(*pageName, *seed)
+		if err != nil {
+			return nil, cli.Usagef("--page %s: %v", *pageName, err)
+		}
+		cfg.Page, cfg.ComputeScale = pg, computeScale
+	}
 	cfg.MaxConnectionsPerOrigin = maxConns
 	cfg.Timeout = timeout
 	cfg.AllowAnyTarget = *anyTarget

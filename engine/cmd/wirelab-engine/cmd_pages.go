@@ -15,7 +15,7 @@ import (
 
 func init() {
 	register("pages", command{
-		Summary: "list, show, validate pages; print the page JSON Schema (pages ls|show|urls|schema|validate)",
+		Summary: "list, show, validate, record, import pages (pages ls|show|urls|schema|validate|record|import-har|mirror)",
 		Run:     runPages,
 	})
 }
@@ -26,11 +26,16 @@ const pagesUsage = `usage: wirelab-engine pages ls [--seed N]
        wirelab-engine pages schema
        wirelab-engine pages validate FILE
 NAME is a corpus page (twitter, youtube, imgur, nytimes, flags, neoload50, unh100), a synthetic
-page (synthetic:64x10kB) or a page JSON file. Output is JSON on stdout.`
+page (synthetic:64x10kB) or a page JSON file. Output is JSON on stdout.
+
+` + pagesImportUsage
+
+// pagesExtra are the subcommands that bring pages in (cmd_pages_import.go).
+var pagesExtra = map[string]func(args []string, stdout io.Writer) error{}
 
 func runPages(args []string) error {
 	if len(args) == 0 {
-		return cli.Usagef("pages: missing subcommand; want ls, show, urls, schema or validate (pages --help)")
+		return cli.Usagef("pages: missing subcommand; want ls, show, urls, schema, validate, record, import-har or mirror (pages --help)")
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
@@ -55,7 +60,10 @@ func runPages(args []string) error {
 		fmt.Println(pagesUsage)
 		return nil
 	}
-	return cli.Usagef("pages: unknown subcommand %q; want ls, show, urls, schema or validate", sub)
+	if f, ok := pagesExtra[sub]; ok {
+		return f(rest, os.Stdout)
+	}
+	return cli.Usagef("pages: unknown subcommand %q; want ls, show, urls, schema, validate, record, import-har or mirror", sub)
 }
 
 // pagesFlagSet parses flags after (or before) positional arguments and maps errors to usage errors.
