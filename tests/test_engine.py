@@ -206,3 +206,26 @@ def test_real_engine_pages_contract():
     assert len(page["objects"]) == 7 and sum(o["size"] for o in page["objects"]) == 7 * 46_400
     with pytest.raises(UsageError):
         engine.pages_show("no-such-page")
+
+
+def test_real_engine_pages_bring_in(tmp_path):
+    """``wirelab pages mirror`` / ``import-har`` through the real engine: valid pages written."""
+    path = os.environ.get("WIRELAB_E2E_ENGINE")
+    if not path or not Path(path).is_file():
+        pytest.skip("$WIRELAB_ENGINE does not name a built engine (make test sets it)")
+    engine = SubprocessEngine(path)
+    root = Path(__file__).resolve().parent.parent
+    site = root / "engine" / "page" / "testdata" / "mirror-site"
+    out = tmp_path / "mirror.json"
+    report = engine.pages_bring_in("mirror", [str(site), "--out", str(out)])
+    page = json.loads(out.read_text())
+    assert "9 objects" in report and page["root_dir"] == str(site)
+    assert {o["file"] for o in page["objects"]} >= {"index.html", "static/css/site.css", "img/photo.jpg"}
+    har = root / "engine" / "browser" / "testdata" / "twitter-chromium-h2.har"
+    out = tmp_path / "imported.json"
+    engine.pages_bring_in("import-har", [str(har), "--out", str(out), "--name", "tw"])
+    page = json.loads(out.read_text())
+    assert page["name"] == "tw" and sum(o["size"] for o in page["objects"]) == 7 * 46_400
+    assert {a["kind"] for a in page["activities"]} == {"download", "parse", "evaluate"}
+    with pytest.raises(UsageError):
+        engine.pages_bring_in("import-har", [str(tmp_path / "missing.har"), "--out", str(out)])

@@ -374,6 +374,59 @@ def pages_ls(
     out.print(table)
 
 
+def _bring_in(engine: Path | None, sub: str, args: list[str], out_path: Path) -> None:
+    report = _engine(engine).pages_bring_in(sub, [*args, "--out", str(out_path)])
+    for line in report.splitlines():
+        out.print(line.removeprefix("wirelab-engine: "), highlight=False)
+    out.print(f"wrote {out_path}")
+
+
+@pages_app.command("record")
+def pages_record(
+    target: str = typer.Argument(..., help="URL of a lab page, a saved site DIR, or a page NAME/FILE."),
+    out_path: Path = typer.Option(..., "--out", help="Write the page JSON (with its recorded graph) here."),
+    proto: str = typer.Option("h2", "--proto", help="Protocol of the recording load: h1, h1s, h2 or h3."),
+    seed: int = typer.Option(1, "--seed", help="Seed of a corpus or synthetic page."),
+    name: str | None = typer.Option(None, "--name", help="Name of the page (default: from the target)."),
+    resolve: str | None = typer.Option(None, "--resolve", help="URL targets: NAME=IP,… for Chromium."),
+    spki: str | None = typer.Option(None, "--spki", help="URL targets: accepted certificate SPKI hashes."),
+    cert: Path | None = typer.Option(None, "--cert", help="URL targets: accept these PEM certificates."),
+    har: Path | None = typer.Option(None, "--har", help="Also write the recording load's HAR here."),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Record a page's dependency graph with Chromium (devtools.timeline trace) into a page JSON."""
+    args = [target, "--proto", proto, "--seed", str(seed)]
+    options = (("--name", name), ("--resolve", resolve), ("--spki", spki), ("--cert", cert), ("--har", har))
+    for flag, value in options:
+        if value is not None:
+            args += [flag, str(value)]
+    _bring_in(engine, "record", args, out_path)
+
+
+@pages_app.command("import-har")
+def pages_import_har(
+    har_file: Path = typer.Argument(..., help="A HAR file saved by a browser's developer tools."),
+    out_path: Path = typer.Option(..., "--out", help="Write the page JSON here."),
+    name: str | None = typer.Option(None, "--name", help="Name of the page."),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Build a page model (objects, sizes, origins, initiator graph) from a HAR file."""
+    args = [str(har_file)] + (["--name", name] if name else [])
+    _bring_in(engine, "import-har", args, out_path)
+
+
+@pages_app.command("mirror")
+def pages_mirror(
+    directory: Path = typer.Argument(..., help="A saved site directory (HTML, CSS, JS, images)."),
+    out_path: Path = typer.Option(..., "--out", help="Write the page JSON here."),
+    name: str | None = typer.Option(None, "--name", help="Name of the page (default: the directory's)."),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Make a page model whose objects are a saved site's files, served as they are."""
+    args = [str(directory)] + (["--name", name] if name else [])
+    _bring_in(engine, "mirror", args, out_path)
+
+
 @pages_app.command("show")
 def pages_show(
     name: str = typer.Argument(..., help="Page name, synthetic:COUNTxSIZE or a page JSON file."),

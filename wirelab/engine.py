@@ -129,6 +129,12 @@ class Engine(ABC):
     def gc(self) -> str:
         """``wirelab-engine gc``: remove what SIGKILLed runs left behind; returns its report."""
 
+    def pages_bring_in(self, sub: str, args: Sequence[str]) -> str:
+        """``wirelab-engine pages record|import-har|mirror ARGS…`` (writing the page with ``--out``).
+
+        Returns what the engine reported on stderr (warnings and a one-line summary)."""
+        raise EngineNotFoundError(f"{self.name} cannot run `pages {sub}`")
+
     @abstractmethod
     def shell_argv(self, args: Sequence[str]) -> list[str]:
         """The argv that runs ``wirelab-engine shell ARGS…`` (the CLI replaces itself with it)."""
@@ -355,6 +361,14 @@ class SubprocessEngine(Engine):
         if not isinstance(page, dict):
             raise EngineError("wirelab-engine pages show: expected an object")
         return page
+
+    def pages_bring_in(self, sub: str, args: Sequence[str]) -> str:
+        if sub not in ("record", "import-har", "mirror"):
+            raise UsageError(f"pages {sub}: want record, import-har or mirror")
+        self.require("pages")
+        # Recording starts Chromium and loads the page; the others only read files.
+        done = self._run(["pages", sub, *args], timeout=600 if sub == "record" else 120)
+        return done.stderr.strip()
 
     def gc(self) -> str:
         self.require("gc")

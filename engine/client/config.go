@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -77,24 +78,20 @@ func (p Protocol) wireName() string {
 // Mode decides which requests a load issues and when.
 type Mode string
 
-// Load modes. ModeReplay (dependency-graph replay) is reserved: it is a value of the trial contract
-// but the loader does not implement it yet, and New rejects it. It will be another planner (see
-// planner.go) driven by the page's dependency graph.
+// Load modes, each a planner (planner.go).
 const (
 	ModeFlat    Mode = "flat"    // root document, then every sub-resource it references once it has arrived
 	ModeObjects Mode = "objects" // every URL of an explicit list at once, no parsing
-	ModeReplay  Mode = "replay"  // reserved: dependency-graph replay (not implemented)
+	ModeReplay  Mode = "replay"  // follow Config.Page's dependency graph, computations as waits (Epload)
 )
 
-// ParseMode validates a mode name (only the implemented ones).
+// ParseMode validates a mode name.
 func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {
-	case ModeFlat, ModeObjects:
+	case ModeFlat, ModeObjects, ModeReplay:
 		return Mode(s), nil
-	case ModeReplay:
-		return "", fmt.Errorf("%s: not implemented yet (dependency-graph replay); allowed: flat, objects", s)
 	}
-	return "", fmt.Errorf("%s: allowed: flat, objects", s)
+	return "", fmt.Errorf("%s: allowed: flat, objects, replay", s)
 }
 
 // Defaults of Config. Window sizes follow Chromium, the browser the studies used.
@@ -150,11 +147,16 @@ type Config struct {
 	// PRIORITY_UPDATE frames for pushed streams) and as the SYN_STREAM priority (spdy3). See
 	// priority.go.
 	Priority PriorityPolicy
-	// Page is the page being loaded, if known: PriorityChrome takes object types from it (else
-	// from where a reference was found, or the URL's extension), PriorityDependency needs it for
-	// object depths (page.Depths). Objects are matched by path (/L/<token><path>), so its seed
-	// and sharding do not matter. nil: unknown.
+	// Page is the page being loaded. A replay follows it (ModeReplay; required there; a page
+	// without activities is replayed with its structural graph, page.BuildGraph).
+	// PriorityChrome takes object types from it (else from where a reference was found, or the
+	// URL's extension) and PriorityDependency needs it for object depths (page.Depths); they
+	// match objects by path (/L/<token><path>), so its seed and sharding do not matter for them.
+	// nil: unknown.
 	Page *page.Page
+	// ComputeScale multiplies every computation's recorded duration in replay (≥ 0; the zero
+	// value means 0: no computation). The trial's client.compute_scale (default 1.0) sets it.
+	ComputeScale float64
 	// AcceptPush accepts server pushes (h2, h2c: SETTINGS_ENABLE_PUSH 1; spdy3: pushed streams
 	// are kept, not reset). Default false: h2 announces SETTINGS_ENABLE_PUSH 0 and spdy3 refuses
 	// pushed streams. A request for a pushed URL uses the pushed response (waiting for it if it
@@ -176,6 +178,14 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if _, err := ParseMode(string(c.Mode)); err != nil {
 		return c, fmt.Errorf("client.mode: %w", err)
+	}
+	if c.Mode == ModeReplay {
+		if c.Page == nil {
+			return c, errors.New("client.page: mode replay needs the page model")
+		}
+		if math.IsNaN(c.ComputeScale) || math.IsInf(c.ComputeScale, 0) || c.ComputeScale < 0 {
+			return c, fmt.Errorf("client.compute_scale: %v: must be a number ≥ 0", c.ComputeScale)
+		}
 	}
 	if c.MaxConnectionsPerOrigin == 0 {
 		c.MaxConnectionsPerOrigin = DefaultMaxConnectionsPerOrigin

@@ -13,7 +13,7 @@ import (
 const HARPageID = "page_1"
 
 // HAR converts the load into a HAR 1.2 log (write it with har.Write). One page, one entry per
-// request in issue order, with wirelab's _connection, _protocol and _stream_id (0 for HTTP/1.1),
+// request in issue order, with wirelab's _connection, _protocol and _stream_id (absent for HTTP/1.1),
 // _was_pushed (1, as Chrome writes it) for responses that came by server push and _priority for
 // requests that signalled one.
 // The page's onLoad is the PLT (the loader has no DOM: onContentLoad is -1). Request headers are
@@ -91,11 +91,11 @@ func harEntry(e Entry, serverIP, userAgent string) har.Entry {
 		he.ConnectionID = strconv.Itoa(e.Connection)
 	}
 	if e.StreamID >= 0 {
-		he.StreamID = uint64(e.StreamID)
+		he.StreamID = har.Stream(uint64(e.StreamID))
 	}
 	if e.Pushed {
 		he.WasPushed = 1 // as Chrome marks pushed responses
 	}
-	he.Priority = e.Priority
+	he.PrioritySignal = e.Priority
 	return he
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Loader loads pages. It holds only configuration: every Load starts from fresh state (new
@@ -25,8 +26,8 @@ func New(cfg Config) (*Loader, error) {
 // Config returns the resolved configuration.
 func (l *Loader) Config() Config { return l.cfg }
 
-// Load loads one page and returns its measurements. In flat mode root is the page's document and
-// objects must be empty; in objects mode objects lists the URLs to fetch (relative ones resolved
+// Load loads one page and returns its measurements. In flat and replay mode root is the page's
+// document and objects must be empty (replay requests Config.Page's objects below root's token); in objects mode objects lists the URLs to fetch (relative ones resolved
 // against root) and root itself is fetched only if listed. The error is for input that prevents
 // the load from starting (a bad URL, a refused target); failures during the load are in
 // Result.Err, with the partial measurements.
@@ -41,10 +42,16 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 
 	res := &Result{URL: root, Protocol: l.cfg.Protocol, Mode: l.cfg.Mode, StartedAt: s.wall0, userAgent: l.cfg.UserAgent,
 		priority: l.cfg.Priority}
+	if rp, ok := p.(*replayPlanner); ok {
+		rp.now = s.now
+		res.ComputeScale = &l.cfg.ComputeScale
+	}
 	pools := map[origin]originPool{}
 	seen := map[string]bool{}
 	var all []*request
 	done := make(chan *request)
+	chunks := make(chan *request)
+	wantChunks := p.wantsChunks()
 	inflight := 0
 	issue := func(planned []plannedRequest) {
 		for _, pr := range planned {
@@ -55,6 +62,9 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 			seen[key] = true
 			r, err := newRequest(pr)
 			r.issued = s.now()
+			if wantChunks {
+				r.onFirstChunk = func(r *request) { chunks <- r }
+			}
 			all = append(all, r)
 			inflight++
 			if err == nil {
@@ -83,7 +93,20 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 	issue(p.start())
 	aborted := false
 	expired := ctx.Done()
-	for inflight > 0 {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		var timerC <-chan time.Time
+		if !aborted {
+			if at, ok := p.nextDeadline(); ok {
+				timer.Reset(max(at-s.now(), 0))
+				timerC = timer.C
+			}
+		}
+		if inflight == 0 && timerC == nil {
+			break
+		}
 		select {
 		case r := <-done:
 			inflight--
@@ -93,12 +116,19 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 			if !aborted {
 				issue(p.completed(r))
 			}
+		case r := <-chunks:
+			if !aborted {
+				issue(p.firstChunk(r))
+			}
+		case <-timerC:
+			issue(p.timer(s.now()))
 		case <-expired:
 			aborted, expired = true, nil
 			res.Err = loadAbortError(ctx, l.cfg)
 			s.abort() // in-flight requests now fail fast; drain them
 		}
 	}
+	timer.Stop()
 	res.Conns = s.snapshot()
 	s.abort()
 	for _, pool := range pools {
@@ -106,6 +136,13 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 	}
 	res.Pushes = s.pushes.stats()
 	l.summarise(res, s, all)
+	if rp, ok := p.(*replayPlanner); ok && len(all) > 0 {
+		// Replay: the load ends when the last activity has finished, a trailing computation
+		// included (with compute_scale 0 that is the last response's end).
+		if end, complete := rp.end(); complete {
+			res.PLT = max(res.PLT, end-all[0].issued)
+		}
+	}
 	return res, nil
 }
 
@@ -132,6 +169,12 @@ func (l *Loader) plan(root string, objects []string) (planner, error) {
 		}
 		base.Fragment, base.RawFragment = "", ""
 		return flatPlanner{root: base}, nil
+	case ModeReplay:
+		if len(objects) > 0 {
+			return nil, errors.New("objects: a list of objects is for mode objects; replay follows the page's dependency graph")
+		}
+		base.Fragment, base.RawFragment = "", ""
+		return newReplayPlanner(l.cfg.Page, base, l.cfg.ComputeScale, nil)
 	case ModeObjects:
 		if len(objects) == 0 {
 			return nil, errors.New("objects: mode objects needs a list of object URLs")

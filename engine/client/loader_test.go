@@ -449,8 +449,8 @@ func TestModeInputs(t *testing.T) {
 	if _, err := l.Load(context.Background(), "http://s1.wirelab.test/", nil); err == nil {
 		t.Error("objects mode accepted no objects")
 	}
-	if _, err := New(Config{Protocol: H1, Mode: ModeReplay}); err == nil || !strings.Contains(err.Error(), "not implemented") {
-		t.Errorf("replay mode: %v", err)
+	if _, err := New(Config{Protocol: H1, Mode: ModeReplay}); err == nil || !strings.Contains(err.Error(), "client.page") {
+		t.Errorf("replay mode without a page: %v", err)
 	}
 }
 

@@ -121,7 +121,12 @@ func (d *delayLine) push(oneWay time.Duration, b []byte) {
 // delayTCP accepts connections on 127.0.0.1 and relays them to target with oneWay delay per
 // direction.
 func delayTCP(t *testing.T, target netip.AddrPort, oneWay time.Duration) netip.AddrPort {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	return delayTCPOn(t, "127.0.0.1:0", target, oneWay)
+}
+
+// delayTCPOn is delayTCP listening on listen (host:port).
+func delayTCPOn(t *testing.T, listen string, target netip.AddrPort, oneWay time.Duration) netip.AddrPort {
+	ln, err := net.Listen("tcp4", listen)
 	if err != nil {
 		t.Fatal(err)
 	}

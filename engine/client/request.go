@@ -56,6 +56,11 @@ type request struct {
 	prio   priority.Priority // its priority under the load's policy
 	signal bool              // the policy signals prio (false: PriorityNone)
 	pushed bool              // the response came by server push: no request was sent
+
+	// onFirstChunk, when set, is called (from the pool's goroutine) when the first body bytes
+	// arrive: replay's partial dependencies. It hands the request to the load loop.
+	onFirstChunk func(*request)
+	chunkSent    bool
 }
 
 // newRequest makes the request for pr. With an error (an unusable URL) the request is still
@@ -100,6 +105,10 @@ func (r *request) gotHeaders(status int, contentType string, contentLength int64
 
 // gotBody counts (and keeps, if asked) a chunk of response body.
 func (r *request) gotBody(p []byte) {
+	if len(p) > 0 && r.onFirstChunk != nil && !r.chunkSent {
+		r.chunkSent = true
+		r.onFirstChunk(r)
+	}
 	r.bodyBytes += int64(len(p))
 	if r.keep && len(r.body) < maxParseBytes {
 		r.body = append(r.body, p[:min(len(p), maxParseBytes-len(r.body))]...)

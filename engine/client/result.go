@@ -123,7 +123,9 @@ type Result struct {
 	// The numbers above are then partial.
 	Err     error
 	Entries []Entry // in the order the requests were issued
-	Conns   []Conn  // in the order they were opened
+	// ComputeScale is the replay's computation scale (nil outside replay mode).
+	ComputeScale *float64
+	Conns        []Conn // in the order they were opened
 
 	userAgent string         // sent with every request (for the HAR)
 	priority  PriorityPolicy // the load's prioritisation policy
@@ -144,10 +146,11 @@ type Summary struct {
 	Phases        Phases    `json:"phases_ms"`
 	DNSQueries    int       `json:"dns_queries"`
 	Retries       int       `json:"retries"`
-	PushedBytes   int64     `json:"pushed_bytes"`  // body bytes received by server push
-	PushesUsed    int       `json:"pushes_used"`   // pushes a request adopted
-	PushesUnused  int       `json:"pushes_unused"` // pushes no request adopted (refused ones included)
-	Priority      string    `json:"priority"`      // the prioritisation policy
+	PushedBytes   int64     `json:"pushed_bytes"`            // body bytes received by server push
+	PushesUsed    int       `json:"pushes_used"`             // pushes a request adopted
+	PushesUnused  int       `json:"pushes_unused"`           // pushes no request adopted (refused ones included)
+	Priority      string    `json:"priority"`                // the prioritisation policy
+	ComputeScale  *float64  `json:"compute_scale,omitempty"` // replay mode only
 	Error         *string   `json:"error"`
 }
 
@@ -159,6 +162,7 @@ func (r *Result) Summary() Summary {
 		TLSResumed: r.TLSResumed, Objects: r.Objects, BodyBytes: r.BodyBytes, Phases: r.Phases,
 		DNSQueries: r.DNSQueries, Retries: r.Retries, PushedBytes: r.Pushes.Bytes,
 		PushesUsed: r.Pushes.Used, PushesUnused: r.Pushes.Unused, Priority: string(r.priority),
+		ComputeScale: r.ComputeScale,
 	}
 	if r.Err != nil {
 		msg := r.Err.Error()

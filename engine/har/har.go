@@ -1,6 +1,6 @@
 // Package har holds HAR 1.2 types (http://www.softwareishard.com/blog/har-12-spec/) and a writer,
 // with wirelab's extensions on entries: _connection (connection id), _protocol (HTTP/1.1, h2, h3)
-// and _stream_id. Loaders fill Entries from their timings; Write emits the file.
+// and _stream_id, and Chrome's _initiator, _priority, _resourceType and _transferSize. Loaders fill Entries from their timings; Write emits the file.
 package har
 
 import (
@@ -69,16 +69,32 @@ type Entry struct {
 	Comment    string `json:"comment,omitempty"`
 
 	// wirelab extensions
-	ConnectionID string `json:"_connection"` // the connection id (same as Connection)
-	Protocol     string `json:"_protocol"`   // "HTTP/1.1", "h2", "h3" or "spdy/3.1"
-	StreamID     uint64 `json:"_stream_id"`  // h2/h3/spdy stream id; 0 for HTTP/1.1
+	ConnectionID string  `json:"_connection"`          // the connection id (same as Connection)
+	Protocol     string  `json:"_protocol"`            // "HTTP/1.1", "h2", "h3" or "spdy/3.1"
+	StreamID     *uint64 `json:"_stream_id,omitempty"` // h2/h3/spdy stream id; absent for HTTP/1.1 and when unknown (Chromium)
 	// WasPushed is 1 for a response the server pushed (no request was sent), as Chrome's HAR
 	// export writes it; absent otherwise.
 	WasPushed int `json:"_was_pushed,omitempty"`
-	// Priority is the priority the request signalled (RFC 9218 field value such as "u=1"; for
-	// SPDY its 0–7 priority written the same way); absent when none.
-	Priority string `json:"_priority,omitempty"`
+	// PrioritySignal is the priority the engine's loader signalled for the request: RFC 9218's
+	// field value such as "u=1" (for SPDY its 0–7 priority written the same way); absent when none.
+	PrioritySignal string `json:"_priority_signal,omitempty"`
+
+	// Chrome's extensions (DevTools' HAR export), set by the browser loader.
+	Initiator    *Initiator `json:"_initiator,omitempty"`    // what caused the request
+	Priority     string     `json:"_priority,omitempty"`     // Chromium's final priority: VeryHigh, High, Medium, Low, VeryLow
+	ResourceType string     `json:"_resourceType,omitempty"` // document, stylesheet, script, image, font, fetch, …
+	TransferSize *int64     `json:"_transferSize,omitempty"` // bytes received for the entry: headers, framing and body
 }
+
+// Initiator is Chrome's _initiator: what caused a request.
+type Initiator struct {
+	Type       string `json:"type"`                 // parser, script, preload, other, …
+	URL        string `json:"url,omitempty"`        // the document or stylesheet that referenced it
+	LineNumber *int   `json:"lineNumber,omitempty"` // 0-based line in URL (parser)
+}
+
+// Stream returns a stream id for Entry.StreamID.
+func Stream(id uint64) *uint64 { return &id }
 
 // Request is the request sent.
 type Request struct {

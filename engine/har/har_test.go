@@ -59,11 +59,11 @@ func sampleLog() *Log {
 					Headers: []NameValue{{Name: ":authority", Value: "s1.wirelab.test"}}},
 				Response: Response{Status: 200, StatusText: "OK", HTTPVersion: "h2", HeadersSize: -1, BodySize: 54334,
 					Content: Content{Size: 54334, MimeType: "text/html; charset=utf-8"}},
-				Timings: tm, ServerIPAddress: "10.77.1.1", ConnectionID: "1", Protocol: "h2", StreamID: 1},
+				Timings: tm, ServerIPAddress: "10.77.1.1", ConnectionID: "1", Protocol: "h2", StreamID: Stream(1)},
 			{Pageref: "load-0", StartedDateTime: start.Add(105 * time.Millisecond),
 				Request:  Request{Method: "GET", URL: "https://s1.wirelab.test/L/tok/css/o1.css", HTTPVersion: "h2", HeadersSize: -1, BodySize: 0},
 				Response: Response{Status: 200, StatusText: "OK", HTTPVersion: "h2", HeadersSize: -1, BodySize: 60932, Content: Content{Size: 60932, MimeType: "text/css"}},
-				Timings:  reused, ServerIPAddress: "10.77.1.1", ConnectionID: "1", Protocol: "h2", StreamID: 3},
+				Timings:  reused, ServerIPAddress: "10.77.1.1", ConnectionID: "1", Protocol: "h2", StreamID: Stream(3)},
 		},
 	}
 }

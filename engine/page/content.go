@@ -180,6 +180,11 @@ func (p *Page) Body(i int, b Base) (*Body, error) {
 	host := func(j int) string { return p.Origins[p.Objects[j].Origin].Host }
 	var segs []segment
 	switch {
+	case o.File != "":
+		var err error
+		if segs, err = p.fileSegments(i, b, host); err != nil {
+			return nil, err
+		}
 	case o.Type == TypeHTML:
 		head, tail := p.htmlMarkup(i, b, host)
 		segs = commentPadded(head, tail, o.Size, "<!--", "-->", ' ')

@@ -140,6 +140,12 @@ func Corpus(name string, seed int64) (*Page, error) {
 	p := b.page
 	p.Description, p.Source = e.description, e.source
 	p.Activities = BuildGraph(p)
+	if acts, prov, err := recordedGraph(p); err != nil {
+		return nil, err
+	} else if acts != nil {
+		p.Activities = acts
+		p.Source += "; " + prov
+	}
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("page %s: built an invalid page: %w", name, err)
 	}

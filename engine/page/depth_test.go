@@ -5,11 +5,14 @@ import (
 	"testing"
 )
 
-func TestDepthsCorpus(t *testing.T) {
+// TestDepthsStructural: twitter with the structural graph (BuildGraph): its head's stylesheets and
+// scripts at depth 1, the image a stylesheet owns and the body image behind the scripts at 2.
+func TestDepthsStructural(t *testing.T) {
 	p, err := Load("twitter", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Activities = BuildGraph(p)
 	got := p.Depths()
 	for i, o := range p.Objects {
 		want := 0
@@ -33,6 +36,23 @@ func TestDepthsSynthetic(t *testing.T) {
 	}
 	if got := p.Depths(); !slices.Equal(got, []int{0, 1, 1, 1}) {
 		t.Errorf("depths %v: images of a page without scripts are found by the root alone", got)
+	}
+}
+
+// TestDepthsRecorded: the corpus pages carry graphs recorded from Chromium, whose preload scanner
+// requests every sub-resource as soon as the root's first chunk has arrived: every object is at
+// depth 1.
+func TestDepthsRecorded(t *testing.T) {
+	for _, name := range CorpusNames() {
+		p, err := Load(name, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, d := range p.Depths() {
+			if want := min(i, 1); d != want {
+				t.Errorf("%s: %s at depth %d, want %d", name, p.Objects[i].ID, d, want)
+			}
+		}
 	}
 }
 

@@ -23,9 +23,10 @@ func AsFieldError(err error) (*FieldError, bool) { return fielderr.As(err) }
 
 // known fields of each JSON object of a page, by schema position.
 var knownFields = map[string][]string{
-	"page":     {"name", "description", "source", "seed", "origins", "objects", "activities"},
+	"page":     {"name", "description", "source", "seed", "root_dir", "origins", "objects", "activities"},
 	"origin":   {"host"},
-	"object":   {"id", "path", "origin", "size", "type", "content_type", "parent", "domain", "group"},
+	"object":   {"id", "path", "origin", "size", "type", "content_type", "parent", "domain", "group", "file", "refs"},
+	"ref":      {"offset", "length", "object"},
 	"activity": {"id", "kind", "object", "duration_ms", "deps"},
 	"dep":      {"on", "when"},
 }
@@ -66,7 +67,17 @@ func checkFields(data []byte) error {
 	if err := walk("origins", "origin", nil); err != nil {
 		return err
 	}
-	if err := walk("objects", "object", nil); err != nil {
+	if err := walk("objects", "object", func(path string, m map[string]any) error {
+		refs, _ := m["refs"].([]any)
+		for j, r := range refs {
+			if rm, ok := r.(map[string]any); ok {
+				if err := unknownIn(fmt.Sprintf("%s.refs[%d].", path, j), "ref", rm); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	return walk("activities", "activity", func(path string, m map[string]any) error {

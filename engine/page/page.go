@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -41,6 +42,10 @@ type Page struct {
 	// Seed seeds the generated content (0 ≤ Seed < 2^53). Corpus and synthetic pages take it from
 	// the seed they were built with; it also drew their sizes.
 	Seed int64 `json:"seed"`
+	// RootDir is the directory holding the files of file-backed objects (a mirrored site,
+	// docs/pages.md "Mirrored pages"). ReadFile makes a relative RootDir relative to the page
+	// file's directory.
+	RootDir string `json:"root_dir,omitempty"`
 	// Origins are the hosts serving the page: Origins[i].Host is always s<i+1>.wirelab.test.
 	Origins []Origin `json:"origins"`
 	// Objects are the page's resources; Objects[0] is the root HTML document.
@@ -76,6 +81,20 @@ type Object struct {
 	Domain string `json:"domain,omitempty"`
 	// Group is the object's top-level-domain group (e.g. twimg.com), used by tld sharding.
 	Group string `json:"group,omitempty"`
+	// File, when set, is the file (relative to Page.RootDir) whose bytes are served as the
+	// object's body instead of generated content.
+	File string `json:"file,omitempty"`
+	// Refs are the references inside a file-backed HTML or CSS object that the server rewrites
+	// to the load's URL of the object they name.
+	Refs []Ref `json:"refs,omitempty"`
+}
+
+// Ref is one reference inside a file-backed HTML or CSS object: the bytes [Offset,
+// Offset+Length) of the file are replaced by the load's absolute URL of Object.
+type Ref struct {
+	Offset int64  `json:"offset"`
+	Length int    `json:"length"`
+	Object string `json:"object"`
 }
 
 // Root returns the root HTML document.
@@ -103,6 +122,12 @@ func (p *Page) Clone() *Page {
 	c := *p
 	c.Origins = append([]Origin(nil), p.Origins...)
 	c.Objects = append([]Object(nil), p.Objects...)
+	for i := range c.Objects {
+		c.Objects[i].Refs = append([]Ref(nil), c.Objects[i].Refs...)
+		if p.Objects[i].Refs == nil {
+			c.Objects[i].Refs = nil
+		}
+	}
 	c.Activities = make([]Activity, len(p.Activities))
 	for i, a := range p.Activities {
 		a.Deps = append([]Dep(nil), a.Deps...)
@@ -152,17 +177,21 @@ func Load(name string, seed int64) (*Page, error) {
 			"), a synthetic:NxS name (e.g. synthetic:64x10kB) or the path of a page JSON file"}
 }
 
-// ReadFile reads and validates a page JSON file.
+// ReadFile reads and validates a page JSON file. A relative root_dir is taken relative to the
+// file's directory.
 func ReadFile(path string) (*Page, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("page: %w", err)
 	}
-	return Parse(data)
+	return parse(data, filepath.Dir(path))
 }
 
-// Parse decodes a page from JSON, rejecting unknown fields, and validates it.
-func Parse(data []byte) (*Page, error) {
+// Parse decodes a page from JSON, rejecting unknown fields, and validates it. A relative
+// root_dir is taken relative to the working directory.
+func Parse(data []byte) (*Page, error) { return parse(data, "") }
+
+func parse(data []byte, dir string) (*Page, error) {
 	if err := checkFields(data); err != nil {
 		return nil, err
 	}
@@ -171,6 +200,9 @@ func Parse(data []byte) (*Page, error) {
 	var p Page
 	if err := dec.Decode(&p); err != nil {
 		return nil, decodeError(err)
+	}
+	if p.RootDir != "" && !filepath.IsAbs(p.RootDir) && dir != "" {
+		p.RootDir = filepath.Join(dir, p.RootDir)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err

@@ -226,6 +226,7 @@ func TestValidateRejects(t *testing.T) {
 	}
 	for _, c := range cases {
 		p := mustCorpus(t, "twitter", 1)
+		p.Activities = BuildGraph(p) // the cases name activities of the structural graph
 		c.mutate(p)
 		err := p.Validate()
 		fe, ok := AsFieldError(err)
@@ -284,8 +285,10 @@ func TestParseUnknownFieldSuggests(t *testing.T) {
 	}
 }
 
+// TestGraphShape checks the structural graph (BuildGraph) of a corpus page.
 func TestGraphShape(t *testing.T) {
 	p := mustCorpus(t, "nytimes", 1)
+	p.Activities = BuildGraph(p)
 	acts := map[string]Activity{}
 	for _, a := range p.Activities {
 		acts[a.ID] = a

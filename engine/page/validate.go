@@ -100,7 +100,13 @@ func (p *Page) Validate() error {
 			return fieldErr(f, o.Parent, "an object cannot be its own parent")
 		}
 	}
+	if err := p.validateFiles(); err != nil {
+		return err
+	}
 	for i, o := range p.Objects {
+		if o.File != "" {
+			continue // its size is checked against its file
+		}
 		if min := MinSize(p, i); o.Size < min {
 			return fieldErr(fmt.Sprintf("objects[%d].size", i), o.Size, "must be ≥ %d bytes: this %s object holds %d references, each with room for the longest URL", min, o.Type, len(references(p, i)))
 		}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -33,14 +34,17 @@ nothing (connection, TLS session, name) is carried from one load to the next.
   URL                      the page (flat mode) or the base of relative --urls entries (objects mode)
   --proto P                h1 | h1s | h2 | h2c | h3 | spdy3 (required); http URLs for h1/h2c, https otherwise
   --mode M                 flat (root, then everything it references; default) | objects (--urls, all at once)
+                           | replay (follow --page's dependency graph; computations are waits)
+  --page NAME|FILE         the page model (corpus name, synthetic name or page JSON file): the graph a
+                           replay follows (required there); object types (chrome) and depths
+                           (dependency) for --priority, which match objects by path
+  --seed N                 seed of a corpus or synthetic --page's sizes (default 1)
+  --compute-scale X        replay: multiply recorded computation times by X ≥ 0 (default 1)
   --urls FILE              objects mode: one URL per line ('-' = stdin; blank lines and # comments skipped)
   --max-conns N            HTTP/1.x connections per origin, 1–64 (default 6)
   --priority P             none (default) | chrome (HTML > CSS/JS > rest) | dependency (depth in the
                            page's dependency graph; needs --page): RFC 9218 priority header (h2, h3),
                            PRIORITY_UPDATE for pushed streams (h2), SYN_STREAM priority (spdy3)
-  --page NAME|FILE         the page being loaded (corpus name, synthetic:NxS or page JSON): object
-                           types for chrome, depths for dependency; matched by path, so its seed and
-                           sharding do not matter
   --accept-push=false      refuse server push (default: accepted on h2, h2c and spdy3; a request for
                            a pushed URL uses the pushed response)
   --dns IP[:PORT]          resolve names with this DNS server over UDP (port 53 by default)
@@ -169,12 +173,23 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 		return nil
 	})
 	prio := fs.String("priority", string(client.PriorityNone), "")
-	pageName := fs.String("page", "", "")
 	acceptPush := fs.Bool("accept-push", true, "")
 	asJSON := fs.Bool("json", false, "")
 	harFile := fs.String("har", "", "")
 	keylog := fs.String("keylog", "", "")
 	anyTarget := fs.Bool("allow-any-target", false, "")
+	pageName := fs.String("page", "", "")
+	seed := fs.Int64("seed", 1, "")
+	computeScale := 1.0
+	computeSet := false
+	fs.Func("compute-scale", "", func(v string) error {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			return errors.New("allowed: a number ≥ 0 such as 0, 0.5, 1 or 2")
+		}
+		computeScale, computeSet = x, true
+		return nil
+	})
 
 	var positional []string
 	for rest := args; ; {
@@ -210,6 +225,21 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 		return nil, cli.Usagef("--mode %v", err)
 	}
 	cfg.Mode = m
+	switch {
+	case m == client.ModeReplay && *pageName == "":
+		return nil, cli.Usagef("--page: required with --mode replay (the page model whose graph is replayed)")
+	case m != client.ModeReplay && computeSet:
+		return nil, cli.Usagef("--compute-scale: only with --mode replay")
+	case m == client.ModeReplay:
+		cfg.ComputeScale = computeScale
+	}
+	if *pageName != "" {
+		pg, err := page.Load(*pageName, *seed)
+		if err != nil {
+			return nil, cli.Usagef("--page %s: %v", *pageName, err)
+		}
+		cfg.Page = pg
+	}
 	cfg.MaxConnectionsPerOrigin = maxConns
 	cfg.Timeout = timeout
 	cfg.AllowAnyTarget = *anyTarget
@@ -217,13 +247,6 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 	cfg.AcceptPush = *acceptPush
 	if cfg.Priority, err = client.ParsePriorityPolicy(*prio); err != nil {
 		return nil, cli.Usagef("--priority %v", err)
-	}
-	if *pageName != "" {
-		pg, err := page.Load(*pageName, 1)
-		if err != nil {
-			return nil, cli.Usagef("--page %s: %v", *pageName, err)
-		}
-		cfg.Page = pg
 	}
 	if cfg.Priority == client.PriorityDependency && cfg.Page == nil {
 		return nil, cli.Usagef("--priority dependency: needs --page (object depths come from its dependency graph)")

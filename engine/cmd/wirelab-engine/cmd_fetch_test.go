@@ -38,7 +38,10 @@ func TestFetchBadFlags(t *testing.T) {
 		{[]string{u, "--proto", "h2", "--page", "nosuchpage"}, "--page nosuchpage"},
 		{[]string{u, "--proto", "h2", "--accept-push=maybe"}, "accept-push"},
 		{[]string{u, "--proto", "h2", "--mode", "eager"}, "--mode eager: allowed: flat, objects"},
-		{[]string{u, "--proto", "h2", "--mode", "replay"}, "--mode replay: not implemented yet"},
+		{[]string{u, "--proto", "h2", "--mode", "replay"}, "--page: required with --mode replay"},
+		{[]string{u, "--proto", "h2", "--mode", "replay", "--page", "twitter", "--compute-scale", "-1"}, "-compute-scale: allowed: a number ≥ 0"},
+		{[]string{u, "--proto", "h2", "--mode", "replay", "--page", "nosuchpage"}, "--page nosuchpage"},
+		{[]string{u, "--proto", "h2", "--compute-scale", "2"}, "--compute-scale: only with --mode replay"},
 		{[]string{u, "--proto", "h1", "--max-conns", "0"}, `"0" for flag -max-conns: allowed: an integer 1–64`},
 		{[]string{u, "--proto", "h1", "--max-conns", "65"}, `flag -max-conns: allowed`},
 		{[]string{u, "--proto", "h1", "--timeout", "soon"}, `"soon" for flag -timeout: allowed: a duration > 0`},
@@ -275,7 +278,7 @@ func TestFetchPushPrioritySPDY(t *testing.T) {
 				Entries []struct {
 					Protocol  string `json:"_protocol"`
 					WasPushed int    `json:"_was_pushed"`
-					Priority  string `json:"_priority"`
+					Priority  string `json:"_priority_signal"`
 				}
 			}
 		}

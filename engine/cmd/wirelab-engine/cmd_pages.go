@@ -15,22 +15,27 @@ import (
 
 func init() {
 	register("pages", command{
-		Summary: "list, show, validate pages; print the page JSON Schema (pages ls|show|urls|schema|validate)",
+		Summary: "list, show, validate, record, import pages (pages ls|show|urls|schema|validate|record|import-har|mirror)",
 		Run:     runPages,
 	})
 }
 
 const pagesUsage = `usage: wirelab-engine pages ls [--seed N]
-       wirelab-engine pages show NAME [--seed N] [--shards N] [--shard-mode round-robin|tld|domain]
+       wirelab-engine pages show NAME [--seed N] [--shards N] [--shard-mode round-robin|tld|domain] [--graph structural]
        wirelab-engine pages urls NAME --token T [--scheme https] [--port P] [--seed N] [--shards N] [--shard-mode M]
        wirelab-engine pages schema
        wirelab-engine pages validate FILE
 NAME is a corpus page (twitter, youtube, imgur, nytimes, flags, neoload50, unh100), a synthetic
-page (synthetic:64x10kB) or a page JSON file. Output is JSON on stdout.`
+page (synthetic:64x10kB) or a page JSON file. Output is JSON on stdout.
+
+` + pagesImportUsage
+
+// pagesExtra are the subcommands that bring pages in (cmd_pages_import.go).
+var pagesExtra = map[string]func(args []string, stdout io.Writer) error{}
 
 func runPages(args []string) error {
 	if len(args) == 0 {
-		return cli.Usagef("pages: missing subcommand; want ls, show, urls, schema or validate (pages --help)")
+		return cli.Usagef("pages: missing subcommand; want ls, show, urls, schema, validate, record, import-har or mirror (pages --help)")
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
@@ -55,7 +60,10 @@ func runPages(args []string) error {
 		fmt.Println(pagesUsage)
 		return nil
 	}
-	return cli.Usagef("pages: unknown subcommand %q; want ls, show, urls, schema or validate", sub)
+	if f, ok := pagesExtra[sub]; ok {
+		return f(rest, os.Stdout)
+	}
+	return cli.Usagef("pages: unknown subcommand %q; want ls, show, urls, schema, validate, record, import-har or mirror", sub)
 }
 
 // pagesFlagSet parses flags after (or before) positional arguments and maps errors to usage errors.
@@ -139,6 +147,7 @@ func pagesShow(args []string, w io.Writer, urls bool) error {
 	token := fs.String("token", "", "load token (urls)")
 	scheme := fs.String("scheme", "https", "http or https (urls)")
 	port := fs.Int("port", 0, "port in the URLs (urls; 0 = the scheme's default)")
+	graph := fs.String("graph", "", "show: structural = replace the page's graph with page.BuildGraph's (e.g. for push by dependency level)")
 	pos, err := pagesFlagSet(name, fs, args)
 	if err != nil {
 		return helpIsSuccess(err)
@@ -149,6 +158,13 @@ func pagesShow(args []string, w io.Writer, urls bool) error {
 	p, err := loadShardedPage(pos[0], *seed, *shards, *mode)
 	if err != nil {
 		return err
+	}
+	switch *graph {
+	case "":
+	case "structural":
+		p.Activities = page.BuildGraph(p)
+	default:
+		return cli.Usagef("--graph %s: allowed: structural (the page's own graph is shown without --graph)", *graph)
 	}
 	if !urls {
 		_, err = w.Write(p.JSON())

@@ -74,3 +74,25 @@ func TestPagesCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestPagesShowStructuralGraph: --graph structural swaps a corpus page's recorded graph for
+// page.BuildGraph's, in which twitter's objects reach depth 2 (what push by dependency level needs to
+// tell objects apart); anything else is a usage error.
+func TestPagesShowStructuralGraph(t *testing.T) {
+	out, _, code := runEngine(t, "pages", "show", "twitter", "--graph", "structural")
+	p, err := page.Parse([]byte(out))
+	if code != 0 || err != nil {
+		t.Fatalf("code %d, %v", code, err)
+	}
+	deepest := 0
+	for _, d := range p.Depths() {
+		deepest = max(deepest, d)
+	}
+	recorded, _ := page.Load("twitter", 1)
+	if deepest != 2 || len(p.Activities) == len(recorded.Activities) {
+		t.Errorf("depth %d, %d activities (recorded: %d)", deepest, len(p.Activities), len(recorded.Activities))
+	}
+	if _, stderr, code := runEngine(t, "pages", "show", "twitter", "--graph", "wprof"); code != 2 || !strings.Contains(stderr, "--graph wprof") {
+		t.Errorf("--graph wprof: exit %d, %q", code, stderr)
+	}
+}

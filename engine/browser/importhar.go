@@ -1,0 +1,248 @@
+package browser
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/har"
+	"github.com/wirelab/wirelab/engine/page"
+)
+
+// HAR import (docs/browser.md "Importing a HAR"): a HAR saved by a browser's developer tools (or
+// by wirelab) becomes a page model.
+//
+//   - Objects: the GET entries with a 2xx status, one per URL (the first), in the HAR's order;
+//     the root is the first document entry. Size: response.content.size, else response.bodySize,
+//     else _transferSize (Chrome); type from _resourceType, else the MIME type; origins by host
+//     (lab hosts sN.wirelab.test keep their origin; other hosts get origins in order of appearance,
+//     their host as domain and its registrable domain as group); parent: the stylesheet named by
+//     _initiator.url.
+//   - Graph: every object has a download. A document, stylesheet or script P that initiated other
+//     requests (_initiator.url, or the first frame of _initiator.stack) gets a computation X(P)
+//     (parse for html, evaluate for css/js) depending on P's download. Its duration estimates
+//     the computation from timings: the gap between P's end and the start of the first of its
+//     children that started after P ended (0 when none did). Each child depends on X(P) if it
+//     started after P ended, else on P's first chunk (a document's preload scanner). Requests
+//     without a usable initiator depend on the root the same way. Stylesheets and scripts that
+//     initiated nothing get a zero evaluation.
+// A HAR has no trace: computations that delayed nothing visible are invisible to it, and a gap
+// also holds the browser's own scheduling. Record with Chromium (pages record) for measured ones.
+
+type harFile struct {
+	Log struct {
+		Entries []harEntry `json:"entries"`
+	} `json:"log"`
+}
+
+type harEntry struct {
+	StartedDateTime time.Time `json:"startedDateTime"`
+	Time            float64   `json:"time"`
+	Request         struct {
+		Method string `json:"method"`
+		URL    string `json:"url"`
+	} `json:"request"`
+	Response struct {
+		Status  int             `json:"status"`
+		Headers []har.NameValue `json:"headers"`
+		Content struct {
+			Size     int64  `json:"size"`
+			MimeType string `json:"mimeType"`
+		} `json:"content"`
+		BodySize int64 `json:"bodySize"`
+	} `json:"response"`
+	Timings      har.Timings `json:"timings"`
+	ResourceType string      `json:"_resourceType"`
+	TransferSize *int64      `json:"_transferSize"`
+	Initiator    *struct {
+		Type  string `json:"type"`
+		URL   string `json:"url"`
+		Stack *struct {
+			CallFrames []struct {
+				URL string `json:"url"`
+			} `json:"callFrames"`
+		} `json:"stack"`
+	} `json:"_initiator"`
+}
+
+// ImportHAR reads a HAR file and builds a page with a dependency graph (see above).
+func ImportHAR(path string, opts RecordOptions) (*page.Page, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f harFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("import-har: %s is not a HAR file: %w", path, err)
+	}
+	if opts.Source == "" {
+		opts.Source = "imported from the HAR file " + path
+	}
+	return importEntries(f.Log.Entries, opts)
+}
+
+func importEntries(hes []harEntry, opts RecordOptions) (*page.Page, error) {
+	var entries []Entry
+	seen := map[string]bool{}
+	var t0 time.Time
+	for _, he := range hes {
+		u := stripFragment(he.Request.URL)
+		if !strings.EqualFold(he.Request.Method, http.MethodGet) || he.Response.Status < 200 || he.Response.Status >= 300 || seen[u] {
+			continue
+		}
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			continue
+		}
+		seen[u] = true
+		size := he.Response.Content.Size
+		if size <= 0 {
+			size = he.Response.BodySize
+		}
+		if size <= 0 && he.TransferSize != nil {
+			size = *he.TransferSize
+		}
+		e := Entry{URL: u, Method: http.MethodGet, ResourceType: strings.ToLower(he.ResourceType), Status: he.Response.Status,
+			MimeType: he.Response.Content.MimeType, BodyBytes: max(size, 1), StartedAt: he.StartedDateTime}
+		for _, h := range he.Response.Headers {
+			if strings.EqualFold(h.Name, "content-type") && e.MimeType == "" {
+				e.MimeType = h.Value
+			}
+		}
+		if e.ResourceType == "" {
+			e.ResourceType = resourceTypeOf(page.TypeFromMIME(e.MimeType))
+		}
+		if he.Initiator != nil {
+			in := &har.Initiator{Type: he.Initiator.Type, URL: he.Initiator.URL}
+			if in.URL == "" && he.Initiator.Stack != nil {
+				for _, cf := range he.Initiator.Stack.CallFrames {
+					if cf.URL != "" {
+						in.URL = cf.URL
+						break
+					}
+				}
+			}
+			e.Initiator = in
+		}
+		if len(entries) == 0 {
+			t0 = he.StartedDateTime
+		}
+		e.StartMS = float64(he.StartedDateTime.Sub(t0)) / float64(time.Millisecond)
+		e.EndMS = e.StartMS + math.Max(he.Time, he.Timings.Total())
+		tm := he.Timings
+		fb := 0.0
+		for _, v := range []float64{tm.Blocked, tm.DNS, tm.Connect, tm.Send, tm.Wait} {
+			fb += math.Max(v, 0)
+		}
+		e.FirstByteMS = e.StartMS + fb
+		entries = append(entries, e)
+	}
+	// The root: the first document.
+	rootAt := -1
+	for i, e := range entries {
+		if e.ResourceType == "document" || page.TypeFromMIME(e.MimeType) == page.TypeHTML {
+			rootAt = i
+			break
+		}
+	}
+	if rootAt < 0 {
+		return nil, fmt.Errorf("import-har: no HTML document among the HAR's successful GET entries")
+	}
+	entries = append([]Entry{entries[rootAt]}, append(entries[:rootAt:rootAt], entries[rootAt+1:]...)...)
+	entries[0].ResourceType = "document"
+	base := entries[0].StartMS
+	for i := range entries {
+		entries[i].StartMS -= base
+		entries[i].EndMS -= base
+		entries[i].FirstByteMS -= base
+	}
+	sort.SliceStable(entries[1:], func(a, b int) bool { return entries[1+a].StartMS < entries[1+b].StartMS })
+	pg, objOf, err := objectsFor(entries, opts)
+	if err != nil {
+		return nil, err
+	}
+	byURL := map[string]int{}
+	for i, e := range entries {
+		byURL[e.URL] = i
+	}
+	// Children by initiator (unknown initiators: the root).
+	parentOf := make([]int, len(entries))
+	children := map[int][]int{}
+	for i := 1; i < len(entries); i++ {
+		p := 0
+		if in := entries[i].Initiator; in != nil && in.URL != "" {
+			if j, ok := byURL[stripFragment(in.URL)]; ok && j != i && j < len(entries) {
+				if t := entryType(entries[j]); t == page.TypeHTML || t == page.TypeCSS || t == page.TypeJS {
+					p = j
+				}
+			}
+		}
+		parentOf[i] = p
+		children[p] = append(children[p], i)
+	}
+	b := &graphBuilder{}
+	download := make([]string, len(entries))
+	for i := range entries {
+		download[i] = b.add(page.KindDownload, pg.Objects[objOf[i]].ID, 0)
+	}
+	compute := map[int]string{}
+	for i, e := range entries {
+		t := entryType(e)
+		if t != page.TypeHTML && t != page.TypeCSS && t != page.TypeJS {
+			continue
+		}
+		if t == page.TypeHTML && len(children[i]) == 0 && i != 0 {
+			continue
+		}
+		gap := math.Inf(1)
+		for _, c := range children[i] {
+			if entries[c].StartMS >= e.EndMS {
+				gap = math.Min(gap, entries[c].StartMS-e.EndMS)
+			}
+		}
+		if math.IsInf(gap, 1) {
+			gap = 0
+		}
+		kind := page.KindEvaluate
+		if t == page.TypeHTML {
+			kind = page.KindParse
+		}
+		compute[i] = b.add(kind, pg.Objects[objOf[i]].ID, gap, page.Dep{On: download[i]})
+	}
+	for i := 1; i < len(entries); i++ {
+		p := parentOf[i]
+		if entries[i].StartMS >= entries[p].EndMS && compute[p] != "" {
+			b.addDep(download[i], page.Dep{On: compute[p]})
+		} else if entryType(entries[p]) == page.TypeHTML {
+			b.addDep(download[i], page.Dep{On: download[p], When: page.WhenFirstChunk})
+		} else {
+			b.addDep(download[i], page.Dep{On: download[p]})
+		}
+	}
+	pg.Activities = b.acts
+	if err := pg.Validate(); err != nil {
+		return nil, fmt.Errorf("import-har: the page built is invalid: %w", err)
+	}
+	return pg, nil
+}
+
+// resourceTypeOf is Chromium's resource type for a page type (for HARs without _resourceType).
+func resourceTypeOf(t page.Type) string {
+	switch t {
+	case page.TypeHTML:
+		return "document"
+	case page.TypeCSS:
+		return "stylesheet"
+	case page.TypeJS:
+		return "script"
+	case page.TypeImage:
+		return "image"
+	case page.TypeFont:
+		return "font"
+	}
+	return "other"
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/wirelab/wirelab/engine/bench"
+	"github.com/wirelab/wirelab/engine/page"
+)
+
+// Root tests of the browser and of replay through the emulated path: the server in the server
+// namespace (with the run's DNS server), each load a `wirelab-engine browse|fetch` process in the
+// client namespace — this test binary acting as wirelab-engine — as a trial runs them.
+
+func startLab(t *testing.T, profile, pg string) *bench.Lab {
+	t.Helper()
+	requireRoot(t)
+	lab, err := bench.StartLab(bench.LabConfig{Profile: profile, Page: pg, Engine: os.Args[0], Env: []string{testMainEnv + "=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := lab.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return lab
+}
+
+func requireChromium(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts Chromium")
+	}
+	if _, err := exec.LookPath("/usr/bin/chromium"); err != nil {
+		t.Skip("no Chromium (apt-get install chromium)")
+	}
+}
+
+// TestBrowseEmulatedCorpus: Chromium loads every corpus page over h1s, h2 and h3 through the
+// emulated path, resolving names with the run's DNS server; every HAR entry says the protocol
+// asked for, and every object arrives with its size.
+func TestBrowseEmulatedCorpus(t *testing.T) {
+	requireRoot(t)
+	requireChromium(t)
+	for _, name := range page.CorpusNames() {
+		t.Run(name, func(t *testing.T) {
+			pg, err := page.Load(name, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lab := startLab(t, "rtt=10ms,bw=100mbit", name)
+			for _, proto := range []struct{ name, wire string }{{"h1s", "HTTP/1.1"}, {"h2", "h2"}, {"h3", "h3"}} {
+				harFile := filepath.Join(t.TempDir(), proto.name+".har")
+				sum, out, err := lab.Browse(proto.name, "--har", harFile)
+				if err != nil {
+					t.Fatalf("%s: %v\n%s", proto.name, err, out)
+				}
+				if sum["error"] != nil || sum["objects"] != float64(len(pg.Objects)) || sum["body_bytes"] != float64(pg.TotalBytes()) {
+					t.Errorf("%s: error %v, %v objects, %v bytes; want %d, %d", proto.name, sum["error"], sum["objects"], sum["body_bytes"], len(pg.Objects), pg.TotalBytes())
+				}
+				if sum["dns_queries"].(float64) < 1 {
+					t.Errorf("%s: no DNS lookup in the HAR timings (dns_queries %v)", proto.name, sum["dns_queries"])
+				}
+				b, err := os.ReadFile(harFile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var h struct {
+					Log struct {
+						Entries []struct {
+							Protocol string `json:"_protocol"`
+							Request  struct {
+								URL string `json:"url"`
+							} `json:"request"`
+						} `json:"entries"`
+					} `json:"log"`
+				}
+				if err := json.Unmarshal(b, &h); err != nil {
+					t.Fatal(err)
+				}
+				if len(h.Log.Entries) != len(pg.Objects) {
+					t.Errorf("%s: %d HAR entries, want %d", proto.name, len(h.Log.Entries), len(pg.Objects))
+				}
+				for _, e := range h.Log.Entries {
+					if e.Protocol != proto.wire {
+						t.Errorf("%s: %s over %q, want %s", proto.name, e.Request.URL, e.Protocol, proto.wire)
+					}
+				}
+			}
+		})
+	}
+}
+
+// criticalPathJSON is a hand-made page with a known critical path (client/replay_test.go draws
+// it): root ─first chunk→ parse 50 ms → script → evaluate 80 ms → parse 40 ms → image, and the
+// evaluation → another image.
+func criticalPathJSON(t *testing.T) string {
+	t.Helper()
+	p := &page.Page{Name: "critical-path", Seed: 1, Origins: []page.Origin{{Host: page.OriginHost(0)}},
+		Objects: []page.Object{
+			{ID: "root", Path: "/index.html", Size: 1, Type: page.TypeHTML, ContentType: "text/html; charset=utf-8"},
+			{ID: "js", Path: "/app.js", Size: 900, Type: page.TypeJS, ContentType: "text/javascript"},
+			{ID: "img1", Path: "/a.png", Size: 900, Type: page.TypeImage, ContentType: "image/png"},
+			{ID: "img2", Path: "/b.png", Size: 900, Type: page.TypeImage, ContentType: "image/png"},
+		},
+		Activities: []page.Activity{
+			{ID: "d0", Kind: page.KindDownload, Object: "root"},
+			{ID: "p0", Kind: page.KindParse, Object: "root", DurationMs: 50, Deps: []page.Dep{{On: "d0", When: page.WhenFirstChunk}}},
+			{ID: "d1", Kind: page.KindDownload, Object: "js", Deps: []page.Dep{{On: "p0"}}},
+			{ID: "e1", Kind: page.KindEvaluate, Object: "js", DurationMs: 80, Deps: []page.Dep{{On: "d1"}}},
+			{ID: "p1", Kind: page.KindParse, Object: "root", DurationMs: 40, Deps: []page.Dep{{On: "d0"}, {On: "e1"}}},
+			{ID: "d2", Kind: page.KindDownload, Object: "img1", Deps: []page.Dep{{On: "e1"}}},
+			{ID: "d3", Kind: page.KindDownload, Object: "img2", Deps: []page.Dep{{On: "p1"}}},
+		}}
+	p.Objects[0].Size = page.MinSize(p, 0) + 100
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "critical-path.json")
+	if err := os.WriteFile(file, p.JSON(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// TestReplayCriticalPathEmulated: at 100 ms RTT and no loss, the hand-made graph replays in the
+// predicted time (± 3 %): DNS, TCP, TLS and the root request (4 RTT), the script and the last
+// image (1 RTT each), and the computations on the critical path, 50 + 80 + 40 ms × compute scale.
+// A busy machine only adds time (go test runs two packages at once, and other packages' root tests
+// run real-time emulators too): the least disturbed of three loads is compared.
+func TestReplayCriticalPathEmulated(t *testing.T) {
+	requireRoot(t)
+	if testing.Short() {
+		t.Skip("real-time path")
+	}
+	file := criticalPathJSON(t)
+	lab := startLab(t, "rtt=100ms", file)
+	const rtt = 100.0
+	for _, scale := range []float64{1, 2, 0} {
+		want := 6*rtt + (50+80+40)*scale
+		var plts []float64
+		for range 3 {
+			sum, out, err := lab.Fetch("h2", "--mode", "replay", "--page", file, "--compute-scale", fmt.Sprint(scale))
+			if err != nil {
+				t.Fatalf("scale %g: %v\n%s", scale, err, out)
+			}
+			if sum["objects"] != 4.0 {
+				t.Errorf("scale %g: %v objects", scale, sum["objects"])
+			}
+			plts = append(plts, sum["plt_ms"].(float64))
+		}
+		got := slices.Min(plts)
+		t.Logf("compute scale %g: plt %v ms, predicted %.0f ms", scale, plts, want)
+		if math.Abs(got-want) > 0.03*want {
+			t.Errorf("compute scale %g: plt %.1f ms (least of %v), predicted %.0f ms ± 3 %%", scale, got, plts, want)
+		}
+	}
+}
+
+// TestReplayEqualsFlatEmulated: a page without computation (a synthetic page) replayed with
+// compute_scale 0 loads in the time flat mode takes, within noise: the least disturbed of five
+// loads each within 3 % (flat mode also parses the HTML, which a busy machine slows down).
+func TestReplayEqualsFlatEmulated(t *testing.T) {
+	requireRoot(t)
+	if testing.Short() {
+		t.Skip("real-time path")
+	}
+	const pg = "synthetic:16x10kB"
+	lab := startLab(t, "rtt=40ms,bw=10mbit", pg)
+	plt := map[string][]float64{}
+	for range 5 {
+		for _, mode := range []string{"flat", "replay"} {
+			extra := []string{"--mode", mode}
+			if mode == "replay" {
+				extra = append(extra, "--page", pg, "--compute-scale", "0")
+			}
+			sum, out, err := lab.Fetch("h2", extra...)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", mode, err, out)
+			}
+			plt[mode] = append(plt[mode], sum["plt_ms"].(float64))
+		}
+	}
+	f, r := slices.Min(plt["flat"]), slices.Min(plt["replay"])
+	t.Logf("flat %v ms, replay %v ms", plt["flat"], plt["replay"])
+	if math.Abs(f-r) > 0.03*f {
+		t.Errorf("replay (scale 0) %.1f ms vs flat %.1f ms (least of five each): more than 3 %% apart", r, f)
+	}
+}

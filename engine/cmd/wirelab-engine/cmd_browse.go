@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/browser"
+	"github.com/wirelab/wirelab/engine/client"
+	"github.com/wirelab/wirelab/engine/har"
+	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/version"
+)
+
+const browseUsage = `usage: wirelab-engine browse URL --proto P [flags]
+
+Loads one page in a fresh headless Chromium (new profile, empty cache, DNS prefetching off) driven
+over the DevTools protocol, and prints what it measured. Run it inside the client namespace (the
+trial does: ip netns exec), where Chromium resolves names with the run's DNS server.
+
+  URL                      the page (http URLs for h1, https otherwise)
+  --proto P                h1 | h1s | h2 | h3 (required); Chromium does not speak h2c
+  --dns IP                 check that the resolver configuration (/etc/resolv.conf) names IP and
+                           only IP, as ip netns exec provides it in a run's client namespace
+  --resolve NAME=IP,...    resolve names with this static map (--host-resolver-rules) instead
+  --spki H[,H...]          accept server certificates with these SPKI hashes (base64 sha256),
+                           the run's spki_sha256 (serve's ready line)
+  --cert FILE              accept the leaf certificate(s) in this PEM file (its SPKI hash)
+  --timeout D              abort the load after D (default 120s)
+  --json                   print one JSON line (the load record's fields, browser extras in client)
+  --har FILE               write the load as HAR 1.2 with Chrome's extensions (also when it failed)
+  --chromium PATH          the Chromium binary (default $WIRELAB_CHROMIUM or /usr/bin/chromium)
+  --chromium-log           copy Chromium's own output to stderr
+
+Names outside *.wirelab.test never resolve in Chromium; URLs outside loopback, 10.77.0.0/16 and
+*.wirelab.test are refused. Exit status: 0 the load completed, 1 it failed (the result is still
+printed), 2 bad flags, 130 interrupted.
+`
+
+func init() {
+	register("browse", command{
+		Summary: "load one page in Chromium (CDP) and print its measurements",
+		Run:     func(args []string) error { return runBrowse(args, os.Stdout) },
+	})
+}
+
+type browseArgs struct {
+	url  string
+	cfg  browser.Config
+	json bool
+	har  string
+}
+
+func runBrowse(args []string, stdout io.Writer) error {
+	ba, err := parseBrowseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, browseUsage)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ctx, stop := cli.SignalContext(context.Background())
+	defer stop()
+	res, err := browser.Load(ctx, ba.cfg, ba.url)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	if ba.har != "" {
+		if err := writeBrowserHAR(ba.har, res); err != nil {
+			return err
+		}
+	}
+	if ba.json {
+		line, err := json.Marshal(res.Summary())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(line))
+	} else {
+		printBrowseResult(stdout, res)
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(os.Stderr, "wirelab-engine: browse interrupted\n")
+		return &cli.ExitError{Code: 130}
+	}
+	if res.Err != nil {
+		return fmt.Errorf("load failed: %w", res.Err)
+	}
+	return nil
+}
+
+func writeBrowserHAR(path string, res *browser.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--har: %w", err)
+	}
+	if err := har.Write(f, res.HAR(version.String())); err != nil {
+		f.Close()
+		return fmt.Errorf("--har %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func parseBrowseArgs(args []string) (*browseArgs, error) {
+	fs := flag.NewFlagSet("browse", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	proto := fs.String("proto", "", "")
+	dnsAddr := fs.String("dns", "", "")
+	resolve := fs.String("resolve", "", "")
+	spki := fs.String("spki", "", "")
+	certFile := fs.String("cert", "", "")
+	timeout := browser.DefaultTimeout
+	fs.Func("timeout", "", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return errors.New("allowed: a duration > 0 such as 120s or 2m")
+		}
+		timeout = d
+		return nil
+	})
+	asJSON := fs.Bool("json", false, "")
+	harFile := fs.String("har", "", "")
+	chromium := fs.String("chromium", "", "")
+	chromiumLog := fs.Bool("chromium-log", false, "")
+	var positional []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, cli.Usagef("browse: %v (wirelab-engine browse -h lists the flags)", err)
+		}
+		rest = fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		positional = append(positional, rest[0])
+		rest = rest[1:]
+	}
+	if len(positional) != 1 {
+		return nil, cli.Usagef("browse: want exactly one URL, got %d arguments (%s)", len(positional), strings.Join(positional, " "))
+	}
+	ba := &browseArgs{url: positional[0], json: *asJSON, har: *harFile}
+	if *proto == "" {
+		return nil, cli.Usagef("--proto: required; allowed: h1, h1s, h2, h3")
+	}
+	p, err := browser.ParseProtocol(*proto)
+	if err != nil {
+		return nil, cli.Usagef("--proto %v", err)
+	}
+	cfg := &ba.cfg
+	cfg.Protocol, cfg.Timeout, cfg.ExecPath = p, timeout, *chromium
+	if *chromiumLog {
+		cfg.Stderr = func(line string) { fmt.Fprintln(os.Stderr, "chromium: "+line) }
+	}
+	switch {
+	case *dnsAddr != "" && *resolve != "":
+		return nil, cli.Usagef("--dns and --resolve: choose one")
+	case *dnsAddr != "":
+		server, err := dnsServerAddr(*dnsAddr)
+		if err != nil {
+			return nil, cli.Usagef("--dns %s: %v", *dnsAddr, err)
+		}
+		if err := browser.CheckResolvConf("/etc/resolv.conf", server.Addr()); err != nil {
+			return nil, cli.Usagef("--dns %s: %v", *dnsAddr, err)
+		}
+	case *resolve != "":
+		r, err := client.ParseStaticResolver(*resolve)
+		if err != nil {
+			return nil, cli.Usagef("--resolve %s: %v; want name=ip,name=ip", *resolve, err)
+		}
+		cfg.Resolve = r
+	}
+	if *spki != "" {
+		cfg.SPKIHashes = strings.Split(*spki, ",")
+	}
+	if *certFile != "" {
+		hashes, err := browser.SPKIHashesFromPEMFile(*certFile)
+		if err != nil {
+			return nil, cli.Usagef("--cert %s: %v", *certFile, err)
+		}
+		cfg.SPKIHashes = append(cfg.SPKIHashes, hashes...)
+	}
+	if err := checkFetchURL(ba.url, false); err != nil {
+		return nil, err
+	}
+	return ba, nil
+}
+
+func printBrowseResult(w io.Writer, res *browser.Result) {
+	s := res.Summary()
+	f := func(v float64) string {
+		if v < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", v)
+	}
+	fmt.Fprintf(w, "%s chromium %s: plt %.1f ms, onload %s ms, fcp %s ms, %d objects, %d body bytes, %d connections, %d TLS handshakes\n",
+		s.Protocol, s.URL, s.PLTms, f(res.OnLoadMS), f(res.FirstContentfulPaintMS), s.Objects, s.BodyBytes, s.Connections, s.TLSHandshakes)
+	fmt.Fprintf(w, "phases (ms, summed): blocked %.1f dns %.1f connect %.1f ssl %.1f send %.1f wait %.1f receive %.1f\n",
+		s.Phases.Blocked, s.Phases.DNS, s.Phases.Connect, s.Phases.SSL, s.Phases.Send, s.Phases.Wait, s.Phases.Receive)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "start\tblocked\tdns\tconnect\tssl\tsend\twait\treceive\tconn\tproto\tprio\tstatus\tbytes\t url")
+	for _, e := range res.Entries {
+		t := e.Timings
+		line := fmt.Sprintf("%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t %s",
+			e.StartMS, f(t.Blocked), f(t.DNS), f(t.Connect), f(t.SSL), f(t.Send), f(t.Wait), f(t.Receive),
+			e.Connection, e.Protocol, e.Priority, e.Status, e.BodyBytes, e.URL)
+		if e.Error != "" {
+			line += "  ERROR " + e.Error
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+	if res.Err != nil {
+		fmt.Fprintf(w, "error: %v\n", res.Err)
+	}
+}

@@ -1,0 +1,509 @@
+package page
+
+import (
+	"bytes"
+	"fmt"
+	"mime"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"golang.org/x/net/html"
+)
+
+// Mirror builds a page from a saved site directory (docs/pages.md "Mirrored pages"): the root
+// document is DIR/index.html (or the only .html file at the top of DIR); every file reachable
+// from it through HTML and CSS references becomes a file-backed object served as it is, except
+// that its references are rewritten to the load's lab URLs.
+//
+// References found: in HTML, src/href/data/poster/background attributes of the elements a
+// browser fetches (link with rel stylesheet/icon/preload/modulepreload, script, img (and the first
+// srcset candidate), iframe/frame, embed, object, input type=image, video, source, audio, track),
+// and url()/@import in style elements and attributes; in CSS, url() and @import. A reference is
+// resolved to a file in DIR: relative ones against the referencing file's directory, root-relative
+// ones against DIR, absolute http(s) ones first as DIR/<host>/<path> (wget's layout), then as
+// DIR/<path>. With a query, the file named path?query is tried before path. References that name
+// no file are left as they are and reported in Missing.
+//
+// Origins: objects found in DIR through a relative or root-relative reference, or under an
+// absolute URL of the root's own host, are on origin s1; each other host of an absolute URL gets
+// the next origin (s2, s3, …), and its objects keep the host as domain (group: its registrable
+// domain), so that study W's domain and tld sharding apply.
+type MirrorResult struct {
+	Page    *Page
+	Missing []string // references that name no file in DIR ("file: reference")
+}
+
+// Mirror imports dir (see MirrorResult). name is the page's name ("" = the directory's name).
+func Mirror(dir, name string) (*MirrorResult, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("mirror: %s is not a directory", dir)
+	}
+	root, err := findRootHTML(abs)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = filepath.Base(abs)
+	}
+	m := &mirror{dir: abs, byFile: map[string]int{}, hosts: map[string]int{}}
+	m.page = &Page{Name: name, Seed: 1, RootDir: abs,
+		Description: "mirrored site directory " + abs,
+		Source:      "wirelab pages mirror: files served as they are, references rewritten to the lab's origins"}
+	m.origin("")
+	m.add(root, "", "", TypeHTML)
+	for k := 0; k < len(m.page.Objects); k++ { // breadth first: objects are appended as found
+		o := &m.page.Objects[k]
+		if o.Type == TypeHTML || o.Type == TypeCSS {
+			if err := m.scan(k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i := range m.page.Objects {
+		o := &m.page.Objects[i]
+		st, err := os.Stat(m.page.FilePath(i))
+		if err != nil {
+			return nil, err
+		}
+		o.Size = FileObjectSize(m.page, i, st.Size())
+		if o.Size == 0 { // an empty file: served as one space (the model has no empty objects)
+			return nil, fmt.Errorf("mirror: %s is empty; wirelab pages need objects of at least 1 byte", o.File)
+		}
+	}
+	if err := m.page.Validate(); err != nil {
+		return nil, fmt.Errorf("mirror: the page built from %s is invalid: %w", dir, err)
+	}
+	return &MirrorResult{Page: m.page, Missing: m.missing}, nil
+}
+
+func findRootHTML(dir string) (string, error) {
+	if st, err := os.Stat(filepath.Join(dir, "index.html")); err == nil && st.Mode().IsRegular() {
+		return "index.html", nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	var htmls []string
+	for _, e := range entries {
+		if !e.IsDir() && (strings.HasSuffix(e.Name(), ".html") || strings.HasSuffix(e.Name(), ".htm")) {
+			htmls = append(htmls, e.Name())
+		}
+	}
+	if len(htmls) != 1 {
+		return "", fmt.Errorf("mirror: %s has no index.html and %d .html files at its top; cannot tell the root document", dir, len(htmls))
+	}
+	return htmls[0], nil
+}
+
+type mirror struct {
+	dir     string
+	page    *Page
+	byFile  map[string]int // file (relative, slash) → object index
+	hosts   map[string]int // host → origin index ("" = the root's own)
+	rootHst string
+	missing []string
+	paths   map[string]bool
+}
+
+func (m *mirror) origin(host string) int {
+	if host == m.rootHst {
+		host = ""
+	}
+	if n, ok := m.hosts[host]; ok {
+		return n
+	}
+	n := len(m.page.Origins)
+	if n >= MaxOrigins {
+		n = 0 // more hosts than origins: the rest share s1
+	} else {
+		m.page.Origins = append(m.page.Origins, Origin{Host: OriginHost(n)})
+	}
+	m.hosts[host] = n
+	return n
+}
+
+// add returns the object of file (relative to dir, slash-separated), creating it.
+func (m *mirror) add(file, host, parent string, hint Type) int {
+	if k, ok := m.byFile[file]; ok {
+		return k
+	}
+	if m.paths == nil {
+		m.paths = map[string]bool{}
+	}
+	t := typeOfFile(file, hint)
+	o := Object{ID: fmt.Sprintf("o%d", len(m.page.Objects)), File: file, Type: t, ContentType: contentTypeOfFile(file, t),
+		Origin: m.origin(host), Parent: parent}
+	o.Path = "/" + file
+	if !pathRE.MatchString(o.Path) || strings.Contains(o.Path, "//") {
+		o.Path = "/" + strings.Trim(badPathChar.ReplaceAllString(file, "_"), "/")
+	}
+	if len(o.Path) > 200 {
+		o.Path = o.Path[:200]
+	}
+	for n, p := 2, o.Path; m.paths[o.Path]; n++ {
+		o.Path = fmt.Sprintf("%s.%d", p, n)
+	}
+	m.paths[o.Path] = true
+	if host != "" && host != m.rootHst && domainRE.MatchString(host) {
+		o.Domain, o.Group = host, RegistrableDomain(host)
+	}
+	m.byFile[file] = len(m.page.Objects)
+	m.page.Objects = append(m.page.Objects, o)
+	return len(m.page.Objects) - 1
+}
+
+var badPathChar = regexp.MustCompile(`[^A-Za-z0-9._~/-]`)
+
+func typeOfFile(file string, hint Type) Type {
+	switch strings.ToLower(path.Ext(strings.SplitN(file, "?", 2)[0])) {
+	case ".html", ".htm", ".xhtml":
+		return TypeHTML
+	case ".css":
+		return TypeCSS
+	case ".js", ".mjs":
+		return TypeJS
+	case ".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".ico", ".avif", ".bmp":
+		return TypeImage
+	case ".woff", ".woff2", ".ttf", ".otf", ".eot":
+		return TypeFont
+	}
+	if hint != "" {
+		return hint
+	}
+	return TypeOther
+}
+
+func contentTypeOfFile(file string, t Type) string {
+	ext := strings.ToLower(path.Ext(strings.SplitN(file, "?", 2)[0]))
+	special := map[string]string{".js": "text/javascript", ".mjs": "text/javascript", ".woff2": "font/woff2",
+		".woff": "font/woff", ".svg": "image/svg+xml", ".ico": "image/x-icon", ".json": "application/json", ".webp": "image/webp"}
+	if ct, ok := special[ext]; ok {
+		return ct
+	}
+	if t == TypeHTML {
+		return "text/html; charset=utf-8"
+	}
+	if ct := mime.TypeByExtension(ext); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err == nil {
+			if mt == "text/css" || strings.HasPrefix(mt, "text/") {
+				return mt
+			}
+			if ValidContentType(mt) {
+				return mt
+			}
+		}
+	}
+	return DefaultContentType(t)
+}
+
+// foundRef is a reference in a file: its byte span and URL text.
+type foundRef struct {
+	off, n int
+	raw    string
+	frame  bool
+	hint   Type
+}
+
+// scan finds the references of object k and adds the objects they name.
+func (m *mirror) scan(k int) error {
+	data, err := os.ReadFile(m.page.FilePath(k))
+	if err != nil {
+		return err
+	}
+	o := m.page.Objects[k]
+	var refs []foundRef
+	if o.Type == TypeHTML {
+		refs = htmlRefs(data)
+	} else {
+		refs = cssRefs(data, 0)
+	}
+	parent := ""
+	if o.Type == TypeCSS {
+		parent = o.ID
+	}
+	var out []Ref
+	for _, r := range refs {
+		file, host, ok := m.resolve(o.File, r.raw)
+		if !ok {
+			if !strings.HasPrefix(r.raw, "data:") && !strings.HasPrefix(r.raw, "#") && !strings.HasPrefix(r.raw, "javascript:") && r.raw != "" {
+				m.missing = append(m.missing, o.File+": "+r.raw)
+			}
+			continue
+		}
+		hint := r.hint
+		if r.frame {
+			hint = TypeHTML
+		}
+		j := m.add(file, host, parent, hint)
+		if k == 0 && m.rootHst == "" && host != "" {
+			// An absolute URL in the root that names the root's own file: its host is the root's.
+			if file == m.page.Objects[0].File {
+				m.rootHst = host
+			}
+		}
+		out = append(out, Ref{Offset: int64(r.off), Length: r.n, Object: m.page.Objects[j].ID})
+	}
+	m.page.Objects[k].Refs = out
+	return nil
+}
+
+// resolve maps a reference in file from to a file of the directory and the host it named.
+func (m *mirror) resolve(from, raw string) (file, host string, ok bool) {
+	raw = strings.TrimSpace(html.UnescapeString(raw))
+	if raw == "" || strings.HasPrefix(raw, "#") {
+		return "", "", false
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https") {
+		return "", "", false
+	}
+	var candidates []string
+	withQuery := func(p string) {
+		p = strings.TrimPrefix(path.Clean("/"+p), "/")
+		if u.RawQuery != "" {
+			candidates = append(candidates, p+"?"+u.RawQuery)
+		}
+		candidates = append(candidates, p)
+	}
+	switch {
+	case u.Host != "":
+		host = strings.ToLower(u.Hostname())
+		withQuery(host + "/" + u.Path)
+		withQuery(u.Path)
+	case strings.HasPrefix(u.Path, "/"):
+		withQuery(u.Path)
+	default:
+		withQuery(path.Join(path.Dir(from), u.Path))
+	}
+	for _, c := range candidates {
+		if c == "" || c == "." || strings.HasPrefix(c, "../") {
+			continue
+		}
+		st, err := os.Stat(filepath.Join(m.dir, filepath.FromSlash(c)))
+		if err == nil && st.Mode().IsRegular() {
+			return c, host, true
+		}
+	}
+	return "", "", false
+}
+
+var (
+	cssURLRE    = regexp.MustCompile(`url\(\s*(?:"([^"]*)"|'([^']*)'|([^'")\s]+))\s*\)`)
+	cssImportRE = regexp.MustCompile(`@import\s+(?:"([^"]*)"|'([^']*)')`)
+)
+
+// cssRefs finds url() and @import references in CSS; offsets are relative to data, plus base.
+func cssRefs(data []byte, base int) []foundRef {
+	var out []foundRef
+	for _, re := range []*regexp.Regexp{cssURLRE, cssImportRE} {
+		for _, loc := range re.FindAllSubmatchIndex(data, -1) {
+			for g := 1; g < len(loc)/2; g++ {
+				if loc[2*g] >= 0 {
+					s, e := loc[2*g], loc[2*g+1]
+					if e > s {
+						out = append(out, foundRef{off: base + s, n: e - s, raw: string(data[s:e])})
+					}
+					break
+				}
+			}
+		}
+	}
+	sortRefs(out)
+	return out
+}
+
+func sortRefs(r []foundRef) {
+	for i := 1; i < len(r); i++ {
+		for j := i; j > 0 && r[j].off < r[j-1].off; j-- {
+			r[j], r[j-1] = r[j-1], r[j]
+		}
+	}
+}
+
+// htmlRefs finds the references of an HTML document with their byte spans.
+func htmlRefs(data []byte) []foundRef {
+	var out []foundRef
+	z := html.NewTokenizer(bytes.NewReader(data))
+	off := 0
+	inStyle := false
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break
+		}
+		raw := z.Raw()
+		start := off
+		off += len(raw)
+		switch tt {
+		case html.TextToken:
+			if inStyle {
+				out = append(out, cssRefs(raw, start)...)
+			}
+		case html.EndTagToken:
+			name, _ := z.TagName()
+			if string(name) == "style" {
+				inStyle = false
+			}
+		case html.StartTagToken, html.SelfClosingTagToken:
+			tok := z.Token()
+			if tok.Data == "style" && tt == html.StartTagToken {
+				inStyle = true
+			}
+			for _, a := range tagRefAttrs(tok) {
+				if sp, n, ok := attrSpan(raw, a.name, a.value); ok {
+					out = append(out, foundRef{off: start + sp, n: n, raw: a.value, frame: a.frame, hint: a.hint})
+				}
+			}
+			for _, a := range tok.Attr {
+				if a.Key == "style" {
+					if sp, _, ok := attrSpan(raw, "style", a.Val); ok {
+						out = append(out, cssRefs(raw[sp:sp+len(a.Val)], start+sp)...)
+					}
+				}
+			}
+		}
+	}
+	sortRefs(out)
+	return out
+}
+
+type refAttr struct {
+	name, value string
+	frame       bool
+	hint        Type
+}
+
+// tagRefAttrs lists the attributes of a tag that a browser fetches.
+func tagRefAttrs(t html.Token) []refAttr {
+	get := func(k string) (string, bool) {
+		for _, a := range t.Attr {
+			if a.Key == k {
+				return a.Val, true
+			}
+		}
+		return "", false
+	}
+	var out []refAttr
+	one := func(attr string, frame bool, hint Type) {
+		if v, ok := get(attr); ok && v != "" {
+			out = append(out, refAttr{name: attr, value: v, frame: frame, hint: hint})
+		}
+	}
+	switch t.Data {
+	case "link":
+		rel, _ := get("rel")
+		rel = strings.ToLower(rel)
+		for _, r := range strings.Fields(rel) {
+			switch r {
+			case "stylesheet":
+				one("href", false, TypeCSS)
+				return out
+			case "icon", "preload", "modulepreload", "apple-touch-icon", "shortcut":
+				one("href", false, "")
+				return out
+			}
+		}
+	case "script":
+		one("src", false, TypeJS)
+	case "img":
+		if _, ok := get("src"); ok {
+			one("src", false, TypeImage)
+		} else if v, ok := get("srcset"); ok {
+			if f := strings.Fields(v); len(f) > 0 {
+				out = append(out, refAttr{name: "srcset", value: strings.TrimSuffix(f[0], ","), hint: TypeImage})
+			}
+		}
+	case "iframe", "frame":
+		one("src", true, TypeHTML)
+	case "embed", "audio", "track":
+		one("src", false, "")
+	case "source":
+		one("src", false, "")
+	case "video":
+		one("poster", false, TypeImage)
+		one("src", false, "")
+	case "object":
+		one("data", false, "")
+	case "input":
+		if v, _ := get("type"); strings.EqualFold(v, "image") {
+			one("src", false, TypeImage)
+		}
+	case "body", "table", "td", "th":
+		one("background", false, TypeImage)
+	}
+	return out
+}
+
+// attrSpan finds the byte span of attribute name's value (value as decoded) inside a raw tag.
+func attrSpan(raw []byte, name, value string) (int, int, bool) {
+	lower := bytes.ToLower(raw)
+	from := 0
+	for {
+		i := bytes.Index(lower[from:], []byte(name))
+		if i < 0 {
+			return 0, 0, false
+		}
+		i += from
+		j := i + len(name)
+		from = j
+		if i > 0 && !isSpace(lower[i-1]) {
+			continue
+		}
+		for j < len(raw) && isSpace(raw[j]) {
+			j++
+		}
+		if j >= len(raw) || raw[j] != '=' {
+			continue
+		}
+		j++
+		for j < len(raw) && isSpace(raw[j]) {
+			j++
+		}
+		if j >= len(raw) {
+			return 0, 0, false
+		}
+		var end int
+		switch raw[j] {
+		case '"', '\'':
+			q := raw[j]
+			j++
+			e := bytes.IndexByte(raw[j:], q)
+			if e < 0 {
+				return 0, 0, false
+			}
+			end = j + e
+		default:
+			end = j
+			for end < len(raw) && !isSpace(raw[end]) && raw[end] != '>' {
+				end++
+			}
+		}
+		span := string(raw[j:end])
+		if name == "srcset" {
+			// only the first candidate's URL
+			f := strings.Fields(span)
+			if len(f) == 0 {
+				return 0, 0, false
+			}
+			lead := len(span) - len(strings.TrimLeft(span, " \t\n\r\f"))
+			return j + lead, len(strings.TrimSuffix(f[0], ",")), true
+		}
+		if html.UnescapeString(span) != value {
+			return 0, 0, false
+		}
+		return j, end - j, true
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }

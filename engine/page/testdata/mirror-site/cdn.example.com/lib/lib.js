@@ -1,0 +1,2 @@
+/* lib */
+window.lib = {version: 1};

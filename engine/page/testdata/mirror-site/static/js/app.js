@@ -1,0 +1,2 @@
+/* app */
+document.title = document.title + " (js ran)";
