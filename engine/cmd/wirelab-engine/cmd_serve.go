@@ -66,6 +66,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	readyFile := fs.String("ready-file", "", "also write the ready line to this file (atomically)")
 	dnsAddr := fs.String("dns", "", "also answer DNS for *.wirelab.test on this host:port")
 	recordsFile := fs.String("records", "", "write the request records (JSON lines) to this file at exit")
+	connsFile := fs.String("conns", "", "write the connection records (JSON lines: streams, most open at once, DATA frames) to this file at exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, serveUsage)
@@ -150,6 +151,11 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
+	if *connsFile != "" {
+		if err := writeRecords(*connsFile, srv.Conns()); err != nil {
+			return err
+		}
+	}
 	stopped, _ := json.Marshal(map[string]any{"event": "stopped", "requests": len(records), "records_dropped": dropped,
 		"connections": len(srv.Conns())})
 	_, err = fmt.Fprintf(stdout, "%s\n", stopped)
@@ -175,7 +181,8 @@ func writeFileAtomic(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-func writeRecords(path string, records []server.Record) error {
+// writeRecords writes one JSON line per record.
+func writeRecords[R any](path string, records []R) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
