@@ -23,8 +23,8 @@ func TestDecodeDefaults(t *testing.T) {
 	s.TrialID = "x"
 	want := &Spec{Contract: 1, TrialID: "x", Page: "twitter", Shards: 1, ShardMode: "round-robin",
 		Protocols: []string{"h1s", "h2"}, Repetitions: 5, Order: "alternate", GapMs: 0, Seed: 1, Network: "native",
-		Server: Server{Impl: "builtin", MaxConcurrentStreams: 100, WriteChunkBytes: 0, TLSVersion: "1.3", KeepAlive: true, Push: "none"},
-		Client: Client{Impl: "engine", Mode: "flat", MaxConnectionsPerOrigin: 6, DNS: "server", ComputeScale: 1, Priority: "none", TimeoutS: 120},
+		Server:  Server{Impl: "builtin", MaxConcurrentStreams: 100, WriteChunkBytes: 0, TLSVersion: "1.3", KeepAlive: true, Push: "none"},
+		Client:  Client{Impl: "engine", Mode: "flat", MaxConnectionsPerOrigin: 6, DNS: "server", ComputeScale: 1, Priority: "none", TimeoutS: 120},
 		Capture: Capture{HAR: true}}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", s, want)
@@ -60,7 +60,7 @@ func TestResolvedSpecValidatesAgainstSchema(t *testing.T) {
 			"contract": 1, "spec": json.RawMessage(specJSON), "loads": 0, "errors": 0,
 			"provenance": newProvenance([]string{"wirelab-engine", "trial"}, time.Now()),
 			"emulator": map[string]any{"lateness_us": map[string]any{"p50": 1, "p99": 2, "max": 3, "mean": 1.5}, "device_drops": 0,
-				"up": map[string]any{"packets": 0, "bytes": 0, "drops_queue": 0, "drops_loss": 0, "max_queue_packets": 0},
+				"up":   map[string]any{"packets": 0, "bytes": 0, "drops_queue": 0, "drops_loss": 0, "max_queue_packets": 0},
 				"down": map[string]any{"packets": 0, "bytes": 0, "drops_queue": 0, "drops_loss": 0, "max_queue_packets": 0}},
 		}
 		b, _ := json.Marshal(result)
