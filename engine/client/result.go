@@ -66,7 +66,10 @@ type Conn struct {
 	TLSResumed bool    `json:"tls_resumed"`
 	Requests   int     `json:"requests"`              // requests sent on it
 	MaxStreams uint32  `json:"max_streams,omitempty"` // h2: the server's SETTINGS_MAX_CONCURRENT_STREAMS (0 = not sent)
-	Error      string  `json:"error,omitempty"`       // why it failed, if it did
+	// PacketsLost is, for h3, the packets this side's QUIC stack declared lost (QUIC encrypts its
+	// packet numbers: a capture cannot count retransmissions).
+	PacketsLost uint64 `json:"packets_lost,omitempty"`
+	Error       string `json:"error,omitempty"` // why it failed, if it did
 }
 
 // Phases are the per-phase sums over entries, in ms (HAR semantics: -1 values are skipped; connect includes ssl).
@@ -108,6 +111,8 @@ type Result struct {
 	Phases        Phases
 	DNSQueries    int // names sent to the Resolver
 	Retries       int
+	// QUICPacketsLost sums Conns' PacketsLost: h3 packets the client declared lost.
+	QUICPacketsLost int64
 	// Err is the load's failure: the first object to fail (by completion time) or the timeout.
 	// The numbers above are then partial.
 	Err     error
@@ -132,7 +137,9 @@ type Summary struct {
 	Phases        Phases    `json:"phases_ms"`
 	DNSQueries    int       `json:"dns_queries"`
 	Retries       int       `json:"retries"`
-	Error         *string   `json:"error"`
+	// QUICPacketsLost: h3 packets the client's QUIC stack declared lost (0 for TCP protocols).
+	QUICPacketsLost int64   `json:"quic_packets_lost"`
+	Error           *string `json:"error"`
 }
 
 // Summary returns the load-record fields of r.
@@ -141,7 +148,7 @@ func (r *Result) Summary() Summary {
 		URL: r.URL, Protocol: r.Protocol, Mode: r.Mode, StartedAt: r.StartedAt.UTC(),
 		PLTms: ms(r.PLT), Connections: r.Connections, TLSHandshakes: r.TLSHandshakes,
 		TLSResumed: r.TLSResumed, Objects: r.Objects, BodyBytes: r.BodyBytes, Phases: r.Phases,
-		DNSQueries: r.DNSQueries, Retries: r.Retries,
+		DNSQueries: r.DNSQueries, Retries: r.Retries, QUICPacketsLost: r.QUICPacketsLost,
 	}
 	if r.Err != nil {
 		msg := r.Err.Error()

@@ -322,6 +322,18 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	}
 	win := pktlog.SummarizeUntil(own, responseBy)
 	rec := BuildRecord(s.TrialID, l, started, f, win, failure)
+	if l.Protocol == "h3" {
+		// The server's QUIC stack reports each connection when it ends (serve --quic-stats): the
+		// packets it declared lost are retransmissions as much as the client's.
+		remotes := quicClients(own, uint16(r.serve.ready.Ports.QUIC))
+		lost, missing := r.serve.takeQUIC(ctx, remotes, quicReportLimit)
+		rec.Retransmissions += lost
+		rec.Client["quic_server_packets_lost"] = lost
+		if missing > 0 {
+			rec.Client["quic_server_unreported"] = missing
+			r.log.printf("load %d: %d of %d QUIC connections did not report their end within %s; their server-side losses are not counted", l.Index, missing, len(remotes), quicReportLimit)
+		}
+	}
 	if harPath != "" {
 		if _, err := os.Stat(harPath); err == nil {
 			rec.HAR = &harRel

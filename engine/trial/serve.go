@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,63 @@ type serveProcess struct {
 	line   string
 	exited chan struct{} // closed when the process has exited
 	err    error         // its exit error, valid once exited is closed
+
+	mu      sync.Mutex
+	quic    map[string]quicClosed // by the client's address:port, until taken
+	changed chan struct{}         // closed (and replaced) when quic gains an entry
+}
+
+// quicClosed is serve's {"event":"quic_closed",…} line: an h3 connection ended.
+type quicClosed struct {
+	Event       string `json:"event"`
+	Remote      string `json:"remote"`
+	PacketsSent int64  `json:"packets_sent"`
+	PacketsLost int64  `json:"packets_lost"`
+}
+
+func (sp *serveProcess) addQUIC(q quicClosed) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.quic[q.Remote] = q
+	close(sp.changed)
+	sp.changed = make(chan struct{})
+}
+
+// takeQUIC waits up to limit for the end of the h3 connections from remotes (client address:port)
+// and returns the packets the server declared lost on them, and how many did not report.
+func (sp *serveProcess) takeQUIC(ctx context.Context, remotes []string, limit time.Duration) (lost int64, missing int) {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		sp.mu.Lock()
+		missing, lost = 0, 0
+		for _, r := range remotes {
+			if q, ok := sp.quic[r]; ok {
+				lost += q.PacketsLost
+			} else {
+				missing++
+			}
+		}
+		changed := sp.changed
+		if missing == 0 {
+			for _, r := range remotes {
+				delete(sp.quic, r)
+			}
+		}
+		sp.mu.Unlock()
+		if missing == 0 {
+			return lost, 0
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return lost, missing
+		case <-ctx.Done():
+			return lost, missing
+		case <-sp.exited:
+			return lost, missing
+		}
+	}
 }
 
 // serveArgs are the serve flags for a prepared trial. (server.push will go here once serve has
@@ -75,6 +133,9 @@ func serveArgs(p *Prepared, certDir, recordsFile, connsFile string) []string {
 	if connsFile != "" {
 		args = append(args, "--conns", connsFile)
 	}
+	if slices.Contains(s.Protocols, "h3") {
+		args = append(args, "--quic-stats")
+	}
 	return args
 }
 
@@ -98,7 +159,7 @@ func startServe(ctx context.Context, topo *netns.Topology, engine string, env []
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	sp := &serveProcess{cmd: cmd, exited: make(chan struct{})}
+	sp := &serveProcess{cmd: cmd, exited: make(chan struct{}), quic: map[string]quicClosed{}, changed: make(chan struct{})}
 	tail := &lineTail{max: 5}
 	pipes := make(chan struct{}, 2)
 	go func() {
@@ -112,6 +173,11 @@ func startServe(ctx context.Context, topo *netns.Topology, engine string, env []
 			if first {
 				first = false
 				readyCh <- l
+				return
+			}
+			var q quicClosed
+			if json.Unmarshal([]byte(l), &q) == nil && q.Event == "quic_closed" {
+				sp.addQUIC(q)
 				return
 			}
 			log.printf("serve: %s", l)

@@ -2,6 +2,7 @@ package trial
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -126,4 +127,27 @@ func newClockMap(e interface{ Now() time.Duration }) clockMap {
 
 func (c clockMap) emulatorTime(monotonicNs int64) time.Duration {
 	return time.Duration(monotonicNs - c.offset)
+}
+
+// quicReportLimit bounds the wait for the server's report of a QUIC connection's end after the
+// link settled (the client's CONNECTION_CLOSE was delivered at least quietPeriod earlier).
+const quicReportLimit = 2 * time.Second
+
+// quicClients lists the client address:port of every UDP flow to the server's QUIC port that the
+// load opened.
+func quicClients(own []pktlog.Record, port uint16) []string {
+	seen := map[string]bool{}
+	var out []string
+	for i := range own {
+		r := &own[i]
+		if r.Dir != pktlog.Up || r.Proto != pktlog.ProtoUDP || r.DstPort != port {
+			continue
+		}
+		a := fmt.Sprintf("%d.%d.%d.%d:%d", r.Src[0], r.Src[1], r.Src[2], r.Src[3], r.SrcPort)
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
 }
