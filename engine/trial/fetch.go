@@ -63,9 +63,10 @@ func staticMap(origins int) string {
 // fetchOutcome is what one fetch process did.
 type fetchOutcome struct {
 	stdout, stderr []byte
-	exitCode       int    // -1 when killed by a signal
-	failure        string // set when the process did not produce a result: crashed, killed, timed out
-	interrupted    bool   // the trial was interrupted meanwhile
+	cpu            time.Duration // user + system CPU time of the process (the loader's own work, start-up included)
+	exitCode       int           // -1 when killed by a signal
+	failure        string        // set when the process did not produce a result: crashed, killed, timed out
+	interrupted    bool          // the trial was interrupted meanwhile
 }
 
 // fetchGrace is how long a fetch may run beyond its own --timeout before the trial kills it.
@@ -98,6 +99,9 @@ func runFetch(ctx context.Context, topo *netns.Topology, engine string, env, arg
 		out.failure = fmt.Sprintf("fetch: killed after %s (its own timeout did not end it)", limit)
 	}
 	out.stdout, out.stderr = stdout.Bytes(), stderr.Bytes()
+	if cmd.ProcessState != nil {
+		out.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
 	out.exitCode = 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -322,6 +322,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	}
 	win := pktlog.SummarizeUntil(own, responseBy)
 	rec := BuildRecord(s.TrialID, l, started, f, win, failure)
+	rec.Client["loader_cpu_ms"] = round3(float64(out.cpu) / float64(time.Millisecond))
 	if l.Protocol == "h3" {
 		// The server's QUIC stack reports each connection when it ends (serve --quic-stats): the
 		// packets it declared lost are retransmissions as much as the client's.
