@@ -99,6 +99,7 @@ func runFetch(ctx context.Context, topo *netns.Topology, engine string, env, arg
 		out.failure = fmt.Sprintf("fetch: killed after %s (its own timeout did not end it)", limit)
 	}
 	out.stdout, out.stderr = stdout.Bytes(), stderr.Bytes()
+	cmd.Stdout, cmd.Stderr = nil, nil // the topology keeps every Cmd until Close: not its output
 	if cmd.ProcessState != nil {
 		out.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}

@@ -169,9 +169,6 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer loads.Close()
-	if r.tmp, err = os.MkdirTemp("", "wirelab-trial-"); err != nil {
-		return nil, err
-	}
 
 	cfg := r.p.Emulator
 	cfg.PacketLog = true
@@ -184,6 +181,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("topology: %w", err)
 	}
 	prov.Namespaces = netns.NamespaceName(r.emu.Topo.ID, netns.Client) + " " + netns.NamespaceName(r.emu.Topo.ID, netns.Server)
+	if err := os.Mkdir(tempDir(r.emu.Topo.ID), 0o700); err != nil {
+		return nil, err
+	}
+	r.tmp = tempDir(r.emu.Topo.ID)
 	r.log.printf("topology %s / %s up: %d origins", r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.p.Origins())
 
 	args := serveArgs(r.p, filepath.Join(r.tmp, "certs"), filepath.Join(dir, ServerReqs), filepath.Join(dir, ServerConns))

@@ -9,6 +9,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/tcpplus"
+	"github.com/wirelab/wirelab/engine/trial"
 )
 
 func init() {
@@ -22,7 +23,7 @@ func runGC(args []string) error {
 	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
 	quiet := fs.Bool("q", false, "print nothing unless something fails")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wirelab-engine gc [-q]\n\nRemoves what crashed wirelab runs left: processes in their namespaces, the namespaces\n(wirelab-<id>-c/-s), /etc/netns/wirelab-* and state files in "+netns.StateDir+",\nTCP+ congestion controls whose users are gone and TCP+ measurement paths.\nRuns whose owner process is alive are left alone.")
+		fmt.Fprintln(fs.Output(), "usage: wirelab-engine gc [-q]\n\nRemoves what crashed wirelab runs left: processes in their namespaces, the namespaces\n(wirelab-<id>-c/-s), /etc/netns/wirelab-* and state files in "+netns.StateDir+",\nTCP+ congestion controls whose users are gone, TCP+ measurement paths and killed trials'\nprivate directories ("+os.TempDir()+"/wirelab-trial-<id>: certificates).\nRuns whose owner process is alive are left alone.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -38,7 +39,11 @@ func runGC(args []string) error {
 	// TCP+ congestion controls registered by dead runs, and leftover TCP+ measurement paths.
 	plus, perr := tcpplus.GC()
 	rep.Removed = append(rep.Removed, plus...)
-	err = errors.Join(err, perr)
+	// Private directories (certificates) of trials that were killed; after netns.GC, which removes
+	// their state files.
+	dirs, terr := trial.GC()
+	rep.Removed = append(rep.Removed, dirs...)
+	err = errors.Join(err, perr, terr)
 	if !*quiet {
 		for _, r := range rep.Removed {
 			fmt.Println("removed", r)

@@ -543,3 +543,54 @@ func TestTrialInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// SIGKILL leaves the namespaces, the state file and the trial's private directory (its
+// certificates); `wirelab-engine gc` removes all of them.
+func TestTrialKilledThenGC(t *testing.T) {
+	requireRoot(t)
+	cmd, out := trialCmd(t, `{"page":"twitter","protocols":["h1s","h2"],"repetitions":50,"network":"rtt=100ms"}`, 2*time.Minute)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(stdout)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			cmd.Wait()
+			t.Fatalf("no load event before %v", err)
+		}
+		if strings.Contains(line, `"event":"load"`) {
+			break
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	log, _ := os.ReadFile(filepath.Join(out, trial.LogFile))
+	m := trialTopoRE.FindSubmatch(log)
+	if m == nil {
+		t.Fatalf("no topology line in engine.log:\n%s", log)
+	}
+	id := string(m[1])
+	private := filepath.Join(os.TempDir(), "wirelab-trial-"+id)
+	if _, err := os.Stat(filepath.Join(private, "certs", "key.pem")); err != nil {
+		t.Fatalf("the killed trial's private directory: %v", err)
+	}
+	gc := engine("gc")
+	gcOut, err := gc.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gc: %v\n%s", err, gcOut)
+	}
+	if !strings.Contains(string(gcOut), "removed "+private) {
+		t.Errorf("gc did not report %s:\n%s", private, gcOut)
+	}
+	if _, err := os.Stat(private); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left after gc", private)
+	}
+	assertGone(t, id)
+}
