@@ -126,3 +126,26 @@ func lastLine(b []byte) string {
 	}
 	return l
 }
+
+// result interprets the process's end: the loader's result, or why there is none (failure, which
+// becomes the record's error). err is set only when the trial cannot go on: fetch refused the
+// arguments the trial built (exit 2), a bug that would fail every load the same way.
+func (o fetchOutcome) result() (f *FetchResult, failure string, err error) {
+	switch {
+	case o.failure != "":
+		return nil, o.failure, nil
+	case o.exitCode == 2:
+		return nil, "", fmt.Errorf("fetch refused its arguments (a bug in the trial): %s", lastLine(o.stderr))
+	case o.exitCode != 0 && o.exitCode != 1:
+		return nil, fmt.Sprintf("fetch: exit status %d: %s", o.exitCode, lastLine(o.stderr)), nil
+	}
+	line := strings.TrimSpace(string(o.stdout))
+	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	f, perr := ParseFetch([]byte(line))
+	if perr != nil {
+		return nil, fmt.Sprintf("fetch printed no result (%v): %s", perr, lastLine(o.stderr)), nil
+	}
+	return f, "", nil
+}

@@ -160,3 +160,27 @@ func TestBuildRecord(t *testing.T) {
 	}
 	check(r)
 }
+
+// How a fetch process's end becomes a record's loader result or error.
+func TestFetchOutcome(t *testing.T) {
+	ok := `{"plt_ms":10,"objects":1,"error":null}`
+	for _, tc := range []struct {
+		name     string
+		out      fetchOutcome
+		result   bool
+		failure  string
+		stopping bool
+	}{
+		{"completed", fetchOutcome{stdout: []byte(ok + "\n")}, true, "", false},
+		{"failed load: exit 1 with a result", fetchOutcome{exitCode: 1, stdout: []byte(`{"plt_ms":10,"error":"x: status 404"}`)}, true, "", false},
+		{"usage error: the trial's bug", fetchOutcome{exitCode: 2, stderr: []byte("wirelab-engine: --proto: required\n")}, false, "", true},
+		{"crash", fetchOutcome{exitCode: 3, stderr: []byte("panic: boom\n")}, false, "fetch: exit status 3: panic: boom", false},
+		{"killed", fetchOutcome{exitCode: -1, failure: "fetch: killed by killed: no output"}, false, "fetch: killed", false},
+		{"no output", fetchOutcome{stderr: []byte("")}, false, "fetch printed no result", false},
+	} {
+		f, failure, err := tc.out.result()
+		if (f != nil) != tc.result || (err != nil) != tc.stopping || !strings.HasPrefix(failure, tc.failure) || (tc.failure == "" && failure != "") {
+			t.Errorf("%s: result %v, failure %q, err %v", tc.name, f != nil, failure, err)
+		}
+	}
+}

@@ -242,6 +242,20 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
+// addServerQUICLosses adds what the server's QUIC stack declared lost on the load's connections,
+// reported by serve (--quic-stats) when each one ends: they are retransmissions as much as the
+// client's.
+func (r *runner) addServerQUICLosses(ctx context.Context, rec *Record, own []pktlog.Record) {
+	remotes := quicClients(own, uint16(r.serve.ready.Ports.QUIC))
+	lost, missing := r.serve.takeQUIC(ctx, remotes, quicReportLimit)
+	rec.Retransmissions += lost
+	rec.Client["quic_server_packets_lost"] = lost
+	if missing > 0 {
+		rec.Client["quic_server_unreported"] = missing
+		r.log.printf("load %d: %d of %d QUIC connections did not report their end within %s; their server-side losses are not counted", rec.Index, missing, len(remotes), quicReportLimit)
+	}
+}
+
 // load runs one page load and returns its record and the stray records of its window.
 func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (Record, int, error) {
 	s := r.p.Spec
@@ -273,8 +287,10 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	if err != nil {
 		return Record{}, 0, err
 	}
-	// Whatever crossed the link since the previous load's window closed is no load's.
+	// Whatever crossed the link since the previous load's window closed is no load's, and so are
+	// QUIC connections that ended since (late reports of an earlier load).
 	before := len(r.emu.Log.Take())
+	r.serve.forgetQUIC()
 	if before > 0 {
 		r.log.printf("load %d: %d packets crossed the link between loads (not counted)", l.Index, before)
 	}
@@ -293,22 +309,9 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	}
 	own, stray := Own(r.emu.Log.Take())
 
-	failure := out.failure
-	var f *FetchResult
-	switch {
-	case failure != "":
-	case out.exitCode == 2:
-		return Record{}, 0, fmt.Errorf("fetch refused its arguments (a bug in the trial): %s", lastLine(out.stderr))
-	case out.exitCode != 0 && out.exitCode != 1:
-		failure = fmt.Sprintf("fetch: exit status %d: %s", out.exitCode, lastLine(out.stderr))
-	default:
-		line := strings.TrimSpace(string(out.stdout))
-		if i := strings.LastIndexByte(line, '\n'); i >= 0 {
-			line = line[i+1:]
-		}
-		if f, err = ParseFetch([]byte(line)); err != nil {
-			failure = fmt.Sprintf("fetch printed no result (%v): %s", err, lastLine(out.stderr))
-		}
+	f, failure, err := out.result()
+	if err != nil {
+		return Record{}, 0, err
 	}
 	if len(out.stderr) > 0 && (failure != "" || out.exitCode != 0) {
 		for _, line := range strings.Split(strings.TrimSpace(string(out.stderr)), "\n") {
@@ -325,16 +328,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	rec := BuildRecord(s.TrialID, l, started, f, win, failure)
 	rec.Client["loader_cpu_ms"] = round3(float64(out.cpu) / float64(time.Millisecond))
 	if l.Protocol == "h3" {
-		// The server's QUIC stack reports each connection when it ends (serve --quic-stats): the
-		// packets it declared lost are retransmissions as much as the client's.
-		remotes := quicClients(own, uint16(r.serve.ready.Ports.QUIC))
-		lost, missing := r.serve.takeQUIC(ctx, remotes, quicReportLimit)
-		rec.Retransmissions += lost
-		rec.Client["quic_server_packets_lost"] = lost
-		if missing > 0 {
-			rec.Client["quic_server_unreported"] = missing
-			r.log.printf("load %d: %d of %d QUIC connections did not report their end within %s; their server-side losses are not counted", l.Index, missing, len(remotes), quicReportLimit)
-		}
+		r.addServerQUICLosses(ctx, &rec, own)
 	}
 	if harPath != "" {
 		if _, err := os.Stat(harPath); err == nil {

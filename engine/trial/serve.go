@@ -57,6 +57,13 @@ type quicClosed struct {
 	PacketsLost int64  `json:"packets_lost"`
 }
 
+// forgetQUIC drops reports not taken so far (connections of earlier loads).
+func (sp *serveProcess) forgetQUIC() {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	clear(sp.quic)
+}
+
 func (sp *serveProcess) addQUIC(q quicClosed) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
