@@ -284,16 +284,18 @@ func TestTrialOneStreamAtATime(t *testing.T) {
 // PLT = h1 2 RTT (TCP + request), h1s 3 RTT (TCP, TLS 1.3, request), h2 3 RTT, h2c 2 RTT, h3
 // 2 RTT (QUIC handshake with TLS 1.3 inside, request). The first packet's ToW (SYN or QUIC Initial
 // to the last response packet) is the same count of round trips measured on the emulator's clock.
-// Bounds: at least n RTT − 1 ms on every load (nothing beats the path); the median of three loads
+// Bounds: at least n RTT − 1 ms on every load (nothing beats the path); the median of five loads
 // within 3 % above, as the issue asks (12 ms at 2 RTT, 18 ms at 3 RTT). Measured on this 2-core
 // machine at load ≈ 1.5: 1–2 ms above n RTT per round trip for TCP (the emulator adds ~0.2 ms per
-// RTT, the rest is the endpoints waking up and TLS), h3 2.03–2.05 RTT (quic-go's user-space
-// handshake); three loads absorb one delayed by other jobs.
+// RTT, the rest is the endpoints waking up and TLS), h3 2.01–2.05 RTT (quic-go's user-space
+// handshake). While other jobs overloaded the machine (load average 12–23) single loads took up to
+// a second longer — a server that answered a QUIC Initial 950 ms late, in captures — so the bound
+// is on the median of five: two such loads per protocol do not fail it.
 func TestTrialPhysicsRoundTrips(t *testing.T) {
 	requireRoot(t)
 	const rtt = 200.0
 	rtts := map[string]float64{"h1": 2, "h1s": 3, "h2": 3, "h2c": 2, "h3": 2}
-	dir := runTrialOK(t, `{"page":"synthetic:0x1kB","protocols":`+allFive+`,"repetitions":3,"network":"rtt=200ms","client":{"dns":"static"}}`, 3*time.Minute)
+	dir := runTrialOK(t, `{"page":"synthetic:0x1kB","protocols":`+allFive+`,"repetitions":5,"network":"rtt=200ms","client":{"dns":"static"}}`, 3*time.Minute)
 	td := readTrial(t, dir)
 	plts, tows := map[string][]float64{}, map[string][]float64{}
 	for _, l := range td.loads {
@@ -309,8 +311,10 @@ func TestTrialPhysicsRoundTrips(t *testing.T) {
 		plts[l.Protocol] = append(plts[l.Protocol], l.PltMs)
 		tows[l.Protocol] = append(tows[l.Protocol], l.TowFirstPacketMs)
 	}
-	for proto, n := range rtts {
-		for name, vs := range map[string][]float64{"plt_ms": plts[proto], "tow_first_packet_ms": tows[proto]} {
+	for _, proto := range []string{"h1", "h1s", "h2", "h2c", "h3"} {
+		n := rtts[proto]
+		for _, name := range []string{"plt_ms", "tow_first_packet_ms"} {
+			vs := map[string][]float64{"plt_ms": plts[proto], "tow_first_packet_ms": tows[proto]}[name]
 			m := median(vs)
 			t.Logf("%s: %s median %.1f ms (%v) = %.3f RTT", proto, name, m, vs, m/rtt)
 			if m > n*rtt*1.03 {
