@@ -256,6 +256,79 @@ def demo(
         raise typer.Exit(1)
 
 
+@app.command()
+def report(
+    sweeps: list[str] = typer.Argument(
+        None, help="Sweeps to include (default: every sweep in the database)."
+    ),
+    db: Path = DB_OPTION,
+    out_dir: Path = typer.Option(
+        Path("wirelab-report"), "--out", "-o", help="Directory for index.html and figures/."
+    ),
+) -> None:
+    """Write the HTML report: conclusions, figures, tables and every load's waterfall (DIR/index.html).
+
+    The page is self-contained (figures and script embedded) and opens from the file system.
+    """
+    from wirelab.report import write_report as build
+
+    if not db.exists():
+        raise UsageError(f"--db: {db} does not exist; run a sweep first (wirelab run SPEC)")
+    out.print(f"report: {build(db, sweeps or None, out_dir)}", style="bold")
+
+
+@app.command()
+def reproduce(
+    name: str = typer.Argument(..., help="Experiment (see `wirelab reproduce ls`), or ls to list them."),
+    quick: bool = typer.Option(False, "--quick", help="The quick variant: a few points, 3 repetitions."),
+    db: Path = DB_OPTION,
+    out_dir: Path = typer.Option(
+        None, "--out", "-o", help="Report directory (default: wirelab-report/<sweep>)."
+    ),
+    parallel: int = typer.Option(1, "--parallel", "-j", help="Trials run at once."),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Reproduce a figure of the studies: run its experiment (resumably) and write its report.
+
+    [bold]wirelab reproduce ls[/] lists the experiments (docs/reproducing.md); NAME runs the full variant
+    (the study's grid and repetitions), NAME --quick the quick one.
+    """
+    from wirelab import reproduce as rep
+
+    if name == "ls":
+        table = Table(title="experiments (docs/reproducing.md); durations are estimates at -j 1")
+        table.add_column("experiment", no_wrap=True)
+        table.add_column("study")
+        table.add_column("quick", no_wrap=True)
+        table.add_column("full", no_wrap=True)
+        table.add_column("reproduces")
+        for e in rep.catalog():
+            q, f = e.plan(True), e.plan(False)
+            table.add_row(
+                e.name,
+                e.study,
+                f"{q.loads} loads ≈ {rep.format_duration(rep.estimate_seconds(q))}",
+                f"{f.loads} loads ≈ {rep.format_duration(rep.estimate_seconds(f))}",
+                e.reproduces,
+            )
+        out.print(table)
+        out.print("Run one with: wirelab reproduce NAME [--quick]  (docs/reproducing.md)", style="dim")
+        return
+    plan = rep.experiment(name).plan(quick)
+    summary = _run(plan, db, parallel, True, _engine(engine))
+    report_path = write_report_for(db, plan.name, out_dir)
+    out.print(f"report: {report_path}", style="bold")
+    if not summary.ok:
+        raise typer.Exit(1)
+
+
+def write_report_for(db: Path, sweep: str, out_dir: Path | None) -> Path:
+    """The report of one sweep, in ``out_dir`` or ``wirelab-report/<sweep>``."""
+    from wirelab.report import write_report as build
+
+    return build(db, [sweep], out_dir or Path("wirelab-report") / sweep)
+
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def shell(
     ctx: typer.Context,

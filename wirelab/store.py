@@ -635,7 +635,8 @@ class Results(_Base):
         return df
 
     def trials(self, sweep: str | None = None, *, status: str | None = None) -> pd.DataFrame:
-        """One row per trial with its grid parameters as columns (dotted names)."""
+        """One row per trial with its grid parameters as columns (dotted names) and its parsed
+        ``spec``, ``provenance`` and ``emulator`` summary."""
         where, args = self._sweep_filter(sweep)
         if status is not None:
             where += " AND t.status = ?"
@@ -645,7 +646,7 @@ class Results(_Base):
             SELECT s.name AS sweep, t.trial_id, t.idx AS trial_index, t.status, t.params_json, t.spec_json,
                    t.loads_planned, t.loads, t.load_errors, t.lateness_p50_us, t.lateness_p99_us,
                    t.lateness_max_us, t.fidelity_flags_json, t.attempts, t.error, t.started_at, t.ended_at,
-                   t.dir, t.provenance_json
+                   t.dir, t.provenance_json, t.emulator_json
               FROM trials t JOIN sweeps s ON s.id = t.sweep_id
              WHERE 1 = 1 {where} ORDER BY s.name, t.idx
             """,
@@ -657,6 +658,7 @@ class Results(_Base):
         df["provenance"] = df.pop("provenance_json").map(
             lambda v: json.loads(v) if isinstance(v, str) else None
         )
+        df["emulator"] = df.pop("emulator_json").map(lambda v: json.loads(v) if isinstance(v, str) else None)
         return _with_params(df)
 
     def loads(
@@ -750,17 +752,22 @@ class Results(_Base):
 
 
 def _with_params(df: pd.DataFrame) -> pd.DataFrame:
-    """Replace ``params_json`` by one column per grid parameter plus numeric companions."""
-    params = df.pop("params_json").map(json.loads) if "params_json" in df else pd.Series(dtype=object)
-    names: dict[str, None] = {}
-    for p in params:
-        names.update(dict.fromkeys(p))
-        names.update(dict.fromkeys(spec_mod.numeric_params(p)))
+    """Replace ``params_json`` by one column per grid parameter plus numeric companions.
+
+    Rows of one trial share its params string, so each distinct string is parsed once and the
+    columns are filled by mapping (objects tables have hundreds of thousands of rows)."""
+    if "params_json" not in df:
+        return df
+    raw = df.pop("params_json")
+    parsed: dict[str, dict[str, Any]] = {}
+    for text in raw.unique():
+        p = json.loads(text)
+        parsed[text] = {**p, **spec_mod.numeric_params(p)}
+    names = list(dict.fromkeys(name for values in parsed.values() for name in values))
     for name in names:
         if name in df.columns:
             continue
-        values = [{**p, **spec_mod.numeric_params(p)}.get(name) for p in params]
-        df[name] = values
+        df[name] = raw.map({text: values.get(name) for text, values in parsed.items()})
     return df
 
 

@@ -9,6 +9,7 @@ paired with repetition i of the other; loads with an error are left out of the p
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pandas as pd
@@ -17,15 +18,14 @@ __all__ = ["gain_pct", "protocol_table"]
 
 
 def gain_pct(loads: pd.DataFrame, baseline: str, protocol: str, metric: str = "tow_ms") -> float | None:
-    """Mean over paired repetitions of ``(base − p) / base × 100``; None when no pair exists."""
+    """Study E's gain of ``protocol`` over ``baseline``: ``(mean(base) − mean(p)) / mean(base) × 100``
+    over the loads without error (the same definition as the report, :func:`wirelab.analysis.gain_pct`);
+    None when either side has no load."""
+    from wirelab.analysis.compare import gain_pct as _gain
+
     ok = loads[loads["error"].isna()]
-    base = ok[ok["protocol"] == baseline].set_index("repetition")[metric]
-    other = ok[ok["protocol"] == protocol].set_index("repetition")[metric]
-    paired = pd.concat([base.rename("base"), other.rename("other")], axis=1, join="inner")
-    paired = paired[paired["base"] > 0]
-    if paired.empty:
-        return None
-    return float(((paired["base"] - paired["other"]) / paired["base"]).mean() * 100)
+    g = _gain(ok.loc[ok["protocol"] == baseline, metric], ok.loc[ok["protocol"] == protocol, metric])
+    return None if math.isnan(g) else g
 
 
 def protocol_table(loads: pd.DataFrame, protocols: Sequence[str] | None = None) -> pd.DataFrame:

@@ -1,0 +1,218 @@
+"""Figures: every plotting function renders PNG and SVG from small tables, in the registry's colours."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.colors import to_hex
+
+from wirelab import analysis
+from wirelab.figures import plots
+from wirelab.figures.rendering import Rendered, render
+from wirelab.registry import PHASE_ORDER, PHASE_STYLES, PROTOCOL_STYLES, protocol_style
+from wirelab.report.build import _mpl
+from wirelab.spec import PROTOCOLS
+from wirelab.testing import FIXTURES_DIR as FIXTURES
+
+
+def test_registry_has_one_distinct_style_per_protocol():
+    assert set(PROTOCOL_STYLES) == set(PROTOCOLS)
+    colours = [s.colour.lower() for s in PROTOCOL_STYLES.values()]
+    markers = [s.marker for s in PROTOCOL_STYLES.values()]
+    assert len(set(colours)) == len(colours) and len(set(markers)) == len(markers)
+    assert set(PHASE_STYLES) == set(PHASE_ORDER)
+    assert protocol_style("h9").label == "h9"  # unknown protocols still draw
+
+
+def _svg_has(rendered: Rendered, colour: str) -> bool:
+    return colour.lower() in rendered.svg.lower()
+
+
+def _check(rendered: Rendered) -> None:
+    assert rendered.png.startswith(b"\x89PNG") and len(rendered.png) > 5000
+    assert rendered.svg.lstrip().startswith("<?xml") and "<svg" in rendered.svg
+
+
+def gains_table() -> pd.DataFrame:
+    rows = []
+    for page, base in (("twitter", 5.0), ("youtube", 20.0)):
+        for rtt in (20.0, 100.0, 200.0):
+            g = base + rtt / 10
+            rows.append(
+                {
+                    "page": page,
+                    "network.rtt_ms": rtt,
+                    "protocol": "h2",
+                    "baseline": "h1s",
+                    "gain_pct": g,
+                    "ci_low": g - 3,
+                    "ci_high": g + 3,
+                    "significant": rtt > 50,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_gain_figure_uses_the_protocol_colour(tmp_path):
+    fig = plots.gain_figure(gains_table(), "network.rtt_ms", x_label="RTT (ms)", series=["page"])
+    rendered = render(fig, "gain")
+    _check(rendered)
+    for i in range(2):  # two pages: two shades of HTTP/2's colour
+        assert _svg_has(rendered, to_hex(plots.shade(protocol_style("h2").colour, i, 2)))
+    one = render(
+        plots.gain_figure(gains_table()[gains_table()["page"] == "twitter"], "network.rtt_ms", x_label="RTT"),
+        "one",
+    )
+    assert _svg_has(one, protocol_style("h2").colour)
+    files = rendered.write(tmp_path)
+    assert [p.name for p in files] == ["gain.png", "gain.svg"] and all(p.stat().st_size for p in files)
+
+
+def test_text_from_data_is_not_mathtext():
+    table = gains_table().assign(page=_mpl("cost $5 and $6"))
+    _check(render(plots.gain_figure(table, "network.rtt_ms", x_label="RTT", series=["page"]), "m"))
+
+
+def test_cdf_and_ratio_figures():
+    rng = np.random.default_rng(0)
+    panels = [("twitter, RTT 20 ms", {"h1s": rng.normal(900, 30, 20), "h2": rng.normal(800, 30, 20)})]
+    cdf = render(plots.cdf_figure(panels), "cdf")
+    _check(cdf)
+    assert _svg_has(cdf, protocol_style("h1s").colour) and _svg_has(cdf, protocol_style("h2").colour)
+    ratios = pd.DataFrame({"protocol": ["h2"] * 5, "s": [0.5, 0.8, 0.95, 1.05, 1.3]})
+    _check(render(plots.ratio_cdf_figure(ratios, baseline="h1s"), "ratio"))
+
+
+def test_heatmap_and_multiplex_figures():
+    grid = pd.DataFrame(
+        [
+            {"streams": s, "rtt": r, "gain_pct": (s - 4) * r / 100}
+            for s in (1, 2, 4, 8, 16)
+            for r in (50.0, 150.0, 250.0)
+        ]
+    )
+    boundary = pd.DataFrame({"rtt": [50.0, 150.0, 250.0], "m": [8.0, 8.0, 8.0]})
+    fig = plots.heatmap_figure(
+        grid, x="streams", y="rtt", x_label="streams", y_label="RTT (ms)", boundary=boundary, trend=(8.0, 0.0)
+    )
+    _check(render(fig, "heatmap"))
+    points = pd.DataFrame({"page": ["a", "b", "c"], "r": [7.0, 50.0, 133.0], "m": [2.0, 12.0, 33.0]})
+    fit = analysis.fit_m_vs_r(points)
+    _check(render(plots.multiplex_figure(points, slope=fit.slope, r2=fit.r2), "m"))
+
+
+def test_phase_gateway_scenario_figures():
+    shares = pd.DataFrame(
+        [
+            {
+                "group": g,
+                "protocol": p,
+                "dns": 0.1,
+                "connect": 0.2,
+                "ssl": 0.1 if p == "h1s" else 0.0,
+                "wait": 0.3,
+                "receive": 0.3 if p == "h1s" else 0.4,
+            }
+            for g in ("20 ms", "200 ms")
+            for p in ("h1s", "h2")
+        ]
+    )
+    phases = render(plots.phase_figure(shares, group="group", protocols=["h1s", "h2"]), "phases")
+    _check(phases)
+    assert _svg_has(phases, PHASE_STYLES["ssl"].colour)
+    table = pd.DataFrame(
+        [
+            {"x": x, "protocol": p, "retransmissions": x * 2, "drops_queue": x, "rtt_inflation_ms": 10 * x}
+            for x in (0.0, 1.0, 2.0)
+            for p in ("h1s", "h2")
+        ]
+    )
+    _check(render(plots.gateway_figure(table, "x", x_label="loss (%)"), "gw"))
+    stats = pd.DataFrame(
+        [
+            {"scenario": s, "protocol": p, "mean": 1000.0, "ci_low": 900.0, "ci_high": 1100.0}
+            for s in ("high latency", "high loss")
+            for p in ("h1", "h2")
+        ]
+    )
+    thr = stats.assign(throughput_mbit=5.0)
+    _check(
+        render(
+            plots.scenario_figure(
+                stats, scenario="scenario", protocols=["h1", "h2"], metric_label="PLT (ms)", throughput=thr
+            ),
+            "sc",
+        )
+    )
+
+
+def test_tree_figure():
+    data = pd.DataFrame({"rtt": [20.0, 20.0, 200.0, 200.0] * 3, "loss": [0.0, 2.0] * 6})
+    data["cls"] = np.where(data["rtt"] > 100, "better", "worse")
+    tree = analysis.fit_tree(data, ["rtt", "loss"])
+    fig = plots.tree_figure(
+        tree, names={"rtt": "RTT"}, class_names={"better": "h2 better", "worse": "h1 better"}
+    )
+    _check(render(fig, "tree"))
+
+
+def test_waterfall_lanes_pack_requests_of_a_connection():
+    objects = [
+        {
+            "url": "https://www.wirelab.test/",
+            "connection": "1",
+            "started_ms": 0,
+            "time_ms": 100,
+            "wait_ms": 100,
+        },
+        {
+            "url": "https://www.wirelab.test/a",
+            "connection": "1",
+            "started_ms": 100,
+            "time_ms": 50,
+            "wait_ms": 50,
+        },
+        {
+            "url": "https://www.wirelab.test/b",
+            "connection": "1",
+            "started_ms": 120,
+            "time_ms": 50,
+            "wait_ms": 50,
+        },
+        {
+            "url": "https://www.wirelab.test/c",
+            "connection": "2",
+            "started_ms": 100,
+            "time_ms": 80,
+            "connect_ms": 30,
+            "ssl_ms": 10,
+            "wait_ms": 50,
+        },
+    ]
+    lanes = plots._lanes(objects)
+    assert [conn for conn, _ in lanes] == ["1", "2"]
+    assert [len(row) for row in lanes[0][1]] == [2, 1]  # / then /a on one row; /b overlaps /a
+    segments = dict(plots._segments(objects[3]))
+    assert segments["connect"] == 20 and segments["ssl"] == 10  # HAR connect includes ssl
+    _check(render(plots.waterfall_figure(objects), "wf"))
+
+
+@pytest.mark.parametrize(("index", "count"), [(0, 1), (0, 3), (2, 3)])
+def test_shades_keep_the_hue(index, count):
+    base = protocol_style("h2").colour
+    shade = plots.shade(base, index, count)
+    assert all(0 <= c <= 1 for c in shade)
+    if count == 1:
+        assert shade == pytest.approx(tuple(int(base[i : i + 2], 16) / 255 for i in (1, 3, 5)))
+
+
+def test_waterfall_from_a_recorded_har():
+    har = json.loads((FIXTURES / "trials" / "youtube" / "har" / "1-h2-0.har").read_text())
+    rendered = render(plots.waterfall_from_har(har, title="youtube over h2"), "har")
+    _check(rendered)
+    assert _svg_has(rendered, PHASE_STYLES["receive"].colour)
+    with pytest.raises(ValueError, match="no entries"):
+        plots.waterfall_from_har({"log": {"entries": []}})

@@ -1,0 +1,363 @@
+"""The HTML report: its structure (golden), the figures chosen per kind of sweep, escaping, and — in
+headless Chromium driven by Playwright — rendering, visible figures, waterfalls and no script injection.
+
+The sweeps come from tests/model_engine.py (a model, not measurements) run through the real runner and
+store, so the report is built exactly as for real runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+import wirelab
+from wirelab.errors import UsageError
+from wirelab.report import write_report
+
+sys.path.insert(0, str(Path(__file__).parent))
+from model_engine import ModelEngine  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).parent / "golden" / "report"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+EVIL_PAGE = "pages/<img src=x onerror=window.__xss=7>.json"
+EVIL_DESCRIPTION = "<script>window.__xss=99</script> & a description with markup"
+
+TREE_SPEC = """
+[sweep]
+name = "tree-check"
+description = "three numeric factors, enough configurations for a decision tree"
+[base]
+page = "youtube"
+protocols = ["h1s", "h2"]
+repetitions = 3
+network = { bw = "10mbit" }
+[grid]
+"network.rtt" = ["20ms", "100ms", "200ms"]
+"network.loss" = ["0%", "3%"]
+"server.max_concurrent_streams" = [1, 4, 100]
+"""
+
+EVIL_SPEC = f"""
+[sweep]
+name = "evil"
+description = {json.dumps(EVIL_DESCRIPTION)}
+[base]
+page = {json.dumps(EVIL_PAGE)}
+protocols = ["h1s", "h2"]
+repetitions = 2
+[grid]
+"network.rtt" = ["20ms", "100ms"]
+"""
+
+
+class Structure(HTMLParser):
+    """What the report contains, per sweep: figures, tables, trials, waterfall buttons, findings."""
+
+    def __init__(self):
+        super().__init__()
+        self.sweeps: dict[str, dict] = {}
+        self.current: dict | None = None
+        self.capture: list | None = None
+        self.external: list[str] = []
+        self.scripts: list[dict] = []
+        self.meta_csp = ""
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        cls = (a.get("class") or "").split()
+        for key in ("src", "href"):
+            value = a.get(key)
+            if value and not value.startswith(("data:", "#", "figures/")):
+                self.external.append(value)
+        if tag == "meta" and a.get("http-equiv") == "Content-Security-Policy":
+            self.meta_csp = a["content"]
+        if tag == "script":
+            self.scripts.append(a)
+        if tag == "section" and "sweep" in cls:
+            self.current = {"figures": [], "tables": [], "trials": 0, "waterfalls": 0, "findings": []}
+            self.sweeps[a["data-sweep"]] = self.current
+        if self.current is None:
+            return
+        if tag == "figure":
+            kind = next(c[4:] for c in cls if c.startswith("fig-"))
+            self.current["figures"].append([kind, ""])
+        elif tag == "figcaption":
+            self.capture = self.current["figures"][-1]
+        elif tag == "details" and "table" in cls:
+            self.current["tables"].append([a["id"].split("-", 2)[-1].split("-", 1)[-1], []])
+        elif tag == "th" and self.current["tables"] and not self.current["trials"]:
+            self.current["tables"][-1][1].append("")
+            self.capture = ["th"]
+        elif tag == "details" and "trial" in cls:
+            self.current["trials"] += 1
+        elif tag == "button" and "wf-btn" in cls:
+            self.current["waterfalls"] += 1
+        elif tag == "h4":
+            self.current["findings"].append("")
+            self.capture = ["h4"]
+
+    def handle_endtag(self, tag):
+        if tag in ("figcaption", "th", "h4"):
+            self.capture = None
+
+    def handle_data(self, data):
+        if self.capture is None or self.current is None:
+            return
+        if self.capture and self.capture[0] == "th":
+            self.current["tables"][-1][1][-1] += data.strip()
+        elif self.capture and self.capture[0] == "h4":
+            self.current["findings"][-1] += data.strip()
+        else:
+            self.capture[1] = (self.capture[1] + " " + data.strip()).strip()
+
+
+def parse(html: str) -> Structure:
+    parser = Structure()
+    parser.feed(html)
+    return parser
+
+
+def _digits(text: str) -> str:
+    return re.sub(r"\d[\d,.]*", "#", text)
+
+
+def summary(section: dict) -> dict:
+    """The golden form of a section: numbers in titles replaced by #."""
+    return {
+        "figures": [[kind, _digits(title)] for kind, title in section["figures"]],
+        "tables": [[name, columns] for name, columns in section["tables"]],
+        "trials": section["trials"],
+        "waterfall_buttons": section["waterfalls"],
+        "findings": section["findings"],
+    }
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> tuple[Path, Path]:
+    """A database with the demo, a streams × RTT sweep, a many-factor sweep, a categorical sweep, a
+    queue sweep and a sweep full of markup; and its report."""
+    tmp = tmp_path_factory.mktemp("report")
+    db = tmp / "wirelab.db"
+    engine = ModelEngine()
+    wirelab.run(ROOT / "experiments" / "demo.toml", db=db, engine=engine, parallel=2)
+    for name in ("elkhatib-streams.quick", "unh-scenarios.quick", "elkhatib-queue.quick"):
+        wirelab.run(ROOT / "experiments" / f"{name}.toml", db=db, engine=engine, parallel=2)
+    wirelab.run(TREE_SPEC, db=db, engine=engine, parallel=2)
+    wirelab.run(EVIL_SPEC, db=db, engine=ModelEngine(evil=True), parallel=2)
+    index = write_report(db, None, tmp / "out")
+    return db, index
+
+
+def test_report_is_self_contained(report):
+    _db, index = report
+    html = index.read_text()
+    doc = parse(html)
+    assert doc.external == []  # every image is a data URI; links go only to the written figure files
+    assert "default-src 'none'" in doc.meta_csp and "script-src 'nonce-" in doc.meta_csp
+    nonce = re.search(r"'nonce-([^']+)'", doc.meta_csp).group(1)
+    runnable = [s for s in doc.scripts if s.get("type") != "application/json"]
+    assert runnable and all(s.get("nonce") == nonce for s in runnable)
+    assert not any("src" in s for s in doc.scripts)
+    written = sorted(p.suffix for p in (index.parent / "figures" / "demo").iterdir())
+    assert written.count(".png") == written.count(".svg") == len(doc.sweeps["demo"]["figures"])
+
+
+def test_report_structure_matches_golden(report):
+    _db, index = report
+    sections = parse(index.read_text()).sweeps
+    got = {name: summary(sections[name]) for name in ("demo", "elkhatib-streams-quick", "tree-check")}
+    path = GOLDEN / "structure.json"
+    if os.environ.get("WIRELAB_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(got, indent=1, ensure_ascii=False) + "\n")
+    assert got == json.loads(path.read_text())
+
+
+def test_figures_follow_what_the_sweep_varied(report):
+    _db, index = report
+    sections = parse(index.read_text()).sweeps
+    kinds = {name: [k for k, _ in s["figures"]] for name, s in sections.items()}
+    # demo: page × RTT → gain vs RTT (one line per page), no heatmap, no tree (one numeric factor)
+    assert kinds["demo"].count("gain") == 1 and "heatmap" not in kinds["demo"] and "tree" not in kinds["demo"]
+    assert {"ratio", "cdf", "phases", "waterfall"} <= set(kinds["demo"])
+    # streams × RTT → a heatmap per page and the m-vs-r fit instead of gain lines
+    assert (
+        kinds["elkhatib-streams-quick"].count("heatmap") == 2
+        and "gain" not in kinds["elkhatib-streams-quick"]
+    )
+    assert "multiplex" in kinds["elkhatib-streams-quick"]
+    # three numeric factors, 18 configurations → the decision tree; gain vs loss would need 9 lines →
+    # not drawn, the main effects instead
+    assert "tree" in kinds["tree-check"] and "effects" in kinds["tree-check"]
+    assert [t for k, t in sections["tree-check"]["figures"] if k == "gain"] == [
+        "gain ToW reduction vs RTT",
+        "gain ToW reduction vs max concurrent streams",
+    ]
+    # a categorical network axis → scenario bars; a queue axis → gateway panels
+    assert "scenarios" in kinds["unh-scenarios-quick"] and "gain" not in kinds["unh-scenarios-quick"]
+    assert "gateway" in kinds["elkhatib-queue-quick"]
+    gain_titles = [t for k, t in sections["demo"]["figures"] if k == "gain"]
+    assert gain_titles == ["gain ToW reduction vs RTT"]
+
+
+def test_varied_and_fixed_chips(report):
+    _db, index = report
+    html = index.read_text()
+    demo = html[html.index('data-sweep="demo"') : html.index("</section>", html.index('data-sweep="demo"'))]
+    assert '<span class="chip varied" title="varied"><b>RTT (ms)</b> 20 ms, 100 ms, 200 ms</span>' in demo
+    assert '<span class="chip varied" title="varied"><b>page</b> twitter, youtube</span>' in demo
+    assert '<span class="chip fixed" title="fixed"><b>network</b> bw=10mbit</span>' in demo
+    assert '<span class="chip fixed" title="fixed"><b>repetitions</b> 3</span>' in demo
+
+
+def test_every_trial_and_load_is_in_the_drill_down(report):
+    db, index = report
+    sections = parse(index.read_text()).sweeps
+    with wirelab.open(db) as results:
+        for name, section in sections.items():
+            assert section["trials"] == len(results.trials(name))
+            assert section["waterfalls"] == len(results.loads(name))
+
+
+def test_conclusions_are_computed_from_the_data(report):
+    db, index = report
+    html = index.read_text()
+    with wirelab.open(db) as results:
+        loads = results.loads("demo")
+    wins = 0
+    for _trial, group in loads.groupby("trial_id"):
+        means = group.groupby("protocol")["tow_ms"].mean()
+        wins += means["h2"] < means["h1s"]
+    assert f"HTTP/2 beats HTTPS (lower mean ToW) in {wins} of 6 configurations" in html
+    assert "the Mann–Whitney test cannot reach p &lt; 0.05" in html  # 3 repetitions
+
+
+def test_markup_from_specs_pages_and_hars_is_escaped(report):
+    _db, index = report
+    html = index.read_text()
+    assert "<script>window.__xss" not in html
+    assert "<img src=x onerror" not in html
+    assert "&lt;script&gt;window.__xss=99&lt;/script&gt; &amp; a description" in html
+    assert "&lt;img src=x onerror=window.__xss=7&gt;" in html
+    data = re.search(r'<script type="application/json" id="wirelab-data">(.*?)</script>', html, re.S).group(1)
+    assert "<" not in data and "\\u003cscript\\u003ewindow.__xss=1" in data
+    waterfalls = json.loads(data)["waterfalls"]
+    evil = next(w for key, w in waterfalls.items() if key.startswith("evil/"))
+    assert "<script>window.__xss=1</script>" in evil["objects"][1][0]  # intact after JSON decoding
+
+
+def test_unknown_sweep_and_missing_database(tmp_path, report):
+    db, _index = report
+    with pytest.raises(UsageError, match="'nope' is not in"):
+        write_report(db, ["nope"], tmp_path / "out")
+    with pytest.raises(UsageError, match="does not exist"):
+        write_report(tmp_path / "missing.db", None, tmp_path / "out")
+
+
+def test_a_sweep_without_loads_says_so(tmp_path):
+    db = tmp_path / "wirelab.db"
+    from wirelab.store import Store
+
+    with Store(db) as store:
+        store.create_sweep(wirelab.plan(ROOT / "experiments" / "demo.toml"), {"test": True})
+    html = write_report(db, ["demo"], tmp_path / "out").read_text()
+    assert "This sweep has no completed loads yet" in html
+    assert parse(html).sweeps["demo"]["figures"] == []
+
+
+# --- in Chromium ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def page(report):
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed (make setup installs Debian's chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        pg = browser.new_page(viewport={"width": 1300, "height": 900})
+        messages: list[str] = []
+        pg.on(
+            "console",
+            lambda m: messages.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None,
+        )
+        pg.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
+        pg.on(
+            "request",
+            lambda r: (
+                messages.append(f"request: {r.url}") if not r.url.startswith(("file:", "data:")) else None
+            ),
+        )
+        pg.goto(report[1].as_uri())
+        pg.wait_for_load_state("load")
+        pg.messages = messages  # type: ignore[attr-defined]
+        yield pg
+        browser.close()
+
+
+def test_renders_without_errors_and_figures_are_visible(page, tmp_path):
+    images = page.locator("figure.fig img")
+    count = images.count()
+    assert count >= 20
+    for i in range(count):
+        img = images.nth(i)
+        img.scroll_into_view_if_needed()
+        assert img.is_visible()
+        width, height = img.evaluate("e => [e.naturalWidth, e.naturalHeight]")
+        assert width > 100 and height > 100
+        box = img.bounding_box()
+        assert box["width"] > 200 and box["height"] > 100
+    page.evaluate("() => window.scrollTo(0, 0)")
+    shot = tmp_path / "report.png"  # the top of the report, as a person first sees it
+    page.screenshot(path=str(shot), full_page=False)
+    assert shot.stat().st_size > 10_000
+    page.locator("section[data-sweep='demo']").screenshot(path=str(tmp_path / "demo-section.png"))
+    assert page.messages == []  # type: ignore[attr-defined]
+
+
+def test_waterfall_draws_every_request_with_hover_titles(page):
+    trial = page.locator("section[data-sweep='demo'] details.trial").first
+    trial.locator("summary").click()
+    button = trial.locator("button.wf-btn").first
+    button.click()
+    svg = trial.locator("svg.waterfall")
+    assert svg.count() == 1
+    rows = svg.locator("g:not(.axis) > text")  # one label per request
+    assert rows.count() == 7  # twitter: 7 objects
+    assert svg.locator("rect.seg").count() >= 7
+    assert "ms" in svg.locator("rect.seg > title").first.text_content()
+    button.click()
+    assert trial.locator("svg.waterfall").count() == 0
+    assert page.messages == []  # type: ignore[attr-defined]
+
+
+def test_markup_in_urls_does_not_execute(page):
+    section = page.locator("section[data-sweep='evil']")
+    section.scroll_into_view_if_needed()
+    for i in range(section.locator("details.trial").count()):
+        trial = section.locator("details.trial").nth(i)
+        trial.locator("summary").click()
+        for j in range(trial.locator("button.wf-btn").count()):
+            trial.locator("button.wf-btn").nth(j).click()
+    titles = section.locator("svg.waterfall title").all_text_contents()
+    assert any("<script>window.__xss=1</script>" in t for t in titles)  # shown as text
+    assert page.evaluate("() => window.__xss") is None
+    assert page.locator("section[data-sweep='evil'] script").count() == 0
+    assert "<script>window.__xss=99</script>" in section.locator(".description").inner_text()
+    assert page.messages == []  # type: ignore[attr-defined]

@@ -1,0 +1,200 @@
+"""The experiments catalog, `wirelab reproduce`, `wirelab report` and the demo's report hook."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from wirelab import cli
+from wirelab import reproduce as rep
+from wirelab import spec as spec_mod
+from wirelab.errors import UsageError
+from wirelab.testing import FixtureEngine
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPERIMENTS = ROOT / "experiments"
+STUDY_FIGURES = {  # issue 5: one experiment per figure the engine can express
+    "elkhatib-rtt",
+    "elkhatib-bandwidth",
+    "elkhatib-loss",
+    "elkhatib-initial-window",
+    "elkhatib-shards",
+    "elkhatib-streams",
+    "elkhatib-phases",
+    "elkhatib-queue",
+    "wang-synthetic-tree",
+    "unh-scenarios",
+    "neoload-page",
+}
+
+
+def test_catalog_and_spec_files_agree():
+    names = [e.name for e in rep.catalog()]
+    assert set(names) >= STUDY_FIGURES
+    on_disk = {p.name.removesuffix(".quick.toml").removesuffix(".toml") for p in EXPERIMENTS.glob("*.toml")}
+    assert on_disk - {"demo", "catalog"} == set(names)
+    for e in rep.catalog():
+        assert e.full.is_file() and e.quick.is_file(), e.name
+        assert e.study in ("E", "W", "N", "U") and e.reproduces and e.figures
+
+
+@pytest.mark.parametrize("entry", rep.catalog(), ids=lambda e: e.name)
+def test_variants(entry):
+    quick, full = entry.plan(True), entry.plan(False)
+    assert full.name == entry.name and quick.name == f"{entry.name}-quick"
+    assert all(t.spec["repetitions"] == 3 for t in quick.trials)
+    assert quick.loads <= 100 and quick.loads < full.loads
+    assert set(quick.axes) <= set(full.axes) | {"page"}
+    assert rep.estimate_seconds(quick) < 15 * 60  # "minutes"
+    assert rep.estimate_seconds(full) > rep.estimate_seconds(quick)
+
+
+def test_full_variants_follow_the_studies():
+    rtt = rep.experiment("elkhatib-rtt").plan(False)
+    assert [t.params["network.rtt"] for t in rtt.trials][:13] == [f"{v}ms" for v in range(10, 491, 40)]
+    assert {t.spec["repetitions"] for t in rtt.trials} == {20}
+    shards = rep.experiment("elkhatib-shards").plan(False)
+    assert sorted({t.spec["shards"] for t in shards.trials}) == list(range(1, 8))
+    assert {t.spec["repetitions"] for t in shards.trials} == {100}
+    unh = rep.experiment("unh-scenarios").plan(False)
+    assert [t.spec["network"] for t in unh.trials] == ["unh-high-latency", "unh-high-loss", "unh-high-both"]
+    tree = rep.experiment("wang-synthetic-tree").plan(False)
+    assert {t.spec["client"]["mode"] for t in tree.trials} == {"objects"}
+    assert {t.spec["protocols"][0] for t in tree.trials} == {"h1"}
+
+
+def test_unknown_experiment_suggests_a_name():
+    with pytest.raises(UsageError, match="did you mean elkhatib-rtt"):
+        rep.experiment("elkhatib-rt")
+
+
+def test_catalog_entries_document_each_field():
+    data = tomllib.loads((EXPERIMENTS / "catalog.toml").read_text())
+    for name, entry in data.items():
+        assert set(entry) == {"study", "reproduces", "figures", "not_here"}, name
+
+
+def test_estimate_grows_with_rtt_and_size():
+    slow = spec_mod.resolve_trial({"page": "imgur", "network": "rtt=490ms,bw=1mbit"})
+    fast = spec_mod.resolve_trial({"page": "twitter", "network": "rtt=10ms,bw=8mbit"})
+    assert rep._load_seconds(slow) > 10 * rep._load_seconds(fast)
+    assert rep.format_duration(30) == "30 s" and rep.format_duration(7200) == "2.0 h"
+
+
+def test_docs_list_every_experiment():
+    text = (ROOT / "docs" / "reproducing.md").read_text()
+    for e in rep.catalog():
+        assert f"`{e.name}`" in text
+
+
+# --- the commands ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fixture_engine(monkeypatch):
+    engine = FixtureEngine()
+    monkeypatch.setattr(cli, "_engine", lambda path: engine)
+    return engine
+
+
+def test_reproduce_elkhatib_rtt_quick_writes_its_report(tmp_path, fixture_engine, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli.app, ["reproduce", "elkhatib-rtt", "--quick", "--db", "w.db"])
+    assert result.exit_code == 0, result.output
+    index = tmp_path / "wirelab-report" / "elkhatib-rtt-quick" / "index.html"
+    assert f"report: {Path('wirelab-report') / 'elkhatib-rtt-quick' / 'index.html'}" in result.output
+    html = index.read_text()
+    assert re.search(
+        r'<figure class="card fig fig-gain" id="[^"]*">\s*<figcaption><span class="kind">gain</span> '
+        r"ToW reduction vs RTT</figcaption>",
+        html,
+    )
+    assert (index.parent / "figures" / "elkhatib-rtt-quick" / "gain-tow-reduction-vs-rtt.svg").is_file()
+    assert len(fixture_engine.started) == 3
+    # resumable: a second run starts nothing and rewrites the report
+    again = CliRunner().invoke(
+        cli.app, ["reproduce", "elkhatib-rtt", "--quick", "--db", "w.db", "--out", "r2"]
+    )
+    assert again.exit_code == 0 and len(fixture_engine.started) == 3
+    assert (tmp_path / "r2" / "index.html").is_file()
+
+
+def test_reproduce_ls_and_bad_name(fixture_engine):
+    result = CliRunner().invoke(cli.app, ["reproduce", "ls"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for e in rep.catalog():
+        assert e.name in result.output
+    assert cli.main(["reproduce", "no-such-experiment"]) == 2
+
+
+def test_report_command(tmp_path, fixture_engine, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["report", "--db", "missing.db"]) == 2
+    assert (
+        CliRunner()
+        .invoke(cli.app, ["run", str(ROOT / "experiments" / "demo.toml"), "--db", "w.db"])
+        .exit_code
+        == 0
+    )
+    result = CliRunner().invoke(cli.app, ["report", "demo", "--db", "w.db", "--out", "rep"])
+    assert result.exit_code == 0, result.output
+    assert "report: rep/index.html" in result.output
+    assert 'data-sweep="demo"' in (tmp_path / "rep" / "index.html").read_text()
+    assert cli.main(["report", "nope", "--db", "w.db", "--out", "rep"]) == 2
+
+
+def test_demo_ends_with_the_report(tmp_path, fixture_engine, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli.app, ["demo", "--db", "demo.db"])
+    assert result.exit_code == 0, result.output
+    assert result.output.rstrip().splitlines()[-1] == f"report: {Path('wirelab-report') / 'index.html'}"
+    html = (tmp_path / "wirelab-report" / "index.html").read_text()
+    assert 'data-sweep="demo"' in html and "fig-gain" in html
+
+
+def test_report_states_failed_and_flagged_trials(tmp_path):
+    import wirelab
+    from wirelab.report import write_report
+    from wirelab.testing import FixtureFailure
+
+    def fail(spec):
+        return FixtureFailure() if spec["page"] == "youtube" and "rtt=200ms" in spec["network"] else None
+
+    def lateness(spec):
+        return 5000.0 if spec["page"] == "twitter" and "rtt=20ms" in spec["network"] else 50.0
+
+    db = tmp_path / "w.db"
+    engine = FixtureEngine(fail=fail, lateness_p99_us=lateness)
+    summary = wirelab.run(EXPERIMENTS / "demo.toml", db=db, engine=engine)
+    assert len(summary.failed) == 1 and len(summary.fidelity_warnings) == 1
+    html = write_report(db, ["demo"], tmp_path / "out").read_text()
+    assert "1 of 6 trials is not complete (failed); their configurations are missing" in html
+    assert "1 trial carries fidelity flags (lateness_p99_over_1ms)" in html
+    assert html.count('<span class="badge status-failed">failed</span>') == 1
+    assert "⚠ lateness_p99_over_1ms" in html
+
+
+def test_report_with_failed_loads(tmp_path):
+    import sqlite3
+
+    import wirelab
+    from wirelab.report import write_report
+
+    db = tmp_path / "w.db"
+    wirelab.run(EXPERIMENTS / "demo.toml", db=db, engine=FixtureEngine())
+    with sqlite3.connect(db) as c:  # every h2 load of the first trial failed
+        c.execute(
+            "UPDATE loads SET error = 'timeout after 120 s' WHERE protocol = 'h2'"
+            " AND trial_row = (SELECT MIN(id) FROM trials)"
+        )
+    html = write_report(db, ["demo"], tmp_path / "some").read_text()
+    assert "3 of 36 loads ended with an error and are left out of the statistics" in html
+    assert "“timeout after 120 s”, 3 loads" in html and "fig-gain" in html
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE loads SET error = 'connection refused'")
+    html = write_report(db, ["demo"], tmp_path / "all").read_text()
+    assert "No load of this sweep succeeded" in html and "fig-gain" not in html

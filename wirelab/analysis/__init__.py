@@ -1,0 +1,77 @@
+"""Statistics of stored loads: what the studies compute, as functions of pandas DataFrames.
+
+::
+
+    import wirelab
+    from wirelab import analysis
+    sweep = analysis.load_sweep(wirelab.open("wirelab.db"), "elkhatib-rtt")
+    table = sweep.with_config(analysis.compare(sweep.loads, ["trial_id"], sweep.baseline, sweep.compared))
+    table[["network.rtt_ms", "page", "gain_pct", "ci_low", "ci_high", "p_value", "s", "cls"]]
+
+Modules: :mod:`~wirelab.analysis.stats` (describe, bootstrap CIs, ECDF), :mod:`~wirelab.analysis.compare`
+(E's gain, W's ratio classes, Mann–Whitney), :mod:`~wirelab.analysis.phases` (HAR phase shares),
+:mod:`~wirelab.analysis.gateway` (retransmissions, drops, RTT inflation), :mod:`~wirelab.analysis.tree`
+(W's decision tree), :mod:`~wirelab.analysis.multiplex` (E's streams-needed regression),
+:mod:`~wirelab.analysis.sweep` (a sweep's data and axes), :mod:`~wirelab.analysis.conclusions` (sentences).
+"""
+
+from wirelab.analysis.compare import (
+    BETTER,
+    EQUAL,
+    SIGNIFICANCE,
+    WORSE,
+    classify_ratio,
+    compare,
+    gain,
+    gain_ci,
+    gain_pct,
+    main_effects,
+    mann_whitney,
+    mann_whitney_test,
+    min_p_value,
+    ratio_classes,
+)
+from wirelab.analysis.gateway import gateway_effects, queue_delay_bound_ms, rtt_inflation
+from wirelab.analysis.multiplex import MultiplexFit, fit_m_vs_r, streams_needed
+from wirelab.analysis.phases import phase_ms, phase_shares
+from wirelab.analysis.stats import BOOTSTRAP_METHOD, N_BOOT, bootstrap_ci, describe, ecdf
+from wirelab.analysis.sweep import Axis, SweepData, load_sweep, parse_synthetic
+from wirelab.analysis.tree import LABEL_THRESHOLD, TreeNode, TreeResult, fit_tree
+
+__all__ = [
+    "BETTER",
+    "BOOTSTRAP_METHOD",
+    "EQUAL",
+    "LABEL_THRESHOLD",
+    "N_BOOT",
+    "SIGNIFICANCE",
+    "WORSE",
+    "Axis",
+    "MultiplexFit",
+    "SweepData",
+    "TreeNode",
+    "TreeResult",
+    "bootstrap_ci",
+    "classify_ratio",
+    "compare",
+    "describe",
+    "ecdf",
+    "fit_m_vs_r",
+    "fit_tree",
+    "gain",
+    "gain_ci",
+    "gain_pct",
+    "gateway_effects",
+    "load_sweep",
+    "main_effects",
+    "mann_whitney",
+    "mann_whitney_test",
+    "min_p_value",
+    "parse_synthetic",
+    "phase_ms",
+    "phase_shares",
+    "queue_delay_bound_ms",
+    "ratio_classes",
+    "rtt_inflation",
+    "streams_needed",
+]

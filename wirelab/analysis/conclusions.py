@@ -1,0 +1,302 @@
+"""Sentences that state what the numbers say, computed from analysis tables (never written by hand).
+
+Each function returns plain-text sentences (the report escapes them). Conventions: "beats" means a
+lower mean ToW (gain > 0); "significant" means the two-sided Mann–Whitney p < 0.05.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from wirelab.analysis.compare import SIGNIFICANCE, min_p_value
+from wirelab.analysis.multiplex import MultiplexFit
+from wirelab.analysis.sweep import Axis
+from wirelab.analysis.tree import TreeResult
+from wirelab.registry import PHASE_STYLES, protocol_style
+
+__all__ = [
+    "gain_sentences",
+    "gateway_sentences",
+    "main_effect_sentences",
+    "multiplex_sentences",
+    "phase_sentences",
+    "power_sentences",
+    "ratio_sentences",
+    "tree_sentences",
+]
+
+
+def _p(name: str) -> str:
+    return protocol_style(name).label
+
+
+def _pct(v: float) -> str:
+    return f"{v:+.1f} %"
+
+
+MAX_TREND_LINES = 6
+
+
+def _ci(row: Mapping[str, float]) -> str:
+    return f"95 % CI {row['ci_low']:.1f} to {row['ci_high']:.1f} %"
+
+
+def _where(row: Mapping[str, object], axes: Sequence[Axis]) -> str:
+    parts = []
+    for a in axes:
+        value = row.get(a.column)
+        parts.append(f"{a.name} {a.format(value)}" if a.numeric else f"{value}")
+    return ", ".join(parts)
+
+
+def _crossover(wins: np.ndarray, xs: np.ndarray, axis: Axis, x: str, b: str) -> str:
+    """Where along the axis the winner changes (``wins[i]``: x wins at ``xs[i]``, sorted by x)."""
+    if wins.all():
+        return f"{x} wins at every {axis.name}"
+    if not wins.any():
+        return f"{b} wins at every {axis.name}"
+    changes = np.flatnonzero(wins[1:] != wins[:-1])
+    if len(changes) == 1:
+        i = changes[0] + 1
+        if wins[i]:
+            return f"{x} wins from {axis.format(xs[i])} up"
+        return f"{x} wins up to {axis.format(xs[i - 1])}, {b} beyond"
+    return f"the winner changes {len(changes)} times along {axis.name}"
+
+
+def gain_sentences(comp: pd.DataFrame, axes: Sequence[Axis], baseline: str, protocol: str) -> list[str]:
+    """Who wins how often, the largest gain and loss, and (per series) where the winner changes and
+    how the gain trends along the first numeric axis. ``comp`` is ``compare`` output with the axes'
+    columns (one row per configuration)."""
+    data = comp[(comp["protocol"] == protocol) & comp["gain_pct"].notna()]
+    if data.empty:
+        return []
+    x, b = _p(protocol), _p(baseline)
+    wins = data[data["gain_pct"] > 0]
+    sig_wins = wins[wins["significant"].fillna(False).astype(bool)]
+    sig_losses = data[(data["gain_pct"] < 0) & data["significant"].fillna(False).astype(bool)]
+    n = len(data)
+    out = []
+    what = "configuration" if n == 1 else "configurations"
+    numeric = [a for a in axes if a.numeric]
+    if n == 1:
+        row = data.iloc[0]
+        verdict = "faster" if row["gain_pct"] > 0 else "slower"
+        sig = "significant" if row["significant"] else "not significant"
+        out.append(
+            f"{x} is {verdict} than {b}: ToW reduction {_pct(row['gain_pct'])} ({_ci(row)}), "
+            f"Mann–Whitney p = {row['p_value']:.3g} ({sig})."
+        )
+        return out
+    settings = ""
+    if len(numeric) == 1 and len(axes) == 1:
+        settings = f" {numeric[0].name} settings"
+    out.append(
+        f"{x} beats {b} (lower mean ToW) in {len(wins)} of {n}{settings or ' ' + what}; significantly "
+        f"(Mann–Whitney p < 0.05) in {len(sig_wins)}. {b} is significantly faster in {len(sig_losses)}."
+    )
+    best = data.loc[data["gain_pct"].idxmax()]
+    out.append(f"Largest gain: {_pct(best['gain_pct'])} ({_ci(best)}) at {_where(best, axes)}.")
+    worst = data.loc[data["gain_pct"].idxmin()]
+    if worst["gain_pct"] < 0:
+        out.append(f"Largest loss: {_pct(worst['gain_pct'])} ({_ci(worst)}) at {_where(worst, axes)}.")
+    if numeric:
+        xa = numeric[0]
+        others = [a for a in axes if a is not xa]
+        groups = (
+            data.groupby([a.column for a in others], sort=False, dropna=False) if others else [((), data)]
+        )
+        trend_lines: list[str] = []
+        trends: list[str] = []
+        for key, group in groups:
+            key = key if isinstance(key, tuple) else (key,)
+            name = ", ".join(
+                f"{a.name} {a.format(k)}" if a.numeric else str(k) for a, k in zip(others, key, strict=True)
+            )
+            group = group.sort_values(xa.column)
+            if group[xa.column].nunique() < 3:
+                continue
+            gains = group["gain_pct"].to_numpy(float)
+            xs = group[xa.column].to_numpy(float)
+            cross = _crossover(gains > 0, xs, xa, x, b)
+            if np.unique(gains).size < 2:
+                rho, direction = float("nan"), "is the same at every value of"
+            else:
+                rho = float(sps.spearmanr(xs, gains).statistic)
+                direction = (
+                    "rises with" if rho > 0.5 else "falls with" if rho < -0.5 else "shows no clear trend with"
+                )
+            rho_text = f" (Spearman ρ = {rho:.2f})" if np.isfinite(rho) else ""
+            prefix = f"{name}: " if name else ""
+            trend_lines.append(f"{prefix}{cross}; the gain {direction} {xa.name}{rho_text}.")
+            trends.append(direction.split()[0] if np.isfinite(rho) else "same")
+        if len(trend_lines) <= MAX_TREND_LINES:
+            out.extend(trend_lines)
+        else:
+            counts = {k: trends.count(k) for k in ("rises", "falls")}
+            out.append(
+                f"Along {xa.name}, the gain rises (Spearman ρ > 0.5) in {counts['rises']} and "
+                "falls (ρ < −0.5) in "
+                f"{counts['falls']} of the {len(trend_lines)} series the other axes make; the "
+                "table below has "
+                "every configuration."
+            )
+    return out
+
+
+def power_sentences(comp: pd.DataFrame) -> list[str]:
+    """A warning when the repetitions are too few for the Mann–Whitney test to reach significance."""
+    data = comp.dropna(subset=["gain_pct"])
+    if data.empty:
+        return []
+    reachable = data.apply(lambda r: min_p_value(int(r["n_base"]), int(r["n"])) < SIGNIFICANCE, axis=1)
+    if reachable.all():
+        return []
+    stuck = data[~reachable]
+    smallest = int(min(stuck["n_base"].min(), stuck["n"].min()))
+    return [
+        f"With {smallest} loads per protocol, the Mann–Whitney test cannot reach p < {SIGNIFICANCE} in "
+        f"{_n(stuck['trial_id'].nunique(), 'configuration')} (its smallest possible p is "
+        f"{min_p_value(smallest, smallest):.2f}): no difference there can be called significant; run more "
+        "repetitions (the full variants do)."
+    ]
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def main_effect_sentences(effects: pd.DataFrame, axes: Mapping[str, Axis], baseline: str) -> list[str]:
+    """Which factor moves the averaged gain most, per protocol."""
+    out = []
+    for protocol, mine in effects.groupby("protocol", sort=False):
+        spans = []
+        for factor, group in mine.groupby("factor", sort=False):
+            low, high = group.loc[group["mean"].idxmin()], group.loc[group["mean"].idxmax()]
+            spans.append((high["mean"] - low["mean"], factor, low, high))
+        spans.sort(key=lambda t: -t[0])
+        span, factor, low, high = spans[0]
+        axis = axes[factor]
+        rest = ", ".join(f"{axes[f].name} {s:.0f}" for s, f, _, _ in spans[1:])
+        out.append(
+            f"Averaged over the other factors, {_p(str(protocol))}'s gain over {_p(baseline)} "
+            "moves most with "
+            f"{axis.name}: from {low['mean']:+.1f} % at {axis.format(low['level'])} to "
+            f"{high['mean']:+.1f} % at "
+            f"{axis.format(high['level'])} (a spread of {span:.0f} points"
+            + (f"; {rest} for the others)." if rest else ").")
+        )
+    return out
+
+
+def ratio_sentences(comp: pd.DataFrame, baseline: str, protocol: str) -> list[str]:
+    """W's classes of s = PLT_x / PLT_base over the configurations."""
+    data = comp[(comp["protocol"] == protocol) & comp["cls"].notna()]
+    if data.empty:
+        return []
+    counts = data["cls"].value_counts()
+    x, b = _p(protocol), _p(baseline)
+    return [
+        f"W's ratio s = PLT({x}) / PLT({b}) from medians: {x} better (s < 0.9) in {counts.get('better', 0)}, "
+        f"equal in {counts.get('equal', 0)}, {b} better (s > 1.1) in {counts.get('worse', 0)} of {len(data)} "
+        f"configurations; median s = {data['s'].median():.2f}."
+    ]
+
+
+def tree_sentences(tree: TreeResult, names: Mapping[str, str], class_names: Mapping[str, str]) -> list[str]:
+    """Which factors the tree splits on first, their importances, how many leaves are labelled."""
+    if tree.root.is_leaf:
+        return [
+            f"The decision tree does not split: every configuration is "
+            f"{class_names.get(tree.root.majority, tree.root.majority)} "
+            f"({tree.root.likelihood * 100:.0f} %)."
+        ]
+    top = tree.top_factors()
+    ranked = sorted(tree.importances.items(), key=lambda kv: -kv[1])
+    importance = ", ".join(f"{names.get(f, f)} {v:.2f}" for f, v in ranked if v > 0)
+    leaves = tree.leaves()
+    labelled = [leaf for leaf in leaves if leaf.label is not None]
+    first = names.get(top[0], top[0])
+    then = [names.get(f, f) for f in top[1:]]
+    return [
+        f"The decision tree splits first on {first}"
+        + (f", then on {' and '.join(then)}" if then else "")
+        + f"; importances: {importance}.",
+        f"{len(labelled)} of {len(leaves)} leaves are labelled (likelihood > {tree.threshold:.2f}); the tree "
+        f"classifies {tree.accuracy * 100:.0f} % of the {tree.samples} configurations correctly.",
+    ]
+
+
+def multiplex_sentences(
+    points: pd.DataFrame, fit: MultiplexFit | None, baseline: str, protocol: str
+) -> list[str]:
+    """The streams needed to win and the m ≈ r/k fit."""
+    x, b = _p(protocol), _p(baseline)
+    never = points[points["m"].isna()]
+    out = []
+    if fit is not None:
+        r2 = "undefined: every m is equal" if not np.isfinite(fit.r2) else f"{fit.r2:.2f}"
+        if np.isfinite(fit.r2) and fit.r2 < 0:
+            r2 += ", below 0: the line explains m worse than m's mean does"
+        out.append(
+            f"{x} needs m ≈ r / {fit.k:.2f} concurrent streams to beat {b} (r = resources on the page; "
+            f"least squares through the origin over {fit.n} page/RTT points, R² = {r2})."
+        )
+    found = points.dropna(subset=["m"])
+    if len(found):
+        out.append(f"Streams needed range from {found['m'].min():g} to {found['m'].max():g}.")
+    if len(never):
+        out.append(f"At {len(never)} page/RTT points no tested stream limit makes {x} beat {b}.")
+    return out
+
+
+def phase_sentences(shares: pd.DataFrame, protocols: Sequence[str]) -> list[str]:
+    """The dominant phase per protocol and the handshake share (connect + ssl), over all loads."""
+    out = []
+    phases = [c for c in PHASE_STYLES if c in shares.columns]
+    for proto in protocols:
+        mine = shares[shares["protocol"] == proto]
+        if mine.empty:
+            continue
+        mean = mine[phases].mean()
+        top = mean.idxmax()
+        handshake = float(mean.get("connect", 0) + mean.get("ssl", 0))
+        out.append(
+            f"{_p(proto)}: {PHASE_STYLES[top].label} is the largest phase "
+            f"({mean[top] * 100:.0f} % of request time on average); "
+            f"handshakes (connect + ssl) take {handshake * 100:.0f} %."
+        )
+    return out
+
+
+def gateway_sentences(table: pd.DataFrame, axes: Sequence[Axis]) -> list[str]:
+    """Retransmissions, queue drops and RTT inflation where they occurred."""
+    out = []
+    for col, what in (("retransmissions", "retransmissions"), ("drops_queue", "gateway queue drops")):
+        if col not in table:
+            continue
+        hit = table[table[col] > 0]
+        if hit.empty:
+            out.append(f"No {what} in any load.")
+            continue
+        worst = hit.loc[hit[col].idxmax()]
+        per_proto = hit.groupby("protocol", sort=False)[col].mean()
+        listing = ", ".join(f"{_p(str(p))} {v:.1f}" for p, v in per_proto.items())
+        out.append(
+            f"{what.capitalize()} occur in {_n(hit['trial_id'].nunique(), 'configuration')} "
+            f"(mean per load where they occur: {listing}); most: {worst[col]:.1f} per load "
+            f"for {_p(str(worst['protocol']))} at "
+            f"{_where(worst, axes) or 'the configuration'}."
+        )
+    if "rtt_inflation_ms" in table and table["rtt_inflation_ms"].notna().any():
+        worst = table.loc[table["rtt_inflation_ms"].idxmax()]
+        out.append(
+            f"Estimated RTT inflation under load (median time to first byte − handshake RTT) reaches "
+            f"{round(worst['rtt_inflation_ms'])} ms for {_p(str(worst['protocol']))} at "
+            f"{_where(worst, axes) or 'the configuration'}."
+        )
+    return out

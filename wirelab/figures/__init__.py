@@ -1,0 +1,36 @@
+"""Figures of the studies (matplotlib, Agg): :mod:`~wirelab.figures.plots` draws them from analysis
+tables, :mod:`~wirelab.figures.rendering` writes PNG and SVG. Colours and markers come from
+:mod:`wirelab.registry`."""
+
+from wirelab.figures.plots import (
+    cdf_figure,
+    gain_figure,
+    gateway_figure,
+    heatmap_figure,
+    main_effects_figure,
+    multiplex_figure,
+    phase_figure,
+    ratio_cdf_figure,
+    scenario_figure,
+    tree_figure,
+    waterfall_figure,
+    waterfall_from_har,
+)
+from wirelab.figures.rendering import Rendered, render
+
+__all__ = [
+    "Rendered",
+    "cdf_figure",
+    "gain_figure",
+    "gateway_figure",
+    "heatmap_figure",
+    "main_effects_figure",
+    "multiplex_figure",
+    "phase_figure",
+    "ratio_cdf_figure",
+    "render",
+    "scenario_figure",
+    "tree_figure",
+    "waterfall_figure",
+    "waterfall_from_har",
+]

@@ -1,0 +1,99 @@
+"""Display registry: one name, colour, marker and line style per protocol (and per HAR phase and per
+ratio class), used by every figure and the HTML report so that a protocol looks the same everywhere
+(like Pantheon's registry of schemes).
+
+Colours are the Okabe–Ito palette (distinguishable with the common colour-vision deficiencies);
+markers differ too, so figures survive greyscale printing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = [
+    "CLASS_STYLES",
+    "PHASE_ORDER",
+    "PHASE_STYLES",
+    "PROTOCOL_STYLES",
+    "PhaseStyle",
+    "ProtocolStyle",
+    "phase_style",
+    "protocol_style",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class ProtocolStyle:
+    """How one protocol is drawn."""
+
+    name: str  #: the protocol's id in specs and load records (``h2``)
+    label: str  #: short display name (``HTTP/2``)
+    description: str  #: one line: what it is
+    colour: str  #: matplotlib/CSS colour
+    marker: str  #: matplotlib marker
+
+
+PROTOCOL_STYLES: dict[str, ProtocolStyle] = {
+    s.name: s
+    for s in (
+        ProtocolStyle("h1", "HTTP/1.1", "HTTP/1.1 cleartext (study E's HTTP)", "#E69F00", "s"),
+        ProtocolStyle("h1s", "HTTPS", "HTTP/1.1 over TLS (study E's HTTPS)", "#D55E00", "o"),
+        ProtocolStyle("h2", "HTTP/2", "HTTP/2 over TLS (SPDY's standard successor)", "#0072B2", "^"),
+        ProtocolStyle(
+            "h2c", "HTTP/2 cleartext", "HTTP/2 without TLS (study W's SPDY client)", "#56B4E9", "v"
+        ),
+        ProtocolStyle("h3", "HTTP/3", "HTTP/3 over QUIC", "#009E73", "D"),
+        ProtocolStyle("spdy3", "SPDY/3.1", "SPDY/3.1 over TLS", "#CC79A7", "P"),
+    )
+}
+
+_FALLBACK_COLOURS = ("#000000", "#999999", "#F0E442", "#8C564B")
+
+
+def protocol_style(name: str) -> ProtocolStyle:
+    """The style of ``name``; an unknown protocol gets a neutral style (never an error)."""
+    style = PROTOCOL_STYLES.get(name)
+    if style is not None:
+        return style
+    colour = _FALLBACK_COLOURS[sum(map(ord, name)) % len(_FALLBACK_COLOURS)]
+    return ProtocolStyle(name, name, name, colour, "x")
+
+
+@dataclasses.dataclass(frozen=True)
+class PhaseStyle:
+    """How one HAR timing phase is drawn (stacked bars, waterfalls)."""
+
+    name: str  #: column stem: ``connect`` is the TCP part only (HAR's connect minus ssl)
+    label: str
+    colour: str
+    description: str
+
+
+#: Phases in the order of a request's life; ``connect`` means the TCP (or QUIC) handshake without TLS.
+PHASE_ORDER: tuple[str, ...] = ("blocked", "dns", "connect", "ssl", "send", "wait", "receive")
+
+PHASE_STYLES: dict[str, PhaseStyle] = {
+    s.name: s
+    for s in (
+        PhaseStyle("blocked", "blocked", "#BBBBBB", "queued in the client: no connection or stream free"),
+        PhaseStyle("dns", "dns", "#44AA99", "DNS lookup across the emulated path"),
+        PhaseStyle("connect", "connect", "#DDCC77", "TCP handshake (HAR connect minus ssl)"),
+        PhaseStyle("ssl", "ssl", "#AA4499", "TLS handshake"),
+        PhaseStyle("send", "send", "#88CCEE", "sending the request"),
+        PhaseStyle("wait", "wait", "#CC6677", "waiting for the first byte of the response"),
+        PhaseStyle("receive", "receive", "#332288", "receiving the response body"),
+    )
+}
+
+
+def phase_style(name: str) -> PhaseStyle:
+    return PHASE_STYLES[name]
+
+
+#: W's ratio classes (s = PLT_x / PLT_baseline): key → (label template, colour). ``{x}`` and ``{base}``
+#: are filled with the protocols' display names.
+CLASS_STYLES: dict[str, tuple[str, str]] = {
+    "better": ("{x} better", "#0072B2"),
+    "equal": ("equal", "#BBBBBB"),
+    "worse": ("{base} better", "#D55E00"),
+}

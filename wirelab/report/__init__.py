@@ -1,0 +1,122 @@
+"""The HTML report: ``wirelab report [--db DB] [SWEEP…] --out DIR`` → ``DIR/index.html``.
+
+The page is self-contained: figures are embedded as SVG data URIs (also written as PNG and SVG to
+``DIR/figures/<sweep>/``), styles and the one script are inline, and a Content-Security-Policy allows
+no network access and only the report's own script (by nonce). Every string that comes from a spec,
+a page or a HAR is escaped by Jinja2's autoescaping, and waterfall data is embedded as JSON with
+``<``, ``>`` and ``&`` escaped and drawn by the script through ``textContent`` only.
+
+:func:`write_report` is also the hook that ``wirelab demo`` and ``wirelab reproduce`` call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from wirelab import __version__
+from wirelab.analysis.sweep import load_sweep
+from wirelab.errors import UsageError
+from wirelab.registry import PHASE_ORDER, PHASE_STYLES, protocol_style
+from wirelab.report.build import CI_TEXT, SweepSection, build_sweep
+from wirelab.store import Results
+
+__all__ = ["build_sections", "render_html", "write_report"]
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def _json_for_script(value: Any) -> Markup:
+    """JSON that cannot end its <script> element or open a comment: <, >, & as \\u escapes."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return Markup(text)  # noqa: S704 - escaped above for a script-data context
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,  # every template variable is HTML-escaped unless it is Markup
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals["proto_label"] = lambda p: protocol_style(p).label
+    return env
+
+
+def build_sections(
+    results: Results, sweeps: Sequence[str], out_dir: Path, *, waterfall_budget: int | None = None
+) -> list[SweepSection]:
+    """Analyse each sweep and write its figures under ``out_dir/figures/<sweep>/``."""
+    sections = []
+    for name in sweeps:
+        data = load_sweep(results, name)
+        kwargs = {} if waterfall_budget is None else {"waterfall_budget": waterfall_budget}
+        sections.append(build_sweep(data, out_dir / "figures" / name, **kwargs))
+    return sections
+
+
+def render_html(sections: Sequence[SweepSection], *, db: str, title: str = "wirelab report") -> str:
+    """The report page for ``sections``."""
+    env = _environment()
+    waterfalls: dict[str, Any] = {}
+    for s in sections:
+        waterfalls.update(s.waterfalls)
+    data = {
+        "phases": [[p, PHASE_STYLES[p].label, PHASE_STYLES[p].colour] for p in PHASE_ORDER],
+        "waterfalls": waterfalls,
+    }
+    return env.get_template("report.html.j2").render(
+        title=title,
+        sweeps=sections,
+        db=db,
+        version=__version__,
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        nonce=secrets.token_urlsafe(18),
+        css=Markup((TEMPLATES / "report.css").read_text()),  # noqa: S704 - our own file
+        js=Markup((TEMPLATES / "report.js").read_text()),  # noqa: S704 - our own file
+        data_json=_json_for_script(data),
+        ci_text=CI_TEXT,
+    )
+
+
+def write_report(
+    db: str | os.PathLike[str],
+    sweeps: Sequence[str] | None = None,
+    out_dir: str | os.PathLike[str] = "wirelab-report",
+    *,
+    title: str | None = None,
+    waterfall_budget: int | None = None,
+) -> Path:
+    """Write ``out_dir/index.html`` (and ``out_dir/figures/``) for ``sweeps`` of ``db`` (default: all
+    sweeps in the database); returns the path of ``index.html``."""
+    db_path = Path(db)
+    if not db_path.exists():
+        raise UsageError(f"--db: {db_path} does not exist; run a sweep first (wirelab run SPEC)")
+    out = Path(out_dir)
+    with Results(db_path) as results:
+        known = list(results.sweeps()["sweep"])
+        names = list(sweeps) if sweeps else known
+        for name in names:
+            if name not in known:
+                raise UsageError(f"sweep: {name!r} is not in {db_path}; sweeps: {', '.join(known) or 'none'}")
+        out.mkdir(parents=True, exist_ok=True)
+        sections = build_sections(results, names, out, waterfall_budget=waterfall_budget)
+    if title is None:
+        title = f"wirelab report: {', '.join(names)}" if 0 < len(names) <= 3 else "wirelab report"
+    html = render_html(sections, db=str(db_path), title=title)
+    index = out / "index.html"
+    tmp = out / "index.html.tmp"
+    tmp.write_text(html)
+    tmp.replace(index)
+    return index

@@ -1,0 +1,1106 @@
+"""Builds the report's model from stored sweeps: which figures, which tables, which sentences.
+
+:func:`build_sweep` looks at what a sweep varied and chooses (each choice, and each figure left out,
+is recorded in :attr:`SweepSection.notes`):
+
+==========================  =====================================================================
+figure                      when
+==========================  =====================================================================
+gain vs X                   for each numeric axis X, when the other axes make ≤ 8 lines
+heatmap streams × RTT       the axes are max_concurrent_streams and RTT (and maybe page)
+m vs r                      with the heatmap, when ≥ 2 page/RTT points have an m
+decision tree               ≥ 2 numeric factors and ≥ 8 configurations (one per compared protocol)
+ratio CDF (W's s)           ≥ 3 configurations
+ToW CDFs                    always: every configuration up to 6, else the ends of the first axis
+phase bars                  when the loads carry HAR phases
+gateway panels              a numeric axis and (retransmissions/drops occurred, or loss, queue or
+                            bandwidth was swept)
+scenario bars               a categorical axis other than page (e.g. network profiles), or no
+                            numeric axis
+waterfalls                  the median-PLT load of each protocol in the configuration where the
+                            first compared protocol's gain is largest in magnitude
+==========================  =====================================================================
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from wirelab.analysis import conclusions as say
+from wirelab.analysis.compare import compare, main_effects
+from wirelab.analysis.gateway import gateway_effects, queue_delay_bound_ms
+from wirelab.analysis.multiplex import fit_m_vs_r, streams_needed
+from wirelab.analysis.phases import phase_shares
+from wirelab.analysis.stats import BOOTSTRAP_METHOD, N_BOOT, describe, ok_loads
+from wirelab.analysis.sweep import Axis, SweepData
+from wirelab.analysis.tree import fit_tree
+from wirelab.figures import plots
+from wirelab.figures.rendering import Rendered, render, slug
+from wirelab.registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, protocol_style
+
+__all__ = [
+    "Cell",
+    "FigureBlock",
+    "Finding",
+    "LoadView",
+    "SweepSection",
+    "TableBlock",
+    "TrialView",
+    "WATERFALL_OBJECT_BUDGET",
+    "build_sweep",
+]
+
+#: Embed waterfall data for every load while the sweep has at most this many objects in total;
+#: above, only for each trial's median-PLT load per protocol (the report says so).
+WATERFALL_OBJECT_BUDGET = 40_000
+MAX_GAIN_LINES = 8
+STREAMS, RTT = "server.max_concurrent_streams", "network.rtt"
+CI_TEXT = f"95 % {BOOTSTRAP_METHOD} bootstrap CI ({N_BOOT} resamples of the repetitions, seeded)"
+
+
+@dataclasses.dataclass
+class FigureBlock:
+    id: str
+    title: str
+    caption: str
+    config: dict[str, str]
+    rendered: Rendered
+    kind: str
+
+    @property
+    def data_uri(self) -> str:
+        return "data:image/svg+xml;base64," + base64.b64encode(self.rendered.svg.encode()).decode()
+
+    @property
+    def links(self) -> list[tuple[str, str]]:
+        return [
+            (p.suffix[1:].upper(), f"{p.parent.parent.name}/{p.parent.name}/{p.name}")
+            for p in self.rendered.files
+        ]
+
+
+@dataclasses.dataclass
+class Cell:
+    text: str
+    cls: str = ""  #: CSS classes: num, pos, neg, sig, muted, proto-<name>
+    title: str = ""
+
+
+@dataclasses.dataclass
+class TableBlock:
+    id: str
+    title: str
+    caption: str
+    columns: list[str]
+    rows: list[list[Cell]]
+    open: bool = False
+
+
+@dataclasses.dataclass
+class Finding:
+    topic: str
+    sentences: list[str]
+
+
+@dataclasses.dataclass
+class LoadView:
+    index: int
+    protocol: str
+    repetition: int
+    tow_ms: float
+    plt_ms: float
+    connections: int
+    retransmissions: int
+    drops: int
+    objects: int
+    error: str | None
+    waterfall: str | None  #: key into the report's waterfall data, None when not embedded
+    representative: bool
+
+
+@dataclasses.dataclass
+class TrialView:
+    trial_id: str
+    label: str
+    status: str
+    flags: list[str]
+    error: str | None
+    lateness_p99_us: float | None
+    loads: list[LoadView]
+
+
+@dataclasses.dataclass
+class SweepSection:
+    name: str
+    anchor: str
+    description: str
+    varied: list[tuple[str, str]]
+    fixed: dict[str, str]
+    counts: dict[str, str]
+    findings: list[Finding]
+    figures: list[FigureBlock]
+    tables: list[TableBlock]
+    trials: list[TrialView]
+    notes: list[str]
+    spec_toml: str
+    provenance: dict[str, str]
+    waterfalls: dict[str, Any]
+
+
+def _mpl(text: Any) -> str:
+    """A string safe for matplotlib text (no mathtext from a page's '$')."""
+    return str(text).replace("$", r"\$")
+
+
+def _fmt(v: Any, digits: int = 1) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    if isinstance(v, float | np.floating):
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+def _p_text(p: float) -> str:
+    if p is None or not math.isfinite(p):
+        return "—"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+class _Builder:
+    def __init__(self, sd: SweepData, figures_dir: Path, seed: int):
+        self.sd = sd
+        self.figures_dir = figures_dir
+        self.seed = seed
+        self.figures: list[FigureBlock] = []
+        self.tables: list[TableBlock] = []
+        self.findings: list[Finding] = []
+        self.notes: list[str] = []
+        self.fixed = sd.fixed()
+        self.ok = ok_loads(sd.loads)
+        configs = sd.configs.copy()
+        configs["label_mpl"] = configs["label"].map(_mpl)
+        self.configs = configs
+        for axis in sd.categorical_axes:
+            self.configs[axis.column + "#mpl"] = self.configs[axis.column].map(_mpl)
+
+    # helpers ---------------------------------------------------------------------------------
+    def with_config(self, frame: pd.DataFrame) -> pd.DataFrame:
+        extra = [c for c in self.configs.columns if c not in frame.columns or c == "trial_id"]
+        return frame.merge(self.configs[extra], on="trial_id", how="left")
+
+    def add_figure(
+        self, kind: str, title: str, caption: str, make: Callable[[], Any], config: dict[str, str]
+    ) -> None:
+        name = slug(f"{kind}-{title}")
+        taken = {f.rendered.name for f in self.figures}
+        base, i = name, 2
+        while name in taken:
+            name, i = f"{base}-{i}", i + 1
+        rendered = render(make(), name)
+        rendered.write(self.figures_dir)
+        self.figures.append(FigureBlock(f"fig-{self.sd.name}-{name}", title, caption, config, rendered, kind))
+
+    def config_text(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return {**self.fixed, **(extra or {})}
+
+    def series_axes(self, exclude: Sequence[Axis]) -> list[Axis]:
+        return [a for a in self.sd.axes if a not in exclude]
+
+    def determined_by(self, axis: Axis, x: Axis) -> bool:
+        """Whether ``axis`` has one value per value of ``x`` (zipped or confounded axes, such as the
+        object count and size of a list of synthetic pages): it then adds no series of its own."""
+        counts = self.configs.groupby(x.column)[axis.column].nunique()
+        return bool(len(counts)) and int(counts.max()) <= 1
+
+    def series_for(self, x: Axis) -> list[Axis]:
+        """The axes that make separate lines in a figure along ``x``."""
+        return [a for a in self.series_axes([x]) if not self.determined_by(a, x)]
+
+    def heatmap_sweep(self) -> bool:
+        params = {a.param for a in self.sd.axes}
+        return {STREAMS, RTT} <= params and params <= {STREAMS, RTT, "page"}
+
+    def series_columns(self, axes: Sequence[Axis]) -> list[str]:
+        return [a.column + "#mpl" if not a.numeric else a.column for a in axes]
+
+    def series_names(self, frame: pd.DataFrame, axes: Sequence[Axis]) -> dict[str, str]:
+        cols = self.series_columns(axes)
+        names = {}
+        for row in frame.to_dict("records"):
+            key = " · ".join(str(row[c]) for c in cols)
+            names[key] = " · ".join(
+                _mpl(a.format(row[a.column])) if a.numeric else str(row[c])
+                for a, c in zip(axes, cols, strict=True)
+            )
+        return names
+
+    def class_names(self, protocol: str) -> dict[str, str]:
+        x, b = protocol_style(protocol).label, protocol_style(self.sd.baseline).label
+        return {k: v[0].format(x=x, base=b) for k, v in CLASS_STYLES.items()}
+
+    # sections --------------------------------------------------------------------------------
+    def build(self) -> None:
+        sd = self.sd
+        loads = sd.loads
+        self.desc = {
+            m: self.with_config(describe(loads, ["trial_id", "protocol"], m, seed=self.seed))
+            for m in ("tow_ms", "plt_ms")
+        }
+        self.comp = (
+            self.with_config(compare(loads, ["trial_id"], sd.baseline, sd.compared, seed=self.seed))
+            if sd.compared
+            else pd.DataFrame()
+        )
+        self.gateway = self.with_config(
+            gateway_effects(
+                loads,
+                ["trial_id", "protocol"],
+                objects=sd.objects,
+                queue_bounds={t: queue_delay_bound_ms(e, self._spec(t)) for t, e in sd.emulator.items()},
+            )
+        )
+        self.shares = self.with_config(phase_shares(loads, ["trial_id", "protocol"]))
+        self.comparison_findings()
+        self.gain_figures()
+        self.heatmap()
+        self.tree()
+        self.ratio_cdf()
+        self.cdfs()
+        self.phases()
+        self.gateway_section()
+        self.scenarios()
+        self.waterfalls()
+        self.number_tables()
+
+    def _spec(self, trial_id: str) -> dict[str, Any] | None:
+        match = self.sd.trials[self.sd.trials["trial_id"] == trial_id]
+        return match["spec"].iloc[0] if len(match) else None
+
+    def comparison_findings(self) -> None:
+        sd = self.sd
+        for proto in sd.compared:
+            sentences = say.gain_sentences(self.comp, sd.axes, sd.baseline, proto)
+            sentences += say.ratio_sentences(self.comp, sd.baseline, proto)
+            if sentences:
+                title = f"{protocol_style(proto).label} vs {protocol_style(sd.baseline).label}"
+                self.findings.append(Finding(title, sentences))
+
+    def gain_figures(self) -> None:
+        sd = self.sd
+        if self.comp.empty:
+            return
+        if self.heatmap_sweep():
+            self.notes.append(
+                "Gain vs streams and gain vs RTT are not drawn separately: the heatmap shows both "
+                "axes at once."
+            )
+            return
+        drawn: list[Axis] = []
+        crowded: list[Axis] = []
+        for axis in sd.numeric_axes:
+            twin = next(
+                (d for d in drawn if self.determined_by(axis, d) and self.determined_by(d, axis)), None
+            )
+            if twin is not None:
+                self.notes.append(
+                    f"Gain vs {axis.name} is not drawn: {axis.name} and {twin.name} move together "
+                    "in this sweep, "
+                    f"so it would repeat the figure along {twin.name}."
+                )
+                continue
+            drawn.append(axis)
+            others = self.series_for(axis)
+            cols = self.series_columns(others)
+            n_series = len(self.comp.drop_duplicates(cols)) if cols else 1
+            lines = n_series * len(sd.compared)
+            if lines > MAX_GAIN_LINES:
+                crowded.append(axis)
+                self.notes.append(
+                    f"Gain vs {axis.name} is not drawn: the other axes "
+                    f"({', '.join(a.name for a in others)}) would "
+                    f"make {lines} lines; the main-effects figure averages them out, and the tree and the "
+                    "tables cover every configuration."
+                )
+                continue
+            title = f"ToW reduction vs {axis.name}"
+            caption = (
+                f"Study E's gain, (ToW_base − ToW_x) / ToW_base from the mean ToW of each configuration, of "
+                f"{', '.join(protocol_style(p).label for p in sd.compared)} over "
+                f"{protocol_style(sd.baseline).label}; bands: {CI_TEXT}; filled markers: two-sided "
+                "Mann–Whitney "
+                f"p < 0.05. One line per {', '.join(a.name for a in others) or 'protocol'}."
+            )
+            frame = self.comp
+            self.add_figure(
+                "gain",
+                title,
+                caption,
+                lambda frame=frame, axis=axis, cols=cols, others=others: plots.gain_figure(
+                    frame,
+                    axis.column,
+                    x_label=axis.label,
+                    series=cols,
+                    series_names=self.series_names(frame, others),
+                    log_x=axis.log,
+                ),
+                self.config_text({"varied": axis.label}),
+            )
+
+        if crowded and len(sd.numeric_axes) >= 2:
+            self.main_effects([a for a in sd.numeric_axes if a in drawn or a in crowded])
+
+    def main_effects(self, axes: Sequence[Axis]) -> None:
+        """Gain vs each factor with the other factors averaged out, when lines per value would be too many."""
+        effects = main_effects(self.comp, [a.column for a in axes], seed=self.seed)
+        if effects.empty:
+            return
+        names = {a.column: a for a in axes}
+        self.findings.append(
+            Finding("Main effects", say.main_effect_sentences(effects, names, self.sd.baseline))
+        )
+        self.add_figure(
+            "effects",
+            "ToW reduction vs each factor, the others averaged",
+            "For each factor and value, the mean over the configurations with that value of study E's gain "
+            "(every other factor averaged out), with a 95 % percentile bootstrap CI over those "
+            "configurations; a steep panel marks a factor that matters.",
+            lambda: plots.main_effects_figure(
+                effects, [(a.column, a.label, a.log) for a in axes], baseline=self.sd.baseline
+            ),
+            self.config_text({"factors": ", ".join(a.name for a in axes)}),
+        )
+
+    def heatmap(self) -> None:
+        sd = self.sd
+        streams, rtt = sd.axis(STREAMS), sd.axis(RTT)
+        if streams is None or rtt is None or self.comp.empty:
+            return
+        extra = [a for a in sd.axes if a.param not in (STREAMS, RTT, "page")]
+        if extra:
+            self.notes.append(
+                "The streams × RTT heatmap is not drawn: the sweep also varies "
+                f"{', '.join(a.name for a in extra)}."
+            )
+            return
+        pages = list(dict.fromkeys(self.comp["page"]))
+        all_points = []
+        for proto in sd.compared:
+            mine = self.comp[self.comp["protocol"] == proto]
+            points = streams_needed(
+                mine, streams=streams.column, group=["page", rtt.column], resources="resources"
+            )
+            points["protocol"] = proto
+            all_points.append(points)
+            for page in pages:
+                grid = mine[mine["page"] == page]
+                boundary = points[points["page"] == page]
+                found = boundary.dropna(subset=["m"])
+                trend = None
+                if found[rtt.column].nunique() >= 2:
+                    slope, intercept = np.polyfit(
+                        found[rtt.column].astype(float), found["m"].astype(float), 1
+                    )
+                    trend = (float(intercept), float(slope))
+                title = f"{protocol_style(proto).label} vs {protocol_style(sd.baseline).label} on {page}"
+                caption = (
+                    f"Mean ToW reduction (%) per max_concurrent_streams × RTT for page {page} (blue: "
+                    f"{protocol_style(proto).label} faster). Circles: the fewest streams at which it beats "
+                    f"{protocol_style(sd.baseline).label} at each RTT; dashed: least-squares trend "
+                    "of that number "
+                    "against RTT."
+                )
+                self.add_figure(
+                    "heatmap",
+                    title,
+                    caption,
+                    lambda grid=grid, boundary=boundary, trend=trend: plots.heatmap_figure(
+                        grid,
+                        x=streams.column,
+                        y=rtt.column,
+                        x_label=streams.label,
+                        y_label=rtt.label,
+                        boundary=boundary,
+                        trend=trend,
+                    ),
+                    self.config_text({"page": str(page)}),
+                )
+        points = pd.concat(all_points, ignore_index=True)
+        rows = []
+        for proto in sd.compared:
+            mine = points[points["protocol"] == proto]
+            fit = fit_m_vs_r(mine)
+            self.findings.append(
+                Finding(
+                    f"Streams needed ({protocol_style(proto).label})",
+                    say.multiplex_sentences(mine, fit, sd.baseline, proto),
+                )
+            )
+            if fit is not None and fit.n >= 2:
+                self.add_figure(
+                    "multiplex",
+                    f"Streams needed vs resources ({protocol_style(proto).label})",
+                    "Each point: a page and RTT; m = the smallest max_concurrent_streams at which "
+                    "the protocol's "
+                    "mean ToW beats the baseline's; r = objects on the page. Line: m = r / k by "
+                    "least squares "
+                    "through the origin.",
+                    lambda mine=mine, fit=fit: plots.multiplex_figure(
+                        mine.assign(page=mine["page"].map(_mpl)), slope=fit.slope, r2=fit.r2
+                    ),
+                    self.config_text(),
+                )
+            for r in mine.to_dict("records"):
+                rows.append(
+                    [
+                        Cell(protocol_style(proto).label, f"proto proto-{proto}"),
+                        Cell(str(r["page"])),
+                        Cell(rtt.format(r[rtt.column]), "num"),
+                        Cell(_fmt(r.get("r"), 0), "num"),
+                        Cell(_fmt(r["m"], 0) if math.isfinite(r["m"]) else "never", "num"),
+                        Cell(f"{r['streams_min']:g}–{r['streams_max']:g} ({r['tested']})", "num muted"),
+                    ]
+                )
+        self.tables.append(
+            TableBlock(
+                f"tab-{self.sd.name}-streams",
+                "Streams needed to win",
+                'm per page and RTT ("never": no tested stream limit wins).',
+                ["protocol", "page", "RTT", "resources r", "m", "tested streams"],
+                rows,
+            )
+        )
+
+    def tree(self) -> None:
+        sd = self.sd
+        factors = sd.numeric_axes
+        if len(factors) < 2 or len(sd.configs) < 8 or self.comp.empty:
+            if len(factors) >= 2:
+                self.notes.append(f"No decision tree: {len(sd.configs)} configurations (it needs ≥ 8).")
+            return
+        names = {a.column: a.name for a in factors}
+        units = {a.column: "{:g} " + a.unit if a.unit else "{:g}" for a in factors}
+        for proto in sd.compared:
+            data = self.comp[self.comp["protocol"] == proto]
+            if data["cls"].notna().sum() < 8:
+                continue
+            tree = fit_tree(data, [a.column for a in factors])
+            class_names = self.class_names(proto)
+            self.findings.append(
+                Finding(
+                    f"Decision tree ({protocol_style(proto).label})",
+                    say.tree_sentences(tree, names, class_names),
+                )
+            )
+            if tree.root.is_leaf:
+                self.notes.append(
+                    f"No tree drawn for {protocol_style(proto).label}: every configuration has the "
+                    "same class."
+                )
+                continue
+            self.add_figure(
+                "tree",
+                f"What decides {protocol_style(proto).label} vs {protocol_style(sd.baseline).label}",
+                "Study W's decision tree (scikit-learn, Gini, depth ≤ 4) over the sweep's numeric "
+                "factors; classes "
+                "from s = median PLT ratio (< 0.9, > 1.1, else equal). Coloured nodes: majority "
+                "class likelihood "
+                f"> {tree.threshold:.2f}; white: mixed. Left branch (yes): the condition holds.",
+                lambda tree=tree, class_names=class_names: plots.tree_figure(
+                    tree, names=names, class_names=class_names, formats=units
+                ),
+                self.config_text({"factors": ", ".join(names[f] for f in tree.features)}),
+            )
+            rows = []
+            for condition, leaf in tree.rules(names):
+                label = class_names.get(leaf.label, leaf.label) if leaf.label else "mixed"
+                rows.append(
+                    [
+                        Cell(condition),
+                        Cell(label, f"cls-{leaf.label or 'mixed'}"),
+                        Cell(f"{leaf.likelihood * 100:.0f} %", "num"),
+                        Cell(str(leaf.samples), "num"),
+                        Cell(
+                            ", ".join(f"{class_names.get(k, k)} {v}" for k, v in leaf.counts.items() if v),
+                            "muted",
+                        ),
+                    ]
+                )
+            rows.append(
+                [
+                    Cell(
+                        "importances: "
+                        + ", ".join(f"{names[f]} {v:.2f}" for f, v in tree.importances.items())
+                    ),
+                    Cell(""),
+                    Cell(""),
+                    Cell(str(tree.samples), "num"),
+                    Cell(f"training accuracy {tree.accuracy * 100:.0f} %", "muted"),
+                ]
+            )
+            self.tables.append(
+                TableBlock(
+                    f"tab-{sd.name}-tree-{proto}",
+                    f"Decision tree leaves ({protocol_style(proto).label})",
+                    "Each leaf's path from the root, its label (when likelihood > 0.75) and class counts.",
+                    ["condition", "class", "likelihood", "configurations", "counts"],
+                    rows,
+                )
+            )
+
+    def ratio_cdf(self) -> None:
+        if self.comp.empty or len(self.sd.configs) < 3:
+            return
+        self.add_figure(
+            "ratio",
+            "PLT ratio across configurations",
+            "Study W's s = median PLT of each protocol / median PLT of the baseline, one value per "
+            "configuration; "
+            "shaded: the classes (s < 0.9 the protocol is better, s > 1.1 the baseline).",
+            lambda: plots.ratio_cdf_figure(self.comp.dropna(subset=["s"]), baseline=self.sd.baseline),
+            self.config_text(),
+        )
+
+    def _pick_configs(self, limit: int = 6) -> list[str]:
+        configs = self.configs
+        if len(configs) <= limit:
+            return list(configs["trial_id"])
+        numeric = self.sd.numeric_axes
+        cats = [a.column for a in self.sd.categorical_axes]
+        chosen: list[str] = []
+        groups = configs.groupby(cats, sort=False) if cats else [((), configs)]
+        for _key, group in list(groups)[:3]:
+            if numeric:
+                col = numeric[0].column
+                ordered = group.sort_values([a.column for a in numeric])
+                chosen.append(ordered.loc[ordered[col].idxmin(), "trial_id"])
+                chosen.append(ordered.loc[ordered[col].idxmax(), "trial_id"])
+            else:
+                chosen.extend(group["trial_id"].head(2))
+        return list(dict.fromkeys(chosen))[:limit]
+
+    def cdfs(self) -> None:
+        chosen = self._pick_configs()
+        panels = []
+        for trial_id in chosen:
+            mine = self.ok[self.ok["trial_id"] == trial_id]
+            label = self.configs.set_index("trial_id").loc[trial_id, "label_mpl"]
+            data = {p: mine.loc[mine["protocol"] == p, "tow_ms"].to_numpy(float) for p in self.sd.protocols}
+            panels.append((label, {p: v for p, v in data.items() if len(v)}))
+        if not panels:
+            return
+        more = (
+            ""
+            if len(chosen) == len(self.configs)
+            else " (the ends of the first axis; every configuration is in the tables)"
+        )
+        self.add_figure(
+            "cdf",
+            "Time on Wire distributions",
+            f"Empirical CDF of ToW over the repetitions, per protocol and configuration{more}.",
+            lambda: plots.cdf_figure(panels),
+            self.config_text(),
+        )
+
+    def phases(self) -> None:
+        shares = self.shares
+        phases = [p for p in PHASE_ORDER if p in shares.columns]
+        if not phases:
+            return
+        numeric = self.sd.numeric_axes
+        cats = self.sd.categorical_axes
+        groups = shares.groupby([a.column for a in cats], sort=False) if cats else [((), shares)]
+        groups = list(groups)
+        for key, group in groups[:3]:
+            key = key if isinstance(key, tuple) else (key,)
+            name = ", ".join(str(k) for k in key)
+            if numeric:
+                col = numeric[0].column
+                values = sorted(group[col].dropna().unique())
+                if len(values) > 6:
+                    idx = np.unique(np.linspace(0, len(values) - 1, 6).round().astype(int))
+                    values = [values[i] for i in idx]
+                # other numeric axes: their first value
+                sel = group[group[col].isin(values)]
+                for other in numeric[1:]:
+                    sel = sel[sel[other.column] == other.values[0]]
+                sel = sel.sort_values(col).assign(group=lambda d, a=numeric[0]: d[a.column].map(a.format))
+                varied = numeric[0].name + (
+                    f" (at {', '.join(f'{o.name} {o.format(o.values[0])}' for o in numeric[1:])})"
+                    if numeric[1:]
+                    else ""
+                )
+            else:
+                sel = group.assign(group=group["label_mpl"])
+                varied = "configuration"
+            if sel.empty:
+                continue
+            title = f"Where the time goes{' — ' + name if name else ''}"
+            self.add_figure(
+                "phases",
+                title,
+                "Share of summed request time per HAR phase (connect = TCP handshake without "
+                "TLS), mean over "
+                f"the loads without error, one bar per protocol, by {varied}.",
+                lambda sel=sel: plots.phase_figure(sel, group="group", protocols=self.sd.protocols),
+                self.config_text({"page": name} if name else None),
+            )
+        if len(groups) > 3:
+            self.notes.append(f"Phase bars drawn for the first 3 of {len(groups)} series; the table has all.")
+        self.findings.append(Finding("Where the time goes", say.phase_sentences(shares, self.sd.protocols)))
+        rows = []
+        for r in shares.to_dict("records"):
+            rows.append(
+                [
+                    Cell(str(r["label"])),
+                    Cell(protocol_style(r["protocol"]).label, f"proto proto-{r['protocol']}"),
+                ]
+                + [Cell(_fmt(r[p] * 100 if pd.notna(r[p]) else None, 0), "num") for p in phases]
+                + [Cell(_fmt(r["total_ms"], 0), "num")]
+            )
+        self.tables.append(
+            TableBlock(
+                f"tab-{self.sd.name}-phases",
+                "Phase shares",
+                "Percent of summed request time per phase (HAR timings; connect without ssl).",
+                ["configuration", "protocol", *(PHASE_STYLES[p].label + " %" for p in phases), "Σ ms/load"],
+                rows,
+            )
+        )
+
+    def gateway_section(self) -> None:
+        sd = self.sd
+        table = self.gateway
+        if table.empty:
+            return
+        self.findings.append(
+            Finding("Retransmissions and the gateway", say.gateway_sentences(table, sd.axes))
+        )
+        numeric = sd.numeric_axes
+        swept = [
+            a for a in numeric if a.param.split("_")[0] in ("network.loss", "network.queue", "network.bw")
+        ]
+        eventful = (table["retransmissions"] > 0).any() or (table["drops_queue"] > 0).any()
+        if numeric and (swept or eventful):
+            axis = (swept or numeric)[0]
+            others = self.series_for(axis)
+            cols = self.series_columns(others)
+            n_series = len(table.drop_duplicates(cols)) if cols else 1
+            if n_series > 4:
+                self.notes.append(
+                    f"The gateway panels along {axis.name} are not drawn: the other axes make {n_series} "
+                    "series; the gateway table has every configuration."
+                )
+            else:
+                panels = [
+                    ("retransmissions", "retransmissions per load"),
+                    ("drops_queue", "queue drops per load"),
+                    ("rtt_inflation_ms", "RTT inflation (ms, estimate)"),
+                ]
+                if axis.param.startswith("network.queue"):
+                    panels.append(("queue_delay_bound_ms", "queueing delay bound (ms)"))
+                self.add_figure(
+                    "gateway",
+                    f"Retransmissions and the gateway vs {axis.name}",
+                    "Means per load. RTT inflation is estimated from the HAR: median time to first "
+                    "byte of the "
+                    "sub-resources minus the first TCP handshake's RTT. The queueing-delay bound "
+                    "is the emulator's "
+                    "largest downlink queue occupancy × 1500 B at the link rate.",
+                    lambda axis=axis, cols=cols, panels=panels, others=others: plots.gateway_figure(
+                        table,
+                        axis.column,
+                        x_label=axis.label,
+                        series=cols,
+                        series_names=self.series_names(table, others),
+                        log_x=axis.log,
+                        panels=panels,
+                    ),
+                    self.config_text({"varied": axis.label}),
+                )
+        has_infl = "rtt_inflation_ms" in table
+        rows = []
+        for r in table.to_dict("records"):
+            rows.append(
+                [
+                    Cell(str(r["label"])),
+                    Cell(protocol_style(r["protocol"]).label, f"proto proto-{r['protocol']}"),
+                    Cell(_fmt(r["retransmissions"]), "num"),
+                    Cell(_fmt(r["retransmission_pct"], 2), "num"),
+                    Cell(_fmt(r["drops_queue"]), "num"),
+                    Cell(_fmt(r["drops_loss"]), "num"),
+                    Cell(_fmt(r["connections"]), "num"),
+                    Cell(_fmt(r["throughput_mbit"], 2), "num"),
+                    Cell(_fmt(r.get("rtt_inflation_ms") if has_infl else None, 0), "num"),
+                    Cell(_fmt(r.get("queue_delay_bound_ms"), 0), "num"),
+                ]
+            )
+        self.tables.append(
+            TableBlock(
+                f"tab-{sd.name}-gateway",
+                "Retransmissions, drops and the gateway",
+                "Means per load. RTT inflation and the queueing-delay bound are estimates (see the figure).",
+                [
+                    "configuration",
+                    "protocol",
+                    "retrans.",
+                    "retrans. % pkts",
+                    "queue drops",
+                    "loss drops",
+                    "connections",
+                    "throughput Mbit/s",
+                    "RTT inflation ms",
+                    "queue delay bound ms",
+                ],
+                rows,
+            )
+        )
+
+    def scenarios(self) -> None:
+        sd = self.sd
+        cats = [a for a in sd.categorical_axes if a.param != "page"]
+        if not cats and sd.numeric_axes:
+            return
+        stats = self.desc["plt_ms"].assign(scenario=lambda d: d["label_mpl"])
+        thr = self.gateway.assign(scenario=lambda d: d["label_mpl"])
+        if stats["scenario"].nunique() > 12:
+            self.notes.append("Scenario bars not drawn: more than 12 configurations.")
+            return
+        self.add_figure(
+            "scenarios",
+            "Page load time per configuration",
+            f"Mean PLT per protocol with its {CI_TEXT}; right: throughput (response bytes × 8 / PLT).",
+            lambda: plots.scenario_figure(
+                stats, scenario="scenario", protocols=sd.protocols, metric_label="PLT (ms)", throughput=thr
+            ),
+            self.config_text(),
+        )
+
+    def representative(self, trial_id: str, protocol: str) -> pd.Series | None:
+        mine = self.ok[(self.ok["trial_id"] == trial_id) & (self.ok["protocol"] == protocol)]
+        if mine.empty:
+            return None
+        ranked = mine.sort_values("plt_ms").reset_index(drop=True)
+        return ranked.iloc[(len(ranked) - 1) // 2]
+
+    def waterfalls(self) -> None:
+        sd = self.sd
+        objects = sd.objects
+        if objects.empty:
+            return
+        if not self.comp.empty:
+            first = self.comp[self.comp["protocol"] == sd.compared[0]].dropna(subset=["gain_pct"])
+            trial_id = first.loc[first["gain_pct"].abs().idxmax(), "trial_id"] if len(first) else None
+        else:
+            trial_id = self.configs["trial_id"].iloc[0]
+        if trial_id is None:
+            return
+        label = self.configs.set_index("trial_id").loc[trial_id, "label"]
+        for proto in sd.protocols[:3]:
+            row = self.representative(trial_id, proto)
+            if row is None:
+                continue
+            objs = objects[(objects["trial_id"] == trial_id) & (objects["load_index"] == row["load_index"])]
+            if objs.empty:
+                continue
+            title = f"{protocol_style(proto).label}, {label}: median-PLT load ({row['plt_ms']:,.0f} ms)"
+            self.add_figure(
+                "waterfall",
+                title,
+                f"Requests of repetition {int(row['repetition'])} (the load with the median PLT) "
+                "by connection; "
+                "bars split into HAR phases. Every load's waterfall is in the drill-down below.",
+                lambda objs=objs: plots.waterfall_figure(objs.to_dict("records")),
+                self.config_text({"configuration": str(label), "protocol": proto}),
+            )
+
+    def number_tables(self) -> None:
+        sd = self.sd
+        rows = []
+        for r in (
+            self.desc["tow_ms"]
+            .merge(
+                self.desc["plt_ms"][["trial_id", "protocol", "mean", "median"]].rename(
+                    columns={"mean": "plt_mean", "median": "plt_median"}
+                ),
+                on=["trial_id", "protocol"],
+            )
+            .to_dict("records")
+        ):
+            rows.append(
+                [
+                    Cell(str(r["label"])),
+                    Cell(protocol_style(r["protocol"]).label, f"proto proto-{r['protocol']}"),
+                    Cell(str(r["n"]), "num"),
+                    Cell(str(r["errors"]), "num" + (" neg" if r["errors"] else " muted")),
+                    Cell(_fmt(r["mean"], 0), "num"),
+                    Cell(f"{_fmt(r['ci_low'], 0)}–{_fmt(r['ci_high'], 0)}", "num muted"),
+                    Cell(_fmt(r["median"], 0), "num"),
+                    Cell(_fmt(r["plt_mean"], 0), "num"),
+                    Cell(_fmt(r["plt_median"], 0), "num"),
+                ]
+            )
+        self.tables.insert(
+            0,
+            TableBlock(
+                f"tab-{sd.name}-stats",
+                "Time on Wire and page load time",
+                f"Per configuration and protocol, loads without error; CI: {CI_TEXT} of the mean ToW.",
+                [
+                    "configuration",
+                    "protocol",
+                    "n",
+                    "errors",
+                    "ToW mean ms",
+                    "95 % CI",
+                    "ToW median",
+                    "PLT mean",
+                    "PLT median",
+                ],
+                rows,
+            ),
+        )
+        if self.comp.empty:
+            return
+        rows = []
+        class_cells = {}
+        for proto in sd.compared:
+            class_cells[proto] = self.class_names(proto)
+        for r in self.comp.to_dict("records"):
+            g = r["gain_pct"]
+            sig = bool(r["significant"]) if r["significant"] == r["significant"] else False
+            rows.append(
+                [
+                    Cell(str(r["label"])),
+                    Cell(
+                        f"{protocol_style(r['protocol']).label} vs {protocol_style(r['baseline']).label}",
+                        f"proto proto-{r['protocol']}",
+                    ),
+                    Cell(
+                        _fmt(g) + " %" if math.isfinite(g) else "—",
+                        "num " + ("pos" if g > 0 else "neg" if g < 0 else ""),
+                    ),
+                    Cell(f"{_fmt(r['ci_low'])} to {_fmt(r['ci_high'])}", "num muted"),
+                    Cell(
+                        _p_text(r["p_value"]), "num" + (" sig" if sig else " muted"), title=f"U = {r['u']:g}"
+                    ),
+                    Cell(_fmt(r["s"], 3), "num"),
+                    Cell(class_cells[r["protocol"]].get(r["cls"], "—"), f"cls-{r['cls']}"),
+                ]
+            )
+        self.tables.insert(
+            1,
+            TableBlock(
+                f"tab-{sd.name}-compare",
+                "Protocol comparison",
+                "Gain: study E's % reduction of mean ToW (positive: the protocol is faster), with its "
+                f"{CI_TEXT}; p: two-sided Mann–Whitney U on ToW (bold: < 0.05; hover for U); s: study W's "
+                "ratio of median PLTs and its class.",
+                ["configuration", "comparison", "gain", "95 % CI", "p", "s", "class"],
+                rows,
+                open=True,
+            ),
+        )
+
+
+def _trial_views(
+    sd: SweepData, builder: _Builder, budget: int
+) -> tuple[list[TrialView], dict[str, Any], str | None]:
+    objects = sd.objects
+    embed_all = len(objects) <= budget
+    representatives: set[tuple[str, int]] = set()
+    for trial_id in sd.configs["trial_id"]:
+        for proto in sd.protocols:
+            row = builder.representative(trial_id, proto)
+            if row is not None:
+                representatives.add((trial_id, int(row["load_index"])))
+    waterfalls: dict[str, Any] = {}
+    embedded = 0  # requests embedded so far
+    by_load = (
+        {k: g for k, g in objects.groupby(["trial_id", "load_index"], sort=False)} if len(objects) else {}
+    )
+    labels = sd.configs.set_index("trial_id")["label"].to_dict()
+    views = []
+    for t in sd.trials.to_dict("records"):
+        mine = sd.loads[sd.loads["trial_id"] == t["trial_id"]].sort_values("load_index")
+        loads = []
+        for r in mine.to_dict("records"):
+            key = (t["trial_id"], int(r["load_index"]))
+            wf = None
+            if key in by_load and (embed_all or (key in representatives and embedded < budget)):
+                embedded += len(by_load[key])
+                wf = f"{sd.name}/{t['trial_id']}/{int(r['load_index'])}"
+                g = by_load[key].sort_values("entry_index")
+                waterfalls[wf] = {
+                    "title": f"{protocol_style(r['protocol']).label} · repetition {int(r['repetition'])} · "
+                    f"{labels.get(t['trial_id'], '')}",
+                    "objects": [
+                        [
+                            o["url"],
+                            str(o["connection"] or "?"),
+                            *(
+                                round(float(v), 2) if v is not None and v == v and v > 0 else 0
+                                for v in (
+                                    o["started_ms"],
+                                    o["blocked_ms"],
+                                    o["dns_ms"],
+                                    max(0.0, (o["connect_ms"] or 0) - (o["ssl_ms"] or 0))
+                                    if o["connect_ms"] == o["connect_ms"]
+                                    else 0,
+                                    o["ssl_ms"],
+                                    o["send_ms"],
+                                    o["wait_ms"],
+                                    o["receive_ms"],
+                                )
+                            ),
+                            o["status"] if o["status"] == o["status"] else None,
+                            o["size_bytes"] if o["size_bytes"] == o["size_bytes"] else None,
+                        ]
+                        for o in g.to_dict("records")
+                    ],
+                }
+            loads.append(
+                LoadView(
+                    index=int(r["load_index"]),
+                    protocol=r["protocol"],
+                    repetition=int(r["repetition"]),
+                    tow_ms=float(r["tow_ms"]),
+                    plt_ms=float(r["plt_ms"]),
+                    connections=int(r["connections"]),
+                    retransmissions=int(r["retransmissions"]),
+                    drops=int(r["drops_queue"] + r["drops_loss"]),
+                    objects=int(r["objects"]),
+                    error=r["error"],
+                    waterfall=wf,
+                    representative=key in representatives,
+                )
+            )
+        views.append(
+            TrialView(
+                trial_id=t["trial_id"],
+                label=labels.get(t["trial_id"], t["trial_id"]),
+                status=t["status"],
+                flags=list(t["fidelity_flags"] or []),
+                error=t["error"],
+                lateness_p99_us=t["lateness_p99_us"]
+                if t["lateness_p99_us"] == t["lateness_p99_us"]
+                else None,
+                loads=loads,
+            )
+        )
+    note = None
+    if not embed_all and len(objects):
+        shown = len(waterfalls)
+        every = shown >= len(representatives)
+        note = (
+            f"The sweep has {len(objects):,} requests, more than the {budget:,} the page embeds: waterfalls "
+            f"are embedded for {shown:,} loads, the median-PLT load of each protocol "
+            + ("in every configuration" if every else "in the first configurations, until the budget ran out")
+            + ". Every load's HAR is in the results directory "
+            "(wirelab.figures.waterfall_from_har(wirelab.open(DB).har(SWEEP, TRIAL, LOAD)) draws one)."
+        )
+    return views, waterfalls, note
+
+
+def _provenance(sd: SweepData) -> dict[str, str]:
+    engines: dict[str, None] = {}
+    kernels: dict[str, None] = {}
+    for p in sd.trials["provenance"].dropna():
+        engine = (p or {}).get("engine") or {}
+        if engine.get("engine_version"):
+            engines[f"{engine['engine_version']} ({engine.get('git_sha', '?')})"] = None
+        if engine.get("kernel"):
+            kernels[str(engine["kernel"])] = None
+    control = {}
+    for p in sd.trials["provenance"].dropna():
+        control = (p or {}).get("control") or {}
+        if control:
+            break
+    out = {
+        "spec hash": sd.spec_hash,
+        "engine": ", ".join(engines) or "—",
+        "kernel": ", ".join(kernels) or "—",
+    }
+    for k, v in control.items():
+        if isinstance(v, str | int | float):
+            out[f"control {k}"] = str(v)
+    return out
+
+
+def build_sweep(
+    sd: SweepData, figures_dir: Path, *, seed: int = 0, waterfall_budget: int = WATERFALL_OBJECT_BUDGET
+) -> SweepSection:
+    """Everything the report shows about one sweep; figures are written to ``figures_dir``."""
+    builder = _Builder(sd, figures_dir, seed)
+    trials = sd.trials
+    complete = int((trials["status"] == "complete").sum())
+    counts = {
+        "configurations": f"{complete} / {len(trials)}",
+        "loads": f"{len(sd.loads):,}",
+        "errors": str(int(sd.loads["error"].notna().sum())) if len(sd.loads) else "0",
+        "protocols": ", ".join(protocol_style(p).label for p in sd.protocols),
+        "baseline": protocol_style(sd.baseline).label,
+    }
+    quality = []
+    failed = trials[trials["status"] != "complete"]
+    if len(failed):
+        quality.append(
+            f"{len(failed)} of {len(trials)} trials {'is' if len(failed) == 1 else 'are'} not complete "
+            f"({', '.join(sorted(set(failed['status'])))}); "
+            "their configurations are missing from every figure and table."
+        )
+    flagged = trials[trials["fidelity_flags"].map(bool)]
+    if len(flagged):
+        quality.append(
+            f"{len(flagged)} {'trial carries' if len(flagged) == 1 else 'trials carry'} fidelity flags "
+            f"({', '.join(sorted({f for fl in flagged['fidelity_flags'] for f in fl}))}); "
+            "their numbers are shown but may be distorted by the emulator."
+        )
+    if len(ok_loads(sd.loads)):
+        builder.build()
+        quality.extend(say.power_sentences(builder.comp) if not builder.comp.empty else [])
+    errors = int(sd.loads["error"].notna().sum()) if len(sd.loads) else 0
+    if errors:
+        counts = sd.loads["error"].dropna().value_counts()
+        quality.append(
+            f"{errors} of {len(sd.loads)} loads ended with an error and are left out of the statistics "
+            f"(most common: “{counts.index[0]}”, {counts.iloc[0]} loads)."
+        )
+        if errors == len(sd.loads):
+            quality.append("No load of this sweep succeeded, so there is nothing to compare or draw.")
+    if sd.loads.empty:
+        quality.append(
+            "This sweep has no completed loads yet: run it (wirelab run) and build the report again."
+        )
+    trial_views, waterfalls, wf_note = (
+        _trial_views(sd, builder, waterfall_budget) if len(sd.loads) else ([], {}, None)
+    )
+    notes = builder.notes + ([wf_note] if wf_note else [])
+    findings = builder.findings
+    if quality:
+        findings.append(Finding("Data quality", quality))
+    varied = [(a.label, ", ".join(a.format(v) for v in a.values)) for a in sd.axes]
+    return SweepSection(
+        name=sd.name,
+        anchor=f"sweep-{slug(sd.name)}",
+        description=sd.description,
+        varied=varied,
+        fixed=sd.fixed(),
+        counts=counts,
+        findings=findings,
+        figures=builder.figures,
+        tables=builder.tables,
+        trials=trial_views,
+        notes=notes,
+        spec_toml=sd.source or json.dumps(sd.spec, indent=1),
+        provenance=_provenance(sd),
+        waterfalls=waterfalls,
+    )

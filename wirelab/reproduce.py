@@ -1,0 +1,162 @@
+"""Reproducing the studies: ``wirelab reproduce ls | NAME [--quick]``.
+
+Each experiment is two specs in ``experiments/`` — ``NAME.toml`` (the full variant: the study's grid and
+repetitions) and ``NAME.quick.toml`` (a few points, 3 repetitions) — described in
+``experiments/catalog.toml``. :func:`reproduce` runs one variant through the runner into the results
+database and writes its report. :func:`estimate_seconds` guesses how long a variant takes (labelled as
+an estimate everywhere: ``docs/reproducing.md`` records measured durations).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from wirelab import netprofile
+from wirelab import spec as spec_mod
+from wirelab._paths import experiments_dir
+from wirelab.analysis.sweep import parse_synthetic
+from wirelab.engine import Engine
+from wirelab.errors import UsageError
+from wirelab.runner import Observer, RunSummary, run_plan
+
+__all__ = ["CATALOG_FILE", "Experiment", "catalog", "estimate_seconds", "experiment", "reproduce"]
+
+CATALOG_FILE = "catalog.toml"
+
+#: Page sizes (objects, total bytes) for estimates only, from the studies' descriptions; the engine's
+#: corpus defines the real pages.
+_PAGE_SIZES: dict[str, tuple[int, float]] = {
+    "twitter": (7, 7 * 46_400),
+    "youtube": (50, 50 * 10_630),
+    "imgur": (133, 133 * 11_780),
+    "neoload50": (51, 9_500 + 50 * 1_500),
+    "unh100": (100, 3_400_000),
+}
+#: Per-load overhead of a fresh client process and its bookkeeping, and per-trial setup (estimates).
+LOAD_OVERHEAD_S = 0.4
+TRIAL_OVERHEAD_S = 3.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """One entry of the catalog."""
+
+    name: str
+    study: str
+    reproduces: str
+    figures: tuple[str, ...]
+    not_here: str
+    full: Path
+    quick: Path
+
+    def spec_path(self, quick: bool) -> Path:
+        return self.quick if quick else self.full
+
+    def plan(self, quick: bool) -> spec_mod.Plan:
+        return spec_mod.load(self.spec_path(quick))
+
+
+def catalog(directory: Path | None = None) -> list[Experiment]:
+    """Every experiment of ``experiments/catalog.toml``, in file order."""
+    directory = directory or experiments_dir()
+    path = directory / CATALOG_FILE
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"reproduce: {path} not found; wirelab runs from its repository checkout") from None
+    out = []
+    for name, entry in data.items():
+        out.append(
+            Experiment(
+                name=name,
+                study=str(entry["study"]),
+                reproduces=str(entry["reproduces"]),
+                figures=tuple(entry.get("figures", ())),
+                not_here=str(entry.get("not_here", "")),
+                full=directory / f"{name}.toml",
+                quick=directory / f"{name}.quick.toml",
+            )
+        )
+    return out
+
+
+def experiment(name: str, directory: Path | None = None) -> Experiment:
+    """The experiment called ``name`` (a one-line UsageError with a suggestion otherwise)."""
+    entries = catalog(directory)
+    for e in entries:
+        if e.name == name:
+            return e
+    names = [e.name for e in entries]
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise UsageError(f"reproduce: {name!r} is not an experiment; {hint}experiments: {', '.join(names)}")
+
+
+def _page_size(page: str) -> tuple[int, float]:
+    synthetic = parse_synthetic(page)
+    if synthetic is not None:
+        return synthetic[0], synthetic[0] * synthetic[1]
+    return _PAGE_SIZES.get(page, (50, 500_000))
+
+
+def _load_seconds(spec: Mapping[str, Any]) -> float:
+    """A rough page-load time: DNS, TCP and TLS handshakes, a round trip per request wave, transfer
+    at the link rate, and a loss penalty."""
+    net = netprofile.parse(spec.get("network", "native"))
+    rtt = (net["up"]["delay_ns"] + net["down"]["delay_ns"]) / 1e9
+    rate = net["down"]["rate_bps"] or 1e9
+    loss = net["down"]["loss"].get("p", 0.0) if net["down"]["loss"]["model"] == "bernoulli" else 0.0
+    objects, size = _page_size(spec["page"])
+    waves = 1 + math.ceil(max(0, objects - 1) / 6)
+    seconds = 4 * rtt + waves * rtt + size * 8 / rate
+    return seconds * (1 + 20 * loss) + LOAD_OVERHEAD_S
+
+
+def estimate_seconds(plan: spec_mod.Plan) -> float:
+    """Estimated wall time of a plan at --parallel 1 (an estimate, not a measurement)."""
+    total = 0.0
+    for t in plan.trials:
+        loads = len(t.spec["protocols"]) * t.spec["repetitions"]
+        total += TRIAL_OVERHEAD_S + loads * (_load_seconds(t.spec) + t.spec.get("gap_ms", 0) / 1000)
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3.4 h``, ``2.1 days``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def reproduce(
+    name: str,
+    *,
+    quick: bool = False,
+    db: str | os.PathLike[str] = "wirelab.db",
+    out: str | os.PathLike[str] | None = None,
+    parallel: int = 1,
+    engine: Engine,
+    observer: Observer | None = None,
+) -> tuple[RunSummary, Path]:
+    """Run one experiment (resuming what the database already has) and write its report to ``out``
+    (default ``wirelab-report/<sweep name>``). Returns the run's summary and the report's path."""
+    from wirelab.report import write_report  # the report pulls in matplotlib: import it only here
+
+    exp = experiment(name)
+    plan = exp.plan(quick)
+    summary = run_plan(plan, db=db, engine=engine, parallel=parallel, resume=True, observer=observer)
+    target = Path(out) if out is not None else Path("wirelab-report") / plan.name
+    report = write_report(db, [plan.name], target)
+    summary.report = report
+    return summary, report
