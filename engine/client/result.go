@@ -66,7 +66,10 @@ type Conn struct {
 	TLSResumed bool    `json:"tls_resumed"`
 	Requests   int     `json:"requests"`              // requests sent on it
 	MaxStreams uint32  `json:"max_streams,omitempty"` // h2: the server's SETTINGS_MAX_CONCURRENT_STREAMS (0 = not sent)
-	Error      string  `json:"error,omitempty"`       // why it failed, if it did
+	// PacketsLost is, for h3, the packets this side's QUIC stack declared lost (QUIC encrypts its
+	// packet numbers: a capture cannot count retransmissions).
+	PacketsLost uint64 `json:"packets_lost,omitempty"`
+	Error       string `json:"error,omitempty"` // why it failed, if it did
 }
 
 // Phases are the per-phase sums over entries, in ms (HAR semantics: -1 values are skipped; connect includes ssl).
@@ -108,6 +111,8 @@ type Result struct {
 	Phases        Phases
 	DNSQueries    int // names sent to the Resolver
 	Retries       int
+	// QUICPacketsLost sums Conns' PacketsLost: h3 packets the client declared lost.
+	QUICPacketsLost int64
 	// Err is the load's failure: the first object to fail (by completion time) or the timeout.
 	// The numbers above are then partial.
 	Err     error
@@ -135,7 +140,9 @@ type Summary struct {
 	DNSQueries    int       `json:"dns_queries"`
 	Retries       int       `json:"retries"`
 	ComputeScale  *float64  `json:"compute_scale,omitempty"` // replay mode only
-	Error         *string   `json:"error"`
+	// QUICPacketsLost: h3 packets the client's QUIC stack declared lost (0 for TCP protocols).
+	QUICPacketsLost int64   `json:"quic_packets_lost"`
+	Error           *string `json:"error"`
 }
 
 // Summary returns the load-record fields of r.
@@ -145,6 +152,7 @@ func (r *Result) Summary() Summary {
 		PLTms: ms(r.PLT), Connections: r.Connections, TLSHandshakes: r.TLSHandshakes,
 		TLSResumed: r.TLSResumed, Objects: r.Objects, BodyBytes: r.BodyBytes, Phases: r.Phases,
 		DNSQueries: r.DNSQueries, Retries: r.Retries, ComputeScale: r.ComputeScale,
+		QUICPacketsLost: r.QUICPacketsLost,
 	}
 	if r.Err != nil {
 		msg := r.Err.Error()
