@@ -15,14 +15,29 @@ import (
 	"github.com/wirelab/wirelab/engine/page"
 )
 
+// loadFiles are the files one load's loader is given (empty: none).
+type loadFiles struct {
+	CAFile   string // the run's CA certificate (engine loader, https)
+	SPKI     string // the server certificate's SPKI hash, serve's spki_sha256 (Chromium, https)
+	PageFile string // the page as the server serves it, sharded (replay)
+	URLs     string // the object URLs of this load (mode objects)
+	HAR      string // where the HAR goes
+}
+
+// loaderArgs are the arguments of one load's loader process: `fetch` for client.impl engine,
+// `browse` for chromium.
+func loaderArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, error) {
+	if p.Spec.Client.Impl == "chromium" {
+		return browseArgs(p, l, token, files)
+	}
+	return fetchArgs(p, l, token, files)
+}
+
 // fetchArgs are the fetch flags of one load. (client.priority will go here once fetch has it; see
 // notYet.)
-func fetchArgs(p *Prepared, l Load, token, caFile, urlsFile, harFile string) ([]string, error) {
+func fetchArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, error) {
 	s := p.Spec
-	scheme := "https"
-	if l.Protocol == "h1" || l.Protocol == "h2c" {
-		scheme = "http"
-	}
+	scheme := schemeOf(l.Protocol)
 	root, err := p.Page.URL(0, page.Base{Scheme: scheme, Token: token})
 	if err != nil {
 		return nil, err
@@ -34,21 +49,59 @@ func fetchArgs(p *Prepared, l Load, token, caFile, urlsFile, harFile string) ([]
 		"--timeout", time.Duration(s.Client.TimeoutS * float64(time.Second)).String(),
 		"--json",
 	}
-	if urlsFile != "" {
-		args = append(args, "--urls", urlsFile)
+	if files.URLs != "" {
+		args = append(args, "--urls", files.URLs)
 	}
-	if s.Client.DNS == "server" {
-		args = append(args, "--dns", netns.DNSAddr.String())
-	} else {
-		args = append(args, "--resolve", staticMap(p.Origins()))
+	if s.Client.Mode == "replay" {
+		if files.PageFile == "" {
+			return nil, fmt.Errorf("replay load without the served page's file")
+		}
+		args = append(args, "--page", files.PageFile,
+			"--compute-scale", strconv.FormatFloat(s.Client.ComputeScale, 'g', -1, 64))
 	}
+	args = append(args, resolverArgs(p)...)
 	if scheme == "https" {
-		args = append(args, "--ca", caFile)
+		args = append(args, "--ca", files.CAFile)
 	}
-	if harFile != "" {
-		args = append(args, "--har", harFile)
+	if files.HAR != "" {
+		args = append(args, "--har", files.HAR)
 	}
 	return args, nil
+}
+
+// browseArgs are the browse flags of one load (docs/trial-contract.md "Loads by Chromium and by
+// replay"). Chromium trusts the server's certificate by its SPKI hash.
+func browseArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, error) {
+	s := p.Spec
+	scheme := schemeOf(l.Protocol)
+	root, err := p.Page.URL(0, page.Base{Scheme: scheme, Token: token})
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"browse", root,
+		"--proto", l.Protocol,
+		"--timeout", time.Duration(s.Client.TimeoutS * float64(time.Second)).String(),
+		"--json",
+	}
+	args = append(args, resolverArgs(p)...)
+	if scheme == "https" {
+		if files.SPKI == "" {
+			return nil, fmt.Errorf("serve reported no spki_sha256 for Chromium")
+		}
+		args = append(args, "--spki", files.SPKI)
+	}
+	if files.HAR != "" {
+		args = append(args, "--har", files.HAR)
+	}
+	return args, nil
+}
+
+// resolverArgs name the loader's resolver: the run's DNS server, or the static map.
+func resolverArgs(p *Prepared) []string {
+	if p.Spec.Client.DNS == "server" {
+		return []string{"--dns", netns.DNSAddr.String()}
+	}
+	return []string{"--resolve", staticMap(p.Origins())}
 }
 
 // staticMap is the name map of client.dns = static: sN.wirelab.test and www.wirelab.test.
@@ -62,6 +115,7 @@ func staticMap(origins int) string {
 
 // fetchOutcome is what one fetch process did.
 type fetchOutcome struct {
+	name           string // the loader command: fetch or browse
 	stdout, stderr []byte
 	cpu            time.Duration // user + system CPU time of the process (the loader's own work, start-up included)
 	exitCode       int           // -1 when killed by a signal
@@ -78,14 +132,15 @@ func runFetch(ctx context.Context, topo *netns.Topology, engine string, env, arg
 	cmd := topo.Command(netns.Client, append([]string{engine}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, &stdout, &stderr
+	name := args[0]
 	if err := cmd.Start(); err != nil {
-		return fetchOutcome{exitCode: -1, failure: fmt.Sprintf("fetch: %v", err)}
+		return fetchOutcome{name: name, exitCode: -1, failure: fmt.Sprintf("%s: %v", name, err)}
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
-	var out fetchOutcome
+	out := fetchOutcome{name: name}
 	var err error
 	select {
 	case err = <-done:
@@ -96,7 +151,7 @@ func runFetch(ctx context.Context, topo *netns.Topology, engine string, env, arg
 	case <-timer.C:
 		_ = cmd.Process.Kill()
 		err = <-done
-		out.failure = fmt.Sprintf("fetch: killed after %s (its own timeout did not end it)", limit)
+		out.failure = fmt.Sprintf("%s: killed after %s (its own timeout did not end it)", name, limit)
 	}
 	out.stdout, out.stderr = stdout.Bytes(), stderr.Bytes()
 	cmd.Stdout, cmd.Stderr = nil, nil // the topology keeps every Cmd until Close: not its output
@@ -108,10 +163,10 @@ func runFetch(ctx context.Context, topo *netns.Topology, engine string, env, arg
 	if errors.As(err, &ee) {
 		out.exitCode = ee.ExitCode()
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && out.failure == "" && !out.interrupted {
-			out.failure = fmt.Sprintf("fetch: killed by %v: %s", ws.Signal(), lastLine(out.stderr))
+			out.failure = fmt.Sprintf("%s: killed by %v: %s", name, ws.Signal(), lastLine(out.stderr))
 		}
 	} else if err != nil && out.failure == "" {
-		out.failure = fmt.Sprintf("fetch: %v", err)
+		out.failure = fmt.Sprintf("%s: %v", name, err)
 	}
 	return out
 }
@@ -131,13 +186,17 @@ func lastLine(b []byte) string {
 // becomes the record's error). err is set only when the trial cannot go on: fetch refused the
 // arguments the trial built (exit 2), a bug that would fail every load the same way.
 func (o fetchOutcome) result() (f *FetchResult, failure string, err error) {
+	name := o.name
+	if name == "" {
+		name = "fetch"
+	}
 	switch {
 	case o.failure != "":
 		return nil, o.failure, nil
 	case o.exitCode == 2:
-		return nil, "", fmt.Errorf("fetch refused its arguments (a bug in the trial): %s", lastLine(o.stderr))
+		return nil, "", fmt.Errorf("%s refused its arguments (a bug in the trial): %s", name, lastLine(o.stderr))
 	case o.exitCode != 0 && o.exitCode != 1:
-		return nil, fmt.Sprintf("fetch: exit status %d: %s", o.exitCode, lastLine(o.stderr)), nil
+		return nil, fmt.Sprintf("%s: exit status %d: %s", name, o.exitCode, lastLine(o.stderr)), nil
 	}
 	line := strings.TrimSpace(string(o.stdout))
 	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
@@ -145,7 +204,7 @@ func (o fetchOutcome) result() (f *FetchResult, failure string, err error) {
 	}
 	f, perr := ParseFetch([]byte(line))
 	if perr != nil {
-		return nil, fmt.Sprintf("fetch printed no result (%v): %s", perr, lastLine(o.stderr)), nil
+		return nil, fmt.Sprintf("%s printed no result (%v): %s", name, perr, lastLine(o.stderr)), nil
 	}
 	return f, "", nil
 }

@@ -108,6 +108,14 @@ func ParseFetch(line []byte) (*FetchResult, error) {
 			f.Extras[k] = v
 		}
 	}
+	// browse --json nests its extras (impl, version, on_load_ms, …) in "client": they are the
+	// record's client extras as they are.
+	if nested, ok := f.Extras["client"].(map[string]any); ok {
+		delete(f.Extras, "client")
+		for k, v := range nested {
+			f.Extras[k] = v
+		}
+	}
 	return &f, nil
 }
 

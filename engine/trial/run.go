@@ -115,13 +115,14 @@ type runner struct {
 	o       Options
 	started time.Time
 
-	logFile *os.File
-	log     *engineLog
-	tmp     string
-	emu     *emulator.Emulator
-	serve   *serveProcess
-	summary emulator.Summary
-	stopped bool
+	logFile  *os.File
+	log      *engineLog
+	tmp      string
+	pageFile string // replay: the served page as JSON, in tmp
+	emu      *emulator.Emulator
+	serve    *serveProcess
+	summary  emulator.Summary
+	stopped  bool
 }
 
 func (r *runner) progress(v any) {
@@ -174,6 +175,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	cfg.PacketLog = true
 	cfg.PcapRotation = s.Capture.Pcap
 	cfg.Topology.Command = r.o.Command
+	// The client namespace's resolv.conf names the run's DNS server: Chromium resolves through the
+	// system resolver (fetch is told --dns).
+	cfg.Topology.Resolver = s.Client.DNS == "server"
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -185,6 +189,12 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	r.tmp = tempDir(r.emu.Topo.ID)
+	if s.Client.Mode == "replay" {
+		// Replay requests each object from its origin: the loader gets the page as served (sharded).
+		if r.pageFile, err = writeServedPage(r.p.Page, r.tmp); err != nil {
+			return nil, err
+		}
+	}
 	r.log.printf("topology %s / %s up: %d origins", r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.p.Origins())
 
 	args := serveArgs(r.p, filepath.Join(r.tmp, "certs"), filepath.Join(dir, ServerReqs), filepath.Join(dir, ServerConns))
@@ -283,7 +293,8 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 			return Record{}, 0, fmt.Errorf("pcap: %w", err)
 		}
 	}
-	args, err := fetchArgs(r.p, l, token, r.serve.ready.CAFile, urlsFile, harPath)
+	args, err := loaderArgs(r.p, l, token, loadFiles{CAFile: r.serve.ready.CAFile, SPKI: r.serve.ready.SPKI,
+		PageFile: r.pageFile, URLs: urlsFile, HAR: harPath})
 	if err != nil {
 		return Record{}, 0, err
 	}
@@ -315,7 +326,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	}
 	if len(out.stderr) > 0 && (failure != "" || out.exitCode != 0) {
 		for _, line := range strings.Split(strings.TrimSpace(string(out.stderr)), "\n") {
-			r.log.printf("load %d fetch: %s", l.Index, line)
+			r.log.printf("load %d %s: %s", l.Index, out.name, line)
 		}
 	}
 	// ToW ends with the last response packet the client had when its load completed: what arrives
@@ -447,4 +458,22 @@ func shellQuote(args []string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// writeServedPage writes pg (as the server serves it: seeded, sharded) to dir/page.json for replay
+// loads, with an absolute root_dir so that file-backed pages still find their files.
+func writeServedPage(pg *page.Page, dir string) (string, error) {
+	c := pg.Clone()
+	if c.RootDir != "" {
+		abs, err := filepath.Abs(c.RootDir)
+		if err != nil {
+			return "", err
+		}
+		c.RootDir = abs
+	}
+	path := filepath.Join(dir, "page.json")
+	if err := os.WriteFile(path, c.JSON(), 0o644); err != nil {
+		return "", fmt.Errorf("replay page: %w", err)
+	}
+	return path, nil
 }

@@ -23,6 +23,7 @@ type serveReady struct {
 	Event  string `json:"event"`
 	PID    int    `json:"pid"`
 	CAFile string `json:"ca_file"`
+	SPKI   string `json:"spki_sha256"`
 	DNS    string `json:"dns"`
 	Ports  struct {
 		HTTP  int `json:"http"`

@@ -124,8 +124,8 @@ func TestPrepareErrors(t *testing.T) {
 		{`{"page":"twitter","protocols":["h1s","spdy3"]}`, `protocols: got "spdy3"; not supported by this engine yet; it supports h1, h1s, h2, h2c and h3`},
 		{`{"page":"twitter","server":{"push":"all"}}`, `server.push: got "all"; not supported by this engine yet; it supports none`},
 		{`{"page":"twitter","client":{"priority":"chrome"}}`, `client.priority: got "chrome"; not supported by this engine yet`},
-		{`{"page":"twitter","client":{"mode":"replay"}}`, `client.mode: got "replay"; not supported by this engine yet; it supports flat and objects`},
-		{`{"page":"twitter","client":{"impl":"chromium"}}`, `client.impl: got "chromium"; not supported by this engine yet; it supports engine`},
+		{`{"page":"twitter","client":{"impl":"chromium"},"protocols":["h2c"]}`, `protocols[0]: got "h2c"; not loadable by client.impl chromium`},
+		{`{"page":"twitter","client":{"impl":"chromium","priority":"chrome"},"protocols":["h2"]}`, `client.priority: got "chrome"`},
 	} {
 		s, err := DecodeSpec([]byte(tc.in))
 		if err != nil {

@@ -1,6 +1,7 @@
 package trial
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
@@ -18,15 +19,34 @@ var notYet = []struct {
 	{"protocols", func(s *Spec) (string, bool) { return "spdy3", slices.Contains(s.Protocols, "spdy3") }, "h1, h1s, h2, h2c and h3"},
 	{"server.push", func(s *Spec) (string, bool) { return s.Server.Push, s.Server.Push != "none" }, "none"},
 	{"client.priority", func(s *Spec) (string, bool) { return s.Client.Priority, s.Client.Priority != "none" }, "none"},
-	{"client.mode", func(s *Spec) (string, bool) { return s.Client.Mode, s.Client.Mode == "replay" }, "flat and objects"},
-	{"client.impl", func(s *Spec) (string, bool) { return s.Client.Impl, s.Client.Impl != "engine" }, "engine"},
 }
 
-// checkSupported returns the first value of s this engine does not implement yet.
+// chromiumProtocols are the protocols a trial can load with client.impl = chromium: Chromium speaks
+// no cleartext HTTP/2 and no SPDY any more.
+var chromiumProtocols = []string{"h1", "h1s", "h2", "h3"}
+
+// checkSupported returns the first value of s this engine does not implement yet, or that the
+// chosen loader cannot do.
 func checkSupported(s *Spec) error {
 	for _, n := range notYet {
 		if v, refused := n.refused(s); refused {
 			return fielderr.New(n.field, v, "not supported by this engine yet; it supports %s", n.supported)
+		}
+	}
+	if s.Client.Impl == "chromium" {
+		for i, p := range s.Protocols {
+			if !slices.Contains(chromiumProtocols, p) {
+				return fielderr.New(fmt.Sprintf("protocols[%d]", i), p,
+					"not loadable by client.impl chromium; Chromium loads h1, h1s, h2 and h3 (use client.impl engine for h2c and spdy3)")
+			}
+		}
+		if s.Client.Mode != "flat" {
+			return fielderr.New("client.mode", s.Client.Mode,
+				"Chromium loads a page as a browser does; with client.impl chromium the mode must be flat")
+		}
+		if s.Client.Priority != "none" {
+			return fielderr.New("client.priority", s.Client.Priority,
+				"Chromium uses its own priorities; with client.impl chromium it must be none")
 		}
 	}
 	return nil

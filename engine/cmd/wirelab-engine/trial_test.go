@@ -432,7 +432,8 @@ func TestTrialBadInput(t *testing.T) {
 		{`{"page":"` + schemaFail + `"}`, `page (` + schemaFail + `): objects[0].size: got -5`},
 		{`{"page":"` + cyclic + `"}`, `dependency cycle`},
 		{`{"page":"twitter","server":{"max_concurent_streams":1}}`, `server.max_concurent_streams: unknown field; did you mean max_concurrent_streams?`},
-		{`{"page":"twitter","client":{"mode":"replay"}}`, `client.mode: got "replay"; not supported by this engine yet`},
+		{`{"page":"twitter","client":{"impl":"chromium"},"protocols":["h2","h2c"]}`, `protocols[1]: got "h2c"; not loadable by client.impl chromium`},
+		{`{"page":"twitter","client":{"impl":"chromium","mode":"replay"},"protocols":["h2"]}`, `client.mode: got "replay"; Chromium loads a page as a browser does`},
 		{`{"page":"twitter","network":"rtt=fast"}`, `network: rtt: "fast"`},
 	} {
 		cmd, out := trialCmd(t, tc.spec, time.Minute)
@@ -610,4 +611,84 @@ func TestTrialKilledThenGC(t *testing.T) {
 		t.Errorf("%s left after gc", private)
 	}
 	assertGone(t, id)
+}
+
+// Replay (client.mode = replay) follows the page's dependency graph: every object exactly once, on
+// a sharded page from each object's own origin, and a recorded graph's computations make the load
+// slower than the same page's flat load; compute_scale 0 removes them.
+func TestTrialReplay(t *testing.T) {
+	requireRoot(t)
+	p, err := page.Load("nytimes", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(scale float64, mode string) trialDir {
+		dir := runTrialOK(t, fmt.Sprintf(`{"page":"nytimes","shards":3,"protocols":["h2","h1s"],"repetitions":1,"network":"rtt=20ms","client":{"mode":%q,"compute_scale":%g}}`, mode, scale), 3*time.Minute)
+		return readTrial(t, dir)
+	}
+	replay := load(1, "replay")
+	for _, l := range replay.loads {
+		if l.Error != nil {
+			t.Fatalf("%s: %s", l.Protocol, *l.Error)
+		}
+		if l.Objects != int64(len(p.Objects)) || l.BodyBytes != p.TotalBytes() {
+			t.Errorf("replay %s: %d objects, %d body bytes; the page has %d and %d", l.Protocol, l.Objects, l.BodyBytes, len(p.Objects), p.TotalBytes())
+		}
+		if l.Client["mode"] != "replay" || l.Client["compute_scale"] != 1.0 {
+			t.Errorf("replay %s: client extras %v", l.Protocol, l.Client)
+		}
+		if perHost := harConns(t, filepath.Join(replay.dir, *l.HAR)); len(perHost) != 3 {
+			t.Errorf("replay %s: requests went to %d hosts, want 3", l.Protocol, len(perHost))
+		}
+	}
+	// The recorded graph's computations (parse/evaluate activities, 77 ms on nytimes) lie partly on
+	// its critical path: without them (compute_scale 0) the same replay is faster.
+	compute := 0.0
+	for _, a := range p.Activities {
+		if a.Kind != "download" {
+			compute += a.DurationMs
+		}
+	}
+	if compute <= 0 {
+		t.Skip("nytimes has no recorded computations")
+	}
+	noCompute := load(0, "replay")
+	for i, l := range noCompute.loads {
+		if l.Error != nil {
+			t.Fatalf("compute_scale 0 %s: %s", l.Protocol, *l.Error)
+		}
+		if with := replay.loads[i].PltMs; with <= l.PltMs {
+			t.Errorf("%s: replay PLT %.1f ms with computations, %.1f ms without", l.Protocol, with, l.PltMs)
+		}
+	}
+}
+
+// client.impl = chromium loads each page in Chromium (browse) through the emulated path: every
+// object, one connection per origin for h2 and h3, Chromium's extras in the record, ToW ≤ PLT.
+func TestTrialChromium(t *testing.T) {
+	requireRoot(t)
+	requireChromium(t)
+	p, err := page.Load("imgur", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := runTrialOK(t, `{"page":"imgur","shards":2,"protocols":["h1s","h2","h3"],"repetitions":1,"network":"rtt=10ms","client":{"impl":"chromium"}}`, 4*time.Minute)
+	td := readTrial(t, dir)
+	for _, l := range td.loads {
+		if l.Error != nil {
+			t.Fatalf("%s: %s", l.Protocol, *l.Error)
+		}
+		if l.Objects != int64(len(p.Objects)) || l.BodyBytes != p.TotalBytes() {
+			t.Errorf("%s: %d objects, %d body bytes; the page has %d and %d", l.Protocol, l.Objects, l.BodyBytes, len(p.Objects), p.TotalBytes())
+		}
+		if l.Client["impl"] != "chromium" || l.Client["version"] == nil || l.Client["loader_cpu_ms"] == nil {
+			t.Errorf("%s: client extras %v", l.Protocol, l.Client)
+		}
+		if l.Protocol != "h1s" && l.Connections != 2 {
+			t.Errorf("%s: %d connections, want one per origin (2)", l.Protocol, l.Connections)
+		}
+		if l.TowMs <= 0 || l.BytesDown < p.TotalBytes() {
+			t.Errorf("%s: tow %.1f ms, %d bytes down for %d body bytes", l.Protocol, l.TowMs, l.BytesDown, p.TotalBytes())
+		}
+	}
 }
