@@ -147,6 +147,8 @@ def test_load_prints_table_and_waterfall(capsys, tmp_path, fake_engine):
     h2_row = next(line for line in out.splitlines() if line.strip().startswith("│ h2") or " h2 " in line)
     assert "%" in h2_row
     assert "waterfall: h2 repetition" in out and "█" in out and "receive" in out
+    # rows name objects by path, without the load's /L/<token>/ prefix
+    assert "/css/o1.css" in out and "/L/" not in out
     assert "stored as sweep load-" in out
 
 

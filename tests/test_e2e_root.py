@@ -68,9 +68,14 @@ def _loads(db: Path) -> list[tuple]:
     if not db.exists():
         return []
     with sqlite3.connect(db, timeout=30) as c:
-        return c.execute(
-            "SELECT t.trial_id, l.load_index FROM loads l JOIN trials t ON t.id = l.trial_row"
-        ).fetchall()
+        try:
+            return c.execute(
+                "SELECT t.trial_id, l.load_index FROM loads l JOIN trials t ON t.id = l.trial_row"
+            ).fetchall()
+        except sqlite3.OperationalError as e:  # the run has created the file, not yet its tables
+            if "no such table" in str(e):
+                return []
+            raise
 
 
 def _wirelab(*args: str) -> list[str]:

@@ -160,7 +160,8 @@ def test_lateness_over_1ms_is_flagged(tmp_path, small):
     summary = wirelab.run(small, db=db, engine=engine, parallel=2)
     assert len(summary.fidelity_warnings) == 3
     text = "\n".join(summary.lines())
-    assert "fidelity warning: 3 of 6 trials" in text and "worst 2.30 ms" in text and "--parallel" in text
+    assert "fidelity warning: 3 of 6 trials" in text and "worst 2.30 ms" in text
+    assert "rerun with a lower --parallel (was 2)" in text
     with wirelab.open(db) as results:
         trials = results.trials("small")
         loads = results.loads("small")
@@ -170,6 +171,11 @@ def test_lateness_over_1ms_is_flagged(tmp_path, small):
     assert all(f == [LATENESS_FLAG] for f in flagged["fidelity_flags"])
     assert (loads["lateness_p99_us"] > 1000).sum() == 12
     assert int(sweeps.loc[0, "fidelity_warnings"]) == 3
+
+    # one trial at a time already: the advice is about the machine, not --parallel
+    alone = wirelab.run(small, db=tmp_path / "alone.db", engine=engine, parallel=1)
+    text = "\n".join(alone.lines())
+    assert "fidelity warning: 3 of 6 trials" in text and "--parallel (was" not in text and "quieter" in text
 
 
 def test_contract_violation_fails_the_trial(tmp_path, small):

@@ -251,7 +251,7 @@ def demo(
     summary = _run(plan, db, parallel, True, _engine(engine))
     summary.report = write_report(db, plan.name)
     if summary.report is not None:
-        out.print(f"report: {summary.report}", style="bold")
+        out.print(f"report: {summary.report}", style="bold", soft_wrap=True)
     if not summary.ok:
         raise typer.Exit(1)
 
@@ -274,7 +274,7 @@ def report(
 
     if not db.exists():
         raise UsageError(f"--db: {db} does not exist; run a sweep first (wirelab run SPEC)")
-    out.print(f"report: {build(db, sweeps or None, out_dir)}", style="bold")
+    out.print(f"report: {build(db, sweeps or None, out_dir)}", style="bold", soft_wrap=True)
 
 
 @app.command()
@@ -317,7 +317,7 @@ def reproduce(
     plan = rep.experiment(name).plan(quick)
     summary = _run(plan, db, parallel, True, _engine(engine))
     report_path = write_report_for(db, plan.name, out_dir)
-    out.print(f"report: {report_path}", style="bold")
+    out.print(f"report: {report_path}", style="bold", soft_wrap=True)
     if not summary.ok:
         raise typer.Exit(1)
 
@@ -587,7 +587,7 @@ def results_export(
         df.to_csv(target, index=False)
     else:
         df.to_parquet(target, index=False)
-    out.print(f"wrote {len(df)} rows × {len(df.columns)} columns to {target}")
+    out.print(f"wrote {len(df)} rows × {len(df.columns)} columns to {target}", soft_wrap=True)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -135,8 +135,12 @@ class RunSummary:
             out.append(
                 f"fidelity warning: {len(warn)} of {len(self.completed)} trials had emulator timer lateness "
                 f"p99 > {LATENESS_LIMIT_US / 1000:.0f} ms (worst {worst / 1000:.2f} ms) or TUN device drops; "
-                f"their loads are flagged in the database — rerun with a lower --parallel"
-                + (f" (was {self.parallel})" if self.parallel > 1 else "")
+                "their loads are flagged in the database — "
+                + (
+                    f"rerun with a lower --parallel (was {self.parallel})"
+                    if self.parallel > 1
+                    else "other work on the machine delayed the emulator; rerun them when it is quieter"
+                )
             )
         if self.interrupted:
             out.append("interrupted: running trials were stopped; run the same command again to resume")

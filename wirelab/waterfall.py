@@ -8,6 +8,7 @@ the bar draws the TCP part as ``connect − ssl``.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,6 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 __all__ = ["PHASE_STYLES", "waterfall"]
+
+_LOAD_PREFIX = re.compile(r"^/L/[A-Za-z0-9_-]{1,32}/")
 
 #: Phase → (style, legend label), in drawing order.
 PHASE_STYLES: dict[str, tuple[str, str]] = {
@@ -69,7 +72,8 @@ def waterfall(objects: Iterable[Mapping[str, Any]], *, width: int = 60, title: s
             if cells:
                 bar.append("█" * cells, style=PHASE_STYLES[phase][0])
                 drawn += cells
-        path = urlsplit(o["url"]).path or "/"
+        # every load's URLs live below /L/<token>/ (docs/pages.md): the token says nothing here
+        path = _LOAD_PREFIX.sub("/", urlsplit(o["url"]).path) or "/"
         host = urlsplit(o["url"]).hostname or ""
         label = path if host.startswith("www.") or not host else f"{host.split('.')[0]}:{path}"
         table.add_row(label, str(o.get("connection") or ""), f"{o['time_ms']:,.0f}", bar)

@@ -236,6 +236,9 @@ func (l *Loader) summarise(res *Result, s *session, all []*request) {
 		res.StartedAt = s.wall0.Add(first)
 	}
 	res.Connections = len(res.Conns)
+	for _, c := range res.Conns {
+		res.QUICPacketsLost += int64(c.PacketsLost)
+	}
 	for i := range res.Conns {
 		res.Conns[i].OpenedMS -= ms(first)
 	}

@@ -107,6 +107,9 @@ func (p *h3Pool) dial(ctx context.Context, r *request) (*h3Conn, error) {
 	rec.update(func(c *Conn) {
 		c.TLSVersion, c.ALPN, c.TLSResumed = tls.VersionName(st.TLS.Version), st.TLS.NegotiatedProtocol, st.TLS.DidResume
 	})
+	rec.mu.Lock()
+	rec.lost = func() uint64 { return qconn.ConnectionStats().PacketsLost }
+	rec.mu.Unlock()
 	tr := &http3.Transport{DisableCompression: true}
 	return &h3Conn{rec: rec, closer: closer, qconn: qconn, cc: tr.NewClientConn(qconn)}, nil
 }

@@ -76,7 +76,10 @@ type Conn struct {
 	// with a prioritisation policy).
 	PriorityUpdates int    `json:"priority_updates,omitempty"`
 	MaxStreams      uint32 `json:"max_streams,omitempty"` // h2: the server's SETTINGS_MAX_CONCURRENT_STREAMS (0 = not sent)
-	Error           string `json:"error,omitempty"`       // why it failed, if it did
+	// PacketsLost is, for h3, the packets this side's QUIC stack declared lost (QUIC encrypts its
+	// packet numbers: a capture cannot count retransmissions).
+	PacketsLost uint64 `json:"packets_lost,omitempty"`
+	Error       string `json:"error,omitempty"` // why it failed, if it did
 }
 
 // Phases are the per-phase sums over entries, in ms (HAR semantics: -1 values are skipped; connect includes ssl).
@@ -119,6 +122,8 @@ type Result struct {
 	DNSQueries    int // names sent to the Resolver
 	Retries       int
 	Pushes        PushStats // server pushes received (h2, h2c, spdy3 with AcceptPush)
+	// QUICPacketsLost sums Conns' PacketsLost: h3 packets the client declared lost.
+	QUICPacketsLost int64
 	// Err is the load's failure: the first object to fail (by completion time) or the timeout.
 	// The numbers above are then partial.
 	Err     error
@@ -151,7 +156,9 @@ type Summary struct {
 	PushesUnused  int       `json:"pushes_unused"`           // pushes no request adopted (refused ones included)
 	Priority      string    `json:"priority"`                // the prioritisation policy
 	ComputeScale  *float64  `json:"compute_scale,omitempty"` // replay mode only
-	Error         *string   `json:"error"`
+	// QUICPacketsLost: h3 packets the client's QUIC stack declared lost (0 for TCP protocols).
+	QUICPacketsLost int64   `json:"quic_packets_lost"`
+	Error           *string `json:"error"`
 }
 
 // Summary returns the load-record fields of r.
@@ -162,7 +169,7 @@ func (r *Result) Summary() Summary {
 		TLSResumed: r.TLSResumed, Objects: r.Objects, BodyBytes: r.BodyBytes, Phases: r.Phases,
 		DNSQueries: r.DNSQueries, Retries: r.Retries, PushedBytes: r.Pushes.Bytes,
 		PushesUsed: r.Pushes.Used, PushesUnused: r.Pushes.Unused, Priority: string(r.priority),
-		ComputeScale: r.ComputeScale,
+		ComputeScale: r.ComputeScale, QUICPacketsLost: r.QUICPacketsLost,
 	}
 	if r.Err != nil {
 		msg := r.Err.Error()

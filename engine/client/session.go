@@ -34,7 +34,8 @@ type session struct {
 type connRecord struct {
 	info   Conn
 	closer io.Closer
-	mu     sync.Mutex // guards info after registration
+	mu     sync.Mutex    // guards info and lost after registration
+	lost   func() uint64 // h3: packets the QUIC stack declared lost so far
 }
 
 func newSession(cfg Config) *session {
@@ -105,7 +106,11 @@ func (rec *connRecord) update(f func(*Conn)) {
 func (rec *connRecord) snapshot() Conn {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	return rec.info
+	c := rec.info
+	if rec.lost != nil {
+		c.PacketsLost = rec.lost()
+	}
+	return c
 }
 
 // resolve finds the address to dial for o and records the dns phase on r (none for IP literals).

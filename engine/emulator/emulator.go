@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/netns"
@@ -35,6 +36,9 @@ type Config struct {
 	PcapSnapLen int
 	// PacketLog keeps a pktlog.Log of every packet (for ToW and retransmissions).
 	PacketLog bool
+	// PcapRotation observes packets so that RotatePcaps can start captures later (a trial
+	// captures one pair of files per load).
+	PcapRotation bool
 	// SpinWindow overrides tunio.DefaultSpinWindow.
 	SpinWindow time.Duration
 }
@@ -46,7 +50,7 @@ type Emulator struct {
 	Log    *pktlog.Log // nil unless Config.PacketLog
 
 	cfg     Config
-	pcaps   [2]*pcapFile // indexed by netns.Side
+	pcaps   [2]atomic.Pointer[pcapFile] // indexed by netns.Side; swapped by RotatePcaps
 	cancel  context.CancelFunc
 	done    chan error
 	stopped bool
@@ -74,18 +78,12 @@ func Start(cfg Config) (*Emulator, error) {
 			return nil, fmt.Errorf("pcap directory: %w", err)
 		}
 		for _, side := range []netns.Side{netns.Client, netns.Server} {
-			f, err := os.Create(filepath.Join(cfg.PcapDir, side.String()+".pcap"))
+			pf, err := openPcap(filepath.Join(cfg.PcapDir, side.String()+".pcap"), cfg.PcapSnapLen)
 			if err != nil {
-				e.closePcaps()
-				return nil, fmt.Errorf("pcap: %w", err)
-			}
-			w, err := pcap.NewWriter(f, cfg.PcapSnapLen)
-			if err != nil {
-				f.Close()
 				e.closePcaps()
 				return nil, err
 			}
-			e.pcaps[side] = &pcapFile{f: f, w: w}
+			e.pcaps[side].Store(pf)
 		}
 	}
 	topo, err := netns.Create(cfg.Topology)
@@ -95,7 +93,7 @@ func Start(cfg Config) (*Emulator, error) {
 	}
 	e.Topo = topo
 	var obs tunio.Observer
-	if e.Log != nil || cfg.PcapDir != "" {
+	if e.Log != nil || cfg.PcapDir != "" || cfg.PcapRotation {
 		obs = e
 	}
 	r, err := tunio.New(tunio.Config{
@@ -127,7 +125,7 @@ func (e *Emulator) Observe(ev *tunio.Event) {
 	switch ev.Kind {
 	case tunio.Arrived:
 		// Up packets enter on the client's side, Down packets on the server's.
-		if p := e.pcaps[sideOfEntry(ev.Dir)]; p != nil {
+		if p := e.pcaps[sideOfEntry(ev.Dir)].Load(); p != nil {
 			p.w.WritePacket(e.start.Add(ev.In), ev.Data)
 		}
 	case tunio.Dropped:
@@ -139,7 +137,7 @@ func (e *Emulator) Observe(ev *tunio.Event) {
 			e.Log.Add(dir, fate, ev.In, ev.Out, ev.Data)
 		}
 	case tunio.Delivered:
-		if p := e.pcaps[1-sideOfEntry(ev.Dir)]; p != nil {
+		if p := e.pcaps[1-sideOfEntry(ev.Dir)].Load(); p != nil {
 			p.w.WritePacket(e.start.Add(ev.Out), ev.Data)
 		}
 		if e.Log != nil {
@@ -188,12 +186,53 @@ func (e *Emulator) Stop() (Summary, error) {
 
 func (e *Emulator) closePcaps() error {
 	var errs []error
-	for i, p := range e.pcaps {
-		if p == nil {
-			continue
+	for i := range e.pcaps {
+		if p := e.pcaps[i].Swap(nil); p != nil {
+			errs = append(errs, p.close())
 		}
-		errs = append(errs, p.w.Flush(), p.f.Close())
-		e.pcaps[i] = nil
+	}
+	return errors.Join(errs...)
+}
+
+func openPcap(path string, snapLen int) (*pcapFile, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("pcap: %w", err)
+	}
+	w, err := pcap.NewWriter(f, snapLen)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &pcapFile{f: f, w: w}, nil
+}
+
+func (p *pcapFile) close() error { return errors.Join(p.w.Flush(), p.f.Close()) }
+
+// RotatePcaps ends the current captures and continues into the files client and server (what
+// crossed the client's and the server's side of the link, as with Config.PcapDir); empty paths stop
+// capturing. A trial rotates at the start of every load, when the link is idle: a packet observed
+// while the old files are being closed may be missing from both. The emulator must observe packets
+// (Config.PacketLog, PcapDir or PcapRotation).
+func (e *Emulator) RotatePcaps(client, server string) error {
+	var next [2]*pcapFile
+	if client != "" || server != "" {
+		for i, path := range []string{client, server} {
+			pf, err := openPcap(path, e.cfg.PcapSnapLen)
+			if err != nil {
+				if next[0] != nil {
+					next[0].close()
+				}
+				return err
+			}
+			next[i] = pf
+		}
+	}
+	var errs []error
+	for i := range e.pcaps {
+		if old := e.pcaps[i].Swap(next[i]); old != nil {
+			errs = append(errs, old.close())
+		}
 	}
 	return errors.Join(errs...)
 }

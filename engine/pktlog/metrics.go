@@ -1,6 +1,9 @@
 package pktlog
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // DirStats are the counts of one direction over a window.
 type DirStats struct {
@@ -81,7 +84,13 @@ type flowState struct {
 func seqBefore(a, b uint32) bool { return int32(a-b) < 0 }
 
 // Summarize derives a Summary from records sorted by In (as Window and Take return them).
-func Summarize(recs []Record) Summary {
+func Summarize(recs []Record) Summary { return SummarizeUntil(recs, math.MaxInt64) }
+
+// SummarizeUntil is Summarize with LastResponse limited to packets the client received at or
+// before responseBy (ClientTime): a trial passes the instant the load completed, so that what
+// arrives afterwards — a TLS close_notify answering the client's, the connections' teardown — is
+// not taken for the page's response. Counts cover every record.
+func SummarizeUntil(recs []Record, responseBy time.Duration) Summary {
 	s := Summary{FirstPacket: -1, FirstRequest: -1, LastResponse: -1}
 	flows := map[flowKey]*flowState{}
 	for i := range recs {
@@ -121,7 +130,7 @@ func Summarize(recs []Record) Summary {
 			if carriesRequestData(r) && (s.FirstRequest < 0 || t < s.FirstRequest) {
 				s.FirstRequest = t
 			}
-		} else if r.Fate == Delivered && carriesResponseData(r) && t > s.LastResponse {
+		} else if r.Fate == Delivered && carriesResponseData(r) && t > s.LastResponse && t <= responseBy {
 			s.LastResponse = t
 		}
 	}

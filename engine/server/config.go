@@ -125,6 +125,20 @@ type Config struct {
 	// MaxRecords bounds the request records kept in memory (oldest kept, later ones counted as
 	// dropped). Default (and 0) 1,000,000.
 	MaxRecords int
+	// OnQUICClosed, when set, is called (from its own goroutine) each time an h3 connection has
+	// ended, with what its QUIC stack counted — QUIC encrypts packet numbers, so these counts are
+	// the only measure of its losses. Close waits for the calls.
+	OnQUICClosed func(QUICStats)
+}
+
+// QUICStats is what the server's QUIC stack counted on one connection.
+type QUICStats struct {
+	Origin      int    `json:"origin"` // origin index (0 = s1)
+	Remote      string `json:"remote"` // the client's address and UDP port
+	PacketsSent uint64 `json:"packets_sent"`
+	PacketsLost uint64 `json:"packets_lost"` // packets declared lost (retransmitted in new packets)
+	BytesSent   uint64 `json:"bytes_sent"`
+	BytesLost   uint64 `json:"bytes_lost"`
 }
 
 // DefaultConfig returns the documented defaults for addrs.

@@ -440,6 +440,14 @@ func (s *Server) serveQUIC(origin int, pc net.PacketConn) error {
 			info := s.newConn(origin, H3, c.RemoteAddr())
 			info.sends = sendLogOf(c.Context())
 			s.register(info)
+			if report := s.cfg.OnQUICClosed; report != nil {
+				s.wg.Go(func() {
+					<-c.Context().Done()
+					st := c.ConnectionStats()
+					report(QUICStats{Origin: origin, Remote: c.RemoteAddr().String(), PacketsSent: st.PacketsSent,
+						PacketsLost: st.PacketsLost, BytesSent: st.BytesSent, BytesLost: st.BytesLost})
+				})
+			}
 			return withConn(ctx, info)
 		},
 	}

@@ -23,12 +23,13 @@ var benchmarks = map[string]struct {
 	run     func(args []string) error
 }{
 	"link":    {"emulator fidelity (RTT error, goodput, loss) and capacity", runBenchLink},
+	"loader":  {"page loads through real trials: loader overhead (PLT, CPU ms) and wire efficiency at 1 Mbit/s", runBenchLoader},
 	"tcpplus": {"cwnd after one loss, cubic vs TCP+", benchTCPPlus},
 }
 
 func init() {
 	register("bench", command{
-		Summary: "print benchmark figures: bench link, bench tcpplus",
+		Summary: "print benchmark figures: bench link, bench loader, bench tcpplus",
 		Run:     runBench,
 	})
 }

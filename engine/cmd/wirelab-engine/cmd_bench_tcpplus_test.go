@@ -34,8 +34,9 @@ func TestBenchTCPPlusUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "want one of link, tcpplus"},
-		{[]string{"nosuch"}, "want one of link, tcpplus"},
+		{nil, "want one of link, loader, tcpplus"},
+		{[]string{"nosuch"}, "want one of link, loader, tcpplus"},
+		{[]string{"loader", "--bogus"}, "bogus"},
 		{[]string{"tcpplus", "--n", "0"}, "--n"},
 		{[]string{"tcpplus", "--n", "33"}, "between 1 and 32"},
 		{[]string{"tcpplus", "--rate", "fast"}, "--rate"},

@@ -34,7 +34,8 @@ trial does: ip netns exec), where Chromium resolves names with the run's DNS ser
                            the run's spki_sha256 (serve's ready line)
   --cert FILE              accept the leaf certificate(s) in this PEM file (its SPKI hash)
   --timeout D              abort the load after D (default 120s)
-  --json                   print one JSON line (the load record's fields, browser extras in client)
+  --json                   print one JSON line (the load record's fields, browser extras in client,
+                           monotonic_start_ns/monotonic_end_ns as fetch --json)
   --har FILE               write the load as HAR 1.2 with Chrome's extensions (also when it failed)
   --chromium PATH          the Chromium binary (default $WIRELAB_CHROMIUM or /usr/bin/chromium)
   --chromium-log           copy Chromium's own output to stderr
@@ -69,6 +70,7 @@ func runBrowse(args []string, stdout io.Writer) error {
 	}
 	ctx, stop := cli.SignalContext(context.Background())
 	defer stop()
+	clock := newMonotonicRef()
 	res, err := browser.Load(ctx, ba.cfg, ba.url)
 	if err != nil {
 		return cli.Usagef("%v", err)
@@ -79,7 +81,8 @@ func runBrowse(args []string, stdout io.Writer) error {
 		}
 	}
 	if ba.json {
-		line, err := json.Marshal(res.Summary())
+		line, err := json.Marshal(browseJSON{Summary: res.Summary(),
+			MonotonicStartNs: clock.ns(res.StartedAt), MonotonicEndNs: clock.ns(res.StartedAt) + res.PLT.Nanoseconds()})
 		if err != nil {
 			return err
 		}
@@ -95,6 +98,14 @@ func runBrowse(args []string, stdout io.Writer) error {
 		return fmt.Errorf("load failed: %w", res.Err)
 	}
 	return nil
+}
+
+// browseJSON is the --json line: the load record's loader fields, Chromium's extras in client, and
+// the load on CLOCK_MONOTONIC as fetch reports it (fetchJSON).
+type browseJSON struct {
+	browser.Summary
+	MonotonicStartNs int64 `json:"monotonic_start_ns"`
+	MonotonicEndNs   int64 `json:"monotonic_end_ns"`
 }
 
 func writeBrowserHAR(path string, res *browser.Result) error {

@@ -19,6 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wirelab/wirelab/engine/client"
 	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/internal/cli"
@@ -100,6 +102,7 @@ func runFetch(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	ctx, stop := cli.SignalContext(context.Background())
 	defer stop()
+	clock := newMonotonicRef()
 	res, err := loader.Load(ctx, fa.url, fa.objects)
 	if err != nil {
 		return cli.Usagef("%v", err)
@@ -110,7 +113,8 @@ func runFetch(args []string, stdin io.Reader, stdout io.Writer) error {
 		}
 	}
 	if fa.json {
-		line, err := json.Marshal(res.Summary())
+		line, err := json.Marshal(fetchJSON{Summary: res.Summary(),
+			MonotonicStartNs: clock.ns(res.StartedAt), MonotonicEndNs: clock.ns(res.StartedAt) + res.PLT.Nanoseconds()})
 		if err != nil {
 			return err
 		}
@@ -127,6 +131,31 @@ func runFetch(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	return nil
 }
+
+// fetchJSON is the --json line: the load record's loader fields, and the load's first request and
+// last byte on CLOCK_MONOTONIC — the clock of every process on the machine, the emulator's packet
+// log included — so that packets can be aligned with the load (a trial cuts ToW at the end).
+type fetchJSON struct {
+	client.Summary
+	MonotonicStartNs int64 `json:"monotonic_start_ns"`
+	MonotonicEndNs   int64 `json:"monotonic_end_ns"`
+}
+
+// monotonicRef maps Go times (which carry a monotonic reading) to CLOCK_MONOTONIC nanoseconds.
+type monotonicRef struct {
+	t    time.Time
+	mono int64
+}
+
+func newMonotonicRef() monotonicRef {
+	var ts unix.Timespec
+	t := time.Now()
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return monotonicRef{t: t, mono: ts.Nano()}
+}
+
+// ns is t on CLOCK_MONOTONIC (t must carry a monotonic reading: taken with time.Now, not UTC()).
+func (r monotonicRef) ns(t time.Time) int64 { return r.mono + t.Sub(r.t).Nanoseconds() }
 
 func writeHAR(path string, res *client.Result) error {
 	f, err := os.Create(path)

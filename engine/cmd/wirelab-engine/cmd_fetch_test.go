@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -14,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/page"
@@ -143,10 +146,18 @@ func TestFetchJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{"body_bytes", "connections", "dns_queries", "error", "mode", "objects", "phases_ms", "plt_ms", "priority", "protocol",
-		"pushed_bytes", "pushes_unused", "pushes_used", "retries", "started_at", "tls_handshakes", "tls_resumed", "url"}
+	want := []string{"body_bytes", "connections", "dns_queries", "error", "mode", "monotonic_end_ns", "monotonic_start_ns", "objects",
+		"phases_ms", "plt_ms", "priority", "protocol", "pushed_bytes", "pushes_unused", "pushes_used", "quic_packets_lost", "retries",
+		"started_at", "tls_handshakes", "tls_resumed", "url"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("keys %v, want %v", keys, want)
+	}
+	// The load's instants on CLOCK_MONOTONIC: end − start is the PLT, and both lie in the past.
+	var now unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+	start, end := rec["monotonic_start_ns"].(float64), rec["monotonic_end_ns"].(float64)
+	if d := (end - start) / 1e6; math.Abs(d-rec["plt_ms"].(float64)) > 0.01 || end > float64(now.Nano()) || start < float64(now.Nano())-60e9 {
+		t.Errorf("monotonic start %.0f end %.0f (now %d), plt %v ms", start, end, now.Nano(), rec["plt_ms"])
 	}
 	phases := rec["phases_ms"].(map[string]any)
 	if len(phases) != 7 || phases["connect"] == nil || phases["blocked"] == nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/wirelab/wirelab/engine/dns"
 	"github.com/wirelab/wirelab/engine/internal/cli"
@@ -69,6 +70,8 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	readyFile := fs.String("ready-file", "", "also write the ready line to this file (atomically)")
 	dnsAddr := fs.String("dns", "", "also answer DNS for *.wirelab.test on this host:port")
 	recordsFile := fs.String("records", "", "write the request records (JSON lines) to this file at exit")
+	quicStats := fs.Bool("quic-stats", false, `print {"event":"quic_closed",…} with the QUIC stack's packets sent and declared lost when an h3 connection ends`)
+	connsFile := fs.String("conns", "", "write the connection records (JSON lines: streams, most open at once, DATA frames) to this file at exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, serveUsage)
@@ -111,6 +114,18 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	cfg.CertDir = *certDir
 	if cfg.Push, err = server.ParsePushPolicy(*push); err != nil {
 		return usageIfField(err)
+	}
+	if *quicStats {
+		var mu sync.Mutex
+		cfg.OnQUICClosed = func(st server.QUICStats) {
+			line, _ := json.Marshal(struct {
+				Event string `json:"event"`
+				server.QUICStats
+			}{"quic_closed", st})
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(stdout, "%s\n", line)
+		}
 	}
 
 	ctx, stop := cli.SignalContext(ctx)
@@ -157,6 +172,11 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
+	if *connsFile != "" {
+		if err := writeRecords(*connsFile, srv.Conns()); err != nil {
+			return err
+		}
+	}
 	stopped, _ := json.Marshal(map[string]any{"event": "stopped", "requests": len(records), "records_dropped": dropped,
 		"connections": len(srv.Conns())})
 	_, err = fmt.Fprintf(stdout, "%s\n", stopped)
@@ -182,7 +202,8 @@ func writeFileAtomic(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-func writeRecords(path string, records []server.Record) error {
+// writeRecords writes one JSON line per record.
+func writeRecords[R any](path string, records []R) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/bench"
+	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/version"
+	"github.com/wirelab/wirelab/engine/trial"
+)
+
+func runBenchLoader(args []string) error {
+	fs := flag.NewFlagSet("bench loader", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "fewer loads: 10 per protocol on the unimpaired path, 1 per page and protocol at 1 Mbit/s (about a minute)")
+	asJSON := fs.Bool("json", false, "print one JSON object on stdout (progress goes to stderr)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: wirelab-engine bench loader [--quick] [--json]\n\nRuns real trials (topology, emulator, serve, one fetch process per load) and reports the loader's\noverhead on an unimpaired path (imgur over h2 and h1s: median PLT and CPU ms per load) and the wire\nefficiency at 1 Mbit/s, 150 ms RTT (bytes on the wire ÷ rate ÷ ToW) for twitter, youtube and imgur\nover h1s and h2. Needs root.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return cli.Usagef("bench loader: unexpected argument %q", fs.Arg(0))
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("bench loader: needs root (network namespaces and TUN devices)")
+	}
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	started := time.Now()
+	res, err := bench.Loader(ctx, bench.LoaderOptions{Quick: *quick, Progress: os.Stderr})
+	if errors.Is(err, trial.ErrInterrupted) {
+		return &cli.ExitError{Code: 130}
+	}
+	if err != nil {
+		return fmt.Errorf("bench loader: %w", err)
+	}
+	out := struct {
+		*bench.LoaderResult
+		Command   string `json:"command"`
+		Engine    string `json:"engine"`
+		StartedAt string `json:"started_at"`
+	}{res, shellQuote(os.Args), version.String(), started.UTC().Format(time.RFC3339)}
+	if *asJSON {
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Println(string(b))
+		return nil
+	}
+	fmt.Println("loader overhead, unimpaired path (profile native), one fetch process per load:")
+	for _, o := range res.Overhead {
+		fmt.Printf("  %-8s %-4s %3d loads (%d errors): PLT median %7.1f ms (min %.1f, max %.1f), CPU %6.1f ms/load median (mean %.1f); lateness p99 %.0f µs\n",
+			o.Page, o.Protocol, o.Loads, o.Errors, o.PLTMsMedian, o.PLTMsMin, o.PLTMsMax, o.CPUMsMedian, o.CPUMsMean, o.LatenessP99US)
+	}
+	fmt.Println("wire efficiency at 1 Mbit/s, 150 ms RTT (bytes down × 8 ÷ rate ÷ ToW; body only in parentheses):")
+	for _, w := range res.WireEfficiency {
+		fmt.Printf("  %-8s %-4s %2d loads (%d errors): ToW median %8.1f ms, efficiency %.3f (body %.3f), %d bytes down for %d body bytes; lateness p99 %.0f µs\n",
+			w.Page, w.Protocol, w.Loads, w.Errors, w.ToWMs, w.Efficiency, w.BodyEfficiency, w.BytesDown, w.BodyBytes, w.LatenessP99US)
+	}
+	m := res.Machine
+	fmt.Printf("machine: %d CPUs, load %s → %s, other processes busy %.0f %% of the CPUs; %.0f s\n", m.CPUs, m.LoadBefore, m.LoadAfter, m.OtherBusyPct, res.DurationS)
+	return nil
+}

@@ -1,0 +1,210 @@
+package trial
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/page"
+)
+
+// loadFiles are the files one load's loader is given (empty: none).
+type loadFiles struct {
+	CAFile   string // the run's CA certificate (engine loader, https)
+	SPKI     string // the server certificate's SPKI hash, serve's spki_sha256 (Chromium, https)
+	PageFile string // the page as the server serves it, sharded (replay)
+	URLs     string // the object URLs of this load (mode objects)
+	HAR      string // where the HAR goes
+}
+
+// loaderArgs are the arguments of one load's loader process: `fetch` for client.impl engine,
+// `browse` for chromium.
+func loaderArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, error) {
+	if p.Spec.Client.Impl == "chromium" {
+		return browseArgs(p, l, token, files)
+	}
+	return fetchArgs(p, l, token, files)
+}
+
+// fetchArgs are the fetch flags of one load. (client.priority will go here once fetch has it; see
+// notYet.)
+func fetchArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, error) {
+	s := p.Spec
+	scheme := schemeOf(l.Protocol)
+	root, err := p.Page.URL(0, page.Base{Scheme: scheme, Token: token})
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"fetch", root,
+		"--proto", l.Protocol,
+		"--mode", s.Client.Mode,
+		"--max-conns", strconv.Itoa(s.Client.MaxConnectionsPerOrigin),
+		"--timeout", time.Duration(s.Client.TimeoutS * float64(time.Second)).String(),
+		"--json",
+	}
+	if files.URLs != "" {
+		args = append(args, "--urls", files.URLs)
+	}
+	if s.Client.Mode == "replay" {
+		if files.PageFile == "" {
+			return nil, fmt.Errorf("replay load without the served page's file")
+		}
+		args = append(args, "--page", files.PageFile,
+			"--compute-scale", strconv.FormatFloat(s.Client.ComputeScale, 'g', -1, 64))
+	}
+	args = append(args, resolverArgs(p)...)
+	if scheme == "https" {
+		args = append(args, "--ca", files.CAFile)
+	}
+	if files.HAR != "" {
+		args = append(args, "--har", files.HAR)
+	}
+	return args, nil
+}
+
+// browseArgs are the browse flags of one load (docs/trial-contract.md "Loads by Chromium and by
+// replay"). Chromium trusts the server's certificate by its SPKI hash.
+func browseArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, error) {
+	s := p.Spec
+	scheme := schemeOf(l.Protocol)
+	root, err := p.Page.URL(0, page.Base{Scheme: scheme, Token: token})
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"browse", root,
+		"--proto", l.Protocol,
+		"--timeout", time.Duration(s.Client.TimeoutS * float64(time.Second)).String(),
+		"--json",
+	}
+	args = append(args, resolverArgs(p)...)
+	if scheme == "https" {
+		if files.SPKI == "" {
+			return nil, fmt.Errorf("serve reported no spki_sha256 for Chromium")
+		}
+		args = append(args, "--spki", files.SPKI)
+	}
+	if files.HAR != "" {
+		args = append(args, "--har", files.HAR)
+	}
+	return args, nil
+}
+
+// resolverArgs name the loader's resolver: the run's DNS server, or the static map.
+func resolverArgs(p *Prepared) []string {
+	if p.Spec.Client.DNS == "server" {
+		return []string{"--dns", netns.DNSAddr.String()}
+	}
+	return []string{"--resolve", staticMap(p.Origins())}
+}
+
+// staticMap is the name map of client.dns = static: sN.wirelab.test and www.wirelab.test.
+func staticMap(origins int) string {
+	m := []string{page.WWWHost + "=" + netns.OriginAddr(1).String()}
+	for i := 0; i < origins; i++ {
+		m = append(m, page.OriginHost(i)+"="+netns.OriginAddr(i+1).String())
+	}
+	return strings.Join(m, ",")
+}
+
+// fetchOutcome is what one fetch process did.
+type fetchOutcome struct {
+	name           string // the loader command: fetch or browse
+	stdout, stderr []byte
+	cpu            time.Duration // user + system CPU time of the process (the loader's own work, start-up included)
+	exitCode       int           // -1 when killed by a signal
+	failure        string        // set when the process did not produce a result: crashed, killed, timed out
+	interrupted    bool          // the trial was interrupted meanwhile
+}
+
+// fetchGrace is how long a fetch may run beyond its own --timeout before the trial kills it.
+const fetchGrace = 30 * time.Second
+
+// runFetch runs one fetch process in the client namespace and waits for it. On ctx's end (the
+// trial is interrupted) it stops the process (SIGTERM) and reports interrupted.
+func runFetch(ctx context.Context, topo *netns.Topology, engine string, env, args []string, limit time.Duration) fetchOutcome {
+	cmd := topo.Command(netns.Client, append([]string{engine}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, &stdout, &stderr
+	name := args[0]
+	if err := cmd.Start(); err != nil {
+		return fetchOutcome{name: name, exitCode: -1, failure: fmt.Sprintf("%s: %v", name, err)}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	out := fetchOutcome{name: name}
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		err = <-done
+		out.interrupted = true
+	case <-timer.C:
+		_ = cmd.Process.Kill()
+		err = <-done
+		out.failure = fmt.Sprintf("%s: killed after %s (its own timeout did not end it)", name, limit)
+	}
+	out.stdout, out.stderr = stdout.Bytes(), stderr.Bytes()
+	cmd.Stdout, cmd.Stderr = nil, nil // the topology keeps every Cmd until Close: not its output
+	if cmd.ProcessState != nil {
+		out.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	out.exitCode = 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		out.exitCode = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && out.failure == "" && !out.interrupted {
+			out.failure = fmt.Sprintf("%s: killed by %v: %s", name, ws.Signal(), lastLine(out.stderr))
+		}
+	} else if err != nil && out.failure == "" {
+		out.failure = fmt.Sprintf("%s: %v", name, err)
+	}
+	return out
+}
+
+// lastLine is the last non-empty line of b, without the command prefix.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	l = strings.TrimPrefix(l, "wirelab-engine: ")
+	if l == "" {
+		return "no output"
+	}
+	return l
+}
+
+// result interprets the process's end: the loader's result, or why there is none (failure, which
+// becomes the record's error). err is set only when the trial cannot go on: fetch refused the
+// arguments the trial built (exit 2), a bug that would fail every load the same way.
+func (o fetchOutcome) result() (f *FetchResult, failure string, err error) {
+	name := o.name
+	if name == "" {
+		name = "fetch"
+	}
+	switch {
+	case o.failure != "":
+		return nil, o.failure, nil
+	case o.exitCode == 2:
+		return nil, "", fmt.Errorf("%s refused its arguments (a bug in the trial): %s", name, lastLine(o.stderr))
+	case o.exitCode != 0 && o.exitCode != 1:
+		return nil, fmt.Sprintf("%s: exit status %d: %s", name, o.exitCode, lastLine(o.stderr)), nil
+	}
+	line := strings.TrimSpace(string(o.stdout))
+	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	f, perr := ParseFetch([]byte(line))
+	if perr != nil {
+		return nil, fmt.Sprintf("%s printed no result (%v): %s", name, perr, lastLine(o.stderr)), nil
+	}
+	return f, "", nil
+}

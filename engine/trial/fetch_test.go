@@ -1,0 +1,117 @@
+package trial
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func prepared(t *testing.T, spec string) *Prepared {
+	t.Helper()
+	s, err := DecodeSpec([]byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Prepare(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// flagValue is the value following flag in args ("" when absent).
+func flagValue(args []string, flag string) string {
+	if i := slices.Index(args, flag); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
+}
+
+// A replay load gets the served page's file and the compute scale; flat loads get neither.
+func TestLoaderArgsReplay(t *testing.T) {
+	p := prepared(t, `{"page":"nytimes","shards":3,"protocols":["h2c","h2"],"client":{"mode":"replay","compute_scale":0.5}}`)
+	files := loadFiles{CAFile: "/x/ca.pem", PageFile: "/x/page.json", HAR: "/o/0.har"}
+	args, err := loaderArgs(p, p.Sequence[0], "tok", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args[0] != "fetch" || !strings.HasPrefix(args[1], "http://s1.wirelab.test/L/tok/") {
+		t.Errorf("args %q: want fetch of the h2c root URL", args)
+	}
+	for flag, want := range map[string]string{"--mode": "replay", "--page": "/x/page.json", "--compute-scale": "0.5", "--proto": "h2c", "--dns": "10.77.2.53", "--har": "/o/0.har"} {
+		if got := flagValue(args, flag); got != want {
+			t.Errorf("%s %q, want %q (args %q)", flag, got, want, args)
+		}
+	}
+	if slices.Contains(args, "--ca") {
+		t.Errorf("cleartext load got --ca: %q", args)
+	}
+	args, _ = loaderArgs(p, p.Sequence[1], "tok", files)
+	if flagValue(args, "--ca") != "/x/ca.pem" {
+		t.Errorf("h2 load: %q", args)
+	}
+	if _, err := loaderArgs(p, p.Sequence[0], "tok", loadFiles{}); err == nil {
+		t.Error("a replay load without the page file was accepted")
+	}
+	flat := prepared(t, `{"page":"nytimes","protocols":["h2"]}`)
+	args, _ = loaderArgs(flat, flat.Sequence[0], "tok", files)
+	if slices.Contains(args, "--page") || slices.Contains(args, "--compute-scale") {
+		t.Errorf("flat load: %q", args)
+	}
+}
+
+// A Chromium load is browse with the SPKI hash (no CA file) and the resolver of client.dns.
+func TestLoaderArgsChromium(t *testing.T) {
+	p := prepared(t, `{"page":"twitter","protocols":["h1","h3"],"client":{"impl":"chromium","dns":"static","timeout_s":30}}`)
+	files := loadFiles{CAFile: "/x/ca.pem", SPKI: "abc=", HAR: "/o/1.har"}
+	h1, err := loaderArgs(p, p.Sequence[0], "tok", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h3, err := loaderArgs(p, p.Sequence[1], "tok", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h1[0] != "browse" || !strings.HasPrefix(h1[1], "http://") || slices.Contains(h1, "--spki") {
+		t.Errorf("h1: %q", h1)
+	}
+	for flag, want := range map[string]string{"--proto": "h3", "--spki": "abc=", "--timeout": "30s", "--har": "/o/1.har",
+		"--resolve": "www.wirelab.test=10.77.1.1,s1.wirelab.test=10.77.1.1"} {
+		if got := flagValue(h3, flag); got != want {
+			t.Errorf("%s %q, want %q (args %q)", flag, got, want, h3)
+		}
+	}
+	if slices.Contains(h3, "--ca") || slices.Contains(h3, "--mode") || !slices.Contains(h3, "--json") {
+		t.Errorf("h3: %q", h3)
+	}
+	if _, err := loaderArgs(p, p.Sequence[1], "tok", loadFiles{}); err == nil {
+		t.Error("an https Chromium load without the SPKI hash was accepted")
+	}
+}
+
+// What Chromium cannot do is refused before anything starts, naming the field.
+func TestChromiumRefusals(t *testing.T) {
+	for spec, want := range map[string]string{
+		`{"page":"twitter","protocols":["h2c"],"client":{"impl":"chromium"}}`:                 `protocols[0]: got "h2c"; not loadable by client.impl chromium`,
+		`{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","mode":"objects"}}`: `client.mode: got "objects"`,
+	} {
+		s, err := DecodeSpec([]byte(spec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Prepare(s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", spec, err, want)
+		}
+	}
+}
+
+// browse --json nests Chromium's extras in "client"; the record's client holds them flat.
+func TestParseFetchFlattensBrowseClient(t *testing.T) {
+	f, err := ParseFetch([]byte(`{"plt_ms":12.5,"objects":3,"mode":"browser","client":{"impl":"chromium","on_load_ms":13.1},"error":null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Extras["impl"] != "chromium" || f.Extras["on_load_ms"] != 13.1 || f.Extras["mode"] != "browser" || f.Extras["client"] != nil {
+		t.Errorf("extras %v", f.Extras)
+	}
+}

@@ -1,0 +1,115 @@
+package trial
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wirelab/wirelab/engine/internal/version"
+)
+
+// Provenance is trial.json's "provenance": what ran, where and when.
+type Provenance struct {
+	EngineVersion string   `json:"engine_version"`
+	GitSHA        string   `json:"git_sha"`
+	GoVersion     string   `json:"go_version"`
+	Kernel        string   `json:"kernel"`
+	CPU           string   `json:"cpu"`
+	Hostname      string   `json:"hostname"`
+	StartedAt     string   `json:"started_at"`
+	EndedAt       string   `json:"ended_at"`
+	Command       []string `json:"command"`
+	// LoadAvgStart and LoadAvgEnd are /proc/loadavg's three averages when the trial started and
+	// ended: other work on the machine competes with the client and servers under test.
+	LoadAvgStart string `json:"loadavg_start"`
+	LoadAvgEnd   string `json:"loadavg_end"`
+	CPUs         int    `json:"cpus"`
+	Namespaces   string `json:"namespaces"` // the run's namespace pair, wirelab-<id>-{c,s}
+}
+
+func newProvenance(command []string, started time.Time) Provenance {
+	host, _ := os.Hostname()
+	var u unix.Utsname
+	_ = unix.Uname(&u)
+	return Provenance{
+		EngineVersion: version.Version, GitSHA: version.GitSHA, GoVersion: runtime.Version(),
+		Kernel: unix.ByteSliceToString(u.Release[:]), CPU: cpuModel(), Hostname: host,
+		StartedAt: rfc3339(started), Command: command, LoadAvgStart: loadAvg(), CPUs: runtime.NumCPU(),
+	}
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// cpuModel is "N × model name" from /proc/cpuinfo.
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	defer f.Close()
+	model, n := "", 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "processor":
+			n++
+		case "model name":
+			if model == "" {
+				model = strings.TrimSpace(v)
+			}
+		}
+	}
+	if model == "" {
+		model = runtime.GOARCH
+	}
+	return fmt.Sprintf("%d × %s", max(n, 1), model)
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// engineLog is DIR/engine.log: a header with the command line and the settings, then one line per
+// event, each stamped with the seconds since the trial started. Safe for concurrent use (the
+// server's output is copied in from another goroutine).
+type engineLog struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+}
+
+func (l *engineLog) printf(format string, args ...any) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, "%10.6f %s\n", time.Since(l.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (l *engineLog) header(lines ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range lines {
+		fmt.Fprintf(l.w, "# %s\n", s)
+	}
+}

@@ -1,0 +1,479 @@
+package trial
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/emulator"
+	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/pktlog"
+)
+
+// Files of the trial directory (docs/trial-contract.md).
+const (
+	TrialFile   = "trial.json"
+	LoadsFile   = "loads.jsonl"
+	LogFile     = "engine.log"
+	HARDir      = "har"
+	PcapDir     = "pcap"
+	ServerDir   = "server"
+	ServerReqs  = "server/requests.jsonl" // serve's request records (one line per request)
+	ServerConns = "server/conns.jsonl"    // serve's connection records (one line per connection)
+)
+
+// ErrInterrupted is returned by Run when ctx ended (SIGINT/SIGTERM): everything was removed and
+// trial.json was not written.
+var ErrInterrupted = errors.New("interrupted")
+
+// Options are how a trial runs, besides its spec.
+type Options struct {
+	OutDir string
+	// Progress receives the progress lines ({"event":"ready"|"load"|"done",…}); nil for none.
+	// Write errors (a closed pipe) are ignored.
+	Progress io.Writer
+	// Engine is the wirelab-engine binary run as `serve` and `fetch` (default: this executable).
+	Engine string
+	// Env is the environment of serve and fetch (default: this process's).
+	Env []string
+	// Command is recorded as provenance (default os.Args).
+	Command []string
+	// Warn receives one-line warnings (default: discarded).
+	Warn io.Writer
+}
+
+// Result is trial.json.
+type Result struct {
+	Contract   int            `json:"contract"`
+	Spec       *Spec          `json:"spec"`
+	Provenance Provenance     `json:"provenance"`
+	Emulator   EmulatorResult `json:"emulator"`
+	Loads      int            `json:"loads"`
+	Errors     int            `json:"errors"`
+}
+
+// EmulatorResult is trial.json's "emulator": the emulator's summary over the whole trial, and what
+// crossed the link outside every load's window.
+type EmulatorResult struct {
+	emulator.Summary
+	BetweenLoads struct {
+		Packets int64 `json:"packets"` // records outside every load's window or of flows no load opened
+	} `json:"between_loads"`
+}
+
+// Run runs a prepared trial and writes its directory. Errors other than ErrInterrupted mean the
+// trial could not run (trial.json is not written); individual loads that fail are records with an
+// error. Everything Run creates outside OutDir — namespaces, processes, certificates — is removed
+// before it returns, also when ctx ends.
+func Run(ctx context.Context, p *Prepared, o Options) (*Result, error) {
+	r := &runner{p: p, o: o, started: time.Now()}
+	if r.o.Engine == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find own executable: %w", err)
+		}
+		r.o.Engine = exe
+	}
+	if r.o.Env == nil {
+		r.o.Env = os.Environ()
+	}
+	if r.o.Command == nil {
+		r.o.Command = os.Args
+	}
+	if r.o.Warn == nil {
+		r.o.Warn = io.Discard
+	}
+	res, err := r.run(ctx)
+	if cerr := r.cleanup(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, ErrInterrupted
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(filepath.Join(o.OutDir, TrialFile), res); err != nil {
+		return nil, err
+	}
+	r.log.printf("trial.json written: %d loads, %d errors", res.Loads, res.Errors)
+	r.progress(map[string]any{"event": "done"})
+	return res, nil
+}
+
+// runner holds one trial's state.
+type runner struct {
+	p       *Prepared
+	o       Options
+	started time.Time
+
+	logFile  *os.File
+	log      *engineLog
+	tmp      string
+	pageFile string // replay: the served page as JSON, in tmp
+	emu      *emulator.Emulator
+	serve    *serveProcess
+	summary  emulator.Summary
+	stopped  bool
+}
+
+func (r *runner) progress(v any) {
+	if r.o.Progress == nil {
+		return
+	}
+	b, _ := json.Marshal(v)
+	_, _ = r.o.Progress.Write(append(b, '\n'))
+}
+
+func (r *runner) run(ctx context.Context) (*Result, error) {
+	s := r.p.Spec
+	dir := r.o.OutDir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	lf, err := os.Create(filepath.Join(dir, LogFile))
+	if err != nil {
+		return nil, err
+	}
+	r.logFile, r.log = lf, &engineLog{w: lf, start: r.started}
+	specJSON, _ := json.Marshal(s)
+	prov := newProvenance(r.o.Command, r.started)
+	r.log.header(
+		fmt.Sprintf("wirelab-engine %s (%s) trial %s", prov.EngineVersion, prov.GitSHA, s.TrialID),
+		"command: "+shellQuote(r.o.Command),
+		fmt.Sprintf("started: %s  host: %s  kernel: %s  cpu: %s  loadavg: %s  pid: %d", prov.StartedAt, prov.Hostname, prov.Kernel, prov.CPU, prov.LoadAvgStart, os.Getpid()),
+		"spec: "+string(specJSON),
+		"network: "+r.p.Profile.String(),
+		fmt.Sprintf("page: %s, %d objects, %d bytes, %d origins", r.p.Page.Name, len(r.p.Page.Objects), r.p.Page.TotalBytes(), r.p.Origins()),
+		fmt.Sprintf("loads: %d (%s order); engine binary: %s", len(r.p.Sequence), s.Order, r.o.Engine),
+	)
+	for _, sub := range []struct {
+		name string
+		want bool
+	}{{HARDir, s.Capture.HAR}, {PcapDir, s.Capture.Pcap}, {ServerDir, true}} {
+		if sub.want {
+			if err := os.MkdirAll(filepath.Join(dir, sub.name), 0o755); err != nil {
+				return nil, err
+			}
+		}
+	}
+	loads, err := os.OpenFile(filepath.Join(dir, LoadsFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer loads.Close()
+
+	cfg := r.p.Emulator
+	cfg.PacketLog = true
+	cfg.PcapRotation = s.Capture.Pcap
+	cfg.Topology.Command = r.o.Command
+	// The client namespace's resolv.conf names the run's DNS server: Chromium resolves through the
+	// system resolver (fetch is told --dns).
+	cfg.Topology.Resolver = s.Client.DNS == "server"
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if r.emu, err = emulator.Start(cfg); err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	prov.Namespaces = netns.NamespaceName(r.emu.Topo.ID, netns.Client) + " " + netns.NamespaceName(r.emu.Topo.ID, netns.Server)
+	if err := os.Mkdir(tempDir(r.emu.Topo.ID), 0o700); err != nil {
+		return nil, err
+	}
+	r.tmp = tempDir(r.emu.Topo.ID)
+	if s.Client.Mode == "replay" {
+		// Replay requests each object from its origin: the loader gets the page as served (sharded).
+		if r.pageFile, err = writeServedPage(r.p.Page, r.tmp); err != nil {
+			return nil, err
+		}
+	}
+	r.log.printf("topology %s / %s up: %d origins", r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.p.Origins())
+
+	args := serveArgs(r.p, filepath.Join(r.tmp, "certs"), filepath.Join(dir, ServerReqs), filepath.Join(dir, ServerConns))
+	r.log.printf("serve: %s", shellQuote(args))
+	if r.serve, err = startServe(ctx, r.emu.Topo, r.o.Engine, r.o.Env, args, r.log); err != nil {
+		return nil, err
+	}
+	r.log.printf("serve ready: %s", r.serve.line)
+	r.progress(map[string]any{"event": "ready"})
+
+	res := &Result{Contract: Contract, Spec: s}
+	up, down := maxDelay(r.p.Profile)
+	settleLimit := max(10*time.Second, 4*(up+down))
+	var between int64
+	for _, l := range r.p.Sequence {
+		if !r.serve.alive() {
+			return nil, fmt.Errorf("the server exited during the trial (%v); see %s", r.serve.err, LogFile)
+		}
+		if l.Index > 0 && s.GapMs > 0 {
+			if err := sleepCtx(ctx, time.Duration(s.GapMs*float64(time.Millisecond))); err != nil {
+				return nil, err
+			}
+		}
+		rec, stray, err := r.load(ctx, l, settleLimit)
+		if err != nil {
+			return nil, err
+		}
+		between += int64(stray)
+		line, _ := json.Marshal(rec)
+		if _, err := loads.Write(append(line, '\n')); err != nil {
+			return nil, fmt.Errorf("%s: %w", LoadsFile, err)
+		}
+		res.Loads++
+		if rec.Error != nil {
+			res.Errors++
+		}
+		r.progress(map[string]any{"event": "load", "index": rec.Index, "protocol": rec.Protocol,
+			"repetition": rec.Repetition, "plt_ms": rec.PltMs, "error": rec.Error})
+	}
+	if err := r.emu.RotatePcaps("", ""); err != nil {
+		return nil, fmt.Errorf("pcap: %w", err)
+	}
+	between += int64(len(r.emu.Log.Take()))
+	if err := r.stop(); err != nil {
+		return nil, err
+	}
+	res.Emulator.Summary = r.summary
+	res.Emulator.BetweenLoads.Packets = between
+	prov.EndedAt = rfc3339(time.Now())
+	prov.LoadAvgEnd = loadAvg()
+	res.Provenance = prov
+	if res.Emulator.LatenessUS.P99 > 1000 || res.Emulator.DeviceDrops > 0 {
+		fmt.Fprintf(r.o.Warn, "wirelab-engine: trial %s: emulator fidelity: lateness p99 %.0f µs, device drops %d\n", s.TrialID, res.Emulator.LatenessUS.P99, res.Emulator.DeviceDrops)
+	}
+	return res, nil
+}
+
+// addServerQUICLosses adds what the server's QUIC stack declared lost on the load's connections,
+// reported by serve (--quic-stats) when each one ends: they are retransmissions as much as the
+// client's.
+func (r *runner) addServerQUICLosses(ctx context.Context, rec *Record, own []pktlog.Record) {
+	remotes := quicClients(own, uint16(r.serve.ready.Ports.QUIC))
+	lost, missing := r.serve.takeQUIC(ctx, remotes, quicReportLimit)
+	rec.Retransmissions += lost
+	rec.Client["quic_server_packets_lost"] = lost
+	if missing > 0 {
+		rec.Client["quic_server_unreported"] = missing
+		r.log.printf("load %d: %d of %d QUIC connections did not report their end within %s; their server-side losses are not counted", rec.Index, missing, len(remotes), quicReportLimit)
+	}
+}
+
+// load runs one page load and returns its record and the stray records of its window.
+func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (Record, int, error) {
+	s := r.p.Spec
+	token := page.NewToken()
+	name := fmt.Sprintf("%d-%s-%d", l.Index, l.Protocol, l.Repetition)
+	var harRel, harPath, urlsFile string
+	if s.Capture.HAR {
+		harRel = HARDir + "/" + name + ".har"
+		harPath = filepath.Join(r.o.OutDir, harRel)
+	}
+	if s.Client.Mode == "objects" {
+		urls, err := r.p.Page.URLs(token, schemeOf(l.Protocol))
+		if err != nil {
+			return Record{}, 0, err
+		}
+		urlsFile = filepath.Join(r.tmp, "urls.txt")
+		if err := os.WriteFile(urlsFile, []byte(strings.Join(urls, "\n")+"\n"), 0o644); err != nil {
+			return Record{}, 0, err
+		}
+	}
+	var pcaps *PcapPaths
+	if s.Capture.Pcap {
+		pcaps = &PcapPaths{Client: PcapDir + "/" + name + "-client.pcap", Server: PcapDir + "/" + name + "-server.pcap"}
+		if err := r.emu.RotatePcaps(filepath.Join(r.o.OutDir, pcaps.Client), filepath.Join(r.o.OutDir, pcaps.Server)); err != nil {
+			return Record{}, 0, fmt.Errorf("pcap: %w", err)
+		}
+	}
+	args, err := loaderArgs(r.p, l, token, loadFiles{CAFile: r.serve.ready.CAFile, SPKI: r.serve.ready.SPKI,
+		PageFile: r.pageFile, URLs: urlsFile, HAR: harPath})
+	if err != nil {
+		return Record{}, 0, err
+	}
+	// Whatever crossed the link since the previous load's window closed is no load's, and so are
+	// QUIC connections that ended since (late reports of an earlier load).
+	before := len(r.emu.Log.Take())
+	r.serve.forgetQUIC()
+	if before > 0 {
+		r.log.printf("load %d: %d packets crossed the link between loads (not counted)", l.Index, before)
+	}
+	started := time.Now()
+	clock := newClockMap(r.emu)
+	out := runFetch(ctx, r.emu.Topo, r.o.Engine, r.o.Env, args, time.Duration(s.Client.TimeoutS*float64(time.Second))+fetchGrace)
+	if out.interrupted || ctx.Err() != nil {
+		return Record{}, 0, ctx.Err()
+	}
+	settled := settle(ctx, r.emu.Runner, quietPeriod, settleLimit)
+	if ctx.Err() != nil {
+		return Record{}, 0, ctx.Err()
+	}
+	if !settled {
+		r.log.printf("load %d: the link did not settle within %s", l.Index, settleLimit)
+	}
+	own, stray := Own(r.emu.Log.Take())
+
+	f, failure, err := out.result()
+	if err != nil {
+		return Record{}, 0, err
+	}
+	if len(out.stderr) > 0 && (failure != "" || out.exitCode != 0) {
+		for _, line := range strings.Split(strings.TrimSpace(string(out.stderr)), "\n") {
+			r.log.printf("load %d %s: %s", l.Index, out.name, line)
+		}
+	}
+	// ToW ends with the last response packet the client had when its load completed: what arrives
+	// later (a TLS close_notify answering the client's) belongs to the teardown, not the page.
+	responseBy := time.Duration(math.MaxInt64)
+	if f != nil && f.MonotonicEndNs > 0 {
+		responseBy = clock.emulatorTime(f.MonotonicEndNs)
+	}
+	win := pktlog.SummarizeUntil(own, responseBy)
+	rec := BuildRecord(s.TrialID, l, started, f, win, failure)
+	rec.Client["loader_cpu_ms"] = round3(float64(out.cpu) / float64(time.Millisecond))
+	if l.Protocol == "h3" {
+		r.addServerQUICLosses(ctx, &rec, own)
+	}
+	if harPath != "" {
+		if _, err := os.Stat(harPath); err == nil {
+			rec.HAR = &harRel
+		}
+	}
+	rec.Pcap = pcaps
+	errText := "ok"
+	if rec.Error != nil {
+		errText = "error: " + *rec.Error
+	}
+	r.log.printf("load %d %s rep %d: plt %.1f ms, tow %.1f ms, tow_first_packet %.1f ms, %d objects, %d body bytes, %d connections, down %d B / %d pkts, up %d B / %d pkts, retransmissions %d, drops %d+%d, stray %d; %s",
+		l.Index, l.Protocol, l.Repetition, rec.PltMs, rec.TowMs, rec.TowFirstPacketMs, rec.Objects, rec.BodyBytes, rec.Connections,
+		rec.BytesDown, rec.PacketsDown, rec.BytesUp, rec.PacketsUp, rec.Retransmissions, rec.DropsQueue, rec.DropsLoss, stray, errText)
+	return rec, before + stray, nil
+}
+
+func schemeOf(protocol string) string {
+	if protocol == "h1" || protocol == "h2c" {
+		return "http"
+	}
+	return "https"
+}
+
+// stop ends the server and the emulator (once) and keeps the emulator's summary.
+func (r *runner) stop() error {
+	if r.stopped {
+		return nil
+	}
+	r.stopped = true
+	var errs []error
+	if r.serve != nil {
+		if err := r.serve.stop(10 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if r.emu != nil {
+		sum, err := r.emu.Stop()
+		r.summary = sum
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cleanup: %w", err))
+		}
+		r.log.printf("stopped: up %d packets / %d bytes, down %d packets / %d bytes, drops queue %d/%d loss %d/%d, device drops %d, lateness p50 %.1f µs p99 %.1f µs max %.1f µs",
+			sum.Up.Packets, sum.Up.Bytes, sum.Down.Packets, sum.Down.Bytes, sum.Up.DropsQueue, sum.Down.DropsQueue,
+			sum.Up.DropsLoss, sum.Down.DropsLoss, sum.DeviceDrops, sum.LatenessUS.P50, sum.LatenessUS.P99, sum.LatenessUS.Max)
+	}
+	return errors.Join(errs...)
+}
+
+// cleanup removes what the trial created outside its directory; it runs on every path out of Run.
+func (r *runner) cleanup() error {
+	err := r.stop()
+	if r.tmp != "" {
+		if rerr := os.RemoveAll(r.tmp); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	if r.logFile != nil {
+		if err != nil {
+			r.log.printf("error: %v", err)
+		}
+		r.logFile.Close()
+	}
+	return err
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// writeAtomic writes v as JSON to a temporary file beside path and renames it into place.
+func writeAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// shellQuote renders argv so that it can be pasted into a shell.
+func shellQuote(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(c rune) bool {
+			return !(c == '-' || c == '_' || c == '.' || c == '/' || c == '=' || c == ',' || c == ':' || c == '%' ||
+				(c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+		}) < 0 {
+			out[i] = a
+		} else {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// writeServedPage writes pg (as the server serves it: seeded, sharded) to dir/page.json for replay
+// loads, with an absolute root_dir so that file-backed pages still find their files.
+func writeServedPage(pg *page.Page, dir string) (string, error) {
+	c := pg.Clone()
+	if c.RootDir != "" {
+		abs, err := filepath.Abs(c.RootDir)
+		if err != nil {
+			return "", err
+		}
+		c.RootDir = abs
+	}
+	path := filepath.Join(dir, "page.json")
+	if err := os.WriteFile(path, c.JSON(), 0o644); err != nil {
+		return "", fmt.Errorf("replay page: %w", err)
+	}
+	return path, nil
+}

@@ -1,0 +1,53 @@
+package trial
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
+)
+
+// notYet lists the contract's values this engine refuses because their implementation has not
+// landed yet: the spec is bad input for this engine (exit 2), with a message naming the field and
+// what the engine supports. Wiring one in is deleting its line here (and passing the value on to
+// serve or fetch, see serveArgs and fetchArgs).
+var notYet = []struct {
+	field     string
+	refused   func(*Spec) (value string, refused bool)
+	supported string
+}{
+	{"protocols", func(s *Spec) (string, bool) { return "spdy3", slices.Contains(s.Protocols, "spdy3") }, "h1, h1s, h2, h2c and h3"},
+	{"server.push", func(s *Spec) (string, bool) { return s.Server.Push, s.Server.Push != "none" }, "none"},
+	{"client.priority", func(s *Spec) (string, bool) { return s.Client.Priority, s.Client.Priority != "none" }, "none"},
+}
+
+// chromiumProtocols are the protocols a trial can load with client.impl = chromium: Chromium speaks
+// no cleartext HTTP/2 and no SPDY any more.
+var chromiumProtocols = []string{"h1", "h1s", "h2", "h3"}
+
+// checkSupported returns the first value of s this engine does not implement yet, or that the
+// chosen loader cannot do.
+func checkSupported(s *Spec) error {
+	for _, n := range notYet {
+		if v, refused := n.refused(s); refused {
+			return fielderr.New(n.field, v, "not supported by this engine yet; it supports %s", n.supported)
+		}
+	}
+	if s.Client.Impl == "chromium" {
+		for i, p := range s.Protocols {
+			if !slices.Contains(chromiumProtocols, p) {
+				return fielderr.New(fmt.Sprintf("protocols[%d]", i), p,
+					"not loadable by client.impl chromium; Chromium loads h1, h1s, h2 and h3 (use client.impl engine for h2c and spdy3)")
+			}
+		}
+		if s.Client.Mode != "flat" {
+			return fielderr.New("client.mode", s.Client.Mode,
+				"Chromium loads a page as a browser does; with client.impl chromium the mode must be flat")
+		}
+		if s.Client.Priority != "none" {
+			return fielderr.New("client.priority", s.Client.Priority,
+				"Chromium uses its own priorities; with client.impl chromium it must be none")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+package trial
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/tunio"
+)
+
+// fakeLink reports counters that a test moves.
+type fakeLink struct{ entered, left atomic.Int64 }
+
+func (f *fakeLink) Stats() tunio.Stats {
+	return tunio.Stats{Up: tunio.DirStats{Packets: f.entered.Load(), Delivered: f.left.Load()}}
+}
+
+func TestSettle(t *testing.T) {
+	ctx := context.Background()
+	var l fakeLink
+	l.entered.Store(10)
+	l.left.Store(9) // one packet inside the link
+	start := time.Now()
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		l.left.Store(10)
+	}()
+	if !settle(ctx, &l, 20*time.Millisecond, 5*time.Second) {
+		t.Fatal("did not settle")
+	}
+	if d := time.Since(start); d < 50*time.Millisecond-settlePoll {
+		t.Errorf("settled after %v: before the packet left and the quiet period passed", d)
+	}
+
+	// A link that never goes quiet: settle gives up at the limit.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				l.entered.Add(1)
+				l.left.Add(1)
+			}
+		}
+	}()
+	if settle(ctx, &l, 20*time.Millisecond, 100*time.Millisecond) {
+		t.Error("settled on a busy link")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if settle(cctx, &l, 20*time.Millisecond, 5*time.Second) {
+		t.Error("settled after the context ended")
+	}
+}
