@@ -20,7 +20,7 @@ import (
 type Record struct {
 	Start    time.Time     `json:"start"`     // when the handler started
 	Duration time.Duration `json:"duration"`  // until the last body byte was handed to the connection
-	Protocol Protocol      `json:"protocol"`  // h1, h1s, h2, h2c or h3
+	Protocol Protocol      `json:"protocol"`  // h1, h1s, h2, h2c, h3 or spdy3
 	Origin   int           `json:"origin"`    // origin index (0 = s1)
 	Conn     uint64        `json:"conn"`      // server-assigned connection id (1, 2, …)
 	Stream   uint64        `json:"stream_id"` // h2/h2c/h3 stream id; 0 for HTTP/1.1

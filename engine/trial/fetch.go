@@ -19,7 +19,7 @@ import (
 type loadFiles struct {
 	CAFile   string // the run's CA certificate (engine loader, https)
 	SPKI     string // the server certificate's SPKI hash, serve's spki_sha256 (Chromium, https)
-	PageFile string // the page as the server serves it, sharded (replay)
+	PageFile string // the page as the server serves it, sharded (replay; client.priority other than none)
 	URLs     string // the object URLs of this load (mode objects)
 	HAR      string // where the HAR goes
 }
@@ -33,8 +33,10 @@ func loaderArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, e
 	return fetchArgs(p, l, token, files)
 }
 
-// fetchArgs are the fetch flags of one load. (client.priority will go here once fetch has it; see
-// notYet.)
+// fetchArgs are the fetch flags of one load. The loader accepts server pushes when server.push is
+// not none (so with none an h2 client announces SETTINGS_ENABLE_PUSH 0, as without push support)
+// and signals client.priority, for which it gets the served page (object types for chrome, depths
+// for dependency).
 func fetchArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, error) {
 	s := p.Spec
 	scheme := schemeOf(l.Protocol)
@@ -52,13 +54,17 @@ func fetchArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, er
 	if files.URLs != "" {
 		args = append(args, "--urls", files.URLs)
 	}
-	if s.Client.Mode == "replay" {
+	if s.Client.Mode == "replay" || s.Client.Priority != "none" {
 		if files.PageFile == "" {
-			return nil, fmt.Errorf("replay load without the served page's file")
+			return nil, fmt.Errorf("%s load without the served page's file", s.Client.Mode)
 		}
-		args = append(args, "--page", files.PageFile,
-			"--compute-scale", strconv.FormatFloat(s.Client.ComputeScale, 'g', -1, 64))
+		args = append(args, "--page", files.PageFile)
 	}
+	if s.Client.Mode == "replay" {
+		args = append(args, "--compute-scale", strconv.FormatFloat(s.Client.ComputeScale, 'g', -1, 64))
+	}
+	args = append(args, "--priority", s.Client.Priority,
+		"--accept-push="+strconv.FormatBool(s.Server.Push != "none"))
 	args = append(args, resolverArgs(p)...)
 	if scheme == "https" {
 		args = append(args, "--ca", files.CAFile)

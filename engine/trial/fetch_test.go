@@ -60,6 +60,45 @@ func TestLoaderArgsReplay(t *testing.T) {
 	}
 }
 
+// server.push goes to serve --push; the loader accepts pushes only when the server pushes, and
+// signals client.priority with the served page (types and depths); spdy3 is fetched over https
+// from the TLS port with the run's CA.
+func TestMechanismArgs(t *testing.T) {
+	p := prepared(t, `{"page":"twitter","protocols":["spdy3","h2c"],"server":{"push":"dependency-level:1"},"client":{"priority":"dependency"}}`)
+	serve := serveArgs(p, "/x/certs", "", "")
+	if flagValue(serve, "--push") != "dependency-level:1" || flagValue(serve, "--protocols") != "spdy3,h2c" {
+		t.Errorf("serve args %q", serve)
+	}
+	files := loadFiles{CAFile: "/x/ca.pem", PageFile: "/x/page.json"}
+	spdy, err := loaderArgs(p, p.Sequence[0], "tok", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(spdy[1], "https://s1.wirelab.test/L/tok/") {
+		t.Errorf("spdy3 root URL %q: want https on the default port", spdy[1])
+	}
+	for flag, want := range map[string]string{"--proto": "spdy3", "--mode": "flat", "--priority": "dependency", "--page": "/x/page.json", "--ca": "/x/ca.pem"} {
+		if got := flagValue(spdy, flag); got != want {
+			t.Errorf("%s %q, want %q (args %q)", flag, got, want, spdy)
+		}
+	}
+	if !slices.Contains(spdy, "--accept-push=true") || slices.Contains(spdy, "--compute-scale") {
+		t.Errorf("spdy3 args %q", spdy)
+	}
+	if _, err := loaderArgs(p, p.Sequence[0], "tok", loadFiles{CAFile: "/x/ca.pem"}); err == nil {
+		t.Error("a dependency-priority load without the page file was accepted")
+	}
+
+	plain := prepared(t, `{"page":"twitter","protocols":["h2"]}`)
+	if got := flagValue(serveArgs(plain, "/x/certs", "", ""), "--push"); got != "none" {
+		t.Errorf("default serve --push %q", got)
+	}
+	args, _ := loaderArgs(plain, plain.Sequence[0], "tok", files)
+	if flagValue(args, "--priority") != "none" || !slices.Contains(args, "--accept-push=false") || slices.Contains(args, "--page") {
+		t.Errorf("default fetch args %q", args)
+	}
+}
+
 // A Chromium load is browse with the SPKI hash (no CA file) and the resolver of client.dns.
 func TestLoaderArgsChromium(t *testing.T) {
 	p := prepared(t, `{"page":"twitter","protocols":["h1","h3"],"client":{"impl":"chromium","dns":"static","timeout_s":30}}`)

@@ -109,7 +109,8 @@ func TestBuildRecord(t *testing.T) {
 	fetchLine := `{"url":"https://s1.wirelab.test/L/x/","protocol":"h2","mode":"flat","started_at":"2026-11-22T05:00:00.5Z",
 	  "plt_ms":812.4567,"connections":1,"tls_handshakes":1,"tls_resumed":0,"objects":7,"body_bytes":324800,
 	  "phases_ms":{"dns":40,"connect":80,"ssl":40,"send":0.1,"wait":300,"receive":400,"blocked":1.2},
-	  "dns_queries":1,"retries":0,"error":null,"monotonic_start_ns":5,"monotonic_end_ns":9,"on_load_ms":900}`
+	  "dns_queries":1,"retries":0,"pushed_bytes":251284,"pushes_used":3,"pushes_unused":1,"priority":"chrome",
+	  "error":null,"monotonic_start_ns":5,"monotonic_end_ns":9,"on_load_ms":900}`
 	f, err := ParseFetch([]byte(fetchLine))
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +121,9 @@ func TestBuildRecord(t *testing.T) {
 	if r.TowMs != 710 || r.TowFirstPacketMs != 790 || r.PltMs != 812.457 || r.Retransmissions != 4 || r.DropsLoss != 1 || r.DropsQueue != 2 {
 		t.Errorf("record %+v", r)
 	}
+	if r.PushedBytes != 251284 || r.PushesUsed != 3 || r.PushesUnused != 1 || r.Client["priority"] != "chrome" {
+		t.Errorf("pushes %d bytes, %d used, %d unused; client.priority %v", r.PushedBytes, r.PushesUsed, r.PushesUnused, r.Client["priority"])
+	}
 	if r.StartedAt != "2026-11-22T05:00:00.5Z" || r.Error != nil {
 		t.Errorf("started_at %s error %v", r.StartedAt, r.Error)
 	}
@@ -128,7 +132,7 @@ func TestBuildRecord(t *testing.T) {
 			t.Errorf("client.%s missing", k)
 		}
 	}
-	for _, k := range []string{"plt_ms", "monotonic_end_ns", "protocol"} {
+	for _, k := range []string{"plt_ms", "monotonic_end_ns", "protocol", "pushed_bytes", "pushes_used"} {
 		if _, ok := r.Client[k]; ok {
 			t.Errorf("client.%s: has its own place", k)
 		}

@@ -118,7 +118,7 @@ type runner struct {
 	logFile  *os.File
 	log      *engineLog
 	tmp      string
-	pageFile string // replay: the served page as JSON, in tmp
+	pageFile string // replay, priorities: the served page as JSON, in tmp
 	emu      *emulator.Emulator
 	serve    *serveProcess
 	summary  emulator.Summary
@@ -189,8 +189,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	r.tmp = tempDir(r.emu.Topo.ID)
-	if s.Client.Mode == "replay" {
-		// Replay requests each object from its origin: the loader gets the page as served (sharded).
+	if s.Client.Mode == "replay" || s.Client.Priority != "none" {
+		// Replay requests each object from its origin, and the priority policies type objects and
+		// take their depths from the page: the loader gets the page as served (sharded).
 		if r.pageFile, err = writeServedPage(r.p.Page, r.tmp); err != nil {
 			return nil, err
 		}

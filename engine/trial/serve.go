@@ -110,8 +110,8 @@ func (sp *serveProcess) takeQUIC(ctx context.Context, remotes []string, limit ti
 	}
 }
 
-// serveArgs are the serve flags for a prepared trial. (server.push will go here once serve has
-// it; see notYet.)
+// serveArgs are the serve flags for a prepared trial. serve speaks every protocol of the trial
+// (spdy3 on the TLS port, beside h1s and h2, chosen by ALPN) and pushes per server.push.
 func serveArgs(p *Prepared, certDir, recordsFile, connsFile string) []string {
 	s := p.Spec
 	addrs := make([]string, p.Origins())
@@ -130,6 +130,7 @@ func serveArgs(p *Prepared, certDir, recordsFile, connsFile string) []string {
 		"--tls-version", s.Server.TLSVersion,
 		"--session-resumption=" + strconv.FormatBool(s.Server.SessionResumption),
 		"--keep-alive=" + strconv.FormatBool(s.Server.KeepAlive),
+		"--push", s.Server.Push,
 		"--cert-dir", certDir,
 	}
 	if s.Client.DNS == "server" {

@@ -121,11 +121,9 @@ func TestPrepareErrors(t *testing.T) {
 		{`{"page":"nytimes","shard_mode":"tld","shards":5}`, `shards: got 5; shard_mode tld: the page has 4 top-level-domain groups`},
 		{`{"page":"twitter","network":"rtt=150"}`, `network: rtt: "150" has no unit`},
 		{`{"page":"twitter","network":"trace_down=/nonexistent/trace"}`, `network: trace_down: "/nonexistent/trace"`},
-		{`{"page":"twitter","protocols":["h1s","spdy3"]}`, `protocols: got "spdy3"; not supported by this engine yet; it supports h1, h1s, h2, h2c and h3`},
-		{`{"page":"twitter","server":{"push":"all"}}`, `server.push: got "all"; not supported by this engine yet; it supports none`},
-		{`{"page":"twitter","client":{"priority":"chrome"}}`, `client.priority: got "chrome"; not supported by this engine yet`},
 		{`{"page":"twitter","client":{"impl":"chromium"},"protocols":["h2c"]}`, `protocols[0]: got "h2c"; not loadable by client.impl chromium`},
 		{`{"page":"twitter","client":{"impl":"chromium","priority":"chrome"},"protocols":["h2"]}`, `client.priority: got "chrome"`},
+		{`{"page":"twitter","server":{"push":"all"},"client":{"impl":"chromium"},"protocols":["h2"]}`, `server.push: got "all"; Chromium no longer accepts server push`},
 	} {
 		s, err := DecodeSpec([]byte(tc.in))
 		if err != nil {
@@ -139,6 +137,28 @@ func TestPrepareErrors(t *testing.T) {
 		}
 		if msg := err.Error(); !strings.HasPrefix(msg, tc.want) || strings.Contains(msg, "\n") {
 			t.Errorf("%s:\n got %q\nwant %q…", tc.in, msg, tc.want)
+		}
+	}
+}
+
+// Every value of the contract is implemented: spdy3, every push policy and every priority policy
+// are accepted, alone and together (issue 7 wired the last of them in).
+func TestPrepareAcceptsMechanisms(t *testing.T) {
+	for _, spec := range []string{
+		`{"page":"twitter","protocols":["spdy3","h2"]}`,
+		`{"page":"twitter","protocols":["h2","h2c","spdy3"],"server":{"push":"all"}}`,
+		`{"page":"twitter","server":{"push":"embedding-level"}}`,
+		`{"page":"twitter","server":{"push":"dependency-level:1"},"client":{"priority":"dependency"}}`,
+		`{"page":"twitter","protocols":["h1","h3","spdy3"],"client":{"priority":"chrome","mode":"replay"}}`,
+		`{"page":"twitter","network":"tcpplus=6,loss=1%","server":{"push":"dependency-level:2"}}`,
+	} {
+		s, err := DecodeSpec([]byte(spec))
+		if err != nil {
+			t.Errorf("%s: decode: %v", spec, err)
+			continue
+		}
+		if _, err := Prepare(s); err != nil {
+			t.Errorf("%s: %v", spec, err)
 		}
 	}
 }

@@ -10,16 +10,13 @@ import (
 // notYet lists the contract's values this engine refuses because their implementation has not
 // landed yet: the spec is bad input for this engine (exit 2), with a message naming the field and
 // what the engine supports. Wiring one in is deleting its line here (and passing the value on to
-// serve or fetch, see serveArgs and fetchArgs).
+// serve or fetch, see serveArgs and fetchArgs). Empty: this engine implements every value of
+// contract 1 (spdy3, server.push and client.priority were the last, issue 7).
 var notYet = []struct {
 	field     string
 	refused   func(*Spec) (value string, refused bool)
 	supported string
-}{
-	{"protocols", func(s *Spec) (string, bool) { return "spdy3", slices.Contains(s.Protocols, "spdy3") }, "h1, h1s, h2, h2c and h3"},
-	{"server.push", func(s *Spec) (string, bool) { return s.Server.Push, s.Server.Push != "none" }, "none"},
-	{"client.priority", func(s *Spec) (string, bool) { return s.Client.Priority, s.Client.Priority != "none" }, "none"},
-}
+}{}
 
 // chromiumProtocols are the protocols a trial can load with client.impl = chromium: Chromium speaks
 // no cleartext HTTP/2 and no SPDY any more.
@@ -47,6 +44,10 @@ func checkSupported(s *Spec) error {
 		if s.Client.Priority != "none" {
 			return fielderr.New("client.priority", s.Client.Priority,
 				"Chromium uses its own priorities; with client.impl chromium it must be none")
+		}
+		if s.Server.Push != "none" {
+			return fielderr.New("server.push", s.Server.Push,
+				"Chromium no longer accepts server push (it announces SETTINGS_ENABLE_PUSH 0); with client.impl chromium it must be none")
 		}
 	}
 	return nil
