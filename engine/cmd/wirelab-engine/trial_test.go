@@ -1,7 +1,8 @@
 package main
 
 // Tests of `wirelab-engine trial` through the emulated path (root), and of its bad-input handling
-// (no root). The checks are issue 3's: every corpus page over every protocol with exact object
+// (no root). The checks are issue 3's (spdy3 among the protocols since issue 7, whose own checks
+// are in trial_mechanisms_test.go): every corpus page over every protocol with exact object
 // counts and bytes; connection discipline; one stream at a time under max_concurrent_streams=1;
 // the round trips of a root-only page at 200 ms RTT; the bandwidth bound; ToW ≤ PLT + 1 ms for
 // every load; one-line errors with nothing left behind; SIGINT and SIGTERM with broken pipes.
@@ -176,11 +177,11 @@ func harConns(t *testing.T, path string) map[string]int {
 	return out
 }
 
-var allFive = `["h1","h1s","h2","h2c","h3"]`
+var allSix = `["h1","h1s","h2","h2c","h3","spdy3"]`
 
 // Every corpus page loads over every protocol without an error, with exactly the page's objects
-// and body bytes; HTTP/1.x uses at most 6 connections per origin, h2/h2c/h3 exactly one — with
-// shards=3, exactly three.
+// and body bytes; HTTP/1.x uses at most 6 connections per origin, h2/h2c/h3/spdy3 exactly one —
+// with shards=3, exactly three.
 func TestTrialCorpusAllProtocols(t *testing.T) {
 	requireRoot(t)
 	type tc struct {
@@ -198,9 +199,9 @@ func TestTrialCorpusAllProtocols(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dir := runTrialOK(t, fmt.Sprintf(`{"page":%q,"shards":%d,"protocols":%s,"repetitions":1,"network":"rtt=2ms"}`, c.page, c.shards, allFive), 5*time.Minute)
+			dir := runTrialOK(t, fmt.Sprintf(`{"page":%q,"shards":%d,"protocols":%s,"repetitions":1,"network":"rtt=2ms"}`, c.page, c.shards, allSix), 5*time.Minute)
 			td := readTrial(t, dir)
-			if td.result.Errors != 0 || len(td.loads) != 5 {
+			if td.result.Errors != 0 || len(td.loads) != 6 {
 				t.Fatalf("%d loads, %d errors", len(td.loads), td.result.Errors)
 			}
 			for _, l := range td.loads {
@@ -231,7 +232,7 @@ func TestTrialCorpusAllProtocols(t *testing.T) {
 						}
 					}
 				}
-				if (l.Protocol == "h1s" || l.Protocol == "h2" || l.Protocol == "h3") && l.TLSHandshakes != l.Connections {
+				if (l.Protocol == "h1s" || l.Protocol == "h2" || l.Protocol == "h3" || l.Protocol == "spdy3") && l.TLSHandshakes != l.Connections {
 					t.Errorf("%s: %d TLS handshakes on %d connections", l.Protocol, l.TLSHandshakes, l.Connections)
 				}
 				if l.BytesDown < p.TotalBytes() {
@@ -282,7 +283,7 @@ func TestTrialOneStreamAtATime(t *testing.T) {
 
 // Physics at 200 ms RTT, no rate limit, static names, a 1 kB root document (synthetic:0x1kB):
 // PLT = h1 2 RTT (TCP + request), h1s 3 RTT (TCP, TLS 1.3, request), h2 3 RTT, h2c 2 RTT, h3
-// 2 RTT (QUIC handshake with TLS 1.3 inside, request). The first packet's ToW (SYN or QUIC Initial
+// 2 RTT (QUIC handshake with TLS 1.3 inside, request), spdy3 3 RTT (as h2). The first packet's ToW (SYN or QUIC Initial
 // to the last response packet) is the same count of round trips measured on the emulator's clock.
 //
 // Bounds, from the path: every load takes at least n RTT − 1 ms (nothing beats the path), and
@@ -298,8 +299,8 @@ func TestTrialOneStreamAtATime(t *testing.T) {
 func TestTrialPhysicsRoundTrips(t *testing.T) {
 	requireRoot(t)
 	const rtt = 200.0
-	rtts := map[string]float64{"h1": 2, "h1s": 3, "h2": 3, "h2c": 2, "h3": 2}
-	dir := runTrialOK(t, `{"page":"synthetic:0x1kB","protocols":`+allFive+`,"repetitions":5,"network":"rtt=200ms","client":{"dns":"static"}}`, 3*time.Minute)
+	rtts := map[string]float64{"h1": 2, "h1s": 3, "h2": 3, "h2c": 2, "h3": 2, "spdy3": 3}
+	dir := runTrialOK(t, `{"page":"synthetic:0x1kB","protocols":`+allSix+`,"repetitions":5,"network":"rtt=200ms","client":{"dns":"static"}}`, 3*time.Minute)
 	td := readTrial(t, dir)
 	values := map[string]map[string][]float64{"plt_ms": {}, "tow_first_packet_ms": {}}
 	for _, l := range td.loads {
@@ -314,7 +315,7 @@ func TestTrialPhysicsRoundTrips(t *testing.T) {
 			values[name][l.Protocol] = append(values[name][l.Protocol], v)
 		}
 	}
-	for _, proto := range []string{"h1", "h1s", "h2", "h2c", "h3"} {
+	for _, proto := range trial.AllProtocols {
 		n := rtts[proto]
 		for _, name := range []string{"plt_ms", "tow_first_packet_ms"} {
 			vs := values[name][proto]
