@@ -152,10 +152,10 @@ def test_load_prints_table_and_waterfall(capsys, tmp_path, fake_engine):
     assert "stored as sweep load-" in out
 
 
-def test_demo_with_report_hook(capsys, tmp_path, fake_engine, monkeypatch):
+def test_demo_prints_summary_and_report(capsys, tmp_path, fake_engine, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    # wirelab.report exists: the hook writes the real report (tests/test_reproduce.py covers that); here
-    # it is replaced to check the demo calls it
+    # the real report is tested in tests/test_reproduce.py and tests/test_report.py; here the demo's
+    # call of it is replaced to check what the demo prints
     calls = []
     monkeypatch.setattr(
         cli, "write_report", lambda db, sweep: calls.append((db, sweep)) or tmp_path / "r.html"
@@ -164,6 +164,8 @@ def test_demo_with_report_hook(capsys, tmp_path, fake_engine, monkeypatch):
     assert code == 0, err
     assert (tmp_path / "wirelab.db").exists() and calls == [(Path("wirelab.db"), "demo")]
     assert "sweep demo: 6/6 trials complete" in out and f"report: {tmp_path / 'r.html'}" in out
+    # the per-configuration summary: median ToW per protocol and h2's gain over h1s, per RTT
+    assert "h2 vs h1s" in out and out.count("complete") >= 6 and "network.rtt=200ms" in out
 
 
 def test_pages_profiles_spec(capsys, tmp_path, fake_engine, demo_spec):

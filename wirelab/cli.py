@@ -6,8 +6,6 @@ other failures 1.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -85,13 +83,11 @@ def _root(
 # Hooks and helpers
 
 
-def write_report(db: Path, sweep: str) -> Path | None:
-    """Report hook: when ``wirelab.report`` exists (it is built separately), write the sweep's report
-    with ``wirelab.report.write_report(db=…, sweeps=[…], out_dir=…) -> Path`` and return its path."""
-    if importlib.util.find_spec("wirelab.report") is None:
-        return None
-    report = importlib.import_module("wirelab.report")
-    return report.write_report(db=db, sweeps=[sweep], out_dir=Path("wirelab-report"))
+def write_report(db: Path, sweep: str) -> Path:
+    """The demo's report: ``wirelab-report/index.html`` for ``sweep`` of ``db``."""
+    from wirelab.report import write_report as build
+
+    return build(db=db, sweeps=[sweep], out_dir=Path("wirelab-report"))
 
 
 def _engine(path: Path | None) -> Engine:
@@ -249,9 +245,10 @@ def demo(
         raise UsageError(f"demo: {path} not found; wirelab runs from its repository checkout (make setup)")
     plan = spec_mod.load(path)
     summary = _run(plan, db, parallel, True, _engine(engine))
+    out.print()
+    _print_sweep(db, plan.name)
     summary.report = write_report(db, plan.name)
-    if summary.report is not None:
-        out.print(f"report: {summary.report}", style="bold", soft_wrap=True)
+    out.print(f"report: {summary.report}", style="bold", soft_wrap=True)
     if not summary.ok:
         raise typer.Exit(1)
 
@@ -523,6 +520,11 @@ def results_ls(db: Path = DB_OPTION) -> None:
 @results_app.command("show")
 def results_show(sweep: str = typer.Argument(..., help="Sweep name."), db: Path = DB_OPTION) -> None:
     """Show a sweep: per configuration, the median ToW per protocol and the gain over the first."""
+    _print_sweep(db, sweep)
+
+
+def _print_sweep(db: Path, sweep: str) -> None:
+    """The sweep's description, completeness and per-configuration ToW table (results show, demo)."""
     from wirelab.summary import protocol_table
 
     with _open(db) as results:
