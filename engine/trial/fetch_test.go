@@ -131,6 +131,7 @@ func TestLoaderArgsChromium(t *testing.T) {
 // What Chromium cannot do is refused before anything starts, naming the field.
 func TestChromiumRefusals(t *testing.T) {
 	for spec, want := range map[string]string{
+		`{"page":"twitter","protocols":["h2","spdy3"],"client":{"impl":"chromium"}}`:          `protocols[1]: got "spdy3"; not loadable by client.impl chromium`,
 		`{"page":"twitter","protocols":["h2c"],"client":{"impl":"chromium"}}`:                 `protocols[0]: got "h2c"; not loadable by client.impl chromium`,
 		`{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","mode":"objects"}}`: `client.mode: got "objects"`,
 	} {
