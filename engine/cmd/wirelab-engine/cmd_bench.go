@@ -29,7 +29,7 @@ var benchmarks = map[string]struct {
 
 func init() {
 	register("bench", command{
-		Summary: "print benchmark figures: bench link, bench loader, bench tcpplus",
+		Summary: "print benchmark figures: bench link, loader, tcpplus, variability",
 		Run:     runBench,
 	})
 }
@@ -46,7 +46,7 @@ func runBench(args []string) error {
 	if args[0] == "-h" || args[0] == "--help" {
 		fmt.Println("usage: wirelab-engine bench NAME [flags] (NAME -h for its flags)\n\nbenchmarks:")
 		for _, n := range names {
-			fmt.Printf("  %-8s %s\n", n, benchmarks[n].summary)
+			fmt.Printf("  %-11s %s\n", n, benchmarks[n].summary)
 		}
 		return nil
 	}
