@@ -615,19 +615,25 @@ func TestTrialKilledThenGC(t *testing.T) {
 }
 
 // Replay (client.mode = replay) follows the page's dependency graph: every object exactly once, on
-// a sharded page from each object's own origin, and a recorded graph's computations make the load
-// slower than the same page's flat load; compute_scale 0 removes them.
+// a sharded page from each object's own origin. Its computations are waits: at compute_scale 10 a
+// load lasts at least 10 × the graph's longest chain of computations (nothing can run a chain's
+// steps in parallel), and longer than the same replay without computations (compute_scale 0).
 func TestTrialReplay(t *testing.T) {
 	requireRoot(t)
 	p, err := page.Load("nytimes", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	load := func(scale float64, mode string) trialDir {
-		dir := runTrialOK(t, fmt.Sprintf(`{"page":"nytimes","shards":3,"protocols":["h2","h1s"],"repetitions":1,"network":"rtt=20ms","client":{"mode":%q,"compute_scale":%g}}`, mode, scale), 3*time.Minute)
+	chain := computeChainMs(p)
+	if chain <= 0 {
+		t.Fatal("nytimes has no recorded computations")
+	}
+	load := func(scale float64) trialDir {
+		dir := runTrialOK(t, fmt.Sprintf(`{"page":"nytimes","shards":3,"protocols":["h2","h1s"],"repetitions":1,"network":"rtt=20ms","client":{"mode":"replay","compute_scale":%g}}`, scale), 3*time.Minute)
 		return readTrial(t, dir)
 	}
-	replay := load(1, "replay")
+	const scale = 10
+	replay := load(scale)
 	for _, l := range replay.loads {
 		if l.Error != nil {
 			t.Fatalf("%s: %s", l.Protocol, *l.Error)
@@ -635,33 +641,52 @@ func TestTrialReplay(t *testing.T) {
 		if l.Objects != int64(len(p.Objects)) || l.BodyBytes != p.TotalBytes() {
 			t.Errorf("replay %s: %d objects, %d body bytes; the page has %d and %d", l.Protocol, l.Objects, l.BodyBytes, len(p.Objects), p.TotalBytes())
 		}
-		if l.Client["mode"] != "replay" || l.Client["compute_scale"] != 1.0 {
+		if l.Client["mode"] != "replay" || l.Client["compute_scale"] != float64(scale) {
 			t.Errorf("replay %s: client extras %v", l.Protocol, l.Client)
 		}
 		if perHost := harConns(t, filepath.Join(replay.dir, *l.HAR)); len(perHost) != 3 {
 			t.Errorf("replay %s: requests went to %d hosts, want 3", l.Protocol, len(perHost))
 		}
-	}
-	// The recorded graph's computations (parse/evaluate activities, 77 ms on nytimes) lie partly on
-	// its critical path: without them (compute_scale 0) the same replay is faster.
-	compute := 0.0
-	for _, a := range p.Activities {
-		if a.Kind != "download" {
-			compute += a.DurationMs
+		if l.PltMs < scale*chain {
+			t.Errorf("replay %s: PLT %.1f ms, shorter than %d × the longest computation chain (%.1f ms)", l.Protocol, l.PltMs, scale, chain)
 		}
 	}
-	if compute <= 0 {
-		t.Skip("nytimes has no recorded computations")
-	}
-	noCompute := load(0, "replay")
+	noCompute := load(0)
 	for i, l := range noCompute.loads {
 		if l.Error != nil {
 			t.Fatalf("compute_scale 0 %s: %s", l.Protocol, *l.Error)
 		}
 		if with := replay.loads[i].PltMs; with <= l.PltMs {
-			t.Errorf("%s: replay PLT %.1f ms with computations, %.1f ms without", l.Protocol, with, l.PltMs)
+			t.Errorf("%s: replay PLT %.1f ms at compute_scale %d, %.1f ms without computations", l.Protocol, with, scale, l.PltMs)
 		}
 	}
+}
+
+// computeChainMs is the largest sum of computation durations along a dependency chain of p's graph.
+func computeChainMs(p *page.Page) float64 {
+	byID := map[string]page.Activity{}
+	for _, a := range p.Activities {
+		byID[a.ID] = a
+	}
+	memo := map[string]float64{}
+	var chain func(id string) float64
+	chain = func(id string) float64 {
+		if v, ok := memo[id]; ok {
+			return v
+		}
+		a := byID[id]
+		longest := 0.0
+		for _, d := range a.Deps {
+			longest = max(longest, chain(d.On))
+		}
+		memo[id] = a.DurationMs + longest
+		return memo[id]
+	}
+	best := 0.0
+	for _, a := range p.Activities {
+		best = max(best, chain(a.ID))
+	}
+	return best
 }
 
 // client.impl = chromium loads each page in Chromium (browse) through the emulated path: every
