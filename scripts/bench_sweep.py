@@ -1,14 +1,24 @@
 """Sweep throughput benchmark (`make bench`): loads per minute of a fixed small sweep at --parallel 1, 2
-and 4, with the emulator's worst timer lateness p99 at each, so that the default parallelism is a
-measured choice. Prints one JSON object per parallelism; figures, not assertions.
+and 4, with what parallelism costs in fidelity at each, so that the default parallelism is a measured
+choice. Prints one JSON object per run; figures, not assertions.
+
+Fidelity is measured two ways:
+- the emulators' timer lateness (worst trial's p99; the runner flags trials over 1 ms);
+- the results themselves: for every configuration (page × RTT × protocol) the median ToW and PLT
+  against the first `--parallel 1` run, and the gain of h2 over h1s in percentage points. The sweep
+  runs at --parallel 1 a second time at the end, so the shift between two serial runs — the
+  measurement's own noise — is printed beside the shifts that parallelism adds.
 
 Needs root and an engine with the `trial` command; says so and exits 0 otherwise.
+Usage: scripts/bench_sweep.py [--parallel 1,2,4] [--repetitions 3] [--client engine|chromium]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -22,18 +32,64 @@ from wirelab.errors import EngineNotFoundError  # noqa: E402
 
 SPEC = """
 [sweep]
-name = "bench-parallel-{parallel}"
+name = "{name}"
 [base]
 page = "twitter"
 protocols = ["h1s", "h2"]
-repetitions = 3
+repetitions = {repetitions}
 network = {{ bw = "10mbit" }}
+client = {{ impl = "{impl}" }}
 [grid]
+page = ["twitter", "youtube"]
 "network.rtt" = ["20ms", "50ms", "100ms", "150ms"]
 """
 
+CONFIG = ["page", "network.rtt"]
+
+
+def medians(db: Path, sweep: str) -> dict[tuple, dict[str, float]]:
+    """(page, rtt, protocol) → median tow_ms and plt_ms of the sweep's error-free loads."""
+    loads = wirelab.open(db).loads(sweep=sweep, with_errors=False)
+    out: dict[tuple, dict[str, float]] = {}
+    for key, group in loads.groupby(CONFIG + ["protocol"]):
+        out[tuple(key)] = {
+            "tow_ms": float(group["tow_ms"].median()),
+            "plt_ms": float(group["plt_ms"].median()),
+        }
+    return out
+
+
+def gains(med: dict[tuple, dict[str, float]]) -> dict[tuple, float]:
+    """(page, rtt) → % reduction of median ToW by h2 over h1s (study E's gain)."""
+    out = {}
+    for (page, rtt, proto), m in med.items():
+        if proto == "h2" and (page, rtt, "h1s") in med:
+            base = med[(page, rtt, "h1s")]["tow_ms"]
+            out[(page, rtt)] = (base - m["tow_ms"]) / base * 100
+    return out
+
+
+def shift(
+    run: dict[tuple, dict[str, float]], ref: dict[tuple, dict[str, float]], field: str
+) -> dict[str, float]:
+    """Median and largest |relative change| of one field's configuration medians, in %."""
+    changes = [abs(run[k][field] / ref[k][field] - 1) * 100 for k in ref if k in run and ref[k][field] > 0]
+    if not changes:
+        return {}
+    return {"median_pct": round(statistics.median(changes), 2), "max_pct": round(max(changes), 2)}
+
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--parallel", default="1,2,4", help="parallelism levels, comma-separated (default 1,2,4)"
+    )
+    parser.add_argument("--repetitions", type=int, default=3, help="loads per protocol and trial (default 3)")
+    parser.add_argument(
+        "--client", default="engine", choices=["engine", "chromium"], help="the trials' loader (client.impl)"
+    )
+    args = parser.parse_args()
+    levels = [int(p) for p in args.parallel.split(",")]
     if os.geteuid() != 0:
         print("bench sweep: skipped (needs root for network namespaces)")
         return 0
@@ -45,30 +101,53 @@ def main() -> int:
     if "trial" not in engine.commands():
         print(f"bench sweep: skipped ({engine.path} has no `trial` command yet)")
         return 0
+    # the first level runs again at the end: its shift is the measurement's own run-to-run noise
+    runs = [(p, f"bench-{args.client}-parallel-{p}") for p in levels]
+    runs.append((levels[0], f"bench-{args.client}-parallel-{levels[0]}-again"))
+    reference: dict[tuple, dict[str, float]] | None = None
     with tempfile.TemporaryDirectory(prefix="wirelab-bench-") as tmp:
-        for parallel in (1, 2, 4):
-            db = Path(tmp) / "bench.db"
+        db = Path(tmp) / "bench.db"
+        for parallel, name in runs:
             started = time.monotonic()
-            summary = wirelab.run(SPEC.format(parallel=parallel), db=db, parallel=parallel, engine=engine)
+            summary = wirelab.run(
+                SPEC.format(name=name, repetitions=args.repetitions, impl=args.client),
+                db=db,
+                parallel=parallel,
+                engine=engine,
+            )
             seconds = time.monotonic() - started
             loads = sum(o.loads for o in summary.completed)
             lateness = [o.lateness_p99_us for o in summary.completed if o.lateness_p99_us is not None]
-            print(
-                json.dumps(
-                    {
-                        "bench": "sweep",
-                        "parallel": parallel,
-                        "trials": len(summary.completed),
-                        "failed": len(summary.failed),
-                        "loads": loads,
-                        "seconds": round(seconds, 2),
-                        "loads_per_minute": round(loads / seconds * 60, 1) if seconds else None,
-                        "lateness_p99_us_max": max(lateness) if lateness else None,
-                        "fidelity_warnings": len(summary.fidelity_warnings),
+            med = medians(db, name)
+            row = {
+                "bench": "sweep",
+                "run": name,
+                "client": args.client,
+                "parallel": parallel,
+                "trials": len(summary.completed),
+                "failed": len(summary.failed),
+                "loads": loads,
+                "seconds": round(seconds, 2),
+                "loads_per_minute": round(loads / seconds * 60, 1) if seconds else None,
+                "lateness_p99_us_max": max(lateness) if lateness else None,
+                "fidelity_warnings": len(summary.fidelity_warnings),
+            }
+            if reference is None:
+                reference = med
+            else:
+                g_run, g_ref = gains(med), gains(reference)
+                diffs = [abs(g_run[k] - g_ref[k]) for k in g_ref if k in g_run]
+                row["vs_first_run"] = {
+                    "tow_median_shift": shift(med, reference, "tow_ms"),
+                    "plt_median_shift": shift(med, reference, "plt_ms"),
+                    "h2_gain_shift_pp": {
+                        "median": round(statistics.median(diffs), 2),
+                        "max": round(max(diffs), 2),
                     }
-                ),
-                flush=True,
-            )
+                    if diffs
+                    else {},
+                }
+            print(json.dumps(row), flush=True)
     return 0
 
 

@@ -18,7 +18,7 @@ import pytest
 import wirelab
 from wirelab import spec
 from wirelab.errors import EngineNotFoundError, Interrupted, SweepConflictError, UsageError
-from wirelab.runner import _sweep_lock
+from wirelab.runner import BROWSER_IN_PARALLEL_FLAG, _sweep_lock
 from wirelab.store import LATENESS_FLAG, results_dir
 from wirelab.testing import FixtureEngine, FixtureFailure
 
@@ -176,6 +176,36 @@ def test_lateness_over_1ms_is_flagged(tmp_path, small):
     alone = wirelab.run(small, db=tmp_path / "alone.db", engine=engine, parallel=1)
     text = "\n".join(alone.lines())
     assert "fidelity warning: 3 of 6 trials" in text and "--parallel (was" not in text and "quieter" in text
+
+
+def test_chromium_trials_run_in_parallel_are_flagged(tmp_path, small):
+    # Chromium's CPU use shifts parallel trials' timings while the emulator keeps time (bench_sweep
+    # --client chromium), so such trials carry their own flag; the engine's loader does not.
+    chromium = tmp_path / "chromium.toml"
+    chromium.write_text(
+        small.read_text().replace(
+            'network = { bw = "10mbit" }', 'network = { bw = "10mbit" }\nclient = { impl = "chromium" }'
+        )
+    )
+    engine = FixtureEngine()
+    db = tmp_path / "c.db"
+    summary = wirelab.run(chromium, db=db, engine=engine, parallel=2)
+    flagged = [o for o in summary.completed if BROWSER_IN_PARALLEL_FLAG in o.flags]
+    # the first two start together: at least they ran side by side
+    assert engine.started[0] in {o.trial.id for o in flagged} and engine.started[1] in {
+        o.trial.id for o in flagged
+    }
+    text = "\n".join(summary.lines())
+    assert f"fidelity warning: {len(flagged)} of 6 trials loaded pages in Chromium" in text
+    assert "run Chromium sweeps with --parallel 1" in text and "timer lateness" not in text
+    with wirelab.open(db) as results:
+        trials = results.trials("small")
+    assert sum(BROWSER_IN_PARALLEL_FLAG in f for f in trials["fidelity_flags"]) == len(flagged)
+
+    alone = wirelab.run(chromium, db=tmp_path / "alone.db", engine=FixtureEngine(), parallel=1)
+    assert not alone.fidelity_warnings
+    engine_loader = wirelab.run(small, db=tmp_path / "e.db", engine=FixtureEngine(), parallel=2)
+    assert not engine_loader.fidelity_warnings
 
 
 def test_contract_violation_fails_the_trial(tmp_path, small):

@@ -131,7 +131,11 @@ def run(
     spec: Path = typer.Argument(..., help="Experiment spec (TOML), see docs/spec.md.", show_default=False),
     db: Path = DB_OPTION,
     parallel: int = typer.Option(
-        1, "--parallel", "-j", help="Trials run at once (each in its own namespaces)."
+        1,
+        "--parallel",
+        "-j",
+        help="Trials run at once, each in its own namespaces; measured effects in docs/running.md "
+        "(Chromium trials: keep 1).",
     ),
     resume: bool = typer.Option(
         True,
@@ -232,7 +236,9 @@ def load(
 @app.command()
 def demo(
     db: Path = DB_OPTION,
-    parallel: int = typer.Option(1, "--parallel", "-j", help="Trials run at once."),
+    parallel: int = typer.Option(
+        1, "--parallel", "-j", help="Trials run at once (docs/running.md; Chromium trials: keep 1)."
+    ),
     engine: Path = ENGINE_OPTION,
 ) -> None:
     """Run the demo sweep into the database and print its summary (and the report's path).
@@ -282,13 +288,16 @@ def reproduce(
     out_dir: Path = typer.Option(
         None, "--out", "-o", help="Report directory (default: wirelab-report/<sweep>)."
     ),
-    parallel: int = typer.Option(1, "--parallel", "-j", help="Trials run at once."),
+    parallel: int = typer.Option(
+        1, "--parallel", "-j", help="Trials run at once (docs/running.md; Chromium trials: keep 1)."
+    ),
     engine: Path = ENGINE_OPTION,
 ) -> None:
     """Reproduce a figure of the studies: run its experiment (resumably) and write its report.
 
-    [bold]wirelab reproduce ls[/] lists the experiments (docs/reproducing.md); NAME runs the full variant
-    (the study's grid and repetitions), NAME --quick the quick one.
+    [bold]wirelab reproduce ls[/] lists the experiments (docs/reproducing.md).
+
+    NAME runs the full variant (the study's grid and repetitions); NAME --quick the quick one.
     """
     from wirelab import reproduce as rep
 
