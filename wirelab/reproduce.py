@@ -26,7 +26,15 @@ from wirelab.engine import Engine
 from wirelab.errors import UsageError
 from wirelab.runner import Observer, RunSummary, run_plan
 
-__all__ = ["CATALOG_FILE", "Experiment", "catalog", "estimate_seconds", "experiment", "reproduce"]
+__all__ = [
+    "CATALOG_FILE",
+    "Experiment",
+    "catalog",
+    "estimate_seconds",
+    "estimate_trial_seconds",
+    "experiment",
+    "reproduce",
+]
 
 CATALOG_FILE = "catalog.toml"
 
@@ -121,11 +129,14 @@ def _load_seconds(spec: Mapping[str, Any]) -> float:
 
 def estimate_seconds(plan: spec_mod.Plan) -> float:
     """Estimated wall time of a plan at --parallel 1 (an estimate, not a measurement)."""
-    total = 0.0
-    for t in plan.trials:
-        loads = len(t.spec["protocols"]) * t.spec["repetitions"]
-        total += TRIAL_OVERHEAD_S + loads * (_load_seconds(t.spec) + t.spec.get("gap_ms", 0) / 1000)
-    return total
+    return sum(estimate_trial_seconds(t.spec) for t in plan.trials)
+
+
+def estimate_trial_seconds(spec: Mapping[str, Any]) -> float:
+    """Estimated wall time of one trial (its spec as planned); ``scripts/durations.py`` compares it
+    with the measured times of the trials in a results database."""
+    loads = len(spec["protocols"]) * spec["repetitions"]
+    return TRIAL_OVERHEAD_S + loads * (_load_seconds(spec) + spec.get("gap_ms", 0) / 1000)
 
 
 def format_duration(seconds: float) -> str:

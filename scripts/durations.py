@@ -1,0 +1,75 @@
+"""Measured against estimated durations: for every sweep in the given results databases, the wall time
+of its trials (first start to last end, and the sum of the trials' own times) beside
+`wirelab.reproduce.estimate_trial_seconds` of the same trials. Prints one JSON object per sweep, then
+the spread of measured/estimated over all trials. Use it to fill in docs/reproducing.md and to check
+the estimate's constants.
+
+Usage: scripts/durations.py DB [DB …]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import wirelab  # noqa: E402
+from wirelab.reproduce import estimate_trial_seconds  # noqa: E402
+
+
+def _t(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if argv else 2
+    ratios: list[float] = []
+    for db in argv:
+        with wirelab.open(db) as results:
+            for sweep in results.sweeps()["sweep"]:
+                trials = results.trials(sweep, status="complete")
+                if trials.empty:
+                    continue
+                starts = [_t(s) for s in trials["started_at"]]
+                ends = [_t(e) for e in trials["ended_at"]]
+                own = [(e - s).total_seconds() for s, e in zip(starts, ends, strict=True)]
+                est = [estimate_trial_seconds(spec) for spec in trials["spec"]]
+                ratios += [o / e for o, e in zip(own, est, strict=True)]
+                print(
+                    json.dumps(
+                        {
+                            "sweep": sweep,
+                            "trials": len(trials),
+                            "parallel": trials["provenance"].iloc[0].get("control", {}).get("parallel"),
+                            "wall_s": round((max(ends) - min(starts)).total_seconds(), 1),
+                            "trial_seconds_sum": round(sum(own), 1),
+                            "estimate_s": round(sum(est), 1),
+                            "measured_over_estimate": round(sum(own) / sum(est), 2),
+                        }
+                    )
+                )
+    if ratios:
+        q = statistics.quantiles(ratios, n=10) if len(ratios) > 1 else [ratios[0]] * 9
+        print(
+            json.dumps(
+                {
+                    "trials": len(ratios),
+                    "measured_over_estimate": {
+                        "p10": round(q[0], 2),
+                        "median": round(statistics.median(ratios), 2),
+                        "p90": round(q[-1], 2),
+                    },
+                }
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
