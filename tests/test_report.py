@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -279,6 +280,18 @@ def test_a_sweep_without_loads_says_so(tmp_path):
     html = write_report(db, ["demo"], tmp_path / "out").read_text()
     assert "This sweep has no completed loads yet" in html
     assert parse(html).sweeps["demo"]["figures"] == []
+
+
+def test_load_errors_are_counted_beside_the_sweeps_facts(tmp_path):
+    db = tmp_path / "wirelab.db"
+    wirelab.run(ROOT / "experiments" / "demo.toml", db=db, engine=ModelEngine(), parallel=2)
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE loads SET error = 'timeout: the load did not complete' WHERE id = 1")
+    html = write_report(db, ["demo"], tmp_path / "out").read_text()
+    facts = dict(re.findall(r'<span class="k">([^<]*)</span><span class="v">([^<]*)</span>', html))
+    assert set(facts) == {"configurations", "loads", "errors", "protocols", "baseline"}
+    assert facts["errors"] == "1" and facts["configurations"] == "6 / 6"
+    assert "1 of 36 loads ended with an error" in html
 
 
 # --- in Chromium ------------------------------------------------------------------------------------

@@ -1062,17 +1062,17 @@ def build_sweep(
         quality.append(
             f"{len(flagged)} {'trial carries' if len(flagged) == 1 else 'trials carry'} fidelity flags "
             f"({', '.join(sorted({f for fl in flagged['fidelity_flags'] for f in fl}))}); "
-            "their numbers are shown but may be distorted by the emulator."
+            "their numbers are shown but may be distorted (docs/running.md says what each flag means)."
         )
     if len(ok_loads(sd.loads)):
         builder.build()
         quality.extend(say.power_sentences(builder.comp) if not builder.comp.empty else [])
     errors = int(sd.loads["error"].notna().sum()) if len(sd.loads) else 0
     if errors:
-        counts = sd.loads["error"].dropna().value_counts()
+        common = sd.loads["error"].dropna().value_counts()
         quality.append(
             f"{errors} of {len(sd.loads)} loads ended with an error and are left out of the statistics "
-            f"(most common: “{counts.index[0]}”, {counts.iloc[0]} loads)."
+            f"(most common: “{common.index[0]}”, {common.iloc[0]} loads)."
         )
         if errors == len(sd.loads):
             quality.append("No load of this sweep succeeded, so there is nothing to compare or draw.")
