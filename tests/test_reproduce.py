@@ -85,6 +85,19 @@ def test_estimate_grows_with_rtt_and_size():
     assert rep.format_duration(30) == "30 s" and rep.format_duration(7200) == "2.0 h"
 
 
+def test_estimate_follows_each_protocols_connections():
+    # loss-limited: one h2 connection moves a sixth of what h1's six do (measured on unh-high-both:
+    # h2 92–118 s, h1 18–25 s per load)
+    lossy = spec_mod.resolve_trial({"page": "unh100", "protocols": ["h1", "h2"], "network": "unh-high-both"})
+    assert rep._load_seconds(lossy, "h2") > 3 * rep._load_seconds(lossy, "h1")
+    # latency-bound without loss: h1 waits a round trip per wave of six requests, h2 sends them at once
+    clean = spec_mod.resolve_trial({"page": "imgur", "protocols": ["h1s", "h2"], "network": "rtt=200ms"})
+    assert rep._load_seconds(clean, "h1s") > rep._load_seconds(clean, "h2") + 20 * 0.2
+    # Chromium costs more per load than the engine's loader
+    chromium = spec_mod.resolve_trial({"page": "twitter", "client": {"impl": "chromium"}})
+    assert rep._load_seconds(chromium) > rep._load_seconds(spec_mod.resolve_trial({"page": "twitter"}))
+
+
 def test_docs_list_every_experiment():
     text = (ROOT / "docs" / "reproducing.md").read_text()
     for e in rep.catalog():
