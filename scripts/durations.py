@@ -1,8 +1,9 @@
 """Measured against estimated durations: for every sweep in the given results databases, the wall time
 of its trials (first start to last end, and the sum of the trials' own times) beside
 `wirelab.reproduce.estimate_trial_seconds` of the same trials. Prints one JSON object per sweep, then
-the spread of measured/estimated over all trials. Use it to fill in docs/reproducing.md and to check
-the estimate's constants.
+the spread of measured/estimated over all trials, and a least-squares fit of what a trial costs
+beyond its loads' own PLTs: seconds per trial and per load (the estimate's TRIAL_OVERHEAD_S and
+LOAD_OVERHEAD_S). Use it to fill in docs/reproducing.md and to check the estimate's constants.
 
 Usage: scripts/durations.py DB [DB …]
 """
@@ -14,6 +15,8 @@ import statistics
 import sys
 from datetime import datetime
 from pathlib import Path
+
+import numpy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -30,6 +33,7 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip())
         return 0 if argv else 2
     ratios: list[float] = []
+    overhead: list[tuple[int, float]] = []  # (loads, trial seconds − Σ PLT)
     for db in argv:
         with wirelab.open(db) as results:
             for sweep in results.sweeps()["sweep"]:
@@ -41,6 +45,11 @@ def main(argv: list[str]) -> int:
                 own = [(e - s).total_seconds() for s, e in zip(starts, ends, strict=True)]
                 est = [estimate_trial_seconds(spec) for spec in trials["spec"]]
                 ratios += [o / e for o, e in zip(own, est, strict=True)]
+                loads = results.loads(sweep=sweep)
+                plt_s = loads.groupby("trial_id")["plt_ms"].sum() / 1000
+                counts = loads.groupby("trial_id").size()
+                for trial_id, seconds in zip(trials["trial_id"], own, strict=True):
+                    overhead.append((int(counts[trial_id]), seconds - float(plt_s[trial_id])))
                 print(
                     json.dumps(
                         {
@@ -54,6 +63,14 @@ def main(argv: list[str]) -> int:
                         }
                     )
                 )
+    if len({n for n, _ in overhead}) > 1:
+        # seconds − Σ PLT = per_trial + per_load × loads
+        per_load, per_trial = numpy.polyfit([n for n, _ in overhead], [o for _, o in overhead], 1)
+        print(
+            json.dumps(
+                {"overhead_fit": {"per_trial_s": round(per_trial, 2), "per_load_s": round(per_load, 3)}}
+            )
+        )
     if ratios:
         q = statistics.quantiles(ratios, n=10) if len(ratios) > 1 else [ratios[0]] * 9
         print(

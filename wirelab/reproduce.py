@@ -47,8 +47,10 @@ _PAGE_SIZES: dict[str, tuple[int, float]] = {
     "neoload50": (51, 9_500 + 50 * 1_500),
     "unh100": (100, 3_400_000),
 }
-#: Per-load overhead of a fresh client process and its bookkeeping, and per-trial setup (estimates).
+#: Per-load overhead of a fresh client process and its bookkeeping, Chromium's extra per load, and
+#: per-trial setup (estimates; scripts/durations.py compares them with measured trials).
 LOAD_OVERHEAD_S = 0.4
+CHROMIUM_OVERHEAD_S = 0.3
 TRIAL_OVERHEAD_S = 3.0
 
 
@@ -114,17 +116,37 @@ def _page_size(page: str) -> tuple[int, float]:
     return _PAGE_SIZES.get(page, (50, 500_000))
 
 
-def _load_seconds(spec: Mapping[str, Any]) -> float:
-    """A rough page-load time: DNS, TCP and TLS handshakes, a round trip per request wave, transfer
-    at the link rate, and a loss penalty."""
+#: Round trips before the root document's request goes out: DNS across the path, then TCP (+ TLS 1.3)
+#: or QUIC.
+_HANDSHAKE_RTTS = {"h1": 2, "h2c": 2, "h1s": 3, "h2": 3, "spdy3": 3, "h3": 2}
+#: Connections per origin, and whether requests wait for a free connection (HTTP/1.x: waves of six).
+_CONNECTIONS = {"h1": 6, "h1s": 6}
+_MSS_BITS = 1448 * 8
+
+
+def _load_seconds(spec: Mapping[str, Any], protocol: str | None = None) -> float:
+    """A rough page-load time for one protocol (the first when not given): handshakes, the root's
+    round trip, one round trip per wave of requests, the page's bytes at the rate a loss-limited
+    connection set can reach (Mathis et al.: MSS/RTT × 1.22/√p per connection), and the loader's
+    per-load overhead."""
+    protocol = protocol or spec["protocols"][0]
     net = netprofile.parse(spec.get("network", "native"))
     rtt = (net["up"]["delay_ns"] + net["down"]["delay_ns"]) / 1e9
     rate = net["down"]["rate_bps"] or 1e9
     loss = net["down"]["loss"].get("p", 0.0) if net["down"]["loss"]["model"] == "bernoulli" else 0.0
     objects, size = _page_size(spec["page"])
-    waves = 1 + math.ceil(max(0, objects - 1) / 6)
-    seconds = 4 * rtt + waves * rtt + size * 8 / rate
-    return seconds * (1 + 20 * loss) + LOAD_OVERHEAD_S
+    shards = spec.get("shards", 1)
+    per_origin = _CONNECTIONS.get(protocol, 1)
+    connections = shards * min(per_origin, max(1, objects - 1))
+    waves = 1 + (math.ceil(max(0, objects - 1) / (per_origin * shards)) if protocol in _CONNECTIONS else 1)
+    throughput = rate
+    if loss > 0 and rtt > 0:
+        throughput = min(rate, connections * _MSS_BITS / rtt * 1.22 / math.sqrt(loss))
+    seconds = _HANDSHAKE_RTTS.get(protocol, 3) * rtt + waves * rtt + size * 8 / throughput
+    overhead = LOAD_OVERHEAD_S + (
+        CHROMIUM_OVERHEAD_S if spec.get("client", {}).get("impl") == "chromium" else 0
+    )
+    return seconds + overhead
 
 
 def estimate_seconds(plan: spec_mod.Plan) -> float:
@@ -135,8 +157,9 @@ def estimate_seconds(plan: spec_mod.Plan) -> float:
 def estimate_trial_seconds(spec: Mapping[str, Any]) -> float:
     """Estimated wall time of one trial (its spec as planned); ``scripts/durations.py`` compares it
     with the measured times of the trials in a results database."""
-    loads = len(spec["protocols"]) * spec["repetitions"]
-    return TRIAL_OVERHEAD_S + loads * (_load_seconds(spec) + spec.get("gap_ms", 0) / 1000)
+    gap = spec.get("gap_ms", 0) / 1000
+    per_round = sum(_load_seconds(spec, p) + gap for p in spec["protocols"])
+    return TRIAL_OVERHEAD_S + spec["repetitions"] * per_round
 
 
 def format_duration(seconds: float) -> str:
