@@ -49,7 +49,7 @@ _PAGE_SIZES: dict[str, tuple[int, float]] = {
 }
 #: Per-load overhead of a fresh client process and its bookkeeping, Chromium's extra per load, and
 #: per-trial setup (estimates; scripts/durations.py compares them with measured trials).
-LOAD_OVERHEAD_S = 0.4
+LOAD_OVERHEAD_S = 0.2
 CHROMIUM_OVERHEAD_S = 0.3
 TRIAL_OVERHEAD_S = 3.0
 
@@ -119,8 +119,9 @@ def _page_size(page: str) -> tuple[int, float]:
 #: Round trips before the root document's request goes out: DNS across the path, then TCP (+ TLS 1.3)
 #: or QUIC.
 _HANDSHAKE_RTTS = {"h1": 2, "h2c": 2, "h1s": 3, "h2": 3, "spdy3": 3, "h3": 2}
-#: Connections per origin, and whether requests wait for a free connection (HTTP/1.x: waves of six).
-_CONNECTIONS = {"h1": 6, "h1s": 6}
+#: Protocols whose requests wait for a free connection (HTTP/1.x: `client.max_connections_per_origin`
+#: connections per origin, so requests go in waves); the others multiplex on one connection.
+_HTTP1 = ("h1", "h1s")
 _MSS_BITS = 1448 * 8
 
 
@@ -136,9 +137,9 @@ def _load_seconds(spec: Mapping[str, Any], protocol: str | None = None) -> float
     loss = net["down"]["loss"].get("p", 0.0) if net["down"]["loss"]["model"] == "bernoulli" else 0.0
     objects, size = _page_size(spec["page"])
     shards = spec.get("shards", 1)
-    per_origin = _CONNECTIONS.get(protocol, 1)
+    per_origin = spec.get("client", {}).get("max_connections_per_origin", 6) if protocol in _HTTP1 else 1
     connections = shards * min(per_origin, max(1, objects - 1))
-    waves = 1 + (math.ceil(max(0, objects - 1) / (per_origin * shards)) if protocol in _CONNECTIONS else 1)
+    waves = 1 + (math.ceil(max(0, objects - 1) / (per_origin * shards)) if protocol in _HTTP1 else 1)
     throughput = rate
     if loss > 0 and rtt > 0:
         throughput = min(rate, connections * _MSS_BITS / rtt * 1.22 / math.sqrt(loss))

@@ -37,15 +37,17 @@ type LinkOptions struct {
 	Only []string
 	// PacketLog keeps the packet log (as trials do) in every run, to measure its cost.
 	PacketLog bool
-	// NormalPeers runs the traffic peers with normal scheduling. By default they run with
-	// real-time priority, like the emulator, so that other load on a shared machine does not
-	// masquerade as emulator error (the kernel's own network processing stays ordinary).
-	NormalPeers bool
+	// RealtimePeers runs the traffic peers with real-time priority (bench.PeerPriority, the
+	// emulator's). By default they run with normal scheduling, as a trial's servers and clients
+	// do (the emulator preempts them). With --rt-peers other load on a shared machine shows up
+	// less in the connect times, but the peers then compete with the emulator's threads as
+	// equals, which costs the path precision (see PeerPriority).
+	RealtimePeers bool
 }
 
 func (o *LinkOptions) peerArgs(args ...string) []string {
 	out := []string{o.Self, "bench-peer"}
-	if !o.NormalPeers {
+	if o.RealtimePeers {
 		out = append(out, "--rt")
 	}
 	return append(out, args...)
@@ -166,7 +168,7 @@ func Link(opt LinkOptions) (*LinkResult, error) {
 		opt.Self = self
 	}
 	b := &linkBench{opt: opt, res: &LinkResult{
-		GoodputRatio: map[string]float64{}, LossRealized: map[string]float64{}, Runs: map[string]RunSummary{}, Quick: opt.Quick, RealtimePeers: !opt.NormalPeers, PacketLog: opt.PacketLog,
+		GoodputRatio: map[string]float64{}, LossRealized: map[string]float64{}, Runs: map[string]RunSummary{}, Quick: opt.Quick, RealtimePeers: opt.RealtimePeers, PacketLog: opt.PacketLog,
 	}}
 	start := time.Now()
 	b.res.Machine = machine()

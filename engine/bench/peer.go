@@ -95,7 +95,7 @@ func ConnectTimes(addr string, count, parallel int, timeout time.Duration) (time
 func connectOnce(sa *unix.SockaddrInet4, timeout time.Duration) (took, kernelRTT time.Duration, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	rt.Boost(1) // a thread the runtime just created is not real-time until the janitor's next round
+	rt.Adopt() // a thread the runtime just created is not real-time until the janitor's next round
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return 0, 0, err
@@ -224,13 +224,23 @@ func Blast(addr string, count, pps int) (int, error) {
 	return sent, nil
 }
 
+// PeerPriority is the peers' real-time priority with --rt: the emulator's
+// (tunio.DefaultRealtimePriority); every thread of the emulator has one priority (internal/rt).
+// Neither choice leaves the path as precise as ordinary peers do (bench link, 2026-11-24, 2 vCPUs):
+// at equal priority the kernel's own RTT samples grow with the delay (p50 +0.12 / +0.34 /
+// +0.40 ms at 10 / 100 / 500 ms RTT, against +0.06 to +0.09 with ordinary peers); with the
+// emulator one above, it preempts the loss runs' sender at every packet, reads one packet at a
+// time, needs twice the CPU, and the CPUs saturate with real-time work until the kernel stops it
+// for ~40 ms to run starved ordinary threads (lateness max 40–50 ms in every loss run).
+const PeerPriority = 1
+
 // PeerMain is `wirelab-engine bench-peer [--rt] serve ADDR | connect ADDR COUNT PARALLEL |
 // receive ADDR WARMUP DURATION | blast ADDR COUNT PPS`. Results are one JSON line on stdout; serve prints "ready" once it
 // listens. --rt runs the peer with real-time priority (internal/rt), so that other load on a shared
 // machine does not show up as emulator error.
 func PeerMain(args []string) error {
 	if len(args) > 0 && args[0] == "--rt" {
-		restore, _ := rt.Enable(1)
+		restore, _ := rt.Enable(PeerPriority)
 		defer restore()
 		args = args[1:]
 	}

@@ -20,7 +20,7 @@ import (
 // Runner forwards packets between two TUN devices through the link model in real time.
 type Runner struct {
 	start    time.Time
-	priority int // SCHED_FIFO priority of the process while Run runs; ≤ 0: normal scheduling
+	priority int // SCHED_RR priority of the process while Run runs; ≤ 0: normal scheduling
 	pipes    [2]*pipe
 	ran      atomic.Bool
 }
@@ -246,10 +246,11 @@ func (p *pipe) fail(err error) { p.lastErr.Store(fmt.Sprintf("%s: %v", p.dir, er
 
 func (p *pipe) readLoop() error {
 	if p.srcFd >= 0 {
-		// Its own thread, above the rest of the process: arrival times are taken here.
+		// Its own thread, real-time at once: arrival times are taken here. (At the priority of the
+		// rest of the process, never above it: see internal/rt.)
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		rt.Boost(p.r.priority + readerBoost)
+		rt.Adopt()
 	}
 	bufs := make([][]byte, batchSize)
 	sizes := make([]int, batchSize)
@@ -334,15 +335,22 @@ func (p *pipe) readLoop() error {
 		p.counters.reads.Add(1)
 		p.counters.packets.Add(int64(n))
 		p.counters.bytes.Add(bytes)
+		if p.srcFd >= 0 {
+			// Under a saturating load the device always has packets and this loop never sleeps. A
+			// writer woken on this CPU has the same priority and would wait for the round-robin
+			// slice (100 ms): yield after each batch so that it runs now.
+			yield()
+		}
 	}
 }
 
 func (p *pipe) writeLoop() {
-	// Its own thread, above the readers and the rest of the process: its spin yields only to the
-	// other writer, and a release is never queued behind other work of the process.
+	// Its own thread, real-time at once, at the priority of the rest of the process: a thread
+	// above the others livelocks when the runtime makes it spin-wait for one of them (see
+	// internal/rt). Its spin yields (sched_yield) to the process's other threads on its CPU.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	rt.Boost(p.r.priority + writerBoost)
+	rt.Adopt()
 	batch := make([]entry, 0, batchSize)
 	wbufs := make([][]byte, 0, batchSize)
 	lat := make([]time.Duration, 0, batchSize)
@@ -419,12 +427,6 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 		p.spinBudget.spent(p.r.Now() - t0)
 	}
 }
-
-// Priorities of the loop threads above the rest of the process (while real-time).
-const (
-	readerBoost = 1
-	writerBoost = 2
-)
 
 // spinBudget bounds the share of time a writer spins (at real-time priority, spinning keeps a
 // CPU from everyone else): within each spinPeriod at most spinShare of it. Over budget, the

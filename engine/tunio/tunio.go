@@ -104,7 +104,7 @@ type Config struct {
 	// SpinWindow is how long before a deadline the writer stops sleeping and spins; default
 	// DefaultSpinWindow. 0 < SpinWindow; negative disables spinning (sleep only).
 	SpinWindow time.Duration
-	// RealtimePriority is the SCHED_FIFO priority of the whole process while Run runs (1–99; 0 =
+	// RealtimePriority is the SCHED_RR priority of the whole process while Run runs (1–99; 0 =
 	// DefaultRealtimePriority; negative = normal scheduling); see internal/rt for why the whole
 	// process. Without the privilege (CAP_SYS_NICE) the process silently keeps normal scheduling.
 	RealtimePriority int

@@ -5,10 +5,21 @@
 // goroutine waking from a futex or a contended lock waits for such a thread too. If only the
 // emulator's own threads were real-time, those hand-offs would wait for ordinary threads, which
 // a loaded machine delays by milliseconds (measured here: runnable waits of 11 ms, timer lateness
-// of 60 ms at load 6 on 2 cores). So every thread of the process is made SCHED_FIFO, with
-// SCHED_RESET_ON_FORK so that child processes (the commands run in the namespaces) and threads
-// the runtime creates later start with normal scheduling; a janitor fixes new threads every 20 ms.
-// Timer slack is set to 1 ns on every thread, so sleeps end when asked.
+// of 60 ms at load 6 on 2 cores). So every thread of the process is made SCHED_RR, with
+// SCHED_RESET_ON_FORK so that child processes (the commands run in the namespaces) start with
+// normal scheduling; a janitor fixes threads the runtime creates later every 20 ms, and a thread
+// that needs it at once calls Adopt. Timer slack is set to 1 ns on every thread, so sleeps end
+// when asked.
+//
+// Why one priority for every thread: the Go runtime waits for other threads by spinning — a
+// goroutine's status held by the garbage collector's stack scan, the hand-off of a locked
+// goroutine to its thread, stop-the-world — and a spinning real-time thread runs until the thread
+// it waits for has run. Among threads of one priority that works: the spinner yields
+// (sched_yield) and SCHED_RR rotates the rest. A thread above the others does not yield to them:
+// an earlier design ran the emulator's readers and writers above the rest of the process, and a
+// writer spinning in the runtime (a collection started while the trial forked its servers) waited
+// for a lower-priority thread queued on its own CPU — a livelock that held both cores at ~95 %
+// (the real-time budget) and never ended. TestNoLivelockUnderGC reproduces that pattern.
 package rt
 
 import (
@@ -24,19 +35,20 @@ import (
 
 const (
 	schedOther       = 0
-	schedFIFO        = 1
+	schedRR          = 2
 	schedResetOnFork = 0x40000000
 )
 
 var (
-	mu      sync.Mutex
-	users   int
-	stopCh  chan struct{}
-	done    chan struct{}
-	enabled bool
+	mu       sync.Mutex
+	users    int
+	stopCh   chan struct{}
+	done     chan struct{}
+	enabled  bool
+	priority int
 )
 
-// Enable makes every thread of the process SCHED_FIFO with priority prio (1–99) and 1 ns timer
+// Enable makes every thread of the process SCHED_RR with priority prio (1–99) and 1 ns timer
 // slack until the returned function is called (calls nest: the last one restores normal
 // scheduling). ok is false when real-time scheduling is not permitted (no CAP_SYS_NICE, no
 // real-time budget in the cgroup); the timer slack is set anyway.
@@ -45,7 +57,7 @@ func Enable(prio int) (restore func(), ok bool) {
 	defer mu.Unlock()
 	users++
 	if users == 1 {
-		enabled = apply(prio)
+		enabled, priority = apply(prio), prio
 		stopCh, done = make(chan struct{}), make(chan struct{})
 		go janitor(prio, stopCh, done)
 	}
@@ -100,7 +112,7 @@ func apply(prio int) bool {
 		if seen[tid] {
 			continue
 		}
-		if err := setScheduler(tid, schedFIFO|schedResetOnFork, prio); err != nil {
+		if err := setScheduler(tid, schedRR|schedResetOnFork, prio); err != nil {
 			ok = false
 		}
 		_ = os.WriteFile("/proc/self/task/"+strconv.Itoa(tid)+"/timerslack_ns", []byte("1"), 0)
@@ -109,12 +121,12 @@ func apply(prio int) bool {
 	return ok
 }
 
-// Boost gives the calling thread, which the caller has locked (runtime.LockOSThread), a higher
-// SCHED_FIFO priority than the rest of the process, for as long as the thread lives; the janitor
-// leaves it alone. It does nothing unless Enable is in effect and permitted.
-func Boost(prio int) {
+// Adopt makes the calling thread, which the caller has locked (runtime.LockOSThread), real-time
+// now rather than at the janitor's next round, at the priority of the rest of the process, with
+// 1 ns timer slack. It does nothing unless Enable is in effect and permitted.
+func Adopt() {
 	mu.Lock()
-	on := enabled
+	on, prio := enabled, priority
 	mu.Unlock()
 	if !on {
 		return
@@ -123,8 +135,8 @@ func Boost(prio int) {
 	applyMu.Lock()
 	seen[tid] = true
 	applyMu.Unlock()
-	_ = setScheduler(0, schedFIFO|schedResetOnFork, prio)
-	_ = os.WriteFile("/proc/self/task/"+strconv.Itoa(tid)+"/timerslack_ns", []byte("1"), 0)
+	_ = setScheduler(0, schedRR|schedResetOnFork, prio)
+	_, _, _ = syscall.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_TIMERSLACK, 1, 0)
 }
 
 func tids() []int {

@@ -27,8 +27,8 @@ func TestEnableRestore(t *testing.T) {
 		restore()
 		t.Skip("real-time scheduling not permitted")
 	}
-	if p := policyOf(t, "self"); p != "1" {
-		t.Errorf("policy %q while enabled, want 1 (SCHED_FIFO)", p)
+	if p := policyOf(t, "self"); p != "2" {
+		t.Errorf("policy %q while enabled, want 2 (SCHED_RR)", p)
 	}
 	// Children start with normal scheduling (SCHED_RESET_ON_FORK).
 	out, err := exec.Command("sh", "-c", "grep ^policy /proc/$$/sched").Output()
@@ -37,8 +37,8 @@ func TestEnableRestore(t *testing.T) {
 	}
 	inner, _ := Enable(1) // nested
 	inner()
-	if p := policyOf(t, "self"); p != "1" {
-		t.Errorf("policy %q after the inner restore, want 1", p)
+	if p := policyOf(t, "self"); p != "2" {
+		t.Errorf("policy %q after the inner restore, want 2", p)
 	}
 	restore()
 	restore() // idempotent
