@@ -10,7 +10,7 @@ GIT_SHA := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X github.com/wirelab/wirelab/engine/internal/version.GitSHA=$(GIT_SHA)
 GO_SRC  := $(shell find engine -name '*.go' -o -name 'go.mod' -o -name 'go.sum' -o -name '*.json' -path 'engine/*' 2>/dev/null)
 # -p 1: one test binary at a time. Root tests of several packages run emulators, whose processes are
-# SCHED_FIFO while they run (docs/network.md); two at once on a 2-core machine starve the loaders.
+# real-time (SCHED_RR) while they run (docs/network.md); two at once on a 2-core machine starve the loaders.
 GOTEST_FLAGS ?= -count=1 -p 1
 PYTEST_FLAGS ?= -q
 
@@ -62,8 +62,11 @@ fuzz-short: $(STAMPS)/gomod
 	    go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./spdy || exit 1; \
 	  done
 
+# h2spec (the HTTP/2 conformance suite) runs on its own with -v so that its pass count is printed.
 test-go: $(ENGINE)
-	cd engine && go test $(GOTEST_FLAGS) ./...
+	cd engine && go test $(GOTEST_FLAGS) -skip '^TestH2Spec$$' ./...
+	@cd engine && out=$$(go test $(GOTEST_FLAGS) -run '^TestH2Spec$$' -v ./server 2>&1); rc=$$?; \
+	  echo "$$out" | grep -E 'h2spec against|failed:|^(ok|FAIL|---)'; exit $$rc
 
 test-py: $(STAMPS)/venv $(ENGINE)
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) -m pytest $(PYTEST_FLAGS) tests

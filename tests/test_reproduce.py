@@ -141,6 +141,14 @@ def test_reproduce_ls_and_bad_name(fixture_engine):
     assert result.exit_code == 0
     for e in rep.catalog():
         assert e.name in result.output
+        assert e.reproduces[:40] in " ".join(result.output.split())
+    # 80 columns: names and durations whole, one per line; the descriptions are left out
+    narrow = CliRunner().invoke(cli.app, ["reproduce", "ls"], env={"COLUMNS": "80"})
+    assert narrow.exit_code == 0
+    for e in rep.catalog():
+        line = next(ln for ln in narrow.output.splitlines() if f" {e.name} " in ln)
+        assert "loads ≈" in line
+    assert "110 columns" in narrow.output
     assert cli.main(["reproduce", "no-such-experiment"]) == 2
 
 

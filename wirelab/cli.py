@@ -307,17 +307,23 @@ def reproduce(
         table.add_column("study")
         table.add_column("quick", no_wrap=True)
         table.add_column("full", no_wrap=True)
-        table.add_column("reproduces")
+        # Below ~110 columns the first four leave no room for the description: leave it out
+        # rather than fold it one character per line.
+        wide = out.width >= 110
+        if wide:
+            table.add_column("reproduces")
         for e in rep.catalog():
             q, f = e.plan(True), e.plan(False)
-            table.add_row(
+            row = [
                 e.name,
                 e.study,
                 f"{q.loads} loads ≈ {rep.format_duration(rep.estimate_seconds(q))}",
                 f"{f.loads} loads ≈ {rep.format_duration(rep.estimate_seconds(f))}",
-                e.reproduces,
-            )
+            ]
+            table.add_row(*row, *([e.reproduces] if wide else []))
         out.print(table)
+        if not wide:
+            out.print("(a terminal of 110 columns or more shows what each reproduces)", style="dim")
         out.print("Run one with: wirelab reproduce NAME [--quick]  (docs/reproducing.md)", style="dim")
         return
     plan = rep.experiment(name).plan(quick)

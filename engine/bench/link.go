@@ -37,17 +37,28 @@ type LinkOptions struct {
 	Only []string
 	// PacketLog keeps the packet log (as trials do) in every run, to measure its cost.
 	PacketLog bool
-	// RealtimePeers runs the traffic peers with real-time priority (bench.PeerPriority, the
-	// emulator's). By default they run with normal scheduling, as a trial's servers and clients
-	// do (the emulator preempts them). With --rt-peers other load on a shared machine shows up
-	// less in the connect times, but the peers then compete with the emulator's threads as
-	// equals, which costs the path precision (see PeerPriority).
-	RealtimePeers bool
+	// Peers is how the traffic peers are scheduled: PeersAuto (""), PeersRT or PeersNormal.
+	Peers string
 }
 
-func (o *LinkOptions) peerArgs(args ...string) []string {
-	out := []string{o.Self, "bench-peer"}
-	if o.RealtimePeers {
+// How the benchmark's traffic peers are scheduled (LinkOptions.Peers).
+const (
+	// PeersAuto: real-time (PeerPriority, below the emulator) for the RTT part, whose figure is
+	// timed in the peer — so that the peer's own wake-up after connect(2) is not counted as
+	// emulator error — and ordinary, like a trial's servers and clients, for the throughput parts.
+	PeersAuto = "auto"
+	// PeersRT: real-time in every part. The loss runs' sender then saturates both cores with
+	// real-time work, and the kernel stops all of it for ~40 ms at a time to run starved
+	// ordinary threads (its 5 % reserve): lateness max 40–50 ms in every loss run.
+	PeersRT = "rt"
+	// PeersNormal: ordinary in every part; the connect times then include an ordinary process's
+	// wake-up (+0.1 to +0.2 ms at p50 here).
+	PeersNormal = "normal"
+)
+
+func (b *linkBench) peerArgs(args ...string) []string {
+	out := []string{b.opt.Self, "bench-peer"}
+	if b.rtPeers {
 		out = append(out, "--rt")
 	}
 	return append(out, args...)
@@ -131,7 +142,7 @@ type LinkResult struct {
 	Runs           map[string]RunSummary `json:"runs"`
 	Machine        Machine               `json:"machine"`
 	Quick          bool                  `json:"quick"`
-	RealtimePeers  bool                  `json:"realtime_peers"`
+	Peers          string                `json:"peers"` // auto, rt or normal (LinkOptions.Peers)
 	PacketLog      bool                  `json:"packet_log"`
 	DurationS      float64               `json:"duration_s"`
 	Errors         []string              `json:"errors,omitempty"`
@@ -168,7 +179,7 @@ func Link(opt LinkOptions) (*LinkResult, error) {
 		opt.Self = self
 	}
 	b := &linkBench{opt: opt, res: &LinkResult{
-		GoodputRatio: map[string]float64{}, LossRealized: map[string]float64{}, Runs: map[string]RunSummary{}, Quick: opt.Quick, RealtimePeers: opt.RealtimePeers, PacketLog: opt.PacketLog,
+		GoodputRatio: map[string]float64{}, LossRealized: map[string]float64{}, Runs: map[string]RunSummary{}, Quick: opt.Quick, Peers: peersOrAuto(opt.Peers), PacketLog: opt.PacketLog,
 	}}
 	start := time.Now()
 	b.res.Machine = machine()
@@ -197,9 +208,10 @@ func Link(opt LinkOptions) (*LinkResult, error) {
 }
 
 type linkBench struct {
-	opt  LinkOptions
-	res  *LinkResult
-	hist tunio.Histogram // timer lateness over all runs
+	opt     LinkOptions
+	res     *LinkResult
+	hist    tunio.Histogram // timer lateness over all runs
+	rtPeers bool            // the current part's peers run real-time
 }
 
 func us(d time.Duration) float64 { return round(float64(d)/1e3, 1) }
@@ -232,7 +244,7 @@ func (b *linkBench) start(profile string, seed uint64) (*session, error) {
 		return nil, err
 	}
 	s := &session{e: e}
-	srv := e.Topo.Command(netns.Server, b.opt.peerArgs("serve", netns.OriginAddr(1).String()+":9000")...)
+	srv := e.Topo.Command(netns.Server, b.peerArgs("serve", netns.OriginAddr(1).String()+":9000")...)
 	out, err := srv.StdoutPipe()
 	if err != nil {
 		e.Stop()
@@ -255,7 +267,7 @@ func (b *linkBench) start(profile string, seed uint64) (*session, error) {
 
 // client runs a client peer and decodes its JSON line into v.
 func (b *linkBench) client(s *session, v any, args ...string) error {
-	cmd := s.e.Topo.Command(netns.Client, b.opt.peerArgs(args...)...)
+	cmd := s.e.Topo.Command(netns.Client, b.peerArgs(args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -278,6 +290,8 @@ func (b *linkBench) stop(name string, s *session) emulator.Summary {
 }
 
 func (b *linkBench) rtt() {
+	b.rtPeers = b.opt.Peers != PeersNormal
+	defer func() { b.rtPeers = false }()
 	var all []float64
 	count := 200
 	if b.opt.Quick {
@@ -327,6 +341,8 @@ func (b *linkBench) rtt() {
 }
 
 func (b *linkBench) goodput() {
+	b.rtPeers = b.opt.Peers == PeersRT
+	defer func() { b.rtPeers = false }()
 	type gp struct {
 		name           string
 		rate           float64
@@ -365,6 +381,8 @@ func (b *linkBench) goodput() {
 // loss sends UDP datagrams through a lossy path and compares the loss model's realised drop
 // rate with the configured one (and checks that nothing else dropped anything).
 func (b *linkBench) loss() {
+	b.rtPeers = b.opt.Peers == PeersRT
+	defer func() { b.rtPeers = false }()
 	count, pps := 200000, 50000
 	if b.opt.Quick {
 		count, pps = 50000, 50000
@@ -400,6 +418,8 @@ func (b *linkBench) loss() {
 }
 
 func (b *linkBench) capacity() {
+	b.rtPeers = b.opt.Peers == PeersRT
+	defer func() { b.rtPeers = false }()
 	warm, d := 2*time.Second, 10*time.Second
 	if b.opt.Quick {
 		warm, d = time.Second, 4*time.Second
@@ -521,3 +541,10 @@ func machine() Machine {
 type execCmd struct{ c interface{ Wait() error } }
 
 func (e *execCmd) Wait() { e.c.Wait() }
+
+func peersOrAuto(p string) string {
+	if p == "" {
+		return PeersAuto
+	}
+	return p
+}

@@ -224,14 +224,11 @@ func Blast(addr string, count, pps int) (int, error) {
 	return sent, nil
 }
 
-// PeerPriority is the peers' real-time priority with --rt: the emulator's
-// (tunio.DefaultRealtimePriority); every thread of the emulator has one priority (internal/rt).
-// Neither choice leaves the path as precise as ordinary peers do (bench link, 2026-11-24, 2 vCPUs):
-// at equal priority the kernel's own RTT samples grow with the delay (p50 +0.12 / +0.34 /
-// +0.40 ms at 10 / 100 / 500 ms RTT, against +0.06 to +0.09 with ordinary peers); with the
-// emulator one above, it preempts the loss runs' sender at every packet, reads one packet at a
-// time, needs twice the CPU, and the CPUs saturate with real-time work until the kernel stops it
-// for ~40 ms to run starved ordinary threads (lateness max 40–50 ms in every loss run).
+// PeerPriority is the peers' real-time priority with --rt: one below the emulator's
+// (tunio.DefaultRealtimePriority), so that the emulator preempts them as it preempts a trial's
+// ordinary servers and clients. At the emulator's own priority they competed with its threads as
+// equals, and the kernel's RTT samples grew with the delay (p50 +0.12 / +0.34 / +0.40 ms at
+// 10 / 100 / 500 ms RTT, 2026-11-24); see LinkOptions.Peers for which parts run them real-time.
 const PeerPriority = 1
 
 // PeerMain is `wirelab-engine bench-peer [--rt] serve ADDR | connect ADDR COUNT PARALLEL |

@@ -380,3 +380,17 @@ func TestLoadResolvesNames(t *testing.T) {
 		t.Fatalf("unknown name: %v", err)
 	}
 }
+
+// TestCorpusSourceNamesOneRecording: a corpus page's provenance names the recording its graph came
+// from once (re-recording a page replaced the clause rather than appending another).
+func TestCorpusSourceNamesOneRecording(t *testing.T) {
+	for _, name := range CorpusNames() {
+		p, err := Corpus(name, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(p.Source, "graph recorded with"); n != 1 {
+			t.Errorf("%s: source names %d recordings, want 1: %q", name, n, p.Source)
+		}
+	}
+}

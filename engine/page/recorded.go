@@ -36,7 +36,7 @@ func recordedGraph(p *Page) ([]Activity, string, error) {
 		}
 	}
 	prov := rec.Source
-	if i := strings.Index(prov, "graph recorded with"); i >= 0 {
+	if i := strings.LastIndex(prov, "graph recorded with"); i >= 0 { // the latest recording's clause only
 		prov = prov[i:]
 	}
 	return rec.Activities, prov, nil

@@ -86,6 +86,17 @@ func pacedHooks(rate float64) testHooks {
 // urgencies[1], … over proto (one connection), and reads every response whole.
 func fetchPrioritised(t *testing.T, s *Server, proto Protocol, paths []string, urgencies []int) {
 	t.Helper()
+	headers := make([]string, len(urgencies))
+	for i, u := range urgencies {
+		headers[i] = fmt.Sprintf("u=%d", u)
+	}
+	fetchWithPriority(t, s, proto, paths, urgencies, headers)
+}
+
+// fetchWithPriority requests paths on one connection, each with its RFC 9218 priority header
+// (urgencies: spdy3's priorities), and reads every response whole.
+func fetchWithPriority(t *testing.T, s *Server, proto Protocol, paths []string, urgencies []int, headers []string) {
+	t.Helper()
 	root, _ := s.RootURL(proto, "prio")
 	u, _ := neturl.Parse(root)
 	switch proto {
@@ -94,7 +105,7 @@ func fetchPrioritised(t *testing.T, s *Server, proto Protocol, paths []string, u
 		open := map[uint32]bool{}
 		for i, p := range paths {
 			id := uint32(2*i + 1)
-			c.get(id, p, [2]string{"priority", fmt.Sprintf("u=%d", urgencies[i])})
+			c.get(id, p, [2]string{"priority", headers[i]})
 			open[id] = true
 		}
 		for len(open) > 0 {
@@ -140,7 +151,7 @@ func fetchPrioritised(t *testing.T, s *Server, proto Protocol, paths []string, u
 		errs := make([]error, len(paths))
 		for i, p := range paths {
 			req, _ := http.NewRequest("GET", "https://"+u.Host+p, nil)
-			req.Header.Set("Priority", fmt.Sprintf("u=%d", urgencies[i]))
+			req.Header.Set("Priority", headers[i])
 			if proto == SPDY3 {
 				req = req.WithContext(spdy.WithRequestOptions(context.Background(), spdy.RequestOptions{Priority: uint8(urgencies[i])}))
 			}
@@ -228,6 +239,80 @@ func TestPriorityOrder(t *testing.T) {
 				t.Errorf("%d units of u=6 went out while u=0 (%d units) was under way", between, hi.Units)
 			}
 		})
+	}
+}
+
+// TestIncrementalInterleaves: RFC 9218's incremental flag. Two large responses of one urgency on a
+// constrained link: without `i` the server sends one whole, then the other (the second's units
+// start after the first's last, but for a few that the tolerance allows); with `i` on both it
+// round-robins them, so each starts before the other ends and their units alternate many times.
+// Over h2, h2c and h3 (spdy3 has no incremental flag).
+func TestIncrementalInterleaves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("paced transfers take a second per protocol")
+	}
+	pg, err := page.Load("synthetic:2x150kB", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, proto := range []Protocol{H2, H2C, H3} {
+		for _, incremental := range []bool{false, true} {
+			name := fmt.Sprintf("%s/incremental=%v", proto, incremental)
+			t.Run(name, func(t *testing.T) {
+				s, err := start(pg, func() Config {
+					c := DefaultConfig(loopback(1)...)
+					c.PortHTTP, c.PortHTTPS, c.PortQUIC = 0, 0, 0
+					return c
+				}(), pacedHooks(400e3))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				a, b := "/L/inc"+pg.Objects[1].Path, "/L/inc"+pg.Objects[2].Path
+				header := "u=3"
+				if incremental {
+					header = "u=3, i"
+				}
+				fetchWithPriority(t, s, proto, []string{a, b}, []int{3, 3}, []string{header, header})
+				recs, _ := s.Records()
+				sent := map[string]*StreamSend{}
+				for _, r := range recs {
+					sent[r.Path] = r.Sent
+				}
+				sa, sb := sent[a], sent[b]
+				if sa == nil || sb == nil {
+					t.Fatalf("no send log: %+v", recs)
+				}
+				var runs []SendRun
+				for _, c := range s.Conns() {
+					runs = append(runs, c.SendRuns...)
+				}
+				// Switches between the two streams in the send order.
+				switches, last := 0, uint64(0)
+				for _, r := range runs {
+					if r.StreamID != sa.StreamID && r.StreamID != sb.StreamID {
+						continue
+					}
+					if last != 0 && r.StreamID != last {
+						switches++
+					}
+					last = r.StreamID
+				}
+				first, second := sa, sb
+				if sb.FirstSeq < sa.FirstSeq {
+					first, second = sb, sa
+				}
+				overlap := first.LastSeq - second.FirstSeq // units of the first sent after the second began
+				t.Logf("%s: units %d–%d and %d–%d, %d switches", name, first.FirstSeq, first.LastSeq, second.FirstSeq, second.LastSeq, switches)
+				if incremental {
+					if switches < 10 || overlap < first.Units/2 {
+						t.Errorf("incremental streams were not interleaved: %d switches, %d of %d units overlapping", switches, overlap, first.Units)
+					}
+				} else if overlap > first.Units/4 {
+					t.Errorf("non-incremental streams were interleaved: %d of the first's %d units after the second began (%d switches)", overlap, first.Units, switches)
+				}
+			})
+		}
 	}
 }
 

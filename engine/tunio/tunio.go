@@ -110,11 +110,12 @@ type Config struct {
 	RealtimePriority int
 }
 
-// DefaultRealtimePriority is the lowest real-time priority: enough to preempt ordinary processes
-// when a packet is due (on a loaded machine an ordinary thread wakes milliseconds late), below any
-// real-time task of the system. The kernel's RT throttling leaves others ≥ 5 % of each CPU, and the
-// writers' spinning is bounded (spinShare).
-const DefaultRealtimePriority = 1
+// DefaultRealtimePriority is one above the lowest real-time priority: enough to preempt ordinary
+// processes when a packet is due (on a loaded machine an ordinary thread wakes milliseconds late)
+// and the benchmark's real-time peers (bench.PeerPriority, 1), below any real-time task of the
+// system. The kernel's RT throttling leaves others ≥ 5 % of each CPU, and the writers' spinning is
+// bounded (spinShare).
+const DefaultRealtimePriority = 2
 
 // DefaultSpinWindow: futex sleeps with 1 ns timer slack end 5–40 µs late typically, with a tail of
 // a few hundred µs when the CPU is idle (wake-up from deep idle); spinning the last 150 µs removes

@@ -62,10 +62,10 @@ func runBenchLink(args []string) error {
 	quick := fs.Bool("quick", false, "short runs: finishes within 60 s")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (progress goes to stderr)")
 	only := fs.String("only", "", "comma-separated parts to run: rtt, goodput, loss, capacity (default all)")
-	rtPeers := fs.Bool("rt-peers", false, "run the traffic peers with real-time priority, as equals of the emulator's threads (default: normal scheduling, like a trial's servers and clients)")
+	peers := fs.String("peers", bench.PeersAuto, "scheduling of the traffic peers: auto (real-time below the emulator for the RTT part, ordinary like a trial's servers and clients for the rest), rt (real-time throughout), normal (ordinary throughout)")
 	packetLog := fs.Bool("packet-log", false, "keep the packet log in every run, as trials do (measures its cost)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wirelab-engine bench link [--quick] [--json] [--only PARTS] [--rt-peers] [--packet-log]\n\nMeasures the emulated path: RTT error (TCP connect times at one-way delays 5, 50, 250 ms),\ncubic goodput against 1, 10 and 100 Mbit/s, realised loss at 1 % and 3 %, and capacity and CPU\nper packet through a 10 ms path without a rate cap; the TUN devices' drop counters throughout.\nNeeds root.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: wirelab-engine bench link [--quick] [--json] [--only PARTS] [--peers auto|rt|normal] [--packet-log]\n\nMeasures the emulated path: RTT error (TCP connect times at one-way delays 5, 50, 250 ms),\ncubic goodput against 1, 10 and 100 Mbit/s, realised loss at 1 % and 3 %, and capacity and CPU\nper packet through a 10 ms path without a rate cap; the TUN devices' drop counters throughout.\nNeeds root.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -85,16 +85,21 @@ func runBenchLink(args []string) error {
 			}
 		}
 	}
+	switch *peers {
+	case bench.PeersAuto, bench.PeersRT, bench.PeersNormal:
+	default:
+		return cli.Usagef("peers: %q is not a scheduling; use auto, rt or normal", *peers)
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("bench link: needs root (network namespaces and TUN devices)")
 	}
 	started := time.Now()
 	res, err := bench.Link(bench.LinkOptions{
-		Quick:         *quick,
-		Only:          parts,
-		RealtimePeers: *rtPeers,
-		PacketLog:     *packetLog,
-		Progress:      os.Stderr,
+		Quick:     *quick,
+		Only:      parts,
+		Peers:     *peers,
+		PacketLog: *packetLog,
+		Progress:  os.Stderr,
 		NewRun: func(p string, seed uint64) (emulator.Config, error) {
 			r, err := profile.Parse(p)
 			if err != nil {

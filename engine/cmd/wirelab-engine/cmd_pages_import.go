@@ -250,6 +250,10 @@ func pagesRecord(args []string, stdout io.Writer) error {
 		if v := os.Getenv(recordWhereEnv); v != "" {
 			where = v
 		}
+		// A corpus page recorded again carries its previous recording's clause: replace it.
+		if i := strings.Index(pg.Source, "; graph recorded with "); i >= 0 {
+			pg.Source = pg.Source[:i]
+		}
 		pg.Source = strings.TrimSpace(pg.Source + "; graph recorded with " + res.Version + " over " + string(p) +
 			" " + where + " by wirelab-engine " + version.String() + " on " + time.Now().UTC().Format("2006-01-02"))
 	}
