@@ -91,6 +91,14 @@ def test_run_results_and_export(capsys, tmp_path, demo_spec, fake_engine):
     assert code == 0 and "demo" in out and "36/36" in out
     code, out, _ = run_cli(capsys, "results", "show", "demo", "--db", str(db))
     assert code == 0 and "6/6 trials complete" in out and "h2 vs h1s" in out
+    # 80 columns: every row keeps its gain, and its configuration folds rather than being cut
+    cli.out.width = 80
+    code = main(["results", "show", "demo", "--db", str(db)])
+    narrow = capsys.readouterr().out
+    assert code == 0 and max(len(line) for line in narrow.splitlines()) <= 80
+    rows = [line for line in narrow.splitlines() if line.startswith("│") and "%" in line]
+    assert len(rows) == 6
+    assert "…" not in narrow
     for fmt in ("csv", "parquet"):
         target = tmp_path / f"loads.{fmt}"
         code, out, _ = run_cli(

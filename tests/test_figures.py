@@ -27,6 +27,17 @@ def test_registry_has_one_distinct_style_per_protocol():
     assert protocol_style("h9").label == "h9"  # unknown protocols still draw
 
 
+def test_report_css_uses_the_registrys_protocol_colours():
+    """The report's stylesheet names each protocol's colour too (chips, tables): the same ones."""
+    import re
+    from pathlib import Path
+
+    css = (Path(__file__).resolve().parent.parent / "wirelab/report/templates/report.css").read_text()
+    declared = {m[0]: m[1].lower() for m in re.findall(r"--([a-z0-9]+):\s*(#[0-9A-Fa-f]{6})", css)}
+    for name, style in PROTOCOL_STYLES.items():
+        assert declared.get(name) == style.colour.lower(), (name, declared.get(name), style.colour)
+
+
 def _svg_has(rendered: Rendered, colour: str) -> bool:
     return colour.lower() in rendered.svg.lower()
 

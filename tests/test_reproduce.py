@@ -136,14 +136,16 @@ def test_reproduce_elkhatib_rtt_quick_writes_its_report(tmp_path, fixture_engine
     assert (tmp_path / "r2" / "index.html").is_file()
 
 
-def test_reproduce_ls_and_bad_name(fixture_engine):
-    result = CliRunner().invoke(cli.app, ["reproduce", "ls"], env={"COLUMNS": "200"})
+def test_reproduce_ls_and_bad_name(fixture_engine, monkeypatch):
+    monkeypatch.setattr(cli.out, "_width", 200)
+    result = CliRunner().invoke(cli.app, ["reproduce", "ls"])
     assert result.exit_code == 0
     for e in rep.catalog():
         assert e.name in result.output
         assert e.reproduces[:40] in " ".join(result.output.split())
     # 80 columns: names and durations whole, one per line; the descriptions are left out
-    narrow = CliRunner().invoke(cli.app, ["reproduce", "ls"], env={"COLUMNS": "80"})
+    monkeypatch.setattr(cli.out, "_width", 80)
+    narrow = CliRunner().invoke(cli.app, ["reproduce", "ls"])
     assert narrow.exit_code == 0
     for e in rep.catalog():
         line = next(ln for ln in narrow.output.splitlines() if f" {e.name} " in ln)

@@ -559,11 +559,19 @@ def _print_sweep(db: Path, sweep: str) -> None:
     )
     axes = list(info["axes"])
     protocols = list(dict.fromkeys(p for spec in trials["spec"] for p in spec["protocols"]))
-    table = Table("trial", "configuration", "status", "lateness p99")
+    # The configuration folds onto several lines rather than being cut: in 80 columns it is the
+    # column that gives way, and the one a reader needs whole.
+    table = Table()
+    table.add_column("trial", no_wrap=True)
+    table.add_column("configuration", overflow="fold", min_width=12)
+    table.add_column("status", min_width=8)
+    wide = out.width >= 100  # below that the timer column gives its room to the figures
+    if wide:
+        table.add_column("lateness p99", min_width=5)
     for p in protocols:
-        table.add_column(f"{p} ToW med ms", justify="right")
+        table.add_column(f"{p} ToW med ms", justify="right", min_width=7, max_width=10)
     for p in protocols[1:]:
-        table.add_column(f"{p} vs {protocols[0]}", justify="right")
+        table.add_column(f"{p} vs {protocols[0]}", justify="right", min_width=7, max_width=10)
     for t in trials.to_dict("records"):
         mine = loads[loads["trial_id"] == t["trial_id"]]
         stats = protocol_table(mine, t["spec"]["protocols"]).set_index("protocol") if len(mine) else None
@@ -575,7 +583,7 @@ def _print_sweep(db: Path, sweep: str) -> None:
             cells.append(_pct(stats.loc[p, "tow_gain_pct"]) if stats is not None and p in stats.index else "")
         status = t["status"] + (" ⚠" if t["fidelity_flags"] else "")
         lateness = "" if t["lateness_p99_us"] != t["lateness_p99_us"] else f"{t['lateness_p99_us']:,.0f} µs"
-        table.add_row(t["trial_id"][:9], label, status, lateness, *cells)
+        table.add_row(t["trial_id"][:8], label, status, *([lateness] if wide else []), *cells)
     out.print(table)
 
 
