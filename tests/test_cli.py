@@ -227,3 +227,12 @@ def test_shell_replaces_itself_with_the_engine(tmp_path, fake_engine):
     )
     assert done.returncode == 3, done.stderr  # the stand-in's `shell` exits 3
     assert json.loads(done.stdout) == {"shell": ["--net", "cable", "--", "echo", "hi"]}
+
+
+def test_help_paragraphs_are_not_broken_where_the_source_wraps(capsys):
+    """Docstrings wrap at 100 columns in the source; on screen a paragraph flows as one."""
+    code, out, _ = run_cli(capsys, "load", "--help")
+    assert code == 0
+    assert "the ToW gain of each protocol over the first" in out
+    doc = "One\n    two.\n\n    - a\n    - b\n      c"
+    assert cli._reflow(doc) == "One two.\n\n- a\n- b\n  c"

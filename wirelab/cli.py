@@ -6,6 +6,7 @@ other failures 1.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -661,9 +662,33 @@ def _shell_raw(args: list[str]) -> None:
     os.execv(argv[0], argv)
 
 
+def _reflow(text: str) -> str:
+    """A docstring's paragraphs as single lines (rich keeps a help text's line breaks, so wrapped
+    source lines would break mid-sentence on screen); indented lines and list items stay lines."""
+    paragraphs = []
+    for para in inspect.cleandoc(text).split("\n\n"):
+        lines: list[str] = []
+        for line in para.splitlines():
+            keep = not lines or line[:1].isspace() or line.lstrip()[:2] in ("- ", "* ", "• ")
+            if keep:
+                lines.append(line)
+            else:
+                lines[-1] += " " + line.strip()
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
+
+
+def _reflow_all(command: Any) -> None:
+    if getattr(command, "help", None):
+        command.help = _reflow(command.help)
+    for sub in getattr(command, "commands", {}).values():
+        _reflow_all(sub)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``wirelab`` script: one line per error, exit codes 0/1/2/130."""
     command = typer.main.get_command(app)
+    _reflow_all(command)
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args[:1] == ["shell"] and not {"--help", "-h"} & set(args[1:2]) and len(args) > 1:

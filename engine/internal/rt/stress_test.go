@@ -69,7 +69,7 @@ func TestStressChild(t *testing.T) {
 // forks children and collects garbage, as the emulator's readers and writers do while a trial
 // starts its servers. Threads of a real-time process must never wait, spinning, for a thread the
 // scheduler will not run (an earlier design livelocked here). The child gets a generous deadline:
-// it needs about a second; a livelock never ends.
+// it needs a few seconds (3–13 s here); a livelock never ends.
 func TestNoLivelockUnderGC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
