@@ -42,6 +42,13 @@ PAGES: dict[str, tuple[int, float]] = {
     "neoload50": (51, 1_700),
     "unh100": (100, 34_000),
 }
+#: Origins with shards = 0: one per top-level-domain group (tld) or per domain (as the corpus pages).
+GROUPS: dict[str, dict[str, int]] = {
+    "twitter": {"tld": 2, "domain": 3},
+    "youtube": {"tld": 3, "domain": 4},
+    "imgur": {"tld": 3, "domain": 5},
+    "nytimes": {"tld": 4, "domain": 7},
+}
 
 
 def page_objects(page: str, *, evil: bool = False) -> list[tuple[str, int]]:
@@ -78,7 +85,7 @@ def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -
     iw = net.get("iw") or 10
     bdp = max(1.0, rate * rtt / 1000 / 8 / 1500)
     streams = spec["server"]["max_concurrent_streams"]
-    shards = spec.get("shards", 1)
+    shards = spec.get("shards", 1) or GROUPS.get(spec["page"], {}).get(spec.get("shard_mode", ""), 1)
     per_origin = spec["client"]["max_connections_per_origin"]
     objects = page_objects(spec["page"], evil=evil)
     tls = protocol in ("h1s", "h2", "spdy3")

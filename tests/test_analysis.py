@@ -403,3 +403,81 @@ def test_main_effects_average_the_other_factors():
     (sentence,) = conclusions.main_effect_sentences(effects.reset_index(), {"a": a, "b": b}, "h1s")
     assert "gain over HTTPS moves most with B: from +35.0 % at 10 ms to +55.0 % at 20 ms" in sentence
     assert "(a spread of 20 points; A 10 for the others)" in sentence
+
+
+# --- sharding: one categorical axis for shards × shard_mode ------------------------------------------
+
+
+def test_sharding_labels():
+    assert analysis.sweep.sharding_label(1, "round-robin") == "one origin"
+    assert analysis.sweep.sharding_label(4, "round-robin") == "round robin over 4 origins"
+    assert analysis.sweep.sharding_label(0, "tld") == "per top-level domain"
+    assert analysis.sweep.sharding_label(0, "domain") == "per domain"
+    assert analysis.sweep.sharding_label(2, "domain") == "domains on 2 origins"
+    assert analysis.sweep.sharding_label(1, "tld") == "one origin (tld)"
+
+
+def _sharding_frames(points):
+    """(loads, trials) for configurations (shards, shard_mode), two loads each."""
+    trials = pd.DataFrame(
+        {
+            "trial_id": [f"t{i}" for i in range(len(points))],
+            "spec": [{"page": "nytimes", "shards": n, "shard_mode": m} for n, m in points],
+        }
+    )
+    loads = pd.DataFrame(
+        [
+            {"trial_id": f"t{i}", "shards": n, "shard_mode": m}
+            for i, (n, m) in enumerate(points)
+            for _ in (0, 1)
+        ]
+    )
+    return loads, trials
+
+
+def _axes_of(loads, params):
+    from wirelab.analysis.sweep import _axis_for
+
+    return [a for p in params for a in _axis_for(p, loads)]
+
+
+def test_shards_with_shard_mode_fold_into_one_categorical_axis():
+    from wirelab.analysis.sweep import SHARDING, _fold_sharding
+
+    # W's zip group: one origin, one per top-level domain, one per domain
+    loads, trials = _sharding_frames([(1, "round-robin"), (0, "tld"), (0, "domain")])
+    rtt = Axis("network.rtt", "network.rtt_ms", "RTT", "ms", True, (20.0, 200.0))
+    axes = _fold_sharding([rtt, *_axes_of(loads, ["shards", "shard_mode"])], loads, trials)
+    assert [a.param for a in axes] == ["network.rtt", SHARDING]
+    assert not axes[1].numeric and axes[1].values == ("one origin", "per top-level domain", "per domain")
+    assert list(loads[SHARDING].drop_duplicates()) == list(axes[1].values)
+    # shards 0 with the mode fixed in the base: the same, one axis
+    loads, trials = _sharding_frames([(0, "domain"), (2, "domain")])
+    (axis,) = _fold_sharding(_axes_of(loads, ["shards"]), loads, trials)
+    assert axis.param == SHARDING and axis.values == ("per domain", "domains on 2 origins")
+    # E's round-robin shards 1 → 7 stay a number of origins (gain vs shards)
+    loads, trials = _sharding_frames([(n, "round-robin") for n in range(1, 8)])
+    (axis,) = _fold_sharding(_axes_of(loads, ["shards"]), loads, trials)
+    assert axis.param == "shards" and axis.numeric
+    # shards × shard_mode without a 0: lines along shards, one per mode
+    loads, trials = _sharding_frames([(n, m) for m in ("round-robin", "tld") for n in (1, 2)])
+    axes = _fold_sharding(_axes_of(loads, ["shards", "shard_mode"]), loads, trials)
+    assert [(a.param, a.numeric) for a in axes] == [("shards", True), ("shard_mode", False)]
+
+
+def test_main_effects_keep_categorical_levels():
+    rows = [
+        {"rtt": rtt, "sharding": a, "protocol": "h2c", "gain_pct": g + rtt / 100}
+        for rtt in (20.0, 200.0)
+        for a, g in (("one origin", 10.0), ("per domain", -10.0))
+    ]
+    effects = analysis.main_effects(pd.DataFrame(rows), ["rtt", "sharding"]).set_index(["factor", "level"])
+    assert effects.loc[("sharding", "one origin"), "mean"] == pytest.approx(11.1)
+    assert effects.loc[("sharding", "per domain"), "mean"] == pytest.approx(-8.9)
+    assert effects.loc[("rtt", 20.0), "mean"] == pytest.approx(0.2)
+    sharding = Axis("sharding", "sharding", "sharding", "", False, ("one origin", "per domain"))
+    rtt = Axis("rtt", "rtt", "RTT", "ms", True, (20.0, 200.0))
+    (sentence,) = conclusions.main_effect_sentences(
+        effects.reset_index(), {"rtt": rtt, "sharding": sharding}, "h1"
+    )
+    assert "moves most with sharding: from -8.9 % at per domain to +11.1 % at one origin" in sentence

@@ -82,6 +82,61 @@ def test_gain_figure_uses_the_protocol_colour(tmp_path):
     assert [p.name for p in files] == ["gain.png", "gain.svg"] and all(p.stat().st_size for p in files)
 
 
+def test_category_gain_figure_puts_each_arrangement_in_order():
+    arrangements = ["one origin", "per top-level domain", "per domain"]
+    rows = [
+        {
+            "sharding": a,
+            "page": page,
+            "protocol": proto,
+            "baseline": "h1",
+            "gain_pct": g,
+            "ci_low": g - 4,
+            "ci_high": g + 4,
+            "significant": g > 10,
+        }
+        for proto, shift in (("h2c", 0.0), ("spdy3", -5.0))
+        for page, base in (("twitter", 5.0), ("nytimes", 20.0))
+        for a, g in zip(
+            reversed(arrangements), (base + shift, base - 10 + shift, base - 20 + shift), strict=True
+        )
+    ]
+    fig = plots.category_gain_figure(
+        pd.DataFrame(rows), "sharding", categories=arrangements, x_label="sharding", series=["page"]
+    )
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels == ["one origin", "per top-level\ndomain", "per domain"]
+    rendered = render(fig, "gain-per")
+    _check(rendered)
+    for i in range(2):  # two pages: two shades of each protocol's colour
+        assert _svg_has(rendered, to_hex(plots.shade(protocol_style("h2c").colour, i, 2)))
+        assert _svg_has(rendered, to_hex(plots.shade(protocol_style("spdy3").colour, i, 2)))
+
+
+def test_main_effects_figure_with_a_categorical_factor():
+    rows = [
+        {"rtt": rtt, "sharding": a, "protocol": "h2c", "gain_pct": rtt / 10 + k}
+        for rtt in (20.0, 200.0)
+        for k, a in enumerate(("one origin", "per domain"))
+        for _ in range(2)
+    ]
+    effects = analysis.main_effects(pd.DataFrame(rows), ["rtt", "sharding"])
+    assert set(effects.loc[effects["factor"] == "sharding", "level"]) == {"one origin", "per domain"}
+    assert set(effects.loc[effects["factor"] == "rtt", "level"]) == {20.0, 200.0}
+    fig = plots.main_effects_figure(
+        effects,
+        [("rtt", "RTT (ms)", False), ("sharding", "sharding", False)],
+        baseline="h1",
+        categories={"sharding": ["per domain", "one origin"]},
+    )
+    panel = fig.axes[1]
+    assert [t.get_text() for t in panel.get_xticklabels()] == ["per domain", "one origin"]
+    # the line follows the given order: per domain (gain +1) first, then one origin (+0)
+    ys = panel.get_lines()[0].get_ydata()
+    assert list(ys) == pytest.approx([12.0, 11.0])
+    _check(render(fig, "effects-cat"))
+
+
 def test_text_from_data_is_not_mathtext():
     table = gains_table().assign(page=_mpl("cost $5 and $6"))
     _check(render(plots.gain_figure(table, "network.rtt_ms", x_label="RTT", series=["page"]), "m"))

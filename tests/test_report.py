@@ -294,6 +294,55 @@ def test_load_errors_are_counted_beside_the_sweeps_facts(tmp_path):
     assert "1 of 36 loads ended with an error" in html
 
 
+SHARDING_CROWDED = """
+[sweep]
+name = "sharding-crowded"
+description = "W's arrangements on three pages at two RTTs: too many series for a gain-per figure"
+[base]
+protocols = ["h1", "h2c", "spdy3"]
+repetitions = 2
+client = { mode = "replay" }
+network = { bw = "10mbit", queue = 256 }
+[grid]
+page = ["twitter", "youtube", "imgur"]
+"network.rtt" = ["20ms", "200ms"]
+[[grid.zip]]
+shards = [1, 0, 0]
+shard_mode = ["round-robin", "tld", "domain"]
+"""
+
+
+def test_sharding_sweeps_draw_the_gain_per_arrangement(tmp_path):
+    """W's sharding (shards zipped with shard_mode, 0 = one origin per group): one categorical
+    sharding axis, never a gain-vs-shards line over 0 and 1; the gain per arrangement as a figure,
+    or in the main effects when the other axes make too many series."""
+    db = tmp_path / "wirelab.db"
+    wirelab.run(ROOT / "experiments" / "wang-sharding.quick.toml", db=db, engine=ModelEngine(), parallel=2)
+    wirelab.run(SHARDING_CROWDED, db=db, engine=ModelEngine(), parallel=2)
+    index = write_report(db, None, tmp_path / "out")
+    html = index.read_text()
+    sections = parse(html).sweeps
+    quick = sections["wang-sharding-quick"]["figures"]
+    assert ["gain", "gain ToW reduction per sharding"] in quick
+    assert not any("vs shards" in title for _kind, title in quick)
+    assert "scenarios" in [k for k, _ in quick] and "ratio" in [k for k, _ in quick]
+    assert (
+        index.parent / "figures" / "wang-sharding-quick" / "gain-tow-reduction-per-sharding.svg"
+    ).is_file()
+    section = html[html.index('data-sweep="wang-sharding-quick"') :]
+    section = section[: section.index("</section>")]
+    assert (
+        '<span class="chip varied" title="varied"><b>sharding</b> '
+        "one origin, per top-level domain, per domain" in section
+    )
+    assert "<b>shards</b>" not in section and "<b>shard mode</b>" not in section
+    crowded = [k for k, _ in sections["sharding-crowded"]["figures"]]
+    assert "effects" in crowded and "gain" not in crowded
+    assert "Gain per sharding is not drawn: the other axes (page, RTT) would make 12 series" in html
+    assert "<dt>factors</dt><dd>RTT, sharding</dd>" in html
+    assert "moves most with" in html
+
+
 # --- in Chromium ------------------------------------------------------------------------------------
 
 

@@ -62,6 +62,13 @@ def test_full_variants_follow_the_studies():
     assert {t.spec["repetitions"] for t in shards.trials} == {100}
     unh = rep.experiment("unh-scenarios").plan(False)
     assert [t.spec["network"] for t in unh.trials] == ["unh-high-latency", "unh-high-loss", "unh-high-both"]
+    sharding = rep.experiment("wang-sharding").plan(False)
+    arrangements = [(1, "round-robin"), (0, "tld"), (0, "domain")]
+    assert {(t.spec["shards"], t.spec["shard_mode"]) for t in sharding.trials} == set(arrangements)
+    assert {t.spec["page"] for t in sharding.trials} == {"twitter", "youtube", "imgur", "nytimes"}
+    assert {t.spec["repetitions"] for t in sharding.trials} == {5} and len(sharding.trials) == 4 * 2 * 2 * 3
+    quick = rep.experiment("wang-sharding").plan(True)
+    assert [(t.spec["shards"], t.spec["shard_mode"]) for t in quick.trials] == arrangements
     tree = rep.experiment("wang-synthetic-tree").plan(False)
     assert {t.spec["client"]["mode"] for t in tree.trials} == {"objects"}
     assert {t.spec["protocols"][0] for t in tree.trials} == {"h1"}
@@ -96,6 +103,15 @@ def test_estimate_follows_each_protocols_connections():
     # Chromium costs more per load than the engine's loader
     chromium = spec_mod.resolve_trial({"page": "twitter", "client": {"impl": "chromium"}})
     assert rep._load_seconds(chromium) > rep._load_seconds(spec_mod.resolve_trial({"page": "twitter"}))
+
+
+def test_estimate_counts_one_origin_per_group():
+    # shards = 0: as many origins as the page has groups; HTTP/1.1's six connections per origin
+    one = spec_mod.resolve_trial({"page": "nytimes", "protocols": ["h1"], "network": "rtt=200ms"})
+    per_domain = spec_mod.resolve_trial(
+        {"page": "nytimes", "protocols": ["h1"], "network": "rtt=200ms", "shards": 0, "shard_mode": "domain"}
+    )
+    assert rep._load_seconds(per_domain) < rep._load_seconds(one)
 
 
 def test_docs_list_every_experiment():

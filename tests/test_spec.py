@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from wirelab import contract, spec
-from wirelab.errors import SpecError, UsageError
+from wirelab.errors import ContractError, SpecError, UsageError
 
 ROOT = Path(__file__).parent.parent
 GOLDEN = Path(__file__).parent / "golden" / "spec"
@@ -281,6 +281,23 @@ BAD = [
         ["Gilbert"],
     ),
     ('[sweep]\nname="x"\n[base\n', "spec: TOML syntax error", []),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\nshards=0\n',
+        "base.shards: 0 (one origin per top-level-domain group or per domain) needs shard_mode tld or domain",
+        ["with shard_mode round-robin shards must be 1–64", '(shard_mode is "round-robin", the default)'],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[[grid.zip]]\nshards=[1, 0]\n'
+        'shard_mode=["tld", "round-robin"]\n',
+        "grid.zip[0].shards[1]: 0 (one origin per top-level-domain group or per domain) needs shard_mode",
+        ["at grid.zip[0].shard_mode[1]"],
+    ),
+    (
+        '[sweep]\nname="x"\n[base]\npage="p"\n[grid]\nshard_mode=["tld", "domains"]\n',
+        'grid.shard_mode[1]: "domains" is not allowed',
+        ["'round-robin', 'tld' or 'domain'"],
+    ),
+    ('[sweep]\nname="x"\n[base]\npage="p"\nshards=-1\n', "base.shards: -1 is out of range", ["≥ 0"]),
 ]
 
 
@@ -294,6 +311,33 @@ def test_bad_specs_give_one_line_naming_path_value_and_allowed(text, start, also
     for s in also:
         assert s in message, message
     assert isinstance(info.value, UsageError) and info.value.exit_code == 2
+
+
+def test_shard_modes_and_one_origin_per_group():
+    """shard_mode takes round-robin, tld and domain; shards = 0 (one origin per top-level-domain group or
+    per domain) only with tld or domain, in a spec as in the contract's schema."""
+    assert spec.SHARD_MODES == ("round-robin", "tld", "domain")
+    schema = contract.load_schema("trial-spec")["$defs"]["fields"]
+    assert tuple(schema["properties"]["shard_mode"]["enum"]) == spec.SHARD_MODES
+    assert schema["properties"]["shards"]["minimum"] == 0
+    assert schema["properties"]["shards"]["maximum"] == spec.MAX_SHARDS
+    plan = spec.load(GOLDEN / "sharding-zip.toml")
+    assert [(t.spec["shards"], t.spec["shard_mode"]) for t in plan.trials] == [
+        (1, "round-robin"),
+        (0, "tld"),
+        (0, "domain"),
+    ]
+    for mode in ("tld", "domain"):
+        trial = spec.resolve_trial({"page": "nytimes", "shards": 0, "shard_mode": mode})
+        contract.validate("trial-spec", trial)
+        assert trial["shards"] == 0
+    with pytest.raises(SpecError, match=r"^load\.shards: 0 \(one origin per top-level-domain group"):
+        spec.resolve_trial({"page": "nytimes", "shards": 0}, path="load")
+    for bad in ({"shards": 0}, {"shards": 0, "shard_mode": "round-robin"}, {"shard_mode": "domains"}):
+        with pytest.raises(ContractError):
+            contract.validate("trial-spec", {"page": "nytimes", **bad})
+    with pytest.raises(ValueError, match="needs shard_mode tld or domain"):
+        spec.TrialSpec.model_validate({"page": "nytimes", "shards": 0})
 
 
 def test_missing_file():

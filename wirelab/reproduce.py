@@ -44,8 +44,19 @@ _PAGE_SIZES: dict[str, tuple[int, float]] = {
     "twitter": (7, 7 * 46_400),
     "youtube": (50, 50 * 10_630),
     "imgur": (133, 133 * 11_780),
+    "nytimes": (148, 1_776_000),
+    "flags": (51, 6_000 + 50 * 1_000),
     "neoload50": (51, 9_500 + 50 * 1_500),
     "unh100": (100, 3_400_000),
+}
+#: Origins of the corpus pages served one per top-level-domain group / one per domain (``shards = 0``
+#: with shard_mode tld / domain; ``wirelab-engine pages show NAME --shards 0 --shard-mode tld``), for
+#: estimates only; other pages count as one origin.
+_PAGE_GROUPS: dict[str, dict[str, int]] = {
+    "twitter": {"tld": 2, "domain": 3},
+    "youtube": {"tld": 3, "domain": 4},
+    "imgur": {"tld": 3, "domain": 5},
+    "nytimes": {"tld": 4, "domain": 7},
 }
 #: Per-load overhead of a fresh client process and its bookkeeping, Chromium's extra per load, and
 #: per-trial setup (estimates; scripts/durations.py compares them with measured trials).
@@ -136,7 +147,7 @@ def _load_seconds(spec: Mapping[str, Any], protocol: str | None = None) -> float
     rate = net["down"]["rate_bps"] or 1e9
     loss = net["down"]["loss"].get("p", 0.0) if net["down"]["loss"]["model"] == "bernoulli" else 0.0
     objects, size = _page_size(spec["page"])
-    shards = spec.get("shards", 1)
+    shards = spec.get("shards", 1) or _PAGE_GROUPS.get(spec["page"], {}).get(spec.get("shard_mode", ""), 1)
     per_origin = spec.get("client", {}).get("max_connections_per_origin", 6) if protocol in _HTTP1 else 1
     connections = shards * min(per_origin, max(1, objects - 1))
     waves = 1 + (math.ceil(max(0, objects - 1) / (per_origin * shards)) if protocol in _HTTP1 else 1)

@@ -31,7 +31,15 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from wirelab import netprofile
 from wirelab.contract import CONTRACT_VERSION
@@ -57,6 +65,11 @@ __all__ = [
 
 Protocol = Literal["h1", "h1s", "h2", "h2c", "h3", "spdy3"]
 PROTOCOLS: tuple[str, ...] = ("h1", "h1s", "h2", "h2c", "h3", "spdy3")
+ShardMode = Literal["round-robin", "tld", "domain"]
+SHARD_MODES: tuple[str, ...] = ("round-robin", "tld", "domain")
+#: The most origins a page may be sharded over; ``shards = 0`` means one per top-level-domain group
+#: (``shard_mode = "tld"``) or per domain (``"domain"``), as many as the page has.
+MAX_SHARDS = 64
 MAX_TRIALS = 100_000
 
 
@@ -122,8 +135,18 @@ class CaptureConfig(_Model):
 class _TrialFields(_Model):
     """Fields shared by a trial spec and an experiment's ``[base]``."""
 
-    shards: int = Field(1, ge=1, le=64, description="distribute the page's objects over N origins")
-    shard_mode: Literal["round-robin", "tld"] = Field("round-robin", description="how objects go to shards")
+    shards: int = Field(
+        1,
+        ge=0,
+        le=MAX_SHARDS,
+        description="distribute the page's objects over N origins (1–64); 0 = one origin per "
+        "top-level-domain group (shard_mode tld) or per domain (shard_mode domain)",
+    )
+    shard_mode: ShardMode = Field(
+        "round-robin",
+        description="how objects go to shards: round-robin (in turn), tld (by top-level-domain group), "
+        "domain (by full domain)",
+    )
     protocols: list[Protocol] = Field(
         ["h1s", "h2"], min_length=1, description="protocols compared in this trial, first = baseline"
     )
@@ -146,6 +169,17 @@ class _TrialFields(_Model):
         return v
 
 
+def _shards_problem(shards: Any, shard_mode: Any) -> str | None:
+    """Why ``shards`` and ``shard_mode`` do not go together (``None`` when they do): 0 — one origin per
+    top-level-domain group or per domain — needs shard_mode tld or domain."""
+    if shards == 0 and not isinstance(shards, bool) and shard_mode == "round-robin":
+        return (
+            "0 (one origin per top-level-domain group or per domain) needs shard_mode tld or domain; "
+            f"with shard_mode round-robin shards must be 1–{MAX_SHARDS}"
+        )
+    return None
+
+
 class TrialSpec(_TrialFields):
     """One trial as the engine receives it (``schemas/trial-spec.schema.json``)."""
 
@@ -153,6 +187,13 @@ class TrialSpec(_TrialFields):
     trial_id: str | None = Field(None, pattern=r"^[a-z0-9-]{1,40}$", description="names artifacts")
     page: str = Field(min_length=1, description="corpus name, synthetic:COUNTxSIZE, or a page JSON path")
     network: str = Field("native", description="network profile (docs/profile-grammar.md)")
+
+    @model_validator(mode="after")
+    def _shards(self) -> TrialSpec:
+        problem = _shards_problem(self.shards, self.shard_mode)
+        if problem:
+            raise ValueError(f"shards: {problem}")
+        return self
 
     @field_validator("network")
     @classmethod
@@ -789,8 +830,25 @@ def config_id(spec: Mapping[str, Any]) -> str:
     return "c" + hashlib.sha256(_canonical(body).encode()).hexdigest()[:15]
 
 
+def _check_shards(
+    fields: Mapping[str, Any], shards_where: str, mode_where: str, *, mode_default: bool = False
+) -> None:
+    """The one check across two fields: shards = 0 needs shard_mode tld or domain."""
+    shards, mode = fields.get("shards", 1), fields.get("shard_mode", "round-robin")
+    problem = _shards_problem(shards, mode)
+    if problem is None:
+        return
+    mode_text = "the default" if mode_default else f"at {mode_where}"
+    raise SpecError(
+        f'{shards_where}: {problem} (shard_mode is "round-robin", {mode_text})',
+        path=shards_where,
+        value=shards,
+    )
+
+
 def resolve_trial(fields: Mapping[str, Any], *, path: str = "trial") -> dict[str, Any]:
     """Validate a trial spec (as a dict) and return it with every default filled in and its id set."""
+    _check_shards(fields, f"{path}.shards", f"{path}.shard_mode", mode_default="shard_mode" not in fields)
     try:
         spec = TrialSpec.model_validate(dict(fields))
     except ValidationError as e:
@@ -828,9 +886,11 @@ def expand(spec: ExperimentSpec, *, source: str = "") -> Plan:
     ids: dict[str, int] = {}
     for combo in itertools.product(*(range(n) for n in sizes)):
         params: dict[str, Any] = {}
+        written: dict[str, str] = {}  # where each grid value of this point is in the file
         for dim, i in zip(dims, combo, strict=True):
             for axis in dim:
                 params[axis.path] = axis.values[i]
+                written[axis.path] = f"{axis.where}[{i}]"
         fields = {k: v for k, v in base.items() if k != "network"}
         network: Any = params.get("network", base_network)
         overlay = {p.split(".", 1)[1]: v for p, v in params.items() if p.startswith("network.")}
@@ -839,6 +899,12 @@ def expand(spec: ExperimentSpec, *, source: str = "") -> Plan:
             if not path.startswith("network"):
                 _assign(fields, path, value)
         fields["network"] = network_string(network, overlay, path=f"{where}.network")
+        _check_shards(
+            fields,
+            written.get("shards", "base.shards"),
+            written.get("shard_mode", "base.shard_mode"),
+            mode_default="shard_mode" not in fields,
+        )
         label = " ".join(f"{k}={_show(v)}" for k, v in params.items())
         resolved = resolve_trial(fields, path=f"grid ({label})" if params else "base")
         if resolved["trial_id"] in ids:

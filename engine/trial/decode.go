@@ -121,26 +121,31 @@ func (o *object) boolean(name string, def bool) bool {
 // integer reads an integer in [lo, hi]. JSON numbers with a fraction or exponent that are whole
 // (3.0, 1e3) are accepted, as JSON Schema's "integer" does.
 func (o *object) integer(name string, def, lo, hi int64) int64 {
+	return o.integerAs(name, def, lo, hi, fmt.Sprintf("an integer %d–%d", lo, hi))
+}
+
+// integerAs is integer with the allowed values described as want ("an integer 1–64, or 0 …").
+func (o *object) integerAs(name string, def, lo, hi int64, want string) int64 {
 	v, ok := o.m[name]
 	if !ok {
 		return def
 	}
 	n, isNum := v.(json.Number)
 	if !isNum {
-		o.wrongType(name, v, fmt.Sprintf("an integer %d–%d", lo, hi))
+		o.wrongType(name, v, want)
 		return def
 	}
 	i, err := n.Int64()
 	if err != nil {
 		f, ferr := n.Float64()
 		if ferr != nil || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
-			o.fail(fielderr.New(o.field(name), json.Number(n), "must be an integer %d–%d", lo, hi))
+			o.fail(fielderr.New(o.field(name), json.Number(n), "must be %s", want))
 			return def
 		}
 		i = int64(f)
 	}
 	if i < lo || i > hi {
-		o.fail(fielderr.New(o.field(name), i, "must be an integer %d–%d", lo, hi))
+		o.fail(fielderr.New(o.field(name), i, "must be %s", want))
 		return def
 	}
 	return i

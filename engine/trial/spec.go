@@ -24,8 +24,8 @@ type Spec struct {
 	Contract    int               `json:"contract"`                   // contract version the spec was written for; 1
 	TrialID     string            `json:"trial_id"`                   // [a-z0-9-]{1,40}; default "t-" + 8 random hex digits
 	Page        string            `json:"page"`                       // corpus name, synthetic:NxS or a page JSON file (required)
-	Shards      int               `json:"shards"`                     // origins the page's objects are spread over, 1–64; default 1
-	ShardMode   string            `json:"shard_mode"`                 // round-robin (default) | tld
+	Shards      int               `json:"shards"`                     // origins the page's objects are spread over, 1–64, or 0 = one per group/domain (tld, domain); default 1
+	ShardMode   string            `json:"shard_mode"`                 // round-robin (default) | tld | domain
 	Protocols   []string          `json:"protocols"`                  // each at most once, ≥ 1; default [h1s, h2]
 	Repetitions int               `json:"repetitions"`                // loads per protocol, 1–10000; default 5
 	Order       string            `json:"order"`                      // alternate (default) | random (seeded shuffle)
@@ -65,6 +65,16 @@ type Capture struct {
 	HAR  bool `json:"har"`  // default true
 	Pcap bool `json:"pcap"` // default false
 }
+
+// ShardModes are the values of shard_mode (page.ShardModes): round-robin deals the objects over
+// the shards in turn; tld and domain keep each top-level-domain group (domain) on one origin.
+var ShardModes = []string{"round-robin", "tld", "domain"}
+
+// MaxShards is the largest shards value. shards = 0 asks for one origin per top-level-domain group
+// (shard_mode tld) or per domain (shard_mode domain): as many as the page has.
+const MaxShards = 64
+
+const shardsAllowed = "an integer 1–64, or 0 (one origin per top-level-domain group or per domain) with shard_mode tld or domain"
 
 // AllProtocols are the protocol names of the contract, in its order.
 var AllProtocols = []string{"h1", "h1s", "h2", "h2c", "h3", "spdy3"}
@@ -115,8 +125,11 @@ func DecodeSpec(data []byte) (*Spec, error) {
 	if s.Page == "" && err == nil {
 		top.fail(fielderr.New("page", s.Page, "must not be empty"))
 	}
-	s.Shards = int(top.integer("shards", 1, 1, 64))
-	s.ShardMode = top.enum("shard_mode", "round-robin", "round-robin", "tld")
+	s.Shards = int(top.integerAs("shards", 1, 0, MaxShards, shardsAllowed))
+	s.ShardMode = top.enum("shard_mode", "round-robin", ShardModes...)
+	if err == nil && s.Shards == 0 && s.ShardMode == "round-robin" {
+		top.fail(fielderr.New("shards", 0, "0 (one origin per top-level-domain group or per domain) needs shard_mode tld or domain; with shard_mode round-robin shards must be 1–%d", MaxShards))
+	}
 	s.Protocols = top.strings("protocols", []string{"h1s", "h2"})
 	if err == nil {
 		checkProtocols(top, s.Protocols)

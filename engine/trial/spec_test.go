@@ -2,6 +2,7 @@ package trial
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/contracttest"
+	"github.com/wirelab/wirelab/engine/page"
 )
 
 // {} plus a page is a valid spec; every default is the contract's.
@@ -37,6 +39,7 @@ func TestResolvedSpecValidatesAgainstSchema(t *testing.T) {
 	schemas := contracttest.Load(t)
 	for _, in := range []string{
 		`{"page":"twitter"}`,
+		`{"page":"nytimes","shards":0,"shard_mode":"domain"}`,
 		`{"page":"synthetic:8x10kB","protocols":["h1","h3"],"network":"rtt=100ms,bw=1mbit,loss=1%","shards":2,"order":"random","gap_ms":2.5,"seed":9,
 		  "server":{"max_concurrent_streams":1,"write_chunk_bytes":4096,"tls_version":"1.2","session_resumption":true,"keep_alive":false},
 		  "client":{"mode":"objects","max_connections_per_origin":1,"dns":"static","timeout_s":30},"capture":{"har":false,"pcap":true}}`,
@@ -84,8 +87,14 @@ func TestDecodeErrors(t *testing.T) {
 		{`{"page":"twitter","protocols":["h2","h2"]}`, `protocols[1]: got "h2"; listed twice`},
 		{`{"page":"twitter","protocols":[]}`, `protocols: got []; must list at least one`},
 		{`{"page":"twitter","protocols":"h2"}`, `protocols: got "h2"; must be a list of strings`},
-		{`{"page":"twitter","shards":65}`, `shards: got 65; must be an integer 1–64`},
-		{`{"page":"twitter","shards":1.5}`, `shards: got 1.5; must be an integer 1–64`},
+		{`{"page":"twitter","shards":65}`, `shards: got 65; must be an integer 1–64, or 0 (one origin per top-level-domain group or per domain) with shard_mode tld or domain`},
+		{`{"page":"twitter","shards":-1}`, `shards: got -1; must be an integer 1–64, or 0`},
+		{`{"page":"twitter","shards":1.5}`, `shards: got 1.5; must be an integer 1–64, or 0`},
+		{`{"page":"twitter","shards":"all"}`, `shards: got "all"; must be an integer 1–64, or 0`},
+		{`{"page":"twitter","shards":0}`, `shards: got 0; 0 (one origin per top-level-domain group or per domain) needs shard_mode tld or domain; with shard_mode round-robin shards must be 1–64`},
+		{`{"page":"twitter","shards":0,"shard_mode":"round-robin"}`, `shards: got 0; 0 (one origin per top-level-domain group or per domain) needs shard_mode tld or domain`},
+		{`{"page":"twitter","shard_mode":"domains"}`, `shard_mode: got "domains"; must be round-robin, tld or domain`},
+		{`{"page":"twitter","shard_mode":"rr"}`, `shard_mode: got "rr"; must be round-robin, tld or domain`},
 		{`{"page":"twitter","repetitions":"3"}`, `repetitions: got "3"; must be an integer 1–10000`},
 		{`{"page":"twitter","gap_ms":-1}`, `gap_ms: got -1; must be a number ≥ 0`},
 		{`{"page":"twitter","seed":-1}`, `seed: got -1; must be an integer 0–9223372036854775807`},
@@ -113,12 +122,74 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
+// shard_mode takes the page package's three modes, and shards = 0 with tld or domain serves the
+// page from one origin per top-level-domain group or per domain: as many origins as the page has.
+func TestShardModesAndOneOriginPerGroup(t *testing.T) {
+	var pageModes []string
+	for _, m := range page.ShardModes {
+		pageModes = append(pageModes, string(m))
+	}
+	if !reflect.DeepEqual(ShardModes, pageModes) {
+		t.Errorf("trial.ShardModes %v, page.ShardModes %v: the contract and the page package disagree", ShardModes, pageModes)
+	}
+	if MaxShards != page.MaxOrigins {
+		t.Errorf("MaxShards %d, page.MaxOrigins %d", MaxShards, page.MaxOrigins)
+	}
+	schemas := contracttest.Load(t)
+	for _, tc := range []struct {
+		in      string
+		origins int
+	}{
+		{`{"page":"nytimes"}`, 1},
+		{`{"page":"nytimes","shards":1,"shard_mode":"tld"}`, 1},
+		{`{"page":"nytimes","shards":0,"shard_mode":"tld"}`, 4},
+		{`{"page":"nytimes","shards":0,"shard_mode":"domain"}`, 7},
+		{`{"page":"nytimes","shards":3,"shard_mode":"domain"}`, 3},
+		{`{"page":"youtube","shards":0,"shard_mode":"tld"}`, 3},
+		{`{"page":"youtube","shards":0,"shard_mode":"domain"}`, 4},
+		{`{"page":"twitter","shards":2,"shard_mode":"round-robin"}`, 2},
+	} {
+		if err := schemas.Validate(contracttest.TrialSpec, []byte(tc.in)); err != nil {
+			t.Errorf("%s: the schema refuses it: %v", tc.in, err)
+		}
+		s, err := DecodeSpec([]byte(tc.in))
+		if err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		p, err := Prepare(s)
+		if err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		if p.Origins() != tc.origins {
+			t.Errorf("%s: %d origins, want %d", tc.in, p.Origins(), tc.origins)
+		}
+		if args := strings.Join(serveArgs(p, "/c", "", ""), " "); !strings.Contains(args, fmt.Sprintf("--shards %d --shard-mode %s", s.Shards, s.ShardMode)) {
+			t.Errorf("%s: serve gets %q", tc.in, args)
+		}
+	}
+	// the schema refuses what DecodeSpec refuses
+	for _, in := range []string{
+		`{"page":"nytimes","shards":0}`,
+		`{"page":"nytimes","shards":0,"shard_mode":"round-robin"}`,
+		`{"page":"nytimes","shard_mode":"domains"}`,
+		`{"page":"nytimes","shards":65,"shard_mode":"tld"}`,
+	} {
+		if err := schemas.Validate(contracttest.TrialSpec, []byte(in)); err == nil {
+			t.Errorf("%s: the schema accepts it", in)
+		}
+	}
+}
+
 // What needs the page, the profile and the machine is checked before anything is created.
 func TestPrepareErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{"page":"twitterr"}`, `page: got "twitterr"; must be a corpus page`},
 		{`{"page":"synthetic:0x1kB","shards":2}`, `shards: got 2; the page has 0 objects besides the root`},
 		{`{"page":"nytimes","shard_mode":"tld","shards":5}`, `shards: got 5; shard_mode tld: the page has 4 top-level-domain groups`},
+		{`{"page":"nytimes","shard_mode":"domain","shards":8}`, `shards: got 8; shard_mode domain: the page has 7 domains`},
+		{`{"page":"synthetic:8x1kB","shard_mode":"domain","shards":2}`, `shards: got 2; shard_mode domain: the page has 1 domains (www.wirelab.test)`},
 		{`{"page":"twitter","network":"rtt=150"}`, `network: rtt: "150" has no unit`},
 		{`{"page":"twitter","network":"trace_down=/nonexistent/trace"}`, `network: trace_down: "/nonexistent/trace"`},
 		{`{"page":"twitter","client":{"impl":"chromium"},"protocols":["h2c"]}`, `protocols[0]: got "h2c"; not loadable by client.impl chromium`},

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -228,6 +229,13 @@ def compare(
     return out
 
 
+def _level(value: Any) -> Any:
+    """A factor's value as main_effects reports it: numbers as floats, categories as they are."""
+    if isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
 def main_effects(
     comp: pd.DataFrame,
     factors: Sequence[str],
@@ -239,7 +247,8 @@ def main_effects(
     """Main effects of a many-factor sweep: for each factor, each of its values and each protocol, the
     mean of ``value`` (default the gain) over the configurations at that value — the other factors
     averaged out — with a percentile bootstrap CI over those configurations. Columns: ``factor``,
-    ``level``, ``protocol``, ``n`` (configurations), ``mean``, ``ci_low``, ``ci_high``."""
+    ``level`` (a float for a numeric factor, the value itself for a categorical one such as the
+    sharding), ``protocol``, ``n`` (configurations), ``mean``, ``ci_low``, ``ci_high``."""
     rows = []
     for factor in factors:
         for (level, protocol), group in comp.groupby([factor, "protocol"], sort=True):
@@ -252,7 +261,7 @@ def main_effects(
             rows.append(
                 {
                     "factor": factor,
-                    "level": float(level),
+                    "level": _level(level),
                     "protocol": protocol,
                     "n": int(values.size),
                     "mean": float(values.mean()),

@@ -6,6 +6,10 @@ with the DataFrame column that holds its values: the numeric companion of a unit
 (``network.rtt`` → ``network.rtt_ms``), the parameter itself when it is a number (``shards``), or a
 category (``page``, a whole ``network`` profile). A ``page`` axis whose values are all synthetic pages
 (``synthetic:64x10kB``) becomes two numeric factors, ``page.objects`` and ``page.object_kb``.
+A sweep that varies ``shard_mode``, or whose ``shards`` include 0 (one origin per top-level-domain group
+or per domain), has one categorical ``sharding`` axis instead of ``shards`` and ``shard_mode``: its
+values name each arrangement (``one origin``, ``per top-level domain``, ``per domain``, …); ``shards`` swept
+on its own (1 → 7 round robin), or crossed with ``shard_mode`` without a 0, stays numeric.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ from wirelab.store import Results
 __all__ = [
     "AXIS_NAMES",
     "Axis",
+    "SHARDING",
     "SweepData",
     "format_value",
     "load_sweep",
     "parse_synthetic",
+    "sharding_label",
 ]
 
 #: Display name and unit of the parameters the studies sweep (grid path → (name, unit)).
@@ -47,6 +53,8 @@ AXIS_NAMES: dict[str, tuple[str, str]] = {
     "network.iw": ("TCP initial window", "segments"),
     "network.irw": ("TCP initial receive window", "segments"),
     "shards": ("shards", "origins"),
+    "shard_mode": ("shard mode", ""),
+    "sharding": ("sharding", ""),
     "server.max_concurrent_streams": ("max concurrent streams", ""),
     "server.write_chunk_bytes": ("write chunk", "bytes"),
     "client.max_connections_per_origin": ("connections per origin", ""),
@@ -83,6 +91,50 @@ def parse_synthetic(page: str) -> tuple[int, float] | None:
     if m is None:
         return None
     return int(m.group(1)), float(m.group(2)) * _SIZE_UNITS[m.group(3)]
+
+
+#: The derived axis that names a sweep's arrangements of the page over origins (``shards`` with
+#: ``shard_mode``).
+SHARDING = "sharding"
+
+
+def sharding_label(shards: int, mode: str) -> str:
+    """What ``shards`` with ``shard_mode`` does to a page: ``one origin``, ``per top-level domain``
+    (one origin each), ``per domain``, ``round robin over 4 origins``, ``domains on 3 origins``, …"""
+    shards = int(shards)
+    if mode == "round-robin":
+        return "one origin" if shards == 1 else f"round robin over {shards} origins"
+    unit = {"tld": "top-level domain", "domain": "domain"}.get(mode, mode)
+    if shards == 0:
+        return f"per {unit}"
+    if shards == 1:
+        return f"one origin ({mode})"
+    return f"{unit}s on {shards} origins"
+
+
+def _fold_sharding(axes: list[Axis], loads: pd.DataFrame, trials: pd.DataFrame) -> list[Axis]:
+    """``axes`` with ``shards`` and ``shard_mode`` replaced by one categorical ``sharding`` axis (see
+    the module docstring); ``loads`` gets its column."""
+    params = [a.param for a in axes]
+    if not {"shards", "shard_mode"} & set(params) or loads.empty:
+        return axes
+    specs = dict(zip(trials["trial_id"], trials["spec"], strict=True))
+    shards = loads["trial_id"].map(lambda t: int(specs[t].get("shards", 1)))
+    modes = loads["trial_id"].map(lambda t: specs[t].get("shard_mode", "round-robin"))
+    if not (shards == 0).any():
+        if "shard_mode" not in params:
+            return axes  # shards alone: a number of origins
+        per_mode = pd.DataFrame({"shards": shards, "mode": modes}).groupby("mode")["shards"].nunique()
+        if "shards" in params and int(per_mode.max()) > 1:
+            return axes  # shards × shard_mode: lines along shards, one per mode
+    loads[SHARDING] = [sharding_label(n, m) for n, m in zip(shards, modes, strict=True)]
+    at = min(i for i, p in enumerate(params) if p in ("shards", "shard_mode"))
+    folded = [a for a in axes if a.param not in ("shards", "shard_mode")]
+    values = tuple(dict.fromkeys(loads[SHARDING]))
+    if len(values) >= 2:
+        name, _unit = AXIS_NAMES[SHARDING]
+        folded.insert(at, Axis(SHARDING, SHARDING, name, "", False, values))
+    return folded
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,6 +282,8 @@ class SweepData:
         base = self.spec.get("base", {})
         out: dict[str, str] = {}
         varied = {a.param for a in self.axes} | {a.param.split(".")[0] for a in self.axes}
+        if SHARDING in varied:
+            varied |= {"shards", "shard_mode"}
         if "page" not in varied and len(self.configs):
             out["page"] = str(self.configs["page"].iloc[0])
         network = base.get("network", "native")
@@ -308,6 +362,7 @@ def load_sweep(results: Results, sweep: str) -> SweepData:
     axes: list[Axis] = []
     for param in info["axes"]:
         axes.extend(_axis_for(param, loads))
+    axes = _fold_sharding(axes, loads, trials)
     config_cols = list(
         dict.fromkeys(["trial_id", "trial_index", "page", "network", *(a.column for a in axes)])
     )

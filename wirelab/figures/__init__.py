@@ -3,6 +3,7 @@ tables, :mod:`~wirelab.figures.rendering` writes PNG and SVG. Colours and marker
 :mod:`wirelab.registry`."""
 
 from wirelab.figures.plots import (
+    category_gain_figure,
     cdf_figure,
     gain_figure,
     gateway_figure,
@@ -20,6 +21,7 @@ from wirelab.figures.rendering import Rendered, render
 
 __all__ = [
     "Rendered",
+    "category_gain_figure",
     "cdf_figure",
     "gain_figure",
     "gateway_figure",

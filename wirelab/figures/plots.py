@@ -28,6 +28,7 @@ from wirelab.registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, protocol_s
 
 __all__ = [
     "LINESTYLES",
+    "category_gain_figure",
     "cdf_figure",
     "gain_figure",
     "gateway_figure",
@@ -160,12 +161,113 @@ def gain_figure(
     return fig
 
 
+def category_gain_figure(
+    gains: pd.DataFrame,
+    x: str,
+    *,
+    categories: Sequence[Any],
+    x_label: str,
+    series: Sequence[str] = (),
+    series_names: Mapping[str, str] | None = None,
+    title: str = "",
+    y_label: str = "ToW reduction (%)",
+) -> Figure:
+    """Gain per value of a categorical axis ``x`` (in the order of ``categories``): one marker per
+    (series value, protocol) with its 95 % CI as an error bar, side by side within each category and
+    joined across categories by a thin line of the series' style; filled where the Mann–Whitney test
+    is significant (p < 0.05). ``gains`` is ``analysis.compare`` output plus ``x`` and the ``series``
+    columns — :func:`gain_figure` for an axis without an order of magnitude (sharding, a policy)."""
+    categories = list(categories)
+    fig, ax = new_figure(max(6.4, 1.3 * len(categories) + 2.4), 4.6)
+    series_names = dict(series_names or {})
+    keys = list(dict.fromkeys(_series_key(r, series) for r in gains.to_dict("records")))
+    styles = {k: LINESTYLES[i % len(LINESTYLES)] for i, k in enumerate(keys)}
+    protocols = list(dict.fromkeys(gains["protocol"]))
+    baseline = gains["baseline"].iloc[0] if len(gains) else ""
+    slots = max(1, len(keys) * len(protocols))
+    width = min(0.8, 0.16 * slots) / slots
+    handles = []
+    for pi, proto in enumerate(protocols):
+        st = protocol_style(proto)
+        for ki, key in enumerate(keys):
+            colour = shade(st.colour, ki, len(keys))
+            mine = gains[gains["protocol"] == proto]
+            if series:
+                mine = mine[[_series_key(r, series) == key for r in mine.to_dict("records")]]
+            mine = mine[mine[x].isin(categories)]
+            if mine.empty:
+                continue
+            mine = mine.assign(_pos=mine[x].map(categories.index)).sort_values("_pos")
+            slot = pi * len(keys) + ki
+            xs = mine["_pos"].to_numpy(float) + (slot - (slots - 1) / 2) * width
+            ys = mine["gain_pct"].to_numpy(float)
+            err = np.vstack([ys - mine["ci_low"].to_numpy(float), mine["ci_high"].to_numpy(float) - ys])
+            ax.errorbar(
+                xs, ys, yerr=np.clip(err, 0, None), fmt="none", ecolor=colour, elinewidth=1.1, capsize=3
+            )
+            ax.plot(xs, ys, color=colour, linestyle=styles[key], linewidth=0.8, alpha=0.6)
+            sig = mine.get("significant", pd.Series(False, index=mine.index)).fillna(False).to_numpy(bool)
+            ax.scatter(xs[sig], ys[sig], marker=st.marker, color=colour, s=32, zorder=3)
+            ax.scatter(
+                xs[~sig],
+                ys[~sig],
+                marker=st.marker,
+                facecolors="white",
+                edgecolors=colour,
+                s=32,
+                zorder=3,
+                linewidths=1.2,
+            )
+            label = series_names.get(key, key)
+            if len(protocols) > 1 or not label:
+                label = f"{label} — {st.label}" if label else f"{st.label} vs {_proto_label(baseline)}"
+            handles.append(Line2D([], [], color=colour, linestyle=styles[key], marker=st.marker, label=label))
+    ax.axhline(0, color="#555555", linewidth=0.8)
+    ax.set_xticks(range(len(categories)), ["\n".join(textwrap.wrap(str(c), 18)) for c in categories])
+    ax.set_xlim(-0.6, len(categories) - 0.4)
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    ax.set_title(title, loc="left")
+    handles.append(
+        Line2D([], [], color="#777777", marker="o", linestyle="", label="filled: p < 0.05 (Mann–Whitney)")
+    )
+    handles.append(
+        Line2D([], [], color="#777777", marker="|", linestyle="", label="bar: 95 % CI (bootstrap)")
+    )
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    ax.text(
+        0.005,
+        0.99,
+        f"↑ {_proto_label(protocols[0]) if protocols else ''} faster",
+        transform=ax.transAxes,
+        va="top",
+        fontsize=7.5,
+        color="#666666",
+    )
+    ax.text(
+        0.005,
+        0.01,
+        f"↓ {_proto_label(baseline)} faster",
+        transform=ax.transAxes,
+        va="bottom",
+        fontsize=7.5,
+        color="#666666",
+    )
+    return fig
+
+
 def main_effects_figure(
-    effects: pd.DataFrame, factors: Sequence[tuple[str, str, bool]], *, baseline: str
+    effects: pd.DataFrame,
+    factors: Sequence[tuple[str, str, bool]],
+    *,
+    baseline: str,
+    categories: Mapping[str, Sequence[Any]] | None = None,
 ) -> Figure:
     """Small multiples, one per factor (column, axis label, log scale): the mean gain at each of its
     values over the configurations there, with the bootstrap CI over configurations, one line per
-    protocol (``effects`` is ``analysis.main_effects`` output)."""
+    protocol (``effects`` is ``analysis.main_effects`` output). A factor in ``categories`` is
+    categorical: its values sit at even steps in that order, named on the axis."""
+    categories = dict(categories or {})
     n = max(1, len(factors))
     cols = min(3, n)
     rows = math.ceil(n / cols)
@@ -175,17 +277,34 @@ def main_effects_figure(
     for ax, (factor, label, log) in zip(flat, factors, strict=False):
         for proto in protocols:
             st = protocol_style(proto)
-            mine = effects[(effects["factor"] == factor) & (effects["protocol"] == proto)].sort_values(
-                "level"
-            )
+            mine = effects[(effects["factor"] == factor) & (effects["protocol"] == proto)]
+            if factor in categories:
+                order = list(categories[factor])
+                mine = mine[mine["level"].isin(order)]
+                mine = mine.assign(level=mine["level"].map(order.index))
+            mine = mine.sort_values("level")
             ax.fill_between(
-                mine["level"], mine["ci_low"], mine["ci_high"], color=st.colour, alpha=0.15, linewidth=0
+                mine["level"].to_numpy(float),
+                mine["ci_low"].to_numpy(float),
+                mine["ci_high"].to_numpy(float),
+                color=st.colour,
+                alpha=0.15,
+                linewidth=0,
             )
             ax.plot(
-                mine["level"], mine["mean"], color=st.colour, marker=st.marker, markersize=4, linewidth=1.5
+                mine["level"].to_numpy(float),
+                mine["mean"].to_numpy(float),
+                color=st.colour,
+                marker=st.marker,
+                markersize=4,
+                linewidth=1.5,
             )
         ax.axhline(0, color="#555555", linewidth=0.8)
-        if log:
+        if factor in categories:
+            names = [str(c) for c in categories[factor]]
+            ax.set_xticks(range(len(names)), ["\n".join(textwrap.wrap(n, 12)) for n in names], fontsize=7)
+            ax.set_xlim(-0.3, len(names) - 0.7)
+        elif log:
             ax.set_xscale("log")
         ax.set_xlabel(label)
     for ax in flat[len(factors) :]:

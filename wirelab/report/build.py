@@ -7,6 +7,10 @@ is recorded in :attr:`SweepSection.notes`):
 figure                      when
 ==========================  =====================================================================
 gain vs X                   for each numeric axis X, when the other axes make ≤ 8 lines
+gain per X                  for each categorical axis X but page, network and protocols (sharding,
+                            a push or priority policy), when the other axes make ≤ 8 series
+main effects                a gain figure was left out for too many lines: gain vs each factor
+                            (numeric, or categorical as above), the others averaged
 heatmap streams × RTT       the axes are max_concurrent_streams and RTT (and maybe page)
 m vs r                      with the heatmap, when ≥ 2 page/RTT points have an m
 decision tree               ≥ 2 numeric factors and ≥ 8 configurations (one per compared protocol)
@@ -355,8 +359,52 @@ class _Builder:
                 self.config_text({"varied": axis.label}),
             )
 
-        if crowded and len(sd.numeric_axes) >= 2:
-            self.main_effects([a for a in sd.numeric_axes if a in drawn or a in crowded])
+        for axis in self.gain_categories():
+            drawn.append(axis)
+            others = self.series_for(axis)
+            cols = self.series_columns(others)
+            n_series = len(self.comp.drop_duplicates(cols)) if cols else 1
+            lines = n_series * len(sd.compared)
+            if lines > MAX_GAIN_LINES:
+                crowded.append(axis)
+                self.notes.append(
+                    f"Gain per {axis.name} is not drawn: the other axes "
+                    f"({', '.join(a.name for a in others)}) would make {lines} series; the main-effects "
+                    "figure averages them out, and the tables cover every configuration."
+                )
+                continue
+            caption = (
+                f"Study E's gain, (ToW_base − ToW_x) / ToW_base from the mean ToW of each configuration, of "
+                f"{', '.join(protocol_style(p).label for p in sd.compared)} over "
+                f"{protocol_style(sd.baseline).label} for each {axis.name}; bars: {CI_TEXT}; filled "
+                "markers: two-sided Mann–Whitney p < 0.05. One series per "
+                f"{', '.join(a.name for a in others) or 'protocol'}."
+            )
+            frame = self.comp
+            self.add_figure(
+                "gain",
+                f"ToW reduction per {axis.name}",
+                caption,
+                lambda frame=frame, axis=axis, cols=cols, others=others: plots.category_gain_figure(
+                    frame,
+                    axis.column + "#mpl",
+                    categories=[_mpl(v) for v in axis.values],
+                    x_label=axis.label,
+                    series=cols,
+                    series_names=self.series_names(frame, others),
+                ),
+                self.config_text({"varied": axis.label}),
+            )
+
+        factors = [a for a in [*sd.numeric_axes, *self.gain_categories()] if a in drawn or a in crowded]
+        if crowded and len(factors) >= 2:
+            self.main_effects(factors)
+
+    def gain_categories(self) -> list[Axis]:
+        """Categorical axes with a gain-per-value figure: all but page (one line per page instead),
+        network profiles (U's scenarios: PLT and throughput bars per scenario) and protocol lists (the
+        figures already have one series per protocol)."""
+        return [a for a in self.sd.categorical_axes if a.param not in ("page", "network", "protocols")]
 
     def main_effects(self, axes: Sequence[Axis]) -> None:
         """Gain vs each factor with the other factors averaged out, when lines per value would be too many."""
@@ -367,6 +415,13 @@ class _Builder:
         self.findings.append(
             Finding("Main effects", say.main_effect_sentences(effects, names, self.sd.baseline))
         )
+        categories = {a.column: [_mpl(v) for v in a.values] for a in axes if not a.numeric}
+        drawn = effects.assign(
+            level=[
+                _mpl(level) if factor in categories else level
+                for factor, level in zip(effects["factor"], effects["level"], strict=True)
+            ]
+        )
         self.add_figure(
             "effects",
             "ToW reduction vs each factor, the others averaged",
@@ -374,7 +429,10 @@ class _Builder:
             "(every other factor averaged out), with a 95 % percentile bootstrap CI over those "
             "configurations; a steep panel marks a factor that matters.",
             lambda: plots.main_effects_figure(
-                effects, [(a.column, a.label, a.log) for a in axes], baseline=self.sd.baseline
+                drawn,
+                [(a.column, a.label, a.log) for a in axes],
+                baseline=self.sd.baseline,
+                categories=categories,
             ),
             self.config_text({"factors": ", ".join(a.name for a in axes)}),
         )

@@ -429,7 +429,7 @@ func TestTrialBadInput(t *testing.T) {
 		{`{"page":"twiter"}`, `page: got "twiter"; must be a corpus page`},
 		{`{"page":"twitter","protocols":["h2","h4"]}`, `protocols[1]: got "h4"; not a protocol`},
 		{`{"page":"twitter","shards":9}`, `shards: got 9; the page has 6 objects besides the root, so at most 6 shards`},
-		{`{"page":"twitter","shards":0}`, `shards: got 0; must be an integer 1–64`},
+		{`{"page":"twitter","shards":0}`, `shards: got 0; 0 (one origin per top-level-domain group or per domain) needs shard_mode tld or domain`},
 		{`{"page":"` + schemaFail + `"}`, `page (` + schemaFail + `): objects[0].size: got -5`},
 		{`{"page":"` + cyclic + `"}`, `dependency cycle`},
 		{`{"page":"twitter","server":{"max_concurent_streams":1}}`, `server.max_concurent_streams: unknown field; did you mean max_concurrent_streams?`},
