@@ -243,10 +243,11 @@ func TestPriorityOrder(t *testing.T) {
 }
 
 // TestIncrementalInterleaves: RFC 9218's incremental flag. Two large responses of one urgency on a
-// constrained link: without `i` the server sends one whole, then the other (the second's units
-// start after the first's last, but for a few that the tolerance allows); with `i` on both it
-// round-robins them, so each starts before the other ends and their units alternate many times.
-// Over h2, h2c and h3 (spdy3 has no incremental flag).
+// constrained link: without `i` the server sends them one at a time — the send order switches
+// between them at most twice (once more than "one whole, then the other" when the second request
+// arrives after the first response began and the scheduler takes it up, as quic-go does: 2–244
+// around 10–130 in most runs); with `i` on both it round-robins them, so their units alternate many times. Over h2,
+// h2c and h3 (spdy3 has no incremental flag).
 func TestIncrementalInterleaves(t *testing.T) {
 	if testing.Short() {
 		t.Skip("paced transfers take a second per protocol")
@@ -308,8 +309,8 @@ func TestIncrementalInterleaves(t *testing.T) {
 					if switches < 10 || overlap < first.Units/2 {
 						t.Errorf("incremental streams were not interleaved: %d switches, %d of %d units overlapping", switches, overlap, first.Units)
 					}
-				} else if overlap > first.Units/4 {
-					t.Errorf("non-incremental streams were interleaved: %d of the first's %d units after the second began (%d switches)", overlap, first.Units, switches)
+				} else if switches > 2 {
+					t.Errorf("non-incremental streams were interleaved: %d switches between them", switches)
 				}
 			})
 		}
