@@ -570,9 +570,9 @@ def _print_sweep(db: Path, sweep: str) -> None:
     if wide:
         table.add_column("lateness p99", min_width=5)
     for p in protocols:
-        table.add_column(f"{p} ToW med ms", justify="right", min_width=7, max_width=10)
+        table.add_column(f"{p} ToW med ms", justify="right", min_width=7, max_width=9)
     for p in protocols[1:]:
-        table.add_column(f"{p} vs {protocols[0]}", justify="right", min_width=7, max_width=10)
+        table.add_column(f"{p} vs {protocols[0]}", justify="right", min_width=7, max_width=9)
     for t in trials.to_dict("records"):
         mine = loads[loads["trial_id"] == t["trial_id"]]
         stats = protocol_table(mine, t["spec"]["protocols"]).set_index("protocol") if len(mine) else None
