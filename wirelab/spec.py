@@ -29,7 +29,7 @@ import tomllib
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -66,7 +66,7 @@ __all__ = [
 Protocol = Literal["h1", "h1s", "h2", "h2c", "h3", "spdy3"]
 PROTOCOLS: tuple[str, ...] = ("h1", "h1s", "h2", "h2c", "h3", "spdy3")
 ShardMode = Literal["round-robin", "tld", "domain"]
-SHARD_MODES: tuple[str, ...] = ("round-robin", "tld", "domain")
+SHARD_MODES: tuple[str, ...] = get_args(ShardMode)
 #: The most origins a page may be sharded over; ``shards = 0`` means one per top-level-domain group
 #: (``shard_mode = "tld"``) or per domain (``"domain"``), as many as the page has.
 MAX_SHARDS = 64

@@ -180,6 +180,42 @@ func fetchWithPriority(t *testing.T, s *Server, proto Protocol, paths []string, 
 	}
 }
 
+// startPaced starts a server for pg on loopback whose sockets are paced at 400 kB/s, closed at the
+// end of the test.
+func startPaced(t *testing.T, pg *page.Page) *Server {
+	t.Helper()
+	c := DefaultConfig(loopback(1)...)
+	c.PortHTTP, c.PortHTTPS, c.PortQUIC = 0, 0, 0
+	s, err := start(pg, c, pacedHooks(400e3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// sentOf returns what the server logged of the responses to paths (in their order) and the
+// send order over all its connections.
+func sentOf(t *testing.T, s *Server, paths ...string) ([]*StreamSend, []SendRun) {
+	t.Helper()
+	recs, _ := s.Records()
+	byPath := map[string]*StreamSend{}
+	for _, r := range recs {
+		byPath[r.Path] = r.Sent
+	}
+	sent := make([]*StreamSend, len(paths))
+	for i, p := range paths {
+		if sent[i] = byPath[p]; sent[i] == nil {
+			t.Fatalf("no send log for %s: %+v", p, recs)
+		}
+	}
+	var runs []SendRun
+	for _, c := range s.Conns() {
+		runs = append(runs, c.SendRuns...)
+	}
+	return sent, runs
+}
+
 // TestPriorityOrder: on a constrained link (the server's socket paced at 400 kB/s) two large
 // responses, the less urgent one requested first, leave in urgency order: the more urgent one
 // finishes first, and while it is under way the other sends few units (none on an idle machine;
@@ -196,31 +232,11 @@ func TestPriorityOrder(t *testing.T) {
 	}
 	for _, proto := range []Protocol{H2, H2C, H3, SPDY3} {
 		t.Run(string(proto), func(t *testing.T) {
-			s, err := start(pg, func() Config {
-				c := DefaultConfig(loopback(1)...)
-				c.PortHTTP, c.PortHTTPS, c.PortQUIC = 0, 0, 0
-				return c
-			}(), pacedHooks(400e3))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := startPaced(t, pg)
 			low, high := "/L/prio"+pg.Objects[1].Path, "/L/prio"+pg.Objects[2].Path
 			fetchPrioritised(t, s, proto, []string{low, high}, []int{6, 0})
-			recs, _ := s.Records()
-			sent := map[string]*StreamSend{}
-			for _, r := range recs {
-				sent[r.Path] = r.Sent
-			}
-			lo, hi := sent[low], sent[high]
-			if lo == nil || hi == nil {
-				t.Fatalf("no send log: %+v", recs)
-			}
-			conns := s.Conns()
-			var runs []SendRun
-			for _, c := range conns {
-				runs = append(runs, c.SendRuns...)
-			}
+			sent, runs := sentOf(t, s, low, high)
+			lo, hi := sent[0], sent[1]
 			if hi.LastSeq > lo.LastSeq {
 				t.Errorf("u=0 finished after u=6: u=0 units %d–%d, u=6 %d–%d; runs %v", hi.FirstSeq, hi.LastSeq, lo.FirstSeq, lo.LastSeq, runs)
 			}
@@ -260,34 +276,15 @@ func TestIncrementalInterleaves(t *testing.T) {
 		for _, incremental := range []bool{false, true} {
 			name := fmt.Sprintf("%s/incremental=%v", proto, incremental)
 			t.Run(name, func(t *testing.T) {
-				s, err := start(pg, func() Config {
-					c := DefaultConfig(loopback(1)...)
-					c.PortHTTP, c.PortHTTPS, c.PortQUIC = 0, 0, 0
-					return c
-				}(), pacedHooks(400e3))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
+				s := startPaced(t, pg)
 				a, b := "/L/inc"+pg.Objects[1].Path, "/L/inc"+pg.Objects[2].Path
 				header := "u=3"
 				if incremental {
 					header = "u=3, i"
 				}
 				fetchWithPriority(t, s, proto, []string{a, b}, []int{3, 3}, []string{header, header})
-				recs, _ := s.Records()
-				sent := map[string]*StreamSend{}
-				for _, r := range recs {
-					sent[r.Path] = r.Sent
-				}
-				sa, sb := sent[a], sent[b]
-				if sa == nil || sb == nil {
-					t.Fatalf("no send log: %+v", recs)
-				}
-				var runs []SendRun
-				for _, c := range s.Conns() {
-					runs = append(runs, c.SendRuns...)
-				}
+				sent, runs := sentOf(t, s, a, b)
+				sa, sb := sent[0], sent[1]
 				// Switches between the two streams in the send order.
 				switches, last := 0, uint64(0)
 				for _, r := range runs {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/link/profile"
+	"github.com/wirelab/wirelab/engine/page"
 )
 
 // Contract is the version of docs/trial-contract.md this engine implements.
@@ -68,7 +69,13 @@ type Capture struct {
 
 // ShardModes are the values of shard_mode (page.ShardModes): round-robin deals the objects over
 // the shards in turn; tld and domain keep each top-level-domain group (domain) on one origin.
-var ShardModes = []string{"round-robin", "tld", "domain"}
+var ShardModes = func() []string {
+	out := make([]string, len(page.ShardModes))
+	for i, m := range page.ShardModes {
+		out[i] = string(m)
+	}
+	return out
+}()
 
 // MaxShards is the largest shards value. shards = 0 asks for one origin per top-level-domain group
 // (shard_mode tld) or per domain (shard_mode domain): as many as the page has.

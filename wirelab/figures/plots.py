@@ -65,6 +65,48 @@ def _proto_label(p: str) -> str:
     return protocol_style(p).label
 
 
+def _series_rows(gains: pd.DataFrame, proto: str, series: Sequence[str], key: str) -> pd.DataFrame:
+    """The rows of one protocol and one series value (``key`` of :func:`_series_key`)."""
+    mine = gains[gains["protocol"] == proto]
+    if series:
+        mine = mine[[_series_key(r, series) == key for r in mine.to_dict("records")]]
+    return mine
+
+
+def _series_label(names: Mapping[str, str], key: str, n_protocols: int, proto: str, baseline: str) -> str:
+    """Legend label of one (series value, protocol) of a gain figure."""
+    label = names.get(key, key)
+    if n_protocols > 1 or not label:
+        st = protocol_style(proto)
+        label = f"{label} — {st.label}" if label else f"{st.label} vs {_proto_label(baseline)}"
+    return label
+
+
+def _significance_markers(
+    ax: Any, xs: np.ndarray, ys: np.ndarray, mine: pd.DataFrame, marker: str, colour: str, size: float
+) -> None:
+    """Markers at (xs, ys): filled where ``mine``'s Mann–Whitney test is significant, open elsewhere."""
+    sig = mine.get("significant", pd.Series(False, index=mine.index)).fillna(False).to_numpy(bool)
+    ax.scatter(xs[sig], ys[sig], marker=marker, color=colour, s=size, zorder=3)
+    ax.scatter(
+        xs[~sig],
+        ys[~sig],
+        marker=marker,
+        facecolors="white",
+        edgecolors=colour,
+        s=size,
+        zorder=3,
+        linewidths=1.2,
+    )
+
+
+def _direction_notes(ax: Any, protocols: Sequence[str], baseline: str) -> None:
+    """ "↑ X faster" at the top and "↓ baseline faster" at the bottom of a gain axis."""
+    top = f"↑ {_proto_label(protocols[0]) if protocols else ''} faster"
+    for y, va, text in ((0.99, "top", top), (0.01, "bottom", f"↓ {_proto_label(baseline)} faster")):
+        ax.text(0.005, y, text, transform=ax.transAxes, va=va, fontsize=7.5, color="#666666")
+
+
 def gain_figure(
     gains: pd.DataFrame,
     x: str,
@@ -90,10 +132,7 @@ def gain_figure(
         st = protocol_style(proto)
         for ki, key in enumerate(keys):
             colour = shade(st.colour, ki, len(keys))
-            mine = gains[(gains["protocol"] == proto)]
-            if series:
-                mine = mine[[_series_key(r, series) == key for r in mine.to_dict("records")]]
-            mine = mine.sort_values(x)
+            mine = _series_rows(gains, proto, series, key).sort_values(x)
             if mine.empty:
                 continue
             xs = mine[x].to_numpy(float)
@@ -105,29 +144,9 @@ def gain_figure(
                 alpha=0.12,
                 linewidth=0,
             )
-            label = series_names.get(key, key)
-            if len(protocols) > 1 or not label:
-                label = f"{label} — {st.label}" if label else f"{st.label} vs {_proto_label(baseline)}"
+            label = _series_label(series_names, key, len(protocols), proto, baseline)
             ax.plot(xs, mine["gain_pct"], color=colour, linestyle=styles[key], linewidth=1.6, label=label)
-            sig = mine.get("significant", pd.Series(False, index=mine.index)).fillna(False).to_numpy(bool)
-            ax.scatter(
-                xs[sig],
-                mine["gain_pct"].to_numpy(float)[sig],
-                marker=st.marker,
-                color=colour,
-                s=28,
-                zorder=3,
-            )
-            ax.scatter(
-                xs[~sig],
-                mine["gain_pct"].to_numpy(float)[~sig],
-                marker=st.marker,
-                facecolors="white",
-                edgecolors=colour,
-                s=28,
-                zorder=3,
-                linewidths=1.2,
-            )
+            _significance_markers(ax, xs, mine["gain_pct"].to_numpy(float), mine, st.marker, colour, 28)
             handles.append(Line2D([], [], color=colour, linestyle=styles[key], marker=st.marker, label=label))
     ax.axhline(0, color="#555555", linewidth=0.8)
     if log_x:
@@ -140,24 +159,7 @@ def gain_figure(
     )
     handles.append(Patch(color="#777777", alpha=0.2, label="band: 95 % CI (bootstrap)"))
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    ax.text(
-        0.005,
-        0.99,
-        f"↑ {_proto_label(protocols[0]) if protocols else ''} faster",
-        transform=ax.transAxes,
-        va="top",
-        fontsize=7.5,
-        color="#666666",
-    )
-    ax.text(
-        0.005,
-        0.01,
-        f"↓ {_proto_label(baseline)} faster",
-        transform=ax.transAxes,
-        va="bottom",
-        fontsize=7.5,
-        color="#666666",
-    )
+    _direction_notes(ax, protocols, baseline)
     return fig
 
 
@@ -191,9 +193,7 @@ def category_gain_figure(
         st = protocol_style(proto)
         for ki, key in enumerate(keys):
             colour = shade(st.colour, ki, len(keys))
-            mine = gains[gains["protocol"] == proto]
-            if series:
-                mine = mine[[_series_key(r, series) == key for r in mine.to_dict("records")]]
+            mine = _series_rows(gains, proto, series, key)
             mine = mine[mine[x].isin(categories)]
             if mine.empty:
                 continue
@@ -206,21 +206,8 @@ def category_gain_figure(
                 xs, ys, yerr=np.clip(err, 0, None), fmt="none", ecolor=colour, elinewidth=1.1, capsize=3
             )
             ax.plot(xs, ys, color=colour, linestyle=styles[key], linewidth=0.8, alpha=0.6)
-            sig = mine.get("significant", pd.Series(False, index=mine.index)).fillna(False).to_numpy(bool)
-            ax.scatter(xs[sig], ys[sig], marker=st.marker, color=colour, s=32, zorder=3)
-            ax.scatter(
-                xs[~sig],
-                ys[~sig],
-                marker=st.marker,
-                facecolors="white",
-                edgecolors=colour,
-                s=32,
-                zorder=3,
-                linewidths=1.2,
-            )
-            label = series_names.get(key, key)
-            if len(protocols) > 1 or not label:
-                label = f"{label} — {st.label}" if label else f"{st.label} vs {_proto_label(baseline)}"
+            _significance_markers(ax, xs, ys, mine, st.marker, colour, 32)
+            label = _series_label(series_names, key, len(protocols), proto, baseline)
             handles.append(Line2D([], [], color=colour, linestyle=styles[key], marker=st.marker, label=label))
     ax.axhline(0, color="#555555", linewidth=0.8)
     ax.set_xticks(range(len(categories)), ["\n".join(textwrap.wrap(str(c), 18)) for c in categories])
@@ -235,24 +222,7 @@ def category_gain_figure(
         Line2D([], [], color="#777777", marker="|", linestyle="", label="bar: 95 % CI (bootstrap)")
     )
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
-    ax.text(
-        0.005,
-        0.99,
-        f"↑ {_proto_label(protocols[0]) if protocols else ''} faster",
-        transform=ax.transAxes,
-        va="top",
-        fontsize=7.5,
-        color="#666666",
-    )
-    ax.text(
-        0.005,
-        0.01,
-        f"↓ {_proto_label(baseline)} faster",
-        transform=ax.transAxes,
-        va="bottom",
-        fontsize=7.5,
-        color="#666666",
-    )
+    _direction_notes(ax, protocols, baseline)
     return fig
 
 

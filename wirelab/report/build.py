@@ -298,6 +298,26 @@ class _Builder:
                 title = f"{protocol_style(proto).label} vs {protocol_style(sd.baseline).label}"
                 self.findings.append(Finding(title, sentences))
 
+    def gain_series(
+        self, axis: Axis, word: str, unit: str, covered_by: str, crowded: list[Axis]
+    ) -> tuple[list[Axis] | None, list[str]]:
+        """The other axes of a gain figure along ``axis`` and their columns, or (None, []) when they
+        would make more than MAX_GAIN_LINES lines: then ``axis`` joins ``crowded`` and a note says why
+        ("Gain {word} {axis} is not drawn …")."""
+        others = self.series_for(axis)
+        cols = self.series_columns(others)
+        n_series = len(self.comp.drop_duplicates(cols)) if cols else 1
+        lines = n_series * len(self.sd.compared)
+        if lines <= MAX_GAIN_LINES:
+            return others, cols
+        crowded.append(axis)
+        self.notes.append(
+            f"Gain {word} {axis.name} is not drawn: the other axes "
+            f"({', '.join(a.name for a in others)}) would make {lines} {unit}; the main-effects "
+            f"figure averages them out, and {covered_by} cover every configuration."
+        )
+        return None, []
+
     def gain_figures(self) -> None:
         sd = self.sd
         if self.comp.empty:
@@ -322,18 +342,8 @@ class _Builder:
                 )
                 continue
             drawn.append(axis)
-            others = self.series_for(axis)
-            cols = self.series_columns(others)
-            n_series = len(self.comp.drop_duplicates(cols)) if cols else 1
-            lines = n_series * len(sd.compared)
-            if lines > MAX_GAIN_LINES:
-                crowded.append(axis)
-                self.notes.append(
-                    f"Gain vs {axis.name} is not drawn: the other axes "
-                    f"({', '.join(a.name for a in others)}) would "
-                    f"make {lines} lines; the main-effects figure averages them out, and the tree and the "
-                    "tables cover every configuration."
-                )
+            others, cols = self.gain_series(axis, "vs", "lines", "the tree and the tables", crowded)
+            if others is None:
                 continue
             title = f"ToW reduction vs {axis.name}"
             caption = (
@@ -361,17 +371,8 @@ class _Builder:
 
         for axis in self.gain_categories():
             drawn.append(axis)
-            others = self.series_for(axis)
-            cols = self.series_columns(others)
-            n_series = len(self.comp.drop_duplicates(cols)) if cols else 1
-            lines = n_series * len(sd.compared)
-            if lines > MAX_GAIN_LINES:
-                crowded.append(axis)
-                self.notes.append(
-                    f"Gain per {axis.name} is not drawn: the other axes "
-                    f"({', '.join(a.name for a in others)}) would make {lines} series; the main-effects "
-                    "figure averages them out, and the tables cover every configuration."
-                )
+            others, cols = self.gain_series(axis, "per", "series", "the tables", crowded)
+            if others is None:
                 continue
             caption = (
                 f"Study E's gain, (ToW_base − ToW_x) / ToW_base from the mean ToW of each configuration, of "
