@@ -59,6 +59,15 @@ const (
 // when vnet). With vnet it turns on the checksum, TSO and (if the kernel has it) USO offloads. The
 // Device owns fd from then on.
 func New(fd int, name string, mtu int, vnet bool) (*Device, error) {
+	// The file is made while the descriptor blocks, so that the Go runtime does not register it
+	// with its netpoller: the runner polls the descriptor itself (ppoll on its own thread), and an
+	// epoll registration would also wake the runtime's netpoller thread for every packet that
+	// arrives — a real-time thread woken for nothing, which delays the processes on either side
+	// of the link (measured in docs/network.md, "Scheduling").
+	if err := unix.SetNonblock(fd, false); err != nil {
+		return nil, err
+	}
+	file := os.NewFile(uintptr(fd), "/dev/net/tun")
 	if err := unix.SetNonblock(fd, true); err != nil {
 		return nil, err
 	}
@@ -73,7 +82,7 @@ func New(fd int, name string, mtu int, vnet bool) (*Device, error) {
 	} else {
 		d.rbuf = make([]byte, 65535)
 	}
-	d.file = os.NewFile(uintptr(fd), "/dev/net/tun")
+	d.file = file
 	return d, nil
 }
 

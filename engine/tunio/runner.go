@@ -487,6 +487,8 @@ func (p *pipe) stop() {
 		signalEventFd(p.stopFd)
 	}
 	if f := p.src.File(); f != nil {
+		// Ends a Read blocked in the runtime's netpoller, for devices whose file it polls (tundev's
+		// is not: the reader's ppoll wakes on stopFd). Fails harmlessly otherwise.
 		_ = f.SetReadDeadline(time.Unix(1, 0))
 	}
 	p.w.wake()
