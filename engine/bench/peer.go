@@ -60,7 +60,13 @@ func serveConn(c net.Conn) {
 // the handshake, µs resolution). The connect time is measured around a blocking connect(2) on a
 // thread of its own, so the measurement adds no more than a system call and a wake-up: a
 // non-blocking connect with the Go netpoller added 0.15–0.2 ms here.
-func ConnectTimes(addr string, count, parallel int, timeout time.Duration) (times, kernel []time.Duration, err error) {
+//
+// With spacing > 0, connection i starts no earlier than spacing×i after the first, so that
+// parallel handshakes are spread over the round trip instead of running in step: handshakes in
+// step complete together, and each one's wake-up then waits for the CPU the others' packets and
+// wake-ups take (on 2 cores, +0.1 to +0.2 ms at p50 with 6 at once; see LinkOptions and
+// docs/network.md).
+func ConnectTimes(addr string, count, parallel int, spacing, timeout time.Duration) (times, kernel []time.Duration, err error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil || !ap.Addr().Is4() {
 		return nil, nil, fmt.Errorf("connect: %q is not an IPv4 address:port", addr)
@@ -79,7 +85,11 @@ func ConnectTimes(addr string, count, parallel int, timeout time.Duration) (time
 	errs := make([]error, count)
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
+	start := time.Now()
 	for i := 0; i < count; i++ {
+		if spacing > 0 {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * spacing)))
+		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func(i int) {
@@ -231,7 +241,7 @@ func Blast(addr string, count, pps int) (int, error) {
 // 10 / 100 / 500 ms RTT, 2026-11-24); see LinkOptions.Peers for which parts run them real-time.
 const PeerPriority = 1
 
-// PeerMain is `wirelab-engine bench-peer [--rt] serve ADDR | connect ADDR COUNT PARALLEL |
+// PeerMain is `wirelab-engine bench-peer [--rt] serve ADDR | connect ADDR COUNT PARALLEL [SPACING] |
 // receive ADDR WARMUP DURATION | blast ADDR COUNT PPS`. Results are one JSON line on stdout; serve prints "ready" once it
 // listens. --rt runs the peer with real-time priority (internal/rt), so that other load on a shared
 // machine does not show up as emulator error.
@@ -242,7 +252,7 @@ func PeerMain(args []string) error {
 		args = args[1:]
 	}
 	if len(args) < 2 {
-		return errors.New("usage: bench-peer serve ADDR | connect ADDR COUNT PARALLEL | receive ADDR WARMUP DURATION")
+		return errors.New("usage: bench-peer serve ADDR | connect ADDR COUNT PARALLEL [SPACING] | receive ADDR WARMUP DURATION")
 	}
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
@@ -274,12 +284,19 @@ func PeerMain(args []string) error {
 		return json.NewEncoder(out).Encode(map[string]any{"sent": sent})
 	case "connect":
 		var count, parallel int
-		if len(args) != 4 {
-			return errors.New("connect ADDR COUNT PARALLEL")
+		var spacing time.Duration
+		if len(args) != 4 && len(args) != 5 {
+			return errors.New("connect ADDR COUNT PARALLEL [SPACING]")
 		}
 		fmt.Sscan(args[2], &count)
 		fmt.Sscan(args[3], &parallel)
-		times, kernel, err := ConnectTimes(args[1], count, parallel, 10*time.Second)
+		if len(args) == 5 {
+			var err error
+			if spacing, err = time.ParseDuration(args[4]); err != nil || spacing < 0 {
+				return fmt.Errorf("connect: spacing %q is not a duration ≥ 0", args[4])
+			}
+		}
+		times, kernel, err := ConnectTimes(args[1], count, parallel, spacing, 10*time.Second)
 		if err != nil {
 			return err
 		}

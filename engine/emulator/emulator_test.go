@@ -140,7 +140,12 @@ func TestRTT(t *testing.T) {
 	if s.DeviceDrops != 0 || s.Up.Packets == 0 || s.Down.Packets == 0 {
 		t.Errorf("summary %+v", s)
 	}
-	t.Logf("slowest connect %v; lateness %+v", worst, s.LatenessUS)
+	t.Logf("slowest connect %v; lateness %+v; picked up %d down, %d up", worst, s.LatenessUS, s.Runner.Down.PickedUp, s.Runner.Up.PickedUp)
+	// The server's stack answers each SYN inside the write that delivers it: the up writer reads
+	// the SYN-ACK at once (tunio's pickUp) unless the down reader was awake — not for all 10.
+	if s.Runner.Down.PickedUp == 0 || s.Runner.Down.PickedUp > s.Down.Arrived {
+		t.Errorf("picked up %d of %d down packets; want some SYN-ACKs", s.Runner.Down.PickedUp, s.Down.Arrived)
+	}
 	// Client side: Up packets as they entered, Down packets as they were delivered; server likewise.
 	want := map[string]int64{"client": s.Up.Arrived + s.Down.Packets, "server": s.Up.Packets + s.Down.Arrived}
 	for _, side := range []string{"client", "server"} {

@@ -42,6 +42,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.pipes[Up] = newPipe(r, Up, cfg.Client, cfg.Server, cfg.Up, cfg)
 	r.pipes[Down] = newPipe(r, Down, cfg.Server, cfg.Client, cfg.Down, cfg)
+	r.pipes[Up].other, r.pipes[Down].other = r.pipes[Down], r.pipes[Up]
 	return r, nil
 }
 
@@ -134,6 +135,9 @@ type DirStats struct {
 	ReadErrors     int64 `json:"read_errors"`
 	WriteErrors    int64 `json:"write_errors"` // batches the device refused (some packets of them lost)
 	Unmatched      int64 `json:"unmatched"`    // packets the link returned that the runner never gave it (a bug)
+	// PickedUp counts the packets (of Packets) that the other direction's writer read right after
+	// its write, as the receiving stack's immediate answers, while this direction's reader slept.
+	PickedUp int64 `json:"picked_up"`
 }
 
 // Stats is a snapshot of the runner's counters and timer lateness.
@@ -168,7 +172,7 @@ func (r *Runner) Stats() Stats {
 
 type counters struct {
 	reads, packets, bytes, delivered, deliveredBytes, dropsLoss, dropsQueue atomic.Int64
-	writes, readErrors, writeErrors, unmatched                              atomic.Int64
+	writes, readErrors, writeErrors, unmatched, pickedUp                    atomic.Int64
 }
 
 func (c *counters) snapshot() DirStats {
@@ -177,6 +181,7 @@ func (c *counters) snapshot() DirStats {
 		Delivered: c.delivered.Load(), DeliveredBytes: c.deliveredBytes.Load(),
 		DropsLoss: c.dropsLoss.Load(), DropsQueue: c.dropsQueue.Load(), Writes: c.writes.Load(),
 		ReadErrors: c.readErrors.Load(), WriteErrors: c.writeErrors.Load(), Unmatched: c.unmatched.Load(),
+		PickedUp: c.pickedUp.Load(),
 	}
 }
 
@@ -203,6 +208,11 @@ type pipe struct {
 
 	srcFd  int // the sending device's file descriptor, -1 for devices without one (test doubles)
 	stopFd int // eventfd made readable by stop, -1 without srcFd
+
+	readMu  rtlock.Mutex // held from a read of src to the end of its pushes (reader or pickUp)
+	asleep  atomic.Bool  // the reader sleeps in ppoll
+	other   *pipe        // the other direction: its source is this pipe's destination
+	pickups *intake      // the writer's scratch space for other.pickUp
 
 	spinBudget spinBudget
 	ev         Event // the writer's reused event
@@ -252,30 +262,40 @@ func (p *pipe) readLoop() error {
 		defer runtime.UnlockOSThread()
 		rt.Adopt()
 	}
-	bufs := make([][]byte, batchSize)
-	sizes := make([]int, batchSize)
-	var fates [batchSize]Fate
-	var origins [batchSize]int
-	var ev Event // reused: observers get a pointer valid during the call
+	in := newIntake()
 	consecutiveErrs := 0
 	for {
-		p.pool.fill(bufs)
+		p.pool.fill(in.bufs)
 		// Sleeping in ppoll (not the netpoller) wakes this thread directly when the kernel queues
 		// a packet, without a hop through another thread.
-		if p.srcFd >= 0 && !waitReadable(p.srcFd, p.stopFd) {
-			return nil // stopping
+		if p.srcFd >= 0 {
+			p.asleep.Store(true)
+			ok := waitReadable(p.srcFd, p.stopFd)
+			p.asleep.Store(false)
+			if !ok {
+				return nil // stopping
+			}
 		}
-		n, err := p.src.Read(bufs, sizes, offset)
+		p.readMu.Lock()
+		// The arrival time is taken before the read: the packet that woke the reader was queued
+		// before it, and the read's system call is not part of the path. (Under readMu, so that
+		// the times pushed into the link never go backwards: the other direction's writer may
+		// read from this device too, see pickUp.)
+		now := p.r.Now()
+		n, err := p.src.Read(in.bufs, in.sizes, offset)
 		if p.stopping.Load() {
+			p.readMu.Unlock()
 			return nil
 		}
 		if err != nil {
 			p.counters.readErrors.Add(1)
 			p.fail(err)
 			if errors.Is(err, os.ErrClosed) {
+				p.readMu.Unlock()
 				return fmt.Errorf("%s: read: %w", p.dir, err)
 			}
 			if !errors.Is(err, tun.ErrTooManySegments) {
+				p.readMu.Unlock()
 				if consecutiveErrs++; consecutiveErrs > 1000 {
 					return fmt.Errorf("%s: read: %w", p.dir, err)
 				}
@@ -285,62 +305,123 @@ func (p *pipe) readLoop() error {
 		}
 		consecutiveErrs = 0
 		if n <= 0 {
+			p.readMu.Unlock()
 			continue
 		}
-		now := p.r.Now()
-		var bytes int64
-		for i := 0; i < n; i++ {
-			pkt := bufs[i][offset : offset+sizes[i]]
-			bytes += int64(len(pkt))
-			origins[i] = p.origin(pkt)
-			if p.obs != nil {
-				ev = Event{Kind: Arrived, Dir: p.dir, Fate: Queued, In: now, Out: now, Data: pkt}
-				p.obs.Observe(&ev)
-			}
+		if p.srcFd < 0 {
+			now = p.r.Now() // a test double's Read blocks until a packet comes
 		}
-		wake := false
-		p.mu.Lock()
-		for i := 0; i < n; i++ {
-			fates[i] = p.link.Push(now, bufs[i][offset:offset+sizes[i]], origins[i])
-			if fates[i] == Queued {
-				p.inside.push(origins[i], entry{buf: bufs[i], n: sizes[i], in: now})
-			}
-		}
-		if p.sleepUntil >= 0 {
-			if dl, ok := p.link.NextDeadline(); ok && int64(dl) < p.sleepUntil {
-				p.sleepUntil = -1
-				wake = true
-			}
-		}
-		p.mu.Unlock()
-		if wake {
-			p.w.wake()
-		}
-		for i := 0; i < n; i++ {
-			switch fates[i] {
-			case Queued:
-				bufs[i] = nil // now owned by the link; the writer returns it to the pool
-			case DroppedLoss, DroppedQueue:
-				if fates[i] == DroppedLoss {
-					p.counters.dropsLoss.Add(1)
-				} else {
-					p.counters.dropsQueue.Add(1)
-				}
-				if p.obs != nil {
-					ev = Event{Kind: Dropped, Dir: p.dir, Fate: fates[i], In: now, Out: now, Data: bufs[i][offset : offset+sizes[i]]}
-					p.obs.Observe(&ev)
-				}
-			}
-		}
-		p.counters.reads.Add(1)
-		p.counters.packets.Add(int64(n))
-		p.counters.bytes.Add(bytes)
+		p.ingest(in, n, now)
+		p.readMu.Unlock()
 		if p.srcFd >= 0 {
 			// Under a saturating load the device always has packets and this loop never sleeps. A
 			// writer woken on this CPU has the same priority and would wait for the round-robin
 			// slice (100 ms): yield after each batch so that it runs now.
 			yield()
 		}
+	}
+}
+
+// intake is a reading thread's scratch space: the buffers of one read and the packets' fates.
+type intake struct {
+	bufs    [][]byte
+	sizes   []int
+	fates   [batchSize]Fate
+	origins [batchSize]int
+	ev      Event // reused: observers get a pointer valid during the call
+}
+
+func newIntake() *intake {
+	return &intake{bufs: make([][]byte, batchSize), sizes: make([]int, batchSize)}
+}
+
+// ingest pushes the n packets just read into the link as arriving at now. The caller holds
+// readMu. Buffers the link keeps are taken out of in.bufs (the writer returns them to the pool).
+func (p *pipe) ingest(in *intake, n int, now time.Duration) {
+	var bytes int64
+	for i := 0; i < n; i++ {
+		pkt := in.bufs[i][offset : offset+in.sizes[i]]
+		bytes += int64(len(pkt))
+		in.origins[i] = p.origin(pkt)
+		if p.obs != nil {
+			in.ev = Event{Kind: Arrived, Dir: p.dir, Fate: Queued, In: now, Out: now, Data: pkt}
+			p.obs.Observe(&in.ev)
+		}
+	}
+	wake := false
+	p.mu.Lock()
+	for i := 0; i < n; i++ {
+		in.fates[i] = p.link.Push(now, in.bufs[i][offset:offset+in.sizes[i]], in.origins[i])
+		if in.fates[i] == Queued {
+			p.inside.push(in.origins[i], entry{buf: in.bufs[i], n: in.sizes[i], in: now})
+		}
+	}
+	if p.sleepUntil >= 0 {
+		if dl, ok := p.link.NextDeadline(); ok && int64(dl) < p.sleepUntil {
+			p.sleepUntil = -1
+			wake = true
+		}
+	}
+	p.mu.Unlock()
+	if wake {
+		p.w.wake()
+	}
+	for i := 0; i < n; i++ {
+		switch in.fates[i] {
+		case Queued:
+			in.bufs[i] = nil // now owned by the link; the writer returns it to the pool
+		case DroppedLoss, DroppedQueue:
+			if in.fates[i] == DroppedLoss {
+				p.counters.dropsLoss.Add(1)
+			} else {
+				p.counters.dropsQueue.Add(1)
+			}
+			if p.obs != nil {
+				in.ev = Event{Kind: Dropped, Dir: p.dir, Fate: in.fates[i], In: now, Out: now, Data: in.bufs[i][offset : offset+in.sizes[i]]}
+				p.obs.Observe(&in.ev)
+			}
+		}
+	}
+	p.counters.reads.Add(1)
+	p.counters.packets.Add(int64(n))
+	p.counters.bytes.Add(bytes)
+}
+
+// maxPickUps bounds the reads one pickUp makes.
+const maxPickUps = 8
+
+// pickUpRoom: a writer picks up answers only when its own next release is at least this far off,
+// so that a pick-up (a read or two, some µs) never makes it late. In a saturated stream the next
+// release is always close, and the other reader, awake, takes the answers itself: picking up
+// after every write there made the capacity benchmark's lateness p50 98–148 µs instead of 29–51.
+const pickUpRoom = 200 * time.Microsecond
+
+// pickUp is called by the other direction's writer after it wrote to this pipe's source device,
+// before it sleeps. The receiving stack answers some packets inside that write — a SYN with a SYN-ACK,
+// data with an ACK — and queues the answer on this device; the reader, asleep in ppoll, would
+// take it (and time its arrival) only after its wake-up, which costs tens of µs when its CPU is
+// idle (a halted vCPU: measured 36 µs of the 46 µs between a SYN-ACK's queueing and its read,
+// docs/network.md "Scheduling"). So the writer reads it at once, on its own thread, and the
+// reader finds the device empty. Only while the reader sleeps: a reader that is awake takes the
+// answer as soon as it can anyway, and it keeps the busy paths' work on their own threads.
+// readMu keeps the two readers' pushes in order.
+func (p *pipe) pickUp(in *intake) {
+	if p.srcFd < 0 || !p.asleep.Load() || !p.readMu.TryLock() {
+		return
+	}
+	defer p.readMu.Unlock()
+	for range maxPickUps {
+		p.pool.fill(in.bufs)
+		now := p.r.Now()
+		n, err := p.src.Read(in.bufs, in.sizes, offset)
+		if err != nil && !errors.Is(err, tun.ErrTooManySegments) {
+			return // the reader meets it too, and reports it
+		}
+		if n <= 0 {
+			return
+		}
+		p.ingest(in, n, now)
+		p.counters.pickedUp.Add(int64(n))
 	}
 }
 
@@ -354,6 +435,7 @@ func (p *pipe) writeLoop() {
 	batch := make([]entry, 0, batchSize)
 	wbufs := make([][]byte, 0, batchSize)
 	lat := make([]time.Duration, 0, batchSize)
+	released := false // since the last wait
 	for !p.stopping.Load() {
 		p.mu.Lock()
 		p.sleepUntil = -1
@@ -390,8 +472,18 @@ func (p *pipe) writeLoop() {
 			p.release(batch, wbufs[:0], lat[:0])
 			clear(batch)
 			batch = batch[:0]
+			released = true
 			continue
 		}
+		// About to sleep after writing: pick up what the receiving stack answered, unless this
+		// direction's next release is too close for it.
+		if released && p.other.srcFd >= 0 && (!hasNext || next-p.r.Now() >= pickUpRoom) {
+			if p.pickups == nil {
+				p.pickups = newIntake()
+			}
+			p.other.pickUp(p.pickups)
+		}
+		released = false
 		p.wait(next, hasNext, seq)
 	}
 }
@@ -399,7 +491,7 @@ func (p *pipe) writeLoop() {
 // wait sleeps until target (or forever without one) unless a reader or stop bumps the waker.
 func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 	if !has {
-		futexWait(&p.w.seq, seq, 0)
+		futexWait(&p.w.seq, seq, maxSleep) // the caller looks again, and sleeps again
 		return
 	}
 	for {
@@ -411,11 +503,11 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 			return
 		}
 		if p.spin < 0 {
-			futexWait(&p.w.seq, seq, rem)
+			futexWait(&p.w.seq, seq, min(rem, maxSleep))
 			continue
 		}
 		if rem > p.spin {
-			futexWait(&p.w.seq, seq, rem-p.spin)
+			futexWait(&p.w.seq, seq, min(rem-p.spin, maxSleep))
 			continue
 		}
 		if !p.spinBudget.allow(p.r.Now()) {
@@ -427,6 +519,15 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 		p.spinBudget.spent(p.r.Now() - t0)
 	}
 }
+
+// maxSleep caps every sleep of the readers and writers in one system call. The Go runtime takes
+// the P (its scheduling slot) from a thread that stays in a system call for 10 ms or more, and the
+// thread then returns without one: it wakes the runtime's monitor thread and, when no P is free at
+// once, hands its goroutine through the scheduler and another thread before it runs again —
+// measured 150 µs, all of a writer's spin window, on a 250 ms path (docs/network.md,
+// "Scheduling"). Shorter sleeps keep the P: a thread idle for long wakes every maxSleep, for a
+// few µs.
+const maxSleep = 5 * time.Millisecond
 
 // spinBudget bounds the share of time a writer spins (at real-time priority, spinning keeps a
 // CPU from everyone else): within each spinPeriod at most spinShare of it. Over budget, the

@@ -50,14 +50,17 @@ func (w *waker) wake() {
 // while the writer spins towards a deadline. Raw: the writer keeps its P (Run provides spare ones).
 func yield() { syscall.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
-// waitReadable sleeps until fd is readable (true) or stopFd is signalled (false).
+// waitReadable sleeps until fd is readable (true) or stopFd is signalled (false), in system calls
+// of at most maxSleep (see there).
 func waitReadable(fd, stopFd int) bool {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(stopFd), Events: unix.POLLIN}}
 	for {
-		_, err := unix.Ppoll(fds, nil, nil)
-		if err == nil || err != unix.EINTR {
-			return fds[1].Revents == 0
+		ts := unix.NsecToTimespec(int64(maxSleep)) // anew each time: ppoll leaves the time unslept in it
+		n, err := unix.Ppoll(fds, &ts, nil)
+		if err == unix.EINTR || (err == nil && n == 0) {
+			continue // a signal, or the cap: sleep again
 		}
+		return fds[1].Revents == 0
 	}
 }
 

@@ -38,6 +38,9 @@ func (m *Mutex) Lock() {
 	}
 }
 
+// TryLock locks m if it is unlocked, and reports whether it did.
+func (m *Mutex) TryLock() bool { return atomic.CompareAndSwapUint32(&m.state, 0, 1) }
+
 // Unlock unlocks m.
 func (m *Mutex) Unlock() {
 	if atomic.SwapUint32(&m.state, 0) == 2 {

@@ -1,0 +1,138 @@
+"""Where a `bench link` connect's time goes, from the kernel's own trace (tracefs).
+
+Records scheduler events, connect(2) entries and exits and packets queued on the TUN devices while
+`wirelab-engine bench link --only rtt` runs, then splits every connect of the benchmark's peer into:
+
+- enter→SYN: connect(2) entered → the SYN queued on the client's TUN device;
+- SYN→woken −RTT: the SYN queued → the connecting thread woken by the emulator's writer that
+  delivered the SYN-ACK, minus the configured RTT: what the emulator and both kernels add (the
+  kernel's own RTT sample of the benchmark measures nearly the same stretch);
+- woken→running: the connecting thread's wait for a CPU;
+- running→exit: its way back out of connect(2).
+
+Medians per path; the benchmark's own connect times add the peer's user-space work around the
+system call. Tracing slows every event by a µs or two: compare variants traced alike, not with
+the untraced benchmark. Needs root and tracefs. The trace is kept (--keep) for reading by hand.
+
+Usage: scripts/trace_connects.py [--engine bin/wirelab-engine] [--quick] [--keep FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+TRACEFS = "/sys/kernel/tracing"
+EVENTS = [
+    "syscalls:sys_enter_connect",
+    "syscalls:sys_exit_connect",
+    "net:net_dev_queue",
+    "sched:sched_switch",
+    "sched:sched_waking",
+]
+LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\(\s*([\d-]+)\)\s+\[(\d+)\]\s+(\S+)\s+([\d.]+):\s+(\w+):?\s*(.*)$")
+
+
+def tracefs(name: str, value: str, append: bool = False) -> None:
+    with open(os.path.join(TRACEFS, name), "a" if append else "w") as f:
+        f.write(value)
+
+
+def record(engine: str, quick: bool) -> str:
+    if not os.path.isdir(os.path.join(TRACEFS, "events")):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], check=True)
+    tracefs("tracing_on", "0")
+    tracefs("trace", "")
+    tracefs("buffer_size_kb", "65536")
+    tracefs("options/record-tgid", "1")
+    tracefs("set_event", "")
+    for ev in EVENTS:
+        tracefs("set_event", ev + "\n", append=True)
+    tracefs("tracing_on", "1")
+    try:
+        cmd = [engine, "bench", "link", "--only", "rtt"] + (["--quick"] if quick else [])
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        for line in out.stderr.splitlines():
+            if line.startswith("bench: RTT"):
+                print(line)
+    finally:
+        tracefs("tracing_on", "0")
+        tracefs("set_event", "")
+    with open(os.path.join(TRACEFS, "trace")) as f:
+        return f.read()
+
+
+def analyse(text: str) -> None:
+    pending: dict[int, dict] = {}
+    done: list[dict] = []
+    for line in text.splitlines():
+        m = LINE.match(line)
+        if not m:
+            continue
+        _, pid_s, _, cpu_s, flags, ts_s, name, rest = m.groups()
+        pid, t = int(pid_s), float(ts_s)
+        if name == "sys_connect" and "->" not in rest:
+            pending[pid] = {"enter": t}
+        elif name == "sys_connect" and pid in pending:
+            c = pending.pop(pid)
+            c["exit"] = t
+            if c.get("woken") and c.get("running"):
+                done.append(c)
+        elif name == "net_dev_queue" and pid in pending and "syn" not in pending[pid]:
+            pending[pid]["syn"] = t
+        elif name == "sched_waking" and "h" not in flags:  # not from a timer interrupt
+            woken = int(re.search(r" pid=(\d+)", rest).group(1))
+            c = pending.get(woken)
+            if c is not None and "syn" in c and "woken" not in c:
+                c["woken"], c["running"] = t, None
+        elif name == "sched_switch":
+            nxt = int(re.search(r"next_pid=(\d+)", rest).group(1))
+            c = pending.get(nxt)
+            if c is not None and c.get("woken") and c.get("running") is None:
+                c["running"] = t
+    by_path: dict[int, list[dict]] = collections.defaultdict(list)
+    for c in done:
+        by_path[round((c["exit"] - c["enter"]) * 100) * 10].append(c)  # nearest 10 ms
+
+    def med(xs: list[float]) -> str:
+        return f"{statistics.median(xs) * 1e6:6.0f}"
+
+    print("path    n  total−RTT  enter→SYN  SYN→woken−RTT  woken→running  running→exit   (µs, medians)")
+    for rtt_ms, cs in sorted(by_path.items()):
+        if len(cs) < 5:
+            continue
+        rtt = rtt_ms / 1000
+        cols = [
+            med([c["exit"] - c["enter"] - rtt for c in cs]),
+            med([c["syn"] - c["enter"] for c in cs]),
+            med([c["woken"] - c["syn"] - rtt for c in cs]),
+            med([c["running"] - c["woken"] for c in cs]),
+            med([c["exit"] - c["running"] for c in cs]),
+        ]
+        print(f"{rtt_ms:4d}ms {len(cs):4d} " + "    ".join(cols))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--engine", default="bin/wirelab-engine")
+    ap.add_argument("--quick", action="store_true", help="30 connects per path instead of 200")
+    ap.add_argument("--keep", metavar="FILE", help="keep the raw trace in FILE")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("trace_connects: needs root (tracefs and the benchmark's namespaces)", file=sys.stderr)
+        return 2
+    text = record(args.engine, args.quick)
+    if args.keep:
+        with open(args.keep, "w") as f:
+            f.write(text)
+    analyse(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
