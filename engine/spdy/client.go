@@ -19,6 +19,9 @@ import (
 // ClientConfig configures a ClientConn.
 type ClientConfig struct {
 	// Config is the session configuration (windows, concurrency, limits); zero means defaults.
+	// The session window is credited back only as response bodies are read: an application that
+	// reads bodies one at a time needs a SessionWindowSize that holds every body it leaves unread
+	// meanwhile, or one unread body can stop the others (SPDY/3.1's initial 64 KB is small).
 	Config Config
 	// DataChunkSize is the largest DATA frame sent for request bodies, bytes. Default 4096.
 	DataChunkSize int

@@ -519,7 +519,11 @@ func TestServerPush(t *testing.T) {
 		}
 		return &StreamTrace{ResponseHeaders: note(" headers"), FirstDataByte: note(" data"), ResponseDone: note(" done")}, true
 	}
-	cc, _ := pipeClient(t, &Server{Handler: mux}, ClientConfig{AcceptPush: accept})
+	// The test reads the pushed bodies one after the other. With SPDY/3.1's initial session window
+	// (64 KB, credited back as the application reads) the server may send b's 64 KB before a's
+	// 3 KB, and a reader waiting for a then never frees the window a needs: a window that holds
+	// every unread body avoids that deadlock (the engine's loader grants large windows too).
+	cc, _ := pipeClient(t, &Server{Handler: mux}, ClientConfig{AcceptPush: accept, Config: Config{SessionWindowSize: 1 << 20}})
 	_, body := get(t, cc, "/page", RequestOptions{Priority: 2})
 	if string(body) != "page" {
 		t.Fatalf("page body %q", body)
