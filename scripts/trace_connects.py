@@ -39,8 +39,13 @@ LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\(\s*([\d-]+)\)\s+\[(\d+)\]\s+(\S+)\s+([\d
 
 
 def tracefs(name: str, value: str, append: bool = False) -> None:
-    with open(os.path.join(TRACEFS, name), "a" if append else "w") as f:
-        f.write(value)
+    # os.open, not open(…, "a"): tracefs files refuse the seek to the end that Python's append does.
+    flags = os.O_WRONLY | (os.O_APPEND if append else os.O_TRUNC)
+    fd = os.open(os.path.join(TRACEFS, name), flags)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
 
 
 def record(engine: str, quick: bool) -> str:
