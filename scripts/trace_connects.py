@@ -51,25 +51,34 @@ def tracefs(name: str, value: str, append: bool = False) -> None:
 def record(engine: str, quick: bool) -> str:
     if not os.path.isdir(os.path.join(TRACEFS, "events")):
         subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], check=True)
+    # The tracer's settings as they were, restored afterwards (the buffer is 64 MB per CPU).
+    saved = {}
+    for name in ("tracing_on", "buffer_size_kb", "options/record-tgid"):
+        with open(os.path.join(TRACEFS, name)) as f:
+            saved[name] = f.read().split()[0]
     tracefs("tracing_on", "0")
     tracefs("trace", "")
     tracefs("buffer_size_kb", "65536")
     tracefs("options/record-tgid", "1")
     tracefs("set_event", "")
-    for ev in EVENTS:
-        tracefs("set_event", ev + "\n", append=True)
-    tracefs("tracing_on", "1")
     try:
+        for ev in EVENTS:
+            tracefs("set_event", ev + "\n", append=True)
+        tracefs("tracing_on", "1")
         cmd = [engine, "bench", "link", "--only", "rtt"] + (["--quick"] if quick else [])
         out = subprocess.run(cmd, capture_output=True, text=True)
         for line in out.stderr.splitlines():
             if line.startswith("bench: RTT"):
                 print(line)
+        tracefs("tracing_on", "0")
+        with open(os.path.join(TRACEFS, "trace")) as f:
+            return f.read()
     finally:
         tracefs("tracing_on", "0")
         tracefs("set_event", "")
-    with open(os.path.join(TRACEFS, "trace")) as f:
-        return f.read()
+        tracefs("trace", "")
+        for name, value in saved.items():
+            tracefs(name, value)
 
 
 def analyse(text: str) -> None:
