@@ -4,12 +4,13 @@ trial processes with progress lines, signals and exit codes; and FixtureEngine's
 import json
 import os
 import queue
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from wirelab import contract, spec
+from wirelab import contract, reproduce, spec
 from wirelab.engine import STDERR_FILE, SubprocessEngine, find_engine
 from wirelab.errors import EngineNotFoundError, UsageError
 from wirelab.testing import FixtureEngine, FixtureFailure
@@ -206,6 +207,18 @@ def test_real_engine_pages_contract():
     assert len(page["objects"]) == 7 and sum(o["size"] for o in page["objects"]) == 7 * 46_400
     with pytest.raises(UsageError):
         engine.pages_show("no-such-page")
+    # The run-time estimates' copies of the corpus facts (wirelab.reproduce) agree with the engine.
+    for name, (objects, total) in reproduce._PAGE_SIZES.items():
+        assert (pages[name]["objects"], pages[name]["total_bytes"]) == (objects, total), name
+    for name, modes in reproduce._PAGE_GROUPS.items():
+        for mode, origins in modes.items():
+            out = subprocess.run(
+                [path, "pages", "show", name, "--shards", "0", "--shard-mode", mode],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            assert len(json.loads(out)["origins"]) == origins, (name, mode)
 
 
 def test_real_engine_pages_bring_in(tmp_path):

@@ -46,8 +46,8 @@ _PAGE_SIZES: dict[str, tuple[int, float]] = {
     "imgur": (133, 133 * 11_780),
     "nytimes": (148, 1_776_000),
     "flags": (51, 6_000 + 50 * 1_000),
-    "neoload50": (51, 9_500 + 50 * 1_500),
-    "unh100": (100, 3_400_000),
+    "neoload50": (51, 9_500 + 50 * 2_000),
+    "unh100": (101, 3_412_000),
 }
 #: Origins of the corpus pages served one per top-level-domain group / one per domain (``shards = 0``
 #: with shard_mode tld / domain; ``wirelab-engine pages show NAME --shards 0 --shard-mode tld``), for

@@ -308,10 +308,9 @@ func (b *linkBench) rtt() {
 		// Parallel connects keep the 250 ms case short; they do not share a bottleneck (no rate cap),
 		// but they do share the 2 cores, so their starts are spread over the round trip (spacing):
 		// handshakes started together complete together, and each one's wake-up waited for the
-		// others' (connect error p50 +0.36 to +0.48 ms at 500 ms with 6 in step, against +0.23 to
-		// +0.28 ms one at a time; the kernel's RTT samples, +0.06 to +0.09 ms, were the same). The
-		// extra 10 % keeps a start off the one-way-delay grid on which the earlier connections'
-		// packets cross the path.
+		// others' (measured in docs/network.md, "What the runtime adds to a wake-up"). The extra
+		// 10 % keeps a start off the one-way-delay grid on which the earlier connections' packets
+		// cross the path.
 		parallel := 1 + int(oneWay/(50*time.Millisecond))
 		spacing := time.Duration(0)
 		if parallel > 1 {

@@ -64,8 +64,7 @@ func serveConn(c net.Conn) {
 // With spacing > 0, connection i starts no earlier than spacing×i after the first, so that
 // parallel handshakes are spread over the round trip instead of running in step: handshakes in
 // step complete together, and each one's wake-up then waits for the CPU the others' packets and
-// wake-ups take (on 2 cores, +0.1 to +0.2 ms at p50 with 6 at once; see LinkOptions and
-// docs/network.md).
+// wake-ups take (docs/network.md, "What the runtime adds to a wake-up").
 func ConnectTimes(addr string, count, parallel int, spacing, timeout time.Duration) (times, kernel []time.Duration, err error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil || !ap.Addr().Is4() {

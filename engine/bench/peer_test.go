@@ -35,7 +35,6 @@ func TestConnectTimesSpacing(t *testing.T) {
 			t.Errorf("connect %d took %v over loopback", i, d)
 		}
 	}
-
 }
 
 func TestPeerConnectRejectsBadSpacing(t *testing.T) {

@@ -261,9 +261,9 @@ func TestPriorityOrder(t *testing.T) {
 // TestIncrementalInterleaves: RFC 9218's incremental flag. Two large responses of one urgency on a
 // constrained link: without `i` the server sends them one at a time — the send order switches
 // between them at most twice (once more than "one whole, then the other" when the second request
-// arrives after the first response began and the scheduler takes it up, as quic-go does: 2–244
-// around 10–130 in most runs); with `i` on both it round-robins them, so their units alternate many times. Over h2,
-// h2c and h3 (spdy3 has no incremental flag).
+// arrives after the first response began and the scheduler takes it up, as quic-go does); with `i`
+// on both it round-robins them, so their units alternate many times. Over h2, h2c and h3 (spdy3
+// has no incremental flag).
 func TestIncrementalInterleaves(t *testing.T) {
 	if testing.Short() {
 		t.Skip("paced transfers take a second per protocol")

@@ -221,7 +221,7 @@ type pipe struct {
 func newPipe(r *Runner, dir Dir, src, dst tun.Device, l Link, cfg Config) *pipe {
 	p := &pipe{
 		r: r, dir: dir, src: src, dst: dst, link: l, originOf: cfg.OriginOf, obs: cfg.Observer,
-		spin: cfg.SpinWindow, pool: newPool(offset + cfg.MTU + 64), sleepUntil: -1,
+		spin: cfg.SpinWindow, pool: newPool(offset + cfg.MTU + 64), sleepUntil: -1, pickups: newIntake(),
 	}
 	p.srcFd, p.stopFd = -1, -1
 	if f := src.File(); f != nil {
@@ -277,43 +277,26 @@ func (p *pipe) readLoop() error {
 			}
 		}
 		p.readMu.Lock()
-		// The arrival time is taken before the read: the packet that woke the reader was queued
-		// before it, and the read's system call is not part of the path. (Under readMu, so that
-		// the times pushed into the link never go backwards: the other direction's writer may
-		// read from this device too, see pickUp.)
-		now := p.r.Now()
-		n, err := p.src.Read(in.bufs, in.sizes, offset)
+		n, err := p.take(in)
+		p.readMu.Unlock()
 		if p.stopping.Load() {
-			p.readMu.Unlock()
 			return nil
 		}
 		if err != nil {
 			p.counters.readErrors.Add(1)
 			p.fail(err)
 			if errors.Is(err, os.ErrClosed) {
-				p.readMu.Unlock()
 				return fmt.Errorf("%s: read: %w", p.dir, err)
 			}
 			if !errors.Is(err, tun.ErrTooManySegments) {
-				p.readMu.Unlock()
 				if consecutiveErrs++; consecutiveErrs > 1000 {
 					return fmt.Errorf("%s: read: %w", p.dir, err)
 				}
 				continue
 			}
-			// ErrTooManySegments: the first n segments are valid.
 		}
 		consecutiveErrs = 0
-		if n <= 0 {
-			p.readMu.Unlock()
-			continue
-		}
-		if p.srcFd < 0 {
-			now = p.r.Now() // a test double's Read blocks until a packet comes
-		}
-		p.ingest(in, n, now)
-		p.readMu.Unlock()
-		if p.srcFd >= 0 {
+		if n > 0 && p.srcFd >= 0 {
 			// Under a saturating load the device always has packets and this loop never sleeps. A
 			// writer woken on this CPU has the same priority and would wait for the round-robin
 			// slice (100 ms): yield after each batch so that it runs now.
@@ -333,6 +316,25 @@ type intake struct {
 
 func newIntake() *intake {
 	return &intake{bufs: make([][]byte, batchSize), sizes: make([]int, batchSize)}
+}
+
+// take reads once from src into in's buffers (filled by the caller) and pushes what it read into
+// the link; it returns how many packets it pushed. The caller holds readMu: the reader and the
+// other direction's writer (pickUp) both take from src, and the lock keeps the times pushed in
+// order. The time is taken before the read: the packet that woke the reader was queued before it,
+// and the read's system call is not part of the path. ErrTooManySegments comes with the valid
+// first segments, which are pushed; other errors with none.
+func (p *pipe) take(in *intake) (int, error) {
+	now := p.r.Now()
+	n, err := p.src.Read(in.bufs, in.sizes, offset)
+	if n <= 0 || (err != nil && !errors.Is(err, tun.ErrTooManySegments)) {
+		return 0, err
+	}
+	if p.srcFd < 0 {
+		now = p.r.Now() // a test double's Read blocks until a packet comes
+	}
+	p.ingest(in, n, now)
+	return n, err
 }
 
 // ingest pushes the n packets just read into the link as arriving at now. The caller holds
@@ -412,16 +414,11 @@ func (p *pipe) pickUp(in *intake) {
 	defer p.readMu.Unlock()
 	for range maxPickUps {
 		p.pool.fill(in.bufs)
-		now := p.r.Now()
-		n, err := p.src.Read(in.bufs, in.sizes, offset)
-		if err != nil && !errors.Is(err, tun.ErrTooManySegments) {
-			return // the reader meets it too, and reports it
-		}
-		if n <= 0 {
-			return
-		}
-		p.ingest(in, n, now)
+		n, err := p.take(in)
 		p.counters.pickedUp.Add(int64(n))
+		if n == 0 || err != nil {
+			return // nothing more, or an error the reader meets too and reports
+		}
 	}
 }
 
@@ -477,10 +474,7 @@ func (p *pipe) writeLoop() {
 		}
 		// About to sleep after writing: pick up what the receiving stack answered, unless this
 		// direction's next release is too close for it.
-		if released && p.other.srcFd >= 0 && (!hasNext || next-p.r.Now() >= pickUpRoom) {
-			if p.pickups == nil {
-				p.pickups = newIntake()
-			}
+		if released && (!hasNext || next-now >= pickUpRoom) {
 			p.other.pickUp(p.pickups)
 		}
 		released = false
@@ -586,11 +580,6 @@ func (p *pipe) stop() {
 	p.stopping.Store(true)
 	if p.stopFd >= 0 {
 		signalEventFd(p.stopFd)
-	}
-	if f := p.src.File(); f != nil {
-		// Ends a Read blocked in the runtime's netpoller, for devices whose file it polls (tundev's
-		// is not: the reader's ppoll wakes on stopFd). Fails harmlessly otherwise.
-		_ = f.SetReadDeadline(time.Unix(1, 0))
 	}
 	p.w.wake()
 }
