@@ -38,11 +38,16 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     field_validator,
-    model_validator,
 )
 
-from wirelab import netprofile
-from wirelab.contract import CONTRACT_VERSION
+from wirelab import contract, netprofile
+from wirelab._contract_models import (
+    CaptureConfig,
+    ClientConfig,
+    ServerConfig,
+    TrialSpecFields,
+    TrialSpecOwnFields,
+)
 from wirelab.errors import ProfileError, SpecError
 
 __all__ = [
@@ -63,13 +68,16 @@ __all__ = [
     "resolve_trial",
 ]
 
+_TRIAL_SCHEMA = contract.load_schema("trial-spec")
+_FIELDS_SCHEMA = _TRIAL_SCHEMA["$defs"]["fields"]
+
 Protocol = Literal["h1", "h1s", "h2", "h2c", "h3", "spdy3"]
-PROTOCOLS: tuple[str, ...] = ("h1", "h1s", "h2", "h2c", "h3", "spdy3")
-ShardMode = Literal["round-robin", "tld", "domain"]
-SHARD_MODES: tuple[str, ...] = get_args(ShardMode)
+#: the contract's protocols, in its order (the schema's enum; ``Protocol`` is the generated models')
+PROTOCOLS: tuple[str, ...] = tuple(_FIELDS_SCHEMA["properties"]["protocols"]["items"]["enum"])
+SHARD_MODES: tuple[str, ...] = tuple(_FIELDS_SCHEMA["properties"]["shard_mode"]["enum"])
 #: The most origins a page may be sharded over; ``shards = 0`` means one per top-level-domain group
 #: (``shard_mode = "tld"``) or per domain (``"domain"``), as many as the page has.
-MAX_SHARDS = 64
+MAX_SHARDS: int = _FIELDS_SCHEMA["properties"]["shards"]["maximum"]
 MAX_TRIALS = 100_000
 
 
@@ -77,123 +85,27 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, validate_default=True)
 
 
-class ServerConfig(_Model):
-    """Origin server knobs (``server.*``)."""
-
-    impl: Literal["builtin"] = Field("builtin", description="origin server implementation")
-    max_concurrent_streams: int = Field(
-        100, ge=1, le=1000, description="h2/h3 SETTINGS_MAX_CONCURRENT_STREAMS / QUIC max streams"
-    )
-    write_chunk_bytes: int = Field(
-        0,
-        ge=0,
-        le=1_048_576,
-        description="cap on each DATA frame / write; 0 = implementation default, else 256–1048576",
-    )
-    tls_version: Literal["1.2", "1.3"] = Field("1.3", description="TLS version for h1s/h2 (h3 is always 1.3)")
-    session_resumption: bool = Field(False, description="allow TLS session tickets / 0-RTT between loads")
-    keep_alive: bool = Field(True, description="HTTP/1.x persistent connections")
-    push: str = Field(
-        "none",
-        pattern=r"^(none|all|embedding-level|dependency-level:[1-9][0-9]*)$",
-        description="server push policy: none, all, embedding-level or dependency-level:N",
-    )
-
-    @field_validator("write_chunk_bytes")
-    @classmethod
-    def _chunk(cls, v: int) -> int:
-        if 0 < v < 256:
-            raise ValueError("must be 0 (implementation default) or from 256 to 1048576")
-        return v
-
-
-class ClientConfig(_Model):
-    """Page loader knobs (``client.*``)."""
-
-    impl: Literal["engine", "chromium"] = Field("engine", description="page loader")
-    mode: Literal["flat", "objects", "replay"] = Field(
-        "flat", description="flat: root then sub-resources; objects: all at once; replay: dependency graph"
-    )
-    max_connections_per_origin: int = Field(
-        6, ge=1, le=64, description="HTTP/1.x connection limit per origin"
-    )
-    dns: Literal["server", "static"] = Field(
-        "server", description="resolve through the DNS server across the path, or a static map"
-    )
-    compute_scale: float = Field(1.0, ge=0, description="replay: multiply recorded computation times")
-    priority: Literal["none", "chrome", "dependency"] = Field("none", description="request prioritisation")
-    timeout_s: float = Field(120.0, gt=0, description="a load taking longer is recorded with an error")
-
-
-class CaptureConfig(_Model):
-    """What the engine writes besides load records (``capture.*``)."""
-
-    har: bool = Field(True, description="write a HAR per load")
-    pcap: bool = Field(False, description="write client- and server-side pcaps per load")
-
-
-class _TrialFields(_Model):
-    """Fields shared by a trial spec and an experiment's ``[base]``."""
-
-    shards: int = Field(
-        1,
-        ge=0,
-        le=MAX_SHARDS,
-        description="distribute the page's objects over N origins (1–64); 0 = one origin per "
-        "top-level-domain group (shard_mode tld) or per domain (shard_mode domain)",
-    )
-    shard_mode: ShardMode = Field(
-        "round-robin",
-        description="how objects go to shards: round-robin (in turn), tld (by top-level-domain group), "
-        "domain (by full domain)",
-    )
-    protocols: list[Protocol] = Field(
-        ["h1s", "h2"], min_length=1, description="protocols compared in this trial, first = baseline"
-    )
-    repetitions: int = Field(5, ge=1, le=10_000, description="loads per protocol")
-    order: Literal["alternate", "random"] = Field("alternate", description="A B A B … or a seeded shuffle")
-    gap_ms: float = Field(0.0, ge=0, description="idle time between loads")
-    seed: int = Field(
-        1, ge=0, le=2**63 - 1, description="seeds loss, jitter, random order and page generation"
-    )
-    server: ServerConfig = Field(default_factory=ServerConfig)
-    client: ClientConfig = Field(default_factory=ClientConfig)
-    capture: CaptureConfig = Field(default_factory=CaptureConfig)
-
-    @field_validator("protocols")
-    @classmethod
-    def _unique(cls, v: list[str]) -> list[str]:
-        dup = sorted({p for p in v if v.count(p) > 1})
-        if dup:
-            raise ValueError(f"lists {', '.join(dup)} twice; each protocol once")
-        return v
+# The trial spec's knobs are the generated models of the contract's schema (wirelab/_contract_models.py,
+# `python -m wirelab._codegen`): ServerConfig, ClientConfig, CaptureConfig and the implementation
+# tables. What pydantic cannot say (write_chunk_bytes' gap, protocols listed twice, shards = 0 with
+# round-robin) the schema says, and resolve_trial and the grid's value checks ask it.
+_TrialFields = TrialSpecFields
 
 
 def _shards_problem(shards: Any, shard_mode: Any) -> str | None:
-    """Why ``shards`` and ``shard_mode`` do not go together (``None`` when they do): 0 — one origin per
-    top-level-domain group or per domain — needs shard_mode tld or domain."""
-    if shards == 0 and not isinstance(shards, bool) and shard_mode == "round-robin":
-        return (
-            "0 (one origin per top-level-domain group or per domain) needs shard_mode tld or domain; "
-            f"with shard_mode round-robin shards must be 1–{MAX_SHARDS}"
-        )
+    """Why ``shards`` and ``shard_mode`` do not go together (``None`` when they do): the schema's rule
+    (its ``if``/``then``) and its words."""
+    if (
+        shards == 0
+        and not isinstance(shards, bool)
+        and shard_mode not in _FIELDS_SCHEMA["then"]["properties"]["shard_mode"]["enum"]
+    ):
+        return str(_FIELDS_SCHEMA["then"]["x-allowed"])
     return None
 
 
-class TrialSpec(_TrialFields):
+class TrialSpec(TrialSpecFields, TrialSpecOwnFields):
     """One trial as the engine receives it (``schemas/trial-spec.schema.json``)."""
-
-    contract: Literal[1] = Field(CONTRACT_VERSION, description="contract version")
-    trial_id: str | None = Field(None, pattern=r"^[a-z0-9-]{1,40}$", description="names artifacts")
-    page: str = Field(min_length=1, description="corpus name, synthetic:COUNTxSIZE, or a page JSON path")
-    network: str = Field("native", description="network profile (docs/profile-grammar.md)")
-
-    @model_validator(mode="after")
-    def _shards(self) -> TrialSpec:
-        problem = _shards_problem(self.shards, self.shard_mode)
-        if problem:
-            raise ValueError(f"shards: {problem}")
-        return self
 
     @field_validator("network")
     @classmethod
@@ -205,23 +117,8 @@ class TrialSpec(_TrialFields):
         return v
 
 
-#: Trial spec fields in the order of docs/trial-contract.md (and of every dumped spec).
-TRIAL_FIELDS: tuple[str, ...] = (
-    "contract",
-    "trial_id",
-    "page",
-    "shards",
-    "shard_mode",
-    "protocols",
-    "repetitions",
-    "order",
-    "gap_ms",
-    "seed",
-    "network",
-    "server",
-    "client",
-    "capture",
-)
+#: Trial spec fields in the order of docs/trial-contract.md (and of every dumped spec): the schema's.
+TRIAL_FIELDS: tuple[str, ...] = tuple(_FIELDS_SCHEMA["properties"])
 
 NetworkValue = str | int | float
 
@@ -229,8 +126,8 @@ NetworkValue = str | int | float
 class BaseTrial(_TrialFields):
     """``[base]``: a trial spec whose ``page`` may come from the grid and whose ``network`` may be a table."""
 
-    page: str | None = Field(
-        None, min_length=1, description="as in the trial spec; required here or in the grid"
+    page: Annotated[str | None, *TrialSpecOwnFields.model_fields["page"].metadata] = Field(
+        None, description="as in the trial spec; required here or in the grid"
     )
     network: str | dict[str, NetworkValue] = Field(
         "native",
@@ -335,12 +232,24 @@ def _suggest(word: str, options: list[str]) -> str:
     return f"did you mean {close[0]}? " if close else ""
 
 
+def _schema_pattern_words(node: Any) -> dict[str, str]:
+    """pattern → its words (the property's ``x-allowed``) for every property of the trial schema."""
+    words: dict[str, str] = {}
+    if isinstance(node, Mapping):
+        if isinstance(node.get("pattern"), str) and isinstance(node.get("x-allowed"), str):
+            words[node["pattern"]] = node["x-allowed"]
+        for value in node.values():
+            words.update(_schema_pattern_words(value))
+    elif isinstance(node, list):
+        for value in node:
+            words.update(_schema_pattern_words(value))
+    return words
+
+
 _PATTERN_WORDS = {
-    r"^(none|all|embedding-level|dependency-level:[1-9][0-9]*)$": "use none, all, embedding-level or "
-    "dependency-level:N (N ≥ 1)",
+    **_schema_pattern_words(_TRIAL_SCHEMA),
     r"^[a-z0-9][a-z0-9_.-]{0,63}$": "use up to 64 lowercase letters, digits, '-', '_' or '.', "
     "starting with a letter or digit",
-    r"^[a-z0-9-]{1,40}$": "use 1 to 40 lowercase letters, digits or '-'",
 }
 
 
@@ -352,17 +261,35 @@ _QUEUE_KEYS = {"queue", "queue_up", "queue_down"}
 _INT_KEYS = {"iw", "irw", "tcpplus"}
 
 
-def _model_paths() -> dict[str, Any]:
-    """Dotted path → pydantic FieldInfo, for every field a grid may set (not contract/trial_id)."""
+def _submodel(info: Any) -> type[BaseModel] | None:
+    """The model a field holds (``ServerConfig``, or ``ApacheConfig`` of ``ApacheConfig | None``), if any."""
+    for candidate in (info.annotation, *get_args(info.annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _model_paths(model: type[BaseModel] | None = None, prefix: str = "") -> dict[str, Any]:
+    """Dotted path → pydantic FieldInfo, for every field a grid may set (not contract/trial_id), through
+    nested tables (``server.apache.mpm``)."""
     paths: dict[str, Any] = {}
-    for name, info in BaseTrial.model_fields.items():
-        if name in ("server", "client", "capture"):
-            sub = {"server": ServerConfig, "client": ClientConfig, "capture": CaptureConfig}[name]
-            for sub_name, sub_info in sub.model_fields.items():
-                paths[f"{name}.{sub_name}"] = sub_info
+    for name, info in (model or BaseTrial).model_fields.items():
+        sub = _submodel(info)
+        if sub is not None and name != "network":
+            paths.update(_model_paths(sub, f"{prefix}{name}."))
         else:
-            paths[name] = info
+            paths[f"{prefix}{name}"] = info
     return paths
+
+
+def _model_tables(model: type[BaseModel], prefix: str) -> dict[str, list[str]]:
+    """Dotted path of every table → its field names (for "did you mean" on an unknown field)."""
+    tables = {prefix.rstrip("."): list(model.model_fields)}
+    for name, info in model.model_fields.items():
+        sub = _submodel(info)
+        if sub is not None:
+            tables.update(_model_tables(sub, f"{prefix}{name}."))
+    return tables
 
 
 _PATHS = _model_paths()
@@ -449,16 +376,15 @@ def _raise_validation(exc: ValidationError, prefix: str, *, value_override: Any 
     raise SpecError(f"{path}: {_fmt(value)} {problem}", path=path, value=value) from None
 
 
+_TABLES = {
+    "": list(ExperimentSpec.model_fields),
+    "sweep": list(SweepInfo.model_fields),
+    **_model_tables(BaseTrial, "base."),
+}
+
+
 def _field_names(parent: str) -> list[str]:
-    tables = {
-        "": list(ExperimentSpec.model_fields),
-        "sweep": list(SweepInfo.model_fields),
-        "base": list(BaseTrial.model_fields),
-        "base.server": list(ServerConfig.model_fields),
-        "base.client": list(ClientConfig.model_fields),
-        "base.capture": list(CaptureConfig.model_fields),
-    }
-    return tables.get(parent, [])
+    return _TABLES.get(parent, [])
 
 
 # Network: string or table → canonical profile string
@@ -753,16 +679,17 @@ def _check_value(path: str, where: str, value: Any) -> None:
         )
     try:
         value = adapter.validate_python(value, strict=True)
-        if path == "protocols":
-            _TrialFields._unique(value)
-        if path == "server.write_chunk_bytes":
-            ServerConfig._chunk(value)
     except ValidationError as e:
         error = e.errors(include_url=False)[0]
         bad = error.get("input", value)
         raise SpecError(f"{where}: {_fmt(bad)} {_pydantic_problem(error)}", path=where, value=bad) from None
     except ValueError as e:
         raise SpecError(f"{where}: {_fmt(value)} {e}", path=where, value=value) from None
+    # What the model cannot say about the value (write_chunk_bytes' gap, a protocol listed twice), the
+    # schema says.
+    found = contract.problem("trial-spec", value, root_path=tuple(path.split(".")))
+    if found is not None:
+        _raise_problem(found, where)
 
 
 def _parse_grid(grid: Mapping[str, Any]) -> list[list[_Axis]]:
@@ -854,8 +781,39 @@ def resolve_trial(fields: Mapping[str, Any], *, path: str = "trial") -> dict[str
     except ValidationError as e:
         _raise_validation(e, path)
     dumped = spec.model_dump(mode="json")
+    _select_impl_table(dumped["server"])
     dumped["trial_id"] = config_id(dumped)
-    return {key: dumped[key] for key in TRIAL_FIELDS}
+    resolved = {key: dumped[key] for key in TRIAL_FIELDS}
+    found = contract.problem("trial-spec", resolved)
+    if found is not None:
+        _raise_problem(found, path)
+    return resolved
+
+
+def _select_impl_table(server: dict[str, Any]) -> None:
+    """Keep the table of ``server.impl`` (filled with its defaults) and drop the other implementations'
+    tables and an absent ``config``: a table configures its implementation only when that one runs."""
+    for name, impl in ServerConfig.IMPL_TABLES.items():
+        if impl != server["impl"]:
+            server.pop(name, None)
+        elif server.get(name) is None:
+            table = _submodel(ServerConfig.model_fields[name])
+            assert table is not None
+            server[name] = table().model_dump(mode="json")
+    if server.get("config") is None:
+        server.pop("config", None)
+
+
+def _raise_problem(found: contract.Problem, prefix: str) -> None:
+    """A schema problem as a SpecError at ``prefix`` (``base``, ``grid.shards[1]``, …)."""
+    where = ".".join(p for p in (prefix, found.field) if p).replace(".[", "[")
+    if found.value is contract.MISSING:
+        raise SpecError(f"{where}: {found.allowed}", path=where, value=None) from None
+    raise SpecError(
+        f"{where}: {contract.show(found.value)} is not allowed; {found.allowed}",
+        path=where,
+        value=found.value,
+    ) from None
 
 
 def _assign(target: dict[str, Any], path: str, value: Any) -> None:

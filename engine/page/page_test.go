@@ -182,16 +182,6 @@ func TestSchemaAcceptsGeneratedPages(t *testing.T) {
 	}
 }
 
-func TestSchemaPublishedCopyIsCurrent(t *testing.T) {
-	pub, err := os.ReadFile("../../schemas/page.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(pub, Schema) {
-		t.Fatal("schemas/page.schema.json differs from engine/page/page.schema.json; copy the latter over the former")
-	}
-}
-
 // Bad pages: Validate names the field; the schema rejects the structural ones too.
 func TestValidateRejects(t *testing.T) {
 	s := compileSchema(t)

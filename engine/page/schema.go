@@ -1,8 +1,6 @@
 package page
 
-import _ "embed"
+import "github.com/wirelab/wirelab/engine/contract"
 
-// Schema is the page JSON Schema (draft 2020-12), also published as schemas/page.schema.json.
-//
-//go:embed page.schema.json
-var Schema []byte
+// Schema is the page JSON Schema (draft 2020-12): the contract's schemas/page.schema.json.
+var Schema = contract.Raw(contract.Page)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/server"
 )
 
 // serveReady is the part of `serve`'s ready line the trial uses.
@@ -118,6 +119,10 @@ func serveArgs(p *Prepared, certDir, recordsFile, connsFile string) []string {
 	for i := range addrs {
 		addrs[i] = netns.OriginAddr(i + 1).String()
 	}
+	mcs := s.Server.MaxConcurrentStreams
+	if mcs == 0 { // the implementation's own default
+		mcs = server.DefaultConfig().MaxConcurrentStreams
+	}
 	args := []string{"serve",
 		"--page", p.PageArg,
 		"--seed", strconv.FormatInt(s.Seed, 10),
@@ -125,7 +130,7 @@ func serveArgs(p *Prepared, certDir, recordsFile, connsFile string) []string {
 		"--shard-mode", s.ShardMode,
 		"--addrs", strings.Join(addrs, ","),
 		"--protocols", strings.Join(s.Protocols, ","),
-		"--max-concurrent-streams", strconv.Itoa(s.Server.MaxConcurrentStreams),
+		"--max-concurrent-streams", strconv.Itoa(mcs),
 		"--write-chunk-bytes", strconv.Itoa(s.Server.WriteChunkBytes),
 		"--tls-version", s.Server.TLSVersion,
 		"--session-resumption=" + strconv.FormatBool(s.Server.SessionResumption),

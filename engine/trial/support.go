@@ -16,7 +16,9 @@ var notYet = []struct {
 	field     string
 	refused   func(*Spec) (value string, refused bool)
 	supported string
-}{}
+}{
+	{"server.impl", func(s *Spec) (string, bool) { return s.Server.Impl, s.Server.Impl != "builtin" }, "builtin"},
+}
 
 // chromiumProtocols are the protocols a trial can load with client.impl = chromium: Chromium speaks
 // no cleartext HTTP/2 and no SPDY any more.

@@ -1,90 +1,36 @@
-// Package contracttest validates JSON against the trial contract's schemas — the files in the
-// repository's schemas/ directory that the control plane's tests use too. For tests only.
+// Package contracttest validates JSON against the contract's schemas (engine/contract) in tests.
 package contracttest
 
 import (
-	"bytes"
-	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/wirelab/wirelab/engine/contract"
 )
 
-// Schema names (files schemas/<name>.schema.json), and their $ids.
+// Schema names.
 const (
-	TrialSpec   = "trial-spec"
-	LoadRecord  = "load-record"
-	TrialResult = "trial-result"
+	TrialSpec   = contract.TrialSpec
+	LoadRecord  = contract.LoadRecord
+	TrialResult = contract.TrialResult
 )
 
-var ids = map[string]string{
-	TrialSpec:   "urn:wirelab:schema:trial-spec:1",
-	LoadRecord:  "urn:wirelab:schema:load-record:1",
-	TrialResult: "urn:wirelab:schema:trial-result:1",
-}
+// Schemas validates against the contract's schemas.
+type Schemas struct{}
 
-// Dir finds the repository's schemas/ directory above the working directory.
-func Dir() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		cand := filepath.Join(dir, "schemas")
-		if _, err := os.Stat(filepath.Join(cand, TrialSpec+".schema.json")); err == nil {
-			return cand, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no schemas/trial-spec.schema.json above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// Schemas are the compiled contract schemas.
-type Schemas struct{ byName map[string]*jsonschema.Schema }
-
-// Load compiles every contract schema (each registered under its $id, so trial-result's reference
-// to trial-spec resolves) or fails the test.
+// Load returns the contract's schemas (they are compiled once, on first use).
 func Load(t testing.TB) *Schemas {
 	t.Helper()
-	dir, err := Dir()
-	if err != nil {
-		t.Fatal(err)
+	if err := contract.Validate(contract.TrialSpec, map[string]any{"page": "x"}); err != nil {
+		t.Fatalf("the contract's schemas: %v", err)
 	}
-	c := jsonschema.NewCompiler()
-	for name, id := range ids {
-		b, err := os.ReadFile(filepath.Join(dir, name+".schema.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if err := c.AddResource(id, doc); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
-	s := &Schemas{byName: map[string]*jsonschema.Schema{}}
-	for name, id := range ids {
-		sch, err := c.Compile(id)
-		if err != nil {
-			t.Fatalf("compile %s: %v", name, err)
-		}
-		s.byName[name] = sch
-	}
-	return s
+	return &Schemas{}
 }
 
 // Validate checks data (JSON) against the named schema.
 func (s *Schemas) Validate(name string, data []byte) error {
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	v, err := contract.Decode("json", data)
 	if err != nil {
 		return err
 	}
-	return s.byName[name].Validate(inst)
+	return contract.Validate(name, v)
 }

@@ -22,15 +22,16 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: got %s; %s", e.Field, e.Value, e.Allowed)
 }
 
-// New builds an Error; strings values are quoted, nil means no value. allowed is a format.
+// New builds an Error; strings values are quoted, nil means no value, long values are cut (Cut).
+// allowed is a format.
 func New(field string, value any, allowed string, args ...any) *Error {
 	v := ""
 	switch x := value.(type) {
 	case nil:
 	case string:
-		v = fmt.Sprintf("%q", x)
+		v = Quote(x)
 	default:
-		v = fmt.Sprint(x)
+		v = Cut(fmt.Sprint(x))
 	}
 	return &Error{Field: field, Value: v, Allowed: fmt.Sprintf(allowed, args...)}
 }

@@ -1,0 +1,211 @@
+package trial
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/wirelab/wirelab/engine/client"
+	"github.com/wirelab/wirelab/engine/contract"
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/server"
+)
+
+// The schema is the one definition of the trial spec; the Go structs are its view. Every property
+// of the schema is a field of the struct at the same path, of a matching kind, and the other way
+// round — so a field added to the schema and not here (or here and not there) fails this test.
+func TestSpecMatchesSchema(t *testing.T) {
+	checkStruct(t, reflect.TypeOf(Spec{}), nil, map[string]bool{"network_resolved": true})
+}
+
+func checkStruct(t *testing.T, typ reflect.Type, path []string, extra map[string]bool) {
+	t.Helper()
+	props, err := contract.Properties(contract.TrialSpec, path...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]reflect.Type{}
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			t.Errorf("%s.%s: no json name", typ.Name(), f.Name)
+			continue
+		}
+		fields[name] = f.Type
+	}
+	where := strings.Join(path, ".")
+	for _, p := range props {
+		ft, ok := fields[p]
+		if !ok {
+			t.Errorf("schema property %s.%s has no field in %s", where, p, typ.Name())
+			continue
+		}
+		node, err := contract.Property(contract.TrialSpec, append(append([]string{}, path...), p)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkKind(t, strings.TrimPrefix(where+"."+p, "."), node, ft, append(append([]string{}, path...), p))
+	}
+	for name := range fields {
+		if !slices.Contains(props, name) && !extra[name] {
+			t.Errorf("%s field %q is not a property of the schema at %q", typ.Name(), name, where)
+		}
+	}
+}
+
+func checkKind(t *testing.T, where string, node map[string]any, ft reflect.Type, path []string) {
+	t.Helper()
+	for ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+	}
+	typ, _ := node["type"].(string)
+	if typ == "" {
+		if en, ok := node["enum"].([]any); ok && len(en) > 0 {
+			if _, isStr := en[0].(string); isStr {
+				typ = "string"
+			}
+		}
+	}
+	want := map[string][]reflect.Kind{
+		"integer": {reflect.Int, reflect.Int64},
+		"number":  {reflect.Float64},
+		"string":  {reflect.String},
+		"boolean": {reflect.Bool},
+		"array":   {reflect.Slice},
+		"object":  {reflect.Struct},
+	}[typ]
+	if !slices.Contains(want, ft.Kind()) {
+		t.Errorf("%s: schema type %q, Go field kind %s", where, typ, ft.Kind())
+		return
+	}
+	if typ == "object" {
+		checkStruct(t, ft, path, nil)
+	}
+}
+
+// The protocol names of the contract are the schema's; the server, the loader and the trial
+// know the same ones, in the same order.
+func TestProtocolListsAreTheSchemas(t *testing.T) {
+	node, err := contract.Property(contract.TrialSpec, "protocols")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema []string
+	for _, v := range node["items"].(map[string]any)["enum"].([]any) {
+		schema = append(schema, v.(string))
+	}
+	var srv, cl []string
+	for _, p := range server.AllProtocols {
+		srv = append(srv, string(p))
+	}
+	for _, p := range client.Protocols {
+		cl = append(cl, string(p))
+	}
+	for name, got := range map[string][]string{"trial.AllProtocols": AllProtocols, "server.AllProtocols": srv, "client.Protocols": cl} {
+		if !slices.Equal(got, schema) {
+			t.Errorf("%s = %v; the schema's protocols are %v", name, got, schema)
+		}
+	}
+	modes, _ := contract.Property(contract.TrialSpec, "shard_mode")
+	var pageModes []any
+	for _, m := range page.ShardModes {
+		pageModes = append(pageModes, string(m))
+	}
+	if !reflect.DeepEqual(modes["enum"], pageModes) {
+		t.Errorf("shard_mode enum %v, page.ShardModes %v", modes["enum"], pageModes)
+	}
+	shards, _ := contract.Property(contract.TrialSpec, "shards")
+	if max, _ := shards["maximum"].(interface{ String() string }); max == nil || max.String() != "64" || MaxShards != page.MaxOrigins || page.MaxOrigins != 64 {
+		t.Errorf("shards maximum %v, MaxShards %d, page.MaxOrigins %d", shards["maximum"], MaxShards, page.MaxOrigins)
+	}
+}
+
+// server.push's pattern accepts exactly the policies the server parses: N of dependency-level:N
+// runs 1–server.MaxPushLevel.
+func TestPushPatternIsTheServers(t *testing.T) {
+	for _, p := range []string{"none", "all", "embedding-level", "dependency-level:1", "dependency-level:999", "dependency-level:1000",
+		"dependency-level:1001", "dependency-level:0", "dependency-level:01", "some", "dependency-level:"} {
+		_, serverErr := server.ParsePushPolicy(p)
+		_, specErr := DecodeSpec([]byte(`{"page":"twitter","server":{"push":"` + p + `"}}`))
+		if (serverErr == nil) != (specErr == nil) {
+			t.Errorf("push %q: the server says %v, the schema %v", p, serverErr, specErr)
+		}
+	}
+}
+
+// An implementation's table is kept, filled with its defaults, when that implementation is
+// chosen, and left out otherwise.
+func TestImplTables(t *testing.T) {
+	s, err := DecodeSpec([]byte(`{"page":"twitter","server":{"impl":"apache","apache":{"mpm":"worker"},"nginx":{"worker_processes":2}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Server.Apache == nil || s.Server.Apache.MPM != "worker" || s.Server.Nginx != nil || s.Server.H2O != nil {
+		t.Errorf("apache chosen: %+v", s.Server)
+	}
+	s, err = DecodeSpec([]byte(`{"page":"twitter","server":{"impl":"nginx"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Server.Nginx == nil || s.Server.Nginx.WorkerConnections != 768 || s.Server.Apache != nil {
+		t.Errorf("nginx chosen: %+v", s.Server)
+	}
+	if s, _ := DecodeSpec([]byte(`{"page":"twitter"}`)); s.Server.Apache != nil || s.Server.Nginx != nil || s.Server.H2O != nil || s.Server.Caddy != nil {
+		t.Errorf("builtin has no table: %+v", s.Server)
+	}
+	if _, err := DecodeSpec([]byte(`{"page":"twitter","server":{"impl":"nginx","apache":{"mpm":"evnt"}}}`)); err == nil ||
+		!strings.HasPrefix(err.Error(), `server.apache.mpm: got "evnt"; did you mean event?`) {
+		t.Errorf("a bad value in another implementation's table: %v", err)
+	}
+}
+
+// The engine reports the same field and words for a bad spec as the control plane
+// (testdata/trial_spec_errors.json, read by tests/test_contract_models.py too).
+func TestSharedErrorCases(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/trial_spec_errors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Cases []struct {
+			Spec    json.RawMessage `json:"spec"`
+			Field   string          `json:"field"`
+			Value   json.RawMessage `json:"value"`
+			Allowed string          `json:"allowed"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range file.Cases {
+		_, err := DecodeSpec(c.Spec)
+		fe, ok := fielderr.As(err)
+		if !ok {
+			t.Errorf("%s: %v, want a field error", c.Spec, err)
+			continue
+		}
+		if fe.Field != c.Field || fe.Allowed != c.Allowed {
+			t.Errorf("%s:\n got %s | %s\nwant %s | %s", c.Spec, fe.Field, fe.Allowed, c.Field, c.Allowed)
+		}
+		if c.Value != nil {
+			var v any
+			_ = json.Unmarshal(c.Value, &v)
+			if want := contract.Show(showable(v)); fe.Value != want {
+				t.Errorf("%s: value %s, want %s", c.Spec, fe.Value, want)
+			}
+		}
+	}
+}
+
+func showable(v any) any {
+	if f, ok := v.(float64); ok && f == float64(int64(f)) {
+		return json.Number(strconv.FormatInt(int64(f), 10))
+	}
+	return v
+}
