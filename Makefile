@@ -8,7 +8,7 @@ ENGINE  := bin/wirelab-engine
 STAMPS  := .stamps
 GIT_SHA := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X github.com/wirelab/wirelab/engine/internal/version.GitSHA=$(GIT_SHA)
-GO_SRC  := $(shell find engine -name '*.go' -o -name 'go.mod' -o -name 'go.sum' -o -name '*.json' -path 'engine/*' 2>/dev/null)
+GO_SRC  := $(shell find engine -name '*.go' -o -name 'go.mod' -o -name 'go.sum' -o -name '*.json' -o -name '*.tmpl' 2>/dev/null)
 # -p 1: one test binary at a time. Root tests of several packages run emulators, whose processes are
 # real-time (SCHED_RR) while they run (docs/network.md); two at once on a 2-core machine starve the loaders.
 GOTEST_FLAGS ?= -count=1 -p 1

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+
+	"github.com/wirelab/wirelab/engine/internal/cgroup"
 )
 
 // GCReport says what GC did.
@@ -60,6 +63,7 @@ func GC() (GCReport, error) {
 				stErrs = append(stErrs, err)
 			}
 		}
+		stErrs = append(stErrs, removeOwned(st, &rep)...)
 		if len(stErrs) == 0 {
 			p := statePath(stateDir, st.ID)
 			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -111,6 +115,43 @@ func removeNamespace(name string, rep *GCReport) error {
 	}
 	rep.Removed = append(rep.Removed, path)
 	return nil
+}
+
+// ownedDirPattern is what a run's private directory is called (wirelab-<what>-<run id>).
+var ownedDirPattern = regexp.MustCompile(`^wirelab-[a-z]+-[0-9a-f]{8}$`)
+
+// removeOwned removes the objects a run recorded with Topology.Own…: its control groups (with
+// any process still in them) and its private directories. Close and GC both call it; it touches
+// nothing that does not look like what a run creates. rep, when not nil, lists what was removed.
+func removeOwned(st *state, rep *GCReport) []error {
+	var errs []error
+	for _, cg := range st.Cgroups {
+		if _, err := os.Stat(cg); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := cgroup.RemovePath(cg); err != nil {
+			errs = append(errs, err)
+		} else if rep != nil {
+			rep.Removed = append(rep.Removed, cg)
+		}
+	}
+	for _, d := range st.Dirs {
+		base := filepath.Base(d)
+		if !filepath.IsAbs(d) || !ownedDirPattern.MatchString(base) || !strings.HasSuffix(base, "-"+st.ID) {
+			errs = append(errs, fmt.Errorf("state file of %s names %s, which is not a private directory of it; left alone", st.ID, d))
+			continue
+		}
+		if rep == nil {
+			if err := os.RemoveAll(d); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := removeDir(d, rep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 func removeDir(d string, rep *GCReport) error {

@@ -25,6 +25,10 @@ type state struct {
 	Namespaces []string  `json:"namespaces"`
 	EtcDirs    []string  `json:"etc_dirs,omitempty"` // /etc/netns/<ns> directories (resolv.conf)
 	TUNs       []string  `json:"tuns"`               // informational: TUN devices vanish with their owner
+	// Objects the run's users create beside the topology (Topology.Own): removed by Close and, for
+	// a dead owner, by GC — with the same code (removeOwned).
+	Cgroups []string `json:"cgroups,omitempty"` // control groups (cgroup.RemovePath: members killed, directory removed)
+	Dirs    []string `json:"dirs,omitempty"`    // private directories (certificates, keys, document roots)
 }
 
 func statePath(dir, id string) string { return filepath.Join(dir, id+".json") }
@@ -56,6 +60,31 @@ func createState(dir string, st *state) error {
 		return fmt.Errorf("state file for %s: %w", st.ID, err)
 	}
 	return nil
+}
+
+// replaceState rewrites an existing state file atomically (a reader sees the old or the new one).
+func replaceState(dir string, st *state) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-"+st.ID+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), statePath(dir, st.ID))
 }
 
 func readState(path string) (*state, error) {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -114,6 +115,7 @@ type Topology struct {
 	nsID  [2]nsID
 	tuns  [2]tun.Device
 	state string // path of the state file
+	st    *state // its content
 
 	unregisterTCPPlus func() error // releases wl_cubicp<N> (TCPPlus)
 
@@ -176,7 +178,7 @@ func Create(cfg Config) (*Topology, error) {
 		}
 		err = createState(StateDir, st)
 		if err == nil {
-			t.ID, t.state = id, statePath(StateDir, id)
+			t.ID, t.state, t.st = id, statePath(StateDir, id), st
 			break
 		}
 		if !errors.Is(err, os.ErrExist) || attempt > 8 {
@@ -360,6 +362,39 @@ func (t *Topology) Config() Config { return t.cfg }
 // StatePath is the path of the run's state file.
 func (t *Topology) StatePath() string { return t.state }
 
+// OwnCgroups records control groups (their directories) that the run is about to create: Close
+// removes them (killing what is left in them), and so does GC if the owner dies. Record before
+// creating, so that nothing exists that the state file does not name.
+func (t *Topology) OwnCgroups(dirs ...string) error {
+	return t.own(func(st *state) { st.Cgroups = append(st.Cgroups, dirs...) })
+}
+
+// OwnDir records a private directory the run is about to create (its base name must contain the
+// run's id, e.g. wirelab-lab-<id>): Close removes it, and so does GC if the owner dies.
+func (t *Topology) OwnDir(dir string) error {
+	if !filepath.IsAbs(dir) || !ownedDirPattern.MatchString(filepath.Base(dir)) || !strings.Contains(filepath.Base(dir), t.ID) {
+		return fmt.Errorf("netns: %s is not a private directory of run %s (wirelab-<what>-%s)", dir, t.ID, t.ID)
+	}
+	return t.own(func(st *state) { st.Dirs = append(st.Dirs, dir) })
+}
+
+func (t *Topology) own(add func(*state)) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.st == nil {
+		return errors.New("netns: the topology is closed")
+	}
+	next := *t.st
+	next.Cgroups = append([]string(nil), t.st.Cgroups...)
+	next.Dirs = append([]string(nil), t.st.Dirs...)
+	add(&next)
+	if err := replaceState(StateDir, &next); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	t.st = &next
+	return nil
+}
+
 // OriginAddrs lists the origin addresses of the topology.
 func (t *Topology) OriginAddrs() []string {
 	out := make([]string, t.cfg.Origins)
@@ -477,6 +512,12 @@ func (t *Topology) Close() error {
 			if err := os.RemoveAll(filepath.Join(etcNetnsDir, t.Name(Client))); err != nil {
 				errs = append(errs, err)
 			}
+		}
+		t.mu.Lock()
+		st := t.st
+		t.mu.Unlock()
+		if st != nil {
+			errs = append(errs, removeOwned(st, nil)...)
 		}
 		if len(errs) == 0 {
 			if err := os.Remove(t.state); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -288,6 +288,19 @@ func jpegSegments(size int64) []segment {
 	return segs
 }
 
+// EmbedsURLs reports whether object i's bytes hold other objects' URLs — and so depend on the
+// load's base (scheme, port, token): the root HTML, a CSS that owns objects, a file-backed object
+// with references. Every other object's bytes are the same for every load.
+func (p *Page) EmbedsURLs(i int) bool {
+	if i < 0 || i >= len(p.Objects) {
+		return false
+	}
+	if p.Objects[i].File != "" {
+		return len(p.Objects[i].Refs) > 0
+	}
+	return len(references(p, i)) > 0
+}
+
 // references returns the indexes of the objects whose URLs object i embeds: every other object
 // for the root HTML, the objects a CSS owns (their parent is the CSS), nothing otherwise.
 func references(p *Page, i int) []int {

@@ -177,3 +177,24 @@ func (c *Certs) Remove() error {
 	}
 	return errors.Join(errs...)
 }
+
+// LoadCerts reads the certificates NewCerts wrote in dir (ca.pem, cert.pem, key.pem), for a
+// server that serves a run's existing certificates: the lab makes them once per run for whichever
+// implementation serves it. The files stay the caller's: Remove does not delete them.
+func LoadCerts(dir string) (*Certs, error) {
+	caPEM, err := os.ReadFile(filepath.Join(dir, CAFile))
+	if err != nil {
+		return nil, fmt.Errorf("certs: %w", err)
+	}
+	leaf, err := tls.LoadX509KeyPair(filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("certs: %w", err)
+	}
+	if leaf.Leaf == nil {
+		if leaf.Leaf, err = x509.ParseCertificate(leaf.Certificate[0]); err != nil {
+			return nil, fmt.Errorf("certs: %w", err)
+		}
+	}
+	sum := sha256.Sum256(leaf.Leaf.RawSubjectPublicKeyInfo)
+	return &Certs{Dir: dir, CAPEM: caPEM, SPKIHash: base64.StdEncoding.EncodeToString(sum[:]), Leaf: leaf}, nil
+}

@@ -122,6 +122,9 @@ type Config struct {
 	// with mode 0600). Default "": a new temporary directory. The files (and a directory the
 	// server created) are removed on Close.
 	CertDir string
+	// Certs, when set, are served instead of new ones (LoadCerts); CertDir is then ignored and the
+	// files are left in place by Close.
+	Certs *Certs
 	// MaxRecords bounds the request records kept in memory (oldest kept, later ones counted as
 	// dropped). Default (and 0) 1,000,000.
 	MaxRecords int

@@ -98,8 +98,9 @@ func start(pg *page.Page, cfg Config, hooks testHooks) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, page: pg, index: pg.ObjectIndex(), rawConns: map[net.Conn]struct{}{},
 		errorLog: log.New(discard{}, "", 0), pushSet: cfg.Push.Objects(pg), hooks: hooks}
-	s.certs, err = NewCerts(cfg.CertDir, cfg.Addrs)
-	if err != nil {
+	if cfg.Certs != nil {
+		s.certs = cfg.Certs
+	} else if s.certs, err = NewCerts(cfg.CertDir, cfg.Addrs); err != nil {
 		return nil, err
 	}
 	s.h2 = &http2.Server{

@@ -1,6 +1,11 @@
 package trial
 
 import (
+	"net/netip"
+
+	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/server/impl"
+
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +70,7 @@ func TestLoaderArgsReplay(t *testing.T) {
 // from the TLS port with the run's CA.
 func TestMechanismArgs(t *testing.T) {
 	p := prepared(t, `{"page":"twitter","protocols":["spdy3","h2c"],"server":{"push":"dependency-level:1"},"client":{"priority":"dependency"}}`)
-	serve := serveArgs(p, "/x/certs", "", "")
+	serve := builtinArgv(t, p)
 	if flagValue(serve, "--push") != "dependency-level:1" || flagValue(serve, "--protocols") != "spdy3,h2c" {
 		t.Errorf("serve args %q", serve)
 	}
@@ -90,7 +95,7 @@ func TestMechanismArgs(t *testing.T) {
 	}
 
 	plain := prepared(t, `{"page":"twitter","protocols":["h2"]}`)
-	if got := flagValue(serveArgs(plain, "/x/certs", "", ""), "--push"); got != "none" {
+	if got := flagValue(builtinArgv(t, plain), "--push"); got != "none" {
 		t.Errorf("default serve --push %q", got)
 	}
 	args, _ := loaderArgs(plain, plain.Sequence[0], "tok", files)
@@ -154,4 +159,16 @@ func TestParseFetchFlattensBrowseClient(t *testing.T) {
 	if f.Extras["impl"] != "chromium" || f.Extras["on_load_ms"] != 13.1 || f.Extras["mode"] != "browser" || f.Extras["client"] != nil {
 		t.Errorf("extras %v", f.Extras)
 	}
+}
+
+// builtinArgv is the command line the built-in server's implementation runs for a prepared trial.
+func builtinArgv(t *testing.T, p *Prepared) []string {
+	t.Helper()
+	l, err := impl.Builtin{}.Provision(&impl.Provision{PageArg: p.PageArg, Seed: p.Spec.Seed, Shards: p.Spec.Shards,
+		ShardMode: p.Spec.ShardMode, Origins: []netip.Addr{netns.OriginAddr(1)}, Protocols: p.Spec.Protocols,
+		Knobs: p.Spec.Server, CertDir: "/x/certs", Engine: "wirelab-engine", Ports: impl.DefaultPorts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Argv[1:]
 }

@@ -51,6 +51,14 @@ func Prepare(s *Spec) (*Prepared, error) {
 		}
 	}
 	p.Page = pg
+	if s.Server.Config != "" {
+		if abs, err := filepath.Abs(s.Server.Config); err == nil {
+			s.Server.Config = abs
+		}
+		if err := checkServerConfig(s, pg); err != nil {
+			return nil, err
+		}
+	}
 	r, err := profile.Parse(s.Network)
 	if err != nil {
 		return nil, networkError(err)

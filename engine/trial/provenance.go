@@ -32,6 +32,25 @@ type Provenance struct {
 	LoadAvgEnd   string `json:"loadavg_end"`
 	CPUs         int    `json:"cpus"`
 	Namespaces   string `json:"namespaces"` // the run's namespace pair, wirelab-<id>-{c,s}
+	// Server is the server under test as it ran.
+	Server *ServerProvenance `json:"server,omitempty"`
+}
+
+// ServerProvenance is the server under test as it ran: its implementation and version, the
+// values of the knobs it ran with (its own defaults resolved), and how its cost was measured.
+type ServerProvenance struct {
+	Impl       string         `json:"impl"`
+	Version    string         `json:"version"`
+	Effective  map[string]any `json:"effective"`
+	CostSource string         `json:"cost_source"` // cgroup-v1 | cgroup-v2 | "" (not measured)
+}
+
+// costSource describes how server cost is measured, for the log.
+func costSource(src string) string {
+	if src == "" {
+		return "nowhere (no usable cgroup hierarchy)"
+	}
+	return src
 }
 
 func newProvenance(command []string, started time.Time) Provenance {

@@ -11,34 +11,38 @@ import (
 
 // Record is one line of loads.jsonl (schemas/load-record.schema.json).
 type Record struct {
-	TrialID          string         `json:"trial_id"`
-	Index            int            `json:"index"`
-	Protocol         string         `json:"protocol"`
-	Repetition       int            `json:"repetition"`
-	StartedAt        string         `json:"started_at"`
-	TowMs            float64        `json:"tow_ms"`
-	TowFirstPacketMs float64        `json:"tow_first_packet_ms"`
-	PltMs            float64        `json:"plt_ms"`
-	BytesDown        int64          `json:"bytes_down"`
-	BytesUp          int64          `json:"bytes_up"`
-	PacketsDown      int64          `json:"packets_down"`
-	PacketsUp        int64          `json:"packets_up"`
-	Retransmissions  int64          `json:"retransmissions"`
-	DropsQueue       int64          `json:"drops_queue"`
-	DropsLoss        int64          `json:"drops_loss"`
-	Connections      int64          `json:"connections"`
-	TLSHandshakes    int64          `json:"tls_handshakes"`
-	TLSResumed       int64          `json:"tls_resumed"`
-	Objects          int64          `json:"objects"`
-	BodyBytes        int64          `json:"body_bytes"`
-	PushedBytes      int64          `json:"pushed_bytes"`
-	PushesUsed       int64          `json:"pushes_used"`
-	PushesUnused     int64          `json:"pushes_unused"`
-	Phases           Phases         `json:"phases_ms"`
-	HAR              *string        `json:"har"`
-	Pcap             *PcapPaths     `json:"pcap"`
-	Client           map[string]any `json:"client"`
-	Error            *string        `json:"error"`
+	TrialID          string  `json:"trial_id"`
+	Index            int     `json:"index"`
+	Protocol         string  `json:"protocol"`
+	Repetition       int     `json:"repetition"`
+	StartedAt        string  `json:"started_at"`
+	TowMs            float64 `json:"tow_ms"`
+	TowFirstPacketMs float64 `json:"tow_first_packet_ms"`
+	PltMs            float64 `json:"plt_ms"`
+	BytesDown        int64   `json:"bytes_down"`
+	BytesUp          int64   `json:"bytes_up"`
+	PacketsDown      int64   `json:"packets_down"`
+	PacketsUp        int64   `json:"packets_up"`
+	Retransmissions  int64   `json:"retransmissions"`
+	DropsQueue       int64   `json:"drops_queue"`
+	DropsLoss        int64   `json:"drops_loss"`
+	Connections      int64   `json:"connections"`
+	TLSHandshakes    int64   `json:"tls_handshakes"`
+	TLSResumed       int64   `json:"tls_resumed"`
+	Objects          int64   `json:"objects"`
+	BodyBytes        int64   `json:"body_bytes"`
+	PushedBytes      int64   `json:"pushed_bytes"`
+	PushesUsed       int64   `json:"pushes_used"`
+	PushesUnused     int64   `json:"pushes_unused"`
+	// ServerCPUMs and ServerRSSPeakBytes are the server under test's cost during the load (its
+	// control group); nil when the machine cannot measure it.
+	ServerCPUMs        *float64       `json:"server_cpu_ms"`
+	ServerRSSPeakBytes *int64         `json:"server_rss_peak_bytes"`
+	Phases             Phases         `json:"phases_ms"`
+	HAR                *string        `json:"har"`
+	Pcap               *PcapPaths     `json:"pcap"`
+	Client             map[string]any `json:"client"`
+	Error              *string        `json:"error"`
 }
 
 // Phases are the HAR phases summed over a load's objects, in ms.

@@ -9,13 +9,16 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/emulator"
+	"github.com/wirelab/wirelab/engine/lab"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/pktlog"
+	"github.com/wirelab/wirelab/engine/server/impl"
 )
 
 // Files of the trial directory (docs/trial-contract.md).
@@ -117,10 +120,11 @@ type runner struct {
 
 	logFile  *os.File
 	log      *engineLog
-	tmp      string
+	tmp      string // the trial's files in the lab's private directory
 	pageFile string // replay, priorities: the served page as JSON, in tmp
+	lab      *lab.Lab
 	emu      *emulator.Emulator
-	serve    *serveProcess
+	quic     *quicReports
 	summary  emulator.Summary
 	stopped  bool
 }
@@ -181,14 +185,30 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if r.emu, err = emulator.Start(cfg); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
-	}
-	prov.Namespaces = netns.NamespaceName(r.emu.Topo.ID, netns.Client) + " " + netns.NamespaceName(r.emu.Topo.ID, netns.Server)
-	if err := os.Mkdir(tempDir(r.emu.Topo.ID), 0o700); err != nil {
+	r.quic = newQUICReports()
+	wantQUIC := slices.Contains(s.Protocols, "h3") && s.Server.Impl == "builtin"
+	r.lab, err = lab.Start(ctx, lab.Config{
+		Page: r.p.Page, PageArg: r.p.PageArg, Seed: s.Seed, Shards: s.Shards, ShardMode: s.ShardMode,
+		Protocols: s.Protocols, Server: s.Server, DNS: s.Client.DNS == "server", Emulator: cfg,
+		Engine: r.o.Engine, Env: r.o.Env,
+		RecordsFile: filepath.Join(dir, ServerReqs), ConnsFile: filepath.Join(dir, ServerConns), QUICStats: wantQUIC,
+		Log:          r.log.printf,
+		OnServerLine: r.quic.line(r.log),
+	})
+	if err != nil {
 		return nil, err
 	}
-	r.tmp = tempDir(r.emu.Topo.ID)
+	r.emu = r.lab.Emu
+	prov.Namespaces = netns.NamespaceName(r.emu.Topo.ID, netns.Client) + " " + netns.NamespaceName(r.emu.Topo.ID, netns.Server)
+	prov.Server = &ServerProvenance{Impl: s.Server.Impl, Version: r.lab.Version, Effective: r.lab.Server.Launch.Effective,
+		CostSource: r.lab.CostSource}
+	if prov.Server.Version == "" && s.Server.Impl == "builtin" {
+		prov.Server.Version = prov.EngineVersion
+	}
+	r.tmp = filepath.Join(r.lab.Dir, "trial")
+	if err := os.Mkdir(r.tmp, 0o700); err != nil {
+		return nil, err
+	}
 	if s.Client.Mode == "replay" || s.Client.Priority != "none" {
 		// Replay requests each object from its origin, and the priority policies type objects and
 		// take their depths from the page: the loader gets the page as served (sharded).
@@ -197,13 +217,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	r.log.printf("topology %s / %s up: %d origins", r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.p.Origins())
-
-	args := serveArgs(r.p, filepath.Join(r.tmp, "certs"), filepath.Join(dir, ServerReqs), filepath.Join(dir, ServerConns))
-	r.log.printf("serve: %s", shellQuote(args))
-	if r.serve, err = startServe(ctx, r.emu.Topo, r.o.Engine, r.o.Env, args, r.log); err != nil {
-		return nil, err
+	if r.lab.Server.ReadyLine != "" {
+		r.log.printf("serve ready: %s", r.lab.Server.ReadyLine)
+	} else {
+		r.log.printf("server %s (%s) ready; server cost from %s", s.Server.Impl, r.lab.Version, costSource(r.lab.CostSource))
 	}
-	r.log.printf("serve ready: %s", r.serve.line)
 	r.progress(map[string]any{"event": "ready"})
 
 	res := &Result{Contract: Contract, Spec: s}
@@ -211,8 +229,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	settleLimit := max(10*time.Second, 4*(up+down))
 	var between int64
 	for _, l := range r.p.Sequence {
-		if !r.serve.alive() {
-			return nil, fmt.Errorf("the server exited during the trial (%v); see %s", r.serve.err, LogFile)
+		if alive, why := r.lab.ServerAlive(); !alive {
+			return nil, fmt.Errorf("the server exited during the trial (%v); see %s", why, LogFile)
 		}
 		if l.Index > 0 && s.GapMs > 0 {
 			if err := sleepCtx(ctx, time.Duration(s.GapMs*float64(time.Millisecond))); err != nil {
@@ -257,8 +275,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 // reported by serve (--quic-stats) when each one ends: they are retransmissions as much as the
 // client's.
 func (r *runner) addServerQUICLosses(ctx context.Context, rec *Record, own []pktlog.Record) {
-	remotes := quicClients(own, uint16(r.serve.ready.Ports.QUIC))
-	lost, missing := r.serve.takeQUIC(ctx, remotes, quicReportLimit)
+	remotes := quicClients(own, uint16(impl.DefaultPorts.QUIC))
+	lost, missing := r.quic.take(ctx, remotes, quicReportLimit, r.serverGone())
 	rec.Retransmissions += lost
 	rec.Client["quic_server_packets_lost"] = lost
 	if missing > 0 {
@@ -294,15 +312,24 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 			return Record{}, 0, fmt.Errorf("pcap: %w", err)
 		}
 	}
-	args, err := loaderArgs(r.p, l, token, loadFiles{CAFile: r.serve.ready.CAFile, SPKI: r.serve.ready.SPKI,
+	args, err := loaderArgs(r.p, l, token, loadFiles{CAFile: r.lab.Certs.CAPath(), SPKI: r.lab.Certs.SPKIHash,
 		PageFile: r.pageFile, URLs: urlsFile, HAR: harPath})
 	if err != nil {
 		return Record{}, 0, err
 	}
+	if err := r.lab.Serve(token, l.Protocol); err != nil {
+		return Record{}, 0, fmt.Errorf("server files: %w", err)
+	}
+	defer func() {
+		if err := r.lab.Forget(token); err != nil {
+			r.log.printf("load %d: %v", l.Index, err)
+		}
+	}()
 	// Whatever crossed the link since the previous load's window closed is no load's, and so are
 	// QUIC connections that ended since (late reports of an earlier load).
 	before := len(r.emu.Log.Take())
-	r.serve.forgetQUIC()
+	r.quic.forget()
+	mark := r.lab.Mark()
 	if before > 0 {
 		r.log.printf("load %d: %d packets crossed the link between loads (not counted)", l.Index, before)
 	}
@@ -320,6 +347,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 		r.log.printf("load %d: the link did not settle within %s", l.Index, settleLimit)
 	}
 	own, stray := Own(r.emu.Log.Take())
+	cost, costOK := r.lab.CostSince(mark)
 
 	f, failure, err := out.result()
 	if err != nil {
@@ -339,7 +367,13 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	win := pktlog.SummarizeUntil(own, responseBy)
 	rec := BuildRecord(s.TrialID, l, started, f, win, failure)
 	rec.Client["loader_cpu_ms"] = round3(float64(out.cpu) / float64(time.Millisecond))
-	if l.Protocol == "h3" {
+	if costOK {
+		cpu, peak := round3(cost.CPUMs), cost.MemPeakBytes
+		rec.ServerCPUMs, rec.ServerRSSPeakBytes = &cpu, &peak
+	}
+	if l.Protocol == "h3" && s.Server.Impl == "builtin" {
+		// Only the built-in server reports its QUIC stack's losses; for the others the
+		// retransmissions of an h3 load are the client's alone (docs/metrics.md).
 		r.addServerQUICLosses(ctx, &rec, own)
 	}
 	if harPath != "" {
@@ -352,9 +386,13 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	if rec.Error != nil {
 		errText = "error: " + *rec.Error
 	}
-	r.log.printf("load %d %s rep %d: plt %.1f ms, tow %.1f ms, tow_first_packet %.1f ms, %d objects, %d body bytes, %d connections, down %d B / %d pkts, up %d B / %d pkts, retransmissions %d, drops %d+%d, stray %d; %s",
+	serverCost := "server cost not measured"
+	if costOK {
+		serverCost = fmt.Sprintf("server cpu %.1f ms, mem peak %d B", cost.CPUMs, cost.MemPeakBytes)
+	}
+	r.log.printf("load %d %s rep %d: plt %.1f ms, tow %.1f ms, tow_first_packet %.1f ms, %d objects, %d body bytes, %d connections, down %d B / %d pkts, up %d B / %d pkts, retransmissions %d, drops %d+%d, stray %d, %s; %s",
 		l.Index, l.Protocol, l.Repetition, rec.PltMs, rec.TowMs, rec.TowFirstPacketMs, rec.Objects, rec.BodyBytes, rec.Connections,
-		rec.BytesDown, rec.PacketsDown, rec.BytesUp, rec.PacketsUp, rec.Retransmissions, rec.DropsQueue, rec.DropsLoss, stray, errText)
+		rec.BytesDown, rec.PacketsDown, rec.BytesUp, rec.PacketsUp, rec.Retransmissions, rec.DropsQueue, rec.DropsLoss, stray, serverCost, errText)
 	return rec, before + stray, nil
 }
 
@@ -372,16 +410,11 @@ func (r *runner) stop() error {
 	}
 	r.stopped = true
 	var errs []error
-	if r.serve != nil {
-		if err := r.serve.stop(10 * time.Second); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if r.emu != nil {
-		sum, err := r.emu.Stop()
+	if r.lab != nil {
+		sum, err := r.lab.Close()
 		r.summary = sum
 		if err != nil {
-			errs = append(errs, fmt.Errorf("cleanup: %w", err))
+			errs = append(errs, err)
 		}
 		r.log.printf("stopped: up %d packets / %d bytes, down %d packets / %d bytes, drops queue %d/%d loss %d/%d, device drops %d, lateness p50 %.1f µs p99 %.1f µs max %.1f µs",
 			sum.Up.Packets, sum.Up.Bytes, sum.Down.Packets, sum.Down.Bytes, sum.Up.DropsQueue, sum.Down.DropsQueue,
@@ -390,14 +423,10 @@ func (r *runner) stop() error {
 	return errors.Join(errs...)
 }
 
-// cleanup removes what the trial created outside its directory; it runs on every path out of Run.
+// cleanup removes what the trial created outside its directory (the lab removes its private
+// directory, which holds the trial's files); it runs on every path out of Run.
 func (r *runner) cleanup() error {
 	err := r.stop()
-	if r.tmp != "" {
-		if rerr := os.RemoveAll(r.tmp); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-	}
 	if r.logFile != nil {
 		if err != nil {
 			r.log.printf("error: %v", err)
@@ -406,6 +435,9 @@ func (r *runner) cleanup() error {
 	}
 	return err
 }
+
+// serverGone is closed when the server under test has exited.
+func (r *runner) serverGone() <-chan struct{} { return r.lab.Server.Exited() }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

@@ -165,7 +165,7 @@ func TestShardModesAndOneOriginPerGroup(t *testing.T) {
 		if p.Origins() != tc.origins {
 			t.Errorf("%s: %d origins, want %d", tc.in, p.Origins(), tc.origins)
 		}
-		if args := strings.Join(serveArgs(p, "/c", "", ""), " "); !strings.Contains(args, fmt.Sprintf("--shards %d --shard-mode %s", s.Shards, s.ShardMode)) {
+		if args := strings.Join(builtinArgv(t, p), " "); !strings.Contains(args, fmt.Sprintf("--shards %d --shard-mode %s", s.Shards, s.ShardMode)) {
 			t.Errorf("%s: serve gets %q", tc.in, args)
 		}
 	}

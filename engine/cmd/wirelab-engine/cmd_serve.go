@@ -67,6 +67,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	keepAlive := fs.Bool("keep-alive", true, "HTTP/1.x persistent connections")
 	push := fs.String("push", "none", "server push policy (h2, h2c, spdy3): none, all, embedding-level, dependency-level:N")
 	certDir := fs.String("cert-dir", "", "directory for ca.pem, cert.pem, key.pem (default: a temporary one); removed files at exit")
+	certsFrom := fs.String("certs", "", "serve the certificates already in this directory (ca.pem, cert.pem, key.pem; left in place) instead of making new ones")
 	readyFile := fs.String("ready-file", "", "also write the ready line to this file (atomically)")
 	dnsAddr := fs.String("dns", "", "also answer DNS for *.wirelab.test on this host:port")
 	recordsFile := fs.String("records", "", "write the request records (JSON lines) to this file at exit")
@@ -112,6 +113,11 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	cfg.MaxConcurrentStreams, cfg.WriteChunkBytes = *mcs, *chunk
 	cfg.TLSVersion, cfg.SessionResumption, cfg.KeepAlive = *tlsVersion, *resume, *keepAlive
 	cfg.CertDir = *certDir
+	if *certsFrom != "" {
+		if cfg.Certs, err = server.LoadCerts(*certsFrom); err != nil {
+			return cli.Usagef("certs: %v", err)
+		}
+	}
 	if cfg.Push, err = server.ParsePushPolicy(*push); err != nil {
 		return usageIfField(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/trial"
 )
 
@@ -73,6 +74,10 @@ func runTrial(args []string) error {
 		if errors.Is(err, trial.ErrInterrupted) {
 			fmt.Fprintf(os.Stderr, "wirelab-engine: trial %s interrupted; everything removed, no trial.json\n", p.Spec.TrialID)
 			return &cli.ExitError{Code: 130}
+		}
+		if _, ok := fielderr.As(err); ok {
+			// found only once the server ran (a server.config it refused): bad input all the same
+			return usageIfField(err)
 		}
 		return fmt.Errorf("trial %s: %w", p.Spec.TrialID, err)
 	}

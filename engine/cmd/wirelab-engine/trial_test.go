@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/contracttest"
+	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/trial"
 )
@@ -427,7 +428,7 @@ func TestTrialBadInput(t *testing.T) {
 	before := wirelabNamespaces(t)
 	for _, tc := range []struct{ spec, want string }{
 		{`{"page":"twiter"}`, `page: got "twiter"; must be a corpus page`},
-		{`{"page":"twitter","protocols":["h2","h4"]}`, `protocols[1]: got "h4"; not a protocol`},
+		{`{"page":"twitter","protocols":["h2","h4"]}`, `protocols[1]: got "h4"; did you mean h1? must be h1, h1s, h2, h2c, h3 or spdy3`},
 		{`{"page":"twitter","shards":9}`, `shards: got 9; the page has 6 objects besides the root, so at most 6 shards`},
 		{`{"page":"twitter","shards":0}`, `shards: got 0; 0 (one origin per top-level-domain group or per domain) needs shard_mode tld or domain`},
 		{`{"page":"` + schemaFail + `"}`, `page (` + schemaFail + `): objects[0].size: got -5`},
@@ -563,8 +564,8 @@ func TestTrialInterrupted(t *testing.T) {
 	}
 }
 
-// SIGKILL leaves the namespaces, the state file and the trial's private directory (its
-// certificates); `wirelab-engine gc` removes all of them.
+// SIGKILL leaves the namespaces, the state file, the lab's private directory (its certificates)
+// and the server's control group; `wirelab-engine gc` removes all of them.
 func TestTrialKilledThenGC(t *testing.T) {
 	requireRoot(t)
 	cmd, out := trialCmd(t, `{"page":"twitter","protocols":["h1s","h2"],"repetitions":50,"network":"rtt=100ms"}`, 2*time.Minute)
@@ -596,9 +597,20 @@ func TestTrialKilledThenGC(t *testing.T) {
 		t.Fatalf("no topology line in engine.log:\n%s", log)
 	}
 	id := string(m[1])
-	private := filepath.Join(os.TempDir(), "wirelab-trial-"+id)
+	private := filepath.Join(os.TempDir(), "wirelab-lab-"+id)
 	if _, err := os.Stat(filepath.Join(private, "certs", "key.pem")); err != nil {
 		t.Fatalf("the killed trial's private directory: %v", err)
+	}
+	var st struct {
+		Cgroups []string `json:"cgroups"`
+	}
+	if b, err := os.ReadFile(filepath.Join(netns.StateDir, id+".json")); err == nil {
+		_ = json.Unmarshal(b, &st)
+	}
+	for _, cg := range st.Cgroups {
+		if _, err := os.Stat(cg); err != nil {
+			t.Errorf("the server's control group %s: %v", cg, err)
+		}
 	}
 	gc := engine("gc")
 	gcOut, err := gc.CombinedOutput()
@@ -610,6 +622,11 @@ func TestTrialKilledThenGC(t *testing.T) {
 	}
 	if _, err := os.Stat(private); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s left after gc", private)
+	}
+	for _, cg := range st.Cgroups {
+		if _, err := os.Stat(cg); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("control group %s left after gc", cg)
+		}
 	}
 	assertGone(t, id)
 }

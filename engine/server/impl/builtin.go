@@ -1,0 +1,89 @@
+package impl
+
+import (
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/wirelab/wirelab/engine/server"
+)
+
+// Builtin is wirelab's own origin server (engine/server, `wirelab-engine serve`): x/net/http2,
+// quic-go, net/http and engine/spdy. It generates every response, so it needs no files.
+type Builtin struct{}
+
+var _ Server = Builtin{}
+
+// Name implements Server.
+func (Builtin) Name() string { return "builtin" }
+
+// Support implements Server.
+func (Builtin) Support() Support {
+	all := func(name, how string) Knob { return Knob{Name: name, How: how} }
+	return Support{
+		Name:        "builtin",
+		Description: "wirelab's own server: net/http (h1, h1s), x/net/http2 (h2, h2c), quic-go (h3), engine/spdy (spdy3)",
+		Protocols:   []string{"h1", "h1s", "h2", "h2c", "h3", "spdy3"},
+		NotServed:   "it serves every protocol of the contract",
+		Status:      "none (its process tree's CPU, memory and threads)",
+		Knobs: []Knob{
+			all("max_concurrent_streams", "SETTINGS_MAX_CONCURRENT_STREAMS, QUIC max streams (0: 100)"),
+			all("write_chunk_bytes", "body writes and DATA frames of at most N bytes"),
+			all("tls_version", "the only TLS version accepted"),
+			all("session_resumption", "session tickets and QUIC 0-RTT on or off"),
+			all("keep_alive", "Connection: close after each response when off"),
+			all("push", "every policy (docs/push-priority.md)"),
+		},
+	}
+}
+
+// Check implements Server.
+func (b Builtin) Check(k Knobs, protocols []string) error {
+	return checkCommon(b.Support(), k, protocols)
+}
+
+// Provision implements Server: `wirelab-engine serve` with the knobs as flags, serving the run's
+// certificates, printing a ready line once every listener is up.
+func (Builtin) Provision(in *Provision) (*Launch, error) {
+	k := in.Knobs
+	mcs := k.MaxConcurrentStreams
+	if mcs == 0 {
+		mcs = server.DefaultConfig().MaxConcurrentStreams
+	}
+	addrs := make([]string, len(in.Origins))
+	for i, a := range in.Origins {
+		addrs[i] = a.String()
+	}
+	argv := []string{in.Engine, "serve",
+		"--page", in.PageArg,
+		"--seed", strconv.FormatInt(in.Seed, 10),
+		"--shards", strconv.Itoa(in.Shards),
+		"--shard-mode", in.ShardMode,
+		"--addrs", strings.Join(addrs, ","),
+		"--protocols", strings.Join(in.Protocols, ","),
+		"--port-http", strconv.Itoa(in.Ports.HTTP),
+		"--port-https", strconv.Itoa(in.Ports.HTTPS),
+		"--port-quic", strconv.Itoa(in.Ports.QUIC),
+		"--max-concurrent-streams", strconv.Itoa(mcs),
+		"--write-chunk-bytes", strconv.Itoa(k.WriteChunkBytes),
+		"--tls-version", k.TLSVersion,
+		"--session-resumption=" + strconv.FormatBool(k.SessionResumption),
+		"--keep-alive=" + strconv.FormatBool(k.KeepAlive),
+		"--push", k.Push,
+		"--certs", in.CertDir,
+	}
+	if in.RecordsFile != "" {
+		argv = append(argv, "--records", in.RecordsFile)
+	}
+	if in.ConnsFile != "" {
+		argv = append(argv, "--conns", in.ConnsFile)
+	}
+	if in.QUICStats {
+		argv = append(argv, "--quic-stats")
+	}
+	return &Launch{
+		Argv: argv, Ready: ReadyLine, StopSignal: syscall.SIGTERM,
+		Effective: map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": k.WriteChunkBytes, "tls_version": k.TLSVersion,
+			"session_resumption": k.SessionResumption, "keep_alive": k.KeepAlive, "push": k.Push},
+	}, nil
+}

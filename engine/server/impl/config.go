@@ -1,0 +1,190 @@
+package impl
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"text/template"
+
+	"github.com/wirelab/wirelab/engine/contract"
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/server"
+)
+
+//go:embed templates/*.tmpl
+var templates embed.FS
+
+// TemplateData is what a configuration template is rendered with — wirelab's own templates
+// (templates/*.tmpl) and the user's (server.config), documented in docs/server.md ("Your own
+// configuration"). Paths are absolute.
+type TemplateData struct {
+	Dir     string // the server's private directory (its configuration lives here)
+	RunDir  string // writable by User: pid files, sockets, temporary files
+	LogDir  string // its error and access logs
+	User    string // the unprivileged user a server that starts as root switches to (www-data)
+	Group   string
+	Origins []OriginData
+	Ports   Ports
+	// CertFile, KeyFile (0600) and CAFile are the run's certificate for *.wirelab.test and the
+	// origin addresses, its key and the CA that signed it (what clients trust).
+	CertFile, KeyFile, CAFile string
+	// Protocols of the run, one flag each.
+	H1, H1S, H2, H2C, H3 bool
+	TLSVersion           string // "1.2" or "1.3"
+	MaxConcurrentStreams int    // 0 = the implementation's own
+	SessionResumption    bool
+	KeepAlive            bool
+	Index                string     // the root document's file name: the directory index
+	Types                []MIMEType // the page's file extensions and content types
+	Push                 []string   // object paths pushed with the root (Link rel=preload), per server.push
+	AccessLog            string     // the access log, in the format the implementation's reader takes
+	ErrorLog             string
+	PidFile              string
+	StatusSocket         string // a unix socket for the status endpoint (nginx, h2o, Caddy's admin)
+	StatusPort           int    // a loopback port for it in the server namespace (Apache)
+	CPUs                 int
+	Apache               ApacheKnobs // resolved: no 0 left (the package's defaults for the MPM)
+	ModulesDir           string      // Apache's modules
+	Nginx                NginxKnobs
+	H2O                  H2OKnobs
+	Caddy                CaddyKnobs
+}
+
+// OriginData is one origin.
+type OriginData struct {
+	N    int    // 1-based
+	Host string // sN.wirelab.test
+	Addr string // its address
+	Root string // its document root (Tree.OriginRoot)
+}
+
+// serverUser is the unprivileged user servers that start as root switch to.
+const serverUser = "www-data"
+
+// newTemplateData fills what every file-serving implementation's configuration needs.
+func newTemplateData(in *Provision, name string) (*TemplateData, error) {
+	d := &TemplateData{
+		Dir: in.Dir, RunDir: in.RunDir, LogDir: filepath.Join(in.Dir, "logs"),
+		User: serverUser, Group: serverUser,
+		Ports:    in.Ports,
+		CertFile: filepath.Join(in.CertDir, server.CertFile), KeyFile: filepath.Join(in.CertDir, server.KeyFile),
+		CAFile:     filepath.Join(in.CertDir, server.CAFile),
+		TLSVersion: in.Knobs.TLSVersion, MaxConcurrentStreams: in.Knobs.MaxConcurrentStreams,
+		SessionResumption: in.Knobs.SessionResumption, KeepAlive: in.Knobs.KeepAlive,
+		Index: pathIndex(in), Types: sortedTypes(in.Page),
+		AccessLog:    filepath.Join(in.Dir, "logs", "access.log"),
+		ErrorLog:     filepath.Join(in.Dir, "logs", "error.log"),
+		PidFile:      filepath.Join(in.RunDir, name+".pid"),
+		StatusSocket: filepath.Join(in.RunDir, "status.sock"),
+		StatusPort:   8079,
+		CPUs:         runtime.NumCPU(),
+		ModulesDir:   "/usr/lib/apache2/modules",
+	}
+	for _, p := range in.Protocols {
+		switch p {
+		case "h1":
+			d.H1 = true
+		case "h1s":
+			d.H1S = true
+		case "h2":
+			d.H2 = true
+		case "h2c":
+			d.H2C = true
+		case "h3":
+			d.H3 = true
+		}
+	}
+	for i, a := range in.Origins {
+		d.Origins = append(d.Origins, OriginData{N: i + 1, Host: in.Page.Origins[i].Host, Addr: a.String(),
+			Root: filepath.Join(in.DocRoot, fmt.Sprintf("s%d", i+1))})
+	}
+	if in.Knobs.Push != "" && in.Knobs.Push != "none" {
+		pol, err := server.ParsePushPolicy(in.Knobs.Push)
+		if err != nil {
+			return nil, fielderr.Prefix("server.", err)
+		}
+		for _, i := range pol.Objects(in.Page) {
+			d.Push = append(d.Push, in.Page.Objects[i].Path)
+		}
+	}
+	if err := os.MkdirAll(d.LogDir, 0o755); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func pathIndex(in *Provision) string {
+	if len(in.Page.Objects) == 0 {
+		return "index.html"
+	}
+	p := in.Page.Objects[0].Path
+	if len(p) > 0 && p[0] == '/' {
+		p = p[1:]
+	}
+	return p
+}
+
+// render writes a configuration: the user's template (server.config) when given, else wirelab's
+// templates/<name>; the file is written to path (0644).
+func render(in *Provision, name, path string, data *TemplateData) error {
+	var tmpl *template.Template
+	var err error
+	if in.Knobs.Config != "" {
+		src, rerr := os.ReadFile(in.Knobs.Config)
+		if rerr != nil {
+			return fielderr.New("server.config", in.Knobs.Config, "must be a readable file: %v", rerr)
+		}
+		tmpl, err = template.New(filepath.Base(in.Knobs.Config)).Option("missingkey=error").Parse(string(src))
+		if err != nil {
+			return fielderr.New("server.config", in.Knobs.Config, "is not a valid template: %v", err)
+		}
+	} else {
+		tmpl, err = template.New(name).Option("missingkey=error").ParseFS(templates, "templates/"+name)
+		if err != nil {
+			return err
+		}
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, data); err != nil {
+		if in.Knobs.Config != "" {
+			return fielderr.New("server.config", in.Knobs.Config, "cannot be rendered: %v", err)
+		}
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// defaultKnobs are the contract's defaults of the common server knobs (the schema's).
+func defaultKnobs() Knobs {
+	m := map[string]any{}
+	for _, name := range []string{"impl", "max_concurrent_streams", "write_chunk_bytes", "tls_version", "session_resumption", "keep_alive", "push"} {
+		p, err := contract.Property(contract.TrialSpec, "server", name)
+		if err != nil {
+			panic(err)
+		}
+		m[name] = p["default"]
+	}
+	b, _ := json.Marshal(m)
+	var k Knobs
+	if err := json.Unmarshal(b, &k); err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// UserIDs returns the uid and gid of the unprivileged user the real servers' workers run as.
+func UserIDs() (int, int, error) {
+	u, err := user.Lookup(serverUser)
+	if err != nil {
+		return 0, 0, fmt.Errorf("user %s: %w (make setup installs the servers, which create it)", serverUser, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return uid, gid, nil
+}

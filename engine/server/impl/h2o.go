@@ -1,0 +1,103 @@
+package impl
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"syscall"
+)
+
+// H2O is h2o 2.2 from Debian's package: one process, num-threads event loops, its status handler
+// on a unix socket.
+type H2O struct{}
+
+var _ Server = H2O{}
+
+// Name implements Server.
+func (H2O) Name() string { return "h2o" }
+
+// Support implements Server.
+func (H2O) Support() Support {
+	return Support{
+		Name:        "h2o",
+		Description: "h2o (Debian's h2o package, 2.2): one process, an event loop per thread",
+		Package:     "h2o",
+		Binary:      "/usr/bin/h2o",
+		Protocols:   []string{"h1", "h1s", "h2", "h2c"},
+		NotServed:   "2.2 has no HTTP/3 (h2o added QUIC in 2.3); no SPDY",
+		Status:      "its status handler (JSON): connections, worker threads, requests in flight",
+		OwnKnobs:    "server.h2o: num_threads",
+		Knobs: []Knob{
+			{Name: "max_concurrent_streams", How: "http2-max-concurrent-requests-per-connection (0: h2o's 100)"},
+			{Name: "write_chunk_bytes", Accepts: []string{"0"}, Own: "h2o sizes its own writes and DATA frames"},
+			{Name: "tls_version", How: "minimum-version and max-version"},
+			{Name: "session_resumption", How: "ssl-session-resumption mode all or off"},
+			{Name: "keep_alive", Accepts: []string{"true"}, Own: "h2o 2.2 always keeps HTTP/1.1 connections alive"},
+			{Name: "push", Accepts: []string{"none"}, Own: "h2o pushes only what Link headers name, and 2.2 cannot put a load's token into one"},
+		},
+	}
+}
+
+// Check implements Server.
+func (h H2O) Check(k Knobs, protocols []string) error { return checkCommon(h.Support(), k, protocols) }
+
+// Provision implements Server.
+func (h H2O) Provision(in *Provision) (*Launch, error) {
+	d, err := newTemplateData(in, "h2o")
+	if err != nil {
+		return nil, err
+	}
+	if in.Knobs.H2O != nil {
+		d.H2O = *in.Knobs.H2O
+	}
+	conf := filepath.Join(in.Dir, "h2o.conf")
+	if err := render(in, "h2o.conf.tmpl", conf, d); err != nil {
+		return nil, err
+	}
+	mcs := in.Knobs.MaxConcurrentStreams
+	if mcs == 0 {
+		mcs = 100
+	}
+	threads := d.H2O.NumThreads
+	if threads == 0 {
+		threads = d.CPUs
+	}
+	return &Launch{
+		Argv:       []string{h.Support().Binary, "-c", conf},
+		Test:       []string{h.Support().Binary, "-t", "-c", conf},
+		Ready:      ReadyProbe,
+		StopSignal: syscall.SIGTERM, // h2o's graceful shutdown
+		Files:      true,
+		Index:      d.Index,
+		AccessLog:  d.AccessLog,
+		Config:     conf,
+		Status: func(ctx context.Context, _ *Instance) (map[string]float64, error) {
+			body, err := unixGet(ctx, d.StatusSocket, "status", "/status/json")
+			if err != nil {
+				return nil, err
+			}
+			return ParseH2OStatus(body)
+		},
+		Effective: map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": 0, "tls_version": in.Knobs.TLSVersion,
+			"session_resumption": in.Knobs.SessionResumption, "keep_alive": true, "push": "none", "num_threads": threads},
+	}, nil
+}
+
+// ParseH2OStatus reads h2o's status JSON: connections, max connections, worker threads, and the
+// requests in flight (its "requests" list, the status request itself excluded).
+func ParseH2OStatus(body []byte) (map[string]float64, error) {
+	var st struct {
+		Connections    float64           `json:"connections"`
+		MaxConnections float64           `json:"max-connections"`
+		WorkerThreads  float64           `json:"worker-threads"`
+		NumSessions    float64           `json:"num-sessions"`
+		Requests       []json.RawMessage `json:"requests"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, err
+	}
+	return map[string]float64{
+		"connections": st.Connections, "max_connections": st.MaxConnections, "worker_threads": st.WorkerThreads,
+		"sessions": st.NumSessions, "requests_in_flight": float64(max(len(st.Requests)-1, 0)),
+	}, nil
+}

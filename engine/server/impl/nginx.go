@@ -1,0 +1,130 @@
+package impl
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Nginx is nginx 1.22 from Debian's package: the master and its workers (worker_processes), one
+// server block per origin, stub_status on a unix socket.
+type Nginx struct{}
+
+var _ Server = Nginx{}
+
+// Name implements Server.
+func (Nginx) Name() string { return "nginx" }
+
+// Support implements Server.
+func (Nginx) Support() Support {
+	return Support{
+		Name:        "nginx",
+		Description: "nginx (Debian's nginx package, 1.22): event-driven master and workers",
+		Package:     "nginx",
+		Binary:      "/usr/sbin/nginx",
+		Protocols:   []string{"h1", "h1s", "h2"},
+		NotServed:   "1.22 speaks h2c only on a port without HTTP/1.1 and has no HTTP/3; no SPDY",
+		Status:      "stub_status: active, reading, writing, waiting connections; accepts, handled, requests",
+		OwnKnobs:    "server.nginx: worker_processes, worker_connections",
+		Knobs: []Knob{
+			{Name: "max_concurrent_streams", How: "http2_max_concurrent_streams (0: nginx's 128)"},
+			{Name: "write_chunk_bytes", Accepts: []string{"0"}, Own: "nginx writes bodies with sendfile; its http2_chunk_size (8k) applies to HTTP/2 only"},
+			{Name: "tls_version", How: "ssl_protocols"},
+			{Name: "session_resumption", How: "ssl_session_cache and ssl_session_tickets"},
+			{Name: "keep_alive", How: "keepalive_timeout 0 when off"},
+			{Name: "push", How: "http2_push of the policy's objects on the root (h2)"},
+		},
+	}
+}
+
+// Check implements Server.
+func (n Nginx) Check(k Knobs, protocols []string) error {
+	return checkCommon(n.Support(), k, protocols)
+}
+
+// Provision implements Server.
+func (n Nginx) Provision(in *Provision) (*Launch, error) {
+	d, err := newTemplateData(in, "nginx")
+	if err != nil {
+		return nil, err
+	}
+	if in.Knobs.Nginx != nil {
+		d.Nginx = *in.Knobs.Nginx
+	} else {
+		d.Nginx = NginxKnobs{WorkerConnections: 768}
+	}
+	conf := filepath.Join(in.Dir, "nginx.conf")
+	if err := render(in, "nginx.conf.tmpl", conf, d); err != nil {
+		return nil, err
+	}
+	mcs := in.Knobs.MaxConcurrentStreams
+	if mcs == 0 {
+		mcs = 128
+	}
+	return &Launch{
+		Argv:       []string{n.Support().Binary, "-c", conf, "-p", in.Dir, "-e", d.ErrorLog},
+		Test:       []string{n.Support().Binary, "-t", "-q", "-c", conf, "-p", in.Dir},
+		Ready:      ReadyProbe,
+		StopSignal: syscall.SIGQUIT, // graceful: finish what is in flight, then exit
+		Files:      true,
+		Index:      d.Index,
+		AccessLog:  d.AccessLog,
+		Config:     conf,
+		Status: func(ctx context.Context, _ *Instance) (map[string]float64, error) {
+			body, err := unixGet(ctx, d.StatusSocket, "localhost", "/status")
+			if err != nil {
+				return nil, err
+			}
+			return ParseStubStatus(string(body))
+		},
+		Effective: map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": 0, "tls_version": in.Knobs.TLSVersion,
+			"session_resumption": in.Knobs.SessionResumption, "keep_alive": in.Knobs.KeepAlive, "push": in.Knobs.Push,
+			"worker_processes": d.Nginx.WorkerProcesses, "worker_connections": d.Nginx.WorkerConnections},
+	}, nil
+}
+
+// ParseStubStatus reads nginx's stub_status page:
+//
+//	Active connections: 2
+//	server accepts handled requests
+//	 10 10 31
+//	Reading: 0 Writing: 1 Waiting: 1
+func ParseStubStatus(text string) (map[string]float64, error) {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) < 4 {
+		return nil, fmt.Errorf("stub_status: %d lines", len(lines))
+	}
+	out := map[string]float64{}
+	f := strings.Fields(lines[0])
+	if len(f) != 3 {
+		return nil, fmt.Errorf("stub_status: %q", lines[0])
+	}
+	var err error
+	if out["active"], err = strconv.ParseFloat(f[2], 64); err != nil {
+		return nil, fmt.Errorf("stub_status: %q", lines[0])
+	}
+	counts := strings.Fields(lines[2])
+	if len(counts) != 3 {
+		return nil, fmt.Errorf("stub_status: %q", lines[2])
+	}
+	for i, name := range []string{"accepts", "handled", "requests"} {
+		if out[name], err = strconv.ParseFloat(counts[i], 64); err != nil {
+			return nil, fmt.Errorf("stub_status: %q", lines[2])
+		}
+	}
+	rw := strings.Fields(lines[3])
+	if len(rw) != 6 {
+		return nil, fmt.Errorf("stub_status: %q", lines[3])
+	}
+	for i := 0; i < 6; i += 2 {
+		v, err := strconv.ParseFloat(rw[i+1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("stub_status: %q", lines[3])
+		}
+		out[strings.ToLower(strings.TrimSuffix(rw[i], ":"))] = v
+	}
+	return out, nil
+}
