@@ -32,7 +32,7 @@ def test_v1_database_is_migrated_on_open(tmp_path):
         trials = results.trials("rtt-v1")
         loads = results.loads("rtt-v1")
         objects = results.objects("rtt-v1")
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -41,6 +41,8 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     assert len(loads) == 6 and list(loads["network.rtt_ms"]) == [100.0] * 6
     assert list(loads["protocol"][:3]) == ["h1", "h1s", "h2"]
     assert objects.empty  # v1 kept no per-object rows
+    # v3 adds the server's cost per load: unknown (NULL) for loads stored before
+    assert loads["server_cpu_ms"].isna().all() and loads["server_rss_peak_bytes"].isna().all()
 
 
 def test_a_database_from_a_newer_wirelab_is_refused(tmp_path):

@@ -166,6 +166,17 @@ def load(
     net: str = typer.Option("native", "--net", help="Network profile, e.g. rtt=100ms,bw=10mbit or a preset."),
     repetitions: int = typer.Option(5, "-n", "--repetitions", min=1, max=10000, help="Loads per protocol."),
     shards: int = typer.Option(1, "--shards", min=1, max=64, help="Spread the page over N origins."),
+    server: str = typer.Option(
+        "builtin",
+        "--server",
+        help="The server under test: builtin, apache, nginx, h2o or caddy (wirelab-engine servers ls).",
+    ),
+    max_streams: int | None = typer.Option(
+        None,
+        "--max-streams",
+        help="HTTP/2 and HTTP/3 concurrent streams the server allows; default: 100 for builtin, "
+        "the server's own for the others.",
+    ),
     waterfall_proto: str | None = typer.Option(
         None, "--waterfall", help="Protocol whose median-PLT load is drawn (default: the last of --proto)."
     ),
@@ -189,17 +200,26 @@ def load(
         raise UsageError(f"--net: {e}") from None
     if waterfall_proto is not None and waterfall_proto not in protocols:
         raise UsageError(f'--waterfall: "{waterfall_proto}" is not one of --proto ({",".join(protocols)})')
+    server_fields: dict[str, Any] = {"impl": server}
+    if max_streams is not None:
+        server_fields["max_concurrent_streams"] = max_streams
+    elif server != "builtin":
+        server_fields["max_concurrent_streams"] = 0  # the implementation's own (Caddy cannot set it)
     result = api.load(
         page,
         protocols=protocols,
         network=net,
         repetitions=repetitions,
         shards=shards,
+        server=server_fields,
         db=db,
         engine=_engine(engine),
         observer=RichProgress(err),
     )
-    table = Table(title=f"{page} over {net} — {repetitions} loads per protocol", title_justify="left")
+    title = f"{page} over {net} — {repetitions} loads per protocol, server {server}"
+    table = Table(title=title, title_justify="left")
+    rows = result.table().to_dict("records")
+    cost = any(row["server_cpu_median_ms"] is not None for row in rows)
     for col, justify in (
         ("protocol", "left"),
         ("loads", "right"),
@@ -209,10 +229,11 @@ def load(
         ("PLT median ms", "right"),
         ("PLT mean ms", "right"),
         (f"ToW gain vs {protocols[0]}", "right"),
+        *((("server CPU ms", "right"),) if cost else ()),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for row in result.table().to_dict("records"):
-        table.add_row(
+    for row in rows:
+        cells = [
             row["protocol"],
             str(row["loads"]),
             str(row["errors"]),
@@ -221,7 +242,10 @@ def load(
             _ms(row["plt_median_ms"]),
             _ms(row["plt_mean_ms"]),
             "baseline" if row["protocol"] == protocols[0] else _pct(row["tow_gain_pct"]),
-        )
+        ]
+        if cost:
+            cells.append(_ms(row["server_cpu_median_ms"]))
+        table.add_row(*cells)
     out.print(table)
     shown = result.representative(waterfall_proto)
     objects = result.objects(int(shown["load_index"]))

@@ -66,6 +66,8 @@ LOAD_COLUMNS = (
     "pushed_bytes",
     "pushes_used",
     "pushes_unused",
+    "server_cpu_ms",
+    "server_rss_peak_bytes",
     *(f"{p}_ms" for p in PHASES),
     "har",
     "pcap_client",
@@ -197,10 +199,16 @@ UPDATE trials SET lateness_p50_us = json_extract(emulator_json, '$.lateness_us.p
  WHERE emulator_json IS NOT NULL;
 """
 
+_V3 = """
+ALTER TABLE loads ADD COLUMN server_cpu_ms REAL;
+ALTER TABLE loads ADD COLUMN server_rss_peak_bytes INTEGER;
+"""
+
 #: Schema migrations: MIGRATIONS[i] takes a database from user_version i to i + 1.
 #: v1: sweeps, trials, loads, artifacts. v2: objects (per-request HAR timings), emulator lateness
-#: and fidelity flags on trials (back-filled from emulator_json).
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+#: and fidelity flags on trials (back-filled from emulator_json). v3: the server under test's cost
+#: per load (server_cpu_ms, server_rss_peak_bytes; NULL for loads stored before, or not measured).
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Fidelity flag set on a trial whose emulator timer lateness p99 exceeded the limit.
@@ -527,6 +535,8 @@ class Store(_Base):
                             "pushes_unused",
                         )
                     ),
+                    rec.get("server_cpu_ms"),
+                    rec.get("server_rss_peak_bytes"),
                     *(phases[p] for p in PHASES),
                     rec.get("har"),
                     pcap.get("client"),

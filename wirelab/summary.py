@@ -28,6 +28,12 @@ def gain_pct(loads: pd.DataFrame, baseline: str, protocol: str, metric: str = "t
     return None if math.isnan(g) else g
 
 
+def _median(frame: pd.DataFrame, column: str) -> float | None:
+    if column not in frame or frame[column].isna().all():
+        return None
+    return float(frame[column].median())
+
+
 def protocol_table(loads: pd.DataFrame, protocols: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per protocol (in ``protocols`` order, the first being the baseline)."""
     protocols = list(protocols or dict.fromkeys(loads["protocol"]))
@@ -45,6 +51,8 @@ def protocol_table(loads: pd.DataFrame, protocols: Sequence[str] | None = None) 
                 "plt_median_ms": ok["plt_ms"].median() if len(ok) else None,
                 "plt_mean_ms": ok["plt_ms"].mean() if len(ok) else None,
                 "tow_gain_pct": None if p == protocols[0] else gain_pct(loads, protocols[0], p),
+                # the server under test's CPU per load (its control group), when it was measured
+                "server_cpu_median_ms": _median(ok, "server_cpu_ms"),
             }
         )
     return pd.DataFrame(rows)

@@ -55,6 +55,8 @@ AXIS_NAMES: dict[str, tuple[str, str]] = {
     "shards": ("shards", "origins"),
     "shard_mode": ("shard mode", ""),
     "sharding": ("sharding", ""),
+    "server.impl": ("server", ""),
+    "server.apache.mpm": ("Apache MPM", ""),
     "server.max_concurrent_streams": ("max concurrent streams", ""),
     "server.write_chunk_bytes": ("write chunk", "bytes"),
     "client.max_connections_per_origin": ("connections per origin", ""),

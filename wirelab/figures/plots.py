@@ -667,6 +667,41 @@ def scenario_figure(
     return fig
 
 
+def server_cost_figure(
+    cpu: pd.DataFrame, memory: pd.DataFrame, *, scenario: str, protocols: Sequence[str]
+) -> Figure:
+    """The server under test's cost per load: mean CPU ms (left) and mean peak memory in MB (right) per
+    protocol and scenario, each with its 95 % CI (``describe`` tables with a ``scenario`` column)."""
+    scenarios = list(dict.fromkeys(cpu[scenario]))
+    protos = [p for p in protocols if p in set(cpu["protocol"])]
+    fig, axes = new_figure(7.0, 3.2, ncols=2, squeeze=False)
+    width = 0.8 / max(1, len(protos))
+    for ax, stats, label, scale in (
+        (axes[0][0], cpu, "server CPU per load (ms)", 1.0),
+        (axes[0][1], memory, "server peak memory (MB)", 1e-6),
+    ):
+        for pi, proto in enumerate(protos):
+            st = protocol_style(proto)
+            mine = stats[stats["protocol"] == proto].set_index(scenario).reindex(scenarios)
+            xpos = np.arange(len(scenarios)) + (pi - (len(protos) - 1) / 2) * width
+            err = np.vstack([mine["mean"] - mine["ci_low"], mine["ci_high"] - mine["mean"]]) * scale
+            ax.bar(
+                xpos,
+                mine["mean"] * scale,
+                width * 0.9,
+                color=st.colour,
+                label=st.label,
+                yerr=err,
+                capsize=2,
+                error_kw={"elinewidth": 0.8, "ecolor": "#333333"},
+            )
+        ax.set_xticks(range(len(scenarios)), [str(x) for x in scenarios], fontsize=7.5, rotation=12)
+        ax.set_ylabel(label)
+    axes[0][0].legend(loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
 def tree_figure(
     tree: TreeResult,
     *,

@@ -21,6 +21,7 @@ gateway panels              a numeric axis and (retransmissions/drops occurred, 
                             bandwidth was swept)
 scenario bars               a categorical axis other than page (e.g. network profiles), or no
                             numeric axis
+server cost                 the loads carry the server's cost (server_cpu_ms), ≤ 12 configurations
 waterfalls                  the median-PLT load of each protocol in the configuration where the
                             first compared protocol's gain is largest in magnitude
 ==========================  =====================================================================
@@ -282,6 +283,7 @@ class _Builder:
         self.phases()
         self.gateway_section()
         self.scenarios()
+        self.server_cost()
         self.waterfalls()
         self.number_tables()
 
@@ -840,6 +842,31 @@ class _Builder:
             lambda: plots.scenario_figure(
                 stats, scenario="scenario", protocols=sd.protocols, metric_label="PLT (ms)", throughput=thr
             ),
+            self.config_text(),
+        )
+
+    def server_cost(self) -> None:
+        """The server under test's CPU and peak memory per load (loads that carry them: engines that
+        measure the server's control group)."""
+        sd = self.sd
+        loads = sd.loads
+        if "server_cpu_ms" not in loads or loads["server_cpu_ms"].isna().all():
+            return
+        measured = loads.dropna(subset=["server_cpu_ms"])
+        cpu = self.with_config(describe(measured, ["trial_id", "protocol"], "server_cpu_ms", seed=self.seed))
+        memory = self.with_config(
+            describe(measured, ["trial_id", "protocol"], "server_rss_peak_bytes", seed=self.seed)
+        )
+        cpu["scenario"], memory["scenario"] = cpu["label_mpl"], memory["label_mpl"]
+        if cpu["scenario"].nunique() > 12:
+            self.notes.append("Server cost not drawn: more than 12 configurations.")
+            return
+        self.add_figure(
+            "server-cost",
+            "Server cost per load",
+            f"CPU time (user + system) of the server under test's processes per load, and the peak "
+            f'memory charged to them, per protocol with its {CI_TEXT} (docs/metrics.md, "Server cost").',
+            lambda: plots.server_cost_figure(cpu, memory, scenario="scenario", protocols=sd.protocols),
             self.config_text(),
         )
 

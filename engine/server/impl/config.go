@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"text/template"
@@ -41,6 +42,7 @@ type TemplateData struct {
 	SessionResumption    bool
 	KeepAlive            bool
 	Index                string     // the root document's file name: the directory index
+	IndexRegexp          string     // Index as a regular expression (quoted)
 	Types                []MIMEType // the page's file extensions and content types
 	Push                 []string   // object paths pushed with the root (Link rel=preload), per server.push
 	AccessLog            string     // the access log, in the format the implementation's reader takes
@@ -77,7 +79,7 @@ func newTemplateData(in *Provision, name string) (*TemplateData, error) {
 		CAFile:     filepath.Join(in.CertDir, server.CAFile),
 		TLSVersion: in.Knobs.TLSVersion, MaxConcurrentStreams: in.Knobs.MaxConcurrentStreams,
 		SessionResumption: in.Knobs.SessionResumption, KeepAlive: in.Knobs.KeepAlive,
-		Index: pathIndex(in), Types: sortedTypes(in.Page),
+		Index: pathIndex(in), IndexRegexp: regexp.QuoteMeta(pathIndex(in)), Types: sortedTypes(in.Page),
 		AccessLog:    filepath.Join(in.Dir, "logs", "access.log"),
 		ErrorLog:     filepath.Join(in.Dir, "logs", "error.log"),
 		PidFile:      filepath.Join(in.RunDir, name+".pid"),

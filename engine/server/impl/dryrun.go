@@ -46,6 +46,8 @@ func TestConfig(ctx context.Context, srv Server, l *Launch, k Knobs, command fun
 	}
 	line := lastErrorLine(string(out))
 	if k.Config != "" {
+		// The server names the rendered file; the user knows their template (same lines).
+		line = strings.ReplaceAll(line, l.Config, k.Config)
 		return fielderr.New("server.config", k.Config, "%s refuses it: %s", srv.Name(), line)
 	}
 	return fmt.Errorf("server %s refuses the configuration wirelab generated (%s): %s", srv.Name(), l.Config, line)

@@ -1,0 +1,416 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/server/impl"
+	"github.com/wirelab/wirelab/engine/trial"
+)
+
+// realServers are the implementations under test from Debian's packages, with what each serves.
+func realServers(t *testing.T) []impl.Server {
+	t.Helper()
+	var out []impl.Server
+	for _, s := range impl.All {
+		if s.Name() == "builtin" {
+			continue
+		}
+		if _, err := os.Stat(s.Support().Binary); err != nil {
+			t.Fatalf("%s is not installed (make setup installs it): %v", s.Name(), err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func protocolList(ps []string) string {
+	b, _ := json.Marshal(ps)
+	return string(b)
+}
+
+// Every corpus page loads without an error over every protocol each real server serves, through
+// the emulated path, with exactly the page's objects and body bytes; HTTP/1.x uses at most 6
+// connections per origin, h2/h2c/h3 exactly one per origin — whatever the server.
+func TestServersCorpusAllProtocols(t *testing.T) {
+	requireRoot(t)
+	servers := realServers(t)
+	for _, name := range page.CorpusNames() {
+		pg, err := page.Load(name, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range servers {
+			t.Run(name+"/"+s.Name(), func(t *testing.T) {
+				protocols := s.Support().Protocols
+				spec := fmt.Sprintf(`{"page":%q,"protocols":%s,"repetitions":1,"network":"rtt=4ms","server":{"impl":%q,"max_concurrent_streams":0}}`,
+					name, protocolList(protocols), s.Name())
+				td := readTrial(t, runTrialOK(t, spec, 3*time.Minute))
+				if len(td.loads) != len(protocols) {
+					t.Fatalf("%d loads, want %d", len(td.loads), len(protocols))
+				}
+				for _, l := range td.loads {
+					if l.Error != nil {
+						t.Errorf("%s: %s", l.Protocol, *l.Error)
+						continue
+					}
+					if l.Objects != int64(len(pg.Objects)) || l.BodyBytes != pg.TotalBytes() {
+						t.Errorf("%s: %d objects / %d body bytes, the page has %d / %d", l.Protocol, l.Objects, l.BodyBytes, len(pg.Objects), pg.TotalBytes())
+					}
+					if l.ServerCPUMs == nil || *l.ServerCPUMs <= 0 || l.ServerRSSPeakBytes == nil || *l.ServerRSSPeakBytes <= 0 {
+						t.Errorf("%s: server cost %v / %v: not measured", l.Protocol, l.ServerCPUMs, l.ServerRSSPeakBytes)
+					}
+					conns := harConns(t, filepath.Join(td.dir, *l.HAR))
+					for host, n := range conns {
+						if l.Protocol == "h1" || l.Protocol == "h1s" {
+							if n > 6 {
+								t.Errorf("%s: %d connections to %s, more than 6", l.Protocol, n, host)
+							}
+						} else if n != 1 {
+							t.Errorf("%s: %d connections to %s, want exactly one", l.Protocol, n, host)
+						}
+					}
+					if len(conns) != len(pg.Origins) {
+						t.Errorf("%s: objects from %d origins, the page has %d", l.Protocol, len(conns), len(pg.Origins))
+					}
+				}
+				// The server's own records (its access log): every object of every load, once.
+				recs := readServerRecords(t, td.dir)
+				if len(recs) != len(protocols)*len(pg.Objects) {
+					t.Errorf("server records %d, want %d", len(recs), len(protocols)*len(pg.Objects))
+				}
+				var prov struct {
+					Provenance trial.Provenance `json:"provenance"`
+				}
+				b, _ := os.ReadFile(filepath.Join(td.dir, trial.TrialFile))
+				if err := json.Unmarshal(b, &prov); err != nil || prov.Provenance.Server == nil ||
+					prov.Provenance.Server.Impl != s.Name() || prov.Provenance.Server.Version == "" {
+					t.Errorf("trial.json provenance.server %+v (%v)", prov.Provenance.Server, err)
+				}
+			})
+		}
+	}
+}
+
+// serverRecord is the part of a server/requests.jsonl line the tests read.
+type serverRecord struct {
+	Protocol string `json:"protocol"`
+	Token    string `json:"token"`
+	Object   string `json:"object"`
+	Status   int    `json:"status"`
+	Bytes    int64  `json:"bytes"`
+}
+
+func readServerRecords(t *testing.T, dir string) []serverRecord {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, trial.ServerReqs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []serverRecord
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r serverRecord
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != 200 || r.Object == "" {
+			t.Errorf("server record %+v: want 200 for a page object", r)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Physics per server, as for the built-in server (TestTrialPhysicsRoundTrips): at 200 ms RTT a
+// 1 kB root page takes h1 and h2c 2 RTT (TCP, request), h1s and h2 3 (TCP, TLS 1.3, request),
+// h3 2 (QUIC with TLS, request): never less than the path allows, the fastest of three loads
+// within 3 % of it, and no extra round trip in the median.
+func TestServersPhysicsRoundTrips(t *testing.T) {
+	requireRoot(t)
+	const rtt = 200.0
+	rtts := map[string]float64{"h1": 2, "h1s": 3, "h2": 3, "h2c": 2, "h3": 2}
+	for _, s := range realServers(t) {
+		t.Run(s.Name(), func(t *testing.T) {
+			protocols := s.Support().Protocols
+			spec := fmt.Sprintf(`{"page":"synthetic:0x1kB","protocols":%s,"repetitions":3,"network":"rtt=200ms","client":{"dns":"static"},"server":{"impl":%q,"max_concurrent_streams":0}}`,
+				protocolList(protocols), s.Name())
+			td := readTrial(t, runTrialOK(t, spec, 3*time.Minute))
+			plt := map[string][]float64{}
+			for _, l := range td.loads {
+				if l.Error != nil {
+					t.Fatalf("%s: %s", l.Protocol, *l.Error)
+				}
+				n := rtts[l.Protocol]
+				if l.PltMs < n*rtt-1 {
+					t.Errorf("%s load %d: PLT %.1f ms < %.0f RTT: faster than the path", l.Protocol, l.Index, l.PltMs, n)
+				}
+				plt[l.Protocol] = append(plt[l.Protocol], l.PltMs)
+			}
+			for _, p := range protocols {
+				n := rtts[p]
+				best, m := slices.Min(plt[p]), median(plt[p])
+				t.Logf("%s %s: fastest %.1f ms = %.3f RTT, median %.1f ms", s.Name(), p, best, best/rtt, m)
+				if best > n*rtt*1.03 {
+					t.Errorf("%s: fastest of %d loads %.1f ms, more than 3 %% above %.0f RTT", p, len(plt[p]), best, n)
+				}
+				if m >= (n+1)*rtt {
+					t.Errorf("%s: median %.1f ms: a round trip more than the protocol needs", p, m)
+				}
+			}
+		})
+	}
+}
+
+// The ends of a run with a real server: on success, on Ctrl-C, and after SIGKILL + gc, nothing of
+// the run is left: no server process, no control group, no private directory (certificates, key,
+// configuration, document root), no namespace or state file. While the run lives, the key is 0600.
+func TestServersLeaveNothingBehind(t *testing.T) {
+	requireRoot(t)
+	const spec = `{"page":"twitter","protocols":["h1s","h2"],"repetitions":40,"network":"rtt=100ms","server":{"impl":"nginx"}}`
+	for _, end := range []string{"success", "interrupt", "kill"} {
+		t.Run(end, func(t *testing.T) {
+			s := spec
+			if end == "success" {
+				s = strings.Replace(spec, `"repetitions":40`, `"repetitions":1`, 1)
+			}
+			cmd, out := trialCmd(t, s, 2*time.Minute)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(stdout)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					t.Fatalf("no load event (%v): %s", err, stderr.String())
+				}
+				if strings.Contains(line, `"event":"load"`) {
+					break
+				}
+			}
+			id := trialRunID(t, out)
+			dir := filepath.Join(os.TempDir(), "wirelab-lab-"+id)
+			st, err := os.Stat(filepath.Join(dir, "certs", "key.pem"))
+			if err != nil || st.Mode().Perm() != 0o600 {
+				t.Errorf("the run's key: %v, mode %v; want 0600", err, st.Mode().Perm())
+			}
+			cgroups := ownedCgroups(t, id)
+			if len(cgroups) == 0 {
+				t.Error("the run records no control group")
+			}
+			pids := groupPids(t, cgroups)
+			if len(pids) < 2 {
+				t.Errorf("nginx processes %v: want a master and its workers", pids)
+			}
+			switch end {
+			case "success":
+				_, _ = bufio.NewReader(r).ReadString(0)
+				if err := cmd.Wait(); err != nil {
+					t.Fatalf("%v: %s", err, stderr.String())
+				}
+			case "interrupt":
+				_ = cmd.Process.Signal(syscall.SIGINT)
+				_, _ = bufio.NewReader(r).ReadString(0)
+				if code := exitCodeOf(cmd.Wait()); code != 130 {
+					t.Errorf("exit %d after SIGINT, want 130", code)
+				}
+			case "kill":
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				if out, err := engine("gc").CombinedOutput(); err != nil {
+					t.Fatalf("gc: %v\n%s", err, out)
+				}
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s left behind", dir)
+			}
+			for _, cg := range cgroups {
+				if _, err := os.Stat(cg); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("control group %s left behind", cg)
+				}
+			}
+			for _, pid := range pids {
+				if alive(pid) {
+					t.Errorf("server process %d left running", pid)
+				}
+			}
+			assertGone(t, id)
+		})
+	}
+}
+
+var labTopoRE = regexp.MustCompile(`topology wirelab-([0-9a-f]{8})-c`)
+
+// trialRunID waits for the trial's engine.log to name its run id.
+func trialRunID(t *testing.T, out string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(filepath.Join(out, trial.LogFile))
+		if m := labTopoRE.FindSubmatch(b); m != nil {
+			return string(m[1])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no topology line in engine.log")
+	return ""
+}
+
+func ownedCgroups(t *testing.T, id string) []string {
+	t.Helper()
+	var st struct {
+		Cgroups []string `json:"cgroups"`
+	}
+	b, err := os.ReadFile(filepath.Join(netns.StateDir, id+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Cgroups
+}
+
+// groupPids are the processes in the run's control group: the server's.
+func groupPids(t *testing.T, cgroups []string) []int {
+	t.Helper()
+	if len(cgroups) == 0 {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(cgroups[0], "cgroup.procs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return len(f) > 2 && f[2] != "Z"
+}
+
+// Bad input about servers: one line naming the field, exit 2, nothing created or left running.
+func TestServersBadInput(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	refused := filepath.Join(dir, "refused.conf")
+	if err := os.WriteFile(refused, []byte("events {}\nhttp { frobnicate on; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := wirelabNamespaces(t)
+	for _, tc := range []struct{ spec, want string }{
+		{`{"page":"twitter","server":{"impl":"lighttpd"}}`, `server.impl: got "lighttpd"; must be builtin, apache, nginx, h2o or caddy`},
+		{`{"page":"twitter","protocols":["h1s","h3"],"server":{"impl":"nginx"}}`, `protocols[1]: got "h3"; not served by server.impl nginx, which serves h1, h1s, h2`},
+		{`{"page":"twitter","protocols":["spdy3"],"server":{"impl":"apache"}}`, `protocols[0]: got "spdy3"; not served by server.impl apache`},
+		{`{"page":"twitter","server":{"impl":"nginx","nginx":{"worker_proceses":2}}}`, `server.nginx.worker_proceses: unknown field; did you mean worker_processes?`},
+		{`{"page":"twitter","server":{"impl":"apache","apache":{"mpm":"threaded"}}}`, `server.apache.mpm: got "threaded"; must be event, worker or prefork`},
+		{`{"page":"twitter","server":{"impl":"caddy"}}`, `server.max_concurrent_streams: got "100"; server.impl caddy cannot set it`},
+		{`{"page":"twitter","server":{"impl":"h2o","push":"all"}}`, `server.push: got "all"; server.impl h2o cannot set it`},
+		{`{"page":"twitter","server":{"impl":"nginx","config":"/nonexistent/nginx.conf"}}`, `server.config: got "/nonexistent/nginx.conf"; must be a readable configuration template`},
+		{`{"page":"twitter","protocols":["h1"],"server":{"impl":"nginx","config":"` + refused + `"}}`, `server.config: got "` + refused + `"; nginx refuses it: `},
+		{`{"page":"twitter","protocols":["h1"],"server":{"impl":"nginx","config":"` + refused + `"}}`, `unknown directive "frobnicate" in ` + refused + `:2`},
+	} {
+		cmd, out := trialCmd(t, tc.spec, time.Minute)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if code := exitCodeOf(err); code != 2 {
+			t.Errorf("%s: exit %d, want 2 (stderr %q)", tc.spec, code, stderr.String())
+		}
+		msg := strings.TrimSuffix(stderr.String(), "\n")
+		if strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: stderr %q, want one line with %q", tc.spec, stderr.String(), tc.want)
+		}
+		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the trial directory was created", tc.spec)
+		}
+	}
+	if after := wirelabNamespaces(t); !slices.Equal(before, after) {
+		t.Errorf("namespaces before %v, after %v", before, after)
+	}
+}
+
+// docs/server.md shows the registry's tables exactly as `servers ls --markdown` prints them.
+func TestServersDocIsTheRegistrys(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/server.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := serversMarkdown(listServers()); !strings.Contains(string(doc), want) {
+		t.Errorf("docs/server.md does not hold the tables of `wirelab-engine servers ls --markdown`; paste them:\n%s", want)
+	}
+}
+
+var conformanceRowRE = regexp.MustCompile("(?m)^\\| `([a-z0-9]+)` \\| ([^|]+) \\| (h2c?) \\| ([0-9]+) \\| ([0-9]+) \\|")
+
+// h2spec against every real server's h2 and h2c gives the pass counts docs/server.md documents,
+// as long as the installed versions are the documented ones (a new package version: regenerate the
+// table with `wirelab-engine servers conformance --markdown`).
+func TestServersConformance(t *testing.T) {
+	requireRoot(t)
+	doc, err := os.ReadFile("../../../docs/server.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		version string
+		passed  int
+	}
+	documented := map[string]row{}
+	for _, m := range conformanceRowRE.FindAllStringSubmatch(string(doc), -1) {
+		n, _ := strconv.Atoi(m[4])
+		documented[m[1]+"/"+m[3]] = row{strings.TrimSpace(m[2]), n}
+	}
+	for _, s := range realServers(t) {
+		res, err := conformanceOf(t.Context(), s)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name(), err)
+		}
+		for _, r := range res {
+			d, ok := documented[r.Server+"/"+r.Protocol]
+			if !ok {
+				t.Errorf("%s %s: not in docs/server.md's conformance table", r.Server, r.Protocol)
+				continue
+			}
+			t.Logf("h2spec against %s %s (%s): %d passed, %d failed", r.Server, r.Protocol, r.Version, r.Passed, r.Failed)
+			if r.Version != d.version {
+				t.Logf("%s is %s here, the table %s: regenerate it", r.Server, r.Version, d.version)
+				continue
+			}
+			if r.Passed != d.passed {
+				t.Errorf("%s %s: %d passed, docs/server.md says %d", r.Server, r.Protocol, r.Passed, d.passed)
+			}
+		}
+	}
+}
