@@ -83,6 +83,7 @@ bench: setup build
 	$(ENGINE) bench link --quick
 	$(ENGINE) bench variability --runs 20
 	$(ENGINE) bench loader --quick
+	$(ENGINE) bench servers --quick
 	cd engine && go test -run '^$$' -bench Loader -benchtime 30x ./client/
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_sweep.py
 

@@ -24,12 +24,13 @@ var benchmarks = map[string]struct {
 }{
 	"link":    {"emulator fidelity (RTT error, goodput, loss) and capacity", runBenchLink},
 	"loader":  {"page loads through real trials: loader overhead (PLT, CPU ms) and wire efficiency at 1 Mbit/s", runBenchLoader},
+	"servers": {"each server under test: imgur's PLT and the server's CPU per load over h1s and h2, unimpaired path", runBenchServers},
 	"tcpplus": {"cwnd after one loss, cubic vs TCP+", benchTCPPlus},
 }
 
 func init() {
 	register("bench", command{
-		Summary: "print benchmark figures: bench link, loader, tcpplus, variability",
+		Summary: "print benchmark figures: bench link, loader, servers, tcpplus, variability",
 		Run:     runBench,
 	})
 }
