@@ -1,26 +1,24 @@
 package bench
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"time"
 
 	"github.com/wirelab/wirelab/engine/emulator"
+	"github.com/wirelab/wirelab/engine/lab"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/server/impl"
 )
 
-// Lab is an emulated path with the built-in server in the server namespace (all origins, the
-// run's DNS server at netns.DNSAddr) and a resolv.conf for the client namespace, into which
-// loads are run as `wirelab-engine browse|fetch` processes — as a trial runs them. It is what
-// bench variability and the root tests of the browser and replay use.
+// Lab is an emulated path with the built-in server and DNS, where loads run as `browse` or
+// `fetch` processes in the client namespace: bench variability, `pages record --net` and the
+// browser's root tests. It is the trial's lab (engine/lab) — one lifecycle — with a loader that
+// runs commands instead of a trial's load sequence.
 type Lab struct {
 	E      *emulator.Emulator
 	Engine string // wirelab-engine binary (or a test binary acting as one)
@@ -29,30 +27,24 @@ type Lab struct {
 	SPKI   string // the server certificate's SPKI hash (Chromium)
 	CAFile string // the run's CA (fetch --ca)
 
-	server *exec.Cmd
-	done   chan error
+	lab *lab.Lab
 }
 
 // LabConfig describes a Lab.
 type LabConfig struct {
 	Profile   string // network profile (docs/profile-grammar.md)
 	Page      string // page name or file, as serve --page takes it
-	Origins   int    // origins of the page (default 1)
 	Seed      int64  // page seed (default 1)
 	Engine    string // wirelab-engine binary
 	Env       []string
-	Protocols string // serve --protocols (default h1,h1s,h2,h3)
-	CertDir   string // where the server writes its certificates (default a temporary directory)
+	Protocols string // what the server serves (default h1,h1s,h2,h3)
 }
 
-// StartLab builds the topology, starts the server and waits for its ready line.
+// StartLab builds the lab: topology, emulator, DNS and the built-in server, ready.
 func StartLab(c LabConfig) (*Lab, error) {
 	r, err := profile.Parse(c.Profile)
 	if err != nil {
 		return nil, err
-	}
-	if c.Origins == 0 {
-		c.Origins = 1
 	}
 	if c.Seed == 0 {
 		c.Seed = 1
@@ -60,70 +52,35 @@ func StartLab(c LabConfig) (*Lab, error) {
 	if c.Protocols == "" {
 		c.Protocols = "h1,h1s,h2,h3"
 	}
-	cfg, err := emulator.ConfigFromProfile(r, c.Origins, uint64(c.Seed))
+	pg, err := page.Load(c.Page, c.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if len(pg.Origins) != 1 { // served from one origin, as serve serves it with --shards 1
+		if pg, err = pg.Shard(1, page.ShardRoundRobin); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := emulator.ConfigFromProfile(r, len(pg.Origins), uint64(c.Seed))
 	if err != nil {
 		return nil, err
 	}
 	cfg.Topology.Resolver = true
-	e, err := emulator.Start(cfg)
+	env := append(os.Environ(), c.Env...)
+	l, err := lab.Start(context.Background(), lab.Config{
+		Page: pg, PageArg: c.Page, Seed: c.Seed, Shards: 1, ShardMode: string(page.ShardRoundRobin),
+		Protocols: strings.Split(c.Protocols, ","), Server: impl.DefaultKnobs("builtin"), DNS: true,
+		Emulator: cfg, Engine: c.Engine, Env: env,
+		Log: func(format string, args ...any) {
+			if strings.HasPrefix(format, "server:") {
+				fmt.Fprintf(os.Stderr, format+"\n", args...)
+			}
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
-	l := &Lab{E: e, Engine: c.Engine, Env: c.Env, Page: c.Page, done: make(chan error, 1)}
-	addrs := strings.Join(e.Topo.OriginAddrs(), ",")
-	args := []string{"serve", "--page", c.Page, "--seed", fmt.Sprint(c.Seed), "--addrs", addrs,
-		"--dns", netns.DNSAddr.String() + ":53", "--protocols", c.Protocols}
-	if c.CertDir != "" {
-		args = append(args, "--cert-dir", c.CertDir)
-	}
-	l.server = e.Topo.Command(netns.Server, append([]string{c.Engine}, args...)...)
-	l.server.Env = append(os.Environ(), c.Env...)
-	l.server.Stderr = os.Stderr
-	out, w, err := os.Pipe()
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	defer out.Close()
-	l.server.Stdout = w
-	err = l.server.Start()
-	w.Close()
-	if err != nil {
-		l.server = nil
-		l.Close()
-		return nil, fmt.Errorf("start the server: %w", err)
-	}
-	go func() { l.done <- l.server.Wait() }()
-	ready := make(chan error, 1)
-	go func() {
-		line, err := bufio.NewReader(out).ReadBytes('\n')
-		if err != nil {
-			ready <- fmt.Errorf("the server exited before its ready line: %w", err)
-			return
-		}
-		var info struct {
-			Event  string `json:"event"`
-			SPKI   string `json:"spki_sha256"`
-			CAFile string `json:"ca_file"`
-		}
-		if err := json.Unmarshal(line, &info); err != nil || info.Event != "ready" {
-			ready <- fmt.Errorf("the server's first line is not its ready line: %s", line)
-			return
-		}
-		l.SPKI, l.CAFile = info.SPKI, info.CAFile
-		ready <- nil
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	select {
-	case err = <-ready:
-	case <-time.After(60 * time.Second):
-		err = errors.New("the server did not become ready within 60 s")
-	}
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	return l, nil
+	return &Lab{E: l.Emu, Engine: c.Engine, Env: c.Env, Page: c.Page, SPKI: l.Certs.SPKIHash, CAFile: l.Certs.CAPath(), lab: l}, nil
 }
 
 // RootURL is the root document's URL for a fresh token over proto (default ports).
@@ -172,17 +129,8 @@ func decodeSummary(out []byte, err error) (map[string]any, []byte, error) {
 	return m, out, err
 }
 
-// Close stops the server and removes the topology (and every process in it).
+// Close stops the server and removes everything (the lab's Close).
 func (l *Lab) Close() error {
-	if l.server != nil && l.server.Process != nil {
-		_ = l.server.Process.Signal(os.Interrupt)
-		select {
-		case <-l.done:
-		case <-time.After(10 * time.Second):
-			_ = l.server.Process.Kill()
-			<-l.done
-		}
-	}
-	_, err := l.E.Stop()
+	_, err := l.lab.Close()
 	return err
 }

@@ -847,26 +847,31 @@ class _Builder:
 
     def server_cost(self) -> None:
         """The server under test's CPU and peak memory per load (loads that carry them: engines that
-        measure the server's control group)."""
+        measure the server's control group): per server when the sweep varies it (the other axes
+        pooled), else per configuration."""
         sd = self.sd
         loads = sd.loads
         if "server_cpu_ms" not in loads or loads["server_cpu_ms"].isna().all():
             return
-        measured = loads.dropna(subset=["server_cpu_ms"])
-        cpu = self.with_config(describe(measured, ["trial_id", "protocol"], "server_cpu_ms", seed=self.seed))
-        memory = self.with_config(
-            describe(measured, ["trial_id", "protocol"], "server_rss_peak_bytes", seed=self.seed)
-        )
-        cpu["scenario"], memory["scenario"] = cpu["label_mpl"], memory["label_mpl"]
-        if cpu["scenario"].nunique() > 12:
+        measured = self.with_config(loads.dropna(subset=["server_cpu_ms"]))
+        server_axis = sd.axis("server.impl")
+        if server_axis is not None:
+            group, caption_by = server_axis.column, "per server (the other axes pooled)"
+        else:
+            measured = measured.assign(scenario=measured["label_mpl"])
+            group, caption_by = "scenario", "per configuration"
+        if measured[group].nunique() > 12:
             self.notes.append("Server cost not drawn: more than 12 configurations.")
             return
+        cpu = describe(measured, [group, "protocol"], "server_cpu_ms", seed=self.seed)
+        memory = describe(measured, [group, "protocol"], "server_rss_peak_bytes", seed=self.seed)
         self.add_figure(
             "server-cost",
             "Server cost per load",
-            f"CPU time (user + system) of the server under test's processes per load, and the peak "
-            f'memory charged to them, per protocol with its {CI_TEXT} (docs/metrics.md, "Server cost").',
-            lambda: plots.server_cost_figure(cpu, memory, scenario="scenario", protocols=sd.protocols),
+            f"CPU time (user + system) of the server under test's processes per load, and the peak memory "
+            f"charged to them, {caption_by}, per protocol with its {CI_TEXT} (docs/metrics.md, "
+            '"Server cost").',
+            lambda: plots.server_cost_figure(cpu, memory, scenario=group, protocols=sd.protocols),
             self.config_text(),
         )
 

@@ -162,6 +162,28 @@ func render(in *Provision, name, path string, data *TemplateData) error {
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
+// DefaultKnobs are the contract's defaults of the server knobs for implementation name, with its
+// own table (when it has one) at its defaults.
+func DefaultKnobs(name string) Knobs {
+	k := defaultKnobs()
+	k.Impl = name
+	table, err := contract.Property(contract.TrialSpec, "server", name)
+	if err != nil {
+		return k
+	}
+	m := map[string]any{}
+	for key, prop := range asMap(table["properties"]) {
+		if d, ok := asMap(prop)["default"]; ok {
+			m[key] = d
+		}
+	}
+	b, _ := json.Marshal(map[string]any{name: m})
+	_ = json.Unmarshal(b, &k)
+	return k
+}
+
+func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
+
 // defaultKnobs are the contract's defaults of the common server knobs (the schema's).
 func defaultKnobs() Knobs {
 	m := map[string]any{}
