@@ -2,6 +2,7 @@ package page
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"mime"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"golang.org/x/net/html"
 )
 
@@ -70,9 +72,9 @@ func Mirror(dir, name string) (*MirrorResult, error) {
 	}
 	for i := range m.page.Objects {
 		o := &m.page.Objects[i]
-		st, err := os.Stat(m.page.FilePath(i))
+		st, err := m.page.StatObjectFile(i)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("mirror: %w", err)
 		}
 		o.Size = FileObjectSize(m.page, i, st.Size())
 		if o.Size == 0 { // an empty file: served as one space (the model has no empty objects)
@@ -86,8 +88,12 @@ func Mirror(dir, name string) (*MirrorResult, error) {
 }
 
 func findRootHTML(dir string) (string, error) {
-	if st, err := os.Stat(filepath.Join(dir, "index.html")); err == nil && st.Mode().IsRegular() {
+	st, err := statInRoot(dir, "index.html")
+	if err == nil && st.Mode().IsRegular() {
 		return "index.html", nil
+	}
+	if errors.Is(err, ErrOutsideRoot) {
+		return "", fmt.Errorf("mirror: %w", err)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -95,7 +101,7 @@ func findRootHTML(dir string) (string, error) {
 	}
 	var htmls []string
 	for _, e := range entries {
-		if !e.IsDir() && (strings.HasSuffix(e.Name(), ".html") || strings.HasSuffix(e.Name(), ".htm")) {
+		if e.Type().IsRegular() && (strings.HasSuffix(e.Name(), ".html") || strings.HasSuffix(e.Name(), ".htm")) {
 			htmls = append(htmls, e.Name())
 		}
 	}
@@ -217,9 +223,9 @@ type foundRef struct {
 
 // scan finds the references of object k and adds the objects they name.
 func (m *mirror) scan(k int) error {
-	data, err := os.ReadFile(m.page.FilePath(k))
+	data, err := m.page.ReadObjectFile(k)
 	if err != nil {
-		return err
+		return fmt.Errorf("mirror: %w", err)
 	}
 	o := m.page.Objects[k]
 	var refs []foundRef
@@ -234,7 +240,10 @@ func (m *mirror) scan(k int) error {
 	}
 	var out []Ref
 	for _, r := range refs {
-		file, host, ok := m.resolve(o.File, r.raw)
+		file, host, ok, err := m.resolve(o.File, r.raw)
+		if err != nil {
+			return fmt.Errorf("mirror: %s, referenced from %s as %s: %w", file, o.File, cutRef(r.raw), err)
+		}
 		if !ok {
 			if !strings.HasPrefix(r.raw, "data:") && !strings.HasPrefix(r.raw, "#") && !strings.HasPrefix(r.raw, "javascript:") && r.raw != "" {
 				m.missing = append(m.missing, o.File+": "+r.raw)
@@ -258,15 +267,16 @@ func (m *mirror) scan(k int) error {
 	return nil
 }
 
-// resolve maps a reference in file from to a file of the directory and the host it named.
-func (m *mirror) resolve(from, raw string) (file, host string, ok bool) {
+// resolve maps a reference in file from to a file of the directory and the host it named. A
+// candidate that exists only by leaving the directory (a link out of it) is an error naming it.
+func (m *mirror) resolve(from, raw string) (file, host string, ok bool, err error) {
 	raw = strings.TrimSpace(html.UnescapeString(raw))
 	if raw == "" || strings.HasPrefix(raw, "#") {
-		return "", "", false
+		return "", "", false, nil
 	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https") {
-		return "", "", false
+	u, perr := url.Parse(raw)
+	if perr != nil || (u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https") {
+		return "", "", false, nil
 	}
 	var candidates []string
 	withQuery := func(p string) {
@@ -290,12 +300,20 @@ func (m *mirror) resolve(from, raw string) (file, host string, ok bool) {
 		if c == "" || c == "." || strings.HasPrefix(c, "../") {
 			continue
 		}
-		st, err := os.Stat(filepath.Join(m.dir, filepath.FromSlash(c)))
+		st, err := statInRoot(m.dir, c)
+		if errors.Is(err, ErrOutsideRoot) {
+			return c, host, false, err
+		}
 		if err == nil && st.Mode().IsRegular() {
-			return c, host, true
+			return c, host, true, nil
 		}
 	}
-	return "", "", false
+	return "", "", false, nil
+}
+
+// cutRef quotes a reference for a message, cut to a readable length.
+func cutRef(raw string) string {
+	return fielderr.Quote(raw)
 }
 
 var (

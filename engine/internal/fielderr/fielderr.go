@@ -6,6 +6,8 @@ package fielderr
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 )
 
 // Error is bad input in one field.
@@ -23,16 +25,49 @@ func (e *Error) Error() string {
 }
 
 // New builds an Error; strings values are quoted, nil means no value. allowed is a format.
+// Values longer than MaxShown bytes are cut (Quote, Cut), so a 10 MB value makes a short line.
 func New(field string, value any, allowed string, args ...any) *Error {
 	v := ""
 	switch x := value.(type) {
 	case nil:
 	case string:
-		v = fmt.Sprintf("%q", x)
+		v = Quote(x)
 	default:
-		v = fmt.Sprint(x)
+		v = Cut(fmt.Sprint(x))
 	}
 	return &Error{Field: field, Value: v, Allowed: fmt.Sprintf(allowed, args...)}
+}
+
+// MaxShown is the longest value an error echoes whole; longer ones show their first ShownPrefix
+// bytes (whole characters) and their length.
+const (
+	MaxShown    = 64
+	ShownPrefix = 40
+)
+
+// Quote is s quoted for a message, cut to a readable length: "abc…" (131072 bytes).
+func Quote(s string) string {
+	if len(s) <= MaxShown {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(prefix(s)) + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// Cut is s unquoted, cut to a readable length like Quote.
+func Cut(s string) string {
+	if len(s) <= MaxShown {
+		return s
+	}
+	return prefix(s) + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// prefix is s's first ShownPrefix bytes, not splitting a UTF-8 character.
+func prefix(s string) string {
+	n := ShownPrefix
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // As reports whether err is (or wraps) an Error.
