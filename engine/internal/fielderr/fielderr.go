@@ -21,7 +21,18 @@ func (e *Error) Error() string {
 	if e.Value == "" {
 		return fmt.Sprintf("%s: %s", e.Field, e.Allowed)
 	}
-	return fmt.Sprintf("%s: got %s; %s", e.Field, e.Value, e.Allowed)
+	return fmt.Sprintf("%s: got %s; %s", e.Field, shown(e.Value), e.Allowed)
+}
+
+// shown cuts a formatted value that is too long, keeping a quoted one quoted.
+func shown(v string) string {
+	if len(v) <= MaxShown {
+		return v
+	}
+	if s, err := strconv.Unquote(v); err == nil {
+		return Quote(s)
+	}
+	return Cut(v)
 }
 
 // New builds an Error; strings values are quoted, nil means no value. allowed is a format.
