@@ -18,11 +18,18 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if e.Value == "" {
-		return fmt.Sprintf("%s: %s", e.Field, e.Allowed)
+	field := e.Field
+	if len(field) > MaxField { // an unknown field's name is the user's text
+		field = Cut(field)
 	}
-	return fmt.Sprintf("%s: got %s; %s", e.Field, shown(e.Value), e.Allowed)
+	if e.Value == "" {
+		return fmt.Sprintf("%s: %s", field, e.Allowed)
+	}
+	return fmt.Sprintf("%s: got %s; %s", field, shown(e.Value), e.Allowed)
 }
+
+// MaxField is the longest field path shown whole (paths are short unless they hold user text).
+const MaxField = 200
 
 // shown cuts a formatted value that is too long, keeping a quoted one quoted.
 func shown(v string) string {
