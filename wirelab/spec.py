@@ -440,6 +440,7 @@ def _raise_validation(exc: ValidationError, prefix: str, *, value_override: Any 
     ]
     path = ".".join([prefix, *loc]) if prefix else ".".join(loc)
     path = path.replace(".[", "[").replace(".from_", ".from")
+    path = cut(path)  # an unknown field's name is the user's text
     field_names: list[str] = []
     if error["type"] == "extra_forbidden":
         parent = ".".join(loc[:-1])
