@@ -18,7 +18,7 @@ PYTEST_FLAGS ?= -q
 help:
 	@echo "make demo    set up, build and run the demo sweep (report path printed at the end)"
 	@echo "make test    set up, build and run every test (root tests too when run as root), spdy fuzzing included"
-	@echo "make fuzz-short  run each SPDY fuzz target for FUZZTIME executions (default 100000x)"
+	@echo "make fuzz-short  run each fuzz target of FUZZ_PKGS (spdy, refscan) for FUZZTIME executions (default 100000x)"
 	@echo "make setup   install Debian, Python and Go dependencies (idempotent)"
 	@echo "make build   build bin/wirelab-engine"
 	@echo "make lint    go vet, gofmt, ruff"
@@ -52,17 +52,21 @@ $(ENGINE): $(STAMPS)/gomod $(GO_SRC)
 
 test: setup build test-go fuzz-short test-py
 
-# Every native fuzz target of engine/spdy (the frame parser, round trips, header blocks, the session),
-# each for FUZZTIME: a crash fails the target and leaves its input in engine/spdy/testdata/fuzz.
+# Every native fuzz target of engine/spdy (the frame parser, round trips, header blocks, the session)
+# and engine/internal/refscan (the HTML/CSS reference scanner of the loader and pages mirror), each
+# for FUZZTIME: a crash fails the target and leaves its input in the package's testdata/fuzz.
 # A count, not a duration: a duration races Go 1.26's fuzz coordinator at its deadline and fails with
 # "context deadline exceeded" on a loaded machine (golang/go#75804, fixed in Go 1.27); a count cannot.
 FUZZTIME ?= 100000x
+FUZZ_PKGS ?= ./spdy ./internal/refscan
 fuzz-short: $(STAMPS)/gomod
-	@cd engine && targets=$$(go test -list '^Fuzz' ./spdy | grep '^Fuzz') && test -n "$$targets" && \
+	@cd engine && for p in $(FUZZ_PKGS); do \
+	  targets=$$(go test -list '^Fuzz' $$p | grep '^Fuzz') && test -n "$$targets" || exit 1; \
 	  for f in $$targets; do \
-	    echo "fuzz $$f ($(FUZZTIME))"; \
-	    go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./spdy || exit 1; \
-	  done
+	    echo "fuzz $$p $$f ($(FUZZTIME))"; \
+	    go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
+	  done; \
+	done
 
 # h2spec (the HTTP/2 conformance suite) runs on its own with -v so that its pass count is printed.
 test-go: $(ENGINE)

@@ -41,7 +41,26 @@ def _next_trial_number() -> int:
         return n
 
 
+def _check(args: list[str]) -> int:
+    """``trial --check --specs -|FILE`` or ``--spec FILE``: FixtureEngine's refusals, one line, exit 2."""
+    if "--specs" in args:
+        where = args[args.index("--specs") + 1]
+        text = sys.stdin.read() if where == "-" else Path(where).read_text()
+        specs = [json.loads(line) for line in text.splitlines() if line.strip()]
+    else:
+        specs = [json.loads(Path(args[args.index("--spec") + 1]).read_text())]
+    engine = FixtureEngine()
+    for n, spec in enumerate(specs, 1):
+        refusal = engine.refusal(spec)
+        if refusal is not None:
+            print(f"wirelab-engine: spec {n} (trial_id {spec.get('trial_id')!r}): {refusal}", file=sys.stderr)
+            return 2
+    return 0
+
+
 def _trial(args: list[str]) -> int:
+    if "--check" in args:
+        return _check(args)
     spec_path = Path(args[args.index("--spec") + 1])
     out = Path(args[args.index("--out") + 1])
     progress = "--progress" in args
@@ -121,6 +140,8 @@ def main(argv: list[str]) -> int:
         print(json.dumps(page))
         return 0
     if command == "gc":
+        if "--owner" in args:
+            return 0  # -q: nothing to say; the fake creates nothing
         print("gc: removed 0 namespaces")
         return 0
     if command == "shell":

@@ -24,13 +24,15 @@ import json
 import math
 import random
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from wirelab import netprofile
+from wirelab.contract import validate
 from wirelab.engine import SPEC_FILE, Engine, EventCallback, TrialEvent, TrialRun
+from wirelab.errors import ContractError, SpecError
 
 MSS = 1448
 STARTED = datetime(2025, 11, 21, 9, 0, 0, tzinfo=UTC)
@@ -407,6 +409,15 @@ class ModelEngine(Engine):
 
     def commands(self) -> set[str]:
         return {"trial", "version"}
+
+    def check_trials(self, specs: Sequence[Mapping[str, Any]]) -> None:
+        for i, spec in enumerate(specs):
+            try:
+                validate("trial-spec", dict(spec), what="spec")
+            except ContractError as e:
+                error = SpecError(str(e), path=str(e).split(":", 1)[0])
+                error.index = i  # type: ignore[attr-defined]
+                raise error from None
 
     def start_trial(self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback) -> TrialRun:
         out_dir.mkdir(parents=True, exist_ok=True)

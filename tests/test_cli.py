@@ -74,7 +74,7 @@ def test_no_engine_is_one_line(capsys, tmp_path, demo_spec, monkeypatch):
     monkeypatch.setattr("wirelab.engine.repo_engine", lambda: tmp_path / "none")
     monkeypatch.setenv("PATH", str(tmp_path))
     code, _, err = run_cli(capsys, "run", str(demo_spec), "--db", str(tmp_path / "w.db"))
-    assert code == 1 and err.count("\n") == 1 and "wirelab-engine not found" in err and "make build" in err
+    assert code == 2 and err.count("\n") == 1 and "wirelab-engine not found" in err and "make build" in err
 
 
 def test_run_results_and_export(capsys, tmp_path, demo_spec, fake_engine):

@@ -21,7 +21,7 @@ from wirelab import __version__, api, netprofile
 from wirelab import spec as spec_mod
 from wirelab._paths import experiments_dir
 from wirelab.engine import Engine, SubprocessEngine
-from wirelab.errors import Interrupted, ProfileError, StoreError, UsageError, WirelabError
+from wirelab.errors import Interrupted, ProfileError, StoreError, UsageError, WirelabError, cut
 from wirelab.progress import RichProgress
 from wirelab.runner import RunSummary
 from wirelab.spec import PROTOCOLS
@@ -736,7 +736,30 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("wirelab: interrupted", markup=False)
         return 130
+    except Exception as e:  # last resort: a bug, never a traceback on the terminal
+        log = _write_crash_log(args)
+        err.print(
+            f"wirelab: internal error ({e.__class__.__name__}: {cut(' '.join(str(e).split()))}); "
+            f"details in {log} — please report it",
+            soft_wrap=True,
+            markup=False,
+        )
+        return 1
     return result if isinstance(result, int) else 0
+
+
+def _write_crash_log(args: list[str]) -> str:
+    """Write the current exception's traceback to a private log file; return its path."""
+    import tempfile
+    import traceback
+
+    try:
+        fd, path = tempfile.mkstemp(prefix="wirelab-crash-", suffix=".log")  # 0600
+        with os.fdopen(fd, "w") as f:
+            f.write(f"wirelab {' '.join(args)}\n\n{traceback.format_exc()}")
+        return path
+    except OSError:
+        return "(no log: the temporary directory is not writable)"
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelab._paths import schemas_dir
-from wirelab.errors import ContractError
+from wirelab.errors import MAX_SHOWN, SHOWN_PREFIX, ContractError, cut
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -83,20 +83,17 @@ def validate(name: str, instance: Any, *, what: str = "") -> None:
 # so that both halves say the same thing about the same spec. The words come from the schema: a
 # property's "x-allowed", an if/then branch's "x-field" and "x-allowed", else its type, range or enum.
 
-MAX_VALUE_CHARS = 60  #: how much of a value a message echoes (the engine's fielderr.MaxValueLen)
-
-
 def show(value: Any) -> str:
-    """A JSON value as messages quote it: strings in double quotes, long ones cut with their length."""
+    """A JSON value as messages quote it: strings in double quotes, long ones cut with their length
+    (as the engine's fielderr.Quote: :data:`wirelab.errors.MAX_SHOWN`)."""
     if isinstance(value, str):
-        if len(value) > MAX_VALUE_CHARS:
-            return f"{json.dumps(value[:MAX_VALUE_CHARS], ensure_ascii=False)}… ({len(value)} characters)"
+        if len(value) > MAX_SHOWN:
+            return f"{json.dumps(value[:SHOWN_PREFIX], ensure_ascii=False)}… ({len(value)} characters)"
         return json.dumps(value, ensure_ascii=False)
     if value == []:
         return "[]"
     if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
-        text = json.dumps(value)
-        return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "…"
+        return cut(json.dumps(value))
     return {list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
 
 

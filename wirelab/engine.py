@@ -24,17 +24,18 @@ import ctypes
 import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from wirelab._paths import repo_engine
-from wirelab.errors import EngineError, EngineNotFoundError, UsageError
+from wirelab.errors import EngineError, EngineNotFoundError, SpecError, UsageError
 
 __all__ = [
     "Engine",
@@ -73,6 +74,8 @@ class TrialRun(ABC):
 
     trial_id: str
     out_dir: Path
+    #: the engine process whose runs ``Engine.gc_owner`` collects (None: a double that creates nothing)
+    owner_pid: int | None = None
 
     @abstractmethod
     def poll(self) -> int | None:
@@ -114,6 +117,12 @@ class Engine(ABC):
             )
 
     @abstractmethod
+    def check_trials(self, specs: Sequence[Mapping[str, Any]]) -> None:
+        """Validate trial specs exactly as ``trial`` would (``wirelab-engine trial --check``), creating
+        nothing; raise :class:`SpecError` for the first bad one: ``index`` is its position in
+        ``specs``, the message the engine's one line (field, value, what is allowed)."""
+
+    @abstractmethod
     def start_trial(self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback) -> TrialRun:
         """Start ``wirelab-engine trial`` for ``spec`` writing into ``out_dir`` (created when missing)."""
 
@@ -128,6 +137,11 @@ class Engine(ABC):
     @abstractmethod
     def gc(self) -> str:
         """``wirelab-engine gc``: remove what SIGKILLed runs left behind; returns its report."""
+
+    def gc_owner(self, pid: int) -> str:
+        """``wirelab-engine gc --owner PID``: remove what the dead engine process ``pid`` left
+        (its namespaces, state file, /etc/netns entries, private directory) and nothing else."""
+        return ""
 
     def pages_bring_in(self, sub: str, args: Sequence[str]) -> str:
         """``wirelab-engine pages record|import-har|mirror ARGS…`` (writing the page with ``--out``).
@@ -228,6 +242,10 @@ class _ProcessTrialRun(TrialRun):
     def pid(self) -> int:
         return self._proc.pid
 
+    @property
+    def owner_pid(self) -> int | None:  # type: ignore[override]
+        return self._proc.pid
+
     def _read_stderr(self) -> None:
         assert self._proc.stderr is not None
         with self._stderr_file:
@@ -290,14 +308,17 @@ class SubprocessEngine(Engine):
         self._commands: set[str] | None = None
         self._version: str | None = None
 
-    def _run(self, args: Sequence[str], *, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def _run(
+        self, args: Sequence[str], *, timeout: float = 120, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         try:
             done = subprocess.run(
                 [str(self.path), *args],
                 capture_output=True,
                 text=True,
                 timeout=timeout,
-                stdin=subprocess.DEVNULL,
+                input=input,
+                stdin=subprocess.DEVNULL if input is None else None,
             )
         except subprocess.TimeoutExpired:
             raise EngineError(f"{self.path} {' '.join(args)}: no answer within {timeout:.0f} s") from None
@@ -331,6 +352,16 @@ class SubprocessEngine(Engine):
                     names.add(line.split()[0])
             self._commands = names
         return self._commands
+
+    def check_trials(self, specs: Sequence[Mapping[str, Any]]) -> None:
+        self.require("trial")
+        if not specs:
+            return
+        lines = "".join(json.dumps(s, allow_nan=False) + "\n" for s in specs)
+        try:
+            self._run(["trial", "--check", "--specs", "-"], input=lines, timeout=300)
+        except UsageError as e:
+            raise _check_error(str(e)) from None
 
     def start_trial(self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback) -> TrialRun:
         self.require("trial")
@@ -375,6 +406,24 @@ class SubprocessEngine(Engine):
         done = self._run(["gc"], timeout=300)
         return (done.stdout + done.stderr).strip()
 
+    def gc_owner(self, pid: int) -> str:
+        self.require("gc")
+        done = self._run(["gc", "-q", "--owner", str(pid)], timeout=300)
+        return (done.stdout + done.stderr).strip()
+
     def shell_argv(self, args: Sequence[str]) -> list[str]:
         self.require("shell")
         return [str(self.path), "shell", *args]
+
+
+_CHECK_LINE = re.compile(r"^spec (\d+) \(trial_id [^)]*\): (.*)$")
+
+
+def _check_error(line: str) -> SpecError:
+    """``trial --check --specs``'s line ("spec N (trial_id …): field: …") as a SpecError whose
+    ``index`` is N-1 and whose ``path`` is the field."""
+    m = _CHECK_LINE.match(line)
+    index, rest = (int(m.group(1)) - 1, m.group(2)) if m else (0, line)
+    error = SpecError(rest, path=rest.split(":", 1)[0])
+    error.index = index  # type: ignore[attr-defined]
+    return error

@@ -10,9 +10,12 @@
     │   └── SweepConflictError        a sweep name already used by a different spec in this database
     ├── EngineError                   the engine could not do what was asked
     │   ├── EngineNotFoundError       no ``wirelab-engine`` executable, or one without a needed command
+    │   │                             (the user's setup: exit_code 2)
     │   ├── TrialFailedError          ``wirelab-engine trial`` exited without completing the trial
     │   └── ContractError             engine output that breaks ``docs/trial-contract.md``
     ├── StoreError                    the results database
+    │   ├── DatabaseError             ``--db`` is no usable database: a directory, another kind of file,
+    │   │                             a corrupt database (exit_code 2; never written to)
     │   └── SchemaVersionError        a database written by a newer wirelab
     └── Interrupted                   the run was stopped by SIGINT/SIGTERM (exit_code 130)
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 __all__ = [
     "ContractError",
+    "DatabaseError",
     "EngineError",
     "EngineNotFoundError",
     "Interrupted",
@@ -35,6 +39,19 @@ __all__ = [
     "UsageError",
     "WirelabError",
 ]
+
+
+#: the longest value a message echoes whole; longer ones show their first SHOWN_PREFIX characters and
+#: their length (the engine's internal/fielderr does the same)
+MAX_SHOWN = 64
+SHOWN_PREFIX = 40
+
+
+def cut(text: str) -> str:
+    """``text`` cut to a readable length for a message: ``"abc…" (131072 characters)``."""
+    if len(text) <= MAX_SHOWN:
+        return text
+    return f"{text[:SHOWN_PREFIX]}… ({len(text)} characters)"
 
 
 class WirelabError(Exception):
@@ -75,7 +92,10 @@ class EngineError(WirelabError):
 
 
 class EngineNotFoundError(EngineError):
-    """No usable ``wirelab-engine`` (or it lacks a command this operation needs)."""
+    """No usable ``wirelab-engine`` (or it lacks a command this operation needs): the user's setup,
+    so exit 2 like other usage errors (``--engine`` naming no executable)."""
+
+    exit_code = 2
 
 
 class TrialFailedError(EngineError):
@@ -93,6 +113,13 @@ class ContractError(EngineError):
 
 class StoreError(WirelabError):
     """The results database cannot be used."""
+
+
+class DatabaseError(StoreError):
+    """``--db`` names something that is not a usable wirelab database (a directory, another kind of
+    file, a corrupt database): the user's mistake, exit 2; the file is never written to."""
+
+    exit_code = 2
 
 
 class SchemaVersionError(StoreError):

@@ -9,9 +9,14 @@ Guarantees (tested with the fixture double and, as root, with the real engine):
   when the previous run was killed between the engine finishing (``trial.json`` written) and the
   insert, in which case the finished trial is stored without rerunning it. After a SIGKILL at any
   point, a second run finishes with exactly the planned loads and no duplicates.
+- Before anything exists (database, sweep, trial rows, directories), every distinct trial spec is
+  validated by the engine itself (``wirelab-engine trial --check``): a bad one is one line, exit 2.
 - Ctrl-C (SIGINT) or SIGTERM: every running engine gets SIGINT (its process group), wirelab waits
-  ``grace_s`` for them to clean up, then SIGKILLs the rest and runs ``wirelab-engine gc``. Trials that
-  finished meanwhile are stored; the others are marked ``interrupted``. Then :class:`Interrupted`.
+  ``grace_s`` for them to clean up, then SIGKILLs the rest. Trials that finished meanwhile are stored;
+  the others are marked ``interrupted``. Then :class:`Interrupted`.
+- An engine that dies under the runner (any signal, or any failure) has its leftovers removed before
+  the runner goes on: ``wirelab-engine gc --owner PID``, the same code as ``gc`` scoped to that
+  process's runs (docs/bad-input.md).
 - Fidelity: a trial whose emulator timer lateness p99 exceeds 1 ms (or whose TUN devices dropped
   packets) is flagged in the database and reported in the summary; so is a Chromium trial that ran
   while another trial ran (Chromium's CPU use disturbs parallel trials' timings without making the
@@ -47,8 +52,8 @@ from wirelab.contract import CONTRACT_VERSION, validate
 from wirelab.engine import SPEC_FILE, STDERR_FILE, Engine, TrialEvent, TrialRun
 from wirelab.errors import (
     ContractError,
-    EngineError,
     Interrupted,
+    SpecError,
     SweepConflictError,
     UsageError,
     WirelabError,
@@ -397,6 +402,23 @@ def ingest(
     )
 
 
+def check_trials(engine: Engine, trials: list[PlannedTrial]) -> None:
+    """Have the engine validate every distinct trial spec (``trial --check``) before anything exists.
+
+    Specs that differ only in ``trial_id`` are checked once. The first bad one raises
+    :class:`SpecError` naming the trial and the engine's field (docs/bad-input.md)."""
+    distinct: dict[str, PlannedTrial] = {}
+    for t in trials:
+        key = json.dumps({k: v for k, v in t.spec.items() if k != "trial_id"}, sort_keys=True)
+        distinct.setdefault(key, t)
+    checked = list(distinct.values())
+    try:
+        engine.check_trials([t.spec for t in checked])
+    except SpecError as e:
+        t = checked[min(getattr(e, "index", 0), len(checked) - 1)]
+        raise SpecError(f"trial {t.id} ({t.label}): {e}", path=e.path, value=e.value) from None
+
+
 def _prepare_sweep(
     store: Store, plan: Plan, resume: bool, control: Mapping[str, Any], sweep_dir: Path
 ) -> None:
@@ -434,6 +456,9 @@ def run_plan(
         raise UsageError(f"--parallel: {parallel} is out of range; use 1 or more")
     observer = observer or Observer()
     engine.require("trial")
+    # Everything the engine would refuse is refused now, before the database, the sweep, a trial row
+    # or a directory exists.
+    check_trials(engine, plan.trials)
     started = time.monotonic()
     store = Store(db)
     sweep_dir = results_dir(store.path) / plan.name
@@ -540,11 +565,13 @@ class _Loop:
         entry = self.running.get(event.trial_id)
         if entry is None:
             return
-        trial, _run, t0 = entry
+        trial, run, t0 = entry
         if event.kind == "load":
             self.observer.load_done(trial, event.data)
         elif event.kind == "exit":
             del self.running[event.trial_id]
+            if event.returncode != 0 and run.owner_pid is not None:
+                self._collect(trial, run.owner_pid, event.returncode)
             directory = self.sweep_dir / trial.id
             self._record(self._finish(trial, directory, event.returncode, event.stderr_tail, t0))
 
@@ -576,6 +603,18 @@ class _Loop:
         self.store.mark_ended(self.plan.name, trial.id, "failed", error)
         return TrialOutcome(trial=trial, status="failed", error=error, seconds=seconds)
 
+    def _collect(self, trial: PlannedTrial, pid: int, returncode: int | None) -> None:
+        """Remove what the dead engine ``pid`` left (``gc --owner``: the same code as ``gc``, scoped to
+        that process's runs) before going on. An engine that exited on its own has removed everything
+        already and this finds nothing; one killed by a signal leaves namespaces and files."""
+        try:
+            report = self.engine.gc_owner(pid)
+        except WirelabError as e:
+            self.observer.message(f"{trial.id}: could not remove what the engine left ({e}); run wirelab gc")
+            return
+        if report and returncode is not None and returncode < 0:
+            self.observer.message(f"{trial.id}: the engine was killed; removed what it left")
+
     def _record(self, outcome: TrialOutcome) -> None:
         self.summary.outcomes.append(outcome)
         self.observer.trial_ended(outcome)
@@ -588,7 +627,6 @@ class _Loop:
         self.observer.message(
             f"stopping {len(self.running)} running trial(s): SIGINT, then SIGKILL after {self.grace_s:.0f} s"
         )
-        killed = False
         for _trial, run, _t0 in self.running.values():
             run.interrupt()
         deadline = time.monotonic() + self.grace_s
@@ -599,8 +637,7 @@ class _Loop:
             self.observer.message("second interrupt: killing the running trials now")
         for _trial, run, _t0 in list(self.running.values()):
             if run.poll() is None:
-                run.kill()
-                killed = True
+                run.kill()  # its leftovers are removed by gc --owner when its exit is handled
         for _trial, run, _t0 in list(self.running.values()):
             run.wait(10.0)
         # every exit event is queued by now (or the process is unkillable); store what finished
@@ -615,8 +652,3 @@ class _Loop:
                     del self.running[trial_id]
                 break
             self._handle(event)
-        if killed:
-            with contextlib.suppress(EngineError):
-                report = self.engine.gc()
-                if report:
-                    self.observer.message(report)

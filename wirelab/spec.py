@@ -25,6 +25,7 @@ import difflib
 import hashlib
 import itertools
 import json
+import math
 import tomllib
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
@@ -48,7 +49,7 @@ from wirelab._contract_models import (
     TrialSpecFields,
     TrialSpecOwnFields,
 )
-from wirelab.errors import ProfileError, SpecError
+from wirelab.errors import ProfileError, SpecError, cut
 
 __all__ = [
     "CaptureConfig",
@@ -223,7 +224,8 @@ def _show(value: Any) -> str:
 
 
 def _fmt(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False) if not isinstance(value, float) else repr(value)
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, float) else repr(value)
+    return cut(text)
 
 
 def _suggest(word: str, options: list[str]) -> str:
@@ -365,6 +367,7 @@ def _raise_validation(exc: ValidationError, prefix: str, *, value_override: Any 
     ]
     path = ".".join([prefix, *loc]) if prefix else ".".join(loc)
     path = path.replace(".[", "[").replace(".from_", ".from")
+    path = cut(path)  # an unknown field's name is the user's text
     field_names: list[str] = []
     if error["type"] == "extra_forbidden":
         parent = ".".join(loc[:-1])
@@ -896,8 +899,21 @@ def loads(text: str, *, origin: str = "spec") -> Plan:
     return from_dict(data, source=text)
 
 
+def _refuse_non_finite(value: Any, path: str) -> None:
+    """TOML (and Python) allow inf and nan; no field of a spec does: refused here, at the edge."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(f"{path}: {value!r} is not allowed; use a finite number", path=path, value=value)
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _refuse_non_finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _refuse_non_finite(v, f"{path}[{i}]")
+
+
 def from_dict(data: Mapping[str, Any], *, source: str = "") -> Plan:
     """Validate and expand an experiment spec given as a dict (the TOML's structure)."""
+    _refuse_non_finite(data, "")
     try:
         spec = ExperimentSpec.model_validate(dict(data))
     except ValidationError as e:

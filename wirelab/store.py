@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from wirelab import spec as spec_mod
-from wirelab.errors import SchemaVersionError, StoreError, UsageError
+from wirelab.errors import DatabaseError, SchemaVersionError, StoreError, UsageError, cut
 
 __all__ = [
     "DEFAULT_DB",
@@ -272,14 +272,28 @@ class _Base:
     def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True):
         self.path = Path(path)
         if not create and not self.path.exists():
-            raise StoreError(f"{self.path}: no such database")
+            raise DatabaseError(f"{self.path}: no such database")
+        if self.path.exists() and not self.path.is_file():
+            raise DatabaseError(f"{self.path}: is not a database file (a directory or a device)")
+        existed = self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise DatabaseError(f"{self.path}: cannot create its directory ({e.strerror})") from None
+        try:
             self.conn = _connect(self.path)
+            if existed:
+                # Before anything is written: a corrupt database or another kind of file is refused.
+                problems = [r[0] for r in self.conn.execute("PRAGMA quick_check(1)")]
+                if problems != ["ok"]:
+                    self.conn.close()
+                    raise DatabaseError(
+                        f"{self.path}: the database is corrupt ({cut(problems[0])}); it was not written to"
+                    )
             self.conn.execute("PRAGMA journal_mode = WAL")
             migrate(self.conn)
         except sqlite3.DatabaseError as e:
-            raise StoreError(f"{self.path}: not a usable SQLite database ({e})") from None
+            raise DatabaseError(f"{self.path}: not a usable SQLite database ({e})") from None
         self.results_dir = results_dir(self.path)
 
     def close(self) -> None:

@@ -26,7 +26,7 @@ import os
 import random
 import shutil
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from wirelab import netprofile
 from wirelab._paths import REPO_ROOT
 from wirelab.contract import validate
 from wirelab.engine import SPEC_FILE, Engine, EventCallback, TrialEvent, TrialRun
-from wirelab.errors import ContractError, EngineError, UsageError
+from wirelab.errors import ContractError, EngineError, SpecError, UsageError
 
 __all__ = ["FIXTURES_DIR", "FixtureEngine", "FixtureFailure", "FixtureTrialRun"]
 
@@ -109,13 +109,11 @@ class FixtureTrialRun(TrialRun):
 
     def _replay(self) -> tuple[int, str]:
         spec = self.spec
-        try:
-            validate("trial-spec", spec, what="spec")
-        except ContractError as e:
-            return 2, f"wirelab-engine: {e}"
+        refusal = self._engine.refusal(spec)
+        if refusal is not None:
+            return 2, f"wirelab-engine: {refusal}"
         recording = self._engine.recording(spec["page"])
-        if recording is None:
-            return 2, f"wirelab-engine: page: {spec['page']!r} has no recording in {self._engine.fixtures}"
+        assert recording is not None
         recorded_loads = [
             json.loads(line) for line in (recording / "loads.jsonl").read_text().splitlines() if line
         ]
@@ -239,6 +237,8 @@ class FixtureEngine(Engine):
         self._commands = set(commands)
         self.started: list[str] = []
         self.runs: list[FixtureTrialRun] = []
+        #: the number of specs of each check_trials call
+        self.checked: list[int] = []
 
     def recording(self, page: str) -> Path | None:
         """The recorded trial directory for ``page``."""
@@ -246,6 +246,27 @@ class FixtureEngine(Engine):
             if json.loads(trial_json.read_text())["spec"]["page"] == page:
                 return trial_json.parent
         return None
+
+    def refusal(self, spec: Mapping[str, Any]) -> str | None:
+        """Why this double refuses ``spec`` (one line naming the field), or None: the contract's
+        schema, and a page it has a recording of. Both ``check_trials`` and a trial use it."""
+        try:
+            validate("trial-spec", dict(spec), what="spec")
+        except ContractError as e:
+            return str(e)
+        if self.recording(spec["page"]) is None:
+            return f"page: {spec['page']!r} has no recording in {self.fixtures}"
+        return None
+
+    def check_trials(self, specs: Sequence[Mapping[str, Any]]) -> None:
+        self.require("trial")
+        self.checked.append(len(specs))
+        for i, spec in enumerate(specs):
+            refusal = self.refusal(spec)
+            if refusal is not None:
+                error = SpecError(refusal, path=refusal.split(":", 1)[0])
+                error.index = i  # type: ignore[attr-defined]
+                raise error
 
     def version(self) -> str:
         return "fixture (tests/fixtures)"

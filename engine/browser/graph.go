@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -411,7 +410,7 @@ func objectsFor(entries []Entry, opts RecordOptions) (*page.Page, []int, error) 
 			pg.Objects = objs
 			for k := range pg.Objects {
 				if pg.Objects[k].File != "" {
-					if st, err := os.Stat(pg.FilePath(k)); err == nil {
+					if st, err := pg.StatObjectFile(k); err == nil {
 						pg.Objects[k].Size = page.FileObjectSize(pg, k, st.Size())
 					}
 				}

@@ -2,15 +2,18 @@ package browser
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/har"
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/page"
 )
 
@@ -51,14 +54,14 @@ type harEntry struct {
 		Status  int             `json:"status"`
 		Headers []har.NameValue `json:"headers"`
 		Content struct {
-			Size     int64  `json:"size"`
-			MimeType string `json:"mimeType"`
+			Size     json.Number `json:"size"`
+			MimeType string      `json:"mimeType"`
 		} `json:"content"`
-		BodySize int64 `json:"bodySize"`
+		BodySize json.Number `json:"bodySize"`
 	} `json:"response"`
-	Timings      har.Timings `json:"timings"`
-	ResourceType string      `json:"_resourceType"`
-	TransferSize *int64      `json:"_transferSize"`
+	Timings      har.Timings  `json:"timings"`
+	ResourceType string       `json:"_resourceType"`
+	TransferSize *json.Number `json:"_transferSize"`
 	Initiator    *struct {
 		Type  string `json:"type"`
 		URL   string `json:"url"`
@@ -70,6 +73,35 @@ type harEntry struct {
 	} `json:"_initiator"`
 }
 
+// harSizes checks an entry's sizes while reading (content.size, bodySize, _transferSize): integers,
+// ≥ 0 (bodySize and _transferSize may be -1, HAR's "unknown"), at most page.MaxObjectBytes.
+func harSizes(field string, he harEntry) ([3]int64, error) {
+	var out [3]int64
+	for k, f := range []struct {
+		name    string
+		v       json.Number
+		minimum int64
+	}{{".response.content.size", he.Response.Content.Size, 0}, {".response.bodySize", he.Response.BodySize, -1}, {"._transferSize", ptrNumber(he.TransferSize), -1}} {
+		if f.v == "" {
+			out[k] = -1
+			continue
+		}
+		n, err := f.v.Int64()
+		if err != nil || n < f.minimum || n > page.MaxObjectBytes {
+			return out, fielderr.New(field+f.name, f.v.String(), "must be a whole number of bytes, %d–%d", f.minimum, int64(page.MaxObjectBytes))
+		}
+		out[k] = n
+	}
+	return out, nil
+}
+
+func ptrNumber(n *json.Number) json.Number {
+	if n == nil {
+		return ""
+	}
+	return *n
+}
+
 // ImportHAR reads a HAR file and builds a page with a dependency graph (see above).
 func ImportHAR(path string, opts RecordOptions) (*page.Page, error) {
 	data, err := os.ReadFile(path)
@@ -78,7 +110,14 @@ func ImportHAR(path string, opts RecordOptions) (*page.Page, error) {
 	}
 	var f harFile
 	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("import-har: %s is not a HAR file: %w", path, err)
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fielderr.New(te.Field, te.Value, "must be a %s (a HAR 1.2 file)", te.Type)
+		}
+		return nil, fielderr.New("har", nil, "%s is not a HAR (JSON) file: %v", fielderr.Cut(path), err)
+	}
+	if f.Log.Entries == nil {
+		return nil, fielderr.New("log.entries", nil, "missing; a HAR file has log.entries (a list of requests)")
 	}
 	if opts.Source == "" {
 		opts.Source = "imported from the HAR file " + path
@@ -90,7 +129,16 @@ func importEntries(hes []harEntry, opts RecordOptions) (*page.Page, error) {
 	var entries []Entry
 	seen := map[string]bool{}
 	var t0 time.Time
-	for _, he := range hes {
+	objects := 0
+	for i, he := range hes {
+		field := fmt.Sprintf("entries[%d]", i)
+		if _, err := url.Parse(he.Request.URL); err != nil {
+			return nil, fielderr.New(field+".request.url", he.Request.URL, "must be a URL")
+		}
+		sizes, err := harSizes(field, he)
+		if err != nil {
+			return nil, err
+		}
 		u := stripFragment(he.Request.URL)
 		if !strings.EqualFold(he.Request.Method, http.MethodGet) || he.Response.Status < 200 || he.Response.Status >= 300 || seen[u] {
 			continue
@@ -99,12 +147,15 @@ func importEntries(hes []harEntry, opts RecordOptions) (*page.Page, error) {
 			continue
 		}
 		seen[u] = true
-		size := he.Response.Content.Size
-		if size <= 0 {
-			size = he.Response.BodySize
+		if objects++; objects > page.MaxObjects {
+			return nil, fielderr.New("entries", nil, "more than %d objects (GET 2xx entries); a page has at most %d", page.MaxObjects, page.MaxObjects)
 		}
-		if size <= 0 && he.TransferSize != nil {
-			size = *he.TransferSize
+		size := sizes[0]
+		if size <= 0 {
+			size = sizes[1]
+		}
+		if size <= 0 {
+			size = sizes[2]
 		}
 		e := Entry{URL: u, Method: http.MethodGet, ResourceType: strings.ToLower(he.ResourceType), Status: he.Response.Status,
 			MimeType: he.Response.Content.MimeType, BodyBytes: max(size, 1), StartedAt: he.StartedDateTime}

@@ -15,10 +15,12 @@ import (
 type GCReport struct {
 	Removed []string `json:"removed"` // namespaces, /etc/netns directories and state files removed
 	Kept    []string `json:"kept"`    // runs left alone because their owner is alive ("<id> (pid N)")
+	Runs    []string `json:"runs"`    // ids of the dead runs whose state files were removed
 }
 
 // GC removes what crashed runs left behind: for every state file whose owner process is gone, the
-// processes in its namespaces, the namespaces, its /etc/netns directories and the state file; then
+// processes in its namespaces, the namespaces, its /etc/netns directories, what it owned (control
+// groups with their processes, private directories) and the state file; then
 // wirelab namespaces and /etc/netns directories that no state file claims. A live run's objects are
 // never touched.
 func GC() (GCReport, error) {
@@ -45,34 +47,10 @@ func GC() (GCReport, error) {
 			rep.Kept = append(rep.Kept, fmt.Sprintf("%s (pid %d)", st.ID, st.PID))
 			continue
 		}
-		var stErrs []error
 		for _, n := range st.Namespaces {
 			claimed[n] = true
-			if !namespacePattern.MatchString(n) {
-				continue // never touch a name wirelab could not have made
-			}
-			if err := removeNamespace(n, &rep); err != nil {
-				stErrs = append(stErrs, err)
-			}
 		}
-		for _, d := range st.EtcDirs {
-			if filepath.Dir(d) != etcNetnsDir || !namespacePattern.MatchString(filepath.Base(d)) {
-				continue
-			}
-			if err := removeDir(d, &rep); err != nil {
-				stErrs = append(stErrs, err)
-			}
-		}
-		stErrs = append(stErrs, removeOwned(st, &rep)...)
-		if len(stErrs) == 0 {
-			p := statePath(stateDir, st.ID)
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				stErrs = append(stErrs, err)
-			} else {
-				rep.Removed = append(rep.Removed, p)
-			}
-		}
-		errs = append(errs, stErrs...)
+		errs = append(errs, removeRun(stateDir, st, &rep)...)
 	}
 	// A state file that cannot be parsed is left alone (with its namespaces) and reported.
 	for _, p := range bad {
@@ -98,6 +76,67 @@ func GC() (GCReport, error) {
 		if err := removeDir(d, &rep); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+// removeRun removes everything dead run st recorded in its state file, then (when that all went)
+// the state file itself. GC and GCOwner share it, so every kind of object a state file records is
+// removed by the same code whichever way the run is collected.
+func removeRun(stateDir string, st *state, rep *GCReport) []error {
+	var errs []error
+	for _, n := range st.Namespaces {
+		if !namespacePattern.MatchString(n) {
+			continue // never touch a name wirelab could not have made
+		}
+		if err := removeNamespace(n, rep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range st.EtcDirs {
+		if filepath.Dir(d) != etcNetnsDir || !namespacePattern.MatchString(filepath.Base(d)) {
+			continue
+		}
+		if err := removeDir(d, rep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, removeOwned(st, rep)...)
+	if len(errs) == 0 {
+		p := statePath(stateDir, st.ID)
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		} else {
+			rep.Removed = append(rep.Removed, p)
+			rep.Runs = append(rep.Runs, st.ID)
+		}
+	}
+	return errs
+}
+
+// GCOwner removes the leftovers of the runs whose owner was process pid, once that process is
+// gone: what GC removes for them, and nothing of any other run (no orphan sweep). A caller that
+// saw its child die calls it to clean up after that child alone (wirelab's runner, through
+// `wirelab-engine gc --owner PID`). A live owner's runs are kept and reported.
+func GCOwner(pid int) (GCReport, error) {
+	var rep GCReport
+	if pid <= 0 {
+		return rep, fmt.Errorf("owner pid %d: must be a process id", pid)
+	}
+	states, _, err := listStates(StateDir)
+	if err != nil {
+		return rep, err
+	}
+	var errs []error
+	for _, st := range states {
+		if st.PID != pid {
+			continue
+		}
+		if alive(st.PID, st.PIDStart) {
+			rep.Kept = append(rep.Kept, fmt.Sprintf("%s (pid %d)", st.ID, st.PID))
+			continue
+		}
+		errs = append(errs, removeRun(StateDir, st, &rep)...)
 	}
 	return rep, errors.Join(errs...)
 }

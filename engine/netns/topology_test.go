@@ -272,3 +272,60 @@ func TestGC(t *testing.T) {
 		t.Errorf("live run's state file gone: %v", err)
 	}
 }
+
+// TestGCOwner: the scoped collection removes exactly the dead owner's run — its namespaces,
+// /etc/netns directory and state file — and leaves another dead run and a live run alone.
+func TestGCOwner(t *testing.T) {
+	requireRoot(t)
+	live, err := Create(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	deadRun := func() *state {
+		t.Helper()
+		dead := exec.Command("true")
+		if err := dead.Run(); err != nil {
+			t.Fatal(err)
+		}
+		id, _ := newID()
+		st := &state{ID: id, PID: dead.Process.Pid, PIDStart: 1, Namespaces: []string{NamespaceName(id, Client), NamespaceName(id, Server)},
+			EtcDirs: []string{filepath.Join(etcNetnsDir, NamespaceName(id, Client))}}
+		if err := createState(StateDir, st); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range st.Namespaces {
+			h, err := createNamed(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Close()
+		}
+		os.MkdirAll(st.EtcDirs[0], 0o755)
+		return st
+	}
+	mine, other := deadRun(), deadRun()
+	defer func() { // the other dead run is this test's to remove
+		removeRun(StateDir, other, &GCReport{})
+	}()
+	rep, err := GCOwner(mine.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, mine.ID)
+	if len(rep.Runs) != 1 || rep.Runs[0] != mine.ID {
+		t.Errorf("runs removed %v, want [%s]", rep.Runs, mine.ID)
+	}
+	for _, n := range other.Namespaces {
+		if _, err := os.Stat(filepath.Join(netnsRunDir, n)); err != nil {
+			t.Errorf("another dead run's namespace was removed: %v", err)
+		}
+	}
+	rep, err = GCOwner(os.Getpid())
+	if err != nil || len(rep.Removed) != 0 || len(rep.Kept) != 1 {
+		t.Errorf("live owner: removed %v kept %v err %v; want its run kept", rep.Removed, rep.Kept, err)
+	}
+	if _, err := os.Stat(live.StatePath()); err != nil {
+		t.Errorf("live run's state file gone: %v", err)
+	}
+}

@@ -1,8 +1,8 @@
 package page
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -37,11 +37,6 @@ func (p *Page) objectByID(id string) int {
 	return -1
 }
 
-// FilePath is the absolute path of file-backed object i's file.
-func (p *Page) FilePath(i int) string {
-	return filepath.Join(p.RootDir, filepath.FromSlash(p.Objects[i].File))
-}
-
 // validateFiles checks file-backed objects: a root_dir, clean relative file names inside it that
 // exist, references inside the file in ascending order, and sizes that match the files.
 func (p *Page) validateFiles() error {
@@ -67,7 +62,10 @@ func (p *Page) validateFiles() error {
 		if filepath.IsAbs(o.File) || clean != o.File || clean == ".." || strings.HasPrefix(clean, "../") {
 			return fieldErr(f+".file", o.File, "must be a clean path relative to root_dir, inside it")
 		}
-		st, err := os.Stat(p.FilePath(i))
+		st, err := p.StatObjectFile(i)
+		if errors.Is(err, ErrOutsideRoot) {
+			return fieldErr(f+".file", o.File, "must stay inside root_dir %s; it resolves outside it (a link or ..)", p.RootDir)
+		}
 		if err != nil || !st.Mode().IsRegular() {
 			return fieldErr(f+".file", o.File, "must be a regular file in root_dir %s", p.RootDir)
 		}
@@ -95,7 +93,7 @@ func (p *Page) validateFiles() error {
 // fileSegments is the body of file-backed object i for base b.
 func (p *Page) fileSegments(i int, b Base, host func(int) string) ([]segment, error) {
 	o := p.Objects[i]
-	data, err := os.ReadFile(p.FilePath(i))
+	data, err := p.ReadObjectFile(i)
 	if err != nil {
 		return nil, fmt.Errorf("page: object %s: %w", o.ID, err)
 	}

@@ -1,7 +1,7 @@
 package page
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"mime"
 	"net/url"
@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/refscan"
 	"golang.org/x/net/html"
 )
 
@@ -19,10 +21,11 @@ import (
 // from it through HTML and CSS references becomes a file-backed object served as it is, except
 // that its references are rewritten to the load's lab URLs.
 //
-// References found: in HTML, src/href/data/poster/background attributes of the elements a
-// browser fetches (link with rel stylesheet/icon/preload/modulepreload, script, img (and the first
-// srcset candidate), iframe/frame, embed, object, input type=image, video, source, audio, track),
-// and url()/@import in style elements and attributes; in CSS, url() and @import. A reference is
+// References found: those a browser fetches, exactly as the engine's loader finds them
+// (internal/refscan: link, script, img/srcset, picture source, frames, embed, object, input
+// type=image, video poster, background; url() and @import in style elements, style attributes and
+// CSS). A reference with no exact span in the file (a style attribute holding character
+// references) is left as it is and reported in Missing. A reference is
 // resolved to a file in DIR: relative ones against the referencing file's directory, root-relative
 // ones against DIR, absolute http(s) ones first as DIR/<host>/<path> (wget's layout), then as
 // DIR/<path>. With a query, the file named path?query is tried before path. References that name
@@ -70,9 +73,9 @@ func Mirror(dir, name string) (*MirrorResult, error) {
 	}
 	for i := range m.page.Objects {
 		o := &m.page.Objects[i]
-		st, err := os.Stat(m.page.FilePath(i))
+		st, err := m.page.StatObjectFile(i)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("mirror: %w", err)
 		}
 		o.Size = FileObjectSize(m.page, i, st.Size())
 		if o.Size == 0 { // an empty file: served as one space (the model has no empty objects)
@@ -86,8 +89,12 @@ func Mirror(dir, name string) (*MirrorResult, error) {
 }
 
 func findRootHTML(dir string) (string, error) {
-	if st, err := os.Stat(filepath.Join(dir, "index.html")); err == nil && st.Mode().IsRegular() {
+	st, err := statInRoot(dir, "index.html")
+	if err == nil && st.Mode().IsRegular() {
 		return "index.html", nil
+	}
+	if errors.Is(err, ErrOutsideRoot) {
+		return "", fmt.Errorf("mirror: %w", err)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -95,7 +102,7 @@ func findRootHTML(dir string) (string, error) {
 	}
 	var htmls []string
 	for _, e := range entries {
-		if !e.IsDir() && (strings.HasSuffix(e.Name(), ".html") || strings.HasSuffix(e.Name(), ".htm")) {
+		if e.Type().IsRegular() && (strings.HasSuffix(e.Name(), ".html") || strings.HasSuffix(e.Name(), ".htm")) {
 			htmls = append(htmls, e.Name())
 		}
 	}
@@ -207,26 +214,18 @@ func contentTypeOfFile(file string, t Type) string {
 	return DefaultContentType(t)
 }
 
-// foundRef is a reference in a file: its byte span and URL text.
-type foundRef struct {
-	off, n int
-	raw    string
-	frame  bool
-	hint   Type
-}
-
 // scan finds the references of object k and adds the objects they name.
 func (m *mirror) scan(k int) error {
-	data, err := os.ReadFile(m.page.FilePath(k))
+	data, err := m.page.ReadObjectFile(k)
 	if err != nil {
-		return err
+		return fmt.Errorf("mirror: %w", err)
 	}
 	o := m.page.Objects[k]
-	var refs []foundRef
+	var refs []refscan.Ref
 	if o.Type == TypeHTML {
-		refs = htmlRefs(data)
+		refs = refscan.HTMLRefs(data)
 	} else {
-		refs = cssRefs(data, 0)
+		refs = refscan.CSSRefs(data)
 	}
 	parent := ""
 	if o.Type == TypeCSS {
@@ -234,39 +233,42 @@ func (m *mirror) scan(k int) error {
 	}
 	var out []Ref
 	for _, r := range refs {
-		file, host, ok := m.resolve(o.File, r.raw)
-		if !ok {
-			if !strings.HasPrefix(r.raw, "data:") && !strings.HasPrefix(r.raw, "#") && !strings.HasPrefix(r.raw, "javascript:") && r.raw != "" {
-				m.missing = append(m.missing, o.File+": "+r.raw)
+		if r.Base {
+			continue // rewritten references are absolute: the base no longer matters
+		}
+		file, host, ok, err := m.resolve(o.File, r.URL)
+		if err != nil {
+			return fmt.Errorf("mirror: %s, referenced from %s as %s: %w", file, o.File, fielderr.Quote(r.URL), err)
+		}
+		if !ok || !r.Spanned() {
+			if !strings.HasPrefix(r.URL, "data:") && !strings.HasPrefix(r.URL, "#") && !strings.HasPrefix(r.URL, "javascript:") && r.URL != "" {
+				m.missing = append(m.missing, o.File+": "+r.URL)
 			}
 			continue
 		}
-		hint := r.hint
-		if r.frame {
-			hint = TypeHTML
-		}
-		j := m.add(file, host, parent, hint)
+		j := m.add(file, host, parent, Type(r.Kind))
 		if k == 0 && m.rootHst == "" && host != "" {
 			// An absolute URL in the root that names the root's own file: its host is the root's.
 			if file == m.page.Objects[0].File {
 				m.rootHst = host
 			}
 		}
-		out = append(out, Ref{Offset: int64(r.off), Length: r.n, Object: m.page.Objects[j].ID})
+		out = append(out, Ref{Offset: int64(r.Offset), Length: r.Length, Object: m.page.Objects[j].ID})
 	}
 	m.page.Objects[k].Refs = out
 	return nil
 }
 
-// resolve maps a reference in file from to a file of the directory and the host it named.
-func (m *mirror) resolve(from, raw string) (file, host string, ok bool) {
+// resolve maps a reference in file from to a file of the directory and the host it named. A
+// candidate that exists only by leaving the directory (a link out of it) is an error naming it.
+func (m *mirror) resolve(from, raw string) (file, host string, ok bool, err error) {
 	raw = strings.TrimSpace(html.UnescapeString(raw))
 	if raw == "" || strings.HasPrefix(raw, "#") {
-		return "", "", false
+		return "", "", false, nil
 	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https") {
-		return "", "", false
+	u, perr := url.Parse(raw)
+	if perr != nil || (u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https") {
+		return "", "", false, nil
 	}
 	var candidates []string
 	withQuery := func(p string) {
@@ -290,220 +292,13 @@ func (m *mirror) resolve(from, raw string) (file, host string, ok bool) {
 		if c == "" || c == "." || strings.HasPrefix(c, "../") {
 			continue
 		}
-		st, err := os.Stat(filepath.Join(m.dir, filepath.FromSlash(c)))
+		st, err := statInRoot(m.dir, c)
+		if errors.Is(err, ErrOutsideRoot) {
+			return c, host, false, err
+		}
 		if err == nil && st.Mode().IsRegular() {
-			return c, host, true
+			return c, host, true, nil
 		}
 	}
-	return "", "", false
+	return "", "", false, nil
 }
-
-var (
-	cssURLRE    = regexp.MustCompile(`url\(\s*(?:"([^"]*)"|'([^']*)'|([^'")\s]+))\s*\)`)
-	cssImportRE = regexp.MustCompile(`@import\s+(?:"([^"]*)"|'([^']*)')`)
-)
-
-// cssRefs finds url() and @import references in CSS; offsets are relative to data, plus base.
-func cssRefs(data []byte, base int) []foundRef {
-	var out []foundRef
-	for _, re := range []*regexp.Regexp{cssURLRE, cssImportRE} {
-		for _, loc := range re.FindAllSubmatchIndex(data, -1) {
-			for g := 1; g < len(loc)/2; g++ {
-				if loc[2*g] >= 0 {
-					s, e := loc[2*g], loc[2*g+1]
-					if e > s {
-						out = append(out, foundRef{off: base + s, n: e - s, raw: string(data[s:e])})
-					}
-					break
-				}
-			}
-		}
-	}
-	sortRefs(out)
-	return out
-}
-
-func sortRefs(r []foundRef) {
-	for i := 1; i < len(r); i++ {
-		for j := i; j > 0 && r[j].off < r[j-1].off; j-- {
-			r[j], r[j-1] = r[j-1], r[j]
-		}
-	}
-}
-
-// htmlRefs finds the references of an HTML document with their byte spans.
-func htmlRefs(data []byte) []foundRef {
-	var out []foundRef
-	z := html.NewTokenizer(bytes.NewReader(data))
-	off := 0
-	inStyle := false
-	for {
-		tt := z.Next()
-		if tt == html.ErrorToken {
-			break
-		}
-		raw := z.Raw()
-		start := off
-		off += len(raw)
-		switch tt {
-		case html.TextToken:
-			if inStyle {
-				out = append(out, cssRefs(raw, start)...)
-			}
-		case html.EndTagToken:
-			name, _ := z.TagName()
-			if string(name) == "style" {
-				inStyle = false
-			}
-		case html.StartTagToken, html.SelfClosingTagToken:
-			tok := z.Token()
-			if tok.Data == "style" && tt == html.StartTagToken {
-				inStyle = true
-			}
-			for _, a := range tagRefAttrs(tok) {
-				if sp, n, ok := attrSpan(raw, a.name, a.value); ok {
-					out = append(out, foundRef{off: start + sp, n: n, raw: a.value, frame: a.frame, hint: a.hint})
-				}
-			}
-			for _, a := range tok.Attr {
-				if a.Key == "style" {
-					if sp, _, ok := attrSpan(raw, "style", a.Val); ok {
-						out = append(out, cssRefs(raw[sp:sp+len(a.Val)], start+sp)...)
-					}
-				}
-			}
-		}
-	}
-	sortRefs(out)
-	return out
-}
-
-type refAttr struct {
-	name, value string
-	frame       bool
-	hint        Type
-}
-
-// tagRefAttrs lists the attributes of a tag that a browser fetches.
-func tagRefAttrs(t html.Token) []refAttr {
-	get := func(k string) (string, bool) {
-		for _, a := range t.Attr {
-			if a.Key == k {
-				return a.Val, true
-			}
-		}
-		return "", false
-	}
-	var out []refAttr
-	one := func(attr string, frame bool, hint Type) {
-		if v, ok := get(attr); ok && v != "" {
-			out = append(out, refAttr{name: attr, value: v, frame: frame, hint: hint})
-		}
-	}
-	switch t.Data {
-	case "link":
-		rel, _ := get("rel")
-		rel = strings.ToLower(rel)
-		for _, r := range strings.Fields(rel) {
-			switch r {
-			case "stylesheet":
-				one("href", false, TypeCSS)
-				return out
-			case "icon", "preload", "modulepreload", "apple-touch-icon", "shortcut":
-				one("href", false, "")
-				return out
-			}
-		}
-	case "script":
-		one("src", false, TypeJS)
-	case "img":
-		if _, ok := get("src"); ok {
-			one("src", false, TypeImage)
-		} else if v, ok := get("srcset"); ok {
-			if f := strings.Fields(v); len(f) > 0 {
-				out = append(out, refAttr{name: "srcset", value: strings.TrimSuffix(f[0], ","), hint: TypeImage})
-			}
-		}
-	case "iframe", "frame":
-		one("src", true, TypeHTML)
-	case "embed", "audio", "track":
-		one("src", false, "")
-	case "source":
-		one("src", false, "")
-	case "video":
-		one("poster", false, TypeImage)
-		one("src", false, "")
-	case "object":
-		one("data", false, "")
-	case "input":
-		if v, _ := get("type"); strings.EqualFold(v, "image") {
-			one("src", false, TypeImage)
-		}
-	case "body", "table", "td", "th":
-		one("background", false, TypeImage)
-	}
-	return out
-}
-
-// attrSpan finds the byte span of attribute name's value (value as decoded) inside a raw tag.
-func attrSpan(raw []byte, name, value string) (int, int, bool) {
-	lower := bytes.ToLower(raw)
-	from := 0
-	for {
-		i := bytes.Index(lower[from:], []byte(name))
-		if i < 0 {
-			return 0, 0, false
-		}
-		i += from
-		j := i + len(name)
-		from = j
-		if i > 0 && !isSpace(lower[i-1]) {
-			continue
-		}
-		for j < len(raw) && isSpace(raw[j]) {
-			j++
-		}
-		if j >= len(raw) || raw[j] != '=' {
-			continue
-		}
-		j++
-		for j < len(raw) && isSpace(raw[j]) {
-			j++
-		}
-		if j >= len(raw) {
-			return 0, 0, false
-		}
-		var end int
-		switch raw[j] {
-		case '"', '\'':
-			q := raw[j]
-			j++
-			e := bytes.IndexByte(raw[j:], q)
-			if e < 0 {
-				return 0, 0, false
-			}
-			end = j + e
-		default:
-			end = j
-			for end < len(raw) && !isSpace(raw[end]) && raw[end] != '>' {
-				end++
-			}
-		}
-		span := string(raw[j:end])
-		if name == "srcset" {
-			// only the first candidate's URL
-			f := strings.Fields(span)
-			if len(f) == 0 {
-				return 0, 0, false
-			}
-			lead := len(span) - len(strings.TrimLeft(span, " \t\n\r\f"))
-			return j + lead, len(strings.TrimSuffix(f[0], ",")), true
-		}
-		if html.UnescapeString(span) != value {
-			return 0, 0, false
-		}
-		return j, end - j, true
-	}
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }

@@ -8,11 +8,15 @@ package page
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
 )
 
 // Type is the kind of an object, which decides how the root HTML references it and how its body
@@ -180,12 +184,30 @@ func Load(name string, seed int64) (*Page, error) {
 // ReadFile reads and validates a page JSON file. A relative root_dir is taken relative to the
 // file's directory.
 func ReadFile(path string) (*Page, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is the value; the message keeps only the reason
+		}
+		return nil, &FieldError{Field: "page", Value: fielderr.Quote(path), Allowed: "must be a readable page JSON file: " + err.Error()}
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, &FieldError{Field: "page", Value: fielderr.Quote(path), Allowed: "must be a page JSON file (this is not a regular file)"}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxPageFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("page: %w", err)
 	}
+	if len(data) > MaxPageFileBytes {
+		return nil, &FieldError{Field: "page", Value: fielderr.Quote(path), Allowed: fmt.Sprintf("a page file is at most %d bytes", MaxPageFileBytes)}
+	}
 	return parse(data, filepath.Dir(path))
 }
+
+// MaxPageFileBytes bounds a page JSON file (10000 objects with their activities fit many times).
+const MaxPageFileBytes = 64 << 20
 
 // Parse decodes a page from JSON, rejecting unknown fields, and validates it. A relative
 // root_dir is taken relative to the working directory.

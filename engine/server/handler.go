@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -244,6 +245,11 @@ func (s *Server) handler(origin int, proto Protocol) http.Handler {
 			rec.Pushes = s.pushObjects(w, token) // before the HTML that references them
 		}
 		body, err := s.page.Body(idx, page.Base{Scheme: proto.Scheme(), Port: port, Token: token})
+		if errors.Is(err, page.ErrOutsideRoot) { // a file swapped for a link out of root_dir: not served
+			rec.Status, rec.Error = http.StatusNotFound, err.Error()
+			http.Error(w, "not found", rec.Status)
+			return
+		}
 		if err != nil {
 			rec.Status, rec.Error = http.StatusInternalServerError, err.Error()
 			http.Error(w, "internal error", rec.Status)

@@ -44,3 +44,27 @@ func GC() (removed []string, err error) {
 	}
 	return removed, errors.Join(errs...)
 }
+
+// GCRuns removes the private directories of the given dead runs (ids from netns.GCOwner, whose
+// state files are gone), and nothing else.
+func GCRuns(ids []string) (removed []string, err error) {
+	var errs []error
+	for _, id := range ids {
+		path := tempDir(id)
+		if !tempRE.MatchString(filepath.Base(path)) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(netns.StateDir, id+".json")); !errors.Is(err, os.ErrNotExist) {
+			continue // its state file is back or unreadable: not ours to remove
+		}
+		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := os.RemoveAll(path); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, path)
+	}
+	return removed, errors.Join(errs...)
+}

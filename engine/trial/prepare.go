@@ -85,13 +85,13 @@ func isPageFile(name string) bool {
 func pageError(name string, err error) error {
 	fe, ok := fielderr.As(err)
 	if !ok {
-		return &fielderr.Error{Field: "page", Value: fmt.Sprintf("%q", name), Allowed: err.Error()}
+		return &fielderr.Error{Field: "page", Value: fielderr.Quote(name), Allowed: err.Error()}
 	}
 	if fe.Field == "page" {
 		return err
 	}
 	c := *fe
-	c.Field = "page (" + name + "): " + fe.Field
+	c.Field = "page (" + fielderr.Cut(name) + "): " + fe.Field
 	return &c
 }
 

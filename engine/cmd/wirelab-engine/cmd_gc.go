@@ -23,8 +23,9 @@ func init() {
 func runGC(args []string) error {
 	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
 	quiet := fs.Bool("q", false, "print nothing unless something fails")
+	owner := fs.Int("owner", 0, "only the runs of this dead owner process (the pid of a killed trial/shell)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wirelab-engine gc [-q]\n\nRemoves what crashed wirelab runs left: processes in their namespaces, the namespaces\n(wirelab-<id>-c/-s), /etc/netns/wirelab-* and state files in "+netns.StateDir+",\nTCP+ congestion controls whose users are gone, TCP+ measurement paths, killed trials'\nprivate directories ("+os.TempDir()+"/wirelab-trial-<id>: certificates) and the Chromium\nprofiles ($TMPDIR/"+browser.ProfilePrefix+"<pid>-*) of killed browser loads.\nRuns whose owner process is alive are left alone.")
+		fmt.Fprintln(fs.Output(), "usage: wirelab-engine gc [-q] [--owner PID]\n\nRemoves what crashed wirelab runs left: processes in their namespaces, the namespaces\n(wirelab-<id>-c/-s), /etc/netns/wirelab-* and state files in "+netns.StateDir+",\nTCP+ congestion controls whose users are gone, TCP+ measurement paths, killed trials'\nprivate directories ("+os.TempDir()+"/wirelab-trial-<id>: certificates) and the Chromium\nprofiles ($TMPDIR/"+browser.ProfilePrefix+"<pid>-*) of killed browser loads.\nRuns whose owner process is alive are left alone.\n\nWith --owner PID, only the runs that process owned (their state files name it) are removed,\nby the same code, with their private directories, and the Chromium profiles and TCP+\ncontrols no live process uses; no other run and no orphan namespace is touched. wirelab's\nrunner calls it when an engine dies under it (docs/bad-input.md).")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -36,14 +37,26 @@ func runGC(args []string) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("gc: needs root (namespaces live in %s)", "/run/netns")
 	}
-	rep, err := netns.GC()
+	if *owner < 0 {
+		return cli.Usagef("--owner %d: must be a process id (> 0)", *owner)
+	}
+	var rep netns.GCReport
+	var err, terr error
+	var dirs []string
+	if *owner > 0 {
+		rep, err = netns.GCOwner(*owner)
+		// Private directories of exactly the runs just removed.
+		dirs, terr = trial.GCRuns(rep.Runs)
+	} else {
+		rep, err = netns.GC()
+		// Private directories (certificates) of trials that were killed; after netns.GC, which
+		// removes their state files.
+		dirs, terr = trial.GC()
+	}
+	rep.Removed = append(rep.Removed, dirs...)
 	// TCP+ congestion controls registered by dead runs, and leftover TCP+ measurement paths.
 	plus, perr := tcpplus.GC()
 	rep.Removed = append(rep.Removed, plus...)
-	// Private directories (certificates) of trials that were killed; after netns.GC, which removes
-	// their state files.
-	dirs, terr := trial.GC()
-	rep.Removed = append(rep.Removed, dirs...)
 	// Chromium profiles of browser loads whose process was killed.
 	profiles, berr := browser.GCProfiles("")
 	rep.Removed = append(rep.Removed, profiles...)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +27,7 @@ func init() {
 }
 
 const trialUsage = `usage: wirelab-engine trial --spec SPEC.json --out DIR [--progress]
+       wirelab-engine trial --check (--spec SPEC.json | --specs SPECS.jsonl|-)
 
 Runs one trial end to end (docs/trial-contract.md): the emulated path of the spec's network profile,
 one built-in server for every origin, then every protocol × repetition as a fresh page load in the
@@ -33,9 +37,15 @@ DIR/pcap/ (capture.pcap), DIR/server/, DIR/engine.log and, last, DIR/trial.json.
   --spec FILE   the trial spec (JSON; unknown fields are errors)
   --out DIR     the trial directory (created when missing; may hold spec.json and engine.stderr)
   --progress    print one JSON line per event on stdout: ready, load, done
+  --check       only validate, exactly as a run does before it creates anything (the spec, its
+                page and page files, traces, server and client knobs); creates nothing, needs
+                no root; with --out, the directory is checked too
+  --specs FILE  with --check: several specs, one JSON object per line ("-": standard input);
+                the first bad one is reported as "spec N (trial_id …): field: …"
 
-Exit status: 0 trial complete (loads may have errors), 1 the trial could not run, 2 bad spec
-(nothing created), 130 interrupted (SIGINT/SIGTERM; everything removed, no trial.json).
+Exit status: 0 trial complete (loads may have errors) or, with --check, every spec is valid;
+1 the trial could not run, 2 bad spec (one line naming the field; nothing created), 130
+interrupted (SIGINT/SIGTERM; everything removed, no trial.json).
 `
 
 func runTrial(args []string) error {
@@ -44,6 +54,8 @@ func runTrial(args []string) error {
 	specFile := fs.String("spec", "", "")
 	out := fs.String("out", "", "")
 	progress := fs.Bool("progress", false, "")
+	check := fs.Bool("check", false, "")
+	specs := fs.String("specs", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Print(trialUsage)
@@ -53,6 +65,12 @@ func runTrial(args []string) error {
 	}
 	if fs.NArg() != 0 {
 		return cli.Usagef("trial: unexpected argument %q", fs.Arg(0))
+	}
+	if *check {
+		return checkTrials(*specFile, *specs, *out, os.Stdin)
+	}
+	if *specs != "" {
+		return cli.Usagef("--specs: only with --check (a run takes one --spec)")
 	}
 	p, err := prepareTrial(*specFile, *out)
 	if err != nil {
@@ -93,22 +111,103 @@ func prepareTrial(specFile, out string) (*trial.Prepared, error) {
 	if out == "" {
 		return nil, cli.Usagef("--out: required: the trial directory")
 	}
-	data, err := os.ReadFile(specFile)
+	data, err := readSpecFile(specFile)
 	if err != nil {
-		return nil, cli.Usagef("--spec %s: %v", specFile, errors.Unwrap(err))
-	}
-	spec, err := trial.DecodeSpec(data)
-	if err != nil {
-		return nil, usageIfField(err)
+		return nil, err
 	}
 	if err := checkTrialDir(out); err != nil {
 		return nil, err
+	}
+	return decodeAndPrepare(data)
+}
+
+// decodeAndPrepare is the whole validation of one spec: what trial --check and a run both do.
+func decodeAndPrepare(data []byte) (*trial.Prepared, error) {
+	spec, err := trial.DecodeSpec(data)
+	if err != nil {
+		return nil, usageIfField(err)
 	}
 	p, err := trial.Prepare(spec)
 	if err != nil {
 		return nil, usageIfField(err)
 	}
 	return p, nil
+}
+
+func readSpecFile(specFile string) ([]byte, error) {
+	st, err := os.Stat(specFile)
+	if err == nil && !st.Mode().IsRegular() {
+		return nil, cli.Usagef("--spec %s: not a regular file", specFile)
+	}
+	if err == nil && st.Size() > maxSpecBytes {
+		return nil, cli.Usagef("--spec %s: %d bytes; a trial spec is at most %d", specFile, st.Size(), maxSpecBytes)
+	}
+	data, err := os.ReadFile(specFile)
+	if err != nil {
+		return nil, cli.Usagef("--spec %s: %v", specFile, errors.Unwrap(err))
+	}
+	return data, nil
+}
+
+// maxSpecBytes bounds a trial spec (a spec names its page and traces; it does not hold them).
+const maxSpecBytes = 1 << 20
+
+// checkTrials is trial --check: one spec (--spec) or several (--specs, JSON lines), each decoded
+// and prepared exactly as a run does; nothing is created. The first bad spec is a usage error.
+func checkTrials(specFile, specsFile, out string, stdin io.Reader) error {
+	if (specFile == "") == (specsFile == "") {
+		return cli.Usagef("trial --check: give --spec FILE or --specs FILE|- (one of them)")
+	}
+	if out != "" {
+		if err := checkTrialDir(out); err != nil {
+			return err
+		}
+	}
+	if specFile != "" {
+		data, err := readSpecFile(specFile)
+		if err != nil {
+			return err
+		}
+		_, err = decodeAndPrepare(data)
+		return err
+	}
+	var r io.Reader = stdin
+	if specsFile != "-" {
+		f, err := os.Open(specsFile)
+		if err != nil {
+			return cli.Usagef("--specs %s: %v", specsFile, errors.Unwrap(err))
+		}
+		defer f.Close()
+		r = f
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxSpecBytes)
+	n := 0
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		n++
+		if _, err := decodeAndPrepare(line); err != nil {
+			var id struct {
+				TrialID string `json:"trial_id"`
+			}
+			_ = json.Unmarshal(line, &id)
+			which := fmt.Sprintf("spec %d (trial_id %s)", n, fielderr.Quote(id.TrialID))
+			if cli.IsUsage(err) {
+				return cli.Usagef("%s: %v", which, err)
+			}
+			return fmt.Errorf("%s: %w", which, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return cli.Usagef("--specs %s: line %d: %v", specsFile, n+1, err)
+	}
+	if n == 0 {
+		return cli.Usagef("--specs %s: no spec (one JSON object per line)", specsFile)
+	}
+	return nil
 }
 
 // checkTrialDir accepts a missing directory (created later) or one holding no trial output yet

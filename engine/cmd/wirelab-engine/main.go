@@ -67,7 +67,8 @@ func exitCode(err error) int {
 	if errors.As(err, &exit) {
 		return exit.Code
 	}
-	fmt.Fprintf(os.Stderr, "wirelab-engine: %v\n", err)
+	// One line, whatever the error holds (a wrapped multi-line error, a joined list).
+	fmt.Fprintf(os.Stderr, "wirelab-engine: %s\n", strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
 	if cli.IsUsage(err) {
 		return 2
 	}

@@ -6,6 +6,8 @@ package fielderr
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 )
 
 // Error is bad input in one field.
@@ -16,14 +18,32 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if e.Value == "" {
-		return fmt.Sprintf("%s: %s", e.Field, e.Allowed)
+	field := e.Field
+	if len(field) > MaxField { // an unknown field's name is the user's text
+		field = Cut(field)
 	}
-	return fmt.Sprintf("%s: got %s; %s", e.Field, e.Value, e.Allowed)
+	if e.Value == "" {
+		return fmt.Sprintf("%s: %s", field, e.Allowed)
+	}
+	return fmt.Sprintf("%s: got %s; %s", field, shown(e.Value), e.Allowed)
 }
 
-// New builds an Error; strings values are quoted, nil means no value, long values are cut (Cut).
-// allowed is a format.
+// MaxField is the longest field path shown whole (paths are short unless they hold user text).
+const MaxField = 200
+
+// shown cuts a formatted value that is too long, keeping a quoted one quoted.
+func shown(v string) string {
+	if len(v) <= MaxShown {
+		return v
+	}
+	if s, err := strconv.Unquote(v); err == nil {
+		return Quote(s)
+	}
+	return Cut(v)
+}
+
+// New builds an Error; strings values are quoted, nil means no value. allowed is a format.
+// Values longer than MaxShown bytes are cut (Quote, Cut), so a 10 MB value makes a short line.
 func New(field string, value any, allowed string, args ...any) *Error {
 	v := ""
 	switch x := value.(type) {
@@ -34,6 +54,38 @@ func New(field string, value any, allowed string, args ...any) *Error {
 		v = Cut(fmt.Sprint(x))
 	}
 	return &Error{Field: field, Value: v, Allowed: fmt.Sprintf(allowed, args...)}
+}
+
+// MaxShown is the longest value an error echoes whole; longer ones show their first ShownPrefix
+// bytes (whole characters) and their length.
+const (
+	MaxShown    = 64
+	ShownPrefix = 40
+)
+
+// Quote is s quoted for a message, cut to a readable length: "abc…" (131072 bytes).
+func Quote(s string) string {
+	if len(s) <= MaxShown {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(prefix(s)) + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// Cut is s unquoted, cut to a readable length like Quote.
+func Cut(s string) string {
+	if len(s) <= MaxShown {
+		return s
+	}
+	return prefix(s) + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// prefix is s's first ShownPrefix bytes, not splitting a UTF-8 character.
+func prefix(s string) string {
+	n := ShownPrefix
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // As reports whether err is (or wraps) an Error.
