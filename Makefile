@@ -11,7 +11,7 @@ LDFLAGS := -X github.com/wirelab/wirelab/engine/internal/version.GitSHA=$(GIT_SH
 GO_SRC  := $(shell find engine -name '*.go' -o -name 'go.mod' -o -name 'go.sum' -o -name '*.json' -o -name '*.tmpl' 2>/dev/null)
 # -p 1: one test binary at a time. Root tests of several packages run emulators, whose processes are
 # real-time (SCHED_RR) while they run (docs/network.md); two at once on a 2-core machine starve the loaders.
-GOTEST_FLAGS ?= -count=1 -p 1
+GOTEST_FLAGS ?= -count=1 -p 1 -timeout 40m
 PYTEST_FLAGS ?= -q
 
 .PHONY: help setup build test test-go test-py fuzz-short lint bench demo clean bpf

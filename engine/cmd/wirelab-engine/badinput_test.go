@@ -126,7 +126,11 @@ func badInputCases() []badCase {
 		// Server, client and capture knobs.
 		specCase("server unknown field", `{"page":"twitter","server":{"pushh":"all"}}`, "server.pushh"),
 		specCase("server not an object", `{"page":"twitter","server":"fast"}`, "server"),
-		specCase("server.max_concurrent_streams zero", `{"page":"twitter","server":{"max_concurrent_streams":0}}`, "server.max_concurrent_streams"),
+		specCase("server.max_concurrent_streams too many", `{"page":"twitter","server":{"max_concurrent_streams":1001}}`, "server.max_concurrent_streams"),
+		specCase("server.impl unknown", `{"page":"twitter","server":{"impl":"lighttpd"}}`, "server.impl"),
+		specCase("server.push level too deep", `{"page":"twitter","server":{"push":"dependency-level:1001"}}`, "server.push"),
+		specCase("server.nginx unknown knob", `{"page":"twitter","server":{"impl":"nginx","nginx":{"workers":2}}}`, "server.nginx.workers"),
+		specCase("protocol a server does not serve", `{"page":"twitter","protocols":["h3"],"server":{"impl":"nginx"}}`, "protocols[0]"),
 		specCase("server.push unknown", `{"page":"twitter","server":{"push":"some"}}`, "server.push"),
 		specCase("server.push dependency-level:0", `{"page":"twitter","server":{"push":"dependency-level:0"}}`, "server.push"),
 		specCase("client unknown field", `{"page":"twitter","client":{"imp":"engine"}}`, "client.imp"),

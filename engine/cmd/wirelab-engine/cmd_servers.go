@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/cli"
@@ -287,7 +288,10 @@ func conformanceOf(ctx context.Context, s impl.Server) ([]conformanceResult, err
 		}
 		args = append(args, "--port", port)
 		cmd := l.Topo.Command(netns.Client, args...)
+		// h2spec waits at most 2 s per case (145 cases); a run that takes 10 minutes is stuck.
+		timer := time.AfterFunc(10*time.Minute, func() { _ = cmd.Process.Kill() })
 		b, err := cmd.Output()
+		timer.Stop()
 		if err != nil {
 			return nil, fmt.Errorf("h2spec over %s: %w", p, err)
 		}
