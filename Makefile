@@ -14,7 +14,7 @@ GO_SRC  := $(shell find engine -name '*.go' -o -name 'go.mod' -o -name 'go.sum' 
 GOTEST_FLAGS ?= -count=1 -p 1 -timeout 40m
 PYTEST_FLAGS ?= -q
 
-.PHONY: help setup build test test-go test-py fuzz-short lint bench demo clean bpf
+.PHONY: help setup build test test-go test-py fuzz-short lint bench demo clean bpf conformance
 help:
 	@echo "make demo    set up, build and run the demo sweep (report path printed at the end)"
 	@echo "make test    set up, build and run every test (root tests too when run as root), spdy fuzzing included"
@@ -23,6 +23,7 @@ help:
 	@echo "make build   build bin/wirelab-engine"
 	@echo "make lint    go vet, gofmt, ruff"
 	@echo "make bench   print the benchmarks' figures"
+	@echo "make conformance  h2spec against every server under test, checked against docs/server.md (minutes; root)"
 	@echo "make bpf     regenerate the committed BPF objects (needs clang and libbpf-dev)"
 
 setup: $(STAMPS)/system $(STAMPS)/venv $(STAMPS)/gomod
@@ -90,6 +91,10 @@ bench: setup build
 	$(ENGINE) bench servers --quick
 	cd engine && go test -run '^$$' -bench Loader -benchtime 30x ./client/
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_sweep.py
+
+# h2spec against every server under test's h2 and h2c (docs/server.md's table; a few minutes).
+conformance: setup build
+	cd engine && WIRELAB_CONFORMANCE=1 go test -count=1 -timeout 30m -run '^TestServersConformance$$' -v ./cmd/wirelab-engine 2>&1 | grep -E 'h2spec against|^(ok|FAIL|---)'
 
 demo: setup build
 	$(VENV)/bin/wirelab demo

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 )
@@ -44,35 +45,26 @@ func fetchArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"fetch", root,
-		"--proto", l.Protocol,
-		"--mode", s.Client.Mode,
-		"--max-conns", strconv.Itoa(s.Client.MaxConnectionsPerOrigin),
-		"--timeout", time.Duration(s.Client.TimeoutS * float64(time.Second)).String(),
-		"--json",
-	}
-	if files.URLs != "" {
-		args = append(args, "--urls", files.URLs)
-	}
+	f := seam.DefaultFetch()
+	f.URL, f.Proto, f.Mode = root, l.Protocol, s.Client.Mode
+	f.MaxConns = s.Client.MaxConnectionsPerOrigin
+	f.Timeout = time.Duration(s.Client.TimeoutS * float64(time.Second))
+	f.JSON, f.URLs, f.HAR = true, files.URLs, files.HAR
 	if s.Client.Mode == "replay" || s.Client.Priority != "none" {
 		if files.PageFile == "" {
 			return nil, fmt.Errorf("%s load without the served page's file", s.Client.Mode)
 		}
-		args = append(args, "--page", files.PageFile)
+		f.Page = files.PageFile
 	}
 	if s.Client.Mode == "replay" {
-		args = append(args, "--compute-scale", strconv.FormatFloat(s.Client.ComputeScale, 'g', -1, 64))
+		f.ComputeScale = strconv.FormatFloat(s.Client.ComputeScale, 'g', -1, 64)
 	}
-	args = append(args, "--priority", s.Client.Priority,
-		"--accept-push="+strconv.FormatBool(s.Server.Push != "none"))
-	args = append(args, resolverArgs(p)...)
+	f.Priority, f.AcceptPush = s.Client.Priority, s.Server.Push != "none"
+	f.DNS, f.Resolve = resolver(p)
 	if scheme == "https" {
-		args = append(args, "--ca", files.CAFile)
+		f.CA = files.CAFile
 	}
-	if files.HAR != "" {
-		args = append(args, "--har", files.HAR)
-	}
-	return args, nil
+	return f.Args(), nil
 }
 
 // browseArgs are the browse flags of one load (docs/trial-contract.md "Loads by Chromium and by
@@ -84,30 +76,25 @@ func browseArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, e
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"browse", root,
-		"--proto", l.Protocol,
-		"--timeout", time.Duration(s.Client.TimeoutS * float64(time.Second)).String(),
-		"--json",
-	}
-	args = append(args, resolverArgs(p)...)
+	b := seam.DefaultBrowse()
+	b.URL, b.Proto, b.JSON, b.HAR = root, l.Protocol, true, files.HAR
+	b.Timeout = time.Duration(s.Client.TimeoutS * float64(time.Second))
+	b.DNS, b.Resolve = resolver(p)
 	if scheme == "https" {
 		if files.SPKI == "" {
-			return nil, fmt.Errorf("serve reported no spki_sha256 for Chromium")
+			return nil, fmt.Errorf("the run reported no SPKI hash for Chromium")
 		}
-		args = append(args, "--spki", files.SPKI)
+		b.SPKI = files.SPKI
 	}
-	if files.HAR != "" {
-		args = append(args, "--har", files.HAR)
-	}
-	return args, nil
+	return b.Args(), nil
 }
 
-// resolverArgs name the loader's resolver: the run's DNS server, or the static map.
-func resolverArgs(p *Prepared) []string {
+// resolver names the loader's resolver: the run's DNS server, or the static map.
+func resolver(p *Prepared) (dns, static string) {
 	if p.Spec.Client.DNS == "server" {
-		return []string{"--dns", netns.DNSAddr.String()}
+		return netns.DNSAddr.String(), ""
 	}
-	return []string{"--resolve", staticMap(p.Origins())}
+	return "", staticMap(p.Origins())
 }
 
 // staticMap is the name map of client.dns = static: sN.wirelab.test and www.wirelab.test.
@@ -208,7 +195,7 @@ func (o fetchOutcome) result() (f *FetchResult, failure string, err error) {
 	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
 		line = line[i+1:]
 	}
-	f, perr := ParseFetch([]byte(line))
+	f, perr := seam.ParseLoaderResult([]byte(line))
 	if perr != nil {
 		return nil, fmt.Sprintf("%s printed no result (%v): %s", name, perr, lastLine(o.stderr)), nil
 	}

@@ -150,17 +150,6 @@ func TestChromiumRefusals(t *testing.T) {
 	}
 }
 
-// browse --json nests Chromium's extras in "client"; the record's client holds them flat.
-func TestParseFetchFlattensBrowseClient(t *testing.T) {
-	f, err := ParseFetch([]byte(`{"plt_ms":12.5,"objects":3,"mode":"browser","client":{"impl":"chromium","on_load_ms":13.1},"error":null}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.Extras["impl"] != "chromium" || f.Extras["on_load_ms"] != 13.1 || f.Extras["mode"] != "browser" || f.Extras["client"] != nil {
-		t.Errorf("extras %v", f.Extras)
-	}
-}
-
 // builtinArgv is the command line the built-in server's implementation runs for a prepared trial.
 func builtinArgv(t *testing.T, p *Prepared) []string {
 	t.Helper()

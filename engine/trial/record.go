@@ -1,11 +1,10 @@
 package trial
 
 import (
-	"encoding/json"
-	"fmt"
 	"math"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/pktlog"
 )
 
@@ -45,16 +44,8 @@ type Record struct {
 	Error              *string        `json:"error"`
 }
 
-// Phases are the HAR phases summed over a load's objects, in ms.
-type Phases struct {
-	DNS     float64 `json:"dns"`
-	Connect float64 `json:"connect"`
-	SSL     float64 `json:"ssl"`
-	Send    float64 `json:"send"`
-	Wait    float64 `json:"wait"`
-	Receive float64 `json:"receive"`
-	Blocked float64 `json:"blocked"`
-}
+// Phases are the HAR phases summed over a load's objects, in ms (the loaders' own: the seam's).
+type Phases = seam.Phases
 
 // PcapPaths are a load's captures, relative to the trial directory.
 type PcapPaths struct {
@@ -62,66 +53,8 @@ type PcapPaths struct {
 	Server string `json:"server"`
 }
 
-// FetchResult is what `wirelab-engine fetch --json` prints: the loader's fields of the record.
-// Fields the record does not name go to the record's "client" object, so a loader's extras
-// (Chromium's on_load_ms, …) flow through without a change here.
-type FetchResult struct {
-	StartedAt     time.Time `json:"started_at"`
-	PltMs         float64   `json:"plt_ms"`
-	Connections   int64     `json:"connections"`
-	TLSHandshakes int64     `json:"tls_handshakes"`
-	TLSResumed    int64     `json:"tls_resumed"`
-	Objects       int64     `json:"objects"`
-	BodyBytes     int64     `json:"body_bytes"`
-	PushedBytes   int64     `json:"pushed_bytes"`
-	PushesUsed    int64     `json:"pushes_used"`
-	PushesUnused  int64     `json:"pushes_unused"`
-	Phases        Phases    `json:"phases_ms"`
-	// QUICPacketsLost is the packets the client's QUIC stack declared lost (h3), when reported.
-	QUICPacketsLost int64 `json:"quic_packets_lost"`
-	// MonotonicStartNs and MonotonicEndNs are the load's first request and last byte on
-	// CLOCK_MONOTONIC (0 when not reported).
-	MonotonicStartNs int64          `json:"monotonic_start_ns"`
-	MonotonicEndNs   int64          `json:"monotonic_end_ns"`
-	Error            *string        `json:"error"`
-	Extras           map[string]any `json:"-"` // every other field (url, mode, dns_queries, retries, …)
-}
-
-// recordFields are the fetch fields that have their own place in the record (or are the record's
-// own: protocol).
-var recordFields = map[string]bool{
-	"started_at": true, "plt_ms": true, "connections": true, "tls_handshakes": true, "tls_resumed": true,
-	"objects": true, "body_bytes": true, "pushed_bytes": true, "pushes_used": true, "pushes_unused": true,
-	"phases_ms": true, "error": true, "protocol": true, "quic_packets_lost": true,
-	"monotonic_start_ns": true, "monotonic_end_ns": true,
-}
-
-// ParseFetch decodes fetch's JSON line.
-func ParseFetch(line []byte) (*FetchResult, error) {
-	var f FetchResult
-	if err := json.Unmarshal(line, &f); err != nil {
-		return nil, fmt.Errorf("fetch output: %w", err)
-	}
-	var all map[string]any
-	if err := json.Unmarshal(line, &all); err != nil {
-		return nil, fmt.Errorf("fetch output: %w", err)
-	}
-	f.Extras = map[string]any{}
-	for k, v := range all {
-		if !recordFields[k] {
-			f.Extras[k] = v
-		}
-	}
-	// browse --json nests its extras (impl, version, on_load_ms, …) in "client": they are the
-	// record's client extras as they are.
-	if nested, ok := f.Extras["client"].(map[string]any); ok {
-		delete(f.Extras, "client")
-		for k, v := range nested {
-			f.Extras[k] = v
-		}
-	}
-	return &f, nil
-}
+// FetchResult is a loader's result (`fetch --json`, `browse --json`): the seam's LoaderResult.
+type FetchResult = seam.LoaderResult
 
 // BuildRecord makes a load's record from the loader's result (nil when the loader printed none)
 // and the load's packet window. failure, when set, is why the load failed outside the loader (the
@@ -149,11 +82,11 @@ func BuildRecord(trialID string, l Load, started time.Time, f *FetchResult, w pk
 		r.Connections, r.TLSHandshakes, r.TLSResumed = f.Connections, f.TLSHandshakes, f.TLSResumed
 		r.Objects, r.BodyBytes = f.Objects, f.BodyBytes
 		r.PushedBytes, r.PushesUsed, r.PushesUnused = f.PushedBytes, f.PushesUsed, f.PushesUnused
-		r.Phases = f.Phases.rounded()
+		r.Phases = rounded(f.Phases)
 		// QUIC encrypts its packet numbers, so the packet log cannot count h3 retransmissions: the
 		// stacks' own count of packets declared lost stands in (docs/metrics.md).
 		r.Retransmissions += f.QUICPacketsLost
-		for k, v := range f.Extras {
+		for k, v := range f.Client {
 			r.Client[k] = v
 		}
 		if f.Error != nil {
@@ -179,7 +112,7 @@ func ms(d time.Duration) float64 { return round3(float64(d) / float64(time.Milli
 // round3 keeps microseconds: the clocks behind these figures resolve nothing finer that matters.
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-func (p Phases) rounded() Phases {
+func rounded(p Phases) Phases {
 	return Phases{DNS: round3(p.DNS), Connect: round3(p.Connect), SSL: round3(p.SSL), Send: round3(p.Send),
 		Wait: round3(p.Wait), Receive: round3(p.Receive), Blocked: round3(p.Blocked)}
 }

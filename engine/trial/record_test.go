@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/contracttest"
+	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/pktlog"
 )
 
@@ -111,10 +112,15 @@ func TestBuildRecord(t *testing.T) {
 	  "phases_ms":{"dns":40,"connect":80,"ssl":40,"send":0.1,"wait":300,"receive":400,"blocked":1.2},
 	  "dns_queries":1,"retries":0,"pushed_bytes":251284,"pushes_used":3,"pushes_unused":1,"priority":"chrome",
 	  "error":null,"monotonic_start_ns":5,"monotonic_end_ns":9,"on_load_ms":900}`
-	f, err := ParseFetch([]byte(fetchLine))
+	var summary map[string]any
+	if err := json.Unmarshal([]byte(fetchLine), &summary); err != nil {
+		t.Fatal(err)
+	}
+	lr, err := seam.NewLoaderResult(summary, 5, 9)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f := &lr
 	w := pktlog.Summary{FirstPacket: 10 * time.Millisecond, FirstRequest: 90 * time.Millisecond, LastResponse: 800 * time.Millisecond,
 		Up: pktlog.DirStats{Packets: 100, Bytes: 9000, DropsLoss: 1, Retransmissions: 1}, Down: pktlog.DirStats{Packets: 300, Bytes: 340000, DropsQueue: 2, Retransmissions: 3}}
 	r := BuildRecord("tid", Load{Index: 3, Protocol: "h2", Repetition: 1}, time.Now(), f, w, "")

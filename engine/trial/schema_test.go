@@ -120,6 +120,10 @@ func TestProtocolListsAreTheSchemas(t *testing.T) {
 	if !reflect.DeepEqual(modes["enum"], pageModes) {
 		t.Errorf("shard_mode enum %v, page.ShardModes %v", modes["enum"], pageModes)
 	}
+	conns, _ := contract.Property(contract.TrialSpec, "client", "max_connections_per_origin")
+	if max, _ := conns["maximum"].(interface{ String() string }); max == nil || max.String() != strconv.Itoa(client.MaxConnectionsPerOriginLimit) {
+		t.Errorf("client.max_connections_per_origin maximum %v, the loader's limit %d", conns["maximum"], client.MaxConnectionsPerOriginLimit)
+	}
 	shards, _ := contract.Property(contract.TrialSpec, "shards")
 	if max, _ := shards["maximum"].(interface{ String() string }); max == nil || max.String() != "64" || MaxShards != page.MaxOrigins || page.MaxOrigins != 64 {
 		t.Errorf("shards maximum %v, MaxShards %d, page.MaxOrigins %d", shards["maximum"], MaxShards, page.MaxOrigins)

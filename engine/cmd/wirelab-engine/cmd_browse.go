@@ -10,12 +10,12 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/wirelab/wirelab/engine/browser"
 	"github.com/wirelab/wirelab/engine/client"
 	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/internal/version"
 )
 
@@ -81,8 +81,11 @@ func runBrowse(args []string, stdout io.Writer) error {
 		}
 	}
 	if ba.json {
-		line, err := json.Marshal(browseJSON{Summary: res.Summary(),
-			MonotonicStartNs: clock.ns(res.StartedAt), MonotonicEndNs: clock.ns(res.StartedAt) + res.PLT.Nanoseconds()})
+		r, err := seam.NewLoaderResult(res.Summary(), clock.ns(res.StartedAt), clock.ns(res.StartedAt)+res.PLT.Nanoseconds())
+		if err != nil {
+			return err
+		}
+		line, err := json.Marshal(r)
 		if err != nil {
 			return err
 		}
@@ -100,14 +103,6 @@ func runBrowse(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// browseJSON is the --json line: the load record's loader fields, Chromium's extras in client, and
-// the load on CLOCK_MONOTONIC as fetch reports it (fetchJSON).
-type browseJSON struct {
-	browser.Summary
-	MonotonicStartNs int64 `json:"monotonic_start_ns"`
-	MonotonicEndNs   int64 `json:"monotonic_end_ns"`
-}
-
 func writeBrowserHAR(path string, res *browser.Result) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -123,24 +118,11 @@ func writeBrowserHAR(path string, res *browser.Result) error {
 func parseBrowseArgs(args []string) (*browseArgs, error) {
 	fs := flag.NewFlagSet("browse", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	proto := fs.String("proto", "", "")
-	dnsAddr := fs.String("dns", "", "")
-	resolve := fs.String("resolve", "", "")
-	spki := fs.String("spki", "", "")
-	certFile := fs.String("cert", "", "")
-	timeout := browser.DefaultTimeout
-	fs.Func("timeout", "", func(v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return errors.New("allowed: a duration > 0 such as 120s or 2m")
-		}
-		timeout = d
-		return nil
-	})
-	asJSON := fs.Bool("json", false, "")
-	harFile := fs.String("har", "", "")
-	chromium := fs.String("chromium", "", "")
-	chromiumLog := fs.Bool("chromium-log", false, "")
+	sb := seam.DefaultBrowse()
+	sb.Timeout = browser.DefaultTimeout
+	sb.Bind(fs)
+	proto, dnsAddr, resolve, spki, certFile := &sb.Proto, &sb.DNS, &sb.Resolve, &sb.SPKI, &sb.Cert
+	asJSON, harFile, chromium, chromiumLog := &sb.JSON, &sb.HAR, &sb.Chromium, &sb.ChromiumLog
 	var positional []string
 	for rest := args; ; {
 		if err := fs.Parse(rest); err != nil {
@@ -160,6 +142,7 @@ func parseBrowseArgs(args []string) (*browseArgs, error) {
 		return nil, cli.Usagef("browse: want exactly one URL, got %d arguments (%s)", len(positional), strings.Join(positional, " "))
 	}
 	ba := &browseArgs{url: positional[0], json: *asJSON, har: *harFile}
+	timeout := sb.Timeout
 	if *proto == "" {
 		return nil, cli.Usagef("--proto: required; allowed: h1, h1s, h2, h3")
 	}

@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -24,6 +23,7 @@ import (
 	"github.com/wirelab/wirelab/engine/client"
 	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/page"
 )
@@ -113,8 +113,11 @@ func runFetch(args []string, stdin io.Reader, stdout io.Writer) error {
 		}
 	}
 	if fa.json {
-		line, err := json.Marshal(fetchJSON{Summary: res.Summary(),
-			MonotonicStartNs: clock.ns(res.StartedAt), MonotonicEndNs: clock.ns(res.StartedAt) + res.PLT.Nanoseconds()})
+		r, err := seam.NewLoaderResult(res.Summary(), clock.ns(res.StartedAt), clock.ns(res.StartedAt)+res.PLT.Nanoseconds())
+		if err != nil {
+			return err
+		}
+		line, err := json.Marshal(r)
 		if err != nil {
 			return err
 		}
@@ -130,15 +133,6 @@ func runFetch(args []string, stdin io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("load failed: %w", res.Err)
 	}
 	return nil
-}
-
-// fetchJSON is the --json line: the load record's loader fields, and the load's first request and
-// last byte on CLOCK_MONOTONIC — the clock of every process on the machine, the emulator's packet
-// log included — so that packets can be aligned with the load (a trial cuts ToW at the end).
-type fetchJSON struct {
-	client.Summary
-	MonotonicStartNs int64 `json:"monotonic_start_ns"`
-	MonotonicEndNs   int64 `json:"monotonic_end_ns"`
 }
 
 // monotonicRef maps Go times (which carry a monotonic reading) to CLOCK_MONOTONIC nanoseconds.
@@ -177,49 +171,12 @@ func writeHAR(path string, res *client.Result) error {
 func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 	fs := flag.NewFlagSet("fetch", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	proto := fs.String("proto", "", "")
-	mode := fs.String("mode", "flat", "")
-	urls := fs.String("urls", "", "")
-	maxConns := client.DefaultMaxConnectionsPerOrigin
-	fs.Func("max-conns", "", func(v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > client.MaxConnectionsPerOriginLimit {
-			return fmt.Errorf("allowed: an integer 1–%d", client.MaxConnectionsPerOriginLimit)
-		}
-		maxConns = n
-		return nil
-	})
-	dnsAddr := fs.String("dns", "", "")
-	resolve := fs.String("resolve", "", "")
-	caFile := fs.String("ca", "", "")
-	timeout := client.DefaultTimeout
-	fs.Func("timeout", "", func(v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return errors.New("allowed: a duration > 0 such as 120s or 2m")
-		}
-		timeout = d
-		return nil
-	})
-	prio := fs.String("priority", string(client.PriorityNone), "")
-	acceptPush := fs.Bool("accept-push", true, "")
-	asJSON := fs.Bool("json", false, "")
-	harFile := fs.String("har", "", "")
-	keylog := fs.String("keylog", "", "")
-	anyTarget := fs.Bool("allow-any-target", false, "")
-	pageName := fs.String("page", "", "")
-	seed := fs.Int64("seed", 1, "")
-	computeScale := 1.0
-	computeSet := false
-	fs.Func("compute-scale", "", func(v string) error {
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-			return errors.New("allowed: a number ≥ 0 such as 0, 0.5, 1 or 2")
-		}
-		computeScale, computeSet = x, true
-		return nil
-	})
-
+	sf := seam.DefaultFetch()
+	sf.MaxConns, sf.Timeout = client.DefaultMaxConnectionsPerOrigin, client.DefaultTimeout
+	sf.Bind(fs)
+	proto, mode, urls, dnsAddr, resolve, caFile := &sf.Proto, &sf.Mode, &sf.URLs, &sf.DNS, &sf.Resolve, &sf.CA
+	prio, acceptPush, asJSON, harFile, keylog := &sf.Priority, &sf.AcceptPush, &sf.JSON, &sf.HAR, &sf.KeyLog
+	anyTarget, pageName, seed := &sf.AllowAnyTarget, &sf.Page, &sf.Seed
 	var positional []string
 	for rest := args; ; {
 		if err := fs.Parse(rest); err != nil {
@@ -240,6 +197,11 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 	}
 	fa := &fetchArgs{url: positional[0], json: *asJSON, har: *harFile, keylog: *keylog}
 	cfg := &fa.cfg
+	maxConns, timeout := sf.MaxConns, sf.Timeout
+	computeScale, computeSet := 1.0, sf.ComputeScale != ""
+	if computeSet {
+		computeScale, _ = strconv.ParseFloat(sf.ComputeScale, 64) // checked by the flag
+	}
 
 	if *proto == "" {
 		return nil, cli.Usagef("--proto: required; allowed: h1, h1s, h2, h2c, h3, spdy3")

@@ -140,17 +140,25 @@ func TestFetchJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
 		t.Fatal(err)
 	}
-	// The load record's field names (docs/trial-contract.md) plus the loader's own.
+	// The load record's loader fields (seam.LoaderResult), and the loader's own in client.
 	keys := make([]string, 0, len(rec))
 	for k := range rec {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{"body_bytes", "connections", "dns_queries", "error", "mode", "monotonic_end_ns", "monotonic_start_ns", "objects",
-		"phases_ms", "plt_ms", "priority", "protocol", "pushed_bytes", "pushes_unused", "pushes_used", "quic_packets_lost", "retries",
-		"started_at", "tls_handshakes", "tls_resumed", "url"}
+	want := []string{"body_bytes", "client", "connections", "error", "monotonic_end_ns", "monotonic_start_ns", "objects",
+		"phases_ms", "plt_ms", "protocol", "pushed_bytes", "pushes_unused", "pushes_used", "quic_packets_lost",
+		"started_at", "tls_handshakes", "tls_resumed"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("keys %v, want %v", keys, want)
+	}
+	extras := make([]string, 0)
+	for k := range rec["client"].(map[string]any) {
+		extras = append(extras, k)
+	}
+	sort.Strings(extras)
+	if want := []string{"dns_queries", "mode", "priority", "retries", "url"}; !reflect.DeepEqual(extras, want) {
+		t.Errorf("client %v, want %v", extras, want)
 	}
 	// The load's instants on CLOCK_MONOTONIC: end − start is the PLT, and both lie in the past.
 	var now unix.Timespec

@@ -16,6 +16,7 @@ import (
 	"github.com/wirelab/wirelab/engine/dns"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/server"
 )
 
@@ -51,28 +52,14 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	def := server.DefaultConfig()
-	pageName := fs.String("page", "", "corpus name, synthetic:NxS or page JSON file (required)")
-	seed := fs.Int64("seed", 1, "seed of the page sizes and content")
-	shards := fs.Int("shards", 1, "number of origins (1–64)")
-	shardMode := fs.String("shard-mode", "round-robin", "round-robin, tld or domain")
-	addrs := fs.String("addrs", "", "comma-separated origin addresses, one per origin (required)")
-	protocols := fs.String("protocols", "h1,h1s,h2,h2c,h3,spdy3", "protocols to serve")
-	portHTTP := fs.Int("port-http", def.PortHTTP, "TCP port of h1 and h2c (0: pick one)")
-	portHTTPS := fs.Int("port-https", def.PortHTTPS, "TCP port of h1s and h2 (0: pick one)")
-	portQUIC := fs.Int("port-quic", def.PortQUIC, "UDP port of h3 (0: pick one)")
-	mcs := fs.Int("max-concurrent-streams", def.MaxConcurrentStreams, "h2/h3 concurrent streams (1–1000)")
-	chunk := fs.Int("write-chunk-bytes", 0, "cap on each body write / DATA frame (0 or 256–1048576)")
-	tlsVersion := fs.String("tls-version", def.TLSVersion, "1.2 or 1.3 (h1s, h2)")
-	resume := fs.Bool("session-resumption", false, "issue TLS session tickets (and allow 0-RTT)")
-	keepAlive := fs.Bool("keep-alive", true, "HTTP/1.x persistent connections")
-	push := fs.String("push", "none", "server push policy (h2, h2c, spdy3): none, all, embedding-level, dependency-level:N")
-	certDir := fs.String("cert-dir", "", "directory for ca.pem, cert.pem, key.pem (default: a temporary one); removed files at exit")
-	certsFrom := fs.String("certs", "", "serve the certificates already in this directory (ca.pem, cert.pem, key.pem; left in place) instead of making new ones")
-	readyFile := fs.String("ready-file", "", "also write the ready line to this file (atomically)")
-	dnsAddr := fs.String("dns", "", "also answer DNS for *.wirelab.test on this host:port")
-	recordsFile := fs.String("records", "", "write the request records (JSON lines) to this file at exit")
-	quicStats := fs.Bool("quic-stats", false, `print {"event":"quic_closed",…} with the QUIC stack's packets sent and declared lost when an h3 connection ends`)
-	connsFile := fs.String("conns", "", "write the connection records (JSON lines: streams, most open at once, DATA frames) to this file at exit")
+	sv := seam.DefaultServe()
+	sv.PortHTTP, sv.PortHTTPS, sv.PortQUIC, sv.MaxConcurrentStreams, sv.TLSVersion = def.PortHTTP, def.PortHTTPS, def.PortQUIC, def.MaxConcurrentStreams, def.TLSVersion
+	sv.Bind(fs)
+	pageName, seed, shards, shardMode := &sv.Page, &sv.Seed, &sv.Shards, &sv.ShardMode
+	portHTTP, portHTTPS, portQUIC, mcs, chunk := &sv.PortHTTP, &sv.PortHTTPS, &sv.PortQUIC, &sv.MaxConcurrentStreams, &sv.WriteChunkBytes
+	tlsVersion, resume, keepAlive, push := &sv.TLSVersion, &sv.SessionResumption, &sv.KeepAlive, &sv.Push
+	certDir, certsFrom, readyFile, dnsAddr := &sv.CertDir, &sv.Certs, &sv.ReadyFile, &sv.DNS
+	recordsFile, quicStats, connsFile := &sv.Records, &sv.QUICStats, &sv.Conns
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, serveUsage)
@@ -88,7 +75,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if *pageName == "" {
 		return cli.Usagef("serve: --page is required")
 	}
-	if *addrs == "" {
+	if len(sv.Addrs) == 0 {
 		return cli.Usagef("serve: --addrs is required")
 	}
 	p, err := loadShardedPage(*pageName, *seed, *shards, *shardMode)
@@ -96,14 +83,14 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	cfg := server.DefaultConfig()
-	for i, a := range strings.Split(*addrs, ",") {
+	for i, a := range sv.Addrs {
 		ip, err := netip.ParseAddr(strings.TrimSpace(a))
 		if err != nil {
 			return cli.Usagef("addrs[%d]: got %q; must be an IP address", i, a)
 		}
 		cfg.Addrs = append(cfg.Addrs, ip)
 	}
-	if cfg.Protocols, err = server.ParseProtocols(*protocols); err != nil {
+	if cfg.Protocols, err = server.ParseProtocols(strings.Join(sv.Protocols, ",")); err != nil {
 		return usageIfField(err)
 	}
 	if *mcs < server.MinConcurrentStreams || *mcs > server.MaxConcurrentStreams { // 0 would mean "default" in Config

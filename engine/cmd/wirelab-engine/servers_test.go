@@ -415,9 +415,14 @@ var conformanceRowRE = regexp.MustCompile("(?m)^\\| `([a-z0-9]+)` \\| ([^|]+) \\
 
 // h2spec against every real server's h2 and h2c gives the pass counts docs/server.md documents,
 // as long as the installed versions are the documented ones (a new package version: regenerate the
-// table with `wirelab-engine servers conformance --markdown`).
+// table with `wirelab-engine servers conformance --markdown`). It takes minutes (h2spec waits up to
+// 2 s in some of its 145 cases, ×8), so it runs with `make conformance` (WIRELAB_CONFORMANCE=1),
+// not in every `make test`.
 func TestServersConformance(t *testing.T) {
 	requireRoot(t)
+	if os.Getenv("WIRELAB_CONFORMANCE") != "1" {
+		t.Skip("h2spec against every server takes minutes: make conformance runs it (WIRELAB_CONFORMANCE=1)")
+	}
 	doc, err := os.ReadFile("../../../docs/server.md")
 	if err != nil {
 		t.Fatal(err)

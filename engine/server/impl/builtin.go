@@ -1,10 +1,9 @@
 package impl
 
 import (
-	"strconv"
-	"strings"
 	"syscall"
 
+	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/server"
 )
 
@@ -54,33 +53,14 @@ func (Builtin) Provision(in *Provision) (*Launch, error) {
 	for i, a := range in.Origins {
 		addrs[i] = a.String()
 	}
-	argv := []string{in.Engine, "serve",
-		"--page", in.PageArg,
-		"--seed", strconv.FormatInt(in.Seed, 10),
-		"--shards", strconv.Itoa(in.Shards),
-		"--shard-mode", in.ShardMode,
-		"--addrs", strings.Join(addrs, ","),
-		"--protocols", strings.Join(in.Protocols, ","),
-		"--port-http", strconv.Itoa(in.Ports.HTTP),
-		"--port-https", strconv.Itoa(in.Ports.HTTPS),
-		"--port-quic", strconv.Itoa(in.Ports.QUIC),
-		"--max-concurrent-streams", strconv.Itoa(mcs),
-		"--write-chunk-bytes", strconv.Itoa(k.WriteChunkBytes),
-		"--tls-version", k.TLSVersion,
-		"--session-resumption=" + strconv.FormatBool(k.SessionResumption),
-		"--keep-alive=" + strconv.FormatBool(k.KeepAlive),
-		"--push", k.Push,
-		"--certs", in.CertDir,
-	}
-	if in.RecordsFile != "" {
-		argv = append(argv, "--records", in.RecordsFile)
-	}
-	if in.ConnsFile != "" {
-		argv = append(argv, "--conns", in.ConnsFile)
-	}
-	if in.QUICStats {
-		argv = append(argv, "--quic-stats")
-	}
+	sv := seam.DefaultServe()
+	sv.Page, sv.Seed, sv.Shards, sv.ShardMode = in.PageArg, in.Seed, in.Shards, in.ShardMode
+	sv.Addrs, sv.Protocols = addrs, in.Protocols
+	sv.PortHTTP, sv.PortHTTPS, sv.PortQUIC = in.Ports.HTTP, in.Ports.HTTPS, in.Ports.QUIC
+	sv.MaxConcurrentStreams, sv.WriteChunkBytes, sv.TLSVersion = mcs, k.WriteChunkBytes, k.TLSVersion
+	sv.SessionResumption, sv.KeepAlive, sv.Push = k.SessionResumption, k.KeepAlive, k.Push
+	sv.Certs, sv.Records, sv.Conns, sv.QUICStats = in.CertDir, in.RecordsFile, in.ConnsFile, in.QUICStats
+	argv := append([]string{in.Engine}, sv.Args()...)
 	return &Launch{
 		Argv: argv, Ready: ReadyLine, StopSignal: syscall.SIGTERM,
 		Effective: map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": k.WriteChunkBytes, "tls_version": k.TLSVersion,

@@ -1,0 +1,100 @@
+package seam
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// LoaderResult is the JSON line `fetch --json` and `browse --json` print and a trial reads: the
+// load record's loader fields, the load on CLOCK_MONOTONIC (so that the trial can place it on the
+// emulator's clock and cut ToW at its end), and the loader's extras — everything else it reports
+// (the engine loader's url, mode, dns_queries, retries, priority …; Chromium's impl, version,
+// on_load_ms …) — in Client, which becomes the record's "client" object as it is.
+type LoaderResult struct {
+	Protocol      string    `json:"protocol"`
+	StartedAt     time.Time `json:"started_at"`
+	PltMs         float64   `json:"plt_ms"`
+	Connections   int64     `json:"connections"`
+	TLSHandshakes int64     `json:"tls_handshakes"`
+	TLSResumed    int64     `json:"tls_resumed"`
+	Objects       int64     `json:"objects"`
+	BodyBytes     int64     `json:"body_bytes"`
+	PushedBytes   int64     `json:"pushed_bytes"`
+	PushesUsed    int64     `json:"pushes_used"`
+	PushesUnused  int64     `json:"pushes_unused"`
+	Phases        Phases    `json:"phases_ms"`
+	// QUICPacketsLost is the packets the client's QUIC stack declared lost (h3), when reported.
+	QUICPacketsLost int64 `json:"quic_packets_lost"`
+	// MonotonicStartNs and MonotonicEndNs are the load's first request and last byte on
+	// CLOCK_MONOTONIC (0 when not reported).
+	MonotonicStartNs int64          `json:"monotonic_start_ns"`
+	MonotonicEndNs   int64          `json:"monotonic_end_ns"`
+	Error            *string        `json:"error"`
+	Client           map[string]any `json:"client"`
+}
+
+// Phases are the HAR phases summed over a load's objects, in ms.
+type Phases struct {
+	DNS     float64 `json:"dns"`
+	Connect float64 `json:"connect"`
+	SSL     float64 `json:"ssl"`
+	Send    float64 `json:"send"`
+	Wait    float64 `json:"wait"`
+	Receive float64 `json:"receive"`
+	Blocked float64 `json:"blocked"`
+}
+
+// resultFields are LoaderResult's own JSON names (from its struct tags: declared once, above).
+var resultFields = func() map[string]bool {
+	out := map[string]bool{}
+	t := reflect.TypeOf(LoaderResult{})
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out[name] = true
+	}
+	return out
+}()
+
+// NewLoaderResult makes a loader's result from its summary (any struct that marshals to the
+// record's field names, such as client.Summary or browser.Summary): the fields LoaderResult names
+// are taken as they are, a "client" object of the summary is kept, and every other field joins
+// it.
+func NewLoaderResult(summary any, monotonicStartNs, monotonicEndNs int64) (LoaderResult, error) {
+	b, err := json.Marshal(summary)
+	if err != nil {
+		return LoaderResult{}, err
+	}
+	var r LoaderResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		return LoaderResult{}, fmt.Errorf("loader summary: %w", err)
+	}
+	var all map[string]any
+	if err := json.Unmarshal(b, &all); err != nil {
+		return LoaderResult{}, err
+	}
+	if r.Client == nil {
+		r.Client = map[string]any{}
+	}
+	for k, v := range all {
+		if !resultFields[k] {
+			r.Client[k] = v
+		}
+	}
+	r.MonotonicStartNs, r.MonotonicEndNs = monotonicStartNs, monotonicEndNs
+	return r, nil
+}
+
+// ParseLoaderResult decodes a loader's JSON line.
+func ParseLoaderResult(line []byte) (*LoaderResult, error) {
+	var r LoaderResult
+	if err := json.Unmarshal(line, &r); err != nil {
+		return nil, fmt.Errorf("loader output: %w", err)
+	}
+	if r.Client == nil {
+		r.Client = map[string]any{}
+	}
+	return &r, nil
+}
