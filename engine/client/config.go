@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -138,6 +139,10 @@ type Config struct {
 	// AllowAnyTarget lets the loader contact hosts outside loopback, 10.77.0.0/16 and
 	// *.wirelab.test. Default false: such targets are refused.
 	AllowAnyTarget bool
+	// LoopbackOnly narrows the targets to loopback addresses (a load generator outside the lab):
+	// IP literals must be loopback, names pass the URL check and every address they resolve to
+	// must be loopback, and so must the DNS server's. AllowAnyTarget overrides it.
+	LoopbackOnly bool
 	// KeyLogWriter, if set, receives TLS secrets in NSS key log format (to decrypt pcaps).
 	KeyLogWriter io.Writer
 	// UserAgent sent with every request (default "wirelab-engine").
@@ -235,6 +240,11 @@ func (c Config) withDefaults() (Config, error) {
 	if d, ok := c.Resolver.(*DNSResolver); ok && !c.AllowAnyTarget {
 		if err := checkTargetAddrPort(d.Server); err != nil {
 			return c, fmt.Errorf("client.dns: %w", err)
+		}
+		if c.LoopbackOnly {
+			if ap, err := netip.ParseAddrPort(d.Server); err != nil || !ap.Addr().Unmap().IsLoopback() {
+				return c, fmt.Errorf("client.dns: %s: %w", d.Server, ErrNotLoopback)
+			}
 		}
 	}
 	return c, nil

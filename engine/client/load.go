@@ -39,16 +39,67 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 	s := newSession(l.cfg)
 	ctx, cancel := context.WithDeadline(ctx, s.t0.Add(l.cfg.Timeout))
 	defer cancel()
+	run := &loadRun{l: l, s: s, pools: map[origin]originPool{}, res: l.newResult(root, p)}
+	run.res.StartedAt = s.wall0
+	run.run(ctx, p)
+	res := run.res
+	res.Conns = s.snapshot(nil)
+	s.abort()
+	for _, pool := range run.pools {
+		pool.close() // connections closed, their goroutines (pushes included) stopped
+	}
+	res.Pushes = s.pushes.stats()
+	l.summarise(res, s, run.all)
+	l.replayEnd(res, p, run.all)
+	return res, nil
+}
 
-	res := &Result{URL: root, Protocol: l.cfg.Protocol, Mode: l.cfg.Mode, StartedAt: s.wall0, userAgent: l.cfg.UserAgent,
-		priority: l.cfg.Priority}
-	if rp, ok := p.(*replayPlanner); ok {
-		rp.now = s.now
+// newResult is a load's Result before it starts.
+func (l *Loader) newResult(root string, p planner) *Result {
+	res := &Result{URL: root, Protocol: l.cfg.Protocol, Mode: l.cfg.Mode, userAgent: l.cfg.UserAgent, priority: l.cfg.Priority}
+	if _, ok := p.(*replayPlanner); ok {
 		res.ComputeScale = &l.cfg.ComputeScale
 	}
-	pools := map[origin]originPool{}
+	return res
+}
+
+// replayEnd: a replay ends when the last activity has finished, a trailing computation included
+// (with compute_scale 0 that is the last response's end).
+func (l *Loader) replayEnd(res *Result, p planner, all []*request) {
+	if rp, ok := p.(*replayPlanner); ok && len(all) > 0 {
+		if end, complete := rp.end(); complete {
+			res.PLT = max(res.PLT, end-all[0].issued)
+		}
+	}
+}
+
+// loadRun is one load's loop: it issues the planner's requests through the pools and hands each
+// completed request back to the planner until nothing is in flight and the planner has no
+// deadline. Every request is kept in all for the summary, or with lean only counted into res as
+// it completes (and then dropped).
+type loadRun struct {
+	l     *Loader
+	s     *session
+	pools map[origin]originPool
+	res   *Result
+	lean  bool
+	// completed, if set, sees every request as it completes, on the loop's goroutine; aborted
+	// says the load had been aborted (timeout, cancellation) when it did.
+	completed func(r *request, aborted bool)
+
+	all     []*request // issue order (not with lean)
+	first   time.Duration
+	last    time.Duration
+	started bool
+	aborted bool // the load was aborted: timeout or ctx cancelled
+}
+
+func (run *loadRun) run(ctx context.Context, p planner) {
+	s, res := run.s, run.res
+	if rp, ok := p.(*replayPlanner); ok {
+		rp.now = s.now
+	}
 	seen := map[string]bool{}
-	var all []*request
 	done := make(chan *request)
 	chunks := make(chan *request)
 	wantChunks := p.wantsChunks()
@@ -65,20 +116,25 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 			if wantChunks {
 				r.onFirstChunk = func(r *request) { chunks <- r }
 			}
-			all = append(all, r)
+			if !run.started {
+				run.started, run.first, run.last = true, r.issued, r.issued
+			}
+			if !run.lean {
+				run.all = append(run.all, r)
+			}
 			inflight++
 			if err == nil {
-				err = l.admit(r)
+				err = run.l.admit(r)
 			}
 			if err != nil {
 				go func() { r.finish(s.now(), err); done <- r }()
 				continue
 			}
 			r.prio, r.signal = s.pri.of(r.url, r.kind)
-			pool := pools[r.origin]
+			pool := run.pools[r.origin]
 			if pool == nil {
 				pool = newPool(s, r.origin)
-				pools[r.origin] = pool
+				run.pools[r.origin] = pool
 			}
 			push := s.pushes.claim(key)
 			go func() {
@@ -91,14 +147,13 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 	}
 
 	issue(p.start())
-	aborted := false
 	expired := ctx.Done()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	for {
 		var timerC <-chan time.Time
-		if !aborted {
+		if !run.aborted {
 			if at, ok := p.nextDeadline(); ok {
 				timer.Reset(max(at-s.now(), 0))
 				timerC = timer.C
@@ -110,40 +165,41 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 		select {
 		case r := <-done:
 			inflight--
-			if r.err != nil && res.Err == nil && !aborted {
+			if r.err != nil && res.Err == nil && !run.aborted {
 				res.Err = r.err
 			}
-			if !aborted {
+			if run.lean {
+				run.count(r)
+			}
+			if run.completed != nil {
+				run.completed(r, run.aborted)
+			}
+			if !run.aborted {
 				issue(p.completed(r))
 			}
 		case r := <-chunks:
-			if !aborted {
+			if !run.aborted {
 				issue(p.firstChunk(r))
 			}
 		case <-timerC:
 			issue(p.timer(s.now()))
 		case <-expired:
-			aborted, expired = true, nil
-			res.Err = loadAbortError(ctx, l.cfg)
+			run.aborted, expired = true, nil
+			res.Err = loadAbortError(ctx, run.l.cfg)
 			s.abort() // in-flight requests now fail fast; drain them
 		}
 	}
-	timer.Stop()
-	res.Conns = s.snapshot()
-	s.abort()
-	for _, pool := range pools {
-		pool.close() // connections closed, their goroutines (pushes included) stopped
+}
+
+// count adds a completed request to the lean totals (what summarise computes from all).
+func (run *loadRun) count(r *request) {
+	res := run.res
+	run.last = max(run.last, r.end)
+	if r.err == nil {
+		res.Objects++
 	}
-	res.Pushes = s.pushes.stats()
-	l.summarise(res, s, all)
-	if rp, ok := p.(*replayPlanner); ok && len(all) > 0 {
-		// Replay: the load ends when the last activity has finished, a trailing computation
-		// included (with compute_scale 0 that is the last response's end).
-		if end, complete := rp.end(); complete {
-			res.PLT = max(res.PLT, end-all[0].issued)
-		}
-	}
-	return res, nil
+	res.BodyBytes += r.bodyBytes
+	res.Retries += r.retries
 }
 
 func loadAbortError(ctx context.Context, cfg Config) error {
@@ -205,10 +261,13 @@ func (l *Loader) checkURL(u *url.URL) error {
 	if want := l.cfg.Protocol.Scheme(); o.scheme != want {
 		return fmt.Errorf("scheme %s does not match protocol %s (which needs %s URLs)", o.scheme, l.cfg.Protocol, want)
 	}
-	if !l.cfg.AllowAnyTarget {
-		return CheckTarget(o.host)
+	switch {
+	case l.cfg.AllowAnyTarget:
+		return nil
+	case l.cfg.LoopbackOnly:
+		return checkLoopbackHost(o.host)
 	}
-	return nil
+	return CheckTarget(o.host)
 }
 
 // admit checks a discovered request before it is sent.
@@ -235,7 +294,7 @@ func (l *Loader) summarise(res *Result, s *session, all []*request) {
 		res.PLT = last - first
 		res.StartedAt = s.wall0.Add(first)
 	}
-	res.Connections = len(res.Conns)
+	res.Connections = 0
 	for _, c := range res.Conns {
 		res.QUICPacketsLost += int64(c.PacketsLost)
 	}
@@ -243,6 +302,10 @@ func (l *Loader) summarise(res *Result, s *session, all []*request) {
 		res.Conns[i].OpenedMS -= ms(first)
 	}
 	for _, c := range res.Conns {
+		if c.Kept {
+			continue // a Tab's connection from an earlier load: not opened by this one
+		}
+		res.Connections++
 		if c.TLSVersion == "" {
 			continue
 		}

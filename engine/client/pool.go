@@ -12,6 +12,10 @@ type originPool interface {
 	do(ctx context.Context, r *request)
 	// close closes the pool's connections and waits for their goroutines.
 	close()
+	// usable reports whether the pool can carry a Tab's next load: false once its connection
+	// failed to open, failed, or was ended by the server (the Tab then closes it and starts a new
+	// pool for the origin).
+	usable() bool
 }
 
 func newPool(s *session, o origin) originPool {
@@ -39,15 +43,31 @@ type singleConn[C any] struct {
 	err   error
 }
 
+// renewal lets a Tab's pool replace its connection when it was kept from an earlier load and has
+// died since (the server closed it while the tab was idle): stale reports that, retire closes it.
+type renewal[C any] struct {
+	stale  func(C) bool
+	retire func(C)
+}
+
 // get returns the connection, opening it with open (on behalf of the caller) if it is the first.
-// opened reports whether this call opened it.
-func (p *singleConn[C]) get(ctx context.Context, open func() (C, error)) (c C, opened bool, err error) {
+// opened reports whether this call opened it. With rn (a Tab's pools; nil otherwise) a stale
+// connection is retired and a new one opened in its place.
+func (p *singleConn[C]) get(ctx context.Context, open func() (C, error), rn *renewal[C]) (c C, opened bool, err error) {
 	p.mu.Lock()
+	var retired C
+	renewed := false
+	if p.state == 2 && p.err == nil && rn != nil && rn.stale(p.conn) {
+		retired, renewed, p.state = p.conn, true, 0
+	}
 	switch p.state {
 	case 0:
 		p.state = 1
 		p.ready = make(chan struct{})
 		p.mu.Unlock()
+		if renewed {
+			rn.retire(retired)
+		}
 		c, err := open()
 		p.mu.Lock()
 		p.conn, p.err, p.state = c, err, 2
@@ -66,6 +86,28 @@ func (p *singleConn[C]) get(ctx context.Context, open func() (C, error)) (c C, o
 	}
 	defer p.mu.Unlock()
 	return p.conn, false, p.err
+}
+
+// usable reports whether the connection (if any) may carry another load: none was opened yet, or
+// it is open and not broken.
+func (p *singleConn[C]) usable(broken func(C) bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch p.state {
+	case 0:
+		return true
+	case 2:
+		return p.err == nil && !broken(p.conn)
+	}
+	return false
+}
+
+// resend decides whether a request that failed on a connection opened by an earlier load of a
+// Tab is sent again on a new connection: once, when no response had begun and the connection has
+// died meanwhile (the server closed it while the tab was idle), as browsers do for idempotent
+// requests.
+func (s *session) resend(ctx context.Context, rec *connRecord, r *request, broken bool) bool {
+	return s.keep && broken && rec.load < s.load && r.firstByte == unset && r.retries == 0 && ctx.Err() == nil
 }
 
 // current is the connection if one was opened successfully.

@@ -27,7 +27,7 @@ type h1Pool struct {
 	mu      sync.Mutex
 	open    int // connections open or being opened
 	idle    []*h1Conn
-	all     []*h1Conn
+	all     []*h1Conn // open connections
 	waiters []chan h1Grant
 }
 
@@ -97,7 +97,7 @@ func (p *h1Pool) acquire(ctx context.Context, r *request, fresh bool) (*h1Conn, 
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
 		if fresh {
-			c.conn.Close() // its place is ours
+			p.drop(c) // its place is ours
 			return p.dial(ctx, r)
 		}
 		return c, nil
@@ -116,7 +116,7 @@ func (p *h1Pool) acquire(ctx context.Context, r *request, fresh bool) (*h1Conn, 
 			return g.conn, nil
 		}
 		if g.conn != nil {
-			g.conn.conn.Close() // its place is ours
+			p.drop(g.conn) // its place is ours
 		}
 		return p.dial(ctx, r)
 	case <-ctx.Done():
@@ -165,9 +165,23 @@ func (p *h1Pool) release(c *h1Conn) {
 
 // discard closes a connection that cannot be reused and frees its place.
 func (p *h1Pool) discard(c *h1Conn) {
-	c.conn.Close()
+	p.drop(c)
 	p.forget()
 }
+
+// drop closes a connection and removes it from the pool's list (its place is not freed).
+func (p *h1Pool) drop(c *h1Conn) {
+	c.conn.Close()
+	p.mu.Lock()
+	if i := slices.Index(p.all, c); i >= 0 {
+		p.all = slices.Delete(p.all, i, i+1)
+	}
+	p.mu.Unlock()
+}
+
+// usable: an HTTP/1.1 pool always is; a kept connection the server has closed meanwhile is
+// replaced when a request finds it broken (do).
+func (p *h1Pool) usable() bool { return true }
 
 // forget frees the place of a closed or never-opened connection: the longest waiter may open one.
 func (p *h1Pool) forget() {

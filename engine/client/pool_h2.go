@@ -40,30 +40,50 @@ func newH2Pool(s *session, o origin) *h2Pool { return &h2Pool{s: s, o: o} }
 var errRefusedStream = errors.New("stream refused by the server (REFUSED_STREAM)")
 
 func (p *h2Pool) do(ctx context.Context, r *request) {
-	c, opened, err := p.single.get(ctx, func() (*h2Conn, error) {
-		c, err := p.dial(ctx, r)
-		if err == nil {
-			c.reserve() // the opener's request goes first, whatever the stream limit
-		}
-		return c, err
-	})
-	if err != nil {
-		r.finish(p.s.now(), err)
-		return
-	}
-	reserved := opened
 	for {
-		end, err := c.roundTrip(ctx, r, reserved)
-		reserved = false
-		if errors.Is(err, errRefusedStream) && r.retries < 10 && ctx.Err() == nil {
-			r.retries++
-			r.resetExchange()
-			continue
+		c, opened, err := p.single.get(ctx, func() (*h2Conn, error) {
+			c, err := p.dial(ctx, r)
+			if err == nil {
+				c.reserve() // the opener's request goes first, whatever the stream limit
+			}
+			return c, err
+		}, p.renewal())
+		if err != nil {
+			r.finish(p.s.now(), err)
+			return
 		}
-		r.finish(end, err)
-		return
+		reserved := opened
+		for {
+			end, err := c.roundTrip(ctx, r, reserved)
+			reserved = false
+			if errors.Is(err, errRefusedStream) && r.retries < 10 && ctx.Err() == nil {
+				r.retries++
+				r.resetExchange()
+				continue
+			}
+			if err != nil && p.s.resend(ctx, c.rec, r, c.broken()) {
+				break // once more, on a new connection
+			}
+			r.finish(end, err)
+			return
+		}
+		r.retries++
+		r.reset()
 	}
 }
+
+// renewal is how a Tab's pool replaces a dead connection kept from an earlier load.
+func (p *h2Pool) renewal() *renewal[*h2Conn] {
+	if !p.s.keep {
+		return nil
+	}
+	return &renewal[*h2Conn]{
+		stale:  func(c *h2Conn) bool { return c.rec.load < p.s.load && c.broken() },
+		retire: func(c *h2Conn) { c.conn.Close() },
+	}
+}
+
+func (p *h2Pool) usable() bool { return p.single.usable((*h2Conn).broken) }
 
 func (p *h2Pool) dial(ctx context.Context, r *request) (*h2Conn, error) {
 	alpn := ""
@@ -627,6 +647,14 @@ func (c *h2Conn) pushPromise(f *http2.PushPromiseFrame, now time.Duration) error
 		c.rec.update(func(ci *Conn) { ci.PriorityUpdates++ })
 	}
 	return nil
+}
+
+// broken reports whether the connection can carry no new stream: it failed, or the server sent
+// GOAWAY.
+func (c *h2Conn) broken() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dead != nil || c.goAway
 }
 
 // fail ends the connection: every open stream and every waiting request fails with err.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
@@ -36,31 +37,60 @@ type h3Conn struct {
 func newH3Pool(s *session, o origin) *h3Pool { return &h3Pool{s: s, o: o} }
 
 func (p *h3Pool) do(ctx context.Context, r *request) {
-	var str *http3.RequestStream
-	c, opened, err := p.single.get(ctx, func() (*h3Conn, error) {
-		c, err := p.dial(ctx, r)
+	for {
+		var str *http3.RequestStream
+		c, opened, err := p.single.get(ctx, func() (*h3Conn, error) {
+			c, err := p.dial(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			// The opening request's stream is opened before anyone else can ask for one.
+			str, err = c.cc.OpenRequestStream(ctx)
+			return c, err
+		}, p.renewal())
 		if err != nil {
-			return nil, err
+			r.finish(p.s.now(), err)
+			return
 		}
-		// The opening request's stream is opened before anyone else can ask for one.
-		str, err = c.cc.OpenRequestStream(ctx)
-		return c, err
-	})
-	if err != nil {
+		if !opened {
+			if str, err = c.cc.OpenRequestStream(ctx); err != nil {
+				if p.s.resend(ctx, c.rec, r, c.broken()) {
+					r.retries++
+					r.reset()
+					continue
+				}
+				r.finish(p.s.now(), fmt.Errorf("h3: open stream: %w", err))
+				return
+			}
+		}
+		r.conn = c.rec.info.ID
+		r.sendStart = p.s.now()
+		err = c.roundTrip(p.s, r, str)
+		if err != nil && p.s.resend(ctx, c.rec, r, c.broken()) {
+			r.retries++
+			r.reset()
+			continue
+		}
 		r.finish(p.s.now(), err)
 		return
 	}
-	if !opened {
-		if str, err = c.cc.OpenRequestStream(ctx); err != nil {
-			r.finish(p.s.now(), fmt.Errorf("h3: open stream: %w", err))
-			return
-		}
-	}
-	r.conn = c.rec.info.ID
-	r.sendStart = p.s.now()
-	err = c.roundTrip(p.s, r, str)
-	r.finish(p.s.now(), err)
 }
+
+// renewal is how a Tab's pool replaces a dead connection kept from an earlier load.
+func (p *h3Pool) renewal() *renewal[*h3Conn] {
+	if !p.s.keep {
+		return nil
+	}
+	return &renewal[*h3Conn]{
+		stale:  func(c *h3Conn) bool { return c.rec.load < p.s.load && c.broken() },
+		retire: func(c *h3Conn) { c.closer.Close() },
+	}
+}
+
+func (p *h3Pool) usable() bool { return p.single.usable((*h3Conn).broken) }
+
+// broken reports whether the QUIC connection has ended (closed by either side, idle timeout).
+func (c *h3Conn) broken() bool { return c.qconn.Context().Err() != nil }
 
 // dial opens the QUIC connection: the whole handshake (which carries TLS 1.3) is both connect and
 // ssl.
@@ -80,7 +110,8 @@ func (p *h3Pool) dial(ctx context.Context, r *request) (*h3Conn, error) {
 		return nil, err
 	}
 	raddr := net.UDPAddrFromAddrPort(netipAddrPort(addr, p.o.port))
-	closer := &quicCloser{udp: udp}
+	closer := &quicCloser{udp: udp, gauge: p.s.gauge}
+	p.s.gauge.count(1, 0)
 	rec, err := p.s.register(p.o, r.connectStart, closer, udp.LocalAddr(), raddr)
 	if err != nil {
 		return nil, err
@@ -180,9 +211,11 @@ func (c *h3Conn) roundTrip(s *session, r *request, str *http3.RequestStream) err
 // quicCloser closes a QUIC connection (CONNECTION_CLOSE, no error) and then its UDP socket; before
 // the handshake has completed it closes the socket, which ends the handshake.
 type quicCloser struct {
-	mu    sync.Mutex
-	udp   *net.UDPConn
-	qconn *quic.Conn
+	mu     sync.Mutex
+	udp    *net.UDPConn
+	qconn  *quic.Conn
+	closed atomic.Bool
+	gauge  *ConnGauge
 }
 
 func (q *quicCloser) set(c *quic.Conn) {
@@ -198,5 +231,10 @@ func (q *quicCloser) Close() error {
 	if qconn != nil {
 		qconn.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
 	}
+	if q.closed.CompareAndSwap(false, true) {
+		q.gauge.count(0, 1)
+	}
 	return q.udp.Close()
 }
+
+func (q *quicCloser) isClosed() bool { return q.closed.Load() }

@@ -38,15 +38,39 @@ const spdyMaxConcurrentStreams = 1000
 func newSPDYPool(s *session, o origin) *spdyPool { return &spdyPool{s: s, o: o} }
 
 func (p *spdyPool) do(ctx context.Context, r *request) {
-	c, _, err := p.single.get(ctx, func() (*spdyConn, error) { return p.dial(ctx, r) })
-	if err != nil {
+	for {
+		c, _, err := p.single.get(ctx, func() (*spdyConn, error) { return p.dial(ctx, r) }, p.renewal())
+		if err != nil {
+			r.finish(p.s.now(), err)
+			return
+		}
+		r.conn = c.rec.info.ID
+		err = c.roundTrip(ctx, p.s, r)
+		if err != nil && p.s.resend(ctx, c.rec, r, c.broken()) {
+			r.retries++
+			r.reset()
+			continue
+		}
 		r.finish(p.s.now(), err)
 		return
 	}
-	r.conn = c.rec.info.ID
-	err = c.roundTrip(ctx, p.s, r)
-	r.finish(p.s.now(), err)
 }
+
+// renewal is how a Tab's pool replaces a dead connection kept from an earlier load.
+func (p *spdyPool) renewal() *renewal[*spdyConn] {
+	if !p.s.keep {
+		return nil
+	}
+	return &renewal[*spdyConn]{
+		stale:  func(c *spdyConn) bool { return c.rec.load < p.s.load && c.broken() },
+		retire: func(c *spdyConn) { c.cc.Close(); c.cancel(); c.pushers.Wait() },
+	}
+}
+
+func (p *spdyPool) usable() bool { return p.single.usable((*spdyConn).broken) }
+
+// broken reports whether the session has ended or is ending.
+func (c *spdyConn) broken() bool { return c.cc.Closed() }
 
 // dial opens the TLS connection (dns, connect and ssl are the opening request's) and starts the
 // SPDY session on it.

@@ -55,6 +55,14 @@ func (c *pushCache) promise(u *url.URL, o origin, conn int, id int64, now time.D
 	return p
 }
 
+// reset empties the cache for a Tab's next load: what was pushed or requested in an earlier load
+// is forgotten (a push still arriving fills its own entry, which nobody adopts).
+func (c *pushCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.byURL, c.all, c.refused, c.requested = map[string]*pushed{}, nil, 0, map[string]bool{}
+}
+
 // finish ends a push's exchange at now (err: it failed or was reset).
 func (p *pushed) finish(now time.Duration, err error) {
 	p.err = err

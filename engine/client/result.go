@@ -80,6 +80,9 @@ type Conn struct {
 	// packet numbers: a capture cannot count retransmissions).
 	PacketsLost uint64 `json:"packets_lost,omitempty"`
 	Error       string `json:"error,omitempty"` // why it failed, if it did
+	// Kept: a Tab's connection opened by an earlier load and used by this one (OpenedMS is then
+	// negative, Requests counts the earlier loads' too).
+	Kept bool `json:"kept,omitempty"`
 }
 
 // Phases are the per-phase sums over entries, in ms (HAR semantics: -1 values are skipped; connect includes ssl).
@@ -112,7 +115,8 @@ type Result struct {
 	StartedAt time.Time // wall clock of the first request
 	// PLT is the page load time: from the instant the first request was issued (before its DNS
 	// lookup and connection) to the instant the last response completed, on the monotonic clock.
-	PLT           time.Duration
+	PLT time.Duration
+	// Connections is the number of connections the load opened (a Tab's kept ones not counted).
 	Connections   int
 	TLSHandshakes int // full handshakes
 	TLSResumed    int // resumed handshakes

@@ -11,22 +11,30 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// session is the state of one load shared by its origin pools: the load clock, the name cache
-// and the registry of connections (so that an aborted load closes them all). Nothing in it
-// outlives the load.
+// session is the state shared by the origin pools of one load (Loader.Load) or of a Tab's loads:
+// the clock, the name cache and the registry of connections (so that an aborted load closes them
+// all). A Loader.Load session serves one load; a Tab's keeps its connections and names from one
+// load to the next (keep) until the Tab closes it.
 type session struct {
 	cfg    Config
-	t0     time.Time // monotonic origin of the load clock
+	t0     time.Time // monotonic origin of the session clock
 	wall0  time.Time // the same instant, wall clock
 	dns    *lookupCache
 	pri    *prioritiser
-	pushes *pushCache // pushed responses (when Config.AcceptPush and the protocol has push)
+	pushes *pushCache // pushed responses of the current load (when Config.AcceptPush and the protocol has push)
+	keep   bool       // a Tab's: connections outlive a load
+	gauge  *ConnGauge // counts the connections opened and closed (nil: not counted)
+	// load numbers the session's loads from 1; it changes only between loads (no request in
+	// flight), before the next load's request goroutines start.
+	load int
 
 	mu      sync.Mutex
-	conns   []*connRecord
+	conns   []*connRecord // registered during the current load
+	nextID  int           // the next connection id
 	aborted bool
 }
 
@@ -34,6 +42,7 @@ type session struct {
 type connRecord struct {
 	info   Conn
 	closer io.Closer
+	load   int           // the session load that opened it
 	mu     sync.Mutex    // guards info and lost after registration
 	lost   func() uint64 // h3: packets the QUIC stack declared lost so far
 }
@@ -41,10 +50,81 @@ type connRecord struct {
 func newSession(cfg Config) *session {
 	now := time.Now()
 	return &session{cfg: cfg, t0: now, wall0: now, dns: newLookupCache(cfg.Resolver),
-		pri: newPrioritiser(cfg), pushes: newPushCache()}
+		pri: newPrioritiser(cfg), pushes: newPushCache(), load: 1, nextID: 1}
 }
 
-// now is the load clock: time since the load started, monotonic.
+// nextLoad starts the session's next load (a Tab's): closed connections leave the registry and
+// the push cache starts empty.
+func (s *session) nextLoad() {
+	s.mu.Lock()
+	s.conns = slices.DeleteFunc(s.conns, (*connRecord).isClosed)
+	s.mu.Unlock()
+	s.pushes.reset()
+	s.load++
+}
+
+// track wraps a new connection so that its Close is seen (a Tab's registry, a ConnGauge). A
+// Loader.Load session needs neither and keeps the connection as it is.
+func (s *session) track(c net.Conn) net.Conn {
+	if !s.keep && s.gauge == nil {
+		return c
+	}
+	s.gauge.count(1, 0)
+	return &trackedConn{Conn: c, gauge: s.gauge}
+}
+
+// trackedConn reports its first Close to the session's gauge and registry.
+type trackedConn struct {
+	net.Conn
+	closed atomic.Bool
+	gauge  *ConnGauge
+}
+
+func (c *trackedConn) Close() error {
+	if c.closed.CompareAndSwap(false, true) {
+		c.gauge.count(0, 1)
+	}
+	return c.Conn.Close()
+}
+
+func (c *trackedConn) isClosed() bool { return c.closed.Load() }
+
+// ConnGauge counts the transport connections (TCP connections; h3: QUIC connections, each on its
+// own UDP socket) that Tabs sharing it open and close. Safe for concurrent use; a nil *ConnGauge
+// counts nothing.
+type ConnGauge struct{ opened, closed atomic.Int64 }
+
+func (g *ConnGauge) count(opened, closed int64) {
+	if g != nil {
+		g.opened.Add(opened)
+		g.closed.Add(closed)
+	}
+}
+
+// Opened is how many connections were opened so far.
+func (g *ConnGauge) Opened() int64 {
+	if g == nil {
+		return 0
+	}
+	return g.opened.Load()
+}
+
+// Open is how many are open now.
+func (g *ConnGauge) Open() int64 {
+	if g == nil {
+		return 0
+	}
+	return g.opened.Load() - g.closed.Load()
+}
+
+// opened is how many connections the session has registered.
+func (s *session) opened() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nextID - 1
+}
+
+// now is the session clock: time since the session started, monotonic.
 func (s *session) now() time.Duration { return time.Since(s.t0) }
 
 var errAborted = errors.New("load aborted")
@@ -58,10 +138,11 @@ func (s *session) register(o origin, opened time.Duration, c io.Closer, local, r
 		c.Close()
 		return nil, errAborted
 	}
-	rec := &connRecord{closer: c, info: Conn{
-		ID: len(s.conns) + 1, Origin: o.String(), Protocol: s.cfg.Protocol.wireName(),
+	rec := &connRecord{closer: c, load: s.load, info: Conn{
+		ID: s.nextID, Origin: o.String(), Protocol: s.cfg.Protocol.wireName(),
 		Local: local.String(), Remote: remote.String(), OpenedMS: ms(opened),
 	}}
+	s.nextID++
 	s.conns = append(s.conns, rec)
 	return rec, nil
 }
@@ -77,14 +158,16 @@ func (s *session) abort() {
 	}
 }
 
-// snapshot describes the connections opened so far, in the order they were opened.
-func (s *session) snapshot() []Conn {
+// snapshot describes the connections the current load opened and, of those kept from earlier
+// loads (a Tab's), the ones in used, in the order they were opened.
+func (s *session) snapshot(used map[int]bool) []Conn {
 	s.mu.Lock()
-	conns := slices.Clone(s.conns)
+	conns := slices.DeleteFunc(slices.Clone(s.conns), func(c *connRecord) bool { return c.load != s.load && !used[c.info.ID] })
 	s.mu.Unlock()
 	out := make([]Conn, len(conns))
 	for i, c := range conns {
 		out[i] = c.snapshot()
+		out[i].Kept = c.load != s.load
 	}
 	return out
 }
@@ -95,6 +178,12 @@ func (s *session) closing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.aborted
+}
+
+// isClosed reports whether the connection is known to be closed (tracked connections only).
+func (rec *connRecord) isClosed() bool {
+	c, ok := rec.closer.(interface{ isClosed() bool })
+	return ok && c.isClosed()
 }
 
 func (rec *connRecord) update(f func(*Conn)) {
@@ -127,8 +216,11 @@ func (s *session) resolve(ctx context.Context, o origin, r *request) (netip.Addr
 }
 
 func (s *session) checkAddr(a netip.Addr, host string) error {
-	if s.cfg.AllowAnyTarget {
+	switch {
+	case s.cfg.AllowAnyTarget:
 		return nil
+	case s.cfg.LoopbackOnly:
+		return checkLoopback(a, host)
 	}
 	return checkAddr(a, host)
 }
@@ -157,6 +249,7 @@ func (s *session) dialTCP(ctx context.Context, o origin, r *request, alpn string
 	if err != nil {
 		return nil, nil, err
 	}
+	raw = s.track(raw)
 	rec, err := s.register(o, r.connectStart, raw, raw.LocalAddr(), raw.RemoteAddr())
 	if err != nil {
 		return nil, nil, err

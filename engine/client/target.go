@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -50,6 +51,28 @@ func checkAddr(a netip.Addr, host string) error {
 		return nil
 	}
 	return fmt.Errorf("host %q resolved to %s: %w", host, a, ErrNotLabTarget)
+}
+
+// ErrNotLoopback is wrapped by every refusal under Config.LoopbackOnly.
+var ErrNotLoopback = errors.New("not a loopback address")
+
+// checkLoopbackHost is the URL check under Config.LoopbackOnly: an IP literal must be loopback; a name
+// passes here and its addresses are checked once resolved.
+func checkLoopbackHost(host string) error {
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return checkLoopback(a, host)
+	}
+	return nil
+}
+
+func checkLoopback(a netip.Addr, host string) error {
+	if a.Unmap().IsLoopback() {
+		return nil
+	}
+	if host == a.String() {
+		return fmt.Errorf("%s: %w", a, ErrNotLoopback)
+	}
+	return fmt.Errorf("host %q resolved to %s: %w", host, a, ErrNotLoopback)
 }
 
 // checkTargetAddrPort checks a host:port whose host must be an IP address.

@@ -663,5 +663,15 @@ func (cc *ClientConn) Close() error {
 	return cc.closeErr
 }
 
+// Closed reports whether the session has ended or is ending (closed by either side, a transport
+// error): no new request can be sent on it. Done closes a little later, when the session's
+// goroutines have finished.
+func (cc *ClientConn) Closed() bool {
+	s := cc.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed || s.closing
+}
+
 // Done is closed when the session has ended.
 func (cc *ClientConn) Done() <-chan struct{} { return cc.s.done }

@@ -1,0 +1,298 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// serverConns is the number of transport connections the site's servers accepted, per origin.
+func serverConns(s *site) []int64 {
+	out := make([]int64, len(s.servers))
+	for i, srv := range s.servers {
+		out[i] = srv.stats.conns.Load()
+	}
+	return out
+}
+
+func tabLoad(t *testing.T, tab *Tab, s *site) *Result {
+	t.Helper()
+	res, err := tab.Load(context.Background(), s.root(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestTabKeepsConnections: three loads on one Tab fetch the whole page each time over the
+// connections of the first (h2, h2c, h3, spdy3: one per origin over all loads; HTTP/1.x at most
+// six per origin over all loads), with the same discovery and timings as Loader.Load.
+func TestTabKeepsConnections(t *testing.T) {
+	for _, proto := range Protocols {
+		t.Run(string(proto), func(t *testing.T) {
+			t.Parallel()
+			s := newSite(t, proto, 2, 30, serverOpts{})
+			l, err := New(s.config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			gauge := &ConnGauge{}
+			tab := l.NewTab(TabOptions{Conns: gauge})
+			defer tab.Close()
+			for i := range 3 {
+				res := tabLoad(t, tab, s)
+				checkComplete(t, res, s.page.want)
+				checkTimings(t, res)
+				if i > 0 && res.Connections != 0 {
+					t.Errorf("load %d opened %d connections; the tab's were kept", i+1, res.Connections)
+				}
+				if i > 0 && (res.TLSHandshakes != 0 || res.DNSQueries != 0) {
+					t.Errorf("load %d: %d TLS handshakes, %d DNS queries; want none", i+1, res.TLSHandshakes, res.DNSQueries)
+				}
+			}
+			for i, n := range serverConns(s) {
+				switch proto {
+				case H1, H1S:
+					if n < 1 || n > 6 {
+						t.Errorf("origin %d accepted %d connections over 3 loads, want 1–6", i+1, n)
+					}
+				default:
+					if n != 1 {
+						t.Errorf("origin %d accepted %d connections over 3 loads, want 1", i+1, n)
+					}
+				}
+			}
+			var total int64
+			for _, n := range serverConns(s) {
+				total += n
+			}
+			if gauge.Opened() != total || gauge.Open() != total {
+				t.Errorf("gauge: %d opened, %d open; the servers accepted %d", gauge.Opened(), gauge.Open(), total)
+			}
+			tab.Close()
+			if gauge.Open() != 0 {
+				t.Errorf("gauge: %d connections open after Close", gauge.Open())
+			}
+		})
+	}
+}
+
+// TestTabFresh: with Fresh every load opens its own connections, as Loader.Load does.
+func TestTabFresh(t *testing.T) {
+	for _, proto := range []Protocol{H1S, H2, H3} {
+		t.Run(string(proto), func(t *testing.T) {
+			t.Parallel()
+			s := newSite(t, proto, 1, 10, serverOpts{})
+			l, err := New(s.config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			gauge := &ConnGauge{}
+			tab := l.NewTab(TabOptions{Fresh: true, Conns: gauge})
+			opened := 0
+			for range 3 {
+				res := tabLoad(t, tab, s)
+				checkComplete(t, res, s.page.want)
+				if res.Connections < 1 || res.TLSHandshakes != res.Connections {
+					t.Errorf("%d connections, %d TLS handshakes; want ≥ 1, one each", res.Connections, res.TLSHandshakes)
+				}
+				opened += res.Connections
+				if gauge.Open() != 0 {
+					t.Errorf("%d connections still open after a fresh load", gauge.Open())
+				}
+			}
+			if n := serverConns(s)[0]; n != int64(opened) {
+				t.Errorf("the server accepted %d connections, the loads opened %d", n, opened)
+			}
+		})
+	}
+}
+
+// TestTabLean: a lean load has no entries but the same totals, and OnRequest sees every request.
+func TestTabLean(t *testing.T) {
+	for _, proto := range []Protocol{H1, H2, H3} {
+		t.Run(string(proto), func(t *testing.T) {
+			t.Parallel()
+			s := newSite(t, proto, 2, 20, serverOpts{})
+			l, err := New(s.config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seen []RequestStats
+			tab := l.NewTab(TabOptions{Lean: true, OnRequest: func(st RequestStats) { seen = append(seen, st) }})
+			defer tab.Close()
+			want, wantBytes := len(s.page.want), int64(0)
+			for _, n := range s.page.want {
+				wantBytes += int64(n)
+			}
+			for i := range 2 {
+				seen = seen[:0]
+				res := tabLoad(t, tab, s)
+				if res.Err != nil || res.Objects != want || res.BodyBytes != wantBytes {
+					t.Fatalf("load %d: %v, %d objects %d bytes; want %d and %d", i+1, res.Err, res.Objects, res.BodyBytes, want, wantBytes)
+				}
+				if res.Entries != nil || res.Conns != nil {
+					t.Errorf("lean load kept %d entries and %d connections", len(res.Entries), len(res.Conns))
+				}
+				if res.PLT <= 0 {
+					t.Errorf("PLT %v", res.PLT)
+				}
+				if i == 0 && res.Connections < 2 || i == 1 && res.Connections != 0 {
+					t.Errorf("load %d opened %d connections", i+1, res.Connections)
+				}
+				if len(seen) != want {
+					t.Fatalf("OnRequest saw %d requests, the page has %d objects", len(seen), want)
+				}
+				var bytes int64
+				for _, st := range seen {
+					bytes += st.BodyBytes
+					if st.Err != nil || st.Status != 200 || st.Aborted || st.Exchange < 0 || st.Exchange > st.Time || st.Time > res.PLT {
+						t.Errorf("request stats %+v (PLT %v)", st, res.PLT)
+					}
+				}
+				if bytes != wantBytes {
+					t.Errorf("OnRequest saw %d body bytes, want %d", bytes, wantBytes)
+				}
+			}
+		})
+	}
+}
+
+// TestTabServerClosedIdle: when the server closes the tab's connections between loads (an idle
+// timeout), the next load completes over new ones, without errors.
+func TestTabServerClosedIdle(t *testing.T) {
+	for _, proto := range Protocols {
+		t.Run(string(proto), func(t *testing.T) {
+			t.Parallel()
+			s := newSite(t, proto, 1, 10, serverOpts{})
+			l, err := New(s.config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tab := l.NewTab(TabOptions{})
+			defer tab.Close()
+			checkComplete(t, tabLoad(t, tab, s), s.page.want)
+			before := serverConns(s)[0]
+			s.servers[0].closeConns()
+			// Wait until the closed connections are seen closed on the server side.
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				s.servers[0].stats.mu.Lock()
+				open := s.servers[0].stats.openConns
+				s.servers[0].stats.mu.Unlock()
+				if open == 0 {
+					break
+				}
+			}
+			res := tabLoad(t, tab, s)
+			checkComplete(t, res, s.page.want)
+			if after := serverConns(s)[0]; after <= before {
+				t.Errorf("no new connection after the server closed the kept ones (%d accepted before, %d after)", before, after)
+			}
+		})
+	}
+}
+
+// TestTabTimeoutStartsFresh: a load that times out closes the tab's connections; the next load
+// opens new ones and completes.
+func TestTabTimeoutStartsFresh(t *testing.T) {
+	var stall atomic.Bool
+	release := make(chan struct{})
+	s := newSite(t, H2, 1, 5, serverOpts{before: func(r *http.Request) {
+		if stall.Load() && r.URL.Path != "/" {
+			<-release
+		}
+	}})
+	defer close(release)
+	cfg := s.config()
+	cfg.Timeout = 300 * time.Millisecond
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aborted, failed int
+	tab := l.NewTab(TabOptions{Lean: true, OnRequest: func(st RequestStats) {
+		if st.Err != nil {
+			failed++
+			if st.Aborted {
+				aborted++
+			}
+		}
+	}})
+	defer tab.Close()
+	stall.Store(true)
+	res := tabLoad(t, tab, s)
+	if res.Err == nil || res.Objects != 1 {
+		t.Fatalf("stalled load: err %v, %d objects; want a timeout after the root", res.Err, res.Objects)
+	}
+	if aborted != failed || aborted == 0 {
+		t.Errorf("%d requests failed, %d of them marked aborted; want all", failed, aborted)
+	}
+	stall.Store(false)
+	res = tabLoad(t, tab, s)
+	if res.Err != nil || res.Connections != 1 {
+		t.Errorf("load after the timeout: %v, %d connections opened; want a complete load on a new connection", res.Err, res.Connections)
+	}
+}
+
+// TestLoopbackOnly: under Config.LoopbackOnly an address outside loopback is refused before any
+// packet is sent, whether written in the URL or resolved from a name; loopback passes.
+func TestLoopbackOnly(t *testing.T) {
+	s := newSite(t, H1, 1, 2, serverOpts{})
+	cfg := s.config()
+	cfg.LoopbackOnly = true
+	cfg.Resolver = StaticResolver{"s1.wirelab.test": s.resolver["s1.wirelab.test"], "far.wirelab.test": mustAddr("10.77.1.1")}
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Load(context.Background(), "http://192.0.2.1/", nil); !errors.Is(err, ErrNotLoopback) {
+		t.Errorf("192.0.2.1: %v; want ErrNotLoopback", err)
+	}
+	res, err := l.Load(context.Background(), "http://far.wirelab.test/", nil)
+	if err != nil || !errors.Is(res.Err, ErrNotLoopback) || res.Connections != 0 {
+		t.Errorf("a name resolving to 10.77.1.1: %v / %v, %d connections; want ErrNotLoopback and none", err, res.Err, res.Connections)
+	}
+	checkComplete(t, s.load(t, cfg, nil), s.page.want)
+	cfg.Resolver = &DNSResolver{Server: "10.77.2.53:53"}
+	if _, err := New(cfg); !errors.Is(err, ErrNotLoopback) {
+		t.Errorf("DNS server 10.77.2.53 under LoopbackOnly: %v; want ErrNotLoopback", err)
+	}
+}
+
+// TestTabResendOnDeadConn: when a kept connection dies under a request before its response began
+// (the server closes it as the request arrives), the request is sent once more on a new
+// connection and the load completes.
+func TestTabResendOnDeadConn(t *testing.T) {
+	for _, proto := range Protocols {
+		t.Run(string(proto), func(t *testing.T) {
+			t.Parallel()
+			var kill atomic.Bool
+			var srv *testServer
+			s := newSite(t, proto, 1, 5, serverOpts{before: func(r *http.Request) {
+				if r.URL.Path == "/" && kill.CompareAndSwap(true, false) {
+					srv.closeConns()
+					time.Sleep(20 * time.Millisecond) // the close reaches the client before any response could
+				}
+			}})
+			srv = s.servers[0]
+			l, err := New(s.config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tab := l.NewTab(TabOptions{})
+			defer tab.Close()
+			checkComplete(t, tabLoad(t, tab, s), s.page.want)
+			kill.Store(true)
+			res := tabLoad(t, tab, s)
+			checkComplete(t, res, s.page.want)
+			checkTimings(t, res)
+			// HTTP/1.x: every kept connection was closed, so each request that takes one sends again.
+			if root := res.Entries[0]; root.Retries != 1 || res.Connections < 1 || res.Connections > 1 && proto != H1 && proto != H1S {
+				t.Errorf("root sent %d times more, %d connections opened; want 1 and 1", root.Retries, res.Connections)
+			}
+		})
+	}
+}
