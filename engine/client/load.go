@@ -204,10 +204,21 @@ func (run *loadRun) count(r *request) {
 
 func loadAbortError(ctx context.Context, cfg Config) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("timeout: the load did not complete within %v (client.timeout_s)", cfg.Timeout)
+		return timeoutError{cfg.Timeout}
 	}
 	return fmt.Errorf("load cancelled: %w", context.Cause(ctx))
 }
+
+// ErrTimeout is what a load that did not complete within Config.Timeout fails with (errors.Is).
+var ErrTimeout = errors.New("load timeout")
+
+type timeoutError struct{ limit time.Duration }
+
+func (e timeoutError) Error() string {
+	return fmt.Sprintf("timeout: the load did not complete within %v (client.timeout_s)", e.limit)
+}
+
+func (e timeoutError) Is(target error) bool { return target == ErrTimeout }
 
 // plan validates the URLs and builds the mode's planner.
 func (l *Loader) plan(root string, objects []string) (planner, error) {

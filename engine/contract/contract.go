@@ -37,10 +37,13 @@ const (
 	LoadRecord  = "load-record"
 	TrialResult = "trial-result"
 	Page        = "page"
+	// LoadtestSpec is the input of `wirelab-engine loadgen` (docs/loadtest.md); its lab fields
+	// refer to trial-spec's.
+	LoadtestSpec = "loadtest-spec"
 )
 
 // Names lists every schema of the contract.
-var Names = []string{TrialSpec, LoadRecord, TrialResult, Page}
+var Names = []string{TrialSpec, LoadRecord, TrialResult, Page, LoadtestSpec}
 
 // Raw returns the schema file's bytes.
 func Raw(name string) []byte {

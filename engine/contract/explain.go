@@ -418,3 +418,10 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// Closest is the candidate within edit distance 2 of s, if any (the did-you-mean of field errors),
+// for checks the engine makes beside the schema's.
+func Closest(s string, candidates []string) string { return closest(s, candidates) }
+
+// OrList renders a, b or c, as field errors list what is allowed.
+func OrList(items []string) string { return orList(items) }

@@ -9,9 +9,10 @@ import (
 
 // Schema names.
 const (
-	TrialSpec   = contract.TrialSpec
-	LoadRecord  = contract.LoadRecord
-	TrialResult = contract.TrialResult
+	TrialSpec    = contract.TrialSpec
+	LoadRecord   = contract.LoadRecord
+	TrialResult  = contract.TrialResult
+	LoadtestSpec = contract.LoadtestSpec
 )
 
 // Schemas validates against the contract's schemas.

@@ -1,0 +1,407 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Sample is what a user measured in one page load. The runner gives each VU one Sample, reset
+// before every load.
+type Sample struct {
+	Failed bool // the page failed: a request failed or answered other than 200, or the page timed out
+	// Interrupted: the run was stopped during the load (its context was cancelled): the page is
+	// not counted.
+	Interrupted bool
+	Exchanges   []time.Duration // each response's exchange time (its first byte sent → complete)
+	HitsUntimed int64           // responses without an exchange (server push)
+	Bytes       int64           // response body bytes
+	Errors      [numKinds]int64
+}
+
+func (s *Sample) reset() {
+	ex := s.Exchanges[:0]
+	*s = Sample{Exchanges: ex}
+}
+
+// A User is one virtual user's page loader: engine/client's Tab (NewTabUsers) or a test double.
+type User interface {
+	// Load loads the page once and fills s. ctx is cancelled when the run is interrupted.
+	Load(ctx context.Context, s *Sample)
+	// Close releases the user's connections.
+	Close()
+}
+
+// Config is one run.
+type Config struct {
+	Spec *Spec
+	// NewUser makes VU i's user (i from 0, in the order VUs are started).
+	NewUser func(i int) User
+	// Start is the run's t = 0: stages and interval boundaries count from it. If it lies ahead,
+	// Run waits for it.
+	Start time.Time
+	// Interval, if set, receives each interval's record as it ends (from one goroutine).
+	Interval func(Interval)
+	// OpenConns, if set, is the number of connections open now (the interval records' gauge).
+	OpenConns func() int64
+	// ConnsOpened, if set, is the number of connections opened so far (the totals).
+	ConnsOpened func() int64
+	// Probe, if set, measures the generator's own cost (NewProbe); nil reports zeros.
+	Probe *Probe
+}
+
+// ErrInterrupted is returned with the summary when ctx ended the run early.
+var ErrInterrupted = errors.New("load test interrupted")
+
+// Run runs the scenario and returns its summary. The run ends when the last stage has ended and
+// the pages then in flight have finished (each within client.timeout_s), or when ctx is cancelled
+// (ErrInterrupted: pages in flight are abandoned, the last partial interval is still reported).
+func Run(ctx context.Context, cfg Config) (*Summary, error) {
+	r := &runner{cfg: cfg, spec: cfg.Spec, rec: newRecorder(), interval: cfg.Spec.Interval()}
+	r.firstError.Store(-1)
+	if d := time.Until(cfg.Start); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return nil, ErrInterrupted
+		}
+	}
+	r.probe0 = cfg.Probe.sample()
+	r.last = r.probe0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if cfg.Spec.Scenario.Model == "open" {
+			r.runOpen(ctx)
+		} else {
+			r.runClosed(ctx)
+		}
+	}()
+	r.tick(ctx, done)
+	sum := r.summary(ctx.Err() != nil)
+	if ctx.Err() != nil {
+		return sum, ErrInterrupted
+	}
+	return sum, nil
+}
+
+type runner struct {
+	cfg      Config
+	spec     *Spec
+	rec      *recorder
+	interval time.Duration
+
+	active atomic.Int64 // VUs running a page or thinking (closed) / busy (open)
+	peak   atomic.Int64 // most active since the last interval boundary
+	nextVU atomic.Int64
+
+	firstError atomic.Int64 // active VUs when the first page failed; -1 none yet
+	wg         sync.WaitGroup
+
+	// the interval loop's state
+	intervals []Interval
+	total     *window
+	probe0    probeSample
+	last      probeSample
+	end       time.Time
+}
+
+// now is the run's time.
+func (r *runner) now() time.Duration { return time.Since(r.cfg.Start) }
+
+func (r *runner) activate(n int64) {
+	a := r.active.Add(n)
+	for {
+		p := r.peak.Load()
+		if a <= p || r.peak.CompareAndSwap(p, a) {
+			return
+		}
+	}
+}
+
+// record adds a finished page of VU vu, timed from start (open model: its intended start).
+func (r *runner) record(vu int, s *Sample, start time.Time) {
+	if s.Interrupted {
+		return
+	}
+	if s.Failed {
+		r.firstError.CompareAndSwap(-1, r.active.Load())
+	}
+	r.rec.page(vu, s, time.Since(start))
+}
+
+// tick cuts the run into intervals until done is closed, then reports the last partial one.
+func (r *runner) tick(ctx context.Context, done <-chan struct{}) {
+	r.total = newWindow()
+	w := newWindow()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for k := 1; ; k++ {
+		boundary := r.cfg.Start.Add(time.Duration(k) * r.interval)
+		timer.Reset(time.Until(boundary))
+		select {
+		case <-timer.C:
+			r.emit(w, k-1, boundary)
+			continue
+		case <-done:
+		case <-ctx.Done():
+			<-done // VUs abandon their pages at once
+		}
+		r.end = time.Now()
+		if r.end.After(r.cfg.Start.Add(time.Duration(k-1) * r.interval)) {
+			r.emit(w, k-1, r.end)
+		}
+		return
+	}
+}
+
+// emit closes interval k at end.
+func (r *runner) emit(w *window, k int, end time.Time) {
+	r.rec.rotate(w)
+	r.total.merge(w)
+	vus := r.active.Load()
+	peak := r.peak.Swap(vus)
+	start := r.cfg.Start.Add(time.Duration(k) * r.interval)
+	secs := end.Sub(start).Seconds()
+	iv := Interval{
+		Event: "interval", Index: k, TStartS: start.Sub(r.cfg.Start).Seconds(), TEndS: end.Sub(r.cfg.Start).Seconds(),
+		VUs: int(vus), VUsMax: int(max(peak, vus)),
+		Pages: w.pages, PagesFailed: w.pagesFailed, Hits: w.hits, Bytes: w.bytes,
+		PagesPerS: rate(w.pages, secs), HitsPerS: rate(w.hits, secs), BytesPerS: rate(w.bytes, secs),
+		PageMs: latencyOf(w.page), RequestMs: latencyOf(w.request), Errors: errorsOf(&w.errors), Dropped: w.dropped,
+	}
+	if r.cfg.OpenConns != nil {
+		iv.OpenConnections = r.cfg.OpenConns()
+	}
+	cur := r.cfg.Probe.sample()
+	iv.Generator = r.cfg.Probe.generator(r.last, cur, secs)
+	r.last = cur
+	r.intervals = append(r.intervals, iv)
+	if r.cfg.Interval != nil {
+		r.cfg.Interval(iv)
+	}
+}
+
+func rate(n int64, secs float64) float64 {
+	if secs <= 0 {
+		return 0
+	}
+	return float64(n) / secs
+}
+
+func (r *runner) summary(interrupted bool) *Summary {
+	w := r.total
+	secs := r.end.Sub(r.cfg.Start).Seconds()
+	t := Totals{
+		Pages: w.pages, PagesFailed: w.pagesFailed, PagesPerS: rate(w.pages, secs), Hits: w.hits, HitsPerS: rate(w.hits, secs),
+		Bytes: w.bytes, PageMs: latencyOf(w.page), RequestMs: latencyOf(w.request), Errors: errorsOf(&w.errors), Dropped: w.dropped,
+	}
+	if n := w.pages + w.pagesFailed; n > 0 {
+		t.ErrorRate = float64(w.pagesFailed) / float64(n)
+	}
+	for _, iv := range r.intervals {
+		t.VUsMax = max(t.VUsMax, iv.VUsMax)
+	}
+	if r.cfg.ConnsOpened != nil {
+		t.ConnectionsOpened = r.cfg.ConnsOpened()
+	}
+	sum := &Summary{Event: "summary", Contract: Contract, LoadtestID: r.spec.LoadtestID, Spec: r.spec, DurationS: secs,
+		Interrupted: interrupted, Intervals: len(r.intervals), Totals: t,
+		Outcomes: outcomes(r.spec, r.intervals, int(r.firstError.Load()))}
+	sum.Thresholds, sum.ThresholdsPassed = EvaluateAll(r.spec.Thresholds, &Measures{Totals: t, Outcomes: sum.Outcomes})
+	g := GeneratorTotals{SaturatedIntervals: []int{}}
+	g.CPUMs = r.cfg.Probe.generator(r.probe0, r.last, secs).CPUMs
+	if w.hits > 0 {
+		g.CPUUsPerRequest = g.CPUMs * 1000 / float64(w.hits)
+	}
+	for _, iv := range r.intervals {
+		g.RSSPeakBytes = max(g.RSSPeakBytes, iv.Generator.RSSBytes)
+		if iv.Generator.Saturated {
+			g.SaturatedIntervals = append(g.SaturatedIntervals, iv.Index)
+		}
+	}
+	sum.Generator, sum.GeneratorSaturated = g, len(g.SaturatedIntervals) > 0
+	return sum
+}
+
+// --- closed model ---
+
+// closedVU is one VU of the closed model.
+type closedVU struct {
+	stop chan struct{} // closed: finish the current page, then leave
+}
+
+func (r *runner) runClosed(ctx context.Context) {
+	plan := NewClosedPlan(r.spec.Scenario)
+	var vus []*closedVU
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		t := r.now()
+		if t >= plan.End() || ctx.Err() != nil {
+			break
+		}
+		want := plan.VUsAt(t)
+		for len(vus) < want {
+			vus = append(vus, r.startVU(ctx))
+		}
+		for len(vus) > want { // the most recently started VU leaves first
+			close(vus[len(vus)-1].stop)
+			vus = vus[:len(vus)-1]
+		}
+		next, ok := plan.NextChange(t)
+		if !ok {
+			next = plan.End()
+		}
+		timer.Reset(min(next-r.now(), time.Second)) // at most a second: the plan is followed even if a change was missed
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}
+	for _, vu := range vus {
+		close(vu.stop)
+	}
+	r.wg.Wait()
+}
+
+func (r *runner) startVU(ctx context.Context) *closedVU {
+	i := int(r.nextVU.Add(1) - 1)
+	vu := &closedVU{stop: make(chan struct{})}
+	r.activate(1)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer r.activate(-1)
+		user := r.cfg.NewUser(i)
+		defer user.Close()
+		think := NewThinker(r.spec.Think, r.spec.Seed, i)
+		var s Sample
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
+		for {
+			select {
+			case <-vu.stop:
+				return
+			case <-ctx.Done():
+				return
+			default:
+			}
+			s.reset()
+			start := time.Now()
+			user.Load(ctx, &s)
+			r.record(i, &s, start)
+			d := think.Next()
+			if d <= 0 {
+				continue
+			}
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-vu.stop:
+				timer.Stop()
+				return
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			}
+		}
+	}()
+	return vu
+}
+
+// --- open model ---
+
+// openVU is one VU of the open model's pool: it loads a page for each arrival it is given.
+type openVU struct {
+	index int
+	work  chan time.Time // intended starts
+}
+
+func (r *runner) runOpen(ctx context.Context) {
+	plan := NewOpenPlan(r.spec.Scenario)
+	arrivals := plan.Arrivals()
+	maxVUs := r.spec.Scenario.MaxVUs
+	idle := make(chan *openVU, maxVUs)
+	var free []*openVU
+	var pool []*openVU
+	var queue []time.Time // intended starts waiting for a VU, oldest first
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	next, more := arrivals.Next()
+	dispatch := func() {
+		for len(queue) > 0 {
+			var vu *openVU
+			switch {
+			case len(free) > 0:
+				vu, free = free[len(free)-1], free[:len(free)-1]
+			case len(pool) < maxVUs:
+				vu = r.startOpenVU(ctx, len(pool), idle)
+				pool = append(pool, vu)
+			default:
+				// Every VU is busy: the queue waits, bounded by max_vus (an arrival still waiting
+				// when the next max_vus arrivals are due is dropped).
+				if n := len(queue) - maxVUs; n > 0 {
+					r.rec.drop(int64(n))
+					queue = queue[n:]
+				}
+				return
+			}
+			r.activate(1)
+			vu.work <- queue[0]
+			queue = queue[1:]
+		}
+	}
+	for ctx.Err() == nil {
+		// After the last arrival, what still waits may get a VU until the scenario ends.
+		if !more && (len(queue) == 0 || r.now() >= plan.End()) {
+			break
+		}
+		wake := plan.End()
+		if more {
+			wake = next
+		}
+		timer.Reset(wake - r.now())
+		select {
+		case <-timer.C:
+			for more && next <= r.now() {
+				queue = append(queue, r.cfg.Start.Add(next))
+				next, more = arrivals.Next()
+			}
+		case vu := <-idle:
+			free = append(free, vu)
+		case <-ctx.Done():
+		}
+		dispatch()
+	}
+	if len(queue) > 0 {
+		r.rec.drop(int64(len(queue)))
+	}
+	for _, vu := range pool {
+		close(vu.work)
+	}
+	r.wg.Wait()
+}
+
+func (r *runner) startOpenVU(ctx context.Context, i int, idle chan<- *openVU) *openVU {
+	vu := &openVU{index: i, work: make(chan time.Time, 1)}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		user := r.cfg.NewUser(i)
+		defer user.Close()
+		var s Sample
+		for intended := range vu.work {
+			if ctx.Err() == nil {
+				s.reset()
+				user.Load(ctx, &s)
+				r.record(i, &s, intended)
+			}
+			r.activate(-1)
+			idle <- vu
+		}
+	}()
+	return vu
+}

@@ -1,0 +1,243 @@
+package loadgen
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/contract"
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/trial"
+)
+
+// Contract is the version of the loadtest spec (schemas/loadtest-spec.schema.json).
+const Contract = 1
+
+// Spec is a loadtest spec (docs/loadtest.md, schemas/loadtest-spec.schema.json) with every field
+// resolved to its value or default. Marshalled, it is the resolved spec the summary repeats.
+type Spec struct {
+	Contract   int    `json:"contract"`    // 1
+	LoadtestID string `json:"loadtest_id"` // [a-z0-9-]{1,40}; default "lt-" + 8 random hex digits
+	Protocol   string `json:"protocol"`    // one of the trial protocols (required)
+	// Seed seeds the think times (and, with a page, the page's sizes and content); ≥ 0, default 1.
+	Seed int64 `json:"seed"`
+	// Lab is the page, network and server under test: the trial spec's fields of the same names
+	// (decoded by trial.DecodeSpec, their one owner). nil when the spec names no page (loadgen
+	// --target loads whatever the target serves).
+	*Lab
+	Client     Client   `json:"client"`
+	Scenario   Scenario `json:"scenario"`
+	Think      Think    `json:"think"`
+	IntervalS  float64  `json:"interval_s"` // ≥ 0.1; default 10
+	SLA        SLA      `json:"sla"`
+	Thresholds []string `json:"thresholds"` // METRIC OP NUMBER (threshold.go); default []
+	AtVUs      []int    `json:"at_vus"`     // VU counts whose interval's page times the outcomes report; default []
+	Limits     Limits   `json:"limits"`
+}
+
+// Lab holds the trial spec's fields a load test shares: what the lab serves and how.
+type Lab struct {
+	Page      string       `json:"page"`
+	Shards    int          `json:"shards"`
+	ShardMode string       `json:"shard_mode"`
+	Network   string       `json:"network"`
+	Server    trial.Server `json:"server"`
+}
+
+// Client holds the virtual users' loader knobs.
+type Client struct {
+	MaxConnectionsPerOrigin int     `json:"max_connections_per_origin"` // HTTP/1.x, 1–64; default 6
+	Connections             string  `json:"connections"`                // per_vu (default) | per_iteration
+	TimeoutS                float64 `json:"timeout_s"`                  // a page's timeout, > 0; default 60
+	DNS                     string  `json:"dns"`                        // static (default) | server (the lab's)
+}
+
+// Scenario is the load over time.
+type Scenario struct {
+	Model  string  `json:"model"`   // closed (default) | open
+	Stages []Stage `json:"stages"`  // at least one
+	Start  float64 `json:"start"`   // VUs (closed; default 1) or pages/s (open; default 0) before the first stage
+	MaxVUs int     `json:"max_vus"` // open model: the VU pool, ≥ 1; default 10000
+}
+
+// Stage is one stage: the VU count (closed) or the arrival rate (open) moves linearly from the
+// previous stage's value to this one's over DurationS.
+type Stage struct {
+	DurationS float64  `json:"duration_s"`      // > 0
+	Target    *int     `json:"target,omitzero"` // closed: VUs at the stage's end, ≥ 0
+	Rate      *float64 `json:"rate,omitzero"`   // open: pages/s at the stage's end, ≥ 0
+}
+
+// Duration is the stage's length.
+func (s Stage) Duration() time.Duration { return seconds(s.DurationS) }
+
+// Think is the closed model's pause between a VU's pages.
+type Think struct {
+	Distribution string  `json:"distribution"` // fixed (default) | exponential
+	MeanS        float64 `json:"mean_s"`       // ≥ 0; default 5
+}
+
+// SLA is the page-time objective whose first violation the outcomes report.
+type SLA struct {
+	PageMs    float64 `json:"page_ms"`   // > 0; default 3000
+	Statistic string  `json:"statistic"` // p50 | p90 (default) | p95 | p99 | max | mean
+}
+
+// Limits bound a run: a spec that asks for more is refused.
+type Limits struct {
+	MaxDurationS float64 `json:"max_duration_s"` // > 0, ≤ 604800; default 7200
+	MaxVUs       int     `json:"max_vus"`        // 1–1000000; default 20000
+}
+
+// DefaultOpenMaxVUs is the open model's VU pool when the spec names none (a default the schema
+// cannot state: it applies to one model only). Every other default is the schema's.
+const DefaultOpenMaxVUs = 10000
+
+// labFields are the trial spec's fields a loadtest spec shares (seed aside: it also seeds the
+// think times, so it may come alone).
+var labFields = []string{"page", "shards", "shard_mode", "network", "server"}
+
+// Decode reads a loadtest spec strictly against schemas/loadtest-spec.schema.json (engine/contract:
+// unknown fields with the closest name, types, ranges, one *fielderr.Error naming the dotted
+// path), takes its defaults from the schema, decodes the lab's fields with trial.DecodeSpec (their
+// owner), and checks what a schema cannot say: the stages against the limits, some VU or rate
+// above zero, thresholds that parse.
+func Decode(data []byte) (*Spec, error) {
+	v, err := contract.Decode("spec", data)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, &fielderr.Error{Field: "spec", Value: contract.Show(v), Allowed: "must be a JSON object"}
+	}
+	if err := contract.Validate(contract.LoadtestSpec, m); err != nil {
+		return nil, err
+	}
+	lab, err := decodeLab(m)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range labFields {
+		delete(m, f) // decoded above; the schema's defaults for them apply only with a page
+	}
+	sc, _ := m["scenario"].(map[string]any)
+	if _, ok := sc["start"]; !ok { // the schema cannot say a default that depends on the model
+		sc["start"] = json.Number(map[bool]string{true: "0", false: "1"}[sc["model"] == "open"])
+	}
+	if _, ok := sc["max_vus"]; !ok && sc["model"] == "open" {
+		sc["max_vus"] = json.Number(strconv.Itoa(DefaultOpenMaxVUs))
+	}
+	if err := contract.ApplyDefaults(contract.LoadtestSpec, m); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	s := &Spec{}
+	if err := dec.Decode(s); err != nil {
+		// The schema accepted a field this engine's Spec does not have: a bug, not bad input.
+		return nil, fmt.Errorf("loadtest spec: the schema and loadgen.Spec disagree: %w", err)
+	}
+	s.Lab = lab
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if s.LoadtestID == "" {
+		s.LoadtestID = randomID()
+	}
+	return s, nil
+}
+
+// decodeLab reads the lab's fields through trial.DecodeSpec: the same definitions, defaults and
+// implementation tables as in a trial spec. The seed goes with them (it seeds the page's sizes
+// and content). nil without a page (the schema requires one with the others).
+func decodeLab(m map[string]any) (*Lab, error) {
+	if _, ok := m["page"]; !ok {
+		return nil, nil
+	}
+	sub := map[string]any{}
+	for _, f := range append(labFields, "seed") {
+		if v, ok := m[f]; ok {
+			sub[f] = v
+		}
+	}
+	data, err := json.Marshal(sub)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := trial.DecodeSpec(data)
+	if err != nil {
+		return nil, err
+	}
+	return &Lab{Page: ts.Page, Shards: ts.Shards, ShardMode: ts.ShardMode, Network: ts.Network, Server: ts.Server}, nil
+}
+
+// check is what the schema cannot say.
+func (s *Spec) check() error {
+	sc := s.Scenario
+	open := sc.Model == "open"
+	total, peak := 0.0, sc.Start
+	for _, st := range sc.Stages {
+		total += st.DurationS
+		switch {
+		case st.Rate != nil:
+			peak = max(peak, *st.Rate)
+		case st.Target != nil:
+			peak = max(peak, float64(*st.Target))
+		}
+	}
+	switch {
+	case total > s.Limits.MaxDurationS:
+		return &fielderr.Error{Field: "scenario.stages", Value: strconv.FormatFloat(total, 'g', -1, 64) + " s in all",
+			Allowed: fmt.Sprintf("must last at most limits.max_duration_s (%g s)", s.Limits.MaxDurationS)}
+	case !open && peak > float64(s.Limits.MaxVUs):
+		return &fielderr.Error{Field: "scenario.stages", Value: fmt.Sprintf("%g VUs at the peak", peak),
+			Allowed: fmt.Sprintf("must stay within limits.max_vus (%d)", s.Limits.MaxVUs)}
+	case open && sc.MaxVUs > s.Limits.MaxVUs:
+		return fielderr.New("scenario.max_vus", sc.MaxVUs, "must be at most limits.max_vus (%d)", s.Limits.MaxVUs)
+	case peak == 0 && !open:
+		return &fielderr.Error{Field: "scenario.stages", Value: "0 VUs throughout", Allowed: "at least one target (or start) must be ≥ 1"}
+	case peak == 0:
+		return &fielderr.Error{Field: "scenario.stages", Value: "0 pages/s throughout", Allowed: "at least one rate (or start) must be > 0"}
+	}
+	for i, expr := range s.Thresholds {
+		if _, err := ParseThreshold(expr); err != nil {
+			return fielderr.Prefix(fmt.Sprintf("thresholds[%d]", i), err)
+		}
+	}
+	return nil
+}
+
+// Duration is the scenario's length: its stages end to end.
+func (s Scenario) Duration() time.Duration {
+	var d time.Duration
+	for _, st := range s.Stages {
+		d += st.Duration()
+	}
+	return d
+}
+
+// Interval is the length of an interval.
+func (s *Spec) Interval() time.Duration { return seconds(s.IntervalS) }
+
+// Timeout is a page's timeout.
+func (s *Spec) Timeout() time.Duration { return seconds(s.Client.TimeoutS) }
+
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
+
+func randomID() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return "lt-" + hex.EncodeToString(b[:])
+}
