@@ -59,10 +59,10 @@ type Client struct {
 
 // Scenario is the load over time.
 type Scenario struct {
-	Model  string  `json:"model"`   // closed (default) | open
-	Stages []Stage `json:"stages"`  // at least one
-	Start  float64 `json:"start"`   // VUs (closed; default 1) or pages/s (open; default 0) before the first stage
-	MaxVUs int     `json:"max_vus"` // open model: the VU pool, ≥ 1; default 10000
+	Model  string  `json:"model"`            // closed (default) | open
+	Stages []Stage `json:"stages"`           // at least one
+	Start  float64 `json:"start"`            // VUs (closed; default 1) or pages/s (open; default 0) before the first stage
+	MaxVUs int     `json:"max_vus,omitzero"` // open model: the VU pool, ≥ 1; default 10000
 }
 
 // Stage is one stage: the VU count (closed) or the arrival rate (open) moves linearly from the

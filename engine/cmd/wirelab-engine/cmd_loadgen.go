@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wirelab/wirelab/engine/client"
+	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/version"
+	"github.com/wirelab/wirelab/engine/loadgen"
+)
+
+const loadgenUsage = `usage: wirelab-engine loadgen --spec SPEC.json --target URL [flags]
+
+Runs the spec's virtual users (docs/loadtest.md) in this process's network namespace against the
+page at URL, loading it as the engine's loader does (flat mode), and prints one JSON line per
+interval ({"event":"interval",…}) and a final {"event":"summary",…} on stdout.
+
+  --spec FILE              the loadtest spec (JSON, schemas/loadtest-spec.schema.json)
+  --target URL             the page's root URL; its scheme must suit the spec's protocol (http for
+                           h1 and h2c). Only loopback addresses: names are resolved first, and every
+                           address a VU contacts (discovered origins included) must be loopback
+  --resolve NAME=IP,...    resolve these names (e.g. s1.wirelab.test=127.0.0.1); otherwise only
+                           localhost and IP literals resolve (no DNS traffic)
+  --ca FILE                PEM certificates to trust (the built-in server's ca.pem); default: the system's
+  --start-ns N             the run's start on CLOCK_MONOTONIC (default: now): stages and intervals
+                           count from it (interval k = [N + k·interval_s, …)); at most 60 s ahead,
+                           at most one interval past
+  --allow-remote-target    allow addresses outside loopback, resolving unknown names with the
+                           system's resolver. Point it only at servers you may load.
+
+Exit status: 0 run complete, every threshold passed; 1 a threshold failed (after the summary) or
+the run failed; 2 bad input (one line naming the field or flag; nothing run); 130 SIGINT/SIGTERM
+(the VUs are stopped, the last partial interval and the summary are printed).
+`
+
+func init() {
+	register("loadgen", command{
+		Summary: "run a load test's virtual users against a URL (JSON lines per interval, a summary)",
+		Run:     func(args []string) error { return runLoadgen(args, os.Stdout) },
+	})
+}
+
+// loadgenArgs are loadgen's validated flags.
+type loadgenArgs struct {
+	spec   *loadgen.Spec
+	target string
+	cfg    client.Config
+	start  time.Time
+	mono   int64 // start on CLOCK_MONOTONIC
+}
+
+func runLoadgen(args []string, stdout io.Writer) error {
+	la, err := parseLoadgenArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, loadgenUsage)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	loader, err := client.New(la.cfg)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	// A parent that died leaves stdout a broken pipe: writes must fail, not kill the process.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	enc := json.NewEncoder(stdout)
+	gauge := &client.ConnGauge{}
+	sum, err := loadgen.Run(ctx, loadgen.Config{
+		Spec:        la.spec,
+		NewUser:     loadgen.TabUsers(loader, la.target, la.spec, gauge),
+		Start:       la.start,
+		Interval:    func(iv loadgen.Interval) { _ = enc.Encode(iv) },
+		OpenConns:   gauge.Open,
+		ConnsOpened: gauge.Opened,
+		Probe:       loadgen.NewProbe(),
+	})
+	if sum == nil { // interrupted before the start
+		fmt.Fprintln(os.Stderr, "wirelab-engine: loadgen interrupted before its start")
+		return &cli.ExitError{Code: 130}
+	}
+	sum.Target, sum.StartNs = la.target, la.mono
+	if werr := enc.Encode(sum); werr != nil {
+		return fmt.Errorf("loadgen: writing the summary: %w", werr)
+	}
+	if errors.Is(err, loadgen.ErrInterrupted) {
+		fmt.Fprintf(os.Stderr, "wirelab-engine: loadgen %s interrupted after %.1f s; the summary covers what was measured\n", la.spec.LoadtestID, sum.DurationS)
+		return &cli.ExitError{Code: 130}
+	}
+	if err != nil {
+		return fmt.Errorf("loadgen: %w", err)
+	}
+	if !sum.ThresholdsPassed {
+		var failed []string
+		for _, r := range sum.Thresholds {
+			if !r.Pass {
+				failed = append(failed, r.Expr)
+			}
+		}
+		return fmt.Errorf("loadgen %s: %d of %d thresholds failed: %s", la.spec.LoadtestID, len(failed), len(sum.Thresholds), strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// parseLoadgenArgs reads and checks everything before anything runs: every problem is a usage
+// error (exit 2) naming the flag or the spec field.
+func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	specFile := fs.String("spec", "", "")
+	target := fs.String("target", "", "")
+	resolve := fs.String("resolve", "", "")
+	caFile := fs.String("ca", "", "")
+	startNs := fs.String("start-ns", "", "")
+	remote := fs.Bool("allow-remote-target", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, cli.Usagef("loadgen: %v (wirelab-engine loadgen -h lists the flags)", err)
+	}
+	if fs.NArg() != 0 {
+		return nil, cli.Usagef("loadgen: unexpected argument %q", fs.Arg(0))
+	}
+	if *specFile == "" {
+		return nil, cli.Usagef("--spec: required: the loadtest spec (JSON file)")
+	}
+	data, err := os.ReadFile(*specFile)
+	if err != nil {
+		return nil, cli.Usagef("--spec %s: %v", *specFile, errors.Unwrap(err))
+	}
+	spec, err := loadgen.Decode(data)
+	if err != nil {
+		return nil, usageIfField(err)
+	}
+	if err := standaloneChecks(spec); err != nil {
+		return nil, usageIfField(err)
+	}
+	if *target == "" {
+		return nil, cli.Usagef("--target: required: the page's root URL (a loopback address)")
+	}
+	la := &loadgenArgs{spec: spec, target: *target}
+	cfg := &la.cfg
+	cfg.Protocol = client.Protocol(spec.Protocol)
+	cfg.MaxConnectionsPerOrigin = spec.Client.MaxConnectionsPerOrigin
+	cfg.Timeout = spec.Timeout()
+	cfg.UserAgent = "wirelab-engine/" + version.Version
+	cfg.AllowAnyTarget = *remote
+	cfg.LoopbackOnly = !*remote
+	static := client.StaticResolver{"localhost": netip.MustParseAddr("127.0.0.1")}
+	if *resolve != "" {
+		r, err := client.ParseStaticResolver(*resolve)
+		if err != nil {
+			return nil, cli.Usagef("--resolve %s: %v; want name=ip,name=ip", *resolve, err)
+		}
+		for name, a := range r {
+			static[name] = a
+		}
+	}
+	cfg.Resolver = static
+	if *remote {
+		cfg.Resolver = staticThenSystem{static}
+	}
+	if *caFile != "" {
+		pem, err := os.ReadFile(*caFile)
+		if err != nil {
+			return nil, cli.Usagef("--ca %s: %v", *caFile, errors.Unwrap(err))
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, cli.Usagef("--ca %s: no PEM certificate in the file", *caFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if err := checkLoadgenTarget(*target, cfg, *remote); err != nil {
+		return nil, err
+	}
+	if la.start, la.mono, err = loadgenStart(*startNs, spec.Interval()); err != nil {
+		return nil, err
+	}
+	return la, nil
+}
+
+// standaloneChecks refuses what only the lab's `loadtest` can provide.
+func standaloneChecks(spec *loadgen.Spec) error {
+	if spec.Client.DNS == "server" {
+		return fielderr.New("client.dns", "server", "needs the lab's DNS server (wirelab-engine loadtest); loadgen --target resolves names with --resolve")
+	}
+	for i, expr := range spec.Thresholds {
+		th, _ := loadgen.ParseThreshold(expr)
+		if th.NeedsServer() {
+			return fielderr.New(fmt.Sprintf("thresholds[%d]", i), expr, "%s needs the lab's server samples (wirelab-engine loadtest)", th.Metric)
+		}
+	}
+	return nil
+}
+
+// checkLoadgenTarget refuses a target URL that does not suit the protocol or whose address is not
+// loopback, before anything is sent: names are resolved with the VUs' resolver first.
+func checkLoadgenTarget(raw string, cfg *client.Config, remote bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return cli.Usagef("--target %s: want an http:// or https:// URL", raw)
+	}
+	if want := cfg.Protocol.Scheme(); u.Scheme != want {
+		return cli.Usagef("--target %s: protocol %s needs an %s:// URL", raw, cfg.Protocol, want)
+	}
+	if remote {
+		return nil
+	}
+	host := u.Hostname()
+	addrs := []netip.Addr{}
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = append(addrs, a)
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if addrs, err = cfg.Resolver.Lookup(ctx, host); err != nil {
+			return cli.Usagef("--target %s: %v (names resolve through --resolve and localhost only, unless --allow-remote-target)", raw, err)
+		}
+	}
+	for _, a := range addrs {
+		if !a.Unmap().IsLoopback() {
+			return cli.Usagef("--target %s: %s is not a loopback address; loadgen loads only loopback servers unless --allow-remote-target is given", raw, a)
+		}
+	}
+	return nil
+}
+
+// loadgenStart maps --start-ns (CLOCK_MONOTONIC) onto Go's clock; without it the run starts now.
+func loadgenStart(raw string, interval time.Duration) (time.Time, int64, error) {
+	var ts unix.Timespec
+	now := time.Now()
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	mono := ts.Nano()
+	if raw == "" {
+		return now, mono, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		return time.Time{}, 0, cli.Usagef("--start-ns %s: want an integer (nanoseconds on CLOCK_MONOTONIC)", raw)
+	}
+	ahead := time.Duration(n - mono)
+	if ahead > time.Minute || ahead < -interval {
+		return time.Time{}, 0, cli.Usagef("--start-ns %s: %v from now; must be at most 60 s ahead and at most one interval (%v) past", raw, ahead.Round(time.Millisecond), interval)
+	}
+	return now.Add(ahead), n, nil
+}
+
+// staticThenSystem resolves through a static map, then the system's resolver (--allow-remote-target).
+type staticThenSystem struct{ static client.StaticResolver }
+
+func (r staticThenSystem) Lookup(ctx context.Context, host string) ([]netip.Addr, error) {
+	if addrs, err := r.static.Lookup(ctx, host); err == nil {
+		return addrs, nil
+	}
+	return client.SystemResolver{}.Lookup(ctx, host)
+}
+
+var _ client.Resolver = staticThenSystem{}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wirelab/wirelab/engine/loadgen"
+	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/server"
+)
+
+// engineCmd runs this test binary as wirelab-engine with args (prefix: e.g. ip netns exec NS).
+func engineCmd(prefix []string, args ...string) *exec.Cmd {
+	argv := append(append(prefix, os.Args[0]), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), testMainEnv+"=1")
+	return cmd
+}
+
+func writeSpec(t *testing.T, spec string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "spec.json")
+	if err := os.WriteFile(f, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Bad input: one line naming the field or flag, exit 2, nothing run.
+func TestLoadgenBadInput(t *testing.T) {
+	good := `{"protocol":"h1","scenario":{"stages":[{"duration_s":1,"target":1}]}}`
+	target := "http://127.0.0.1:1/"
+	for _, tc := range []struct {
+		spec string
+		args []string
+		want string
+	}{
+		{`{"protocol":"h1","scenario":{"start":0,"stages":[{"duration_s":5,"target":0}]}}`, nil, "scenario.stages: got 0 VUs throughout"},
+		{`{"protocol":"h1","scenario":{"stages":[{"duration_s":5,"target":-1}]}}`, nil, "scenario.stages[0].target: got -1"},
+		{`{"protocol":"h1","scenario":{"stages":[{"duration_s":0,"target":1}]}}`, nil, "scenario.stages[0].duration_s: got 0"},
+		{`{"protocol":"h1","think":{"mean_s":-0.5},"scenario":{"stages":[{"duration_s":1,"target":1}]}}`, nil, "think.mean_s: got -0.5"},
+		{`{"protocol":"h1","sla":{"statistic":"median"},"scenario":{"stages":[{"duration_s":1,"target":1}]}}`, nil, `sla.statistic: got "median"`},
+		{`{"protocol":"h1","thresholds":["pages > fast"],"scenario":{"stages":[{"duration_s":1,"target":1}]}}`, nil, `thresholds[0]: got "pages > fast"`},
+		{`{"protocol":"h1","thresholds":["server_cpu_util_max < 1"],"scenario":{"stages":[{"duration_s":1,"target":1}]}}`, nil, "server_cpu_util_max needs the lab's server samples"},
+		{`{"protocol":"h1","client":{"dns":"server"},"scenario":{"stages":[{"duration_s":1,"target":1}]}}`, nil, "client.dns: got \"server\"; needs the lab's DNS server"},
+		{`{"protocol":"h1","scenario":{"stages":[{"duration_s":8000,"target":1}]}}`, nil, "must last at most limits.max_duration_s"},
+		{`not json`, nil, "spec: invalid JSON"},
+		{good, []string{"--target", "https://127.0.0.1:1/"}, "protocol h1 needs an http:// URL"},
+		{good, []string{"--target", "ftp://127.0.0.1/"}, "want an http:// or https:// URL"},
+		{good, []string{"--target", "http://nowhere.wirelab.test/"}, "not in the static map"},
+		{good, []string{"--start-ns", "12"}, "--start-ns 12:"},
+		{good, []string{"--start-ns", "soon"}, "--start-ns soon: want an integer"},
+		{good, []string{"--ca", "/nonexistent.pem"}, "--ca /nonexistent.pem"},
+		{good, []string{"--resolve", "x"}, "--resolve x:"},
+		{good, []string{"--vus", "3"}, "flag provided but not defined: -vus"},
+	} {
+		args := []string{"loadgen", "--spec", writeSpec(t, tc.spec)}
+		if !strings.Contains(strings.Join(tc.args, " "), "--target") {
+			args = append(args, "--target", target)
+		}
+		args = append(args, tc.args...)
+		var stdout, stderr bytes.Buffer
+		cmd := engineCmd(nil, args...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		msg := strings.TrimSpace(stderr.String())
+		if code := exitCodeOf(err); code != 2 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") || stdout.Len() != 0 {
+			t.Errorf("%s %v: exit %d, stderr %q, stdout %q; want exit 2 and one line with %q", tc.spec, tc.args, code, msg, stdout.String(), tc.want)
+		}
+	}
+	cmd := engineCmd(nil, "loadgen", "--target", target)
+	if out, err := cmd.CombinedOutput(); exitCodeOf(err) != 2 || !strings.Contains(string(out), "--spec: required") {
+		t.Errorf("no --spec: exit %d, %s", exitCodeOf(err), out)
+	}
+}
+
+// builtinOnLoopback serves pg from this process on 127.0.0.1.
+func builtinOnLoopback(t *testing.T, pg *page.Page) *server.Server {
+	t.Helper()
+	cfg := server.DefaultConfig(netip.MustParseAddr("127.0.0.1"))
+	cfg.PortHTTP, cfg.PortHTTPS, cfg.PortQUIC = 0, 0, 0
+	srv, err := server.Start(pg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// readLines splits loadgen's stdout into interval records and the summary (the last line).
+func readLines(t *testing.T, out []byte) ([]loadgen.Interval, *loadgen.Summary) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var ivs []loadgen.Interval
+	for _, l := range lines[:len(lines)-1] {
+		var iv loadgen.Interval
+		if err := json.Unmarshal([]byte(l), &iv); err != nil || iv.Event != "interval" {
+			t.Fatalf("not an interval line: %s", l)
+		}
+		ivs = append(ivs, iv)
+	}
+	var sum loadgen.Summary
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Event != "summary" {
+		t.Fatalf("last line is not the summary: %s", lines[len(lines)-1])
+	}
+	return ivs, &sum
+}
+
+// A short run against the built-in server: one line per interval, then the summary; intervals
+// aligned on --start-ns; a failed threshold exits 1 after the summary.
+func TestLoadgenRun(t *testing.T) {
+	pg, err := page.Load("synthetic:8x1kB", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := builtinOnLoopback(t, pg)
+	root, _ := srv.RootURL(server.H2, "tok")
+	spec := writeSpec(t, `{"protocol":"h2","interval_s":0.5,"think":{"mean_s":0.1},"thresholds":["errors == 0","pages_per_s > 1000000"],
+		"scenario":{"start":3,"stages":[{"duration_s":1.5,"target":3}]}}`)
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	start := ts.Nano() + int64(300*time.Millisecond)
+	cmd := engineCmd(nil, "loadgen", "--spec", spec, "--target", root, "--resolve", "s1.wirelab.test=127.0.0.1",
+		"--ca", srv.Certs().CAPath(), "--start-ns", strconv.FormatInt(start, 10))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if code := exitCodeOf(err); code != 1 || !strings.Contains(stderr.String(), "1 of 2 thresholds failed: pages_per_s > 1000000") {
+		t.Fatalf("exit %d, stderr %s; want 1 for the failed threshold", code, stderr.String())
+	}
+	ivs, sum := readLines(t, out)
+	if len(ivs) < 3 || sum.Intervals != len(ivs) || sum.StartNs != start || sum.Target != root {
+		t.Fatalf("%d interval lines, summary: %d intervals, start %d (want %d), target %s", len(ivs), sum.Intervals, sum.StartNs, start, sum.Target)
+	}
+	var pages int64
+	for i, iv := range ivs {
+		if iv.Index != i || iv.TStartS != float64(i)*0.5 {
+			t.Errorf("interval %d: index %d starts at %v s", i, iv.Index, iv.TStartS)
+		}
+		pages += iv.Pages
+	}
+	if pages != sum.Totals.Pages || pages < 5 || sum.Totals.Errors.Total() != 0 || sum.Totals.Hits != pages*int64(len(pg.Objects)) {
+		t.Errorf("%d pages in the intervals, %d in the totals, %d errors, %d hits", pages, sum.Totals.Pages, sum.Totals.Errors.Total(), sum.Totals.Hits)
+	}
+	if !sum.Thresholds[0].Pass || sum.Thresholds[1].Pass || sum.ThresholdsPassed {
+		t.Errorf("thresholds %+v", sum.Thresholds)
+	}
+	if sum.Totals.ConnectionsOpened != 3 {
+		t.Errorf("%d connections for 3 VUs over h2 (per_vu)", sum.Totals.ConnectionsOpened)
+	}
+}
+
+// SIGINT stops the VUs: the last (partial) interval and the summary are printed, exit 130.
+func TestLoadgenInterrupt(t *testing.T) {
+	pg, err := page.Load("synthetic:4x1kB", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := builtinOnLoopback(t, pg)
+	root, _ := srv.RootURL(server.H1, "tok")
+	spec := writeSpec(t, `{"protocol":"h1","interval_s":0.5,"think":{"mean_s":0.05},"scenario":{"start":2,"stages":[{"duration_s":600,"target":2}]}}`)
+	cmd := engineCmd(nil, "loadgen", "--spec", spec, "--target", root, "--resolve", "s1.wirelab.test=127.0.0.1")
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stdout)
+	var out bytes.Buffer
+	if !sc.Scan() { // the first interval: VUs are running
+		t.Fatal("no interval line")
+	}
+	out.Write(sc.Bytes())
+	out.WriteByte('\n')
+	cmd.Process.Signal(syscall.SIGINT)
+	for sc.Scan() {
+		out.Write(sc.Bytes())
+		out.WriteByte('\n')
+	}
+	err = cmd.Wait()
+	if code := exitCodeOf(err); code != 130 {
+		t.Fatalf("exit %d, want 130", code)
+	}
+	ivs, sum := readLines(t, out.Bytes())
+	if !sum.Interrupted || len(ivs) < 2 || sum.DurationS > 5 {
+		t.Errorf("interrupted %v, %d intervals, %v s", sum.Interrupted, len(ivs), sum.DurationS)
+	}
+	if last := ivs[len(ivs)-1]; last.TEndS-last.TStartS >= 0.5 || last.TEndS != sum.DurationS {
+		t.Errorf("last interval [%v, %v); want the partial one up to the interruption at %v", last.TStartS, last.TEndS, sum.DurationS)
+	}
+}
+
+// The refusal of a remote target runs inside a network namespace with no route off the machine
+// (only its loopback device, down), with documentation addresses (RFC 5737): even a bug could
+// not send a packet anywhere.
+func TestLoadgenRefusesRemoteTarget(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (a network namespace)")
+	}
+	var b [4]byte
+	rand.Read(b[:])
+	ns := "wlt-loadgen-" + hex.EncodeToString(b[:]) // not a wirelab-<id>-c/s name: gc leaves it alone
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	defer exec.Command("ip", "netns", "del", ns).Run()
+	if out, _ := exec.Command("ip", "netns", "exec", ns, "ip", "-o", "route", "show", "table", "all").CombinedOutput(); strings.Contains(string(out), "default") {
+		t.Fatalf("the namespace has a route: %s", out)
+	}
+	spec := writeSpec(t, `{"protocol":"h1","scenario":{"stages":[{"duration_s":1,"target":1}]}}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--target", "http://192.0.2.1/"}, "--target http://192.0.2.1/: 192.0.2.1 is not a loopback address"},
+		{[]string{"--target", "http://www.example.test:8080/", "--resolve", "www.example.test=198.51.100.7"}, "198.51.100.7 is not a loopback address"},
+		{[]string{"--target", "http://10.77.1.1/"}, "10.77.1.1 is not a loopback address"},
+		{[]string{"--target", "http://[2001:db8::1]/"}, "2001:db8::1 is not a loopback address"},
+	} {
+		cmd := engineCmd([]string{"ip", "netns", "exec", ns}, append([]string{"loadgen", "--spec", spec}, tc.args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		msg := strings.TrimSpace(stderr.String())
+		if code := exitCodeOf(err); code != 2 || !strings.Contains(msg, tc.want) || !strings.Contains(msg, "--allow-remote-target") || strings.Contains(msg, "\n") || stdout.Len() != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2, one line with %q", tc.args, code, msg, tc.want)
+		}
+	}
+}
