@@ -142,7 +142,7 @@ func (p *h1Pool) dial(ctx context.Context, r *request) (*h1Conn, error) {
 		p.forget()
 		return nil, err
 	}
-	c := &h1Conn{rec: rec, conn: conn, br: bufio.NewReaderSize(conn, 32<<10), buf: make([]byte, 32<<10)}
+	c := &h1Conn{rec: rec, conn: conn, br: bufio.NewReaderSize(conn, p.s.bufSize(32<<10)), buf: make([]byte, p.s.bufSize(32<<10))}
 	p.mu.Lock()
 	p.all = append(p.all, c)
 	p.mu.Unlock()

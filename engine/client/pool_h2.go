@@ -157,7 +157,7 @@ type h2Stream struct {
 func newH2Conn(s *session, rec *connRecord, conn net.Conn, o origin) *h2Conn {
 	c := &h2Conn{
 		s: s, o: o, rec: rec, conn: conn,
-		bw:           bufio.NewWriterSize(conn, 16<<10),
+		bw:           bufio.NewWriterSize(conn, s.bufSize(16<<10)),
 		limit:        s.cfg.H2AssumedMaxStreams,
 		streamWindow: uint32(s.cfg.StreamReceiveWindow),
 		connWindow:   uint32(s.cfg.ConnReceiveWindow),
@@ -166,7 +166,7 @@ func newH2Conn(s *session, rec *connRecord, conn net.Conn, o origin) *h2Conn {
 		streams:      map[uint32]*h2Stream{},
 		peerMaxFrame: 16384,
 	}
-	c.fr = http2.NewFramer(c.bw, bufio.NewReaderSize(conn, 64<<10))
+	c.fr = http2.NewFramer(c.bw, bufio.NewReaderSize(conn, s.bufSize(64<<10)))
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = 256 << 10
 	c.henc = hpack.NewEncoder(&c.hbuf)

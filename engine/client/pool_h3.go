@@ -193,7 +193,7 @@ func (c *h3Conn) roundTrip(s *session, r *request, str *http3.RequestStream) err
 		}
 	}
 	r.gotHeaders(resp.StatusCode, resp.Header.Get("Content-Type"), resp.ContentLength)
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, s.bufSize(32<<10))
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {

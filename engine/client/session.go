@@ -117,6 +117,16 @@ func (g *ConnGauge) Open() int64 {
 	return g.opened.Load() - g.closed.Load()
 }
 
+// bufSize is the size of a connection's (or a response's) read or write buffer whose Loader.Load
+// size is n: a Tab's are a quarter of it, since a load generator keeps thousands of connections
+// (docs/loadtest.md: memory per VU). What is sent and received does not change.
+func (s *session) bufSize(n int) int {
+	if s.keep {
+		return n / 4
+	}
+	return n
+}
+
 // opened is how many connections the session has registered.
 func (s *session) opened() int {
 	s.mu.Lock()

@@ -129,13 +129,12 @@ func (r *runner) record(vu int, s *Sample, start time.Time) {
 	if s.Failed {
 		r.firstError.CompareAndSwap(-1, r.active.Load())
 	}
-	r.rec.page(vu, s, time.Since(start))
+	r.rec.page(s, time.Since(start))
 }
 
 // tick cuts the run into intervals until done is closed, then reports the last partial one.
 func (r *runner) tick(ctx context.Context, done <-chan struct{}) {
 	r.total = newWindow()
-	w := newWindow()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for k := 1; ; k++ {
@@ -143,7 +142,7 @@ func (r *runner) tick(ctx context.Context, done <-chan struct{}) {
 		timer.Reset(time.Until(boundary))
 		select {
 		case <-timer.C:
-			r.emit(w, k-1, boundary)
+			r.emit(k-1, boundary)
 			continue
 		case <-done:
 		case <-ctx.Done():
@@ -151,15 +150,15 @@ func (r *runner) tick(ctx context.Context, done <-chan struct{}) {
 		}
 		r.end = time.Now()
 		if r.end.After(r.cfg.Start.Add(time.Duration(k-1) * r.interval)) {
-			r.emit(w, k-1, r.end)
+			r.emit(k-1, r.end)
 		}
 		return
 	}
 }
 
 // emit closes interval k at end.
-func (r *runner) emit(w *window, k int, end time.Time) {
-	r.rec.rotate(w)
+func (r *runner) emit(k int, end time.Time) {
+	w := r.rec.rotate()
 	r.total.merge(w)
 	vus := r.active.Load()
 	peak := r.peak.Swap(vus)

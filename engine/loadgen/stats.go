@@ -113,57 +113,37 @@ func (w *window) add(p *Sample, pageTime time.Duration) {
 	}
 }
 
-// recorder collects the VUs' pages into the current interval's window. It is sharded so that
-// VUs on different CPUs rarely meet on a lock; rotate takes every shard's window at an interval's
-// end (each shard under its lock: a page counts in exactly one interval) and gives it a fresh one.
+// recorder collects the VUs' pages into the current interval's window, under one lock (recording
+// a page of 51 requests holds it for well under a microsecond); rotate swaps in a fresh window
+// at an interval's end, so a page counts in exactly one interval.
 type recorder struct {
-	shards []recShard
-}
-
-type recShard struct {
 	mu    sync.Mutex
 	cur   *window
-	spare *window
-	_     [40]byte // keep shards on separate cache lines
+	spare *window // only rotate touches it
 }
 
-const recShards = 4
+func newRecorder() *recorder { return &recorder{cur: newWindow(), spare: newWindow()} }
 
-func newRecorder() *recorder {
-	r := &recorder{shards: make([]recShard, recShards)}
-	for i := range r.shards {
-		r.shards[i].cur, r.shards[i].spare = newWindow(), newWindow()
-	}
-	return r
+// page records a finished page.
+func (r *recorder) page(p *Sample, pageTime time.Duration) {
+	r.mu.Lock()
+	r.cur.add(p, pageTime)
+	r.mu.Unlock()
 }
 
-// page records a finished page of VU vu.
-func (r *recorder) page(vu int, p *Sample, pageTime time.Duration) {
-	sh := &r.shards[vu%recShards]
-	sh.mu.Lock()
-	sh.cur.add(p, pageTime)
-	sh.mu.Unlock()
-}
-
-// drop counts an open-model arrival dropped.
+// drop counts open-model arrivals dropped.
 func (r *recorder) drop(n int64) {
-	sh := &r.shards[0]
-	sh.mu.Lock()
-	sh.cur.dropped += n
-	sh.mu.Unlock()
+	r.mu.Lock()
+	r.cur.dropped += n
+	r.mu.Unlock()
 }
 
-// rotate merges every shard's window into into (which it resets first) and starts new ones.
-func (r *recorder) rotate(into *window) {
-	into.reset()
-	for i := range r.shards {
-		sh := &r.shards[i]
-		sh.mu.Lock()
-		w := sh.cur
-		sh.cur, sh.spare = sh.spare, nil
-		sh.mu.Unlock()
-		into.merge(w)
-		w.reset()
-		sh.spare = w // only rotate touches spare
-	}
+// rotate ends the current window and returns it; it stays valid until the next rotate.
+func (r *recorder) rotate() *window {
+	r.spare.reset()
+	r.mu.Lock()
+	w := r.cur
+	r.cur, r.spare = r.spare, w
+	r.mu.Unlock()
+	return w
 }

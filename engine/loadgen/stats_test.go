@@ -113,7 +113,7 @@ func TestRecorderRotation(t *testing.T) {
 	r := newRecorder()
 	const vus, pages = 8, 5000
 	var wg sync.WaitGroup
-	for v := range vus {
+	for range vus {
 		wg.Go(func() {
 			s := &Sample{Exchanges: []time.Duration{time.Millisecond, 2 * time.Millisecond}, Bytes: 100}
 			for i := range pages {
@@ -123,11 +123,11 @@ func TestRecorderRotation(t *testing.T) {
 				} else {
 					s.Errors[Reset] = 0
 				}
-				r.page(v, s, time.Duration(i)*time.Microsecond)
+				r.page(s, time.Duration(i)*time.Microsecond)
 			}
 		})
 	}
-	total, w := newWindow(), newWindow()
+	total := newWindow()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	for running := true; running; {
@@ -136,11 +136,9 @@ func TestRecorderRotation(t *testing.T) {
 			running = false
 		default:
 		}
-		r.rotate(w)
-		total.merge(w)
+		total.merge(r.rotate())
 	}
-	r.rotate(w)
-	total.merge(w)
+	total.merge(r.rotate())
 	if total.pages+total.pagesFailed != vus*pages || total.pagesFailed != vus*pages/10 {
 		t.Errorf("%d pages, %d failed; want %d and %d", total.pages, total.pagesFailed, vus*pages, vus*pages/10)
 	}

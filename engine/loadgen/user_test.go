@@ -63,7 +63,7 @@ func TestTabUsersAgainstBuiltin(t *testing.T) {
 				"scenario":{"start":4,"stages":[{"duration_s":1.5,"target":4}]}}`, tc.proto, tc.conns))
 			sum, gauge := realRun(t, srv, spec)
 			tot := sum.Totals
-			if tot.Pages < 8 || tot.PagesFailed != 0 || tot.Errors.Total() != 0 {
+			if tot.Pages < 4 || tot.PagesFailed != 0 || tot.Errors.Total() != 0 {
 				t.Fatalf("%d pages, %d failed, errors %+v", tot.Pages, tot.PagesFailed, tot.Errors)
 			}
 			if tot.Hits != tot.Pages*int64(len(pg.Objects)) || tot.Bytes != tot.Pages*pg.TotalBytes() {

@@ -34,8 +34,8 @@ func TestBenchTCPPlusUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "want one of link, loader, servers, tcpplus"},
-		{[]string{"nosuch"}, "want one of link, loader, servers, tcpplus"},
+		{nil, "want one of link, loader, loadgen, servers, tcpplus"},
+		{[]string{"nosuch"}, "want one of link, loader, loadgen, servers, tcpplus"},
 		{[]string{"loader", "--bogus"}, "bogus"},
 		{[]string{"tcpplus", "--n", "0"}, "--n"},
 		{[]string{"tcpplus", "--n", "33"}, "between 1 and 32"},

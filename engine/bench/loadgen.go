@@ -1,0 +1,515 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/loadgen"
+	"github.com/wirelab/wirelab/engine/page"
+)
+
+// The load generator benchmark (`wirelab-engine bench loadgen`, docs/loadtest.md): wirelab's VUs
+// against h2load on the same server, loopback, no emulator; 10 000 VUs with 5 s think time; the
+// cost of the generator's own bookkeeping.
+
+// LoadgenOptions configure the benchmark.
+type LoadgenOptions struct {
+	Engine    string   // the wirelab-engine binary (serve, loadgen)
+	H2load    string   // the h2load binary
+	Server    string   // the server under test: a LoadgenServers name
+	Parts     []string // pages, vus, bookkeeping (default all)
+	Page      string   // the pages part's page (default neoload50, study N's)
+	Clients   int      // page clients (h2load) = VUs (wirelab) in the pages part
+	Duration  time.Duration
+	Rounds    int      // h2load and wirelab alternate this many times per protocol
+	Protocols []string // h1 and/or h2
+	VUs       int      // the vus part's VU count
+	VUPage    string   // the vus part's page
+	VURamp    time.Duration
+	VUHold    time.Duration
+	Progress  io.Writer
+}
+
+// LoadgenResult is what the benchmark measured.
+type LoadgenResult struct {
+	Server      string          `json:"server"`
+	Page        string          `json:"page"`
+	Objects     int             `json:"objects"`
+	Clients     int             `json:"clients"`
+	DurationS   float64         `json:"duration_s"`
+	Pages       []PagesRow      `json:"pages,omitempty"`
+	VUs         *VUsRow         `json:"vus,omitempty"`
+	Bookkeeping *BookkeepingRow `json:"bookkeeping,omitempty"`
+	Machine     Machine         `json:"machine"`
+}
+
+// PagesRow is one run of one tool over one protocol.
+type PagesRow struct {
+	Protocol string `json:"protocol"`
+	Tool     string `json:"tool"` // h2load | wirelab
+	Round    int    `json:"round"`
+	// How the tool loaded: h2load clients × connections, streams per connection; wirelab VUs.
+	Setup         string  `json:"setup"`
+	Pages         float64 `json:"pages"` // h2load: successful requests ÷ objects per page
+	PagesPerS     float64 `json:"pages_per_s"`
+	Requests      int64   `json:"requests"`
+	Failed        int64   `json:"failed"`
+	Seconds       float64 `json:"seconds"`
+	CPUUsPerReq   float64 `json:"cpu_us_per_request"`        // the tool's process
+	ServerUsPerRq float64 `json:"server_cpu_us_per_request"` // the server's process
+	ToolCores     float64 `json:"tool_cores"`                // the tool's CPU ÷ seconds
+	ServerCores   float64 `json:"server_cores"`
+}
+
+// VUsRow is the many-VUs run.
+type VUsRow struct {
+	Protocol        string  `json:"protocol"`
+	Page            string  `json:"page"`
+	VUs             int     `json:"vus"`
+	ThinkS          float64 `json:"think_s"`
+	VUsReached      int     `json:"vus_reached"`
+	PagesPerSHold   float64 `json:"pages_per_s_hold"`    // mean over the hold's intervals
+	PagesPerSPlan   float64 `json:"pages_per_s_planned"` // VUs ÷ (think + page p50)
+	PageP50Ms       float64 `json:"page_p50_ms"`
+	PageP99Ms       float64 `json:"page_p99_ms"`
+	Errors          int64   `json:"errors"`
+	RSSBytes        int64   `json:"rss_bytes"`        // at the hold's end
+	RSSBaseBytes    int64   `json:"rss_base_bytes"`   // after the first interval
+	BytesPerVU      float64 `json:"bytes_per_vu"`     // (rss − base) ÷ (VUs − VUs in the first interval)
+	Goroutines      int     `json:"goroutines"`       // at the hold's end
+	OpenConnections int64   `json:"open_connections"` // at the hold's end
+	CPUCores        float64 `json:"cpu_cores_hold"`   // the generator's CPU during the hold
+	SaturatedHold   int     `json:"saturated_intervals_hold"`
+}
+
+// BookkeepingRow relates the generator's accounting to a real run's CPU.
+type BookkeepingRow struct {
+	Protocol         string  `json:"protocol"` // the pages part's wirelab run it is related to
+	PerPageUs        float64 `json:"per_page_us"`
+	PerIntervalUs    float64 `json:"per_interval_us"`
+	Pages            int64   `json:"pages"`
+	Intervals        int     `json:"intervals"`
+	BookkeepingMs    float64 `json:"bookkeeping_ms"`
+	GeneratorCPUMs   float64 `json:"generator_cpu_ms"`
+	ShareOfGenerator float64 `json:"share_of_generator"` // bookkeeping ÷ generator CPU
+}
+
+// LoadgenServer is a server under test of the benchmark: it serves one page on 127.0.0.1. The
+// built-in server is the only one until engine/server/impl brings nginx, Apache, h2o and Caddy
+// (the issue's target is measured against nginx): each becomes one more entry of LoadgenServers.
+type LoadgenServer interface {
+	// Start serves the page over protocols (h1: cleartext port, h2: TLS port).
+	Start(pageName string, protocols []string) (*Served, error)
+}
+
+// Served is a running server under test.
+type Served struct {
+	HTTPPort, HTTPSPort int
+	CAFile              string
+	PID                 int // the process whose CPU is the server's
+	Stop                func() error
+}
+
+// LoadgenServers are the servers `bench loadgen --server` knows.
+var LoadgenServers = map[string]func(engine string) LoadgenServer{
+	"builtin": func(engine string) LoadgenServer { return builtinServer{engine} },
+}
+
+// builtinServer runs `wirelab-engine serve` as a child process, so its CPU is its own.
+type builtinServer struct{ engine string }
+
+func (b builtinServer) Start(pageName string, protocols []string) (*Served, error) {
+	cmd := exec.Command(b.engine, "serve", "--page", pageName, "--addrs", "127.0.0.1", "--port-http", "0", "--port-https", "0",
+		"--port-quic", "0", "--protocols", strings.Join(protocols, ","))
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() error {
+		cmd.Process.Signal(syscall.SIGTERM)
+		go io.Copy(io.Discard, stdout)
+		return cmd.Wait()
+	}
+	line, err := bufio.NewReader(stdout).ReadBytes('\n')
+	var ready struct {
+		Event  string `json:"event"`
+		PID    int    `json:"pid"`
+		CAFile string `json:"ca_file"`
+		Ports  struct {
+			HTTP  int `json:"http"`
+			HTTPS int `json:"https"`
+		} `json:"ports"`
+	}
+	if err == nil {
+		err = json.Unmarshal(line, &ready)
+	}
+	if err != nil || ready.Event != "ready" {
+		stop()
+		return nil, fmt.Errorf("serve: no ready line (%v): %s", err, line)
+	}
+	return &Served{HTTPPort: ready.Ports.HTTP, HTTPSPort: ready.Ports.HTTPS, CAFile: ready.CAFile, PID: cmd.Process.Pid, Stop: stop}, nil
+}
+
+func (o *LoadgenOptions) runs(part string) bool {
+	return len(o.Parts) == 0 || slices.Contains(o.Parts, part)
+}
+
+func (o *LoadgenOptions) progress(format string, args ...any) {
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, format+"\n", args...)
+	}
+}
+
+// Loadgen runs the benchmark.
+func Loadgen(ctx context.Context, o LoadgenOptions) (*LoadgenResult, error) {
+	newServer, ok := LoadgenServers[o.Server]
+	if !ok {
+		return nil, fmt.Errorf("server %q: not a benchmark server", o.Server)
+	}
+	srv := newServer(o.Engine)
+	res := &LoadgenResult{Server: o.Server, Page: o.Page, Clients: o.Clients, DurationS: o.Duration.Seconds(), Machine: machine()}
+	if o.runs("pages") || o.runs("bookkeeping") {
+		if err := o.pages(ctx, srv, res); err != nil {
+			return res, err
+		}
+	}
+	if o.runs("bookkeeping") {
+		res.Bookkeeping = o.bookkeeping(res)
+	}
+	if o.runs("vus") {
+		row, err := o.vus(ctx, srv)
+		if err != nil {
+			return res, err
+		}
+		res.VUs = row
+	}
+	res.Machine.LoadAfter = loadavg()
+	return res, nil
+}
+
+// pages runs h2load and wirelab in turn, Rounds times per protocol, on one server.
+func (o *LoadgenOptions) pages(ctx context.Context, srv LoadgenServer, res *LoadgenResult) error {
+	pg, err := page.Load(o.Page, 1)
+	if err != nil {
+		return err
+	}
+	res.Objects = len(pg.Objects)
+	s, err := srv.Start(o.Page, o.Protocols)
+	if err != nil {
+		return err
+	}
+	defer s.Stop()
+	for _, proto := range o.Protocols {
+		scheme, port := "http", s.HTTPPort
+		if proto != "h1" {
+			scheme, port = "https", s.HTTPSPort
+		}
+		urls, err := pg.URLsAt(page.Base{Scheme: scheme, Port: port, Token: "bench"})
+		if err != nil {
+			return err
+		}
+		for round := 1; round <= o.Rounds; round++ {
+			for _, tool := range []string{"h2load", "wirelab"} {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				var row *PagesRow
+				if tool == "h2load" {
+					row, err = o.h2load(ctx, proto, urls, len(pg.Objects), s.PID)
+				} else {
+					row, err = o.wirelab(ctx, proto, urls[0], s, s.PID)
+				}
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", tool, proto, err)
+				}
+				row.Round = round
+				o.progress("  %-4s %-8s %s: %7.1f pages/s, %6.1f µs CPU per request (server %.1f µs), %d failed", proto, tool, row.Setup, row.PagesPerS, row.CPUUsPerReq, row.ServerUsPerRq, row.Failed)
+				res.Pages = append(res.Pages, *row)
+			}
+		}
+	}
+	return nil
+}
+
+var (
+	h2loadFinished = regexp.MustCompile(`finished in ([0-9.]+)(m?s)`)
+	h2loadRequests = regexp.MustCompile(`requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed`)
+)
+
+// h2load runs h2load as closed-loop page clients: h1 six connections per client (one request at
+// a time each), h2 one connection per client with one stream per object of the page.
+func (o *LoadgenOptions) h2load(ctx context.Context, proto string, urls []string, objects, serverPID int) (*PagesRow, error) {
+	f, err := os.CreateTemp("", "wirelab-h2load-*.txt")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	for _, u := range urls { // h2load resolves with the system: name the address itself
+		fmt.Fprintln(f, strings.Replace(u, page.OriginHost(0), "127.0.0.1", 1))
+	}
+	f.Close()
+	args := []string{"-D", strconv.Itoa(int(o.Duration.Seconds())), "-i", f.Name()}
+	var setup string
+	if proto == "h1" {
+		args = append(args, "--h1", "-c", strconv.Itoa(6*o.Clients), "-m", "1")
+		setup = fmt.Sprintf("%d clients × 6 connections", o.Clients)
+	} else {
+		args = append(args, "-c", strconv.Itoa(o.Clients), "-m", strconv.Itoa(objects))
+		setup = fmt.Sprintf("%d clients × 1 connection × %d streams", o.Clients, objects)
+	}
+	cmd := exec.CommandContext(ctx, o.H2load, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	srv0 := processCPU(serverPID)
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%v: %s", err, lastLines(out.String(), 5))
+	}
+	srvCPU := processCPU(serverPID) - srv0
+	fin := h2loadFinished.FindStringSubmatch(out.String())
+	req := h2loadRequests.FindStringSubmatch(out.String())
+	if fin == nil || req == nil {
+		return nil, fmt.Errorf("unexpected h2load output: %s", lastLines(out.String(), 10))
+	}
+	secs, _ := strconv.ParseFloat(fin[1], 64)
+	if fin[2] == "ms" {
+		secs /= 1000
+	}
+	succeeded, _ := strconv.ParseInt(req[4], 10, 64)
+	failed, _ := strconv.ParseInt(req[5], 10, 64)
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	row := &PagesRow{Protocol: proto, Tool: "h2load", Setup: setup, Pages: float64(succeeded) / float64(objects),
+		Requests: succeeded, Failed: failed, Seconds: secs}
+	row.fill(cpu, srvCPU)
+	return row, nil
+}
+
+// wirelab runs `wirelab-engine loadgen`: Clients VUs without think time for Duration.
+func (o *LoadgenOptions) wirelab(ctx context.Context, proto, root string, s *Served, serverPID int) (*PagesRow, error) {
+	spec := fmt.Sprintf(`{"protocol":%q,"interval_s":1,"think":{"mean_s":0},"scenario":{"start":%d,"stages":[{"duration_s":%g,"target":%d}]}}`,
+		proto, o.Clients, o.Duration.Seconds(), o.Clients)
+	sum, cpu, srvCPU, err := o.runLoadgen(ctx, spec, root, s, serverPID, nil)
+	if err != nil {
+		return nil, err
+	}
+	t := sum.Totals
+	row := &PagesRow{Protocol: proto, Tool: "wirelab", Setup: fmt.Sprintf("%d VUs, think 0", o.Clients), Pages: float64(t.Pages),
+		Requests: t.Hits, Failed: t.PagesFailed, Seconds: sum.DurationS}
+	row.fill(cpu, srvCPU)
+	return row, nil
+}
+
+func (r *PagesRow) fill(cpu, srvCPU time.Duration) {
+	if r.Seconds > 0 {
+		r.PagesPerS = round(r.Pages/r.Seconds, 1)
+		r.ToolCores = round(cpu.Seconds()/r.Seconds, 2)
+		r.ServerCores = round(srvCPU.Seconds()/r.Seconds, 2)
+	}
+	if r.Requests > 0 {
+		r.CPUUsPerReq = round(float64(cpu.Microseconds())/float64(r.Requests), 1)
+		r.ServerUsPerRq = round(float64(srvCPU.Microseconds())/float64(r.Requests), 1)
+	}
+}
+
+// runLoadgen runs the loadgen command on spec against root and returns its summary, its CPU time
+// and the server's; every interval line goes to onInterval.
+func (o *LoadgenOptions) runLoadgen(ctx context.Context, spec, root string, s *Served, serverPID int, onInterval func(loadgen.Interval)) (*loadgen.Summary, time.Duration, time.Duration, error) {
+	f, err := os.CreateTemp("", "wirelab-loadgen-spec-*.json")
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer os.Remove(f.Name())
+	f.WriteString(spec)
+	f.Close()
+	cmd := exec.CommandContext(ctx, o.Engine, "loadgen", "--spec", f.Name(), "--target", root,
+		"--resolve", page.OriginHost(0)+"=127.0.0.1", "--ca", s.CAFile)
+	cmd.Stderr = os.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
+	cmd.WaitDelay = 30 * time.Second
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	srv0 := processCPU(serverPID)
+	if err := cmd.Start(); err != nil {
+		return nil, 0, 0, err
+	}
+	var sum *loadgen.Summary
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var ev struct{ Event string }
+		json.Unmarshal(line, &ev)
+		switch ev.Event {
+		case "interval":
+			var iv loadgen.Interval
+			if err := json.Unmarshal(line, &iv); err == nil && onInterval != nil {
+				onInterval(iv)
+			}
+		case "summary":
+			sum = &loadgen.Summary{}
+			if err := json.Unmarshal(line, sum); err != nil {
+				return nil, 0, 0, err
+			}
+		}
+	}
+	werr := cmd.Wait()
+	srvCPU := processCPU(serverPID) - srv0
+	if sum == nil {
+		return nil, 0, 0, fmt.Errorf("loadgen printed no summary: %v", werr)
+	}
+	if werr != nil && !sum.Interrupted {
+		var ee *exec.ExitError
+		if !errors.As(werr, &ee) || ee.ExitCode() != 1 { // 1: a threshold failed; the benchmark sets none
+			return nil, 0, 0, werr
+		}
+	}
+	return sum, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), srvCPU, ctx.Err()
+}
+
+// bookkeeping relates the measured accounting cost to the last wirelab h2 (else h1) run.
+func (o *LoadgenOptions) bookkeeping(res *LoadgenResult) *BookkeepingRow {
+	var run *PagesRow
+	for i := range res.Pages {
+		if r := &res.Pages[i]; r.Tool == "wirelab" && (run == nil || r.Protocol == "h2") {
+			run = r
+		}
+	}
+	if run == nil {
+		return nil
+	}
+	intervals := int(run.Seconds + 0.999)
+	perInterval := int(run.Pages) / max(intervals, 1)
+	c := loadgen.MeasureBookkeeping(max(res.Objects, 1), max(perInterval, 1))
+	row := &BookkeepingRow{Protocol: run.Protocol, PerPageUs: round(float64(c.PerPage.Nanoseconds())/1e3, 2),
+		PerIntervalUs: round(float64(c.PerInterval.Nanoseconds())/1e3, 1), Pages: int64(run.Pages), Intervals: intervals}
+	book := time.Duration(run.Pages)*c.PerPage + time.Duration(intervals)*c.PerInterval
+	row.BookkeepingMs = round(float64(book.Microseconds())/1e3, 2)
+	row.GeneratorCPUMs = round(run.CPUUsPerReq*float64(run.Requests)/1e3, 1)
+	if row.GeneratorCPUMs > 0 {
+		row.ShareOfGenerator = round(row.BookkeepingMs/row.GeneratorCPUMs, 5)
+	}
+	o.progress("  bookkeeping: %.2f µs per page of %d requests, %.0f µs per interval: %.3f %% of the generator's CPU (%s run)",
+		row.PerPageUs, res.Objects, row.PerIntervalUs, 100*row.ShareOfGenerator, run.Protocol)
+	return row
+}
+
+// vus runs many VUs with think time against a small page and reports the memory per VU.
+func (o *LoadgenOptions) vus(ctx context.Context, srv LoadgenServer) (*VUsRow, error) {
+	proto := "h2"
+	if len(o.Protocols) == 1 {
+		proto = o.Protocols[0]
+	}
+	pg, err := page.Load(o.VUPage, 1)
+	if err != nil {
+		return nil, err
+	}
+	s, err := srv.Start(o.VUPage, []string{proto})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Stop()
+	scheme, port := "https", s.HTTPSPort
+	if proto == "h1" {
+		scheme, port = "http", s.HTTPPort
+	}
+	root, err := pg.URL(0, page.Base{Scheme: scheme, Port: port, Token: "bench"})
+	if err != nil {
+		return nil, err
+	}
+	const think = 5.0
+	spec := fmt.Sprintf(`{"protocol":%q,"interval_s":5,"think":{"distribution":"exponential","mean_s":%g},"limits":{"max_vus":%d},
+		"scenario":{"start":0,"stages":[{"duration_s":%g,"target":%d},{"duration_s":%g,"target":%d}]}}`,
+		proto, think, o.VUs, o.VURamp.Seconds(), o.VUs, o.VUHold.Seconds(), o.VUs)
+	o.progress("  %d VUs over %s, think %g s (exponential), page %s: ramp %v, hold %v", o.VUs, proto, think, o.VUPage, o.VURamp, o.VUHold)
+	var ivs []loadgen.Interval
+	sum, _, _, err := o.runLoadgen(ctx, spec, root, s, s.PID, func(iv loadgen.Interval) {
+		ivs = append(ivs, iv)
+		o.progress("    t=%5.0f s  %5d VUs  %7.1f pages/s  p99 %7.1f ms  rss %5.0f MB  %d goroutines  %.2f cores  %d conns",
+			iv.TEndS, iv.VUs, iv.PagesPerS, p99(iv.PageMs), float64(iv.Generator.RSSBytes)/1e6, iv.Generator.Goroutines, iv.Generator.CPUUtil, iv.OpenConnections)
+	})
+	if err != nil {
+		return nil, err
+	}
+	row := &VUsRow{Protocol: proto, Page: o.VUPage, VUs: o.VUs, ThinkS: think, VUsReached: sum.Totals.VUsMax, Errors: sum.Totals.Errors.Total()}
+	holdFrom := o.VURamp.Seconds()
+	var hold []loadgen.Interval
+	for _, iv := range ivs {
+		if iv.TStartS >= holdFrom && iv.TEndS <= holdFrom+o.VUHold.Seconds() {
+			hold = append(hold, iv)
+		}
+	}
+	if len(hold) == 0 || len(ivs) == 0 {
+		return row, errors.New("no interval in the hold stage")
+	}
+	var pages, cpu float64
+	for _, iv := range hold {
+		pages += iv.PagesPerS
+		cpu += iv.Generator.CPUUtil
+		if iv.Generator.Saturated {
+			row.SaturatedHold++
+		}
+	}
+	row.PagesPerSHold = round(pages/float64(len(hold)), 1)
+	row.CPUCores = round(cpu/float64(len(hold)), 2)
+	last := hold[len(hold)-1]
+	if len(hold) > 1 { // the last one ends with the scenario, as the VUs leave
+		last = hold[len(hold)-2]
+	}
+	row.RSSBytes, row.Goroutines, row.OpenConnections = last.Generator.RSSBytes, last.Generator.Goroutines, last.OpenConnections
+	row.RSSBaseBytes = ivs[0].Generator.RSSBytes
+	if n := last.VUs - ivs[0].VUs; n > 0 {
+		row.BytesPerVU = round(float64(row.RSSBytes-row.RSSBaseBytes)/float64(n), 0)
+	}
+	if sum.Totals.PageMs != nil {
+		row.PageP50Ms, row.PageP99Ms = sum.Totals.PageMs.P50, sum.Totals.PageMs.P99
+		row.PagesPerSPlan = round(float64(o.VUs)/(think+row.PageP50Ms/1000), 1)
+	}
+	return row, nil
+}
+
+func p99(l *loadgen.Latency) float64 {
+	if l == nil {
+		return 0
+	}
+	return l.P99
+}
+
+// processCPU is a process's user + system CPU time (/proc/PID/stat).
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / time.Duration(clockTicks())
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], " | ")
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/bench"
+	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/version"
+)
+
+func init() {
+	benchmarks["loadgen"] = struct {
+		summary string
+		run     func(args []string) error
+	}{"load generator: pages/s beside h2load on one server, 10 000 VUs with think time, bookkeeping cost", runBenchLoadgen}
+}
+
+func runBenchLoadgen(args []string) error {
+	fs := flag.NewFlagSet("bench loadgen", flag.ContinueOnError)
+	parts := fs.String("parts", "pages,bookkeeping,vus", "parts to run: pages, bookkeeping (needs pages), vus")
+	serverName := fs.String("server", "builtin", "the server under test")
+	pageName := fs.String("page", "neoload50", "the pages part's page")
+	clients := fs.Int("clients", 20, "pages part: page clients (h2load) and VUs (wirelab)")
+	duration := fs.Duration("duration", 10*time.Second, "pages part: length of each run (whole seconds)")
+	rounds := fs.Int("rounds", 2, "pages part: h2load and wirelab alternate this many times per protocol")
+	protocols := fs.String("protocols", "h1,h2", "pages part: h1 and/or h2")
+	vus := fs.Int("vus", 10000, "vus part: VUs")
+	vuPage := fs.String("vu-page", "synthetic:1x1kB", "vus part: the page")
+	ramp := fs.Duration("ramp", 60*time.Second, "vus part: ramp from 0 to --vus")
+	hold := fs.Duration("hold", 60*time.Second, "vus part: hold at --vus")
+	h2load := fs.String("h2load", "/usr/bin/h2load", "the h2load binary (Debian: nghttp2-client)")
+	asJSON := fs.Bool("json", false, "print one JSON object on stdout (progress goes to stderr)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), `usage: wirelab-engine bench loadgen [flags]
+
+Loopback, no emulator, the server in a process of its own (`+"`serve`"+`):
+  pages        h2load as closed-loop page clients (h1: 6 connections per client, one request at a
+               time; h2: one connection, one stream per object) and wirelab's VUs without think
+               time (`+"`loadgen`"+`), in turn on the same server: pages/s, CPU µs per request of each
+               tool and of the server
+  bookkeeping  the generator's accounting (per page, per interval) as a share of its CPU in the
+               pages part's wirelab run
+  vus          --vus VUs with 5 s think time (exponential) on a small page: pages/s, memory per VU
+Figures and commands: docs/loadtest.md.
+
+flags:`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return cli.Usagef("bench loadgen: unexpected argument %q", fs.Arg(0))
+	}
+	var partList []string
+	for _, p := range strings.Split(*parts, ",") {
+		if !slices.Contains([]string{"pages", "bookkeeping", "vus"}, p) {
+			return cli.Usagef("parts: %q is not a part; use pages, bookkeeping or vus", p)
+		}
+		partList = append(partList, p)
+	}
+	if _, ok := bench.LoadgenServers[*serverName]; !ok {
+		var names []string
+		for n := range bench.LoadgenServers {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return cli.Usagef("server: %q is not a benchmark server; want %s", *serverName, strings.Join(names, ", "))
+	}
+	var protoList []string
+	for _, p := range strings.Split(*protocols, ",") {
+		if p != "h1" && p != "h2" {
+			return cli.Usagef("protocols: %q; want h1 and/or h2", p)
+		}
+		protoList = append(protoList, p)
+	}
+	switch {
+	case *clients < 1 || *clients > 1000:
+		return cli.Usagef("clients: got %d; must be 1–1000", *clients)
+	case *duration < time.Second || *duration > time.Hour || *duration%time.Second != 0:
+		return cli.Usagef("duration: got %v; must be whole seconds, 1 s – 1 h", *duration)
+	case *rounds < 1 || *rounds > 20:
+		return cli.Usagef("rounds: got %d; must be 1–20", *rounds)
+	case *vus < 1 || *vus > 100000:
+		return cli.Usagef("vus: got %d; must be 1–100000", *vus)
+	case *ramp < time.Second || *hold < 10*time.Second || *ramp+*hold > 2*time.Hour:
+		return cli.Usagef("ramp, hold: got %v and %v; ramp ≥ 1 s, hold ≥ 10 s, together ≤ 2 h", *ramp, *hold)
+	}
+	if slices.Contains(partList, "pages") {
+		if _, err := os.Stat(*h2load); err != nil {
+			return cli.Usagef("h2load: %v (Debian: apt-get install nghttp2-client)", err)
+		}
+	}
+	if slices.Contains(partList, "bookkeeping") && !slices.Contains(partList, "pages") {
+		return cli.Usagef("parts: bookkeeping relates to the pages part's run; add pages")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	started := time.Now()
+	res, err := bench.Loadgen(ctx, bench.LoadgenOptions{Engine: self, H2load: *h2load, Server: *serverName, Parts: partList,
+		Page: *pageName, Clients: *clients, Duration: *duration, Rounds: *rounds, Protocols: protoList,
+		VUs: *vus, VUPage: *vuPage, VURamp: *ramp, VUHold: *hold, Progress: os.Stderr})
+	if errors.Is(err, context.Canceled) {
+		return &cli.ExitError{Code: 130}
+	}
+	if err != nil {
+		return fmt.Errorf("bench loadgen: %w", err)
+	}
+	out := struct {
+		*bench.LoadgenResult
+		Command   string `json:"command"`
+		Engine    string `json:"engine"`
+		StartedAt string `json:"started_at"`
+	}{res, shellQuote(os.Args), version.String(), started.UTC().Format(time.RFC3339)}
+	if *asJSON {
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Println(string(b))
+		return nil
+	}
+	printLoadgenResult(res)
+	return nil
+}
+
+func printLoadgenResult(r *bench.LoadgenResult) {
+	if len(r.Pages) > 0 {
+		fmt.Printf("pages/s, server %s, page %s (%d objects), %d page clients, %.0f s per run, loopback:\n", r.Server, r.Page, r.Objects, r.Clients, r.DurationS)
+		fmt.Printf("  %-4s %-8s %5s %10s %10s %12s %12s %8s %8s\n", "", "tool", "round", "pages/s", "failed", "µs CPU/req", "server µs", "cores", "server")
+		for _, p := range r.Pages {
+			fmt.Printf("  %-4s %-8s %5d %10.1f %10d %12.1f %12.1f %8.2f %8.2f\n", p.Protocol, p.Tool, p.Round, p.PagesPerS, p.Failed, p.CPUUsPerReq, p.ServerUsPerRq, p.ToolCores, p.ServerCores)
+		}
+		for _, proto := range []string{"h1", "h2"} {
+			var h, w []float64
+			for _, p := range r.Pages {
+				if p.Protocol != proto {
+					continue
+				}
+				if p.Tool == "h2load" {
+					h = append(h, p.PagesPerS)
+				} else {
+					w = append(w, p.PagesPerS)
+				}
+			}
+			if len(h) > 0 && len(w) > 0 {
+				fmt.Printf("  %s: wirelab ÷ h2load = %.2f (mean pages/s %.1f vs %.1f)\n", proto, meanOf(w)/meanOf(h), meanOf(w), meanOf(h))
+			}
+		}
+	}
+	if b := r.Bookkeeping; b != nil {
+		fmt.Printf("bookkeeping: %.2f µs per page, %.0f µs per interval: %.2f ms of %.0f ms generator CPU (%s run) = %.3f %%\n",
+			b.PerPageUs, b.PerIntervalUs, b.BookkeepingMs, b.GeneratorCPUMs, b.Protocol, 100*b.ShareOfGenerator)
+	}
+	if v := r.VUs; v != nil {
+		fmt.Printf("vus: %d VUs over %s (%s, think %g s): reached %d, %.1f pages/s in the hold (planned %.1f), page p50 %.1f ms p99 %.1f ms, %d errors\n",
+			v.VUs, v.Protocol, v.Page, v.ThinkS, v.VUsReached, v.PagesPerSHold, v.PagesPerSPlan, v.PageP50Ms, v.PageP99Ms, v.Errors)
+		fmt.Printf("     rss %.0f MB (%.0f MB base): %.1f kB per VU; %d goroutines, %d connections open, %.2f cores, %d saturated intervals in the hold\n",
+			float64(v.RSSBytes)/1e6, float64(v.RSSBaseBytes)/1e6, v.BytesPerVU/1e3, v.Goroutines, v.OpenConnections, v.CPUCores, v.SaturatedHold)
+	}
+	m := r.Machine
+	fmt.Printf("machine: %d CPUs, load %s → %s\n", m.CPUs, m.LoadBefore, m.LoadAfter)
+}
+
+func meanOf(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
