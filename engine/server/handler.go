@@ -186,7 +186,15 @@ const defaultWrite = 256 << 10
 func (s *Server) handler(origin int, proto Protocol) http.Handler {
 	port := s.ports.Port(proto)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Close waits for handlers; a request arriving once it has begun is not one to wait for
+		// (Add concurrent with Wait is a race): it is aborted, its connection is closing anyway.
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			panic(http.ErrAbortHandler)
+		}
 		s.handlers.Add(1)
+		s.mu.Unlock()
 		defer s.handlers.Done()
 		rec := Record{Start: time.Now(), Protocol: proto, Origin: origin, Remote: r.RemoteAddr,
 			Method: r.Method, Path: r.URL.Path}
