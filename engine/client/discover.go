@@ -1,8 +1,10 @@
 package client
 
 import (
+	"bytes"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/wirelab/wirelab/engine/internal/refscan"
 	"github.com/wirelab/wirelab/engine/page"
@@ -59,4 +61,58 @@ func resolveRef(raw string, base *url.URL) *url.URL {
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return u
+}
+
+// discoveryCache remembers the references found in documents (HTML, CSS) by URL and exact
+// content, for a Loader's Tabs: a load generator's VUs receive the same root document thousands
+// of times, and parsing it again would find the same references (a document whose bytes differ is
+// parsed). Loader.Load does not use it. Safe for concurrent use; the references it returns are
+// shared and never modified.
+type discoveryCache struct {
+	mu      sync.Mutex
+	entries map[string]discovered // by URL
+}
+
+type discovered struct {
+	contentType string
+	body        []byte
+	refs        []ref
+}
+
+// maxCachedDocuments bounds the cache: a page has a few documents (root, stylesheets, frames).
+const maxCachedDocuments = 256
+
+func newDiscoveryCache() *discoveryCache { return &discoveryCache{entries: map[string]discovered{}} }
+
+// discover returns the references of r's body (HTML or CSS), parsing it unless the same URL
+// delivered the same bytes before. A nil cache always parses.
+func (c *discoveryCache) discover(r *request) []ref {
+	mt := mediaType(r.contentType)
+	if mt != "text/html" && mt != "text/css" {
+		return nil
+	}
+	var key string
+	if c != nil {
+		key = r.url.String()
+		c.mu.Lock()
+		e, ok := c.entries[key]
+		c.mu.Unlock()
+		if ok && e.contentType == mt && bytes.Equal(e.body, r.body) {
+			return e.refs
+		}
+	}
+	var refs []ref
+	if mt == "text/html" {
+		refs = discoverHTML(r.body, r.url)
+	} else {
+		refs = discoverCSS(r.body, r.url)
+	}
+	if c != nil {
+		c.mu.Lock()
+		if len(c.entries) < maxCachedDocuments {
+			c.entries[key] = discovered{contentType: mt, body: bytes.Clone(r.body), refs: refs}
+		}
+		c.mu.Unlock()
+	}
+	return refs
 }

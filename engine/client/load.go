@@ -12,7 +12,10 @@ import (
 // Loader loads pages. It holds only configuration: every Load starts from fresh state (new
 // connections, no TLS session cache, an empty name cache), so loads are independent. A Loader may
 // be used by several goroutines.
-type Loader struct{ cfg Config }
+type Loader struct {
+	cfg    Config
+	tabDoc *discoveryCache // the Tabs' documents already parsed
+}
 
 // New validates cfg and fills in its defaults.
 func New(cfg Config) (*Loader, error) {
@@ -20,7 +23,7 @@ func New(cfg Config) (*Loader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Loader{cfg: cfg}, nil
+	return &Loader{cfg: cfg, tabDoc: newDiscoveryCache()}, nil
 }
 
 // Config returns the resolved configuration.
@@ -32,7 +35,7 @@ func (l *Loader) Config() Config { return l.cfg }
 // the load from starting (a bad URL, a refused target); failures during the load are in
 // Result.Err, with the partial measurements.
 func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Result, error) {
-	p, err := l.plan(root, objects)
+	p, err := l.plan(root, objects, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -220,8 +223,8 @@ func (e timeoutError) Error() string {
 
 func (e timeoutError) Is(target error) bool { return target == ErrTimeout }
 
-// plan validates the URLs and builds the mode's planner.
-func (l *Loader) plan(root string, objects []string) (planner, error) {
+// plan validates the URLs and builds the mode's planner; a Tab's flat planner uses cache.
+func (l *Loader) plan(root string, objects []string, cache *discoveryCache) (planner, error) {
 	base, err := url.Parse(root)
 	if err != nil {
 		return nil, fmt.Errorf("url %q: %w", root, err)
@@ -235,7 +238,7 @@ func (l *Loader) plan(root string, objects []string) (planner, error) {
 			return nil, errors.New("objects: a list of objects is for mode objects; flat mode discovers them")
 		}
 		base.Fragment, base.RawFragment = "", ""
-		return flatPlanner{root: base}, nil
+		return flatPlanner{root: base, cache: cache}, nil
 	case ModeReplay:
 		if len(objects) > 0 {
 			return nil, errors.New("objects: a list of objects is for mode objects; replay follows the page's dependency graph")

@@ -53,7 +53,8 @@ type plannedRequest struct {
 // adds. A browser without scripts and computation does the same.
 type flatPlanner struct {
 	untimed
-	root *url.URL
+	root  *url.URL
+	cache *discoveryCache // a Tab's loader: documents seen before are not parsed again (nil: always parsed)
 }
 
 func (p flatPlanner) start() []plannedRequest {
@@ -64,13 +65,7 @@ func (p flatPlanner) completed(r *request) []plannedRequest {
 	if r.err != nil || !r.keep {
 		return nil
 	}
-	var refs []ref
-	switch mediaType(r.contentType) {
-	case "text/html":
-		refs = discoverHTML(r.body, r.url)
-	case "text/css":
-		refs = discoverCSS(r.body, r.url)
-	}
+	refs := p.cache.discover(r)
 	out := make([]plannedRequest, len(refs))
 	for i, rf := range refs {
 		out[i] = plannedRequest{url: rf.url, initiator: r.url.String(), document: rf.frame, parse: true, kind: rf.kind}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -126,6 +127,11 @@ type h2Conn struct {
 	henc   *hpack.Encoder
 	hbuf   bytes.Buffer
 	nextID uint32
+	// coalesce (a Tab's connections): a request's HEADERS are flushed only by the last of the
+	// requests queued for wmu (waiting counts them), so a page's requests issued together leave
+	// in one write, as a browser's do. Loader.Load flushes every HEADERS frame at once.
+	coalesce bool
+	waiting  atomic.Int32
 
 	mu           sync.Mutex // after wmu when both are held
 	streams      map[uint32]*h2Stream
@@ -163,6 +169,7 @@ func newH2Conn(s *session, rec *connRecord, conn net.Conn, o origin) *h2Conn {
 		connWindow:   uint32(s.cfg.ConnReceiveWindow),
 		readDone:     make(chan struct{}),
 		nextID:       1,
+		coalesce:     s.keep,
 		streams:      map[uint32]*h2Stream{},
 		peerMaxFrame: 16384,
 	}
@@ -238,7 +245,13 @@ func (c *h2Conn) roundTrip(ctx context.Context, r *request, reserved bool) (time
 func (c *h2Conn) send(ctx context.Context, r *request, reserved bool) (*h2Stream, error) {
 	var turn chan struct{} // our place in the queue, once we had to wait
 	for {
+		if c.coalesce {
+			c.waiting.Add(1)
+		}
 		c.wmu.Lock()
+		if c.coalesce {
+			c.waiting.Add(-1)
+		}
 		c.mu.Lock()
 		if c.dead != nil || c.goAway {
 			err := c.dead
@@ -264,7 +277,7 @@ func (c *h2Conn) send(ctx context.Context, r *request, reserved bool) (*h2Stream
 			c.streams[st.id] = st
 			maxFrame := c.peerMaxFrame
 			c.mu.Unlock()
-			err := c.writeHeaders(st, r, maxFrame)
+			err := c.writeHeaders(st, r, maxFrame, !c.coalesce || c.waiting.Load() == 0)
 			c.wmu.Unlock()
 			if err != nil {
 				c.fail(fmt.Errorf("h2 write: %w", err))
@@ -276,7 +289,14 @@ func (c *h2Conn) send(ctx context.Context, r *request, reserved bool) (*h2Stream
 			c.waiters = append(c.waiters, turn)
 		}
 		c.mu.Unlock()
+		var flushErr error
+		if c.coalesce && c.waiting.Load() == 0 && c.bw.Buffered() > 0 { // what others left for us to flush
+			flushErr = c.bw.Flush()
+		}
 		c.wmu.Unlock()
+		if flushErr != nil {
+			c.fail(fmt.Errorf("h2 write: %w", flushErr))
+		}
 		select {
 		case <-turn:
 		case <-ctx.Done():
@@ -306,8 +326,10 @@ func (c *h2Conn) dropWaiterLocked(turn chan struct{}) {
 	c.wakeLocked()
 }
 
-// writeHeaders writes the request's header block; the caller holds wmu.
-func (c *h2Conn) writeHeaders(st *h2Stream, r *request, maxFrame uint32) error {
+// writeHeaders writes the request's header block, and flushes it if flush; the caller holds wmu.
+// Unflushed (coalesce), the block leaves with the flush of a request queued behind it: sendEnd is
+// then when it was handed to the connection's buffer.
+func (c *h2Conn) writeHeaders(st *h2Stream, r *request, maxFrame uint32, flush bool) error {
 	r.sendStart = c.s.now()
 	r.conn = c.rec.info.ID
 	r.streamID = int64(st.id)
@@ -339,7 +361,7 @@ func (c *h2Conn) writeHeaders(st *h2Stream, r *request, maxFrame uint32) error {
 			err = c.fr.WriteContinuation(st.id, len(block) == 0, frag)
 		}
 	}
-	if err == nil {
+	if err == nil && flush {
 		err = c.bw.Flush()
 	}
 	r.sendEnd = c.s.now()

@@ -67,7 +67,7 @@ func (l *Loader) NewTab(opts TabOptions) *Tab { return &Tab{l: l, opts: opts} }
 // Load loads one page as Loader.Load does (same arguments, same errors), over the tab's kept
 // connections.
 func (t *Tab) Load(ctx context.Context, root string, objects []string) (*Result, error) {
-	p, err := t.l.plan(root, objects)
+	p, err := t.l.plan(root, objects, t.l.tabDoc)
 	if err != nil {
 		return nil, err
 	}

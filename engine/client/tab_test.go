@@ -296,3 +296,40 @@ func TestTabResendOnDeadConn(t *testing.T) {
 		})
 	}
 }
+
+// A Tab's loader parses a document it has seen before only if its bytes changed: a page whose
+// root now references other objects is discovered anew.
+func TestTabDiscoveryFollowsContent(t *testing.T) {
+	s := newSite(t, H2, 1, 10, serverOpts{})
+	l, err := New(s.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := l.NewTab(TabOptions{})
+	defer tab.Close()
+	checkComplete(t, tabLoad(t, tab, s), s.page.want)
+	checkComplete(t, tabLoad(t, tab, s), s.page.want) // from the cache
+	s.setPage(buildPage(s.origins, 4, 99))            // same URLs for the documents, other content
+	checkComplete(t, tabLoad(t, tab, s), s.page.want)
+}
+
+// A Tab's h2 connections write the HEADERS of requests issued together in one flush; requests
+// that must wait for a stream (a server allowing 1 or 3 at once) flush what was left for them and
+// the page still completes, every time.
+func TestTabH2CoalescedWrites(t *testing.T) {
+	for _, limit := range []int{1, 3} {
+		s := newSite(t, H2, 1, 20, serverOpts{maxStreams: limit})
+		l, err := New(s.config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab := l.NewTab(TabOptions{})
+		for range 5 {
+			checkComplete(t, tabLoad(t, tab, s), s.page.want)
+		}
+		tab.Close()
+		if _, active := s.servers[0].stats.peaks(); active > limit {
+			t.Errorf("limit %d: %d requests in handlers at once", limit, active)
+		}
+	}
+}
