@@ -125,3 +125,31 @@ func listStates(dir string) (states []*state, bad []string, err error) {
 	}
 	return states, bad, nil
 }
+
+// InRun reports whether this process lives in side's namespace of run id and that run is live
+// (its state file names an owner process that still runs): what a child of a run's lab — a load
+// generator told `--lab ID` — checks before it treats the lab's addresses as its own.
+func InRun(id string, side Side) error {
+	if !idPattern.MatchString(id) {
+		return fmt.Errorf("run id %q: want 8 hex digits", id)
+	}
+	st, err := readState(statePath(StateDir, id))
+	if err != nil {
+		return fmt.Errorf("run %s: no state file: %w", id, err)
+	}
+	if !alive(st.PID, st.PIDStart) {
+		return fmt.Errorf("run %s: its owner (pid %d) is gone", id, st.PID)
+	}
+	want, err := nsIDOf(filepath.Join(netnsRunDir, NamespaceName(id, side)))
+	if err != nil {
+		return fmt.Errorf("run %s: %w", id, err)
+	}
+	own, err := nsIDOf("/proc/self/ns/net")
+	if err != nil {
+		return err
+	}
+	if own != want {
+		return fmt.Errorf("this process is not in %s", NamespaceName(id, side))
+	}
+	return nil
+}

@@ -94,11 +94,11 @@ func resolver(p *Prepared) (dns, static string) {
 	if p.Spec.Client.DNS == "server" {
 		return netns.DNSAddr.String(), ""
 	}
-	return "", staticMap(p.Origins())
+	return "", StaticMap(p.Origins())
 }
 
-// staticMap is the name map of client.dns = static: sN.wirelab.test and www.wirelab.test.
-func staticMap(origins int) string {
+// StaticMap is the name map of client.dns = static: sN.wirelab.test and www.wirelab.test.
+func StaticMap(origins int) string {
 	m := []string{page.WWWHost + "=" + netns.OriginAddr(1).String()}
 	for i := 0; i < origins; i++ {
 		m = append(m, page.OriginHost(i)+"="+netns.OriginAddr(i+1).String())

@@ -45,15 +45,16 @@ type ServerProvenance struct {
 	CostSource string         `json:"cost_source"` // cgroup-v1 | cgroup-v2 | "" (not measured)
 }
 
-// costSource describes how server cost is measured, for the log.
-func costSource(src string) string {
+// CostSource describes how server cost is measured, for the log.
+func CostSource(src string) string {
 	if src == "" {
 		return "nowhere (no usable cgroup hierarchy)"
 	}
 	return src
 }
 
-func newProvenance(command []string, started time.Time) Provenance {
+// NewProvenance describes this run: the engine, the machine, the command, the start.
+func NewProvenance(command []string, started time.Time) Provenance {
 	host, _ := os.Hostname()
 	var u unix.Utsname
 	_ = unix.Uname(&u)
@@ -62,6 +63,12 @@ func newProvenance(command []string, started time.Time) Provenance {
 		Kernel: unix.ByteSliceToString(u.Release[:]), CPU: cpuModel(), Hostname: host,
 		StartedAt: rfc3339(started), Command: command, LoadAvgStart: loadAvg(), CPUs: runtime.NumCPU(),
 	}
+}
+
+// Finish records the run's end: the time and the load average.
+func (p *Provenance) Finish() {
+	p.EndedAt = rfc3339(time.Now())
+	p.LoadAvgEnd = loadAvg()
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

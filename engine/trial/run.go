@@ -149,7 +149,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	r.logFile, r.log = lf, &engineLog{w: lf, start: r.started}
 	specJSON, _ := json.Marshal(s)
-	prov := newProvenance(r.o.Command, r.started)
+	prov := NewProvenance(r.o.Command, r.started)
 	r.log.header(
 		fmt.Sprintf("wirelab-engine %s (%s) trial %s", prov.EngineVersion, prov.GitSHA, s.TrialID),
 		"command: "+shellQuote(r.o.Command),
@@ -220,7 +220,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if r.lab.Server.ReadyLine != "" {
 		r.log.printf("serve ready: %s", r.lab.Server.ReadyLine)
 	} else {
-		r.log.printf("server %s (%s) ready; server cost from %s", s.Server.Impl, r.lab.Version, costSource(r.lab.CostSource))
+		r.log.printf("server %s (%s) ready; server cost from %s", s.Server.Impl, r.lab.Version, CostSource(r.lab.CostSource))
 	}
 	r.progress(map[string]any{"event": "ready"})
 
@@ -262,8 +262,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	res.Emulator.Summary = r.summary
 	res.Emulator.BetweenLoads.Packets = between
-	prov.EndedAt = rfc3339(time.Now())
-	prov.LoadAvgEnd = loadAvg()
+	prov.Finish()
 	res.Provenance = prov
 	if res.Emulator.LatenessUS.P99 > 1000 || res.Emulator.DeviceDrops > 0 {
 		fmt.Fprintf(r.o.Warn, "wirelab-engine: trial %s: emulator fidelity: lateness p99 %.0f µs, device drops %d\n", s.TrialID, res.Emulator.LatenessUS.P99, res.Emulator.DeviceDrops)

@@ -61,7 +61,7 @@ func TestResolvedSpecValidatesAgainstSchema(t *testing.T) {
 		}
 		result := map[string]any{
 			"contract": 1, "spec": json.RawMessage(specJSON), "loads": 0, "errors": 0,
-			"provenance": newProvenance([]string{"wirelab-engine", "trial"}, time.Now()),
+			"provenance": NewProvenance([]string{"wirelab-engine", "trial"}, time.Now()),
 			"emulator": map[string]any{"lateness_us": map[string]any{"p50": 1, "p99": 2, "max": 3, "mean": 1.5}, "device_drops": 0,
 				"up":   map[string]any{"packets": 0, "bytes": 0, "drops_queue": 0, "drops_loss": 0, "max_queue_packets": 0},
 				"down": map[string]any{"packets": 0, "bytes": 0, "drops_queue": 0, "drops_loss": 0, "max_queue_packets": 0}},

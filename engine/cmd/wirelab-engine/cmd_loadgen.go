@@ -24,6 +24,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/loadgen"
+	"github.com/wirelab/wirelab/engine/netns"
 )
 
 const loadgenUsage = `usage: wirelab-engine loadgen --spec SPEC.json --target URL [flags]
@@ -44,6 +45,10 @@ interval ({"event":"interval",…}) and a final {"event":"summary",…} on stdou
                            at most one interval past
   --allow-remote-target    allow addresses outside loopback, resolving unknown names with the
                            system's resolver. Point it only at servers you may load.
+  --lab RUNID              run inside lab run RUNID (wirelab-engine loadtest starts it so): the
+                           lab's addresses (10.77.0.0/16, *.wirelab.test) are allowed instead of
+                           loopback — accepted only in that run's client namespace while the run lives
+  --dns IP[:PORT]          with --lab: resolve names with the lab's DNS server (client.dns = server)
 
 Exit status: 0 run complete, every threshold passed; 1 a threshold failed (after the summary) or
 the run failed; 2 bad input (one line naming the field or flag; nothing run); 130 SIGINT/SIGTERM
@@ -132,6 +137,8 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	caFile := fs.String("ca", "", "")
 	startNs := fs.String("start-ns", "", "")
 	remote := fs.Bool("allow-remote-target", false, "")
+	labID := fs.String("lab", "", "")
+	dnsAddr := fs.String("dns", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -152,8 +159,18 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	if err != nil {
 		return nil, usageIfField(err)
 	}
-	if err := standaloneChecks(spec); err != nil {
+	if *labID != "" {
+		if err := netns.InRun(*labID, netns.Client); err != nil {
+			return nil, cli.Usagef("--lab %s: %v", *labID, err)
+		}
+		if *remote {
+			return nil, cli.Usagef("--lab and --allow-remote-target: a lab's load stays in the lab")
+		}
+	} else if err := standaloneChecks(spec); err != nil {
 		return nil, usageIfField(err)
+	}
+	if *dnsAddr != "" && *labID == "" {
+		return nil, cli.Usagef("--dns: only with --lab (the lab's DNS server)")
 	}
 	if *target == "" {
 		return nil, cli.Usagef("--target: required: the page's root URL (a loopback address)")
@@ -165,7 +182,7 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	cfg.Timeout = spec.Timeout()
 	cfg.UserAgent = "wirelab-engine/" + version.Version
 	cfg.AllowAnyTarget = *remote
-	cfg.LoopbackOnly = !*remote
+	cfg.LoopbackOnly = !*remote && *labID == "" // in a lab: the client's lab policy (10.77.0.0/16, *.wirelab.test)
 	static := client.StaticResolver{"localhost": netip.MustParseAddr("127.0.0.1")}
 	if *resolve != "" {
 		r, err := client.ParseStaticResolver(*resolve)
@@ -180,6 +197,16 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	if *remote {
 		cfg.Resolver = staticThenSystem{static}
 	}
+	if *dnsAddr != "" {
+		server, err := dnsServerAddr(*dnsAddr)
+		if err != nil {
+			return nil, cli.Usagef("--dns %s: %v", *dnsAddr, err)
+		}
+		if !client.IsLabAddr(server.Addr()) {
+			return nil, cli.Usagef("--dns %s: %v", *dnsAddr, client.ErrNotLabTarget)
+		}
+		cfg.Resolver = &client.DNSResolver{Server: server.String()}
+	}
 	if *caFile != "" {
 		pem, err := os.ReadFile(*caFile)
 		if err != nil {
@@ -191,7 +218,7 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 		}
 		cfg.RootCAs = pool
 	}
-	if err := checkLoadgenTarget(*target, cfg, *remote); err != nil {
+	if err := checkLoadgenTarget(*target, cfg, *remote || *labID != ""); err != nil {
 		return nil, err
 	}
 	if la.start, la.mono, err = loadgenStart(*startNs, spec.Interval()); err != nil {

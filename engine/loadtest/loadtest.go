@@ -1,0 +1,631 @@
+// Package loadtest runs one load test in the lab (docs/loadtest.md): the emulated path and the
+// server under test (engine/lab, the same as a trial's), the virtual users as a `wirelab-engine
+// loadgen` child in the client namespace, and the server sampled at the interval boundaries the
+// child counts — the same CLOCK_MONOTONIC instants, start + k·interval_s. It writes the load
+// test's directory:
+//
+//	D/intervals.jsonl   the generator's interval lines, as each ends
+//	D/server.jsonl      the server's sample per interval (same index): CPU, memory, processes,
+//	                    threads, the implementation's own gauges
+//	D/engine.log        what happened, for people
+//	D/loadtest.json     the resolved spec, provenance, the emulator's summary, the generator's
+//	                    summary, outcomes (server_at added), thresholds (server ones decided);
+//	                    written last — also after an interruption, with interrupted true
+//
+// The real-time emulator runs in this process; the VUs do not (thousands of goroutines must not
+// compete with it): loadgen is a child at normal priority, like a trial's fetch.
+package loadtest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wirelab/wirelab/engine/internal/cgroup"
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/lab"
+	"github.com/wirelab/wirelab/engine/loadgen"
+	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/trial"
+)
+
+// Files of a load test's directory.
+const (
+	ResultFile    = "loadtest.json"
+	IntervalsFile = "intervals.jsonl"
+	ServerFile    = "server.jsonl"
+	LogFile       = "engine.log"
+)
+
+// Contract is the version of the load test's outputs (docs/loadtest.md).
+const Contract = 1
+
+// ErrInterrupted is returned by Run when ctx ended: what was measured is written (loadtest.json
+// with interrupted true) and everything else removed.
+var ErrInterrupted = errors.New("interrupted")
+
+// Prepared is a load test checked against everything it refers to (the page, the profile, the
+// server's support), with what its lab needs. Nothing has been created yet.
+type Prepared struct {
+	Spec  *loadgen.Spec
+	Trial *trial.Prepared // the lab's half, prepared as a one-protocol trial of the same fields
+}
+
+// Prepare checks spec as a run would, creating nothing.
+func Prepare(spec *loadgen.Spec) (*Prepared, error) {
+	if spec.Lab == nil {
+		return nil, &fielderr.Error{Field: "page", Allowed: "required: the page the load test's server serves (wirelab-engine loadtest runs the lab; loadgen --target loads a page elsewhere)"}
+	}
+	ts := &trial.Spec{Contract: trial.Contract, TrialID: "loadtest", Page: spec.Page, Shards: spec.Shards, ShardMode: spec.ShardMode,
+		Protocols: []string{spec.Protocol}, Repetitions: 1, Order: "alternate", Seed: spec.Seed, Network: spec.Network,
+		Server: spec.Server, Client: trial.Client{Impl: "engine", Mode: "flat", MaxConnectionsPerOrigin: spec.Client.MaxConnectionsPerOrigin,
+			DNS: spec.Client.DNS, ComputeScale: 1, Priority: "none", TimeoutS: spec.Client.TimeoutS}}
+	if ts.Client.DNS == "" {
+		ts.Client.DNS = "static"
+	}
+	tp, err := trial.Prepare(ts)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{Spec: spec, Trial: tp}, nil
+}
+
+// Options are how a load test runs, besides its spec.
+type Options struct {
+	OutDir string
+	// Progress receives {"event":"ready"}, every interval line and {"event":"done"}; nil for none.
+	Progress io.Writer
+	Engine   string   // the wirelab-engine binary run as loadgen, serve and dns (default: this one)
+	Env      []string // their environment (default: this process's)
+	Command  []string // recorded as provenance (default os.Args)
+	Warn     io.Writer
+}
+
+// Result is loadtest.json.
+type Result struct {
+	Contract           int                       `json:"contract"`
+	Spec               *loadgen.Spec             `json:"spec"`
+	Provenance         trial.Provenance          `json:"provenance"`
+	Emulator           any                       `json:"emulator"`
+	Summary            *loadgen.Summary          `json:"summary"`
+	Outcomes           Outcomes                  `json:"outcomes"`
+	Thresholds         []loadgen.ThresholdResult `json:"thresholds"`
+	ThresholdsPassed   bool                      `json:"thresholds_passed"`
+	GeneratorSaturated bool                      `json:"generator_saturated"`
+	Interrupted        bool                      `json:"interrupted"`
+	// ServerExited is set when the server under test exited before the load test ended: the VUs
+	// were stopped then, and the load test failed.
+	ServerExited  *ServerExit `json:"server_exited"`
+	Intervals     int         `json:"intervals"`
+	ServerSamples int         `json:"server_samples"`
+}
+
+// Outcomes are the generator's outcomes with the server's at the chosen VU counts.
+type Outcomes struct {
+	loadgen.Outcomes
+	// ServerAt maps each at_vus count to the server's sample of the interval in which that many
+	// VUs were first active (the interval page_ms_at names).
+	ServerAt map[string]*Sample `json:"server_at"`
+	// ServerCPUUtilMax is the server's highest interval CPU use, in cores.
+	ServerCPUUtilMax *float64 `json:"server_cpu_util_max"`
+}
+
+// Sample is one line of server.jsonl: the server under test during one interval.
+type Sample struct {
+	Index           int                `json:"index"`
+	TS              float64            `json:"t_s"`      // the sample's instant, from the run's start
+	CPUMs           float64            `json:"cpu_ms"`   // the interval's CPU (user + system) of the server's processes
+	CPUUtil         float64            `json:"cpu_util"` // cores: cpu_ms ÷ the time since the previous sample
+	MemoryBytes     int64              `json:"memory_bytes"`
+	MemoryPeakBytes int64              `json:"memory_peak_bytes"` // the highest memory charged since the previous sample
+	Processes       int                `json:"processes"`
+	Threads         int                `json:"threads"`
+	Source          string             `json:"source"`
+	Gauges          map[string]float64 `json:"gauges"`
+	Error           *string            `json:"error"` // why part of the sample is missing (gauges unreadable)
+}
+
+// Run runs a prepared load test and writes its directory. Everything it creates outside OutDir —
+// namespaces, processes, the server's group, the private directory — is removed before it
+// returns, also when ctx ends.
+func Run(ctx context.Context, p *Prepared, o Options) (*Result, error) {
+	if o.Engine == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		o.Engine = exe
+	}
+	if o.Env == nil {
+		o.Env = os.Environ()
+	}
+	if o.Command == nil {
+		o.Command = os.Args
+	}
+	if o.Warn == nil {
+		o.Warn = io.Discard
+	}
+	r := &runner{p: p, o: o, started: time.Now()}
+	res, err := r.run(ctx)
+	if cerr := r.cleanup(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	var exited *ServerExitError
+	if res != nil && (err == nil || errors.Is(err, ErrInterrupted) || errors.As(err, &exited)) {
+		if werr := writeJSONAtomic(filepath.Join(o.OutDir, ResultFile), res); werr != nil {
+			return nil, werr
+		}
+		r.logf("%s written: %d intervals, %d server samples, thresholds passed %v, interrupted %v",
+			ResultFile, res.Intervals, res.ServerSamples, res.ThresholdsPassed, res.Interrupted)
+		r.progress(map[string]any{"event": "done"})
+	}
+	if r.logFile != nil {
+		if err != nil {
+			r.logf("error: %v", err)
+		}
+		r.logFile.Close()
+	}
+	return res, err
+}
+
+type runner struct {
+	p       *Prepared
+	o       Options
+	started time.Time
+	logFile *os.File
+	logMu   sync.Mutex
+	lab     *lab.Lab
+	token   string
+	closed  bool
+	summary any
+}
+
+func (r *runner) logf(format string, args ...any) {
+	if r.logFile == nil {
+		return
+	}
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	fmt.Fprintf(r.logFile, "%10.6f %s\n", time.Since(r.started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (r *runner) progress(v any) {
+	if r.o.Progress == nil {
+		return
+	}
+	b, _ := json.Marshal(v)
+	_, _ = r.o.Progress.Write(append(b, '\n'))
+}
+
+func (r *runner) run(ctx context.Context) (*Result, error) {
+	spec := r.p.Spec
+	tp := r.p.Trial
+	if err := os.MkdirAll(r.o.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	lf, err := os.Create(filepath.Join(r.o.OutDir, LogFile))
+	if err != nil {
+		return nil, err
+	}
+	r.logFile = lf
+	prov := trial.NewProvenance(r.o.Command, r.started)
+	specJSON, _ := json.Marshal(spec)
+	fmt.Fprintf(lf, "# wirelab-engine %s (%s) loadtest %s\n# command: %s\n# spec: %s\n# network: %s\n# page: %s, %d objects, %d bytes, %d origins\n",
+		prov.EngineVersion, prov.GitSHA, spec.LoadtestID, strings.Join(r.o.Command, " "), specJSON, tp.Profile.String(),
+		tp.Page.Name, len(tp.Page.Objects), tp.Page.TotalBytes(), tp.Origins())
+
+	cfg := tp.Emulator
+	cfg.Topology.Command = r.o.Command
+	cfg.Topology.Resolver = spec.Client.DNS == "server"
+	if ctx.Err() != nil {
+		return nil, ErrInterrupted
+	}
+	r.lab, err = lab.Start(ctx, lab.Config{
+		Page: tp.Page, PageArg: tp.PageArg, Seed: spec.Seed, Shards: spec.Shards, ShardMode: spec.ShardMode,
+		Protocols: []string{spec.Protocol}, Server: spec.Server, DNS: spec.Client.DNS == "server", Emulator: cfg,
+		Engine: r.o.Engine, Env: r.o.Env, Log: r.logf,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ErrInterrupted
+		}
+		return nil, err
+	}
+	prov.Namespaces = netns.NamespaceName(r.lab.Topo.ID, netns.Client) + " " + netns.NamespaceName(r.lab.Topo.ID, netns.Server)
+	prov.Server = &trial.ServerProvenance{Impl: spec.Server.Impl, Version: r.lab.Version, Effective: r.lab.Server.Launch.Effective,
+		CostSource: r.lab.CostSource}
+	if prov.Server.Version == "" && spec.Server.Impl == "builtin" {
+		prov.Server.Version = prov.EngineVersion
+	}
+	// One token for the whole run: VUs load the same URLs thousands of times (the loader keeps no
+	// cache), and a file server cannot have a tree written per page.
+	r.token = page.NewToken()
+	if err := r.lab.Serve(r.token, spec.Protocol); err != nil {
+		return nil, err
+	}
+	scheme := "https"
+	if spec.Protocol == "h1" || spec.Protocol == "h2c" {
+		scheme = "http"
+	}
+	root, err := tp.Page.URL(0, page.Base{Scheme: scheme, Token: r.token})
+	if err != nil {
+		return nil, err
+	}
+	private := filepath.Join(r.lab.Dir, "loadtest")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		return nil, err
+	}
+	specFile := filepath.Join(private, "spec.json")
+	if err := os.WriteFile(specFile, specJSON, 0o600); err != nil {
+		return nil, err
+	}
+	r.logf("topology %s / %s up: server %s (%s) ready; server samples from %s; target %s",
+		r.lab.Topo.Name(netns.Client), r.lab.Topo.Name(netns.Server), spec.Server.Impl, prov.Server.Version, trial.CostSource(r.lab.CostSource), root)
+	r.progress(map[string]any{"event": "ready"})
+
+	// The run's start: a moment ahead, so that the child is up before its first interval counts.
+	startNs := monotonicNow() + int64(500*time.Millisecond)
+	args := []string{r.o.Engine, "loadgen", "--spec", specFile, "--target", root, "--start-ns", strconv.FormatInt(startNs, 10),
+		"--lab", r.lab.Topo.ID}
+	if scheme == "https" {
+		args = append(args, "--ca", r.lab.Certs.CAPath())
+	}
+	if spec.Client.DNS == "server" {
+		args = append(args, "--dns", netns.DNSAddr.String())
+	} else {
+		args = append(args, "--resolve", trial.StaticMap(tp.Origins()))
+	}
+	r.logf("loadgen: %s", strings.Join(args[1:], " "))
+	res, err := r.generate(ctx, args, startNs)
+	if res != nil {
+		prov.Finish()
+		res.Provenance = prov
+	}
+	var exited *ServerExitError
+	if err != nil && !errors.Is(err, ErrInterrupted) && !errors.As(err, &exited) {
+		return nil, err
+	}
+	// Stop the lab now, to have the emulator's summary in loadtest.json.
+	if cerr := r.cleanup(); cerr != nil {
+		return nil, cerr
+	}
+	if res != nil {
+		res.Emulator = r.summary
+	}
+	return res, err
+}
+
+// generate runs loadgen, samples the server at the interval boundaries and collects the lines.
+func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*Result, error) {
+	spec := r.p.Spec
+	intervals, err := os.Create(filepath.Join(r.o.OutDir, IntervalsFile))
+	if err != nil {
+		return nil, err
+	}
+	defer intervals.Close()
+	samples, err := os.Create(filepath.Join(r.o.OutDir, ServerFile))
+	if err != nil {
+		return nil, err
+	}
+	defer samples.Close()
+
+	cmd := r.lab.Topo.Command(netns.Client, argv...)
+	cmd.Env = r.o.Env
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	var stderr tail
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
+	}
+	exited := make(chan struct{})
+
+	// The sampler: the server at start + k·interval (CLOCK_MONOTONIC), until the generator ends.
+	interval := spec.Interval()
+	var sampled []Sample
+	samplerDone := make(chan struct{})
+	go func() {
+		defer close(samplerDone)
+		enc := json.NewEncoder(samples)
+		// The first interval starts at the run's start: read the server's usage then.
+		select {
+		case <-time.After(max(time.Duration(startNs-monotonicNow()), 0)):
+		case <-exited:
+		}
+		u0, err0 := r.lab.Server.Usage()
+		prev := usage{Usage: u0, ok: err0 == nil && u0.Source != "", at: time.Duration(monotonicNow() - startNs)}
+		if r.lab.Server.Group != nil {
+			r.lab.Server.Group.ResetPeak()
+		}
+		for k := 0; ; k++ {
+			at := startNs + int64(k+1)*interval.Nanoseconds()
+			wait := time.Duration(at - monotonicNow())
+			last := false
+			select {
+			case <-time.After(max(wait, 0)):
+			case <-exited:
+				last = true
+			}
+			s, u := r.sample(ctx, k, prev, time.Duration(monotonicNow()-startNs))
+			prev = u
+			sampled = append(sampled, s)
+			_ = enc.Encode(s)
+			if last {
+				return
+			}
+		}
+	}()
+
+	// The generator's lines: intervals (also shown as progress) and the summary.
+	var summary *loadgen.Summary
+	var lines int
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			var ev struct {
+				Event string `json:"event"`
+			}
+			if json.Unmarshal(line, &ev) != nil {
+				r.logf("loadgen: %s", line)
+				continue
+			}
+			switch ev.Event {
+			case "interval":
+				lines++
+				_, _ = intervals.Write(append(append([]byte(nil), line...), '\n'))
+				if r.o.Progress != nil {
+					_, _ = r.o.Progress.Write(append(append([]byte(nil), line...), '\n'))
+				}
+			case "summary":
+				var s loadgen.Summary
+				if err := json.Unmarshal(line, &s); err == nil {
+					summary = &s
+				}
+			}
+		}
+	}()
+	waitErr := make(chan error, 1)
+	go func() {
+		<-readDone
+		waitErr <- cmd.Wait()
+		close(exited)
+	}()
+	interrupted := false
+	var serverExit *ServerExit
+	var werr error
+	stopVUs := func() {
+		// loadgen stops its VUs, prints its last interval and the summary, then exits 130.
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case werr = <-waitErr:
+		case <-time.After(spec.Timeout() + 30*time.Second):
+			_ = cmd.Process.Kill()
+			werr = <-waitErr
+		}
+	}
+	select {
+	case werr = <-waitErr:
+	case <-ctx.Done():
+		interrupted = true
+		stopVUs()
+	case <-r.lab.Server.Exited():
+		// The server died under load — an outcome worth recording (out of memory, a crash), not
+		// one to keep loading: the VUs stop, and what was measured up to then is kept.
+		serverExit = &ServerExit{TS: round3(float64(monotonicNow()-startNs) / 1e9)}
+		if e := r.lab.Server.ExitErr(); e != nil {
+			serverExit.Error = e.Error()
+		}
+		r.logf("the server exited during the load test at %.3f s: %s", serverExit.TS, serverExit.Error)
+		stopVUs()
+	}
+	<-samplerDone
+	code := exitCode(werr)
+	r.logf("loadgen exited: %v; %s", werr, stderr.String())
+	if summary == nil {
+		if interrupted {
+			return nil, ErrInterrupted
+		}
+		return nil, fmt.Errorf("loadgen ended without a summary (%v): %s", werr, stderr.String())
+	}
+	if code == 2 {
+		return nil, fmt.Errorf("loadgen refused the spec the load test gave it (a bug): %s", stderr.String())
+	}
+	res := &Result{Contract: Contract, Spec: spec, Summary: summary, Interrupted: interrupted || (serverExit == nil && summary.Interrupted),
+		Intervals: lines, ServerSamples: len(sampled), GeneratorSaturated: summary.GeneratorSaturated, ServerExited: serverExit}
+	res.Outcomes = Outcomes{Outcomes: summary.Outcomes, ServerAt: map[string]*Sample{}}
+	for _, s := range sampled {
+		if s.Source != "" {
+			if res.Outcomes.ServerCPUUtilMax == nil || s.CPUUtil > *res.Outcomes.ServerCPUUtilMax {
+				v := s.CPUUtil
+				res.Outcomes.ServerCPUUtilMax = &v
+			}
+		}
+	}
+	for key, at := range summary.Outcomes.PageMsAt {
+		if at == nil || at.Index >= len(sampled) {
+			res.Outcomes.ServerAt[key] = nil
+			continue
+		}
+		s := sampled[at.Index]
+		res.Outcomes.ServerAt[key] = &s
+	}
+	res.Thresholds, res.ThresholdsPassed = loadgen.EvaluateAll(spec.Thresholds,
+		&loadgen.Measures{Totals: summary.Totals, Outcomes: summary.Outcomes, ServerCPUUtilMax: res.Outcomes.ServerCPUUtilMax})
+	if serverExit != nil {
+		return res, &ServerExitError{ServerExit: *serverExit}
+	}
+	if res.Interrupted {
+		return res, ErrInterrupted
+	}
+	return res, nil
+}
+
+// ServerExit is when and how the server under test exited before the load test ended.
+type ServerExit struct {
+	TS    float64 `json:"t_s"`   // from the run's start
+	Error string  `json:"error"` // its exit status, as the engine saw it
+}
+
+// ServerExitError is Run's error when the server exited during the load test: loadtest.json is
+// written (server_exited set), and the load test fails.
+type ServerExitError struct{ ServerExit }
+
+func (e *ServerExitError) Error() string {
+	return fmt.Sprintf("the server exited during the load test at %.3f s (%s); what was measured until then is kept", e.TS, e.ServerExit.Error)
+}
+
+// sample reads the server's usage and gauges at interval k's end; prev is the usage at its start.
+// usage is a reading of the server's group (ok false when there is no group).
+type usage struct {
+	cgroup.Usage
+	ok bool
+	at time.Duration // when it was read, from the run's start
+}
+
+func (r *runner) sample(ctx context.Context, k int, prev usage, since time.Duration) (Sample, usage) {
+	s := Sample{Index: k, TS: round3(since.Seconds()), Gauges: map[string]float64{}}
+	cctx, cancel := context.WithTimeout(ctx, min(r.p.Spec.Interval(), 2*time.Second))
+	defer cancel()
+	smp, err := r.lab.Server.Sample(cctx)
+	u := usage{Usage: smp.Usage, ok: smp.Source != "", at: since}
+	if err != nil {
+		msg := err.Error()
+		s.Error = &msg
+	}
+	if u.ok {
+		s.Source = string(smp.Source)
+		s.MemoryBytes, s.MemoryPeakBytes = smp.MemoryBytes, smp.MemoryPeakBytes
+		s.Processes, s.Threads = smp.Processes, smp.Threads
+		if prev.ok {
+			// Over the time actually between the readings: the last interval is usually partial.
+			s.CPUMs = round3(float64(smp.CPUNs-prev.CPUNs) / 1e6)
+			if d := since - prev.at; d > 0 {
+				s.CPUUtil = round3(s.CPUMs / (float64(d) / 1e6))
+			}
+		}
+		if r.lab.Server.Group != nil {
+			r.lab.Server.Group.ResetPeak() // the next sample's peak is its interval's
+		}
+	}
+	if smp.Gauges != nil {
+		s.Gauges = smp.Gauges
+	}
+	return s, u
+}
+
+// cleanup stops the lab once and keeps the emulator's summary.
+func (r *runner) cleanup() error {
+	if r.closed || r.lab == nil {
+		return nil
+	}
+	r.closed = true
+	if r.token != "" {
+		_ = r.lab.Forget(r.token)
+	}
+	sum, err := r.lab.Close()
+	r.summary = sum
+	r.logf("stopped: up %d packets / %d bytes, down %d packets / %d bytes, drops queue %d/%d loss %d/%d, lateness p99 %.1f µs",
+		sum.Up.Packets, sum.Up.Bytes, sum.Down.Packets, sum.Down.Bytes, sum.Up.DropsQueue, sum.Down.DropsQueue,
+		sum.Up.DropsLoss, sum.Down.DropsLoss, sum.LatenessUS.P99)
+	return err
+}
+
+func monotonicNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// tail keeps the last lines a child wrote to stderr.
+type tail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		t.lines = append(t.lines, l)
+		if len(t.lines) > 8 {
+			t.lines = t.lines[1:]
+		}
+	}
+	return len(b), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == 0 {
+		return "no stderr"
+	}
+	return strings.Join(t.lines, " | ")
+}
+
+// writeJSONAtomic writes v as JSON to a temporary file beside path, syncs it and renames it into
+// place: a reader sees the whole file or none.
+func writeJSONAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
