@@ -431,13 +431,21 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 		stopVUs()
 	case <-r.lab.Server.Exited():
 		// The server died under load — an outcome worth recording (out of memory, a crash), not
-		// one to keep loading: the VUs stop, and what was measured up to then is kept.
+		// one to keep loading for the rest of the scenario: the VUs run one more interval, so the
+		// record shows what they met (resets, refused connections, by kind), then stop; what was
+		// measured is kept.
 		serverExit = &ServerExit{TS: round3(float64(monotonicNow()-startNs) / 1e9)}
 		if e := r.lab.Server.ExitErr(); e != nil {
 			serverExit.Error = e.Error()
 		}
-		r.logf("the server exited during the load test at %.3f s: %s", serverExit.TS, serverExit.Error)
-		stopVUs()
+		r.logf("the server exited during the load test at %.3f s: %s; the VUs run one more interval (what they see is recorded), then stop", serverExit.TS, serverExit.Error)
+		select {
+		case werr = <-waitErr: // the scenario ended meanwhile
+		case <-time.After(spec.Interval()):
+			stopVUs()
+		case <-ctx.Done():
+			stopVUs()
+		}
 	}
 	<-samplerDone
 	code := exitCode(werr)

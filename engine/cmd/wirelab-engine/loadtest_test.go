@@ -48,6 +48,10 @@ type loadtestOutput struct {
 				VUsMax            int     `json:"vus_max"`
 				ConnectionsOpened int     `json:"connections_opened"`
 				ErrorRate         float64 `json:"error_rate"`
+				Errors            struct {
+					ConnectRefused int `json:"connect_refused"`
+					Reset          int `json:"reset"`
+				} `json:"errors"`
 			} `json:"totals"`
 		} `json:"summary"`
 		Outcomes struct {
@@ -278,6 +282,9 @@ func TestLoadtestEnds(t *testing.T) {
 				o := readLoadtest(t, out)
 				if o.Result.ServerExited == nil || o.Result.ServerExited.TS < 1 || o.Result.Interrupted {
 					t.Errorf("server_exited %+v, interrupted %v: want when it died, not an interruption", o.Result.ServerExited, o.Result.Interrupted)
+				}
+				if e := o.Result.Summary.Totals.Errors; e.ConnectRefused+e.Reset == 0 {
+					t.Errorf("errors %+v: want the VUs' refused or reset connections after the server died", e)
 				}
 				if len(o.Intervals) < 2 || o.Result.Summary.Totals.Pages == 0 {
 					t.Errorf("%d intervals, %d pages kept", len(o.Intervals), o.Result.Summary.Totals.Pages)
