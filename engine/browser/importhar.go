@@ -1,9 +1,11 @@
 package browser
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -36,12 +38,6 @@ import (
 //     initiated nothing get a zero evaluation.
 // A HAR has no trace: computations that delayed nothing visible are invisible to it, and a gap
 // also holds the browser's own scheduling. Record with Chromium (pages record) for measured ones.
-
-type harFile struct {
-	Log struct {
-		Entries []harEntry `json:"entries"`
-	} `json:"log"`
-}
 
 type harEntry struct {
 	StartedDateTime time.Time `json:"startedDateTime"`
@@ -102,96 +98,253 @@ func ptrNumber(n *json.Number) json.Number {
 	return *n
 }
 
-// ImportHAR reads a HAR file and builds a page with a dependency graph (see above).
+// ImportHAR reads a HAR file and builds a page with a dependency graph (see above). The file is
+// read as a stream, one entry at a time, and the page's limits are checked as entries arrive: time
+// and memory are linear in the file's size, and a HAR past a limit is refused without being read
+// to its end.
 func ImportHAR(path string, opts RecordOptions) (*page.Page, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	var f harFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return nil, fielderr.New(te.Field, te.Value, "must be a %s (a HAR 1.2 file)", te.Type)
-		}
-		return nil, fielderr.New("har", nil, "%s is not a HAR (JSON) file: %v", fielderr.Cut(path), err)
-	}
-	if f.Log.Entries == nil {
-		return nil, fielderr.New("log.entries", nil, "missing; a HAR file has log.entries (a list of requests)")
-	}
+	defer f.Close()
 	if opts.Source == "" {
 		opts.Source = "imported from the HAR file " + path
 	}
-	return importEntries(f.Log.Entries, opts)
+	im := &harImport{opts: opts, seen: map[string]bool{}}
+	if err := im.read(json.NewDecoder(bufio.NewReaderSize(f, 1<<16)), path); err != nil {
+		return nil, err
+	}
+	return im.finish()
 }
 
-func importEntries(hes []harEntry, opts RecordOptions) (*page.Page, error) {
-	var entries []Entry
-	seen := map[string]bool{}
-	var t0 time.Time
-	objects := 0
-	for i, he := range hes {
-		field := fmt.Sprintf("entries[%d]", i)
-		if _, err := url.Parse(he.Request.URL); err != nil {
-			return nil, fielderr.New(field+".request.url", he.Request.URL, "must be a URL")
-		}
-		sizes, err := harSizes(field, he)
+// harImport collects a HAR's entries as they are read.
+type harImport struct {
+	opts    RecordOptions
+	entries []Entry
+	seen    map[string]bool
+	t0      time.Time
+	bytes   int64 // the objects' bytes so far
+	found   bool  // log.entries was there
+}
+
+// read walks the HAR's top level and its log, decoding log.entries element by element and
+// skipping every other member without keeping it.
+func (im *harImport) read(dec *json.Decoder, path string) error {
+	notHAR := func(err error) error {
+		return fielderr.New("har", nil, "%s is not a HAR (JSON) file: %v", fielderr.Cut(path), err)
+	}
+	if err := expectDelim(dec, '{'); err != nil {
+		return notHAR(err)
+	}
+	sawLog := false
+	for dec.More() {
+		key, err := objectKey(dec)
 		if err != nil {
-			return nil, err
+			return notHAR(err)
 		}
-		u := stripFragment(he.Request.URL)
-		if !strings.EqualFold(he.Request.Method, http.MethodGet) || he.Response.Status < 200 || he.Response.Status >= 300 || seen[u] {
-			continue
-		}
-		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			continue
-		}
-		seen[u] = true
-		if objects++; objects > page.MaxObjects {
-			return nil, fielderr.New("entries", nil, "more than %d objects (GET 2xx entries); a page has at most %d", page.MaxObjects, page.MaxObjects)
-		}
-		size := sizes[0]
-		if size <= 0 {
-			size = sizes[1]
-		}
-		if size <= 0 {
-			size = sizes[2]
-		}
-		e := Entry{URL: u, Method: http.MethodGet, ResourceType: strings.ToLower(he.ResourceType), Status: he.Response.Status,
-			MimeType: he.Response.Content.MimeType, BodyBytes: max(size, 1), StartedAt: he.StartedDateTime}
-		for _, h := range he.Response.Headers {
-			if strings.EqualFold(h.Name, "content-type") && e.MimeType == "" {
-				e.MimeType = h.Value
+		if key != "log" {
+			if err := skipValue(dec); err != nil {
+				return notHAR(err)
 			}
+			continue
 		}
-		if e.ResourceType == "" {
-			e.ResourceType = resourceTypeOf(page.TypeFromMIME(e.MimeType))
+		if sawLog {
+			return fielderr.New("log", nil, "appears twice; a HAR file has one log")
 		}
-		if he.Initiator != nil {
-			in := &har.Initiator{Type: he.Initiator.Type, URL: he.Initiator.URL}
-			if in.URL == "" && he.Initiator.Stack != nil {
-				for _, cf := range he.Initiator.Stack.CallFrames {
-					if cf.URL != "" {
-						in.URL = cf.URL
-						break
+		sawLog = true
+		if err := expectDelim(dec, '{'); err != nil {
+			var wt *wrongToken
+			if !errors.As(err, &wt) {
+				return notHAR(err)
+			}
+			return fielderr.New("log", nil, "must be an object (a HAR 1.2 file): %v", err)
+		}
+		for dec.More() {
+			key, err := objectKey(dec)
+			if err != nil {
+				return notHAR(err)
+			}
+			if key != "entries" {
+				if err := skipValue(dec); err != nil {
+					return notHAR(err)
+				}
+				continue
+			}
+			if im.found {
+				return fielderr.New("log.entries", nil, "appears twice; a HAR file has one list of entries")
+			}
+			im.found = true
+			if err := expectDelim(dec, '['); err != nil {
+				var wt *wrongToken
+				if !errors.As(err, &wt) {
+					return notHAR(err)
+				}
+				return fielderr.New("log.entries", nil, "must be a list of requests (a HAR 1.2 file)")
+			}
+			for i := 0; dec.More(); i++ {
+				var he harEntry
+				if err := dec.Decode(&he); err != nil {
+					field := fmt.Sprintf("entries[%d]", i)
+					var te *json.UnmarshalTypeError
+					if errors.As(err, &te) {
+						if te.Field == "" {
+							return fielderr.New(field, te.Value, "must be an object (a HAR 1.2 entry)")
+						}
+						return fielderr.New(field+"."+te.Field, te.Value, "must be a %s (a HAR 1.2 entry)", te.Type)
 					}
+					return fielderr.New(field, nil, "is not a HAR entry: %v", err)
+				}
+				if err := im.add(i, he); err != nil {
+					return err
 				}
 			}
-			e.Initiator = in
+			if _, err := dec.Token(); err != nil { // ]
+				return notHAR(err)
+			}
 		}
-		if len(entries) == 0 {
-			t0 = he.StartedDateTime
+		if _, err := dec.Token(); err != nil { // } of log
+			return notHAR(err)
 		}
-		e.StartMS = float64(he.StartedDateTime.Sub(t0)) / float64(time.Millisecond)
-		e.EndMS = e.StartMS + math.Max(he.Time, he.Timings.Total())
-		tm := he.Timings
-		fb := 0.0
-		for _, v := range []float64{tm.Blocked, tm.DNS, tm.Connect, tm.Send, tm.Wait} {
-			fb += math.Max(v, 0)
-		}
-		e.FirstByteMS = e.StartMS + fb
-		entries = append(entries, e)
 	}
+	if _, err := dec.Token(); err != nil { // } of the file
+		return notHAR(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return notHAR(errors.New("more after the HAR's object"))
+	}
+	if !im.found {
+		return fielderr.New("log.entries", nil, "missing; a HAR file has log.entries (a list of requests)")
+	}
+	return nil
+}
+
+// expectDelim reads the next token and wants it to be d.
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != d {
+		return &wrongToken{found: t, want: d}
+	}
+	return nil
+}
+
+// wrongToken is a well-formed JSON value of the wrong kind where a HAR needs an object or a list.
+type wrongToken struct {
+	found json.Token
+	want  json.Delim
+}
+
+func (e *wrongToken) Error() string { return fmt.Sprintf("found %v where %q was expected", e.found, e.want) }
+
+// objectKey reads a member's name.
+func objectKey(dec *json.Decoder) (string, error) {
+	t, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	k, ok := t.(string)
+	if !ok {
+		return "", fmt.Errorf("found %v where a member name was expected", t)
+	}
+	return k, nil
+}
+
+// skipValue reads one value, token by token, keeping none of it.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// add takes entry i: checked (URL, sizes), kept when it is a new successful GET, counted
+// against the page's limits.
+func (im *harImport) add(i int, he harEntry) error {
+	field := fmt.Sprintf("entries[%d]", i)
+	if _, err := url.Parse(he.Request.URL); err != nil {
+		return fielderr.New(field+".request.url", he.Request.URL, "must be a URL")
+	}
+	sizes, err := harSizes(field, he)
+	if err != nil {
+		return err
+	}
+	u := stripFragment(he.Request.URL)
+	if !strings.EqualFold(he.Request.Method, http.MethodGet) || he.Response.Status < 200 || he.Response.Status >= 300 || im.seen[u] {
+		return nil
+	}
+	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return nil
+	}
+	im.seen[u] = true
+	if len(im.entries)+1 > page.MaxObjects {
+		return fielderr.New("entries", nil, "more than %d objects (GET 2xx entries); a page has at most %d", page.MaxObjects, page.MaxObjects)
+	}
+	size := sizes[0]
+	if size <= 0 {
+		size = sizes[1]
+	}
+	if size <= 0 {
+		size = sizes[2]
+	}
+	size = max(size, 1)
+	if im.bytes += size; im.bytes > page.MaxPageBytes {
+		return fielderr.New(field, nil, "brings the page's objects past %d bytes; a page has at most %d", int64(page.MaxPageBytes), int64(page.MaxPageBytes))
+	}
+	e := Entry{URL: u, Method: http.MethodGet, ResourceType: strings.ToLower(he.ResourceType), Status: he.Response.Status,
+		MimeType: he.Response.Content.MimeType, BodyBytes: size, StartedAt: he.StartedDateTime}
+	for _, h := range he.Response.Headers {
+		if strings.EqualFold(h.Name, "content-type") && e.MimeType == "" {
+			e.MimeType = h.Value
+		}
+	}
+	if e.ResourceType == "" {
+		e.ResourceType = resourceTypeOf(page.TypeFromMIME(e.MimeType))
+	}
+	if he.Initiator != nil {
+		in := &har.Initiator{Type: he.Initiator.Type, URL: he.Initiator.URL}
+		if in.URL == "" && he.Initiator.Stack != nil {
+			for _, cf := range he.Initiator.Stack.CallFrames {
+				if cf.URL != "" {
+					in.URL = cf.URL
+					break
+				}
+			}
+		}
+		e.Initiator = in
+	}
+	if len(im.entries) == 0 {
+		im.t0 = he.StartedDateTime
+	}
+	e.StartMS = float64(he.StartedDateTime.Sub(im.t0)) / float64(time.Millisecond)
+	e.EndMS = e.StartMS + math.Max(he.Time, he.Timings.Total())
+	tm := he.Timings
+	fb := 0.0
+	for _, v := range []float64{tm.Blocked, tm.DNS, tm.Connect, tm.Send, tm.Wait} {
+		fb += math.Max(v, 0)
+	}
+	e.FirstByteMS = e.StartMS + fb
+	im.entries = append(im.entries, e)
+	return nil
+}
+
+// finish builds the page from the entries kept.
+func (im *harImport) finish() (*page.Page, error) {
+	entries, opts := im.entries, im.opts
 	// The root: the first document.
 	rootAt := -1
 	for i, e := range entries {

@@ -17,6 +17,7 @@ var (
 const (
 	MaxObjects     = 10000
 	MaxObjectBytes = 1 << 30 // 1 GiB per object
+	MaxPageBytes   = 8 << 30 // 8 GiB for all of a page's objects
 	MaxSeed        = 1<<53 - 1
 )
 
@@ -41,6 +42,7 @@ func (p *Page) Validate() error {
 	}
 	ids := map[string]int{}
 	paths := map[string]int{}
+	var total int64
 	for i, o := range p.Objects {
 		f := fmt.Sprintf("objects[%d]", i)
 		if !idRE.MatchString(o.ID) {
@@ -63,6 +65,9 @@ func (p *Page) Validate() error {
 		}
 		if o.Size <= 0 || o.Size > MaxObjectBytes {
 			return fieldErr(f+".size", o.Size, "must be a positive number of bytes ≤ %d", int64(MaxObjectBytes))
+		}
+		if total += o.Size; total > MaxPageBytes {
+			return fieldErr(f+".size", o.Size, "brings the page's objects past %d bytes in all; a page has at most %d", int64(MaxPageBytes), int64(MaxPageBytes))
 		}
 		if !containsType(o.Type) {
 			return fieldErr(f+".type", string(o.Type), "must be one of html, css, js, image, font, other")

@@ -202,7 +202,7 @@ func badInputCases() []badCase {
 		harCase("no entries", harRep(`"entries":[`, `"entries":[]}},"x":[`), "entries"),
 		harCase("entry URL garbage", harRep(`"url":"https://a.example/x.js"`, `"url":"https://a.example/%zz"`), "entries[1].request.url"),
 		harCase("negative content size", harRep(`"size":50,`, `"size":-50,`), "entries[1].response.content.size"),
-		harCase("content size a string", harRep(`"size":50,`, `"size":"fifty",`), "har"),
+		harCase("content size a string", harRep(`"size":50,`, `"size":"fifty",`), "entries[1]"),
 		harCase("content size 1e300", harRep(`"size":50,`, `"size":1e300,`), "entries[1].response.content.size"),
 		harCase("content size fractional", harRep(`"size":50,`, `"size":5.5,`), "entries[1].response.content.size"),
 		// Mirrored sites.
