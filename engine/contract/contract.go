@@ -40,10 +40,12 @@ const (
 	// LoadtestSpec is the input of `wirelab-engine loadgen` (docs/loadtest.md); its lab fields
 	// refer to trial-spec's.
 	LoadtestSpec = "loadtest-spec"
+	// ProbeRecord is one line of `wirelab-engine probe` (engine/probe.Record; docs/probe.md).
+	ProbeRecord = "probe-record"
 )
 
 // Names lists every schema of the contract.
-var Names = []string{TrialSpec, LoadRecord, TrialResult, Page, LoadtestSpec}
+var Names = []string{TrialSpec, LoadRecord, TrialResult, Page, LoadtestSpec, ProbeRecord}
 
 // Raw returns the schema file's bytes.
 func Raw(name string) []byte {
