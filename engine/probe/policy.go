@@ -43,7 +43,7 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	if e.Addr != "" {
+	if e.Addr != "" && e.Addr != e.What {
 		return fmt.Sprintf("%s resolves to %s, %s", e.What, e.Addr, e.Reason)
 	}
 	return fmt.Sprintf("%s: %s", e.What, e.Reason)
@@ -106,7 +106,7 @@ func (p Policy) CheckResolver(server string) error {
 	if p.AllowInternet || p.own(a.Unmap()) {
 		return nil
 	}
-	return &RefusedError{What: "the resolver " + server, Reason: "is not in this run's namespaces; run the probe inside a wirelab run (wirelab-engine sites, wirelab probe --local) or pass --allow-internet"}
+	return &RefusedError{What: "the resolver " + server, Reason: "not in this run's namespaces; run the probe inside a wirelab run (wirelab-engine sites, wirelab probe --local) or pass --allow-internet"}
 }
 
 // OwnRoute reports whether a belongs to the run's namespaces as seen from the calling process's

@@ -183,7 +183,11 @@ func withMore(refusals []error) error {
 	if len(refusals) == 1 {
 		return refusals[0]
 	}
-	return fmt.Errorf("%w (and %d more sites refused)", refusals[0], len(refusals)-1)
+	more := "sites"
+	if len(refusals) == 2 {
+		more = "site"
+	}
+	return fmt.Errorf("%w (and %d more %s refused)", refusals[0], len(refusals)-1, more)
 }
 
 // ErrInterrupted is returned by Run when its context was cancelled (not by MaxDuration).
