@@ -196,7 +196,7 @@ def test_probe_stores_prints_exports_and_reports(capsys, tmp_path, fake_engine):
     )
     assert code == 0, err
     assert "fx: 7 sites, 7 contacted" in out and "stored as probe run fx" in out
-    h3 = next(line for line in out.splitlines() if line.startswith("│ HTTP/3 "))
+    h3 = next(line for line in out.splitlines() if line.startswith("│ h3 "))
     assert "4 (57 %)" in h3 and "3 (43 %)" in h3  # announced by 4 of 7 sites, served by 3
     df = pd.read_csv(tmp_path / "p.csv")
     assert len(df) == 7 and {"site", "h3_announced", "h3_served", "h2c_announced_by"} <= set(df.columns)

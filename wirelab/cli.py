@@ -488,7 +488,6 @@ def _print_probe_run(db: Path, run: str) -> None:
     import pandas as pd
 
     from wirelab.analysis.probes import probe_shares
-    from wirelab.registry import protocol_style
 
     with Results(db) as results:
         protocols = results.probe_protocols(run)
@@ -507,7 +506,7 @@ def _print_probe_run(db: Path, run: str) -> None:
 
     for row in shares.to_dict("records"):
         table.add_row(
-            protocol_style(row["protocol"]).label,
+            row["protocol"],
             share(row["announced"], row["announced_pct"]),
             share(row["served"], row["served_pct"]),
             number(row["announced_not_served"]),
@@ -515,7 +514,7 @@ def _print_probe_run(db: Path, run: str) -> None:
         )
     out.print(table)
     per_site = Table(title="per site: ✓ served, A announced only, · neither", title_justify="left")
-    per_site.add_column("site", overflow="fold")
+    per_site.add_column("site", overflow="fold", min_width=24)
     per_site.add_column("addr")
     for p in PROBE_PROTOCOLS:
         per_site.add_column(p, justify="center")

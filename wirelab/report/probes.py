@@ -55,10 +55,11 @@ def _findings(shares: pd.DataFrame, gap: pd.DataFrame, contacted: int) -> list[s
     out = []
     for row in shares.to_dict("records"):
         label = protocol_style(row["protocol"]).label
+        served = int(row["served"])
         if row["protocol"] == "h1":
-            out.append(f"{label}: {row['served']} of {contacted} sites answer on port 80.")
+            out.append(f"{label}: {served} of {contacted} sites answer on port 80.")
             continue
-        sentence = f"{label}: {row['announced']} of {contacted} sites announce it, {row['served']} serve it"
+        sentence = f"{label}: {int(row['announced'])} of {contacted} sites announce it, {served} serve it"
         for kind in ("announced, not served", "served, not announced"):
             mine = gap[(gap["protocol"] == row["protocol"]) & (gap["kind"] == kind)]
             if len(mine):
@@ -91,7 +92,7 @@ def build_probe_section(results: Results, run: str, out_dir: Path) -> ProbeSecti
     if contacted:
         title = "protocols announced vs served"
         name = slug(f"support-{title}")
-        rendered = render(plots.probe_support_figure(shares, title=title), name)
+        rendered = render(plots.probe_support_figure(shares), name)
         rendered.write(out_dir / "figures" / f"probe-{slug(run)}")
         caption = (
             f"Share of the {contacted} contacted sites that announce each protocol (hatched: ALPN, Alt-Svc, "
@@ -129,14 +130,15 @@ def build_probe_section(results: Results, run: str, out_dir: Path) -> ProbeSecti
     ]
     site_rows = []
     for s in sites.to_dict("records"):
-        cells = [Cell(s["site"]), Cell(s["addr"] or "—")]
+        s = {k: (None if not isinstance(v, list) and pd.isna(v) else v) for k, v in s.items()}
+        cells = [Cell(s["host"], "", s["url"]), Cell(s["addr"] or "—")]
         for p in PROBE_PROTOCOLS:
             if not s["addr"]:
                 cells.append(Cell(""))
             elif s[f"{p}_served"]:
-                cells.append(
-                    Cell(str(s[f"{p}_status"] or ""), "num pos", f"served; {s[f'{p}_alpn'] or 'no ALPN'}")
-                )
+                status = s[f"{p}_status"]
+                text = str(int(status)) if status is not None else "served"
+                cells.append(Cell(text, "num pos", f"served; {s[f'{p}_alpn'] or 'no ALPN'}"))
             elif s[f"{p}_announced"]:
                 by = ", ".join(s[f"{p}_announced_by"])
                 cells.append(
