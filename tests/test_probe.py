@@ -215,6 +215,8 @@ def test_probe_stores_prints_exports_and_reports(capsys, tmp_path, fake_engine):
         str(db),
     )
     assert code == 0 and "wrote 7 rows" in out and len(pd.read_parquet(tmp_path / "p.pq")) == 7
+    code, out, _ = run_cli(capsys, "results", "ls", "--db", str(db))
+    assert code == 0 and "probe runs" in out and "fx" in out
     # the same name again: refused before the engine runs
     code, _, err = run_cli(
         capsys, "probe", urls[0], "--name", "fx", "--db", str(db), "--engine", str(fake_engine)

@@ -691,6 +691,7 @@ def results_ls(db: Path = DB_OPTION) -> None:
     """List the sweeps in the database."""
     with _open(db) as results:
         sweeps = results.sweeps()
+        probe_runs = results.probe_runs()
     table = Table("sweep", "trials", "loads", "failed", "fidelity ⚠", "axes", "updated", title=str(db))
     for s in sweeps.to_dict("records"):
         table.add_row(
@@ -703,6 +704,22 @@ def results_ls(db: Path = DB_OPTION) -> None:
             s["updated_at"],
         )
     out.print(table)
+    if len(probe_runs):
+        runs = Table(
+            "probe run", "status", "where", "sites", "refused", "errors", "started", title="probe runs"
+        )
+        for r in probe_runs.to_dict("records"):
+            where = "local" if r["local"] else ("live" if r["allow_internet"] else "lab")
+            runs.add_row(
+                r["run"],
+                r["status"],
+                where,
+                str(r["sites"]),
+                str(r["refused"]),
+                str(r["errors"]),
+                r["started_at"],
+            )
+        out.print(runs)
 
 
 @results_app.command("show")
