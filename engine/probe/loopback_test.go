@@ -179,3 +179,40 @@ func TestPolicyRefusesBeforeContact(t *testing.T) {
 		t.Errorf("reasons: %q, %q", recs[1].Refused, recs[2].Refused)
 	}
 }
+
+// MaxDuration bounds the run: the site in progress is stopped and recorded so, the sites not
+// started are recorded as not probed, and Run returns.
+func TestMaxDurationEndsTheRun(t *testing.T) {
+	// A TLS port that accepts and never answers: the first step waits for its whole timeout.
+	ln, err := net.Listen("tcp", "127.0.1.200:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	cfg := probe.DefaultConfig()
+	cfg.Policy = probe.Policy{Own: func(a netip.Addr) bool { return loopbackNet.Contains(a) }}
+	cfg.Timeout, cfg.MaxDuration, cfg.Concurrency = 30*time.Second, time.Second, 1
+	cfg.Ports = probe.Ports{HTTP: port, HTTPS: port, QUIC: port}
+	recs, err := probeAll(t, cfg, []string{"127.0.1.200", "https://127.0.1.200/a", "https://127.0.1.200/b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(recs[0].Error, "ended during this site's probe") || recs[0].Addr == "" {
+		t.Errorf("site in progress: %q", recs[0].Error)
+	}
+	for _, r := range recs[1:] {
+		if !strings.HasPrefix(r.Error, "not probed") || r.Protocols[probe.H1].Port != 0 {
+			t.Errorf("%s: %q, port %d", r.Site, r.Error, r.Protocols[probe.H1].Port)
+		}
+	}
+}

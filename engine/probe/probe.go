@@ -269,6 +269,9 @@ func probeTarget(ctx context.Context, cfg *Config, pace *pacer, t *Target) Recor
 		p.run(ctx)
 		if ctx.Err() != nil && rec.Error == "" {
 			rec.Error = context.Cause(ctx).Error()
+			if errors.Is(context.Cause(ctx), errDeadline) {
+				rec.Error = "stopped: the run's --max-duration ended during this site's probe"
+			}
 		}
 	}
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
