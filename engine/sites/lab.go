@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -108,8 +107,12 @@ func StartLab(cfg LabConfig) (*Lab, error) {
 		return nil, err
 	}
 	l := &Lab{E: e, Sites: catalog, done: make(chan error, 1)}
-	// The private directory exists only while the run's state file does (GC relies on it).
-	certDir := tempDir(e.Topo.ID)
+	// The private directory is the run's (netns.OwnDir): removed with the topology by Close, and
+	// by gc after a SIGKILL.
+	certDir := filepath.Join(os.TempDir(), PrivatePrefix+e.Topo.ID)
+	if err := e.Topo.OwnDir(certDir); err != nil {
+		return nil, errors.Join(err, l.Close())
+	}
 	if err := os.Mkdir(certDir, 0o700); err != nil {
 		return nil, errors.Join(err, l.Close())
 	}
@@ -190,45 +193,10 @@ func (l *Lab) Close() error {
 			<-l.done
 		}
 	}
-	var rmErr error
-	if l.certDir != "" {
-		rmErr = os.RemoveAll(l.certDir)
-	}
 	_, err := l.E.Stop()
-	return errors.Join(rmErr, err)
+	return err
 }
 
-// tempPrefix names a lab's private directory in os.TempDir(): wirelab-sites-<run id> (0700),
-// holding the sites' certificates (the key 0600). Close removes it; GC after a SIGKILL.
-const tempPrefix = "wirelab-sites-"
-
-var tempRE = regexp.MustCompile(`^wirelab-sites-([0-9a-f]{8})$`)
-
-func tempDir(runID string) string { return filepath.Join(os.TempDir(), tempPrefix+runID) }
-
-// GC removes the private directories of labs that were killed: those whose run has no state file
-// in netns.StateDir any more (run netns.GC first). A live lab's directory always has its state
-// file, which is written before the directory is created.
-func GC() (removed []string, err error) {
-	entries, err := os.ReadDir(os.TempDir())
-	if err != nil {
-		return nil, err
-	}
-	var errs []error
-	for _, e := range entries {
-		m := tempRE.FindStringSubmatch(e.Name())
-		if m == nil || !e.IsDir() {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(netns.StateDir, m[1]+".json")); !errors.Is(err, os.ErrNotExist) {
-			continue // live (or unreadable: left alone)
-		}
-		path := filepath.Join(os.TempDir(), e.Name())
-		if err := os.RemoveAll(path); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed = append(removed, path)
-	}
-	return removed, errors.Join(errs...)
-}
+// PrivatePrefix names a lab's private directory in os.TempDir(): wirelab-sites-<run id> (0700),
+// holding the sites' certificates (the key 0600).
+const PrivatePrefix = "wirelab-sites-"

@@ -1,8 +1,6 @@
 package sites
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/wirelab/wirelab/engine/probe"
@@ -66,24 +64,5 @@ func TestProfileAddsExtraRTT(t *testing.T) {
 	}
 	if _, err := Profile("rtt=oops"); err == nil {
 		t.Error("a bad profile was accepted")
-	}
-}
-
-// GC removes a lab directory whose run has no state file, and nothing else.
-func TestGCRemovesOrphans(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
-	orphan := tempDir("0000dead")
-	other := filepath.Join(os.TempDir(), "wirelab-sites-notanid")
-	for _, d := range []string{orphan, other} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	removed, err := GC()
-	if err != nil || len(removed) != 1 || removed[0] != orphan {
-		t.Errorf("GC: %v %v", removed, err)
-	}
-	if _, err := os.Stat(other); err != nil {
-		t.Errorf("GC removed %s", other)
 	}
 }
