@@ -1,5 +1,6 @@
 // Package contract is the one definition of what crosses wirelab's process boundaries: the JSON
-// Schemas of the trial spec, the load record, trial.json and the page (schemas/*.schema.json,
+// Schemas of the trial spec, the load record, trial.json, the page, the load test's spec and the
+// probe record (schemas/*.schema.json,
 // embedded here; the repository's schemas/ is a link to this directory, so the control plane reads
 // the same files). The engine validates its input against them and takes every default from them;
 // the control plane's models are generated from them (wirelab/_contract_models.py).
