@@ -11,6 +11,13 @@ Steered by environment variables:
   FAKE_ENGINE_MARKER         file touched when holding
   FAKE_ENGINE_IGNORE_SIGINT  "1": ignore SIGINT (to test escalation to SIGKILL)
   FAKE_ENGINE_LATENESS_P99   emulator lateness p99 to report (µs)
+  FAKE_ENGINE_PROBE_HOLD     "N": `probe` stops after N records, touches FAKE_ENGINE_MARKER and waits for a
+                             signal (then exits 130, as the engine does)
+
+`probe SITE…` replays tests/fixtures/probes/local.jsonl (recorded with the real engine): each SITE (a URL
+or host of the local internet) gets its recorded record, renumbered; any other site is refused with one
+line and exit 2 before any record, as the engine refuses a public name. `sites ls --json` prints the
+recorded catalog; `sites -- ENGINE probe …` runs that probe.
 """
 
 from __future__ import annotations
@@ -114,8 +121,56 @@ def _trial(args: list[str]) -> int:
     return code[0]
 
 
+PROBES = Path(__file__).resolve().parent / "fixtures" / "probes"
+
+
+def _probe(args: list[str]) -> int:
+    records = [json.loads(line) for line in (PROBES / "local.jsonl").read_text().splitlines()]
+    known = {r["site"]: r for r in records} | {r["host"]: r for r in records}
+    sites = args[args.index("--") + 1 :] if "--" in args else [a for a in args if not a.startswith("-")]
+    if not sites:
+        print("wirelab-engine: sites: none given; give SITE arguments or --list FILE", file=sys.stderr)
+        return 2
+    for s in sites:
+        if s not in known:
+            print(
+                f"wirelab-engine: probe: {s}: a public name; only *.wirelab.test names of this run are "
+                "probed without --allow-internet",
+                file=sys.stderr,
+            )
+            return 2
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    hold = os.environ.get("FAKE_ENGINE_PROBE_HOLD")
+    for i, s in enumerate(sites):
+        if hold is not None and i == int(hold):
+            Path(os.environ["FAKE_ENGINE_MARKER"]).touch()
+            stop.wait()
+        if stop.is_set():
+            print("wirelab-engine: probe: interrupted", file=sys.stderr)
+            return 130
+        print(json.dumps({**known[s], "index": i, "site": s}), flush=True)
+    return 0
+
+
+def _sites(args: list[str]) -> int:
+    if args[:2] == ["ls", "--json"]:
+        print((PROBES / "sites.json").read_text(), end="")
+        return 0
+    if "--" in args:
+        rest = args[args.index("--") + 1 :]
+        if len(rest) >= 2 and rest[1] == "probe":
+            return _probe(rest[2:])
+    print(
+        "wirelab-engine: sites: the fake runs only `sites ls --json` and `sites -- ENGINE probe …`",
+        file=sys.stderr,
+    )
+    return 2
+
+
 def main(argv: list[str]) -> int:
-    commands = os.environ.get("FAKE_ENGINE_COMMANDS", "trial,pages,gc,shell,version").split(",")
+    commands = os.environ.get("FAKE_ENGINE_COMMANDS", "trial,pages,gc,shell,version,probe,sites").split(",")
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: wirelab-engine COMMAND [flags]\n\ncommands:")
         for c in commands:
@@ -147,6 +202,10 @@ def main(argv: list[str]) -> int:
     if command == "shell":
         print(json.dumps({"shell": args}))
         return 3
+    if command == "probe":
+        return _probe(args)
+    if command == "sites":
+        return _sites(args)
     return 2
 
 

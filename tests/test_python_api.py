@@ -33,6 +33,8 @@ EXPECTED_PUBLIC = {
     "open",
     "load",
     "plan",
+    "probe",
+    "ProbeRun",
     "LoadResult",
     "Results",
     "RunSummary",

@@ -32,10 +32,14 @@ def test_v1_database_is_migrated_on_open(tmp_path):
         trials = results.trials("rtt-v1")
         loads = results.loads("rtt-v1")
         objects = results.objects("rtt-v1")
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        # v4 adds the probe tables, empty
+        tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert {"probe_runs", "probes", "probe_protocols"} <= tables
+        assert c.execute("SELECT COUNT(*) FROM probes").fetchone()[0] == 0
     # v2 back-fills the lateness columns from the stored emulator summary
     assert trials.loc[0, "lateness_p99_us"] == 87.0 and trials.loc[0, "fidelity_flags"] == []
     assert len(loads) == 6 and list(loads["network.rtt_ms"]) == [100.0] * 6

@@ -37,6 +37,8 @@ _EXPORTS = {
     "TrialFailedError": "wirelab.errors",
     "UsageError": "wirelab.errors",
     "WirelabError": "wirelab.errors",
+    "ProbeRun": "wirelab.probing",
+    "probe": "wirelab.probing",
     "Observer": "wirelab.runner",
     "RunSummary": "wirelab.runner",
     "TrialOutcome": "wirelab.runner",
@@ -72,6 +74,7 @@ __all__ = [
     "Observer",
     "Plan",
     "PlannedTrial",
+    "ProbeRun",
     "ProfileError",
     "Results",
     "RunSummary",
@@ -89,5 +92,6 @@ __all__ = [
     "load",
     "open",
     "plan",
+    "probe",
     "run",
 ]

@@ -25,7 +25,7 @@ from wirelab.errors import Interrupted, ProfileError, StoreError, UsageError, Wi
 from wirelab.progress import RichProgress
 from wirelab.runner import RunSummary
 from wirelab.spec import PROTOCOLS
-from wirelab.store import DEFAULT_DB, Results
+from wirelab.store import DEFAULT_DB, PROBE_PROTOCOLS, Results
 from wirelab.waterfall import waterfall
 
 __all__ = ["app", "main", "write_report"]
@@ -293,16 +293,24 @@ def report(
     out_dir: Path = typer.Option(
         Path("wirelab-report"), "--out", "-o", help="Directory for index.html and figures/."
     ),
+    probes: list[str] = typer.Option(
+        None,
+        "--probe",
+        help="Probe run to include (repeatable; see wirelab probe). Default: with no SWEEPS, all.",
+    ),
 ) -> None:
     """Write the HTML report: conclusions, figures, tables and every load's waterfall (DIR/index.html).
 
+    Probe runs get a section each: the share of sites announcing vs serving each protocol, and one row
+    per site. Naming sweeps or --probe runs includes only those; naming neither includes everything.
     The page is self-contained (figures and script embedded) and opens from the file system.
     """
     from wirelab.report import write_report as build
 
     if not db.exists():
         raise UsageError(f"--db: {db} does not exist; run a sweep first (wirelab run SPEC)")
-    out.print(f"report: {build(db, sweeps or None, out_dir)}", style="bold", soft_wrap=True)
+    path = build(db, sweeps or None, out_dir, probe_runs=probes or None)
+    out.print(f"report: {path}", style="bold", soft_wrap=True)
 
 
 @app.command()
@@ -380,6 +388,146 @@ def shell(
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(argv[0], argv)
+
+
+# ------------------------------------------------------------------------------------------------
+# probe
+
+
+@app.command()
+def probe(
+    sites: list[str] = typer.Argument(
+        None, help="Sites: host names or http(s):// URLs (or --list FILE).", show_default=False
+    ),
+    list_file: Path | None = typer.Option(None, "--list", help="A file of sites, one a line (# comments)."),
+    allow_internet: bool = typer.Option(
+        False,
+        "--allow-internet",
+        help="Allow live sites (public addresses only; see README: what a probe sends).",
+    ),
+    local: bool = typer.Option(
+        False, "--local", help="Probe the local internet (wirelab-engine sites; root); no SITES: all of it."
+    ),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Sites probed at once (engine: 8)."),
+    rate: str | None = typer.Option(
+        None, "--rate", help="Connections per host, N/s, N/min or N/h (engine: 2/s)."
+    ),
+    timeout: str | None = typer.Option(None, "--timeout", help="Bound on each step, e.g. 5s (engine: 5s)."),
+    max_sites: int | None = typer.Option(None, "--max-sites", help="Most sites accepted (engine: 1000)."),
+    max_duration: str | None = typer.Option(None, "--max-duration", help="Bound on the run, e.g. 1h."),
+    dns: str | None = typer.Option(None, "--dns", help="Resolver IP[:PORT] (default: /etc/resolv.conf)."),
+    name: str | None = typer.Option(None, "--name", help="Name of the probe run (default probe-<UTC time>)."),
+    export: str | None = typer.Option(
+        None, "--export", help="csv or parquet: also write the run's per-site table (see --out)."
+    ),
+    out_path: Path | None = typer.Option(
+        None, "--out", "-o", help="Export file (default <run>-probes.<format>)."
+    ),
+    run_name: str | None = typer.Option(
+        None, "--run", help="With --export and no SITES: export this stored probe run instead of probing."
+    ),
+    db: Path = DB_OPTION,
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Find out which protocols sites announce and which they serve (study E's live crawl).
+
+    Per site: DNS (A, AAAA, HTTPS records), TLS offering h2 and http/1.1, only http/1.1 and only
+    spdy/3.1, HTTP/1.1 and the h2c upgrade on port 80, and QUIC + HTTP/3 — one GET of the site's URL per
+    protocol, response headers only, paced per host. Results go to the database (probe runs; `wirelab
+    report` has a section for them). docs/probe.md says exactly what is sent.
+
+    Nothing outside this machine is contacted without --allow-internet: without it only the run's own
+    namespaces (--local, or inside wirelab-engine sites/shell) are probed, and anything else is refused
+    with one line and exit 2 before a packet is sent to it.
+    """
+    from wirelab import probing
+
+    if export is not None and export not in probing.EXPORT_FORMATS:
+        raise UsageError(f'--export: "{export}" is not a format; use csv or parquet')
+    if run_name is not None:
+        if sites or list_file is not None or local:
+            raise UsageError("--run: exports a stored run; give it without SITES, --list or --local")
+        if export is None:
+            raise UsageError("--run: needs --export csv|parquet")
+        if not db.exists():
+            raise UsageError(f"--db: {db} does not exist; probe some sites first (wirelab probe SITES)")
+        path, rows, cols = probing.export_probes(db, run_name, export, out_path)
+        out.print(f"wrote {rows} rows × {cols} columns to {path}", soft_wrap=True)
+        return
+    done: list[dict[str, Any]] = []
+    with err.status("probing…") as status:
+
+        def progress(record: dict[str, Any]) -> None:
+            done.append(record)
+            status.update(f"probing… {len(done)} site(s) done, last {record['host']}")
+
+        run = probing.probe(
+            sites or [],
+            db=db,
+            name=name,
+            local=local,
+            engine=_engine(engine),
+            on_record=progress,
+            list_file=list_file,
+            allow_internet=allow_internet,
+            concurrency=concurrency,
+            rate=rate,
+            timeout=timeout,
+            max_sites=max_sites,
+            max_duration=max_duration,
+            dns=dns,
+        )
+    _print_probe_run(db, run.name)
+    if export is not None:
+        path, rows, cols = probing.export_probes(db, run.name, export, out_path)
+        out.print(f"wrote {rows} rows × {cols} columns to {path}", soft_wrap=True)
+
+
+def _print_probe_run(db: Path, run: str) -> None:
+    """Per protocol the share of sites announcing and serving it; then one row per site."""
+    import pandas as pd
+
+    from wirelab.analysis.probes import probe_shares
+
+    with Results(db) as results:
+        protocols = results.probe_protocols(run)
+        sites = results.probes(run)
+    shares = probe_shares(protocols)
+    contacted = int(shares["sites"].max()) if len(shares) else 0
+    table = Table(title=f"{run}: {len(sites)} sites, {contacted} contacted", title_justify="left")
+    for col in ("protocol", "announced", "served", "announced, not served", "served, not announced"):
+        table.add_column(col, justify="left" if col == "protocol" else "right")
+
+    def share(count: Any, pct: Any) -> str:
+        return "—" if pd.isna(count) else f"{int(count)} ({pct:.0f} %)"
+
+    def number(count: Any) -> str:
+        return "—" if pd.isna(count) else str(int(count))
+
+    for row in shares.to_dict("records"):
+        table.add_row(
+            row["protocol"],
+            share(row["announced"], row["announced_pct"]),
+            share(row["served"], row["served_pct"]),
+            number(row["announced_not_served"]),
+            number(row["served_not_announced"]),
+        )
+    out.print(table)
+    per_site = Table(title="per site: ✓ served, A announced only, · neither", title_justify="left")
+    per_site.add_column("site", overflow="fold", min_width=24)
+    per_site.add_column("addr")
+    for p in PROBE_PROTOCOLS:
+        per_site.add_column(p, justify="center")
+    per_site.add_column("note", overflow="fold")
+    for s in sites.to_dict("records"):
+        cells = []
+        for p in PROBE_PROTOCOLS:
+            served, announced = s[f"{p}_served"], s[f"{p}_announced"]
+            cells.append("✓" if served else ("A" if announced else "·"))
+        note = s["refused"] or s["error"] or ""
+        per_site.add_row(s["host"], s["addr"] or "—", *(cells if s["addr"] else ["" for _ in cells]), note)
+    out.print(per_site)
+    out.print(f"stored as probe run {run} in {db}", style="dim", soft_wrap=True)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -543,6 +691,7 @@ def results_ls(db: Path = DB_OPTION) -> None:
     """List the sweeps in the database."""
     with _open(db) as results:
         sweeps = results.sweeps()
+        probe_runs = results.probe_runs()
     table = Table("sweep", "trials", "loads", "failed", "fidelity ⚠", "axes", "updated", title=str(db))
     for s in sweeps.to_dict("records"):
         table.add_row(
@@ -555,6 +704,22 @@ def results_ls(db: Path = DB_OPTION) -> None:
             s["updated_at"],
         )
     out.print(table)
+    if len(probe_runs):
+        runs = Table(
+            "probe run", "status", "where", "sites", "refused", "errors", "started", title="probe runs"
+        )
+        for r in probe_runs.to_dict("records"):
+            where = "local" if r["local"] else ("live" if r["allow_internet"] else "lab")
+            runs.add_row(
+                r["run"],
+                r["status"],
+                where,
+                str(r["sites"]),
+                str(r["refused"]),
+                str(r["errors"]),
+                r["started_at"],
+            )
+        out.print(runs)
 
 
 @results_app.command("show")

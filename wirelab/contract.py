@@ -2,7 +2,8 @@
 
 The schemas live in ``schemas/`` at the repository root, shared with the engine's tests:
 ``trial-spec.schema.json`` (input of ``wirelab-engine trial``), ``load-record.schema.json`` (one line
-of ``loads.jsonl``) and ``trial-result.schema.json`` (``trial.json``).
+of ``loads.jsonl``), ``trial-result.schema.json`` (``trial.json``) and ``probe-record.schema.json``
+(one line of ``wirelab-engine probe``, ``docs/probe.md``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 CONTRACT_VERSION = 1
-SCHEMA_NAMES = ("trial-spec", "load-record", "trial-result", "page")
+SCHEMA_NAMES = ("trial-spec", "load-record", "trial-result", "page", "probe-record")
 
 
 @functools.cache

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelab._paths import repo_engine
-from wirelab.errors import EngineError, EngineNotFoundError, SpecError, UsageError
+from wirelab.errors import EngineError, EngineNotFoundError, Interrupted, SpecError, UsageError
 
 __all__ = [
     "Engine",
@@ -67,6 +67,7 @@ class TrialEvent:
 
 
 EventCallback = Callable[[TrialEvent], None]
+RecordCallback = Callable[[dict[str, Any]], None]
 
 
 class TrialRun(ABC):
@@ -152,6 +153,20 @@ class Engine(ABC):
     @abstractmethod
     def shell_argv(self, args: Sequence[str]) -> list[str]:
         """The argv that runs ``wirelab-engine shell ARGS…`` (the CLI replaces itself with it)."""
+
+    def probe(self, args: Sequence[str], on_record: RecordCallback, *, local: bool = False) -> None:
+        """Run ``wirelab-engine probe ARGS…`` (``docs/probe.md``) and call ``on_record`` with each site's
+        record, checked against ``schemas/probe-record.schema.json``, as it arrives. With ``local`` the
+        probe runs inside ``wirelab-engine sites`` (the local internet; root).
+
+        Raises :class:`UsageError` for bad input or a refused target (the engine's one line, exit 2;
+        nothing was sent), :class:`Interrupted` after Ctrl-C, :class:`EngineError` otherwise."""
+        raise EngineNotFoundError(f"{self.name} cannot run `probe`")
+
+    def sites_ls(self) -> list[dict[str, Any]]:
+        """``wirelab-engine sites ls --json``: the local internet's sites, each with its URL, address
+        and what a correct probe reports for it."""
+        raise EngineNotFoundError(f"{self.name} cannot run `sites ls`")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -414,6 +429,109 @@ class SubprocessEngine(Engine):
     def shell_argv(self, args: Sequence[str]) -> list[str]:
         self.require("shell")
         return [str(self.path), "shell", *args]
+
+    def sites_ls(self) -> list[dict[str, Any]]:
+        self.require("sites")
+        listing = self._json(["sites", "ls", "--json"])
+        if not isinstance(listing, list) or not all(isinstance(s, dict) and "url" in s for s in listing):
+            raise EngineError("wirelab-engine sites ls --json: expected a list of sites with a url")
+        return listing
+
+    def probe(self, args: Sequence[str], on_record: RecordCallback, *, local: bool = False) -> None:
+        from wirelab.contract import validate
+
+        self.require("probe")
+        argv = [str(self.path), "probe", *args]
+        if local:
+            self.require("sites")
+            argv = [str(self.path), "sites", "--", *argv]
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                process_group=0,
+                preexec_fn=_pdeathsig_preexec(),
+                text=True,
+                bufsize=1,
+            )
+        except OSError as e:
+            raise EngineNotFoundError(f"{argv[0]}: cannot run ({e.strerror})") from None
+        tail: collections.deque[str] = collections.deque(maxlen=20)
+
+        def read_stderr() -> None:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                if line.strip():
+                    tail.append(line.rstrip("\n"))
+
+        reader = threading.Thread(target=read_stderr, daemon=True, name="probe-stderr")
+        reader.start()
+        assert proc.stdout is not None
+        lines = enumerate(proc.stdout, 1)
+        interrupted = False
+
+        def take(n: int, line: str) -> None:
+            if not line.strip():
+                return
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                raise EngineError(f"wirelab-engine probe: output line {n} is not JSON") from None
+            validate("probe-record", record, what=f"wirelab-engine probe, line {n}")
+            on_record(record)
+
+        # Ctrl-C is forwarded to the engine (it finishes the steps under way and exits 130), and what
+        # it still writes is stored: no record is cut in half by a KeyboardInterrupt. A second Ctrl-C
+        # sends SIGTERM (which still cleans up), a third SIGKILL (then `wirelab-engine gc`). Only the
+        # main thread can catch signals; elsewhere Ctrl-C stays Python's.
+        interrupts = 0
+
+        def forward(signum: int, frame: object) -> None:
+            nonlocal interrupted, interrupts
+            interrupted, interrupts = True, interrupts + 1
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)[min(interrupts, 3) - 1])
+
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, forward)
+        try:
+            for n, line in lines:
+                take(n, line)
+        except KeyboardInterrupt:
+            interrupted = True
+            _stop(proc)
+        except BaseException:
+            _stop(proc)
+            raise
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+        code = proc.wait()
+        reader.join()
+        last = (tail[-1] if tail else f"exit status {code}").removeprefix("wirelab-engine: ")
+        if code == 2:
+            raise UsageError(last)
+        if code == 130 or interrupted:
+            raise Interrupted("probe interrupted; the records so far are kept")
+        if code != 0:
+            raise EngineError(f"wirelab-engine probe: {last}")
+
+
+def _stop(proc: subprocess.Popen[str], grace: float = 30) -> None:
+    """Interrupt a command's process group (SIGINT: it cleans up), SIGKILL after ``grace`` seconds."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 _CHECK_LINE = re.compile(r"^spec (\d+) \(trial_id [^)]*\): (.*)$")

@@ -27,6 +27,8 @@ from wirelab.errors import DatabaseError, SchemaVersionError, StoreError, UsageE
 __all__ = [
     "DEFAULT_DB",
     "LOAD_COLUMNS",
+    "PROBE_FIELDS",
+    "PROBE_PROTOCOLS",
     "MIGRATIONS",
     "OBJECT_TIMINGS",
     "PHASES",
@@ -40,6 +42,24 @@ __all__ = [
 
 DEFAULT_DB = "wirelab.db"
 PHASES = ("dns", "connect", "ssl", "send", "wait", "receive", "blocked")
+#: The protocols of a probe record, in its order (the schema's ``protocols`` keys).
+PROBE_PROTOCOLS = ("h1", "h1s", "h2", "h2c", "h3", "spdy3")
+#: Per-protocol fields of a probe record stored as columns of ``probe_protocols``.
+PROBE_FIELDS = (
+    "announced",
+    "announced_by",
+    "served",
+    "status",
+    "server",
+    "alpn",
+    "tls_version",
+    "cert_error",
+    "connect_ms",
+    "handshake_ms",
+    "first_byte_ms",
+    "port",
+    "error",
+)
 OBJECT_TIMINGS = ("blocked", "dns", "connect", "ssl", "send", "wait", "receive")
 
 #: Load record fields stored as columns of ``loads`` (phases_ms → <phase>_ms; pcap → pcap_client/server).
@@ -204,11 +224,71 @@ ALTER TABLE loads ADD COLUMN server_cpu_ms REAL;
 ALTER TABLE loads ADD COLUMN server_rss_peak_bytes INTEGER;
 """
 
+_V4 = """
+CREATE TABLE probe_runs (
+    id              INTEGER PRIMARY KEY,
+    name            TEXT NOT NULL UNIQUE,
+    status          TEXT NOT NULL CHECK (status IN ('running', 'complete', 'interrupted', 'failed')),
+    local           INTEGER NOT NULL,
+    allow_internet  INTEGER NOT NULL,
+    args_json       TEXT NOT NULL,
+    sites           INTEGER NOT NULL DEFAULT 0,
+    provenance_json TEXT NOT NULL DEFAULT '{}',
+    error           TEXT,
+    started_at      TEXT NOT NULL,
+    ended_at        TEXT
+);
+CREATE TABLE probes (
+    id          INTEGER PRIMARY KEY,
+    run_id      INTEGER NOT NULL REFERENCES probe_runs(id) ON DELETE CASCADE,
+    site_index  INTEGER NOT NULL,
+    site        TEXT NOT NULL,
+    url         TEXT NOT NULL,
+    host        TEXT NOT NULL,
+    addr        TEXT NOT NULL,
+    started_at  TEXT NOT NULL,
+    duration_ms REAL NOT NULL,
+    dns_ms      REAL,
+    dns_a       TEXT,
+    dns_aaaa    TEXT,
+    https_alpn  TEXT,
+    https_ech   INTEGER,
+    alt_svc     TEXT NOT NULL,
+    refused     TEXT,
+    error       TEXT,
+    record_json TEXT NOT NULL,
+    UNIQUE (run_id, site_index)
+);
+CREATE TABLE probe_protocols (
+    id            INTEGER PRIMARY KEY,
+    probe_id      INTEGER NOT NULL REFERENCES probes(id) ON DELETE CASCADE,
+    protocol      TEXT NOT NULL,
+    announced     INTEGER,
+    announced_by  TEXT NOT NULL,
+    served        INTEGER NOT NULL,
+    status        INTEGER,
+    server        TEXT NOT NULL,
+    alpn          TEXT NOT NULL,
+    tls_version   TEXT NOT NULL,
+    cert_error    TEXT NOT NULL,
+    connect_ms    REAL,
+    handshake_ms  REAL,
+    first_byte_ms REAL,
+    port          INTEGER NOT NULL,
+    error         TEXT,
+    UNIQUE (probe_id, protocol)
+);
+CREATE INDEX probes_by_run ON probes (run_id);
+CREATE INDEX probe_protocols_by_probe ON probe_protocols (probe_id);
+"""
+
 #: Schema migrations: MIGRATIONS[i] takes a database from user_version i to i + 1.
 #: v1: sweeps, trials, loads, artifacts. v2: objects (per-request HAR timings), emulator lateness
 #: and fidelity flags on trials (back-filled from emulator_json). v3: the server under test's cost
 #: per load (server_cpu_ms, server_rss_peak_bytes; NULL for loads stored before, or not measured).
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+#: v4: probe runs, one row per probed site and one per site and protocol (``wirelab probe``,
+#: ``docs/probe.md``).
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Fidelity flag set on a trial whose emulator timer lateness p99 exceeded the limit.
@@ -617,6 +697,111 @@ class Store(_Base):
             )
             c.execute("UPDATE sweeps SET updated_at = ? WHERE name = ?", (_now(), sweep))
 
+    # ----------------------------------------------------------------------------------------------
+    # probes
+
+    def create_probe_run(
+        self,
+        name: str,
+        *,
+        local: bool,
+        allow_internet: bool,
+        args: Sequence[str],
+        provenance: Mapping[str, Any],
+    ) -> int:
+        """A new probe run in status ``running``; its records come with :meth:`add_probe`."""
+        if self.conn.execute("SELECT 1 FROM probe_runs WHERE name = ?", (name,)).fetchone() is not None:
+            raise UsageError(f"--name: a probe run {name!r} is already in {self.path}; choose another name")
+        with self.transaction() as c:
+            cur = c.execute(
+                "INSERT INTO probe_runs (name, status, local, allow_internet, args_json, provenance_json,"
+                " started_at) VALUES (?, 'running', ?, ?, ?, ?, ?)",
+                (
+                    name,
+                    int(local),
+                    int(allow_internet),
+                    json.dumps(list(args)),
+                    json.dumps(dict(provenance)),
+                    _now(),
+                ),
+            )
+            assert cur.lastrowid is not None
+            return cur.lastrowid
+
+    def add_probe(self, run_id: int, record: Mapping[str, Any]) -> None:
+        """Store one probe record (``schemas/probe-record.schema.json``) and its protocols, in one
+        transaction; a record of the same site index replaces the earlier one."""
+        dns = record.get("dns") or None
+        https = (dns or {}).get("https") or []
+        alpn = ",".join(dict.fromkeys(a for h in https for a in h["alpn"])) if https else None
+        with self.transaction() as c:
+            c.execute("DELETE FROM probes WHERE run_id = ? AND site_index = ?", (run_id, record["index"]))
+            cur = c.execute(
+                "INSERT INTO probes (run_id, site_index, site, url, host, addr, started_at, duration_ms,"
+                " dns_ms, dns_a, dns_aaaa, https_alpn, https_ech, alt_svc, refused, error, record_json)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run_id,
+                    record["index"],
+                    record["site"],
+                    record["url"],
+                    record["host"],
+                    record["addr"],
+                    record["started_at"],
+                    record["duration_ms"],
+                    dns["ms"] if dns else None,
+                    ",".join(dns["a"]) if dns else None,
+                    ",".join(dns["aaaa"]) if dns else None,
+                    alpn,
+                    int(any(h["ech"] for h in https)) if https else None,
+                    record["alt_svc"],
+                    record["refused"] or None,
+                    record["error"] or None,
+                    json.dumps(record),
+                ),
+            )
+            probe_id = cur.lastrowid
+            rows = []
+            for proto in PROBE_PROTOCOLS:
+                r = record["protocols"][proto]
+                rows.append(
+                    (
+                        probe_id,
+                        proto,
+                        None if r["announced"] is None else int(r["announced"]),
+                        ",".join(r["announced_by"]),
+                        int(r["served"]),
+                        r["status"] or None,
+                        r["server"],
+                        r["alpn"],
+                        r["tls_version"],
+                        r["cert_error"],
+                        r["connect_ms"],
+                        r["handshake_ms"],
+                        r["first_byte_ms"],
+                        r["port"],
+                        r["error"] or None,
+                    )
+                )
+            c.executemany(
+                f"INSERT INTO probe_protocols (probe_id, protocol, {', '.join(PROBE_FIELDS)})"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                rows,
+            )
+            c.execute(
+                "UPDATE probe_runs SET sites = (SELECT COUNT(*) FROM probes WHERE run_id = ?) WHERE id = ?",
+                (run_id, run_id),
+            )
+
+    def end_probe_run(self, run_id: int, status: str, error: str | None = None) -> None:
+        """``complete``, ``interrupted`` or ``failed``."""
+        assert status in ("complete", "interrupted", "failed")
+        with self.transaction() as c:
+            c.execute(
+                "UPDATE probe_runs SET status = ?, error = ?, ended_at = ? WHERE id = ?",
+                (status, error, _now(), run_id),
+            )
+
 
 # --------------------------------------------------------------------------------------------------
 # Reader
@@ -773,6 +958,86 @@ class Results(_Base):
         if row is None:
             raise StoreError(f"no HAR stored for load {load_index} of trial {trial_id} in sweep {sweep}")
         return json.loads(self.absolute(row["path"]).read_text())
+
+    # ----------------------------------------------------------------------------------------------
+    # probes (docs/probe.md)
+
+    def _probe_filter(self, run: str | None) -> tuple[str, list[Any]]:
+        if run is None:
+            return "", []
+        if self.conn.execute("SELECT 1 FROM probe_runs WHERE name = ?", (run,)).fetchone() is None:
+            known = [r[0] for r in self.conn.execute("SELECT name FROM probe_runs ORDER BY started_at, name")]
+            raise UsageError(
+                f"--run: {run!r} is not a probe run in {self.path}; runs: {', '.join(known) or 'none'}"
+            )
+        return " AND r.name = ?", [run]
+
+    def probe_runs(self) -> pd.DataFrame:
+        """One row per probe run: name, status, local, allow_internet, sites stored, refused and failed
+        sites, start and end, the engine arguments and provenance."""
+        df = pd.read_sql_query(
+            """
+            SELECT r.name AS run, r.status, r.local, r.allow_internet, r.sites,
+                   COALESCE(SUM(p.refused IS NOT NULL), 0) AS refused,
+                   COALESCE(SUM(p.error IS NOT NULL), 0) AS errors,
+                   r.started_at, r.ended_at, r.error, r.args_json, r.provenance_json
+              FROM probe_runs r LEFT JOIN probes p ON p.run_id = r.id
+             GROUP BY r.id ORDER BY r.started_at, r.name
+            """,
+            self.conn,
+        )
+        df["local"] = df["local"].astype(bool)
+        df["allow_internet"] = df["allow_internet"].astype(bool)
+        df["args"] = df.pop("args_json").map(json.loads)
+        df["provenance"] = df.pop("provenance_json").map(json.loads)
+        return df
+
+    def probe_protocols(self, run: str | None = None) -> pd.DataFrame:
+        """One row per probed site and protocol: run, site_index, site, host, addr, refused, protocol
+        and the protocol's fields (``PROBE_FIELDS``; ``announced`` is None for h1, ``announced_by`` a
+        list)."""
+        where, args = self._probe_filter(run)
+        cols = ", ".join(f"x.{c}" for c in PROBE_FIELDS)
+        df = pd.read_sql_query(
+            f"""
+            SELECT r.name AS run, p.site_index, p.site, p.host, p.addr, p.refused, x.protocol, {cols}
+              FROM probe_protocols x JOIN probes p ON p.id = x.probe_id JOIN probe_runs r ON r.id = p.run_id
+             WHERE 1 = 1 {where} ORDER BY r.started_at, r.name, p.site_index, x.id
+            """,
+            self.conn,
+            params=args,
+        )
+        df["announced"] = (
+            df["announced"].map(lambda v: None if v is None or v != v else bool(v)).astype(object)
+        )
+        df["served"] = df["served"].astype(bool)
+        df["announced_by"] = df["announced_by"].map(lambda v: [x for x in v.split(",") if x])
+        return df
+
+    def probes(self, run: str | None = None) -> pd.DataFrame:
+        """One row per probed site: the site's fields (url, host, addr, DNS, HTTPS record alpn and ech,
+        Alt-Svc, refused, error, duration) and, per protocol P, ``P_announced``, ``P_served``,
+        ``P_status`` … (every field of ``PROBE_FIELDS``)."""
+        where, args = self._probe_filter(run)
+        sites = pd.read_sql_query(
+            f"""
+            SELECT r.name AS run, p.site_index, p.site, p.url, p.host, p.addr, p.started_at, p.duration_ms,
+                   p.dns_ms, p.dns_a, p.dns_aaaa, p.https_alpn, p.https_ech, p.alt_svc, p.refused, p.error
+              FROM probes p JOIN probe_runs r ON r.id = p.run_id
+             WHERE 1 = 1 {where} ORDER BY r.started_at, r.name, p.site_index
+            """,
+            self.conn,
+            params=args,
+        )
+        protos = self.probe_protocols(run)
+        for proto in PROBE_PROTOCOLS:
+            mine = protos[protos["protocol"] == proto].set_index(["run", "site_index"])
+            for field in PROBE_FIELDS:
+                values = mine[field].to_dict()
+                sites[f"{proto}_{field}"] = [
+                    values.get(k) for k in zip(sites["run"], sites["site_index"], strict=True)
+                ]
+        return sites
 
 
 def _with_params(df: pd.DataFrame) -> pd.DataFrame:

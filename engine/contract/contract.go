@@ -1,5 +1,6 @@
 // Package contract is the one definition of what crosses wirelab's process boundaries: the JSON
-// Schemas of the trial spec, the load record, trial.json and the page (schemas/*.schema.json,
+// Schemas of the trial spec, the load record, trial.json, the page, the load test's spec and the
+// probe record (schemas/*.schema.json,
 // embedded here; the repository's schemas/ is a link to this directory, so the control plane reads
 // the same files). The engine validates its input against them and takes every default from them;
 // the control plane's models are generated from them (wirelab/_contract_models.py).
@@ -40,10 +41,12 @@ const (
 	// LoadtestSpec is the input of `wirelab-engine loadgen` (docs/loadtest.md); its lab fields
 	// refer to trial-spec's.
 	LoadtestSpec = "loadtest-spec"
+	// ProbeRecord is one line of `wirelab-engine probe` (engine/probe.Record; docs/probe.md).
+	ProbeRecord = "probe-record"
 )
 
 // Names lists every schema of the contract.
-var Names = []string{TrialSpec, LoadRecord, TrialResult, Page, LoadtestSpec}
+var Names = []string{TrialSpec, LoadRecord, TrialResult, Page, LoadtestSpec, ProbeRecord}
 
 // Raw returns the schema file's bytes.
 func Raw(name string) []byte {

@@ -1,6 +1,6 @@
 // Package dns is a small authoritative DNS server for the wirelab.test zone: it answers A (and
 // AAAA) queries for the origin names (s1.wirelab.test …, www.wirelab.test) with the origin
-// addresses, over UDP and TCP. The trial runs it in the server namespace at 10.77.2.53 so that
+// addresses, and HTTPS queries (RFC 9460) for names given HTTPS records, over UDP and TCP. The trial runs it in the server namespace at 10.77.2.53 so that
 // name lookups cross the emulated path, as in study E.
 package dns
 
@@ -24,9 +24,34 @@ const Zone = "wirelab.test."
 // one load to the next.
 const TTL = 0
 
-// Server answers queries for one name → address map.
+// HTTPSRecord is one HTTPS resource record (RFC 9460) of a name.
+type HTTPSRecord struct {
+	// Priority is 0 for alias mode (Target names the service's real name) or 1… for service
+	// mode (lower is preferred).
+	Priority uint16 `json:"priority"`
+	// Target is the target name; "" or "." means the record's own name.
+	Target string `json:"target,omitempty"`
+	// ALPN lists the protocol ids the service offers (SvcParam alpn), e.g. h3, h2.
+	ALPN []string `json:"alpn,omitempty"`
+	// NoDefaultALPN is SvcParam no-default-alpn (http/1.1 is then not implied).
+	NoDefaultALPN bool `json:"no_default_alpn,omitempty"`
+	// Port is SvcParam port; 0: none.
+	Port uint16 `json:"port,omitempty"`
+	// ECH is SvcParam ech, an ECHConfigList; nil: none.
+	ECH []byte `json:"ech,omitempty"`
+}
+
+// Records are what a server answers: an address per name (A, or AAAA for an IPv6 address) and
+// HTTPS records per name. Names are within wirelab.test, with or without the final dot, any case.
+type Records struct {
+	Addrs map[string]netip.Addr
+	HTTPS map[string][]HTTPSRecord
+}
+
+// Server answers queries for one set of Records.
 type Server struct {
 	records map[string]netip.Addr // FQDN, lower case → address
+	https   map[string][]mdns.RR  // FQDN, lower case → HTTPS records
 	udp     *mdns.Server
 	tcp     *mdns.Server
 	addr    string
@@ -41,8 +66,27 @@ type Server struct {
 // answering. records maps names (with or without the final dot, any case, within wirelab.test)
 // to addresses. It returns once both sockets accept queries.
 func Listen(addr string, records map[string]netip.Addr) (*Server, error) {
-	s := &Server{records: map[string]netip.Addr{}}
-	for name, a := range records {
+	return ListenRecords(addr, Records{Addrs: records})
+}
+
+// ListenRecords is Listen with Records: addresses and HTTPS records. A name with HTTPS records but no
+// address exists (A and AAAA queries get NODATA).
+func ListenRecords(addr string, z Records) (*Server, error) {
+	s := &Server{records: map[string]netip.Addr{}, https: map[string][]mdns.RR{}}
+	for name, recs := range z.HTTPS {
+		fq := mdns.CanonicalName(name)
+		if !mdns.IsSubDomain(Zone, fq) {
+			return nil, fmt.Errorf("dns: %q is outside the zone %s", name, Zone)
+		}
+		for _, r := range recs {
+			rr, err := r.rr(fq)
+			if err != nil {
+				return nil, fmt.Errorf("dns: HTTPS record of %q: %w", name, err)
+			}
+			s.https[fq] = append(s.https[fq], rr)
+		}
+	}
+	for name, a := range z.Addrs {
 		fq := mdns.CanonicalName(name)
 		if !mdns.IsSubDomain(Zone, fq) {
 			return nil, fmt.Errorf("dns: %q is outside the zone %s", name, Zone)
@@ -153,8 +197,9 @@ func (s *Server) serveDNS(w mdns.ResponseWriter, req *mdns.Msg) {
 		return
 	}
 	addr, ok := s.records[name]
+	https, hasHTTPS := s.https[name]
 	switch {
-	case !ok && name != Zone:
+	case !ok && !hasHTTPS && name != Zone:
 		m.SetRcode(req, mdns.RcodeNameError)
 		m.Ns = []mdns.RR{s.soa()}
 	case q.Qtype == mdns.TypeSOA && name == Zone:
@@ -163,6 +208,12 @@ func (s *Server) serveDNS(w mdns.ResponseWriter, req *mdns.Msg) {
 		m.Answer = []mdns.RR{&mdns.A{Hdr: mdns.RR_Header{Name: q.Name, Rrtype: mdns.TypeA, Class: mdns.ClassINET, Ttl: TTL}, A: addr.AsSlice()}}
 	case ok && q.Qtype == mdns.TypeAAAA && addr.Is6() && !addr.Is4In6():
 		m.Answer = []mdns.RR{&mdns.AAAA{Hdr: mdns.RR_Header{Name: q.Name, Rrtype: mdns.TypeAAAA, Class: mdns.ClassINET, Ttl: TTL}, AAAA: addr.AsSlice()}}
+	case hasHTTPS && q.Qtype == mdns.TypeHTTPS:
+		for _, rr := range https {
+			c := mdns.Copy(rr)
+			c.Header().Name = q.Name
+			m.Answer = append(m.Answer, c)
+		}
 	default: // the name exists, without data of this type (NODATA)
 		m.Ns = []mdns.RR{s.soa()}
 	}
@@ -179,4 +230,36 @@ func OriginRecords(addrs []netip.Addr) map[string]netip.Addr {
 		m["www.wirelab.test"] = addrs[0]
 	}
 	return m
+}
+
+// rr builds the resource record for owner name fq.
+func (r HTTPSRecord) rr(fq string) (mdns.RR, error) {
+	target := r.Target
+	if target == "" {
+		target = "."
+	}
+	if _, ok := mdns.IsDomainName(target); !ok {
+		return nil, fmt.Errorf("target %q is not a domain name", r.Target)
+	}
+	if r.Priority == 0 && (len(r.ALPN) > 0 || r.NoDefaultALPN || r.Port != 0 || r.ECH != nil) {
+		return nil, errors.New("an alias-mode record (priority 0) has no parameters")
+	}
+	rec := &mdns.HTTPS{SVCB: mdns.SVCB{
+		Hdr:      mdns.RR_Header{Name: fq, Rrtype: mdns.TypeHTTPS, Class: mdns.ClassINET, Ttl: TTL},
+		Priority: r.Priority, Target: mdns.Fqdn(target),
+	}}
+	// SvcParams in increasing key order (RFC 9460 §2.2).
+	if len(r.ALPN) > 0 {
+		rec.Value = append(rec.Value, &mdns.SVCBAlpn{Alpn: r.ALPN})
+	}
+	if r.NoDefaultALPN {
+		rec.Value = append(rec.Value, &mdns.SVCBNoDefaultAlpn{})
+	}
+	if r.Port != 0 {
+		rec.Value = append(rec.Value, &mdns.SVCBPort{Port: r.Port})
+	}
+	if r.ECH != nil {
+		rec.Value = append(rec.Value, &mdns.SVCBECHConfig{ECH: r.ECH})
+	}
+	return rec, nil
 }

@@ -97,3 +97,59 @@ func TestServeStopsWithContext(t *testing.T) {
 		t.Fatal("a name outside the zone was accepted")
 	}
 }
+
+// HTTPS records (RFC 9460) are answered with their parameters, for names with and without an
+// address; other names get NODATA for HTTPS, and the records' names keep the query's case.
+func TestHTTPSRecords(t *testing.T) {
+	ech := []byte{0, 4, 0xfe, 0x0d, 0, 0}
+	z := Records{
+		Addrs: map[string]netip.Addr{"svc.wirelab.test": netip.MustParseAddr("10.77.1.5"), "plain.wirelab.test": netip.MustParseAddr("10.77.1.6")},
+		HTTPS: map[string][]HTTPSRecord{
+			"svc.wirelab.test":   {{Priority: 1, ALPN: []string{"h3", "h2"}, Port: 8443, ECH: ech}},
+			"alias.wirelab.test": {{Priority: 0, Target: "svc.wirelab.test"}},
+		},
+	}
+	s, err := ListenRecords("127.0.0.1:0", z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, proto := range []string{"udp", "tcp"} {
+		r := query(t, s, proto, "SVC.wirelab.test", mdns.TypeHTTPS)
+		if r.Rcode != mdns.RcodeSuccess || len(r.Answer) != 1 {
+			t.Fatalf("%s HTTPS svc: %v", proto, r)
+		}
+		h := r.Answer[0].(*mdns.HTTPS)
+		var alpn []string
+		var port uint16
+		var gotECH []byte
+		for _, kv := range h.Value {
+			switch v := kv.(type) {
+			case *mdns.SVCBAlpn:
+				alpn = v.Alpn
+			case *mdns.SVCBPort:
+				port = v.Port
+			case *mdns.SVCBECHConfig:
+				gotECH = v.ECH
+			}
+		}
+		if h.Hdr.Name != "SVC.wirelab.test." || h.Priority != 1 || h.Target != "." || len(alpn) != 2 || alpn[0] != "h3" || port != 8443 || string(gotECH) != string(ech) {
+			t.Errorf("%s HTTPS svc: %v", proto, h)
+		}
+		if r := query(t, s, proto, "alias.wirelab.test", mdns.TypeHTTPS); len(r.Answer) != 1 || r.Answer[0].(*mdns.HTTPS).Target != "svc.wirelab.test." {
+			t.Errorf("%s alias: %v", proto, r)
+		}
+		if r := query(t, s, proto, "alias.wirelab.test", mdns.TypeA); r.Rcode != mdns.RcodeSuccess || len(r.Answer) != 0 {
+			t.Errorf("%s A of an HTTPS-only name (NODATA): %v", proto, r)
+		}
+		if r := query(t, s, proto, "plain.wirelab.test", mdns.TypeHTTPS); r.Rcode != mdns.RcodeSuccess || len(r.Answer) != 0 || len(r.Ns) != 1 {
+			t.Errorf("%s HTTPS of a name without one (NODATA): %v", proto, r)
+		}
+	}
+	if _, err := ListenRecords("127.0.0.1:0", Records{HTTPS: map[string][]HTTPSRecord{"x.wirelab.test": {{Priority: 0, ALPN: []string{"h2"}}}}}); err == nil {
+		t.Error("an alias-mode record with parameters was accepted")
+	}
+	if _, err := ListenRecords("127.0.0.1:0", Records{HTTPS: map[string][]HTTPSRecord{"example.com": {{Priority: 1}}}}); err == nil {
+		t.Error("an HTTPS record outside the zone was accepted")
+	}
+}

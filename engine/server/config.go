@@ -128,6 +128,16 @@ type Config struct {
 	// MaxRecords bounds the request records kept in memory (oldest kept, later ones counted as
 	// dropped). Default (and 0) 1,000,000.
 	MaxRecords int
+	// AltSvc, when set, is sent as the Alt-Svc header field (RFC 7838) of every response over
+	// every protocol, e.g. `h3=":443"; ma=86400`: how a site announces HTTP/3. It is sent whether
+	// or not h3 is served (the probe's fixture has a site that announces h3 without serving it).
+	// Default "": none.
+	AltSvc string
+	// H2CUpgrade answers an HTTP/1.1 request on the cleartext port that asks to upgrade to h2c
+	// (`Upgrade: h2c`, `Connection: Upgrade, HTTP2-Settings`; RFC 7540 §3.2) with 101 Switching
+	// Protocols and serves the connection as h2c from then on, the request itself as stream 1.
+	// Needs h1 and h2c among Protocols. Default false: such a request gets an HTTP/1.1 answer.
+	H2CUpgrade bool
 	// OnQUICClosed, when set, is called (from its own goroutine) each time an h3 connection has
 	// ended, with what its QUIC stack counted — QUIC encrypts packet numbers, so these counts are
 	// the only measure of its losses. Close waits for the calls.
@@ -217,6 +227,12 @@ func (c Config) resolved() (Config, error) {
 	}
 	if c.TLSVersion != "1.2" && c.TLSVersion != "1.3" {
 		return c, fielderr.New("tls_version", c.TLSVersion, "must be 1.2 or 1.3")
+	}
+	if strings.ContainsAny(c.AltSvc, "\r\n\x00") {
+		return c, fielderr.New("alt_svc", c.AltSvc, "must be one header field value, without CR, LF or NUL")
+	}
+	if c.H2CUpgrade && !(c.has(H1) && c.has(H2C)) {
+		return c, fielderr.New("h2c_upgrade", true, "needs h1 and h2c among the protocols")
 	}
 	if c.MaxRecords < 0 {
 		return c, fielderr.New("max_records", c.MaxRecords, "must be ≥ 0")

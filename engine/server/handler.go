@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/wirelab/wirelab/engine/page"
 )
@@ -186,6 +189,10 @@ const defaultWrite = 256 << 10
 func (s *Server) handler(origin int, proto Protocol) http.Handler {
 	port := s.ports.Port(proto)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if proto == H1 && s.cfg.H2CUpgrade && isH2CUpgrade(r.Header) {
+			s.upgradeH2C(origin, w, r)
+			return
+		}
 		// Close waits for handlers; a request arriving once it has begun is not one to wait for
 		// (Add concurrent with Wait is a race): it is aborted, its connection is closing anyway.
 		s.mu.Lock()
@@ -213,7 +220,7 @@ func (s *Server) handler(origin int, proto Protocol) http.Handler {
 				info.mu.Unlock()
 			}()
 		}
-		rec.Stream = streamID(w, r)
+		rec.Stream = streamID(w, r, proto)
 		rec.Priority = s.applyPriority(w, r, proto, info, rec.Stream)
 		rec.Pushed = proto.pushes() && rec.Stream != 0 && rec.Stream%2 == 0
 		defer func() {
@@ -222,6 +229,9 @@ func (s *Server) handler(origin int, proto Protocol) http.Handler {
 		}()
 		h := w.Header()
 		h.Set("Cache-Control", "no-store")
+		if s.cfg.AltSvc != "" {
+			h.Set("Alt-Svc", s.cfg.AltSvc)
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			// Read the request body before answering, so that a malformed body (e.g. an h2
 			// content-length that disagrees with the DATA frames) is always detected and reset by
@@ -278,6 +288,49 @@ func (s *Server) handler(origin int, proto Protocol) http.Handler {
 	})
 }
 
+// isH2CUpgrade reports whether an HTTP/1.1 request asks to upgrade to h2c (RFC 7540 §3.2):
+// Upgrade names h2c and Connection names HTTP2-Settings.
+func isH2CUpgrade(h http.Header) bool {
+	return httpguts.HeaderValuesContainsToken(h.Values("Upgrade"), "h2c") &&
+		httpguts.HeaderValuesContainsToken(h.Values("Connection"), "HTTP2-Settings") &&
+		len(h.Values("HTTP2-Settings")) == 1
+}
+
+// upgradeH2C takes over the connection of an HTTP/1.1 request that asks for h2c (H2CUpgrade):
+// 101 Switching Protocols, then HTTP/2 on the same connection with the request as stream 1. A
+// request whose HTTP2-Settings is not base64url gets 400 on HTTP/1.1.
+func (s *Server) upgradeH2C(origin int, w http.ResponseWriter, r *http.Request) {
+	settings, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(r.Header.Get("HTTP2-Settings"), "="))
+	if err != nil || len(settings)%6 != 0 {
+		http.Error(w, "bad HTTP2-Settings", http.StatusBadRequest)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	if !s.trackRaw(conn, true) { // the server is closing
+		conn.Close()
+		return
+	}
+	defer func() {
+		conn.Close()
+		s.trackRaw(conn, false)
+	}()
+	if _, err := rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"); err != nil {
+		return
+	}
+	if err := rw.Flush(); err != nil {
+		return
+	}
+	s.serveH2Upgraded(origin, H2C, &bufferedConn{Conn: conn, r: rw.Reader}, nil, r, settings)
+}
+
 // applyPriority returns the priority the request signalled (Record.Priority). On h2/h2c it also
 // hands the priority header to the connection's write scheduler before anything of the response
 // is queued; h3 (quic-go's HTTP/3 server) and spdy3 (the SYN_STREAM's priority) apply it themselves.
@@ -325,7 +378,9 @@ func (s *Server) writeBody(w http.ResponseWriter, body *page.Body) (int64, error
 // request body exposes it. golang.org/x/net/http2 does not export it: it is read from the
 // responseWriter's unexported state by reflection (read-only); TestStreamIDs fails if a new
 // version moves it.
-func streamID(w http.ResponseWriter, r *http.Request) uint64 {
+// The request of an h2c upgrade (H2CUpgrade) is served as stream 1 but keeps its HTTP/1.1
+// version, so proto rather than the request's version says whether it is HTTP/2.
+func streamID(w http.ResponseWriter, r *http.Request, proto Protocol) uint64 {
 	if sw, ok := w.(interface{ StreamID() uint32 }); ok { // spdy3
 		return uint64(sw.StreamID())
 	}
@@ -335,7 +390,7 @@ func streamID(w http.ResponseWriter, r *http.Request) uint64 {
 		}
 		return 0
 	}
-	if r.ProtoMajor != 2 {
+	if proto != H2 && proto != H2C {
 		return 0
 	}
 	v := reflect.ValueOf(w)

@@ -358,6 +358,13 @@ func (s *Server) serveTLS(origin int, ln net.Listener) {
 
 // serveH2 serves one HTTP/2 connection (h2 over TLS, or h2c) through the frame observer.
 func (s *Server) serveH2(origin int, proto Protocol, c net.Conn, tc *tls.Conn) {
+	s.serveH2Upgraded(origin, proto, c, tc, nil, nil)
+}
+
+// serveH2Upgraded is serveH2 for a connection that may have been upgraded from HTTP/1.1
+// (H2CUpgrade): upgrade is then the request that asked for it, served as stream 1, and settings
+// the client's decoded HTTP2-Settings.
+func (s *Server) serveH2Upgraded(origin int, proto Protocol, c net.Conn, tc *tls.Conn, upgrade *http.Request, settings []byte) {
 	info, ok := s.pendingConn(tc)
 	if !ok {
 		info = s.newConn(origin, proto, c.RemoteAddr())
@@ -381,6 +388,8 @@ func (s *Server) serveH2(origin int, proto Protocol, c net.Conn, tc *tls.Conn) {
 		BaseConfig: &http.Server{
 			ErrorLog: s.errorLog,
 		},
+		UpgradeRequest: upgrade,
+		Settings:       settings,
 	})
 }
 

@@ -12,7 +12,8 @@ Modules: :mod:`~wirelab.analysis.stats` (describe, bootstrap CIs, ECDF), :mod:`~
 (E's gain, W's ratio classes, Mann–Whitney), :mod:`~wirelab.analysis.phases` (HAR phase shares),
 :mod:`~wirelab.analysis.gateway` (retransmissions, drops, RTT inflation), :mod:`~wirelab.analysis.tree`
 (W's decision tree), :mod:`~wirelab.analysis.multiplex` (E's streams-needed regression),
-:mod:`~wirelab.analysis.sweep` (a sweep's data and axes), :mod:`~wirelab.analysis.conclusions` (sentences).
+:mod:`~wirelab.analysis.sweep` (a sweep's data and axes), :mod:`~wirelab.analysis.probes` (protocols
+announced vs served by probed sites), :mod:`~wirelab.analysis.conclusions` (sentences).
 """
 
 from wirelab.analysis.compare import (
@@ -34,11 +35,13 @@ from wirelab.analysis.compare import (
 from wirelab.analysis.gateway import gateway_effects, queue_delay_bound_ms, rtt_inflation
 from wirelab.analysis.multiplex import MultiplexFit, fit_m_vs_r, streams_needed
 from wirelab.analysis.phases import phase_ms, phase_shares
+from wirelab.analysis.probes import ANNOUNCEMENTS, gaps, probe_shares
 from wirelab.analysis.stats import BOOTSTRAP_METHOD, N_BOOT, bootstrap_ci, describe, ecdf
 from wirelab.analysis.sweep import Axis, SweepData, load_sweep, parse_synthetic
 from wirelab.analysis.tree import LABEL_THRESHOLD, TreeNode, TreeResult, fit_tree
 
 __all__ = [
+    "ANNOUNCEMENTS",
     "BETTER",
     "BOOTSTRAP_METHOD",
     "EQUAL",
@@ -61,6 +64,7 @@ __all__ = [
     "gain",
     "gain_ci",
     "gain_pct",
+    "gaps",
     "gateway_effects",
     "load_sweep",
     "main_effects",
@@ -70,6 +74,7 @@ __all__ = [
     "parse_synthetic",
     "phase_ms",
     "phase_shares",
+    "probe_shares",
     "queue_delay_bound_ms",
     "ratio_classes",
     "rtt_inflation",

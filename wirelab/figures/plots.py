@@ -36,6 +36,7 @@ __all__ = [
     "main_effects_figure",
     "multiplex_figure",
     "phase_figure",
+    "probe_support_figure",
     "ratio_cdf_figure",
     "scenario_figure",
     "tree_figure",
@@ -554,6 +555,44 @@ def phase_figure(shares: pd.DataFrame, *, group: str, protocols: Sequence[str], 
         for p in protos
     ]
     ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return fig
+
+
+def probe_support_figure(shares: pd.DataFrame, *, title: str = "") -> Figure:
+    """Per protocol, two bars: the share of contacted sites announcing it (hatched) and serving it
+    (solid), in the protocol's colour; h1 has no announcement (its bar is absent, not zero).
+    ``shares`` is :func:`wirelab.analysis.probes.probe_shares` for one run."""
+    protos = list(shares["protocol"])
+    fig, ax = new_figure(max(5.0, 0.9 + 0.85 * len(protos)), 3.2)
+    ax.grid(axis="x", visible=False)
+    width = 0.38
+    for i, row in enumerate(shares.to_dict("records")):
+        st = protocol_style(row["protocol"])
+        announced = row["announced_pct"]
+        if pd.notna(announced):
+            ax.bar(
+                i - width / 2,
+                announced,
+                width,
+                color="white",
+                edgecolor=st.colour,
+                hatch="////",
+                linewidth=1.0,
+            )
+            ax.text(i - width / 2, announced + 1.5, f"{announced:.0f}", ha="center", va="bottom", fontsize=7)
+        served = row["served_pct"]
+        if pd.notna(served):
+            ax.bar(i + width / 2, served, width, color=st.colour, edgecolor=st.colour)
+            ax.text(i + width / 2, served + 1.5, f"{served:.0f}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(protos)), [_proto_label(p) for p in protos], fontsize=8)
+    ax.set_ylim(0, 112)
+    ax.set_ylabel("share of contacted sites (%)")
+    ax.set_title(title, loc="left")
+    handles = [
+        Patch(facecolor="white", edgecolor="#555555", hatch="////", label="announced"),
+        Patch(facecolor="#555555", label="served"),
+    ]
+    ax.legend(handles=handles, loc="upper right", ncol=2)
     return fig
 
 

@@ -27,6 +27,7 @@ from wirelab.analysis.sweep import load_sweep
 from wirelab.errors import UsageError
 from wirelab.registry import PHASE_ORDER, PHASE_STYLES, protocol_style
 from wirelab.report.build import CI_TEXT, SweepSection, build_sweep
+from wirelab.report.probes import ProbeSection, build_probe_section
 from wirelab.store import Results
 
 __all__ = ["build_sections", "render_html", "write_report"]
@@ -66,8 +67,14 @@ def build_sections(
     return sections
 
 
-def render_html(sections: Sequence[SweepSection], *, db: str, title: str = "wirelab report") -> str:
-    """The report page for ``sections``."""
+def render_html(
+    sections: Sequence[SweepSection],
+    *,
+    db: str,
+    title: str = "wirelab report",
+    probes: Sequence[ProbeSection] = (),
+) -> str:
+    """The report page for ``sections`` (sweeps) and ``probes`` (probe runs)."""
     env = _environment()
     waterfalls: dict[str, Any] = {}
     for s in sections:
@@ -79,6 +86,7 @@ def render_html(sections: Sequence[SweepSection], *, db: str, title: str = "wire
     return env.get_template("report.html.j2").render(
         title=title,
         sweeps=sections,
+        probes=probes,
         db=db,
         version=__version__,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -97,24 +105,34 @@ def write_report(
     *,
     title: str | None = None,
     waterfall_budget: int | None = None,
+    probe_runs: Sequence[str] | None = None,
 ) -> Path:
-    """Write ``out_dir/index.html`` (and ``out_dir/figures/``) for ``sweeps`` of ``db`` (default: all
-    sweeps in the database); returns the path of ``index.html``."""
+    """Write ``out_dir/index.html`` (and ``out_dir/figures/``) for ``sweeps`` and ``probe_runs`` of
+    ``db``; returns the path of ``index.html``. Naming neither includes every sweep and every probe
+    run; naming one includes only what is named."""
     db_path = Path(db)
     if not db_path.exists():
         raise UsageError(f"--db: {db_path} does not exist; run a sweep first (wirelab run SPEC)")
     out = Path(out_dir)
+    everything = not sweeps and probe_runs is None
     with Results(db_path) as results:
         known = list(results.sweeps()["sweep"])
-        names = list(sweeps) if sweeps else known
+        names = list(sweeps) if sweeps else (known if everything else [])
         for name in names:
             if name not in known:
                 raise UsageError(f"sweep: {name!r} is not in {db_path}; sweeps: {', '.join(known) or 'none'}")
+        known_runs = list(results.probe_runs()["run"])
+        runs = list(probe_runs) if probe_runs is not None else (known_runs if everything else [])
+        for run in runs:
+            if run not in known_runs:
+                listed = ", ".join(known_runs) or "none"
+                raise UsageError(f"--probe: {run!r} is not a probe run in {db_path}; runs: {listed}")
         out.mkdir(parents=True, exist_ok=True)
         sections = build_sections(results, names, out, waterfall_budget=waterfall_budget)
+        probe_sections = [build_probe_section(results, run, out) for run in runs]
     if title is None:
         title = f"wirelab report: {', '.join(names)}" if 0 < len(names) <= 3 else "wirelab report"
-    html = render_html(sections, db=str(db_path), title=title)
+    html = render_html(sections, db=str(db_path), title=title, probes=probe_sections)
     index = out / "index.html"
     tmp = out / "index.html.tmp"
     tmp.write_text(html)

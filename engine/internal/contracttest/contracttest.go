@@ -13,6 +13,7 @@ const (
 	LoadRecord   = contract.LoadRecord
 	TrialResult  = contract.TrialResult
 	LoadtestSpec = contract.LoadtestSpec
+	ProbeRecord  = contract.ProbeRecord
 )
 
 // Schemas validates against the contract's schemas.

@@ -1,0 +1,185 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/wirelab/wirelab/engine/netns"
+)
+
+// The address policy (docs/probe.md, "Safety"). Without AllowInternet a probe contacts only
+// addresses of the run's own namespaces, and only names under wirelab.test are resolved (through a
+// resolver that is itself in the run's namespaces): no packet leaves the run. With AllowInternet
+// any public address may be probed, but special-purpose addresses (private, loopback, link-local,
+// documentation, …; SpecialPurpose) are still refused unless they belong to the run's namespaces.
+// The check runs on every resolved address, after resolution and before any packet is sent to
+// the site, and the probe then connects to exactly the addresses that passed it.
+
+// LabDomain is the zone of the run's own names.
+const LabDomain = "wirelab.test"
+
+// Policy decides which sites and addresses may be contacted.
+type Policy struct {
+	// AllowInternet permits public names and addresses (the --allow-internet flag).
+	AllowInternet bool
+	// Own reports whether an address belongs to the run's own namespaces. Default (nil):
+	// OwnRoute. Tests on loopback set their own.
+	Own func(netip.Addr) bool
+}
+
+// ErrRefused is wrapped by every refusal.
+var ErrRefused = errors.New("refused by the address policy")
+
+// RefusedError is a site or address the policy refuses.
+type RefusedError struct {
+	What   string // the site (or resolver) as the user knows it
+	Addr   string // the address refused ("" when refused by name)
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	if e.Addr != "" && e.Addr != e.What {
+		return fmt.Sprintf("%s resolves to %s, %s", e.What, e.Addr, e.Reason)
+	}
+	return fmt.Sprintf("%s: %s", e.What, e.Reason)
+}
+
+func (e *RefusedError) Unwrap() error { return ErrRefused }
+
+func (p Policy) own(a netip.Addr) bool {
+	if p.Own != nil {
+		return p.Own(a)
+	}
+	return OwnRoute(a)
+}
+
+// IsLabName reports whether host is a name of the run's zone (wirelab.test and below).
+func IsLabName(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	return host == LabDomain || strings.HasSuffix(host, "."+LabDomain)
+}
+
+// CheckSite is the check before resolution: without AllowInternet only names under wirelab.test
+// (and IP addresses, checked by CheckAddr) may be given, so that no query for a public name is
+// sent either.
+func (p Policy) CheckSite(s Site) error {
+	if s.IsIP() {
+		return p.CheckAddr(s.Input, s.Addr)
+	}
+	if p.AllowInternet || IsLabName(s.Host) {
+		return nil
+	}
+	return &RefusedError{What: s.Input, Reason: "a public name; only *." + LabDomain + " names of this run are probed without --allow-internet"}
+}
+
+// CheckAddr is the check after resolution: what may be sent a packet.
+func (p Policy) CheckAddr(what string, a netip.Addr) error {
+	a = a.Unmap()
+	if p.own(a) {
+		return nil
+	}
+	if !p.AllowInternet {
+		return &RefusedError{What: what, Addr: a.String(), Reason: "not an address of this run's namespaces; live targets need --allow-internet"}
+	}
+	if name, special := SpecialPurpose(a); special {
+		return &RefusedError{What: what, Addr: a.String(), Reason: fmt.Sprintf("a special-purpose address (%s), refused even with --allow-internet", name)}
+	}
+	return nil
+}
+
+// CheckResolver is the check of the DNS server a name is resolved through: without AllowInternet
+// it must be in the run's namespaces too (a query sent elsewhere would leave the run).
+func (p Policy) CheckResolver(server string) error {
+	host, _, err := net.SplitHostPort(server)
+	if err != nil {
+		return fmt.Errorf("resolver %q: want IP:port", server)
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("resolver %q: want an IP address", server)
+	}
+	if p.AllowInternet || p.own(a.Unmap()) {
+		return nil
+	}
+	return &RefusedError{What: "the resolver " + server, Reason: "not in this run's namespaces; run the probe inside a wirelab run (wirelab-engine sites, wirelab probe --local) or pass --allow-internet"}
+}
+
+// OwnRoute reports whether a belongs to the run's namespaces as seen from the calling process's
+// network namespace: it is in the lab's block (netns.LabPrefix) and the kernel routes it over the
+// run's TUN device (netns.TUNName). Outside a run's client namespace nothing is own.
+func OwnRoute(a netip.Addr) bool {
+	a = a.Unmap()
+	if !a.Is4() || !netns.LabPrefix.Contains(a) {
+		return false
+	}
+	routes, err := netlink.RouteGet(a.AsSlice())
+	if err != nil || len(routes) == 0 {
+		return false
+	}
+	link, err := netlink.LinkByIndex(routes[0].LinkIndex)
+	return err == nil && link.Attrs().Name == netns.TUNName
+}
+
+// specialBlock is one entry of IANA's special-purpose address registries.
+type specialBlock struct {
+	prefix netip.Prefix
+	name   string
+}
+
+// specialPurpose is IANA's IPv4 and IPv6 Special-Purpose Address Registries (RFC 6890 and
+// updates), restricted to the blocks that are not globally reachable, plus multicast.
+var specialPurpose = func() []specialBlock {
+	var out []specialBlock
+	for _, b := range []struct{ p, n string }{
+		{"0.0.0.0/8", "this network"},
+		{"10.0.0.0/8", "private"},
+		{"100.64.0.0/10", "shared address space"},
+		{"127.0.0.0/8", "loopback"},
+		{"169.254.0.0/16", "link-local"},
+		{"172.16.0.0/12", "private"},
+		{"192.0.0.0/24", "IETF protocol assignments"},
+		{"192.0.2.0/24", "documentation (TEST-NET-1)"},
+		{"192.88.99.0/24", "6to4 relay anycast"},
+		{"192.168.0.0/16", "private"},
+		{"198.18.0.0/15", "benchmarking"},
+		{"198.51.100.0/24", "documentation (TEST-NET-2)"},
+		{"203.0.113.0/24", "documentation (TEST-NET-3)"},
+		{"224.0.0.0/4", "multicast"},
+		{"240.0.0.0/4", "reserved"},
+		{"::/128", "unspecified"},
+		{"::1/128", "loopback"},
+		{"64:ff9b:1::/48", "local-use IPv4/IPv6 translation"},
+		{"100::/64", "discard-only"},
+		{"2001::/23", "IETF protocol assignments"},
+		{"2001:db8::/32", "documentation"},
+		{"2002::/16", "6to4"},
+		{"3fff::/20", "documentation"},
+		{"5f00::/16", "segment routing SIDs"},
+		{"fc00::/7", "unique local"},
+		{"fe80::/10", "link-local"},
+		{"ff00::/8", "multicast"},
+	} {
+		out = append(out, specialBlock{netip.MustParsePrefix(b.p), b.n})
+	}
+	return out
+}()
+
+// SpecialPurpose reports whether a is in a special-purpose block (not globally reachable, or
+// multicast) and names the block. IPv4-mapped IPv6 addresses are judged as IPv4.
+func SpecialPurpose(a netip.Addr) (string, bool) {
+	a = a.Unmap()
+	if !a.IsValid() {
+		return "invalid", true
+	}
+	for _, b := range specialPurpose {
+		if b.prefix.Contains(a) {
+			return b.name, true
+		}
+	}
+	return "", false
+}

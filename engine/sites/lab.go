@@ -1,0 +1,202 @@
+package sites
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/emulator"
+	"github.com/wirelab/wirelab/engine/link/profile"
+	"github.com/wirelab/wirelab/engine/netns"
+)
+
+// DefaultNet is the local internet's path unless told otherwise: a short round trip, so that a
+// probe of the whole catalog takes seconds; each site's ExtraRTT is added to it.
+const DefaultNet = "rtt=10ms"
+
+// LabConfig describes a local internet run.
+type LabConfig struct {
+	// Engine is the wirelab-engine binary that runs `sites serve` in the server namespace.
+	Engine string
+	// Env is added to that process's environment.
+	Env []string
+	// Net is the network profile of every site's path (docs/profile-grammar.md); default
+	// DefaultNet. The sites' ExtraRTT is added as origin_delay.
+	Net string
+	// PcapDir, when set, receives client.pcap and server.pcap of what crossed the link.
+	PcapDir string
+	// Stderr receives the server process's diagnostics (default os.Stderr).
+	Stderr io.Writer
+}
+
+// Lab is the local internet running: the emulated path (engine/netns topology: one origin
+// address per served site, the DNS server at netns.DNSAddr), the sites' servers in the server
+// namespace, and a resolv.conf in the client namespace naming the run's DNS server.
+type Lab struct {
+	E      *emulator.Emulator
+	Sites  []Site
+	CAFile string // the run's CA (PEM), trusted by probes run in the lab
+
+	certDir string
+	server  *exec.Cmd
+	done    chan error
+}
+
+// ServeReady is the ready line of `wirelab-engine sites serve`.
+type ServeReady struct {
+	Event  string     `json:"event"`
+	CAFile string     `json:"ca_file"`
+	DNS    string     `json:"dns"`
+	Sites  []SiteAddr `json:"sites"`
+}
+
+// SiteAddr is a site's name and the address its name resolves to.
+type SiteAddr struct {
+	Name string `json:"name"`
+	Addr string `json:"addr"`
+}
+
+// Profile is the lab's resolved network profile: net with each served site's ExtraRTT as the
+// origin_delay of its origin.
+func Profile(net string) (profile.Resolved, error) {
+	if net == "" {
+		net = DefaultNet
+	}
+	r, err := profile.Parse(net)
+	if err != nil {
+		return r, err
+	}
+	if r.OriginExtraRTT == nil {
+		r.OriginExtraRTT = map[int]time.Duration{}
+	}
+	for i, s := range Served(Catalog()) {
+		if s.ExtraRTT > 0 {
+			r.OriginExtraRTT[i+1] += s.ExtraRTT
+		}
+	}
+	return r, r.Validate()
+}
+
+// StartLab builds the topology, starts `sites serve` in the server namespace and waits for its
+// ready line. On error nothing is left.
+func StartLab(cfg LabConfig) (*Lab, error) {
+	r, err := Profile(cfg.Net)
+	if err != nil {
+		return nil, err
+	}
+	catalog := Catalog()
+	ecfg, err := emulator.ConfigFromProfile(r, len(Served(catalog)), 1)
+	if err != nil {
+		return nil, err
+	}
+	ecfg.Topology.Resolver = true
+	ecfg.PcapDir = cfg.PcapDir
+	stderr := cfg.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	e, err := emulator.Start(ecfg)
+	if err != nil {
+		return nil, err
+	}
+	l := &Lab{E: e, Sites: catalog, done: make(chan error, 1)}
+	// The private directory is the run's (netns.OwnDir): removed with the topology by Close, and
+	// by gc after a SIGKILL.
+	certDir := filepath.Join(os.TempDir(), PrivatePrefix+e.Topo.ID)
+	if err := e.Topo.OwnDir(certDir); err != nil {
+		return nil, errors.Join(err, l.Close())
+	}
+	if err := os.Mkdir(certDir, 0o700); err != nil {
+		return nil, errors.Join(err, l.Close())
+	}
+	l.certDir = certDir
+	l.server = e.Topo.Command(netns.Server, cfg.Engine, "sites", "serve", "--cert-dir", certDir)
+	l.server.Env = append(os.Environ(), cfg.Env...)
+	l.server.Stderr = stderr
+	out, w, err := os.Pipe()
+	if err != nil {
+		return nil, errors.Join(err, l.Close())
+	}
+	defer out.Close()
+	l.server.Stdout = w
+	err = l.server.Start()
+	w.Close()
+	if err != nil {
+		l.server = nil
+		return nil, errors.Join(fmt.Errorf("sites: start the server: %w", err), l.Close())
+	}
+	go func() { l.done <- l.server.Wait() }()
+	ready := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(out).ReadBytes('\n')
+		if err != nil {
+			ready <- fmt.Errorf("sites: the server exited before its ready line: %w", err)
+			return
+		}
+		var info ServeReady
+		if err := json.Unmarshal(line, &info); err != nil || info.Event != "ready" {
+			ready <- fmt.Errorf("sites: the server's first line is not its ready line: %s", line)
+			return
+		}
+		l.CAFile = info.CAFile
+		ready <- nil
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case err = <-ready:
+	case <-time.After(60 * time.Second):
+		err = errors.New("sites: the server was not ready within 60 s")
+	}
+	if err != nil {
+		return nil, errors.Join(err, l.Close())
+	}
+	return l, nil
+}
+
+// Env is what commands in the client namespace are given: the CA to trust and the DNS server.
+func (l *Lab) Env() []string {
+	return []string{"WIRELAB_CA_FILE=" + l.CAFile, "WIRELAB_DNS_ADDR=" + netns.DNSAddr.String(),
+		"WIRELAB_SITES=" + strings.Join(l.URLs(), ",")}
+}
+
+// URLs are the catalog's URLs.
+func (l *Lab) URLs() []string {
+	out := make([]string, len(l.Sites))
+	for i, s := range l.Sites {
+		out[i] = s.URL()
+	}
+	return out
+}
+
+// Command prepares argv in the client namespace with Env added to the environment.
+func (l *Lab) Command(argv ...string) *exec.Cmd {
+	cmd := l.E.Topo.Command(netns.Client, argv...)
+	cmd.Env = append(os.Environ(), l.Env()...)
+	return cmd
+}
+
+// Close stops the server, removes the topology (and everything in it) and the certificates.
+func (l *Lab) Close() error {
+	if l.server != nil && l.server.Process != nil {
+		_ = l.server.Process.Signal(os.Interrupt)
+		select {
+		case <-l.done:
+		case <-time.After(10 * time.Second):
+			_ = l.server.Process.Kill()
+			<-l.done
+		}
+	}
+	_, err := l.E.Stop()
+	return err
+}
+
+// PrivatePrefix names a lab's private directory in os.TempDir(): wirelab-sites-<run id> (0700),
+// holding the sites' certificates (the key 0600).
+const PrivatePrefix = "wirelab-sites-"
