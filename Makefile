@@ -89,7 +89,7 @@ bench: setup build
 	$(ENGINE) bench variability --runs 20
 	$(ENGINE) bench loader --quick
 	$(ENGINE) bench servers --quick
-	$(ENGINE) bench loadgen --rounds 1 --ramp 30s --hold 30s
+	$(ENGINE) bench loadgen --server nginx --rounds 1 --ramp 30s --hold 30s
 	cd engine && go test -run '^$$' -bench Loader -benchtime 30x ./client/
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_sweep.py
 

@@ -41,6 +41,7 @@ class NginxConfig(_Model):
 
     worker_processes: int = Field(0, ge=0, le=1024, description="worker_processes; 0 = auto (one per CPU, the package's default)")
     worker_connections: int = Field(768, ge=1, le=1000000, description="worker_connections per worker (the package's default: 768)")
+    keepalive_requests: int = Field(1000, ge=1, le=1000000000, description="keepalive_requests: requests served over one connection, HTTP/1.1 or HTTP/2, before nginx closes it (HTTP/2: GOAWAY); nginx's default 1000")
 
 
 class H2OConfig(_Model):

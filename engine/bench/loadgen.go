@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +23,10 @@ import (
 )
 
 // The load generator benchmark (`wirelab-engine bench loadgen`, docs/loadtest.md): wirelab's VUs
-// against h2load on the same server, loopback, no emulator; 10 000 VUs with 5 s think time; the
-// cost of the generator's own bookkeeping.
+// against h2load on the same server (loadgen_servers.go: the built-in server on 127.0.0.1, or a
+// real one in a lab with the tools in its server namespace — loopback in effect, no emulator on
+// the way — there is none); 10 000 VUs with 5 s think time (on the built-in server); the cost of the generator's
+// own bookkeeping.
 
 // LoadgenOptions configure the benchmark.
 type LoadgenOptions struct {
@@ -46,6 +49,8 @@ type LoadgenOptions struct {
 // LoadgenResult is what the benchmark measured.
 type LoadgenResult struct {
 	Server      string          `json:"server"`
+	Where       string          `json:"where,omitempty"` // where the pages part's server and tools ran
+	Lab         string          `json:"lab,omitempty"`   // the pages part's lab run (a real server)
 	Page        string          `json:"page"`
 	Objects     int             `json:"objects"`
 	Clients     int             `json:"clients"`
@@ -53,7 +58,10 @@ type LoadgenResult struct {
 	Pages       []PagesRow      `json:"pages,omitempty"`
 	VUs         *VUsRow         `json:"vus,omitempty"`
 	Bookkeeping *BookkeepingRow `json:"bookkeeping,omitempty"`
-	Machine     Machine         `json:"machine"`
+	// Link is what the namespaces' kernels sent into the lab's link during the pages part (a real
+	// server): nothing.
+	Link    *LinkPackets `json:"link,omitempty"`
+	Machine Machine      `json:"machine"`
 }
 
 // PagesRow is one run of one tool over one protocol.
@@ -69,13 +77,17 @@ type PagesRow struct {
 	Failed        int64   `json:"failed"`
 	Seconds       float64 `json:"seconds"`
 	CPUUsPerReq   float64 `json:"cpu_us_per_request"`        // the tool's process
-	ServerUsPerRq float64 `json:"server_cpu_us_per_request"` // the server's process
+	ServerUsPerRq float64 `json:"server_cpu_us_per_request"` // the server's processes (a real server's control group)
 	ToolCores     float64 `json:"tool_cores"`                // the tool's CPU ÷ seconds
 	ServerCores   float64 `json:"server_cores"`
+	// HarnessCores is this process's CPU ÷ the run's wall time: the benchmark's own share of the
+	// machine (for a real server, mostly the lab's idle emulator), taken from both tools alike.
+	HarnessCores float64 `json:"harness_cores"`
 }
 
 // VUsRow is the many-VUs run.
 type VUsRow struct {
+	Server          string  `json:"server"` // always the built-in server (docs/loadtest.md)
 	Protocol        string  `json:"protocol"`
 	Page            string  `json:"page"`
 	VUs             int     `json:"vus"`
@@ -107,67 +119,6 @@ type BookkeepingRow struct {
 	ShareOfGenerator float64 `json:"share_of_generator"` // bookkeeping ÷ generator CPU
 }
 
-// LoadgenServer is a server under test of the benchmark: it serves one page on 127.0.0.1. The
-// built-in server is the only one until engine/server/impl brings nginx, Apache, h2o and Caddy
-// (the issue's target is measured against nginx): each becomes one more entry of LoadgenServers.
-type LoadgenServer interface {
-	// Start serves the page over protocols (h1: cleartext port, h2: TLS port).
-	Start(pageName string, protocols []string) (*Served, error)
-}
-
-// Served is a running server under test.
-type Served struct {
-	HTTPPort, HTTPSPort int
-	CAFile              string
-	PID                 int // the process whose CPU is the server's
-	Stop                func() error
-}
-
-// LoadgenServers are the servers `bench loadgen --server` knows.
-var LoadgenServers = map[string]func(engine string) LoadgenServer{
-	"builtin": func(engine string) LoadgenServer { return builtinServer{engine} },
-}
-
-// builtinServer runs `wirelab-engine serve` as a child process, so its CPU is its own.
-type builtinServer struct{ engine string }
-
-func (b builtinServer) Start(pageName string, protocols []string) (*Served, error) {
-	cmd := exec.Command(b.engine, "serve", "--page", pageName, "--addrs", "127.0.0.1", "--port-http", "0", "--port-https", "0",
-		"--port-quic", "0", "--protocols", strings.Join(protocols, ","))
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	stop := func() error {
-		cmd.Process.Signal(syscall.SIGTERM)
-		go io.Copy(io.Discard, stdout)
-		return cmd.Wait()
-	}
-	line, err := bufio.NewReader(stdout).ReadBytes('\n')
-	var ready struct {
-		Event  string `json:"event"`
-		PID    int    `json:"pid"`
-		CAFile string `json:"ca_file"`
-		Ports  struct {
-			HTTP  int `json:"http"`
-			HTTPS int `json:"https"`
-		} `json:"ports"`
-	}
-	if err == nil {
-		err = json.Unmarshal(line, &ready)
-	}
-	if err != nil || ready.Event != "ready" {
-		stop()
-		return nil, fmt.Errorf("serve: no ready line (%v): %s", err, line)
-	}
-	return &Served{HTTPPort: ready.Ports.HTTP, HTTPSPort: ready.Ports.HTTPS, CAFile: ready.CAFile, PID: cmd.Process.Pid, Stop: stop}, nil
-}
-
 func (o *LoadgenOptions) runs(part string) bool {
 	return len(o.Parts) == 0 || slices.Contains(o.Parts, part)
 }
@@ -195,7 +146,9 @@ func Loadgen(ctx context.Context, o LoadgenOptions) (*LoadgenResult, error) {
 		res.Bookkeeping = o.bookkeeping(res)
 	}
 	if o.runs("vus") {
-		row, err := o.vus(ctx, srv)
+		// On the built-in server whatever --server says: 10 000 VUs hold 10 000 connections, more
+		// than the real servers' default knobs accept (nginx: 768 per worker).
+		row, err := o.vus(ctx, LoadgenServers["builtin"](o.Engine))
 		if err != nil {
 			return res, err
 		}
@@ -206,42 +159,63 @@ func Loadgen(ctx context.Context, o LoadgenOptions) (*LoadgenResult, error) {
 }
 
 // pages runs h2load and wirelab in turn, Rounds times per protocol, on one server.
-func (o *LoadgenOptions) pages(ctx context.Context, srv LoadgenServer, res *LoadgenResult) error {
+func (o *LoadgenOptions) pages(ctx context.Context, srv LoadgenServer, res *LoadgenResult) (err error) {
 	pg, err := page.Load(o.Page, 1)
 	if err != nil {
 		return err
 	}
 	res.Objects = len(pg.Objects)
-	s, err := srv.Start(o.Page, o.Protocols)
+	s, err := srv.Start(ctx, o.Page, o.Protocols)
 	if err != nil {
 		return err
 	}
-	defer s.Stop()
+	res.Where, res.Lab = s.Where, s.LabID
+	o.progress("  %s", s.Where)
+	defer func() {
+		link, serr := s.Stop()
+		res.Link = link
+		if serr != nil && err == nil {
+			err = fmt.Errorf("stopping the server: %w", serr)
+		}
+		if link != nil {
+			o.progress("  into the lab's link: %d packets from the client namespace, %d from the server namespace", link.Client, link.Server)
+		}
+	}()
+	if _, ok := s.CPU(); !ok {
+		o.progress("  the server's CPU is not measured (no usable control group hierarchy)")
+	}
 	for _, proto := range o.Protocols {
 		scheme, port := "http", s.HTTPPort
 		if proto != "h1" {
 			scheme, port = "https", s.HTTPSPort
 		}
-		urls, err := pg.URLsAt(page.Base{Scheme: scheme, Port: port, Token: "bench"})
+		token, err := s.Serve(proto)
 		if err != nil {
 			return err
 		}
-		for round := 1; round <= o.Rounds; round++ {
+		urls, err := pg.URLsAt(page.Base{Scheme: scheme, Port: port, Token: token})
+		if err != nil {
+			return err
+		}
+		for rnd := 1; rnd <= o.Rounds; rnd++ {
 			for _, tool := range []string{"h2load", "wirelab"} {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
 				var row *PagesRow
+				self0, wall0 := selfCPU(), time.Now()
 				if tool == "h2load" {
-					row, err = o.h2load(ctx, proto, urls, len(pg.Objects), s.PID)
+					row, err = o.h2load(ctx, s, proto, port, urls, len(pg.Objects))
 				} else {
-					row, err = o.wirelab(ctx, proto, urls[0], s, s.PID)
+					row, err = o.wirelab(ctx, s, proto, urls[0])
 				}
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", tool, proto, err)
 				}
-				row.Round = round
-				o.progress("  %-4s %-8s %s: %7.1f pages/s, %6.1f µs CPU per request (server %.1f µs), %d failed", proto, tool, row.Setup, row.PagesPerS, row.CPUUsPerReq, row.ServerUsPerRq, row.Failed)
+				row.Round = rnd
+				row.HarnessCores = round((selfCPU()-self0).Seconds()/time.Since(wall0).Seconds(), 2)
+				o.progress("  %-4s %-8s %s: %7.1f pages/s, %6.1f µs CPU per request (server %.1f µs), %d failed; harness %.2f cores",
+					proto, tool, row.Setup, row.PagesPerS, row.CPUUsPerReq, row.ServerUsPerRq, row.Failed, row.HarnessCores)
 				res.Pages = append(res.Pages, *row)
 			}
 		}
@@ -254,19 +228,26 @@ var (
 	h2loadRequests = regexp.MustCompile(`requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed`)
 )
 
-// h2load runs h2load as closed-loop page clients: h1 six connections per client (one request at
-// a time each), h2 one connection per client with one stream per object of the page.
-func (o *LoadgenOptions) h2load(ctx context.Context, proto string, urls []string, objects, serverPID int) (*PagesRow, error) {
+// h2load runs h2load beside the server as closed-loop page clients: h1 six connections per
+// client (one request at a time each), h2 one connection per client with one stream per object
+// of the page.
+func (o *LoadgenOptions) h2load(ctx context.Context, s *Served, proto string, port int, urls []string, objects int) (*PagesRow, error) {
 	f, err := os.CreateTemp("", "wirelab-h2load-*.txt")
 	if err != nil {
 		return nil, err
 	}
 	defer os.Remove(f.Name())
-	for _, u := range urls { // h2load resolves with the system: name the address itself
-		fmt.Fprintln(f, strings.Replace(u, page.OriginHost(0), "127.0.0.1", 1))
+	for _, u := range urls {
+		fmt.Fprintln(f, u)
 	}
 	f.Close()
-	args := []string{"-D", strconv.Itoa(int(o.Duration.Seconds())), "-i", f.Name()}
+	// The URLs name the origin (Host, :authority and SNI as wirelab's VUs send them); h2load
+	// resolves with the system, so it is told the address to connect to.
+	connect := s.Addr
+	if port != 0 {
+		connect += ":" + strconv.Itoa(port)
+	}
+	args := []string{o.H2load, "-D", strconv.Itoa(int(o.Duration.Seconds())), "-i", f.Name(), "--connect-to", connect}
 	var setup string
 	if proto == "h1" {
 		args = append(args, "--h1", "-c", strconv.Itoa(6*o.Clients), "-m", "1")
@@ -275,14 +256,29 @@ func (o *LoadgenOptions) h2load(ctx context.Context, proto string, urls []string
 		args = append(args, "-c", strconv.Itoa(o.Clients), "-m", strconv.Itoa(objects))
 		setup = fmt.Sprintf("%d clients × 1 connection × %d streams", o.Clients, objects)
 	}
-	cmd := exec.CommandContext(ctx, o.H2load, args...)
+	// As many threads as CPUs (and no more than connections), as the Go generator runs
+	// GOMAXPROCS = CPUs: a single-threaded h2load would get a smaller share of a busy machine.
+	threads := min(runtime.NumCPU(), o.Clients)
+	args = append(args, "-t", strconv.Itoa(threads))
+	setup += fmt.Sprintf(", %d threads", threads)
+	cmd := s.Command(args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	srv0 := processCPU(serverPID)
-	if err := cmd.Run(); err != nil {
+	srv0, _ := s.CPU()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	release := watch(ctx, cmd, syscall.SIGTERM, 5*time.Second)
+	err = cmd.Wait()
+	release()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%v: %s", err, lastLines(out.String(), 5))
 	}
-	srvCPU := processCPU(serverPID) - srv0
+	srv1, _ := s.CPU()
+	srvCPU := srv1 - srv0
 	fin := h2loadFinished.FindStringSubmatch(out.String())
 	req := h2loadRequests.FindStringSubmatch(out.String())
 	if fin == nil || req == nil {
@@ -301,11 +297,12 @@ func (o *LoadgenOptions) h2load(ctx context.Context, proto string, urls []string
 	return row, nil
 }
 
-// wirelab runs `wirelab-engine loadgen`: Clients VUs without think time for Duration.
-func (o *LoadgenOptions) wirelab(ctx context.Context, proto, root string, s *Served, serverPID int) (*PagesRow, error) {
+// wirelab runs `wirelab-engine loadgen` beside the server: Clients VUs without think time for
+// Duration.
+func (o *LoadgenOptions) wirelab(ctx context.Context, s *Served, proto, root string) (*PagesRow, error) {
 	spec := fmt.Sprintf(`{"protocol":%q,"interval_s":1,"think":{"mean_s":0},"scenario":{"start":%d,"stages":[{"duration_s":%g,"target":%d}]}}`,
 		proto, o.Clients, o.Duration.Seconds(), o.Clients)
-	sum, cpu, srvCPU, err := o.runLoadgen(ctx, spec, root, s, serverPID, nil)
+	sum, cpu, srvCPU, err := o.runLoadgen(ctx, spec, root, s, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +327,7 @@ func (r *PagesRow) fill(cpu, srvCPU time.Duration) {
 
 // runLoadgen runs the loadgen command on spec against root and returns its summary, its CPU time
 // and the server's; every interval line goes to onInterval.
-func (o *LoadgenOptions) runLoadgen(ctx context.Context, spec, root string, s *Served, serverPID int, onInterval func(loadgen.Interval)) (*loadgen.Summary, time.Duration, time.Duration, error) {
+func (o *LoadgenOptions) runLoadgen(ctx context.Context, spec, root string, s *Served, onInterval func(loadgen.Interval)) (*loadgen.Summary, time.Duration, time.Duration, error) {
 	f, err := os.CreateTemp("", "wirelab-loadgen-spec-*.json")
 	if err != nil {
 		return nil, 0, 0, err
@@ -338,19 +335,25 @@ func (o *LoadgenOptions) runLoadgen(ctx context.Context, spec, root string, s *S
 	defer os.Remove(f.Name())
 	f.WriteString(spec)
 	f.Close()
-	cmd := exec.CommandContext(ctx, o.Engine, "loadgen", "--spec", f.Name(), "--target", root,
-		"--resolve", page.OriginHost(0)+"=127.0.0.1", "--ca", s.CAFile)
+	argv := []string{o.Engine, "loadgen", "--spec", f.Name(), "--target", root, "--resolve", page.OriginHost(0) + "=" + s.Addr}
+	if s.CAFile != "" {
+		argv = append(argv, "--ca", s.CAFile)
+	}
+	if s.LabID != "" { // the lab's address policy, accepted in the run's server namespace
+		argv = append(argv, "--lab", s.LabID)
+	}
+	cmd := s.Command(argv...)
 	cmd.Stderr = os.Stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
-	cmd.WaitDelay = 30 * time.Second
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	srv0 := processCPU(serverPID)
+	srv0, _ := s.CPU()
 	if err := cmd.Start(); err != nil {
 		return nil, 0, 0, err
 	}
+	release := watch(ctx, cmd, syscall.SIGINT, 30*time.Second) // SIGINT: loadgen prints its summary
+	defer release()
 	var sum *loadgen.Summary
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -372,7 +375,8 @@ func (o *LoadgenOptions) runLoadgen(ctx context.Context, spec, root string, s *S
 		}
 	}
 	werr := cmd.Wait()
-	srvCPU := processCPU(serverPID) - srv0
+	srv1, _ := s.CPU()
+	srvCPU := srv1 - srv0
 	if sum == nil {
 		return nil, 0, 0, fmt.Errorf("loadgen printed no summary: %v", werr)
 	}
@@ -422,16 +426,20 @@ func (o *LoadgenOptions) vus(ctx context.Context, srv LoadgenServer) (*VUsRow, e
 	if err != nil {
 		return nil, err
 	}
-	s, err := srv.Start(o.VUPage, []string{proto})
+	s, err := srv.Start(ctx, o.VUPage, []string{proto})
 	if err != nil {
 		return nil, err
 	}
-	defer s.Stop()
+	defer func() { _, _ = s.Stop() }()
 	scheme, port := "https", s.HTTPSPort
 	if proto == "h1" {
 		scheme, port = "http", s.HTTPPort
 	}
-	root, err := pg.URL(0, page.Base{Scheme: scheme, Port: port, Token: "bench"})
+	token, err := s.Serve(proto)
+	if err != nil {
+		return nil, err
+	}
+	root, err := pg.URL(0, page.Base{Scheme: scheme, Port: port, Token: token})
 	if err != nil {
 		return nil, err
 	}
@@ -441,7 +449,7 @@ func (o *LoadgenOptions) vus(ctx context.Context, srv LoadgenServer) (*VUsRow, e
 		proto, think, o.VUs, o.VURamp.Seconds(), o.VUs, o.VUHold.Seconds(), o.VUs)
 	o.progress("  %d VUs over %s, think %g s (exponential), page %s: ramp %v, hold %v", o.VUs, proto, think, o.VUPage, o.VURamp, o.VUHold)
 	var ivs []loadgen.Interval
-	sum, _, _, err := o.runLoadgen(ctx, spec, root, s, s.PID, func(iv loadgen.Interval) {
+	sum, _, _, err := o.runLoadgen(ctx, spec, root, s, func(iv loadgen.Interval) {
 		ivs = append(ivs, iv)
 		o.progress("    t=%5.0f s  %5d VUs  %7.1f pages/s  p99 %7.1f ms  rss %5.0f MB  %d goroutines  %.2f cores  %d conns",
 			iv.TEndS, iv.VUs, iv.PagesPerS, p99(iv.PageMs), float64(iv.Generator.RSSBytes)/1e6, iv.Generator.Goroutines, iv.Generator.CPUUtil, iv.OpenConnections)
@@ -449,7 +457,7 @@ func (o *LoadgenOptions) vus(ctx context.Context, srv LoadgenServer) (*VUsRow, e
 	if err != nil {
 		return nil, err
 	}
-	row := &VUsRow{Protocol: proto, Page: o.VUPage, VUs: o.VUs, ThinkS: think, VUsReached: sum.Totals.VUsMax, Errors: sum.Totals.Errors.Total()}
+	row := &VUsRow{Server: "builtin", Protocol: proto, Page: o.VUPage, VUs: o.VUs, ThinkS: think, VUsReached: sum.Totals.VUsMax, Errors: sum.Totals.Errors.Total()}
 	holdFrom := o.VURamp.Seconds()
 	var hold []loadgen.Interval
 	for _, iv := range ivs {

@@ -45,8 +45,14 @@ type Config struct {
 	Server    impl.Knobs // the spec's server object
 	DNS       bool       // run the DNS server (client.dns = server)
 	Emulator  emulator.Config
-	Engine    string   // the wirelab-engine binary (serve, dns)
-	Env       []string // environment of wirelab-engine children
+	// NoEmulator builds Emulator.Topology alone: nothing forwards between the namespaces, and the
+	// emulator's idle threads (each wakes every few milliseconds to keep its P, about a tenth of
+	// a core) cost nothing. For work that stays inside the server namespace — bench loadgen runs
+	// its tools beside the server. Close's summary is then empty (Topo.SentPackets counts what
+	// went into the link).
+	NoEmulator bool
+	Engine     string   // the wirelab-engine binary (serve, dns)
+	Env        []string // environment of wirelab-engine children
 	// RecordsFile and ConnsFile receive the server's request records (server/requests.jsonl: every
 	// implementation's, from its access log for the real servers) and connection records (the
 	// built-in server's); "" = none.
@@ -61,7 +67,7 @@ type Config struct {
 // Lab is one running lab.
 type Lab struct {
 	Topo   *netns.Topology
-	Emu    *emulator.Emulator
+	Emu    *emulator.Emulator // nil with Config.NoEmulator
 	Impl   impl.Server
 	Server *impl.Instance
 	Certs  *server.Certs
@@ -100,10 +106,16 @@ func Start(ctx context.Context, cfg Config) (*Lab, error) {
 		return nil, ctx.Err()
 	}
 	l := &Lab{Impl: srv, cfg: cfg}
-	if l.Emu, err = emulator.Start(cfg.Emulator); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
+	if cfg.NoEmulator {
+		if l.Topo, err = netns.Create(cfg.Emulator.Topology); err != nil {
+			return nil, fmt.Errorf("topology: %w", err)
+		}
+	} else {
+		if l.Emu, err = emulator.Start(cfg.Emulator); err != nil {
+			return nil, fmt.Errorf("topology: %w", err)
+		}
+		l.Topo = l.Emu.Topo
 	}
-	l.Topo = l.Emu.Topo
 	if err := l.start(ctx); err != nil {
 		_, cerr := l.Close()
 		return nil, errors.Join(err, cerr)
@@ -360,6 +372,10 @@ func (l *Lab) Close() (emulator.Summary, error) {
 		sum, err := l.Emu.Stop() // closes the topology: namespaces, and what the run owns (private dir, groups)
 		l.summary = sum
 		if err != nil {
+			errs = append(errs, fmt.Errorf("cleanup: %w", err))
+		}
+	} else if l.Topo != nil { // Config.NoEmulator
+		if err := l.Topo.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("cleanup: %w", err))
 		}
 	}

@@ -126,12 +126,15 @@ func listStates(dir string) (states []*state, bad []string, err error) {
 	return states, bad, nil
 }
 
-// InRun reports whether this process lives in side's namespace of run id and that run is live
-// (its state file names an owner process that still runs): what a child of a run's lab — a load
-// generator told `--lab ID` — checks before it treats the lab's addresses as its own.
-func InRun(id string, side Side) error {
+// InRun reports whether this process lives in one of sides' namespaces of run id and that run is
+// live (its state file names an owner process that still runs): what a child of a run's lab — a
+// load generator told `--lab ID` — checks before it treats the lab's addresses as its own.
+func InRun(id string, sides ...Side) error {
 	if !idPattern.MatchString(id) {
 		return fmt.Errorf("run id %q: want 8 hex digits", id)
+	}
+	if len(sides) == 0 {
+		return errors.New("netns: InRun needs a side")
 	}
 	st, err := readState(statePath(StateDir, id))
 	if err != nil {
@@ -140,16 +143,20 @@ func InRun(id string, side Side) error {
 	if !alive(st.PID, st.PIDStart) {
 		return fmt.Errorf("run %s: its owner (pid %d) is gone", id, st.PID)
 	}
-	want, err := nsIDOf(filepath.Join(netnsRunDir, NamespaceName(id, side)))
-	if err != nil {
-		return fmt.Errorf("run %s: %w", id, err)
-	}
 	own, err := nsIDOf("/proc/self/ns/net")
 	if err != nil {
 		return err
 	}
-	if own != want {
-		return fmt.Errorf("this process is not in %s", NamespaceName(id, side))
+	names := make([]string, len(sides))
+	for i, side := range sides {
+		names[i] = NamespaceName(id, side)
+		want, err := nsIDOf(filepath.Join(netnsRunDir, names[i]))
+		if err != nil {
+			return fmt.Errorf("run %s: %w", id, err)
+		}
+		if own == want {
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("this process is not in %s", strings.Join(names, " or "))
 }

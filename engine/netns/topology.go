@@ -450,6 +450,37 @@ func (t *Topology) DeviceStats(side Side) (DeviceStats, error) {
 	return DeviceStats{TxPackets: s.TxPackets, RxPackets: s.RxPackets, TxDropped: s.TxDropped, RxDropped: s.RxDropped}, nil
 }
 
+// SentPackets is how many packets one side's kernel has sent into its TUN device: the count of the
+// device's root queueing discipline (sent or dropped there), which holds every packet whether or
+// not anything reads the device — DeviceStats' TxPackets counts a packet only once it is read.
+func (t *Topology) SentPackets(side Side) (uint64, error) {
+	h, err := netlink.NewHandleAt(vnetns.NsHandle(t.ns[side].Fd()))
+	if err != nil {
+		return 0, err
+	}
+	defer h.Close()
+	dev, err := h.LinkByName(TUNName)
+	if err != nil {
+		return 0, err
+	}
+	qdiscs, err := h.QdiscList(dev)
+	if err != nil {
+		return 0, err
+	}
+	for _, q := range qdiscs {
+		a := q.Attrs()
+		if a.Parent != netlink.HANDLE_ROOT || a.Statistics == nil || a.Statistics.Basic == nil {
+			continue
+		}
+		n := uint64(a.Statistics.Basic.Packets)
+		if a.Statistics.Queue != nil {
+			n += uint64(a.Statistics.Queue.Drops)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("%s: no root queueing discipline with statistics", TUNName)
+}
+
 // KillGrace is how long Close waits after SIGTERM before it sends SIGKILL.
 const KillGrace = time.Second
 

@@ -3,6 +3,8 @@ package netns
 import (
 	"bufio"
 	"errors"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -327,5 +329,47 @@ func TestGCOwner(t *testing.T) {
 	}
 	if _, err := os.Stat(live.StatePath()); err != nil {
 		t.Errorf("live run's state file gone: %v", err)
+	}
+}
+
+// SentPackets counts what a side's kernel sends into its TUN device, read or not (nothing reads
+// it here), and not what it delivers to its own addresses through lo.
+func TestSentPackets(t *testing.T) {
+	requireRoot(t)
+	topo, err := Create(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topo.Close()
+	send := func(to netip.Addr, n int) {
+		t.Helper()
+		err := topo.Do(Server, func() error {
+			c, err := net.ListenPacket("udp4", ":0") // unconnected: port unreachable stays silent
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			dst := net.UDPAddrFromAddrPort(netip.AddrPortFrom(to, 9))
+			for range n {
+				if _, err := c.WriteTo([]byte("x"), dst); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(OriginAddr(1), 5) // its own address: delivered through lo
+	if n, err := topo.SentPackets(Server); err != nil || n != 0 {
+		t.Fatalf("after local delivery: %d packets sent into the device (%v), want 0", n, err)
+	}
+	send(ClientAddr, 3) // the client: through the device
+	if n, err := topo.SentPackets(Server); err != nil || n != 3 {
+		t.Errorf("after 3 datagrams to the client: %d packets sent into the device (%v), want 3", n, err)
+	}
+	if n, err := topo.SentPackets(Client); err != nil || n != 0 {
+		t.Errorf("client side: %d packets (%v), want 0", n, err)
 	}
 }

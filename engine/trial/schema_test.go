@@ -157,7 +157,7 @@ func TestImplTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Server.Nginx == nil || s.Server.Nginx.WorkerConnections != 768 || s.Server.Apache != nil {
+	if s.Server.Nginx == nil || s.Server.Nginx.WorkerConnections != 768 || s.Server.Nginx.KeepaliveRequests != 1000 || s.Server.Apache != nil {
 		t.Errorf("nginx chosen: %+v", s.Server)
 	}
 	if s, _ := DecodeSpec([]byte(`{"page":"twitter"}`)); s.Server.Apache != nil || s.Server.Nginx != nil || s.Server.H2O != nil || s.Server.Caddy != nil {

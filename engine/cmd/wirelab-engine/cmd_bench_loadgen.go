@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/version"
+	"github.com/wirelab/wirelab/engine/netns"
 )
 
 func init() {
@@ -29,7 +29,7 @@ func init() {
 func runBenchLoadgen(args []string) error {
 	fs := flag.NewFlagSet("bench loadgen", flag.ContinueOnError)
 	parts := fs.String("parts", "pages,bookkeeping,vus", "parts to run: pages, bookkeeping (needs pages), vus")
-	serverName := fs.String("server", "builtin", "the server under test")
+	serverName := fs.String("server", "builtin", "pages part: the server under test, "+strings.Join(bench.LoadgenServerNames(), ", "))
 	pageName := fs.String("page", "neoload50", "the pages part's page")
 	clients := fs.Int("clients", 20, "pages part: page clients (h2load) and VUs (wirelab)")
 	duration := fs.Duration("duration", 10*time.Second, "pages part: length of each run (whole seconds)")
@@ -44,14 +44,29 @@ func runBenchLoadgen(args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `usage: wirelab-engine bench loadgen [flags]
 
-Loopback, no emulator, the server in a process of its own (`+"`serve`"+`):
-  pages        h2load as closed-loop page clients (h1: 6 connections per client, one request at a
-               time; h2: one connection, one stream per object) and wirelab's VUs without think
-               time (`+"`loadgen`"+`), in turn on the same server: pages/s, CPU µs per request of each
-               tool and of the server
+  pages        h2load as closed-loop page clients, one thread per CPU (h1: 6 connections per
+               client, one request at a time; h2: one connection, one stream per object) and
+               wirelab's VUs without think time (`+"`loadgen`"+`), in turn on the same server: pages/s,
+               CPU µs per request of each tool and of the server, the harness's own CPU
   bookkeeping  the generator's accounting (per page, per interval) as a share of its CPU in the
                pages part's wirelab run
-  vus          --vus VUs with 5 s think time (exponential) on a small page: pages/s, memory per VU
+  vus          --vus VUs with 5 s think time (exponential) on a small page: pages/s, memory per VU;
+               always on the built-in server (10 000 connections: more than the real servers'
+               default knobs accept)
+
+Where the pages part runs (--server), loopback in effect, no emulator on the way:
+  builtin      `+"`wirelab-engine serve`"+` as a process of its own on 127.0.0.1; the tools beside it;
+               the server's CPU is its process's
+  `+strings.Join(slices.DeleteFunc(bench.LoadgenServerNames(), func(n string) bool { return n == "builtin" }), ", ")+`
+               in a lab (the trial's namespaces without the emulator; the server in its own
+               control group with its default knobs, max_concurrent_streams 0 — its own — and
+               nginx's keepalive_requests out of reach: h2load opens no new HTTP/2 connection
+               after a GOAWAY); h2load and `+"`loadgen --lab RUNID`"+` run in the lab's server
+               namespace and connect to the server's own address (`+netns.OriginAddr(1).String()+`),
+               which the kernel delivers locally through lo (the packets sent into the lab's link
+               are counted and printed: none); the server's CPU is its control group's (all its
+               processes). Everything the lab creates is removed at the end, also on failure and
+               Ctrl-C
 Figures and commands: docs/loadtest.md.
 
 flags:`)
@@ -70,20 +85,15 @@ flags:`)
 		}
 		partList = append(partList, p)
 	}
-	if _, ok := bench.LoadgenServers[*serverName]; !ok {
-		var names []string
-		for n := range bench.LoadgenServers {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return cli.Usagef("server: %q is not a benchmark server; want %s", *serverName, strings.Join(names, ", "))
-	}
 	var protoList []string
 	for _, p := range strings.Split(*protocols, ",") {
 		if p != "h1" && p != "h2" {
 			return cli.Usagef("protocols: %q; want h1 and/or h2", p)
 		}
 		protoList = append(protoList, p)
+	}
+	if err := bench.CheckLoadgenServer(*serverName, protoList); err != nil {
+		return cli.Usagef("%v", err)
 	}
 	switch {
 	case *clients < 1 || *clients > 1000:
@@ -139,10 +149,10 @@ flags:`)
 
 func printLoadgenResult(r *bench.LoadgenResult) {
 	if len(r.Pages) > 0 {
-		fmt.Printf("pages/s, server %s, page %s (%d objects), %d page clients, %.0f s per run, loopback:\n", r.Server, r.Page, r.Objects, r.Clients, r.DurationS)
-		fmt.Printf("  %-4s %-8s %5s %10s %10s %12s %12s %8s %8s\n", "", "tool", "round", "pages/s", "failed", "µs CPU/req", "server µs", "cores", "server")
+		fmt.Printf("pages/s, server %s, page %s (%d objects), %d page clients, %.0f s per run:\n  %s\n", r.Server, r.Page, r.Objects, r.Clients, r.DurationS, r.Where)
+		fmt.Printf("  %-4s %-8s %5s %10s %10s %12s %12s %8s %8s %8s\n", "", "tool", "round", "pages/s", "failed", "µs CPU/req", "server µs", "cores", "server", "harness")
 		for _, p := range r.Pages {
-			fmt.Printf("  %-4s %-8s %5d %10.1f %10d %12.1f %12.1f %8.2f %8.2f\n", p.Protocol, p.Tool, p.Round, p.PagesPerS, p.Failed, p.CPUUsPerReq, p.ServerUsPerRq, p.ToolCores, p.ServerCores)
+			fmt.Printf("  %-4s %-8s %5d %10.1f %10d %12.1f %12.1f %8.2f %8.2f %8.2f\n", p.Protocol, p.Tool, p.Round, p.PagesPerS, p.Failed, p.CPUUsPerReq, p.ServerUsPerRq, p.ToolCores, p.ServerCores, p.HarnessCores)
 		}
 		for _, proto := range []string{"h1", "h2"} {
 			var h, w []float64
@@ -161,13 +171,16 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 			}
 		}
 	}
+	if l := r.Link; l != nil {
+		fmt.Printf("  into the lab's link: %d packets from the client namespace, %d from the server namespace\n", l.Client, l.Server)
+	}
 	if b := r.Bookkeeping; b != nil {
 		fmt.Printf("bookkeeping: %.2f µs per page, %.0f µs per interval: %.2f ms of %.0f ms generator CPU (%s run) = %.3f %%\n",
 			b.PerPageUs, b.PerIntervalUs, b.BookkeepingMs, b.GeneratorCPUMs, b.Protocol, 100*b.ShareOfGenerator)
 	}
 	if v := r.VUs; v != nil {
-		fmt.Printf("vus: %d VUs over %s (%s, think %g s): reached %d, %.1f pages/s in the hold (planned %.1f), page p50 %.1f ms p99 %.1f ms, %d errors\n",
-			v.VUs, v.Protocol, v.Page, v.ThinkS, v.VUsReached, v.PagesPerSHold, v.PagesPerSPlan, v.PageP50Ms, v.PageP99Ms, v.Errors)
+		fmt.Printf("vus (server %s): %d VUs over %s (%s, think %g s): reached %d, %.1f pages/s in the hold (planned %.1f), page p50 %.1f ms p99 %.1f ms, %d errors\n",
+			v.Server, v.VUs, v.Protocol, v.Page, v.ThinkS, v.VUsReached, v.PagesPerSHold, v.PagesPerSPlan, v.PageP50Ms, v.PageP99Ms, v.Errors)
 		fmt.Printf("     rss %.0f MB (%.0f MB base): %.1f kB per VU; %d goroutines, %d connections open, %.2f cores, %d saturated intervals in the hold\n",
 			float64(v.RSSBytes)/1e6, float64(v.RSSBaseBytes)/1e6, v.BytesPerVU/1e3, v.Goroutines, v.OpenConnections, v.CPUCores, v.SaturatedHold)
 	}

@@ -45,9 +45,11 @@ interval ({"event":"interval",…}) and a final {"event":"summary",…} on stdou
                            at most one interval past
   --allow-remote-target    allow addresses outside loopback, resolving unknown names with the
                            system's resolver. Point it only at servers you may load.
-  --lab RUNID              run inside lab run RUNID (wirelab-engine loadtest starts it so): the
-                           lab's addresses (10.77.0.0/16, *.wirelab.test) are allowed instead of
-                           loopback — accepted only in that run's client namespace while the run lives
+  --lab RUNID              run inside lab run RUNID (wirelab-engine loadtest starts it so in the
+                           client namespace, bench loadgen in the server namespace): the lab's
+                           addresses (10.77.0.0/16, *.wirelab.test) are allowed instead of loopback —
+                           accepted only in that run's client or server namespace while the run
+                           lives (neither has a route off the machine)
   --dns IP[:PORT]          with --lab: resolve names with the lab's DNS server (client.dns = server)
 
 Exit status: 0 run complete, every threshold passed; 1 a threshold failed (after the summary) or
@@ -160,7 +162,9 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 		return nil, usageIfField(err)
 	}
 	if *labID != "" {
-		if err := netns.InRun(*labID, netns.Client); err != nil {
+		// The client namespace routes only to the run's servers; the server namespace only to the
+		// run's client, and delivers its own addresses locally (bench loadgen beside a real server).
+		if err := netns.InRun(*labID, netns.Client, netns.Server); err != nil {
 			return nil, cli.Usagef("--lab %s: %v", *labID, err)
 		}
 		if *remote {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/loadtest"
+	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/server/impl"
 )
 
@@ -395,8 +396,8 @@ func TestLoadtestBadInput(t *testing.T) {
 	}
 }
 
-// loadgen --lab is accepted only inside that run's client namespace while the run lives: a process
-// outside cannot borrow a lab's address policy to load 10.77.x.x.
+// loadgen --lab is accepted only inside that run's client or server namespace while the run lives:
+// a process outside cannot borrow a lab's address policy to load 10.77.x.x.
 func TestLoadgenLabRefusedOutsideTheRun(t *testing.T) {
 	spec := writeSpec(t, `{"protocol":"h1","scenario":{"stages":[{"duration_s":1,"target":1}]}}`)
 	for _, id := range []string{"nothex!!", "0badc0de"} {
@@ -408,6 +409,43 @@ func TestLoadgenLabRefusedOutsideTheRun(t *testing.T) {
 	b, err := engine("loadgen", "--spec", spec, "--target", "http://127.0.0.1:1/", "--dns", "10.77.0.53").CombinedOutput()
 	if code := exitCodeOf(err); code != 2 || !strings.Contains(string(b), "--dns") {
 		t.Errorf("--dns without --lab: exit %d: %s", code, b)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	// Two live runs: run A's --lab is accepted in A's client namespace (loadtest) and server
+	// namespace (bench loadgen beside a real server), refused here and in B's namespaces.
+	runs := [2]*netns.Topology{}
+	for i := range runs {
+		topo, err := netns.Create(netns.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = topo.Close() })
+		runs[i] = topo
+	}
+	a, other := runs[0], runs[1]
+	// Targets each namespace delivers locally (nothing listens on port 9: connection refused).
+	targets := map[netns.Side]string{netns.Client: "http://" + netns.ClientAddr.String() + ":9/", netns.Server: "http://" + netns.OriginAddr(1).String() + ":9/"}
+	for _, side := range []netns.Side{netns.Client, netns.Server} {
+		args := []string{os.Args[0], "loadgen", "--spec", spec, "--target", targets[side], "--lab", a.ID}
+		cmd := a.Command(side, args...)
+		cmd.Env = append(os.Environ(), testMainEnv+"=1")
+		b, err := cmd.Output()
+		if err != nil || !strings.Contains(string(b), `"event":"summary"`) {
+			t.Errorf("--lab %s in its %s namespace: %v: %s", a.ID, side, err, b)
+		}
+		cmd = other.Command(side, args...)
+		cmd.Env = append(os.Environ(), testMainEnv+"=1")
+		b, err = cmd.CombinedOutput()
+		want := "this process is not in " + a.Name(netns.Client) + " or " + a.Name(netns.Server)
+		if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); exitCodeOf(err) != 2 || len(lines) != 1 || !strings.Contains(lines[0], want) {
+			t.Errorf("--lab %s in another run's %s namespace: exit %d, %q: want exit 2 and one line: %s", a.ID, side, exitCodeOf(err), b, want)
+		}
+	}
+	b, err = engine("loadgen", "--spec", spec, "--target", targets[netns.Server], "--lab", a.ID).CombinedOutput()
+	if code := exitCodeOf(err); code != 2 || !strings.Contains(string(b), "this process is not in") {
+		t.Errorf("--lab %s outside its namespaces: exit %d: %s", a.ID, code, b)
 	}
 }
 

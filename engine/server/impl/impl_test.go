@@ -2,7 +2,9 @@ package impl
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -272,5 +274,31 @@ func TestUserConfigurationRefused(t *testing.T) {
 	os.WriteFile(k.Config, []byte("{{.NoSuchField}}"), 0o644)
 	if err := DryRun(context.Background(), Nginx{}, k, []string{"h1"}, pg); err == nil || !strings.Contains(err.Error(), "server.config") {
 		t.Errorf("a template naming an unknown field: %v", err)
+	}
+}
+
+// nginx's keepalive_requests comes from its knob, and from the contract's default without one.
+func TestNginxKeepaliveRequests(t *testing.T) {
+	pg, _ := page.Load("twitter", 1)
+	for _, tc := range []struct {
+		knobs *NginxKnobs
+		want  int
+	}{{nil, 1000}, {&NginxKnobs{WorkerConnections: 768, KeepaliveRequests: 12345}, 12345}} {
+		dir := t.TempDir()
+		k := DefaultKnobs("nginx")
+		k.Nginx = tc.knobs
+		in := &Provision{Dir: dir, RunDir: dir, DocRoot: dir, Page: pg, Origins: []netip.Addr{netip.MustParseAddr("10.77.1.1")},
+			Protocols: []string{"h1", "h2"}, Knobs: k, CertDir: dir, Ports: DefaultPorts}
+		l, err := Nginx{}.Provision(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf, err := os.ReadFile(l.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line := fmt.Sprintf("keepalive_requests %d;", tc.want); !strings.Contains(string(conf), line) || l.Effective["keepalive_requests"] != tc.want {
+			t.Errorf("knobs %+v: want %q in the configuration and effective %d, got effective %v:\n%s", tc.knobs, line, tc.want, l.Effective["keepalive_requests"], conf)
+		}
 	}
 }

@@ -42,6 +42,7 @@ type ApacheKnobs struct {
 type NginxKnobs struct {
 	WorkerProcesses   int `json:"worker_processes"` // 0 = auto
 	WorkerConnections int `json:"worker_connections"`
+	KeepaliveRequests int `json:"keepalive_requests"`
 }
 
 // H2OKnobs are h2o's own settings.

@@ -28,7 +28,7 @@ func (Nginx) Support() Support {
 		Protocols:   []string{"h1", "h1s", "h2"},
 		NotServed:   "1.22 speaks h2c only on a port without HTTP/1.1 and has no HTTP/3; no SPDY",
 		Status:      "stub_status: active, reading, writing, waiting connections; accepts, handled, requests",
-		OwnKnobs:    "server.nginx: worker_processes, worker_connections",
+		OwnKnobs:    "server.nginx: worker_processes, worker_connections, keepalive_requests",
 		Knobs: []Knob{
 			{Name: "max_concurrent_streams", How: "http2_max_concurrent_streams (0: nginx's 128)"},
 			{Name: "write_chunk_bytes", Accepts: []string{"0"}, Own: "nginx writes bodies with sendfile; its http2_chunk_size (8k) applies to HTTP/2 only"},
@@ -54,7 +54,7 @@ func (n Nginx) Provision(in *Provision) (*Launch, error) {
 	if in.Knobs.Nginx != nil {
 		d.Nginx = *in.Knobs.Nginx
 	} else {
-		d.Nginx = NginxKnobs{WorkerConnections: 768}
+		d.Nginx = *DefaultKnobs("nginx").Nginx
 	}
 	conf := filepath.Join(in.Dir, "nginx.conf")
 	if err := render(in, "nginx.conf.tmpl", conf, d); err != nil {
@@ -82,7 +82,8 @@ func (n Nginx) Provision(in *Provision) (*Launch, error) {
 		},
 		Effective: map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": 0, "tls_version": in.Knobs.TLSVersion,
 			"session_resumption": in.Knobs.SessionResumption, "keep_alive": in.Knobs.KeepAlive, "push": in.Knobs.Push,
-			"worker_processes": d.Nginx.WorkerProcesses, "worker_connections": d.Nginx.WorkerConnections},
+			"worker_processes": d.Nginx.WorkerProcesses, "worker_connections": d.Nginx.WorkerConnections,
+			"keepalive_requests": d.Nginx.KeepaliveRequests},
 	}, nil
 }
 

@@ -1,0 +1,260 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/emulator"
+	"github.com/wirelab/wirelab/engine/lab"
+	"github.com/wirelab/wirelab/engine/link/profile"
+	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/server/impl"
+)
+
+// The servers of `bench loadgen`: the built-in server as a process of its own on 127.0.0.1, and
+// every real implementation of engine/server/impl in a lab, with the tools run beside it in the
+// lab's server namespace.
+
+// LoadgenServer is a server under test of the benchmark, and where the tools run beside it.
+type LoadgenServer interface {
+	// Start serves the page over protocols (h1: cleartext, h2: TLS). On error nothing is left.
+	Start(ctx context.Context, pageName string, protocols []string) (*Served, error)
+}
+
+// Served is a running server under test.
+type Served struct {
+	// Where says where the server and the tools run, and how their packets travel.
+	Where string
+	// Addr is the address the page's origin is reached at by a tool run with Command.
+	Addr string
+	// HTTPPort and HTTPSPort are its ports; 0 = the scheme's default (no port in the URLs).
+	HTTPPort, HTTPSPort int
+	CAFile              string
+	// LabID is the lab run whose server namespace Command runs in ("" = none): loadgen's --lab.
+	LabID string
+	// Command prepares a tool to run beside the server (the same network namespace).
+	Command func(argv ...string) *exec.Cmd
+	// CPU is the CPU time every process of the server has used so far; ok is false when it is
+	// not measured (a lab on a machine without a usable cgroup hierarchy).
+	CPU func() (cpu time.Duration, ok bool)
+	// Serve makes the page servable over proto and returns the token of its URLs.
+	Serve func(proto string) (token string, err error)
+	// Stop stops the server and removes everything it created; for a lab, it returns what went
+	// into the lab's link meanwhile (nil otherwise).
+	Stop func() (*LinkPackets, error)
+}
+
+// LinkPackets are the packets each namespace's kernel sent into the lab's link while the lab lived
+// (netns.Topology.SentPackets: its TUN device's queueing discipline): with the tools beside the
+// server, none — their packets are delivered locally, through lo.
+type LinkPackets struct {
+	Client uint64 `json:"client_tx_packets"`
+	Server uint64 `json:"server_tx_packets"`
+}
+
+// LoadgenServers are the servers `bench loadgen --server` knows: one per implementation of
+// impl.All (LoadgenServerNames), the built-in server as a process of its own and every other in a
+// lab.
+var LoadgenServers = func() map[string]func(engine string) LoadgenServer {
+	m := map[string]func(engine string) LoadgenServer{}
+	for _, s := range impl.All {
+		name := s.Name()
+		if name == "builtin" {
+			m[name] = func(engine string) LoadgenServer { return builtinServer{engine} }
+		} else {
+			m[name] = func(engine string) LoadgenServer { return labServer{name: name, engine: engine} }
+		}
+	}
+	return m
+}()
+
+// LoadgenServerNames are LoadgenServers' names in the registry's order.
+func LoadgenServerNames() []string { return impl.Names() }
+
+// CheckLoadgenServer refuses, before anything exists, a server the benchmark does not know, one
+// that is not installed, and one that does not serve the protocols with its default knobs. The
+// benchmark's protocols are the contract's: h1 is HTTP/1.1 in cleartext, h2 is HTTP/2 over TLS.
+func CheckLoadgenServer(name string, protocols []string) error {
+	if _, ok := LoadgenServers[name]; !ok {
+		return fmt.Errorf("server: %q is not a benchmark server; want %s", name, strings.Join(LoadgenServerNames(), ", "))
+	}
+	s, err := impl.Lookup(name)
+	if err != nil {
+		return err
+	}
+	if bin := s.Support().Binary; bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return fmt.Errorf("server: %s is not installed (%s; make setup installs it)", name, bin)
+		}
+	}
+	if err := s.Check(BenchKnobs(name), protocols); err != nil {
+		return fmt.Errorf("server %s: %w", name, err)
+	}
+	return nil
+}
+
+// BenchKeepaliveRequests is nginx's keepalive_requests in the benchmark: no connection reaches it
+// within a run. h2load (nghttp2 1.52) does not open a new HTTP/2 connection after a GOAWAY: with
+// nginx's default (1000) each of its h2 clients stops after 1000 requests, and its pages/s would
+// measure that, not the tool.
+const BenchKeepaliveRequests = 1_000_000_000
+
+// BenchKnobs are the knobs the benchmark runs a server with: its defaults (impl.DefaultKnobs) with
+// max_concurrent_streams 0, each server's own (≥ 100, more than the page's 51 streams; Caddy
+// cannot set it), as bench servers runs them, and no per-connection request limit that ends a
+// connection within a run.
+func BenchKnobs(name string) impl.Knobs {
+	k := impl.DefaultKnobs(name)
+	k.MaxConcurrentStreams = 0
+	if k.Nginx != nil {
+		k.Nginx.KeepaliveRequests = BenchKeepaliveRequests
+	}
+	return k
+}
+
+// builtinServer runs `wirelab-engine serve` on 127.0.0.1 as a child process, so its CPU is its
+// own; the tools run in this process's namespace.
+type builtinServer struct{ engine string }
+
+func (b builtinServer) Start(ctx context.Context, pageName string, protocols []string) (*Served, error) {
+	cmd := exec.Command(b.engine, "serve", "--page", pageName, "--addrs", "127.0.0.1", "--port-http", "0", "--port-https", "0",
+		"--port-quic", "0", "--protocols", strings.Join(protocols, ","))
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() (*LinkPackets, error) {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		go func() { _, _ = io.Copy(io.Discard, stdout) }()
+		return nil, cmd.Wait()
+	}
+	line, err := bufio.NewReader(stdout).ReadBytes('\n')
+	var ready struct {
+		Event  string `json:"event"`
+		PID    int    `json:"pid"`
+		CAFile string `json:"ca_file"`
+		Ports  struct {
+			HTTP  int `json:"http"`
+			HTTPS int `json:"https"`
+		} `json:"ports"`
+	}
+	if err == nil {
+		err = json.Unmarshal(line, &ready)
+	}
+	if err != nil || ready.Event != "ready" {
+		_, _ = stop()
+		return nil, fmt.Errorf("serve: no ready line (%v): %s", err, line)
+	}
+	pid := cmd.Process.Pid
+	return &Served{
+		Where: "loopback (127.0.0.1), the built-in server a process of its own (serve)",
+		Addr:  "127.0.0.1", HTTPPort: ready.Ports.HTTP, HTTPSPort: ready.Ports.HTTPS, CAFile: ready.CAFile,
+		Command: func(argv ...string) *exec.Cmd { return exec.Command(argv[0], argv[1:]...) },
+		CPU:     func() (time.Duration, bool) { return processCPU(pid), true },
+		Serve:   func(string) (string, error) { return "bench", nil }, // it generates every response
+		Stop:    stop,
+	}, nil
+}
+
+// labServer runs a real implementation in a lab (engine/lab: namespaces without the emulator, the
+// server in its own control group, BenchKnobs) and the tools in the lab's server namespace, where
+// they reach the server at its own address: the kernel delivers those packets locally, through lo
+// — loopback in effect. Nothing would forward a packet between the namespaces; Stop returns how
+// many were sent into the link, which shows that none was.
+type labServer struct{ name, engine string }
+
+func (s labServer) Start(ctx context.Context, pageName string, protocols []string) (*Served, error) {
+	pg, err := page.Load(pageName, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(pg.Origins) != 1 { // one origin, as the built-in server serves the page with --shards 1
+		if pg, err = pg.Shard(1, page.ShardRoundRobin); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := emulator.ConfigFromProfile(profile.Native(), 1, 1) // its topology: one origin
+	if err != nil {
+		return nil, err
+	}
+	l, err := lab.Start(ctx, lab.Config{
+		Page: pg, PageArg: pageName, Seed: 1, Shards: 1, ShardMode: string(page.ShardRoundRobin),
+		Protocols: protocols, Server: BenchKnobs(s.name), Emulator: cfg, NoEmulator: true,
+		Engine: s.engine, Env: os.Environ(),
+		Log: func(format string, args ...any) {
+			if strings.HasPrefix(format, "server:") || strings.HasPrefix(format, "server cost") {
+				fmt.Fprintf(os.Stderr, format+"\n", args...)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lab with %s: %w", s.name, err)
+	}
+	addr := netns.OriginAddr(1).String()
+	return &Served{
+		Where: fmt.Sprintf("%s (%s) in lab %s without an emulator; the tools in its server namespace %s, reaching %s: local delivery through lo",
+			s.name, l.Version, l.Topo.ID, l.Topo.Name(netns.Server), addr),
+		Addr: addr, CAFile: l.Certs.CAPath(), LabID: l.Topo.ID,
+		Command: func(argv ...string) *exec.Cmd { return l.Topo.Command(netns.Server, argv...) },
+		CPU: func() (time.Duration, bool) {
+			if l.Server.Group == nil {
+				return 0, false
+			}
+			u, err := l.Server.Usage()
+			return time.Duration(u.CPUNs), err == nil
+		},
+		Serve: func(proto string) (string, error) {
+			token := page.NewToken()
+			return token, l.Serve(token, proto)
+		},
+		Stop: func() (*LinkPackets, error) {
+			var link *LinkPackets
+			client, cerr := l.Topo.SentPackets(netns.Client)
+			server, serr := l.Topo.SentPackets(netns.Server)
+			if cerr == nil && serr == nil {
+				link = &LinkPackets{Client: client, Server: server}
+			}
+			_, err := l.Close()
+			return link, errors.Join(err, cerr, serr)
+		},
+	}, nil
+}
+
+// watch signals a started cmd (prepared by Served.Command) with sig when ctx ends, and kills it
+// after grace; call the returned function once cmd has been waited for.
+func watch(ctx context.Context, cmd *exec.Cmd, sig syscall.Signal, grace time.Duration) (release func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = cmd.Process.Signal(sig)
+			select {
+			case <-time.After(grace):
+				_ = cmd.Process.Kill()
+			case <-done:
+			}
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
+}
+
+var (
+	_ LoadgenServer = builtinServer{}
+	_ LoadgenServer = labServer{}
+)

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/bench"
+	"github.com/wirelab/wirelab/engine/internal/cgroup"
+	"github.com/wirelab/wirelab/engine/lab"
+	"github.com/wirelab/wirelab/engine/server/impl"
+)
+
+var runIDPattern = regexp.MustCompile(`^[0-9a-f]{8}$`)
+
+// bench loadgen against nginx: h2load and wirelab's VUs side by side over h1 and h2 in the lab's
+// server namespace — pages measured by both tools, the server's CPU from its control group, no
+// packet into the lab's link, and nothing of the lab left afterwards.
+func TestBenchLoadgenNginx(t *testing.T) {
+	requireRoot(t)
+	requireImpl(t, "nginx")
+	if _, err := os.Stat("/usr/bin/h2load"); err != nil {
+		t.Fatalf("h2load is not installed (make setup installs nghttp2-client): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "bench", "loadgen", "--server", "nginx", "--parts", "pages",
+		"--clients", "2", "--duration", "2s", "--rounds", "1", "--json")
+	cmd.Env = append(os.Environ(), testMainEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench loadgen: %v\n%s", err, stderr.String())
+	}
+	var res bench.LoadgenResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if res.Server != "nginx" || res.Objects != 51 || !runIDPattern.MatchString(res.Lab) {
+		t.Errorf("server %q, %d objects, lab %q: want nginx, neoload50's 51, a run id", res.Server, res.Objects, res.Lab)
+	}
+	seen := map[string]bool{}
+	var requests int64
+	for _, r := range res.Pages {
+		seen[r.Protocol+" "+r.Tool] = true
+		requests += r.Requests
+		if r.Pages <= 0 || r.PagesPerS <= 0 || r.Failed != 0 || r.CPUUsPerReq <= 0 || r.ServerUsPerRq <= 0 {
+			t.Errorf("%s %s: %+v: want pages, none failed, the tool's and the server's CPU", r.Protocol, r.Tool, r)
+		}
+	}
+	for _, want := range []string{"h1 h2load", "h1 wirelab", "h2 h2load", "h2 wirelab"} {
+		if !seen[want] {
+			t.Errorf("no %s row in %+v", want, res.Pages)
+		}
+	}
+	// The tools reach the server's own address from its namespace: delivered through lo, not the
+	// lab's link (whose TUN devices would count every request's packets otherwise).
+	if l := res.Link; l == nil || int64(l.Client+l.Server) > requests/100 {
+		t.Errorf("%+v packets into the lab's link for %d requests: want no traffic through it", l, requests)
+	}
+	assertGone(t, res.Lab)
+	if _, err := os.Stat(filepath.Join(os.TempDir(), lab.PrivatePrefix+res.Lab)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the lab's private directory is left: %v", err)
+	}
+	paths, err := cgroup.Plan("wirelab-" + res.Lab + "-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("control group %s left behind", p)
+		}
+	}
+}
+
+// Bad input: a server the benchmark does not know is one line listing the registry's names.
+func TestBenchLoadgenBadServer(t *testing.T) {
+	b, err := engine("bench", "loadgen", "--server", "lighttpd", "--parts", "pages").CombinedOutput()
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	want := "want " + strings.Join(impl.Names(), ", ")
+	if code := exitCodeOf(err); code != 2 || len(lines) != 1 || !strings.Contains(lines[0], `"lighttpd"`) || !strings.Contains(lines[0], want) {
+		t.Errorf("exit %d, %q: want exit 2 and one line naming the value and %q", code, b, want)
+	}
+}
