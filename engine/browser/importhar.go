@@ -237,7 +237,9 @@ type wrongToken struct {
 	want  json.Delim
 }
 
-func (e *wrongToken) Error() string { return fmt.Sprintf("found %v where %q was expected", e.found, e.want) }
+func (e *wrongToken) Error() string {
+	return fmt.Sprintf("found %v where %q was expected", e.found, e.want)
+}
 
 // objectKey reads a member's name.
 func objectKey(dec *json.Decoder) (string, error) {
