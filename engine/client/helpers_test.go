@@ -214,6 +214,7 @@ type serverOpts struct {
 	before      func(r *http.Request) // runs in the handler before the response (delays, barriers)
 	rootSplit   time.Duration         // write the root document in two halves this far apart
 	streamBody  bool                  // no Content-Length; bodies written in 1000-byte flushed pieces (h1: chunked)
+	goAwayAfter int                   // h2/h2c: a connection's server sends GOAWAY after this many requests (as nginx's keepalive_requests does)
 }
 
 type testServer struct {
@@ -346,8 +347,30 @@ func startServer(t testing.TB, proto Protocol, page *atomic.Pointer[testPage], o
 	h1sConf, h2Conf := tlsConf("http/1.1"), tlsConf("h2")
 	serveConn[H1S] = func(c net.Conn) { h1ln.ch <- tls.Server(c, h1sConf) }
 	h2s := &http2.Server{MaxConcurrentStreams: uint32(opts.maxStreams)}
+	// serveH2 serves one HTTP/2 connection; with goAwayAfter, its own http.Server's Shutdown
+	// (which x/net/http2 answers with a graceful GOAWAY naming the last stream it processes) is
+	// called when the connection's goAwayAfter-th request arrives.
+	serveH2 := func(c net.Conn) {
+		if opts.goAwayAfter == 0 {
+			h2s.ServeConn(c, &http2.ServeConnOpts{Handler: handler})
+			return
+		}
+		base := &http.Server{}
+		own := &http2.Server{MaxConcurrentStreams: uint32(opts.maxStreams)}
+		if err := http2.ConfigureServer(base, own); err != nil {
+			panic(err)
+		}
+		var n atomic.Int64
+		counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1) == int64(opts.goAwayAfter) {
+				go base.Shutdown(context.Background())
+			}
+			handler(w, r)
+		})
+		own.ServeConn(c, &http2.ServeConnOpts{Handler: counted, BaseConfig: base})
+	}
 	serveConn[H2C] = func(c net.Conn) {
-		h2s.ServeConn(c, &http2.ServeConnOpts{Handler: handler})
+		serveH2(c)
 		c.Close()
 	}
 	spdyConf := tlsConf(spdy.NextProtoTLS)
@@ -356,7 +379,7 @@ func startServer(t testing.TB, proto Protocol, page *atomic.Pointer[testPage], o
 	serveConn[H2] = func(c net.Conn) {
 		tc := tls.Server(c, h2Conf)
 		if tc.Handshake() == nil {
-			h2s.ServeConn(tc, &http2.ServeConnOpts{Handler: handler})
+			serveH2(tc)
 		}
 		tc.Close()
 	}

@@ -205,6 +205,27 @@ func TestH2MaxConcurrentStreams(t *testing.T) {
 	}
 }
 
+// TestH2GoAway: a server that ends each connection with GOAWAY after a few requests (nginx's
+// keepalive_requests) does not fail the page: requests it did not process are sent again on a new
+// connection, as browsers do, and later ones go there directly; every object arrives once.
+func TestH2GoAway(t *testing.T) {
+	for _, proto := range []Protocol{H2, H2C} {
+		t.Run(string(proto), func(t *testing.T) {
+			t.Parallel()
+			s := newSite(t, proto, 1, 24, serverOpts{goAwayAfter: 5, before: func(*http.Request) { time.Sleep(time.Millisecond) }})
+			res := s.load(t, s.config(), nil)
+			checkComplete(t, res, s.page.want)
+			checkTimings(t, res)
+			if res.Connections < 2 {
+				t.Errorf("%d connections; a server closing each after 5 requests needs more", res.Connections)
+			}
+			if got := s.servers[0].stats.conns.Load(); int(got) != res.Connections {
+				t.Errorf("server accepted %d connections, the load records %d", got, res.Connections)
+			}
+		})
+	}
+}
+
 // TestObjectsModeAllAtOnce: in objects mode every object is requested before any completes; on
 // h2 and h3 the server sees all of them at the same time (a barrier releases only then).
 func TestObjectsModeAllAtOnce(t *testing.T) {

@@ -43,15 +43,16 @@ type singleConn[C any] struct {
 	err   error
 }
 
-// renewal lets a Tab's pool replace its connection when it was kept from an earlier load and has
-// died since (the server closed it while the tab was idle): stale reports that, retire closes it.
+// renewal lets a pool replace its connection: an HTTP/2 connection the server sent GOAWAY on, or
+// (a Tab's pools) one kept from an earlier load that has died since (the server closed it while
+// the tab was idle): stale reports that, retire closes it.
 type renewal[C any] struct {
 	stale  func(C) bool
 	retire func(C)
 }
 
 // get returns the connection, opening it with open (on behalf of the caller) if it is the first.
-// opened reports whether this call opened it. With rn (a Tab's pools; nil otherwise) a stale
+// opened reports whether this call opened it. With rn (nil: never renewed) a stale
 // connection is retired and a new one opened in its place.
 func (p *singleConn[C]) get(ctx context.Context, open func() (C, error), rn *renewal[C]) (c C, opened bool, err error) {
 	p.mu.Lock()

@@ -40,6 +40,15 @@ func newH2Pool(s *session, o origin) *h2Pool { return &h2Pool{s: s, o: o} }
 // errRefusedStream: the server refused a stream before processing it; it is safe to send again.
 var errRefusedStream = errors.New("stream refused by the server (REFUSED_STREAM)")
 
+// errGoAway: the server sent GOAWAY before it processed the request (the request was not sent, or
+// its stream id is above the GOAWAY's last stream id: RFC 9113 §6.8) — it is safe to send again,
+// on a new connection, as browsers do (a server closing connections after N requests, like nginx's
+// keepalive_requests, does this mid-page).
+var errGoAway = errors.New("h2: server sent GOAWAY before processing the request")
+
+// maxGoAwayRetries bounds how often one request follows GOAWAYs to new connections.
+const maxGoAwayRetries = 3
+
 func (p *h2Pool) do(ctx context.Context, r *request) {
 	for {
 		c, opened, err := p.single.get(ctx, func() (*h2Conn, error) {
@@ -62,6 +71,9 @@ func (p *h2Pool) do(ctx context.Context, r *request) {
 				r.resetExchange()
 				continue
 			}
+			if errors.Is(err, errGoAway) && r.retries < maxGoAwayRetries && ctx.Err() == nil {
+				break // on the connection that replaces this one
+			}
 			if err != nil && p.s.resend(ctx, c.rec, r, c.broken()) {
 				break // once more, on a new connection
 			}
@@ -73,14 +85,19 @@ func (p *h2Pool) do(ctx context.Context, r *request) {
 	}
 }
 
-// renewal is how a Tab's pool replaces a dead connection kept from an earlier load.
+// renewal is how the pool replaces its connection: after the server's GOAWAY (the streams it
+// still processes finish on the old connection, which the server closes), and in a Tab, a dead
+// connection kept from an earlier load.
 func (p *h2Pool) renewal() *renewal[*h2Conn] {
-	if !p.s.keep {
-		return nil
-	}
 	return &renewal[*h2Conn]{
-		stale:  func(c *h2Conn) bool { return c.rec.load < p.s.load && c.broken() },
-		retire: func(c *h2Conn) { c.conn.Close() },
+		stale: func(c *h2Conn) bool {
+			return c.goneAway() || (p.s.keep && c.rec.load < p.s.load && c.broken())
+		},
+		retire: func(c *h2Conn) {
+			if !c.goneAway() {
+				c.conn.Close()
+			}
+		},
 	}
 }
 
@@ -256,7 +273,7 @@ func (c *h2Conn) send(ctx context.Context, r *request, reserved bool) (*h2Stream
 		if c.dead != nil || c.goAway {
 			err := c.dead
 			if err == nil {
-				err = errors.New("h2: server sent GOAWAY; no new streams on this connection")
+				err = errGoAway // not sent: no new streams on this connection
 			}
 			c.dropWaiterLocked(turn)
 			c.mu.Unlock()
@@ -482,7 +499,7 @@ func (c *h2Conn) handle(f http2.Frame, now time.Duration) error {
 		}
 		c.mu.Unlock()
 		for _, id := range gone {
-			c.endStream(id, now, fmt.Errorf("h2: server sent GOAWAY (%v) before processing the stream", f.ErrCode))
+			c.endStream(id, now, fmt.Errorf("%w (%v, last stream %d)", errGoAway, f.ErrCode, f.LastStreamID))
 		}
 	case *http2.PushPromiseFrame:
 		return c.pushPromise(f, now)
@@ -669,6 +686,14 @@ func (c *h2Conn) pushPromise(f *http2.PushPromiseFrame, now time.Duration) error
 		c.rec.update(func(ci *Conn) { ci.PriorityUpdates++ })
 	}
 	return nil
+}
+
+// goneAway reports whether the server sent GOAWAY on a connection that has not failed: the
+// streams it still processes finish on it; new ones go to a new connection.
+func (c *h2Conn) goneAway() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.goAway && c.dead == nil
 }
 
 // broken reports whether the connection can carry no new stream: it failed, or the server sent
