@@ -236,3 +236,28 @@ def test_help_paragraphs_are_not_broken_where_the_source_wraps(capsys):
     assert "the ToW gain of each protocol over the first" in out
     doc = "One\n    two.\n\n    - a\n    - b\n      c"
     assert cli._reflow(doc) == "One two.\n\n- a\n- b\n  c"
+
+
+def test_stored_strings_cannot_drive_the_terminal(capsys, tmp_path, demo_spec):
+    """A sweep description holding terminal escapes (OSC title, CSI clear screen, the 8-bit CSI) and
+    rich markup is printed escaped, as written — by results show and results ls — and so is an
+    error message echoing the user's escape sequence."""
+    import wirelab
+    from wirelab.testing import FixtureEngine
+
+    spec = tmp_path / "demo.toml"
+    hostile = r"\u001b]0;pwned\u0007 \u001b[2J [bold]x[/bold] \u009b31m \u202eevil"
+    spec.write_text(
+        demo_spec.read_text().replace('description = "h1s vs h2', f'description = "{hostile} h1s vs h2', 1)
+    )
+    db = tmp_path / "w.db"
+    wirelab.run(spec, db=db, engine=FixtureEngine())
+    outputs = {}
+    for args in (["results", "show", "demo"], ["results", "ls"]):
+        code, out, err = run_cli(capsys, *args, "--db", str(db))
+        assert code == 0, err
+        assert not set(out + err) & {"\x1b", "\x07", "\x9b", "\u202e"}, repr(out)
+        outputs[args[1]] = " ".join(out.split())
+    assert r"\x1b]0;pwned\x07 \x1b[2J [bold]x[/bold] \x9b31m \u202eevil" in outputs["show"]
+    code, out, err = run_cli(capsys, "results", "show", "x\x1b[2Jy", "--db", str(db))
+    assert code == 2 and "\x1b" not in err and r"x\x1b[2Jy" in err, repr(err)

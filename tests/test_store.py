@@ -1,7 +1,9 @@
 """The results database: migrations, HAR objects, the DataFrame API, idempotent storing."""
 
 import json
+import os
 import sqlite3
+import stat
 from pathlib import Path
 
 import pytest
@@ -23,15 +25,28 @@ def _v1_db(path: Path) -> Path:
     return path
 
 
+def _snapshot(root: Path) -> dict[str, tuple[int, int, bytes]]:
+    """Every file below root: size, modification time and content."""
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns, p.read_bytes())
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
 def test_v1_database_is_migrated_on_open(tmp_path):
     db = _v1_db(tmp_path / "old.db")
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == 1
         assert "objects" not in {r[0] for r in c.execute("SELECT name FROM sqlite_master")}
+    before = _snapshot(tmp_path)
     with Results(db) as results:
         trials = results.trials("rtt-v1")
         loads = results.loads("rtt-v1")
         objects = results.objects("rtt-v1")
+    # a reader migrates a copy in memory: the file keeps its version, nothing is created
+    assert _snapshot(tmp_path) == before
+    Store(db).close()  # a writer migrates the file
     assert SCHEMA_VERSION == 4
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
@@ -179,3 +194,61 @@ def test_results_api(tmp_path, demo_spec):
     # the engine's loader extras come back as a dict (url, mode, dns_queries, retries)
     client = json.loads(json.dumps(loads["client"].iloc[0]))
     assert {"url", "mode", "dns_queries", "retries"} <= set(client) and client["mode"] == "flat"
+
+
+def test_reading_creates_and_changes_nothing(tmp_path, demo_spec):
+    """Read-only commands and the reading API never create or modify a file: not the database, not
+    its -wal/-shm files, not the results directory — with no writer, and beside a writer at work."""
+    from typer.testing import CliRunner
+
+    from wirelab.cli import app
+
+    data = tmp_path / "data"
+    db = data / "w.db"
+    wirelab.run(demo_spec, db=db, engine=FixtureEngine())
+    before = _snapshot(data)
+    assert not (data / "w.db-wal").exists()
+    with wirelab.open(db) as results:
+        assert len(results.loads("demo")) == 36
+        assert len(results.objects("demo")) > 0
+    runner = CliRunner()
+    export = ["results", "export", "demo", "--format", "csv", "--out", str(tmp_path / "loads.csv")]
+    for args in (["results", "ls"], ["results", "show", "demo"], export):
+        r = runner.invoke(app, [*args, "--db", str(db)])
+        assert r.exit_code == 0, (args, r.output)
+    assert _snapshot(data) == before
+    # beside a writer holding the database open (its -wal and -shm exist): read, create nothing more
+    with Store(db) as store:
+        store.conn.execute("CREATE TABLE scratch (x)")
+        files = set(os.listdir(data))
+        with Results(db) as results:
+            assert "demo" in set(results.sweeps()["sweep"])
+        assert set(os.listdir(data)) == files
+
+
+def test_results_have_fixed_modes_whatever_the_umask(tmp_path, demo_spec):
+    """Data 0644 and directories 0755 for the database, every trial directory and the report, with a
+    umask of 077; the report leaves the rest of its output directory alone."""
+    from wirelab.report import write_report
+
+    db = tmp_path / "w.db"
+    out = tmp_path / "report"
+    out.mkdir(mode=0o700)
+    (out / "mine.txt").write_text("the user's")
+    os.chmod(out / "mine.txt", 0o600)
+    previous = os.umask(0o077)
+    try:
+        wirelab.run(demo_spec, db=db, engine=FixtureEngine())
+        index = write_report(db, out_dir=out)
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(db.stat().st_mode) == 0o644
+    tree = [db.with_name("w.db.d"), *db.with_name("w.db.d").rglob("*")]
+    assert len(tree) > 10
+    for path in tree:
+        want = 0o755 if path.is_dir() else 0o644
+        assert stat.S_IMODE(path.stat().st_mode) == want, path
+    assert stat.S_IMODE(index.stat().st_mode) == 0o644
+    figures = list((out / "figures").rglob("*"))
+    assert figures and all(stat.S_IMODE(p.stat().st_mode) in (0o644, 0o755) for p in figures)
+    assert stat.S_IMODE((out / "mine.txt").stat().st_mode) == 0o600

@@ -20,6 +20,7 @@ from rich.table import Table
 from wirelab import __version__, api, netprofile
 from wirelab import spec as spec_mod
 from wirelab._paths import experiments_dir
+from wirelab._terminal import controls_escaped, shown
 from wirelab.engine import Engine, SubprocessEngine
 from wirelab.errors import Interrupted, ProfileError, StoreError, UsageError, WirelabError, cut
 from wirelab.progress import RichProgress
@@ -247,12 +248,12 @@ def load(
             cells.append(_ms(row["server_cpu_median_ms"]))
         table.add_row(*cells)
     out.print(table)
-    shown = result.representative(waterfall_proto)
-    objects = result.objects(int(shown["load_index"]))
+    median_load = result.representative(waterfall_proto)
+    objects = result.objects(int(median_load["load_index"]))
     if objects:
         title = (
-            f"waterfall: {shown['protocol']} repetition {shown['repetition']} "
-            f"(median PLT {shown['plt_ms']:,.0f} ms, {int(shown['connections'])} connection(s))"
+            f"waterfall: {median_load['protocol']} repetition {median_load['repetition']} "
+            f"(median PLT {median_load['plt_ms']:,.0f} ms, {int(median_load['connections'])} connection(s))"
         )
         out.print(waterfall(objects, width=max(20, min(80, out.width - 60)), title=title))
     out.print(f"stored as sweep {result.sweep} in {result.db}", style="dim", soft_wrap=True)
@@ -494,7 +495,7 @@ def _print_probe_run(db: Path, run: str) -> None:
         sites = results.probes(run)
     shares = probe_shares(protocols)
     contacted = int(shares["sites"].max()) if len(shares) else 0
-    table = Table(title=f"{run}: {len(sites)} sites, {contacted} contacted", title_justify="left")
+    table = Table(title=f"{shown(run)}: {len(sites)} sites, {contacted} contacted", title_justify="left")
     for col in ("protocol", "announced", "served", "announced, not served", "served, not announced"):
         table.add_column(col, justify="left" if col == "protocol" else "right")
 
@@ -506,7 +507,7 @@ def _print_probe_run(db: Path, run: str) -> None:
 
     for row in shares.to_dict("records"):
         table.add_row(
-            row["protocol"],
+            shown(row["protocol"]),
             share(row["announced"], row["announced_pct"]),
             share(row["served"], row["served_pct"]),
             number(row["announced_not_served"]),
@@ -524,10 +525,11 @@ def _print_probe_run(db: Path, run: str) -> None:
         for p in PROBE_PROTOCOLS:
             served, announced = s[f"{p}_served"], s[f"{p}_announced"]
             cells.append("✓" if served else ("A" if announced else "·"))
-        note = s["refused"] or s["error"] or ""
-        per_site.add_row(s["host"], s["addr"] or "—", *(cells if s["addr"] else ["" for _ in cells]), note)
+        note = shown(s["refused"] or s["error"] or "")
+        addr = shown(s["addr"]) if s["addr"] else "—"
+        per_site.add_row(shown(s["host"]), addr, *(cells if s["addr"] else ["" for _ in cells]), note)
     out.print(per_site)
-    out.print(f"stored as probe run {run} in {db}", style="dim", soft_wrap=True)
+    out.print(f"stored as probe run {shown(run)} in {shown(db)}", style="dim", soft_wrap=True)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -550,11 +552,11 @@ def pages_ls(
     for p in pages:
         size = p.get("total_bytes")
         table.add_row(
-            p["name"],
+            shown(p["name"]),
             str(p.get("objects", "")),
             f"{size / 1000:,.1f} kB" if isinstance(size, int | float) else "",
             str(p.get("origins", "")),
-            p.get("description", ""),
+            shown(p.get("description", "")),
         )
     out.print(table)
 
@@ -625,7 +627,7 @@ def pages_show(
         return
     objects = page.get("objects") or []
     sizes = [o.get("size") for o in objects if isinstance(o.get("size"), int | float)]
-    out.print(f"[bold]{page.get('name', name)}[/]: {page.get('description', '')}")
+    out.print(f"[bold]{shown(page.get('name', name))}[/]: {shown(page.get('description', ''))}")
     out.print(
         f"{len(objects)} objects, {sum(sizes) / 1000:,.1f} kB"
         + (f" (mean {sum(sizes) / len(sizes) / 1000:,.2f} kB)" if sizes else "")
@@ -636,11 +638,11 @@ def pages_show(
         size = o.get("size")
         table.add_row(
             str(i),
-            str(o.get("path", o.get("url", ""))),
-            str(o.get("origin", "")),
-            str(o.get("type", "")),
+            shown(o.get("path", o.get("url", ""))),
+            shown(o.get("origin", "")),
+            shown(o.get("type", "")),
             f"{size:,}" if isinstance(size, int) else "",
-            str(o.get("content_type", "")),
+            shown(o.get("content_type", "")),
         )
     out.print(table)
 
@@ -692,16 +694,16 @@ def results_ls(db: Path = DB_OPTION) -> None:
     with _open(db) as results:
         sweeps = results.sweeps()
         probe_runs = results.probe_runs()
-    table = Table("sweep", "trials", "loads", "failed", "fidelity ⚠", "axes", "updated", title=str(db))
+    table = Table("sweep", "trials", "loads", "failed", "fidelity ⚠", "axes", "updated", title=shown(db))
     for s in sweeps.to_dict("records"):
         table.add_row(
-            s["sweep"],
+            shown(s["sweep"]),
             f"{int(s['complete_trials'] or 0)}/{s['planned_trials']}",
             f"{int(s['loads'])}/{s['planned_loads']}",
             str(int(s["failed_trials"] or 0)),
             str(int(s["fidelity_warnings"] or 0)),
-            ", ".join(s["axes"]) or "—",
-            s["updated_at"],
+            shown(", ".join(s["axes"])) or "—",
+            shown(s["updated_at"]),
         )
     out.print(table)
     if len(probe_runs):
@@ -711,13 +713,13 @@ def results_ls(db: Path = DB_OPTION) -> None:
         for r in probe_runs.to_dict("records"):
             where = "local" if r["local"] else ("live" if r["allow_internet"] else "lab")
             runs.add_row(
-                r["run"],
-                r["status"],
+                shown(r["run"]),
+                shown(r["status"]),
                 where,
                 str(r["sites"]),
                 str(r["refused"]),
                 str(r["errors"]),
-                r["started_at"],
+                shown(r["started_at"]),
             )
         out.print(runs)
 
@@ -742,7 +744,7 @@ def _print_sweep(db: Path, sweep: str) -> None:
         loads = results.loads(sweep)
     if info is None:  # pragma: no cover - trials() already raised for an unknown sweep
         raise StoreError(f"sweep: {sweep!r} is not in {db}")
-    out.print(f"[bold]{sweep}[/]: {info['description'] or ''}")
+    out.print(f"[bold]{shown(sweep)}[/]: {shown(info['description'] or '')}")
     out.print(
         f"{int(info['complete_trials'] or 0)}/{info['planned_trials']} trials complete, "
         f"{int(info['loads'])}/{info['planned_loads']} loads, spec hash {info['spec_hash']}"
@@ -773,7 +775,9 @@ def _print_sweep(db: Path, sweep: str) -> None:
             cells.append(_pct(stats.loc[p, "tow_gain_pct"]) if stats is not None and p in stats.index else "")
         status = t["status"] + (" ⚠" if t["fidelity_flags"] else "")
         lateness = "" if t["lateness_p99_us"] != t["lateness_p99_us"] else f"{t['lateness_p99_us']:,.0f} µs"
-        table.add_row(t["trial_id"][:8], label, status, *([lateness] if wide else []), *cells)
+        table.add_row(
+            shown(t["trial_id"][:8]), shown(label), shown(status), *([lateness] if wide else []), *cells
+        )
     out.print(table)
 
 
@@ -826,12 +830,13 @@ def spec_check(
         typer.echo(json.dumps([t.spec for t in plan.trials], indent=1))
         return
     out.print(
-        f"[bold]{plan.name}[/]: {len(plan.trials)} trials, {plan.loads} loads, spec hash {plan.spec_hash}"
-        + (f" — axes: {', '.join(plan.axes)}" if plan.axes else "")
+        f"[bold]{shown(plan.name)}[/]: {len(plan.trials)} trials, {plan.loads} loads, "
+        f"spec hash {plan.spec_hash}"
+        + (f" — axes: {shown(', '.join(plan.axes))}" if plan.axes else "")
     )
     table = Table("#", "trial", "configuration", "network", "loads")
     for t in plan.trials:
-        table.add_row(str(t.index), t.id, t.label, t.spec["network"], str(t.loads))
+        table.add_row(str(t.index), t.id, shown(t.label), shown(t.spec["network"]), str(t.loads))
     out.print(table)
 
 
@@ -896,7 +901,7 @@ def main(argv: list[str] | None = None) -> int:
         err.print("wirelab: interrupted", markup=False)
         return 130
     except WirelabError as e:
-        err.print(f"wirelab: {' '.join(str(e).split())}", soft_wrap=True, markup=False)
+        err.print(f"wirelab: {controls_escaped(' '.join(str(e).split()))}", soft_wrap=True, markup=False)
         return e.exit_code
     except KeyboardInterrupt:
         err.print("wirelab: interrupted", markup=False)

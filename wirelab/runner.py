@@ -59,7 +59,15 @@ from wirelab.errors import (
     WirelabError,
 )
 from wirelab.spec import Plan, PlannedTrial
-from wirelab.store import LATENESS_FLAG, LATENESS_LIMIT_US, Store, objects_from_har, results_dir
+from wirelab.store import (
+    DATA_FILE_MODE,
+    LATENESS_FLAG,
+    LATENESS_LIMIT_US,
+    Store,
+    fix_modes,
+    objects_from_har,
+    results_dir,
+)
 
 __all__ = [
     "BROWSER_IN_PARALLEL_FLAG",
@@ -236,7 +244,8 @@ def control_provenance(engine: Engine, parallel: int) -> dict[str, Any]:
 def _sweep_lock(directory: Path, sweep: str) -> Iterator[None]:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, DATA_FILE_MODE)
+    os.fchmod(fd, DATA_FILE_MODE)  # whatever the umask
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -319,7 +328,9 @@ def ingest(
 ) -> TrialOutcome:
     """Check a finished trial directory against the contract and the plan, then store it (one transaction).
 
-    ``ran_beside_others``: another trial ran at some point while this one did (fidelity flags)."""
+    ``ran_beside_others``: another trial ran at some point while this one did (fidelity flags).
+    The directory gets the results' fixed modes first, whatever the umask it was written with."""
+    fix_modes(directory, up_to=store.path.parent)
     trial_path = directory / "trial.json"
     try:
         trial_json = json.loads(trial_path.read_text())
@@ -600,6 +611,8 @@ class _Loop:
             error = f"the engine was killed by signal {-returncode}" + (f": {last}" if last else "")
         else:
             error = last or f"the engine exited with status {returncode}"
+        if directory.is_dir():  # kept for its logs
+            fix_modes(directory, up_to=self.store.path.parent)
         self.store.mark_ended(self.plan.name, trial.id, "failed", error)
         return TrialOutcome(trial=trial, status="failed", error=error, seconds=seconds)
 

@@ -5,19 +5,22 @@ trial); :class:`Results` is the reader returned by :func:`wirelab.open`, whose m
 DataFrames. Trial directories live next to the database in ``<db>.d/<sweep>/<trial-id>/``; artifact
 paths are stored relative to the database's directory.
 
-The schema is versioned with ``PRAGMA user_version`` and migrated forward on open (:data:`MIGRATIONS`).
+The schema is versioned with ``PRAGMA user_version`` and migrated forward when the database is opened
+for writing (:data:`MIGRATIONS`). Reading never creates or modifies a file: :class:`Results` opens the
+database read-only, and reads an older schema through a migrated copy in memory.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import pandas as pd
 
@@ -25,6 +28,8 @@ from wirelab import spec as spec_mod
 from wirelab.errors import DatabaseError, SchemaVersionError, StoreError, UsageError, cut
 
 __all__ = [
+    "DATA_DIR_MODE",
+    "DATA_FILE_MODE",
     "DEFAULT_DB",
     "LOAD_COLUMNS",
     "PROBE_FIELDS",
@@ -35,6 +40,7 @@ __all__ = [
     "Results",
     "SCHEMA_VERSION",
     "Store",
+    "fix_modes",
     "objects_from_har",
     "open_results",
     "results_dir",
@@ -306,6 +312,57 @@ def results_dir(db: str | Path) -> Path:
     return db.with_name(db.name + ".d")
 
 
+#: Results have fixed modes whatever the umask: data files 0644, directories 0755. They hold no
+#: secrets — a run's keys live in its private directory (0711, keys 0600), removed with it.
+DATA_FILE_MODE = 0o644
+DATA_DIR_MODE = 0o755
+
+
+def fix_modes(root: Path, *, up_to: Path | None = None) -> None:
+    """Give ``root`` and everything below it the results' modes (:data:`DATA_FILE_MODE`,
+    :data:`DATA_DIR_MODE`), and ``root``'s parents up to (not including) ``up_to``. Symbolic links are
+    neither followed nor changed."""
+    for directory, dirs, files in os.walk(root):
+        os.chmod(directory, DATA_DIR_MODE)
+        for name in files:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                os.chmod(path, DATA_FILE_MODE)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(directory, d))]
+    if up_to is not None:
+        top = up_to.resolve()
+        for parent in root.resolve().parents:
+            if parent == top or top not in parent.parents:
+                break
+            os.chmod(parent, DATA_DIR_MODE)
+
+
+def _is_wal(path: Path) -> bool:
+    """Whether the database file's header says WAL mode (bytes 18 and 19 are 2)."""
+    with open(path, "rb") as f:
+        header = f.read(20)
+    return len(header) == 20 and header[18] == 2 and header[19] == 2
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open a database for reading without creating or modifying any file.
+
+    ``mode=ro`` alone is not enough for a WAL database: SQLite would create its ``-wal`` and ``-shm``
+    files and leave them behind. When no ``-wal`` file exists no writer has the database open (the
+    last writer to close removes it) and the file is complete, so it is read as ``immutable``;
+    otherwise a writer is at work and the reader shares its ``-wal`` and ``-shm`` files."""
+    uri = "file:" + quote(str(path.resolve()))
+    wal = Path(str(path) + "-wal")
+    if _is_wal(path) and not wal.exists():
+        uri += "?immutable=1"
+    else:
+        uri += "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA busy_timeout = 30000")
+    return conn
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30, isolation_level=None)
     conn.row_factory = sqlite3.Row
@@ -349,19 +406,20 @@ def _statements(script: str) -> Iterator[str]:
 
 
 class _Base:
-    def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True):
+    def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True, readonly: bool = False):
         self.path = Path(path)
-        if not create and not self.path.exists():
+        if (readonly or not create) and not self.path.exists():
             raise DatabaseError(f"{self.path}: no such database")
         if self.path.exists() and not self.path.is_file():
             raise DatabaseError(f"{self.path}: is not a database file (a directory or a device)")
         existed = self.path.exists()
+        if not readonly:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise DatabaseError(f"{self.path}: cannot create its directory ({e.strerror})") from None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise DatabaseError(f"{self.path}: cannot create its directory ({e.strerror})") from None
-        try:
-            self.conn = _connect(self.path)
+            self.conn = _connect_readonly(self.path) if readonly else _connect(self.path)
             if existed:
                 # Before anything is written: a corrupt database or another kind of file is refused.
                 problems = [r[0] for r in self.conn.execute("PRAGMA quick_check(1)")]
@@ -370,11 +428,34 @@ class _Base:
                     raise DatabaseError(
                         f"{self.path}: the database is corrupt ({cut(problems[0])}); it was not written to"
                     )
-            self.conn.execute("PRAGMA journal_mode = WAL")
-            migrate(self.conn)
+            if readonly:
+                self._migrated_copy()
+            else:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                migrate(self.conn)
+                if not existed:
+                    os.chmod(self.path, DATA_FILE_MODE)
         except sqlite3.DatabaseError as e:
             raise DatabaseError(f"{self.path}: not a usable SQLite database ({e})") from None
+        except OSError as e:
+            raise DatabaseError(f"{self.path}: cannot read it ({e.strerror})") from None
         self.results_dir = results_dir(self.path)
+
+    def _migrated_copy(self) -> None:
+        """A reader of an older schema reads a copy in memory brought to the current one; the file
+        keeps its version until a command opens it for writing."""
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            migrate(self.conn)  # raises SchemaVersionError, naming both versions
+        if version == SCHEMA_VERSION:
+            return
+        memory = sqlite3.connect(":memory:", isolation_level=None)
+        self.conn.backup(memory)
+        self.conn.close()
+        memory.row_factory = sqlite3.Row
+        memory.execute("PRAGMA foreign_keys = ON")
+        migrate(memory)
+        self.conn = memory
 
     def close(self) -> None:
         self.conn.close()
@@ -816,7 +897,7 @@ class Results(_Base):
     """
 
     def __init__(self, path: str | Path = DEFAULT_DB):
-        super().__init__(path, create=False)
+        super().__init__(path, readonly=True)
 
     def _sweep_filter(self, sweep: str | None, alias: str = "s") -> tuple[str, list[Any]]:
         if sweep is None:

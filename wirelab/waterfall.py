@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 from rich.table import Table
 from rich.text import Text
 
+from wirelab._terminal import shown
+
 __all__ = ["PHASE_STYLES", "waterfall"]
 
 _LOAD_PREFIX = re.compile(r"^/L/[A-Za-z0-9_-]{1,32}/")
@@ -76,7 +78,7 @@ def waterfall(objects: Iterable[Mapping[str, Any]], *, width: int = 60, title: s
         path = _LOAD_PREFIX.sub("/", urlsplit(o["url"]).path) or "/"
         host = urlsplit(o["url"]).hostname or ""
         label = path if host.startswith("www.") or not host else f"{host.split('.')[0]}:{path}"
-        table.add_row(label, str(o.get("connection") or ""), f"{o['time_ms']:,.0f}", bar)
+        table.add_row(shown(label), str(o.get("connection") or ""), f"{o['time_ms']:,.0f}", bar)
     legend = Text("  ")
     for _phase, (style, label) in PHASE_STYLES.items():
         legend.append("█", style=style)

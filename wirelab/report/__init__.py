@@ -28,7 +28,7 @@ from wirelab.errors import UsageError
 from wirelab.registry import PHASE_ORDER, PHASE_STYLES, protocol_style
 from wirelab.report.build import CI_TEXT, SweepSection, build_sweep
 from wirelab.report.probes import ProbeSection, build_probe_section
-from wirelab.store import Results
+from wirelab.store import DATA_FILE_MODE, Results, fix_modes
 
 __all__ = ["build_sections", "render_html", "write_report"]
 
@@ -136,5 +136,9 @@ def write_report(
     index = out / "index.html"
     tmp = out / "index.html.tmp"
     tmp.write_text(html)
+    # What the report writes gets the results' fixed modes, whatever the umask; nothing else in out_dir.
+    tmp.chmod(DATA_FILE_MODE)
+    if (out / "figures").is_dir():
+        fix_modes(out / "figures")
     tmp.replace(index)
     return index

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/wirelab/wirelab/engine/internal/cli"
 )
@@ -42,7 +43,14 @@ func usage() string {
 	return b.String()
 }
 
+// fileModeMask is the engine's umask whatever the user's: what it writes (trial directories,
+// records, HARs, pcaps, pages, reports of bench runs) is 0644 and its directories 0755, so results
+// have the same modes on every machine; secrets — the run's keys, a --keylog file — are created
+// 0600 explicitly and the run's private directory is 0711.
+const fileModeMask = 0o022
+
 func main() {
+	syscall.Umask(fileModeMask)
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		fmt.Print(usage())
 		if len(os.Args) < 2 {
