@@ -4,6 +4,7 @@ Ctrl-C, and SIGKILL at any point followed by a resume that ends with exactly the
 import _thread
 import json
 import os
+import platform
 import shutil
 import signal
 import sqlite3
@@ -90,6 +91,10 @@ def test_run_stores_every_load_with_its_configuration(tmp_path, small):
     assert all((results_dir(db) / "small" / t).is_dir() for t in trials["trial_id"])
     prov = trials["provenance"][0]
     assert prov["control"]["wirelab_version"] == wirelab.__version__ and "engine_version" in prov["engine"]
+    # every trial stores the machine it ran on: here, this one
+    assert set(trials["worker"]) == {platform.node()} and set(loads["worker"]) == {platform.node()}
+    assert prov["worker"]["cores"] == os.cpu_count() and prov["worker"]["kernel"] == platform.release()
+    assert prov["worker"]["engine_version"] == "fixture (tests/fixtures)"
 
 
 def test_second_run_resumes_and_only_reruns_failed_trials(tmp_path, small):

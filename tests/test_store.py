@@ -47,7 +47,7 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     # a reader migrates a copy in memory: the file keeps its version, nothing is created
     assert _snapshot(tmp_path) == before
     Store(db).close()  # a writer migrates the file
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -62,6 +62,8 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     assert objects.empty  # v1 kept no per-object rows
     # v3 adds the server's cost per load: unknown (NULL) for loads stored before
     assert loads["server_cpu_ms"].isna().all() and loads["server_rss_peak_bytes"].isna().all()
+    # v5 adds the worker a trial ran on: unknown (None) for trials stored before
+    assert trials["worker"].isna().all() and loads["worker"].isna().all()
 
 
 def test_a_database_from_a_newer_wirelab_is_refused(tmp_path):

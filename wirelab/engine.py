@@ -48,6 +48,8 @@ __all__ = [
 ENGINE_ENV = "WIRELAB_ENGINE"
 SPEC_FILE = "spec.json"  #: the trial spec, written by wirelab into the trial directory before the run
 STDERR_FILE = "engine.stderr"  #: the engine's stderr, captured by wirelab into the trial directory
+#: the machine a trial ran on, written into the trial directory by a cluster worker (wirelab.cluster)
+WORKER_FILE = "worker.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +58,9 @@ class TrialEvent:
 
     trial_id: str
     #: ``ready`` | ``load`` | ``done`` (progress lines of the engine), ``log`` (a stdout line that is
-    #: not a progress event), or ``exit`` (the process ended; always the last event)
+    #: not a progress event), or ``exit`` (the process ended; always the last event); a cluster's runs
+    #: also send ``started`` (a worker started the trial: ``worker``, ``attempt``) and ``message``
+    #: (``text``: a worker was lost, the trial is retried elsewhere)
     kind: str
     #: the progress line's object (for ``load``: index, protocol, repetition, plt_ms, error)
     data: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -75,8 +79,12 @@ class TrialRun(ABC):
 
     trial_id: str
     out_dir: Path
-    #: the engine process whose runs ``Engine.gc_owner`` collects (None: a double that creates nothing)
+    #: the engine process whose runs ``Engine.gc_owner`` collects (None: a double that creates nothing,
+    #: or a run on a cluster worker, which collects its own engine's leftovers)
     owner_pid: int | None = None
+    #: whether another trial ran beside this one on its machine, when the run knows it better than the
+    #: runner (a cluster worker does); None: the runner decides from its own schedule
+    beside_others: bool | None = None
 
     @abstractmethod
     def poll(self) -> int | None:
@@ -100,6 +108,9 @@ class Engine(ABC):
 
     #: shown in messages and stored with results
     name: str = "wirelab-engine"
+    #: where trials run: None = on this machine, started at once; a cluster engine's scheduler address,
+    #: whose trials wait for a free slot on some worker and announce a ``started`` event there
+    cluster: str | None = None
 
     @abstractmethod
     def version(self) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -288,14 +289,23 @@ CREATE INDEX probes_by_run ON probes (run_id);
 CREATE INDEX probe_protocols_by_probe ON probe_protocols (probe_id);
 """
 
+_V5 = """
+ALTER TABLE trials ADD COLUMN worker TEXT;
+"""
+
 #: Schema migrations: MIGRATIONS[i] takes a database from user_version i to i + 1.
 #: v1: sweeps, trials, loads, artifacts. v2: objects (per-request HAR timings), emulator lateness
 #: and fidelity flags on trials (back-filled from emulator_json). v3: the server under test's cost
 #: per load (server_cpu_ms, server_rss_peak_bytes; NULL for loads stored before, or not measured).
 #: v4: probe runs, one row per probed site and one per site and protocol (``wirelab probe``,
 #: ``docs/probe.md``).
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+#: v5: the worker a trial ran on (trials.worker: this machine's name for local runs, the cluster
+#: worker's name otherwise; its description is provenance_json's "worker"; NULL for trials stored before).
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
+
+#: An artifact kept on the cluster worker that ran its trial (``--artifacts remote``): ``host:/path``.
+REMOTE_PATH = re.compile(r"^[^/:]+:/")
 
 #: Fidelity flag set on a trial whose emulator timer lateness p99 exceeded the limit.
 LATENESS_FLAG = "lateness_p99_over_1ms"
@@ -486,8 +496,11 @@ class _Base:
             return str(path.resolve())
 
     def absolute(self, stored: str) -> Path:
+        """A stored path made absolute; one left on a cluster worker (``host:/path``) as it is."""
         p = Path(stored)
-        return p if p.is_absolute() else self.path.resolve().parent / p
+        if p.is_absolute() or REMOTE_PATH.match(stored):
+            return p
+        return self.path.resolve().parent / p
 
 
 # --------------------------------------------------------------------------------------------------
@@ -661,18 +674,24 @@ class Store(_Base):
         trial_json: Mapping[str, Any],
         loads: Sequence[Mapping[str, Any]],
         objects: Mapping[int, list[dict[str, Any]]],
-        artifacts: Sequence[tuple[str, int | None, Path]],
+        artifacts: Sequence[tuple[str, int | None, Path | str]],
         control_provenance: Mapping[str, Any],
         fidelity_flags: Sequence[str],
+        worker: Mapping[str, Any] | None = None,
     ) -> None:
         """Store a completed trial — its loads, their objects and the artifacts — in ONE transaction.
 
         ``objects`` maps a load's index to its object rows; ``artifacts`` is (kind, load index or
-        None, path). Any previous loads of the trial are replaced, so storing is idempotent.
+        None, path); a path given as a string is stored as it is (an artifact left on a cluster
+        worker: ``host:/path``). ``worker`` describes the machine the trial ran on
+        (:func:`wirelab.machine.machine_provenance`). Any previous loads of the trial are replaced, so
+        storing is idempotent.
         """
         row = self._trial_row(sweep, trial_id)
         lateness = trial_json["emulator"]["lateness_us"]
         provenance = {"engine": trial_json["provenance"], "control": dict(control_provenance)}
+        if worker is not None:
+            provenance["worker"] = dict(worker)
         with self.transaction() as c:
             c.execute("DELETE FROM loads WHERE trial_row = ?", (row,))
             c.execute("DELETE FROM artifacts WHERE trial_row = ?", (row,))
@@ -753,7 +772,12 @@ class Store(_Base):
             c.executemany(
                 "INSERT INTO artifacts (trial_row, load_id, kind, path) VALUES (?,?,?,?)",
                 [
-                    (row, None if index is None else load_ids[index], kind, self.relative(path))
+                    (
+                        row,
+                        None if index is None else load_ids[index],
+                        kind,
+                        self.relative(path) if isinstance(path, Path) else path,
+                    )
                     for kind, index, path in artifacts
                 ],
             )
@@ -761,7 +785,7 @@ class Store(_Base):
                 "UPDATE trials SET status = 'complete', spec_json = ?, provenance_json = ?,"
                 " emulator_json = ?, loads = ?, load_errors = ?, error = NULL, ended_at = ?,"
                 " lateness_p50_us = ?, lateness_p99_us = ?,"
-                " lateness_max_us = ?, fidelity_flags_json = ? WHERE id = ?",
+                " lateness_max_us = ?, fidelity_flags_json = ?, worker = ? WHERE id = ?",
                 (
                     json.dumps(trial_json["spec"]),
                     json.dumps(provenance),
@@ -773,6 +797,7 @@ class Store(_Base):
                     lateness["p99"],
                     lateness["max"],
                     json.dumps(list(fidelity_flags)),
+                    None if worker is None else worker.get("name"),
                     row,
                 ),
             )
@@ -936,7 +961,7 @@ class Results(_Base):
             SELECT s.name AS sweep, t.trial_id, t.idx AS trial_index, t.status, t.params_json, t.spec_json,
                    t.loads_planned, t.loads, t.load_errors, t.lateness_p50_us, t.lateness_p99_us,
                    t.lateness_max_us, t.fidelity_flags_json, t.attempts, t.error, t.started_at, t.ended_at,
-                   t.dir, t.provenance_json, t.emulator_json
+                   t.worker, t.dir, t.provenance_json, t.emulator_json
               FROM trials t JOIN sweeps s ON s.id = t.sweep_id
              WHERE 1 = 1 {where} ORDER BY s.name, t.idx
             """,
@@ -967,7 +992,7 @@ class Results(_Base):
         df = pd.read_sql_query(
             f"""
             SELECT s.name AS sweep, t.trial_id, t.idx AS trial_index, t.params_json, t.spec_json,
-                   t.lateness_p99_us, t.fidelity_flags_json, l.id AS load_id, {cols}
+                   t.lateness_p99_us, t.fidelity_flags_json, t.worker, l.id AS load_id, {cols}
               FROM loads l JOIN trials t ON t.id = l.trial_row JOIN sweeps s ON s.id = t.sweep_id
              WHERE t.status = 'complete' {where} ORDER BY s.name, t.idx, l.load_index
             """,
