@@ -155,6 +155,11 @@ class Engine(ABC):
         (its namespaces, state file, /etc/netns entries, private directory) and nothing else."""
         return ""
 
+    def calibrate(self) -> dict[str, Any]:
+        """``wirelab-engine bench link --quick --json``: the emulator's fidelity on this machine (RTT error,
+        goodput, realised loss, capacity, timer lateness; about 30 s, needs root)."""
+        raise EngineNotFoundError(f"{self.name} cannot run `bench link`")
+
     def pages_bring_in(self, sub: str, args: Sequence[str]) -> str:
         """``wirelab-engine pages record|import-har|mirror ARGS…`` (writing the page with ``--out``).
 
@@ -397,8 +402,8 @@ class SubprocessEngine(Engine):
         argv = [str(self.path), "trial", "--spec", str(spec_path), "--out", str(out_dir), "--progress"]
         return _ProcessTrialRun(argv, spec["trial_id"], out_dir, on_event)
 
-    def _json(self, args: list[str]) -> Any:
-        out = self._run(args).stdout
+    def _json(self, args: list[str], timeout: float = 120) -> Any:
+        out = self._run(args, timeout=timeout).stdout
         try:
             return json.loads(out)
         except json.JSONDecodeError:
@@ -436,6 +441,13 @@ class SubprocessEngine(Engine):
         self.require("gc")
         done = self._run(["gc", "-q", "--owner", str(pid)], timeout=300)
         return (done.stdout + done.stderr).strip()
+
+    def calibrate(self) -> dict[str, Any]:
+        self.require("bench")
+        result = self._json(["bench", "link", "--quick", "--json"], timeout=300)
+        if not isinstance(result, dict):
+            raise EngineError("wirelab-engine bench link: expected an object")
+        return result
 
     def shell_argv(self, args: Sequence[str]) -> list[str]:
         self.require("shell")

@@ -630,7 +630,9 @@ class _Loop:
             self.store.mark_running(self.plan.name, trial.id)
             self.running[trial.id] = (trial, run, time.monotonic())
             self.observer.trial_started(trial)
-            self.observer.trial_placed(trial, str(event.data.get("worker")), int(event.data.get("attempt", 1)))
+            self.observer.trial_placed(
+                trial, str(event.data.get("worker")), int(event.data.get("attempt", 1))
+            )
         elif event.kind == "message":
             self.observer.message(f"{trial.id} ({trial.label}): {event.data.get('text')}")
         elif event.kind == "exit":
