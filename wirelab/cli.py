@@ -648,7 +648,15 @@ def cluster_up(
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        with local_cluster(workers, slots=slots, engine=engine, calibrate=True, host=host, port=port) as c:
+        with local_cluster(
+            workers,
+            slots=slots,
+            engine=engine,
+            calibrate=True,
+            host=host,
+            port=port,
+            keep_dir="wirelab-worker.d",
+        ) as c:
             out.print(f"scheduler {c.address}" + (f" with workers {', '.join(c.names)}" if workers else ""))
             out.print(f"run on it: wirelab run SPEC --cluster {c.address}", style="dim", soft_wrap=True)
             while not stop.wait(1.0):

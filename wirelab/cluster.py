@@ -659,15 +659,24 @@ def local_cluster(
     host: str = "127.0.0.1",
     port: int = 0,
     env: Mapping[str, str] | None = None,
+    keep_dir: str | os.PathLike[str] | None = None,
     timeout: float = 120.0,
 ) -> Iterator[LocalCluster]:
     """A Dask ``LocalCluster`` scheduler (no workers of its own) and ``workers`` ``wirelab worker``
-    processes with ``slots`` each; all stopped on exit (workers by SIGTERM: they end their trials)."""
+    processes with ``slots`` each; all stopped on exit (workers by SIGTERM: they end their trials).
+
+    ``keep_dir``: the workers' ``--keep-dir`` (``KEEP_DIR/NAME``; default: a temporary directory
+    removed on exit with the workers' logs)."""
     from distributed import Client
     from distributed import LocalCluster as DaskLocalCluster
 
     scheduler = DaskLocalCluster(
-        n_workers=0, processes=False, host=host, scheduler_port=port, dashboard_address=None
+        n_workers=0,
+        processes=False,
+        protocol="tcp://",
+        host=host,
+        scheduler_port=port,
+        dashboard_address=None,
     )
     procs: list[subprocess.Popen[str]] = []
     names = [f"local-{i + 1}" for i in range(workers)]
@@ -678,6 +687,7 @@ def local_cluster(
             argv += ["--slots", str(slots), "--name", name]
             argv += ["--engine", str(engine)] if engine is not None else []
             argv += [] if calibrate else ["--no-calibrate"]
+            argv += ["--keep-dir", str(Path(keep_dir or logs.name) / name)]
             with open(Path(logs.name) / f"{name}.log", "w") as log:
                 procs.append(
                     subprocess.Popen(

@@ -1,0 +1,335 @@
+"""Trials on a real Dask cluster on this machine (wirelab.cluster, docs/distributed.md): a LocalCluster
+scheduler and two ``wirelab worker`` processes with one slot each.
+
+The workers' engine is tests/fake_engine.py (trials replayed from fixtures, real processes, signals and
+progress lines), so these tests need no namespaces; ``wirelab worker`` refuses to start without root, so
+they run as root (as CI does). The last test runs the real engine and checks that a worker SIGKILLed
+mid-trial leaves no namespace behind."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import wirelab
+from wirelab import spec
+from wirelab.cluster import local_cluster
+from wirelab.engine import SubprocessEngine
+from wirelab.errors import EngineNotFoundError, Interrupted
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+STATE_DIR = Path("/run/wirelab")
+pytestmark = [pytest.mark.root]
+
+SMALL = """
+[sweep]
+name = "small"
+[base]
+protocols = ["h1s", "h2"]
+repetitions = 2
+network = { bw = "10mbit" }
+[grid]
+page = ["twitter", "youtube"]
+"network.rtt" = ["20ms", "100ms", "200ms"]
+"""
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory) -> Path:
+    if os.geteuid() != 0:
+        pytest.skip("wirelab worker runs as root")
+    path = tmp_path_factory.mktemp("bin") / "wirelab-engine"
+    path.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{TESTS / "fake_engine.py"}" "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster(fake):
+    with local_cluster(2, slots=1, engine=fake) as c:
+        yield c
+
+
+@pytest.fixture
+def small(tmp_path) -> Path:
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL)
+    return path
+
+
+@pytest.fixture
+def holding(fake, tmp_path):
+    """A cluster whose first trial (counted over both workers) holds after one load until signalled."""
+    marker = tmp_path / "holding"
+    env = {
+        "FAKE_ENGINE_HOLD": "0:1",
+        "FAKE_ENGINE_ORDER": str(tmp_path / "order"),
+        "FAKE_ENGINE_MARKER": str(marker),
+    }
+    with local_cluster(2, slots=1, engine=fake, env=env) as c:
+        yield c, marker
+
+
+def load_rows(db: Path) -> list[tuple]:
+    with sqlite3.connect(db) as c:
+        return c.execute(
+            "SELECT t.trial_id, l.load_index, l.protocol, l.repetition"
+            " FROM loads l JOIN trials t ON t.id = l.trial_row"
+        ).fetchall()
+
+
+def assert_exactly_planned(db: Path, plan: spec.Plan) -> None:
+    rows = load_rows(db)
+    assert len(rows) == plan.loads and len(set((r[0], r[1]) for r in rows)) == len(rows), "duplicates"
+    for t in plan.trials:
+        mine = sorted((r[2], r[3]) for r in rows if r[0] == t.id)
+        assert mine == sorted((p, r) for p in t.spec["protocols"] for r in range(t.spec["repetitions"]))
+    with wirelab.open(db) as results:
+        assert set(results.trials(plan.name)["status"]) == {"complete"}
+
+
+def children(pids: list[int], word: str) -> list[int]:
+    """Processes whose parent is one of ``pids`` and whose command line holds ``word``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid in pids and any(word.encode() in a for a in argv):
+            found.append(int(proc.name))
+    return found
+
+
+def wait_for(condition, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"{what} within {timeout:.0f} s"
+        time.sleep(0.02)
+    return value
+
+
+def test_cluster_sweep_matches_a_local_run_of_the_same_sweep(tmp_path, small, cluster, fake):
+    plan = spec.load(small)
+    on_cluster = wirelab.run(small, db=tmp_path / "cluster.db", cluster=cluster.address, engine=fake)
+    assert on_cluster.ok and on_cluster.cluster == cluster.address and on_cluster.parallel == 2
+    assert "on cluster" in on_cluster.lines()[0]
+    assert_exactly_planned(tmp_path / "cluster.db", plan)
+    local = wirelab.run(small, db=tmp_path / "local.db", engine=SubprocessEngine(fake))
+    assert local.ok
+    with wirelab.open(tmp_path / "cluster.db") as c, wirelab.open(tmp_path / "local.db") as lo:
+        sweeps = (c.sweeps(), lo.sweeps())
+        trials = (c.trials("small"), lo.trials("small"))
+        loads = (c.loads("small"), lo.loads("small"))
+        objects = (c.objects("small"), lo.objects("small"))
+        artifacts = c.artifacts("small")
+    # same trial ids, configuration hashes, specs and columns; only timings (and machines) differ
+    assert list(sweeps[0]["spec_hash"]) == list(sweeps[1]["spec_hash"]) == [plan.spec_hash]
+    assert list(trials[0]["trial_id"]) == list(trials[1]["trial_id"]) == [t.id for t in plan.trials]
+    assert list(trials[0]["spec"]) == list(trials[1]["spec"])
+    for ours, theirs in (trials, loads, objects):
+        assert list(ours.columns) == list(theirs.columns)
+    assert len(objects[0]) == len(objects[1]) and len(loads[0]) == len(loads[1]) == plan.loads
+    # every trial stores its worker, both workers ran some, each described itself once
+    assert set(trials[0]["worker"]) == {"local-1", "local-2"}
+    described = trials[0]["provenance"][0]["worker"]
+    assert described["slots"] == 1 and described["calibration"] is None  # --no-calibrate
+    assert described["cores"] == os.cpu_count() and "fake" in described["engine_version"]
+    assert trials[0]["provenance"][0]["control"]["cluster"] == cluster.address
+    assert (artifacts["kind"] == "har").sum() == plan.loads and all(map(os.path.isfile, artifacts["abspath"]))
+    # rerunning resumes: nothing is submitted, nothing stored twice
+    again = wirelab.run(small, db=tmp_path / "cluster.db", cluster=cluster.address, engine=fake)
+    assert again.ok and again.already_complete == 6 and not again.outcomes
+
+
+def test_remote_artifacts_stay_on_the_worker(tmp_path, small, cluster, fake):
+    summary = wirelab.run(
+        small, db=tmp_path / "w.db", cluster=cluster.address, engine=fake, artifacts="remote"
+    )
+    assert summary.ok
+    with wirelab.open(tmp_path / "w.db") as results:
+        trials = results.trials("small")
+        objects = results.objects("small")
+    remote = [t["worker"]["remote_dir"] for t in trials["provenance"]]
+    assert all(r.split(":", 1)[0] == os.uname().nodename for r in remote)
+    for directory in (Path(r.split(":", 1)[1]) for r in remote):
+        assert (directory / "trial.json").is_file() and (directory / "worker.json").is_file()
+    assert len(objects) == (7 * 4 + 50 * 4) * 3  # HARs came back: every object is stored
+
+
+def test_bad_cluster_input_is_one_line_and_creates_nothing(tmp_path, small, fake):
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "wirelab.cli", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    cases = [
+        (["run", str(small), "--cluster", "tcp://127.0.0.1:9", "--engine", str(fake)], "--cluster"),
+        (["run", str(small), "--cluster", "tcp://127.0.0.1:9", "--retries", "-1"], "--retries"),
+        (["run", str(small), "--cluster", "tcp://127.0.0.1:9", "--artifacts", "nas"], "--artifacts"),
+        (["worker", "--scheduler", "tcp://127.0.0.1:9", "--slots", "0", "--engine", str(fake)], "--slots"),
+        (["worker", "--scheduler", "tcp://127.0.0.1:9", "--engine", str(tmp_path / "none")], "--engine"),
+        (["worker", "--scheduler", "tcp://127.0.0.1:9", "--engine", "/bin/false"], "--engine"),
+        (["worker", "--scheduler", "tcp://127.0.0.1:9", "--engine", str(fake)], "--scheduler"),
+    ]
+    for args, field in cases:
+        done = cli(*args)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1 and field in lines[0], (args, done.stderr)
+        assert not done.stdout.strip(), (args, done.stdout)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml"], "something was created"
+
+
+def test_ctrl_c_of_the_client_then_a_rerun_gives_exactly_the_planned_loads(tmp_path, small, holding, fake):
+    c, marker = holding
+    db = tmp_path / "w.db"
+    argv = ["run", str(small), "--db", str(db), "--cluster", c.address, "--engine", str(fake)]
+    client = subprocess.Popen(
+        [sys.executable, "-m", "wirelab.cli", *argv],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for(marker.exists, "a trial holding on a worker")
+        client.send_signal(signal.SIGINT)
+        output, _ = client.communicate(timeout=120)
+    finally:
+        if client.poll() is None:
+            client.kill()
+    assert client.returncode == 130, output
+    assert "interrupted" in output
+    worker_pids = [p.pid for p in c.procs]
+    # the workers ended the run's trials: no engine is left running
+    wait_for(lambda: not children(worker_pids, "fake_engine.py"), "engines gone", timeout=30)
+    with wirelab.open(db) as results:
+        statuses = set(results.trials("small")["status"])
+    assert "running" not in statuses and "interrupted" in statuses
+    rerun = wirelab.run(small, db=db, cluster=c.address, engine=fake)
+    assert rerun.ok
+    assert_exactly_planned(db, spec.load(small))
+
+
+def test_a_worker_killed_mid_trial_is_replaced_by_the_other(tmp_path, small, holding, fake):
+    c, marker = holding
+    db = tmp_path / "w.db"
+    messages: list[str] = []
+
+    class Watch(wirelab.runner.Observer):
+        def message(self, text: str) -> None:
+            messages.append(text)
+
+    import threading
+
+    def kill_the_holding_worker() -> None:
+        wait_for(marker.exists, "a trial holding on a worker")
+        engine = wait_for(lambda: children([p.pid for p in c.procs], "fake_engine.py"), "its engine")
+        parent = int(Path(f"/proc/{engine[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        os.kill(parent, signal.SIGKILL)
+        killed.append(parent)
+
+    killed: list[int] = []
+    thread = threading.Thread(target=kill_the_holding_worker, daemon=True)
+    thread.start()
+    summary = wirelab.run(small, db=db, cluster=c.address, engine=fake, observer=Watch())
+    thread.join(5)
+    assert killed and summary.ok, summary.lines()
+    assert_exactly_planned(db, spec.load(small))
+    assert any("was lost mid-trial; attempt 2 of 3" in m for m in messages), messages
+    with wirelab.open(db) as results:
+        trials = results.trials("small")
+    survivor = ({"local-1", "local-2"} - {c.names[[p.pid for p in c.procs].index(killed[0])]}).pop()
+    retried = trials[trials["attempts"] == 2]
+    assert len(retried) == 1 and list(retried["worker"]) == [survivor]
+    # the killed worker's engine got SIGTERM from the kernel and ended
+    wait_for(lambda: not children(killed, "fake_engine.py"), "the killed worker's engine gone", timeout=30)
+
+
+def test_interrupted_in_python_raises_with_a_summary(tmp_path, small, holding, fake):
+    c, marker = holding
+    import _thread
+    import threading
+
+    def interrupt() -> None:
+        wait_for(marker.exists, "a trial holding on a worker")
+        _thread.interrupt_main()
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(Interrupted) as stopped:
+        wirelab.run(small, db=tmp_path / "w.db", cluster=c.address, engine=fake)
+    summary = stopped.value.summary
+    assert summary.interrupted and summary.cluster == c.address
+
+
+SWEEP = """
+[sweep]
+name = "killworker"
+[base]
+page = "twitter"
+protocols = ["h2"]
+repetitions = 1
+network = { bw = "10mbit" }
+[grid]
+"network.rtt" = ["10ms", "20ms"]
+"""
+
+
+def test_real_engine_worker_sigkilled_mid_trial_leaves_no_namespace(tmp_path):
+    """A worker SIGKILLed while its engine runs a trial: the engine gets SIGTERM from the kernel and
+    removes its namespaces; the trial runs again on the other worker; exactly the planned loads."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    try:
+        engine = SubprocessEngine(os.environ.get("WIRELAB_E2E_ENGINE") or ROOT / "bin" / "wirelab-engine")
+    except EngineNotFoundError as e:
+        pytest.skip(f"no engine: {e}")
+    path = tmp_path / "sweep.toml"
+    path.write_text(SWEEP)
+    db = tmp_path / "w.db"
+    import threading
+
+    with local_cluster(2, slots=1, engine=engine.path) as c:
+        states: list[dict] = []
+
+        def kill_first_worker_with_namespaces() -> None:
+            def running() -> dict | None:
+                for pid in children([p.pid for p in c.procs], "trial"):
+                    for state_file in STATE_DIR.glob("*.json"):
+                        try:
+                            state = json.loads(state_file.read_text())
+                        except (OSError, json.JSONDecodeError):
+                            continue
+                        if state.get("pid") == pid and state.get("namespaces"):
+                            return state
+                return None
+
+            state = wait_for(running, "a trial engine with namespaces", timeout=120)
+            worker = int(Path(f"/proc/{state['pid']}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            os.kill(worker, signal.SIGKILL)
+            states.append(state)
+
+        thread = threading.Thread(target=kill_first_worker_with_namespaces, daemon=True)
+        thread.start()
+        summary = wirelab.run(path, db=db, cluster=c.address, engine=engine)
+        thread.join(5)
+    assert states and summary.ok, summary.lines()
+    assert_exactly_planned(db, spec.load(path))
+    state = states[0]
+    wait_for(lambda: not (STATE_DIR / f"{state['id']}.json").exists(), "the killed run's state file gone", 30)
+    for name in state["namespaces"]:
+        assert not Path("/run/netns", name).exists(), f"namespace {name} left"
