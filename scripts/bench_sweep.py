@@ -123,12 +123,12 @@ def engine_end_to_stored_ms(db: Path, sweep: str, stored: dict[str, float]) -> l
     ]
 
 
-def bench_cluster(engine: SubprocessEngine, repetitions: int, client: str) -> None:
+def bench_cluster(engine: SubprocessEngine, repetitions: int, client: str, keep: str | None) -> None:
     """Local --parallel 2 against a 2-worker LocalCluster with 1 slot each, same sweep, side by side."""
     from wirelab.cluster import ClusterEngine, local_cluster
 
     with tempfile.TemporaryDirectory(prefix="wirelab-bench-") as tmp:
-        db = Path(tmp) / "bench.db"
+        db = Path(keep) if keep else Path(tmp) / "bench.db"
         rows = []
         for mode in ("local", "cluster"):
             name = f"bench-{client}-{mode}-2"
@@ -206,6 +206,7 @@ def main() -> int:
         action="store_true",
         help="compare --parallel 2 here with a 2-worker LocalCluster of 1 slot each (scheduling overhead)",
     )
+    parser.add_argument("--db", help="keep the results in this database (for scripts/durations.py)")
     args = parser.parse_args()
     levels = [int(p) for p in args.parallel.split(",")]
     if os.geteuid() != 0:
@@ -220,14 +221,14 @@ def main() -> int:
         print(f"bench sweep: skipped ({engine.path} has no `trial` command yet)")
         return 0
     if args.cluster:
-        bench_cluster(engine, args.repetitions, args.client)
+        bench_cluster(engine, args.repetitions, args.client, args.db)
         return 0
     # the first level runs again at the end: its shift is the measurement's own run-to-run noise
     runs = [(p, f"bench-{args.client}-parallel-{p}") for p in levels]
     runs.append((levels[0], f"bench-{args.client}-parallel-{levels[0]}-again"))
     reference: dict[tuple, dict[str, float]] | None = None
     with tempfile.TemporaryDirectory(prefix="wirelab-bench-") as tmp:
-        db = Path(tmp) / "bench.db"
+        db = Path(args.db) if args.db else Path(tmp) / "bench.db"
         for parallel, name in runs:
             started = time.monotonic()
             summary = wirelab.run(
