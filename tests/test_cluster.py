@@ -64,17 +64,28 @@ def small(tmp_path) -> Path:
     return path
 
 
-@pytest.fixture
-def holding(fake, tmp_path):
+@pytest.fixture(scope="module")
+def holding_cluster(fake, tmp_path_factory):
     """A cluster whose first trial (counted over both workers) holds after one load until signalled."""
-    marker = tmp_path / "holding"
+    tmp = tmp_path_factory.mktemp("holding")
     env = {
         "FAKE_ENGINE_HOLD": "0:1",
-        "FAKE_ENGINE_ORDER": str(tmp_path / "order"),
-        "FAKE_ENGINE_MARKER": str(marker),
+        "FAKE_ENGINE_ORDER": str(tmp / "order"),
+        "FAKE_ENGINE_MARKER": str(tmp / "holding"),
     }
     with local_cluster(2, slots=1, engine=fake, env=env) as c:
-        yield c, marker
+        yield c, tmp
+
+
+@pytest.fixture
+def holding(holding_cluster):
+    """The holding cluster with its trial count reset: the next trial started holds. The test that
+    SIGKILLs one of its workers is the last of this module to use it."""
+    c, tmp = holding_cluster
+    for name in ("order", "holding"):
+        (tmp / name).unlink(missing_ok=True)
+    assert all(p.poll() is None for p in c.procs), "a worker of the holding cluster is gone"
+    return c, tmp / "holding"
 
 
 def load_rows(db: Path) -> list[tuple]:
@@ -225,6 +236,22 @@ def test_ctrl_c_of_the_client_then_a_rerun_gives_exactly_the_planned_loads(tmp_p
     assert_exactly_planned(db, spec.load(small))
 
 
+def test_interrupted_in_python_raises_with_a_summary(tmp_path, small, holding, fake):
+    c, marker = holding
+    import _thread
+    import threading
+
+    def interrupt() -> None:
+        wait_for(marker.exists, "a trial holding on a worker")
+        _thread.interrupt_main()
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(Interrupted) as stopped:
+        wirelab.run(small, db=tmp_path / "w.db", cluster=c.address, engine=fake)
+    summary = stopped.value.summary
+    assert summary.interrupted and summary.cluster == c.address
+
+
 def test_a_worker_killed_mid_trial_is_replaced_by_the_other(tmp_path, small, holding, fake):
     c, marker = holding
     db = tmp_path / "w.db"
@@ -258,22 +285,6 @@ def test_a_worker_killed_mid_trial_is_replaced_by_the_other(tmp_path, small, hol
     assert len(retried) == 1 and list(retried["worker"]) == [survivor]
     # the killed worker's engine got SIGTERM from the kernel and ended
     wait_for(lambda: not children(killed, "fake_engine.py"), "the killed worker's engine gone", timeout=30)
-
-
-def test_interrupted_in_python_raises_with_a_summary(tmp_path, small, holding, fake):
-    c, marker = holding
-    import _thread
-    import threading
-
-    def interrupt() -> None:
-        wait_for(marker.exists, "a trial holding on a worker")
-        _thread.interrupt_main()
-
-    threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(Interrupted) as stopped:
-        wirelab.run(small, db=tmp_path / "w.db", cluster=c.address, engine=fake)
-    summary = stopped.value.summary
-    assert summary.interrupted and summary.cluster == c.address
 
 
 SWEEP = """

@@ -423,3 +423,37 @@ def test_markup_in_urls_does_not_execute(page):
     assert page.locator("section[data-sweep='evil'] script").count() == 0
     assert "<script>window.__xss=99</script>" in section.locator(".description").inner_text()
     assert page.messages == []  # type: ignore[attr-defined]
+
+
+def test_data_quality_flags_trials_from_machines_of_different_kinds():
+    import pandas as pd
+
+    from wirelab.report.build import machines_sentence
+
+    def trial(name, cpu, kernel, status="complete"):
+        worker = {"name": name, "cpu_model": cpu, "kernel": kernel}
+        return {"status": status, "provenance": {"worker": worker, "engine": {}}}
+
+    same = pd.DataFrame([trial("a", "Xeon", "6.1"), trial("b", "Xeon", "6.1")])
+    assert machines_sentence(same) is None
+    # a trial that did not complete does not count
+    pending = pd.DataFrame([trial("a", "Xeon", "6.1"), trial("c", "EPYC", "6.8", status="failed")])
+    assert machines_sentence(pending) is None
+    mixed = pd.DataFrame([trial("a", "Xeon", "6.1"), trial("b", "Xeon", "6.1"), trial("c", "EPYC", "6.8")])
+    sentence = machines_sentence(mixed)
+    assert sentence is not None and "2 different CPU models or kernels" in sentence
+    assert "EPYC, kernel 6.8 (c)" in sentence and "Xeon, kernel 6.1 (a, b)" in sentence
+    # trials stored before workers were recorded: the engine's own provenance
+    old = pd.DataFrame(
+        [
+            {
+                "status": "complete",
+                "provenance": {"engine": {"hostname": "vm", "cpu": "2 × Xeon", "kernel": "6.1"}},
+            },
+            {
+                "status": "complete",
+                "provenance": {"engine": {"hostname": "vm", "cpu": "2 × Xeon", "kernel": "6.1"}},
+            },
+        ]
+    )
+    assert machines_sentence(old) is None

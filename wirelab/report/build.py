@@ -1126,6 +1126,41 @@ def _provenance(sd: SweepData) -> dict[str, str]:
     return out
 
 
+def _machine(provenance: Any) -> tuple[str, str, str] | None:
+    """(worker, CPU model, kernel) of a stored trial: its worker's description, else the engine's."""
+    if not isinstance(provenance, dict):
+        return None
+    worker = provenance.get("worker") or {}
+    engine = provenance.get("engine") or {}
+    name = worker.get("name") or engine.get("hostname") or "?"
+    return (
+        name,
+        worker.get("cpu_model") or engine.get("cpu") or "?",
+        worker.get("kernel") or engine.get("kernel") or "?",
+    )
+
+
+def machines_sentence(trials: pd.DataFrame) -> str | None:
+    """A data-quality sentence when a sweep's complete trials ran on machines of different CPU models or
+    kernels (a cluster's workers, or resumed on another machine), or None."""
+    done = trials[trials["status"] == "complete"]
+    machines = [m for m in done["provenance"].map(_machine) if m is not None]
+    kinds: dict[tuple[str, str], set[str]] = {}
+    for name, cpu, kernel in machines:
+        kinds.setdefault((cpu, kernel), set()).add(name)
+    if len(kinds) < 2:
+        return None
+    listed = "; ".join(
+        f"{cpu}, kernel {kernel} ({', '.join(sorted(names))})"
+        for (cpu, kernel), names in sorted(kinds.items())
+    )
+    return (
+        f"The trials ran on machines of {len(kinds)} different CPU models or kernels: {listed}. "
+        "Timings from different machines may differ for reasons of their own; compare configurations "
+        "that ran on the same kind (each trial's worker is stored: trials.worker, docs/distributed.md)."
+    )
+
+
 def build_sweep(
     sd: SweepData, figures_dir: Path, *, seed: int = 0, waterfall_budget: int = WATERFALL_OBJECT_BUDGET
 ) -> SweepSection:
@@ -1148,6 +1183,9 @@ def build_sweep(
             f"({', '.join(sorted(set(failed['status'])))}); "
             "their configurations are missing from every figure and table."
         )
+    mixed = machines_sentence(trials)
+    if mixed:
+        quality.append(mixed)
     flagged = trials[trials["fidelity_flags"].map(bool)]
     if len(flagged):
         quality.append(
