@@ -21,7 +21,7 @@ import wirelab
 from wirelab import spec
 from wirelab.cluster import local_cluster
 from wirelab.engine import SubprocessEngine
-from wirelab.errors import EngineNotFoundError, Interrupted
+from wirelab.errors import EngineNotFoundError, Interrupted, UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
@@ -190,8 +190,6 @@ def test_bad_cluster_input_is_one_line_and_creates_nothing(tmp_path, small, fake
 
     cases = [
         (["run", str(small), "--cluster", "tcp://127.0.0.1:9", "--engine", str(fake)], "--cluster"),
-        (["run", str(small), "--cluster", "tcp://127.0.0.1:9", "--retries", "-1"], "--retries"),
-        (["run", str(small), "--cluster", "tcp://127.0.0.1:9", "--artifacts", "nas"], "--artifacts"),
         (["worker", "--scheduler", "tcp://127.0.0.1:9", "--slots", "0", "--engine", str(fake)], "--slots"),
         (["worker", "--scheduler", "tcp://127.0.0.1:9", "--engine", str(tmp_path / "none")], "--engine"),
         (["worker", "--scheduler", "tcp://127.0.0.1:9", "--engine", "/bin/false"], "--engine"),
@@ -203,6 +201,11 @@ def test_bad_cluster_input_is_one_line_and_creates_nothing(tmp_path, small, fake
         assert done.returncode == 2 and len(lines) == 1 and field in lines[0], (args, done.stderr)
         assert not done.stdout.strip(), (args, done.stdout)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml"], "something was created"
+    # the API's own checks come before any connection
+    for kwargs, field in (({"retries": -1}, "--retries"), ({"artifacts": "nas"}, "--artifacts")):
+        with pytest.raises(UsageError, match=field):
+            wirelab.run(small, db=tmp_path / "w.db", cluster="tcp://127.0.0.1:9", engine=fake, **kwargs)
+    assert not (tmp_path / "w.db").exists()
 
 
 def test_ctrl_c_of_the_client_then_a_rerun_gives_exactly_the_planned_loads(tmp_path, small, holding, fake):

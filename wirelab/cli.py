@@ -612,6 +612,8 @@ def worker(
     CPU model, cores, kernel, engine version and git sha, a bench link --quick calibration) once, then runs
     the trials clients submit, at most --slots at once. Ctrl-C ends the running trials cleanly.
     """
+    if slots is not None and slots < 1:  # before importing Dask (serve_worker checks too, for the API)
+        raise UsageError(f"--slots: {slots} is out of range; use 1 or more (default: one per two cores)")
     from wirelab.cluster import serve_worker
 
     serve_worker(
