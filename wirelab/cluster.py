@@ -26,6 +26,7 @@ tasks, and a worker interrupts a trial whose task nobody wants any more.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import io
@@ -226,7 +227,7 @@ class TrialWorker(WorkerPlugin):
                 now = time.monotonic()
                 if interrupted_at is None and now >= next_check:
                     next_check = now + 1.0
-                    if self.stopping.is_set() or not self._wanted(key) or stop.is_set():
+                    if self.stopping.is_set() or not self._wanted(key) or _is_set(stop):
                         run.interrupt()
                         interrupted_at = now
                 elif interrupted_at is not None and now - interrupted_at > GRACE_S:
@@ -265,6 +266,15 @@ class TrialWorker(WorkerPlugin):
                 "task_ended": time.time(),
             },
         }
+
+
+def _is_set(event: Any) -> bool:
+    """A Dask event's flag; False while the scheduler cannot be asked (the task's own state and the
+    worker's stop flag still end the trial)."""
+    try:
+        return bool(event.is_set())
+    except Exception:
+        return False
 
 
 def _plugin() -> TrialWorker:
@@ -308,7 +318,9 @@ def _reachable(address: str, timeout: float, what: str) -> None:
         await comm.close()
 
     try:
-        asyncio.run(probe())
+        # in a thread of its own: the caller may be running an event loop already (a notebook)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, probe()).result()
     except (OSError, TimeoutError, ValueError) as e:
         reason = " ".join(str(e).split()) or e.__class__.__name__
         raise UsageError(f"{what}: cannot reach a scheduler at {address} ({cut(reason)})") from None
