@@ -113,6 +113,19 @@ def _spread(values: list[float]) -> dict[str, float]:
     }
 
 
+def idle_cpu_pct(pids: list[int], seconds: float) -> list[float]:
+    """CPU use of each process (% of one core) over ``seconds`` of doing nothing else."""
+
+    def cpu(pid: int) -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    before, t0 = [cpu(p) for p in pids], time.monotonic()
+    time.sleep(seconds)
+    elapsed = time.monotonic() - t0
+    return [round((cpu(p) - b) / elapsed * 100, 1) for p, b in zip(pids, before, strict=True)]
+
+
 def engine_end_to_stored_ms(db: Path, sweep: str, stored: dict[str, float]) -> list[float]:
     """Per trial: the engine's own end (trial.json provenance.ended_at) to the trial being stored."""
     trials = wirelab.open(db).trials(sweep, status="complete")
@@ -123,18 +136,22 @@ def engine_end_to_stored_ms(db: Path, sweep: str, stored: dict[str, float]) -> l
     ]
 
 
-def bench_cluster(engine: SubprocessEngine, repetitions: int, client: str, keep: str | None) -> None:
-    """Local --parallel 2 against a 2-worker LocalCluster with 1 slot each, same sweep, side by side."""
+def bench_cluster(
+    engine: SubprocessEngine, repetitions: int, client: str, keep: str | None, rounds: int
+) -> None:
+    """Local --parallel 2 against a 2-worker LocalCluster with 1 slot each, same sweep, side by side;
+    ``rounds`` times alternately, so that other work on the machine weighs on both alike."""
     from wirelab.cluster import ClusterEngine, local_cluster
 
     with tempfile.TemporaryDirectory(prefix="wirelab-bench-") as tmp:
         db = Path(keep) if keep else Path(tmp) / "bench.db"
         rows = []
-        for mode in ("local", "cluster"):
-            name = f"bench-{client}-{mode}-2"
+        for round_, mode in [(r, m) for r in range(1, rounds + 1) for m in ("local", "cluster")]:
+            name = f"bench-{client}-{mode}-2-round{round_}"
             text = SPEC.format(name=name, repetitions=repetitions, impl=client)
             stored = Stored()
             row: dict = {"bench": "sweep-cluster", "run": name, "mode": mode, "client": client}
+            row["loadavg_before"] = os.getloadavg()[0]
             if mode == "local":
                 started = time.monotonic()
                 summary = wirelab.run(text, db=db, parallel=2, engine=engine, observer=stored)
@@ -142,6 +159,7 @@ def bench_cluster(engine: SubprocessEngine, repetitions: int, client: str, keep:
                 row["setup"] = "--parallel 2 on this machine"
             else:
                 with local_cluster(2, slots=1, engine=engine.path) as cluster:
+                    row["worker_idle_cpu_pct"] = idle_cpu_pct([p.pid for p in cluster.procs], 10.0)
                     on_cluster = ClusterEngine(cluster.address, checker=engine)
                     try:
                         started = time.monotonic()
@@ -184,12 +202,21 @@ def bench_cluster(engine: SubprocessEngine, repetitions: int, client: str, keep:
             )
             rows.append(row)
             print(json.dumps(row), flush=True)
-        local, cluster = rows
-        if local["loads_per_minute"] and cluster["loads_per_minute"]:
-            ratio = cluster["loads_per_minute"] / local["loads_per_minute"]
-            print(
-                json.dumps({"bench": "sweep-cluster", "cluster_over_local_loads_per_minute": round(ratio, 3)})
-            )
+        local = [r for r in rows if r["mode"] == "local" and r["loads_per_minute"]]
+        cluster = [r for r in rows if r["mode"] == "cluster" and r["loads_per_minute"]]
+        if local and cluster:
+            total = {
+                mode: sum(r["loads"] for r in runs) / sum(r["seconds"] for r in runs) * 60
+                for mode, runs in (("local", local), ("cluster", cluster))
+            }
+            summary_row = {
+                "bench": "sweep-cluster",
+                "rounds": rounds,
+                "local_loads_per_minute": round(total["local"], 1),
+                "cluster_loads_per_minute": round(total["cluster"], 1),
+                "cluster_over_local_loads_per_minute": round(total["cluster"] / total["local"], 3),
+            }
+            print(json.dumps(summary_row))
 
 
 def main() -> int:
@@ -207,6 +234,12 @@ def main() -> int:
         help="compare --parallel 2 here with a 2-worker LocalCluster of 1 slot each (scheduling overhead)",
     )
     parser.add_argument("--db", help="keep the results in this database (for scripts/durations.py)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="--cluster: alternate local and cluster runs this often (default 2)",
+    )
     args = parser.parse_args()
     levels = [int(p) for p in args.parallel.split(",")]
     if os.geteuid() != 0:
@@ -221,7 +254,7 @@ def main() -> int:
         print(f"bench sweep: skipped ({engine.path} has no `trial` command yet)")
         return 0
     if args.cluster:
-        bench_cluster(engine, args.repetitions, args.client, args.db)
+        bench_cluster(engine, args.repetitions, args.client, args.db, args.rounds)
         return 0
     # the first level runs again at the end: its shift is the measurement's own run-to-run noise
     runs = [(p, f"bench-{args.client}-parallel-{p}") for p in levels]

@@ -78,6 +78,18 @@ POLL_S = 0.25
 DATABASE_FILES = ("trial.json", "loads.jsonl", "spec.json", "engine.log", "engine.stderr", WORKER_FILE, "har")
 
 
+#: Dask settings of wirelab's workers and local scheduler: left at Dask's defaults an idle worker uses
+#: about 8 % of a core (its statistical profiler samples every thread every 10 ms, its event loop ticks
+#: every 20 ms), CPU that a two-core machine's loaders and servers need; with these, under 1 %
+#: (scripts/bench_sweep.py --cluster measures it: "worker_idle_cpu_pct").
+QUIET_DASK = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.admin.system-monitor.interval": "2s",
+}
+
+
 def default_slots() -> int:
     """One trial slot per two cores (docs/running.md: more than about two trials at once on two cores
     disturbs the emulator's timing)."""
@@ -362,8 +374,10 @@ def serve_worker(
 
 
 async def _serve(scheduler: str, slots: int, name: str, plugin: TrialWorker, ready: Any) -> None:
+    import dask
     from distributed import Worker
 
+    dask.config.set(QUIET_DASK)
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -679,9 +693,11 @@ def local_cluster(
 
     ``keep_dir``: the workers' ``--keep-dir`` (``KEEP_DIR/NAME``; default: a temporary directory
     removed on exit with the workers' logs)."""
+    import dask
     from distributed import Client
     from distributed import LocalCluster as DaskLocalCluster
 
+    dask.config.set({"distributed.admin.tick.interval": QUIET_DASK["distributed.admin.tick.interval"]})
     scheduler = DaskLocalCluster(
         n_workers=0,
         processes=False,

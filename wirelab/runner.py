@@ -418,7 +418,7 @@ def ingest(
                 raise ContractError(f"load {rec['index']}: HAR {rec['har']} is not HAR 1.2 ({e!r})") from None
             artifacts.append(("har", rec["index"], har_path))
         for side, path in (rec["pcap"] or {}).items():
-            if remote_dir is not None:  # kept on the worker, which checked it exists
+            if remote_dir is not None:  # kept on the worker (--artifacts remote): recorded as host:path
                 artifacts.append((f"pcap_{side}", rec["index"], f"{remote_dir}/{path}"))
                 continue
             if not (directory / path).exists():
