@@ -52,8 +52,11 @@ def fake(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster(fake):
-    with local_cluster(2, slots=1, engine=fake) as c:
+def cluster(fake, tmp_path_factory):
+    """Two workers; their engines fail every trial while ``cluster.fail`` exists."""
+    fail = tmp_path_factory.mktemp("fail") / "fail"
+    with local_cluster(2, slots=1, engine=fake, env={"FAKE_ENGINE_FAIL_IF": str(fail)}) as c:
+        c.fail = fail  # type: ignore[attr-defined]
         yield c
 
 
@@ -163,6 +166,24 @@ def test_cluster_sweep_matches_a_local_run_of_the_same_sweep(tmp_path, small, cl
     assert again.ok and again.already_complete == 6 and not again.outcomes
 
 
+def test_a_trial_the_engine_fails_is_stored_as_failed_as_locally(tmp_path, small, cluster, fake):
+    db = tmp_path / "w.db"
+    cluster.fail.write_text("wirelab-engine: trial: server s1 did not start: address in use")
+    try:
+        first = wirelab.run(small, db=db, cluster=cluster.address, engine=fake)
+    finally:
+        cluster.fail.unlink()
+    assert not first.ok and len(first.failed) == 6 and not first.completed
+    assert {o.error for o in first.failed} == {"trial: server s1 did not start: address in use"}
+    with wirelab.open(db) as results:
+        trials = results.trials("small")
+    assert set(trials["status"]) == {"failed"} and set(trials["attempts"]) == {1}
+    assert set(trials["error"]) == {"trial: server s1 did not start: address in use"}
+    again = wirelab.run(small, db=db, cluster=cluster.address, engine=fake)
+    assert again.ok and len(again.completed) == 6
+    assert_exactly_planned(db, spec.load(small))
+
+
 def test_remote_artifacts_stay_on_the_worker(tmp_path, small, cluster, fake):
     summary = wirelab.run(
         small, db=tmp_path / "w.db", cluster=cluster.address, engine=fake, artifacts="remote"
@@ -268,8 +289,9 @@ def test_a_worker_killed_mid_trial_is_replaced_by_the_other(tmp_path, small, hol
 
     def kill_the_holding_worker() -> None:
         wait_for(marker.exists, "a trial holding on a worker")
-        engine = wait_for(lambda: children([p.pid for p in c.procs], "fake_engine.py"), "its engine")
-        parent = int(Path(f"/proc/{engine[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        engine = int(marker.read_text())  # the holding engine: its worker is the one to kill
+        parent = int(Path(f"/proc/{engine}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        assert parent in [p.pid for p in c.procs]
         os.kill(parent, signal.SIGKILL)
         killed.append(parent)
 
