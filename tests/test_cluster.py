@@ -9,6 +9,7 @@ mid-trial leaves no namespace behind."""
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -227,6 +228,30 @@ def test_bad_cluster_input_is_one_line_and_creates_nothing(tmp_path, small, fake
         with pytest.raises(UsageError, match=field):
             wirelab.run(small, db=tmp_path / "w.db", cluster="tcp://127.0.0.1:9", engine=fake, **kwargs)
     assert not (tmp_path / "w.db").exists()
+
+
+def test_cluster_up_serves_a_scheduler_until_sigterm(tmp_path):
+    argv = [sys.executable, "-m", "wirelab.cli", "cluster", "up", "--port", "0"]
+    up = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = up.stdout.readline()
+        assert line.startswith("scheduler tcp://127.0.0.1:"), line
+        from distributed import Client
+
+        with Client(line.split()[1], timeout=30, set_as_default=False) as client:
+            assert client.scheduler_info()["workers"] == {}
+        up.send_signal(signal.SIGTERM)
+        assert up.wait(60) == 0
+    finally:
+        if up.poll() is None:
+            up.kill()
+    # a port in use: one line, exit 2
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*argv[:-1], str(port)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "--port" in done.stderr, done.stderr
 
 
 def test_ctrl_c_of_the_client_then_a_rerun_gives_exactly_the_planned_loads(tmp_path, small, holding, fake):

@@ -641,30 +641,33 @@ def cluster_up(
 ) -> None:
     """Start a Dask scheduler here (and optionally local workers), print its address, serve until Ctrl-C."""
     import signal
+    import socket
     import threading
 
     from wirelab.cluster import local_cluster
 
     if workers < 0:
         raise UsageError(f"--workers: {workers} is out of range; use 0 or more")
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        with local_cluster(
-            workers,
-            slots=slots,
-            engine=engine,
-            calibrate=True,
-            host=host,
-            port=port,
-            keep_dir="wirelab-worker.d",
-        ) as c:
-            out.print(f"scheduler {c.address}" + (f" with workers {', '.join(c.names)}" if workers else ""))
-            out.print(f"run on it: wirelab run SPEC --cluster {c.address}", style="dim", soft_wrap=True)
-            while not stop.wait(1.0):
-                pass
+    try:  # a port in use or an address not ours: one line before Dask tries
+        with socket.create_server((host, port)):
+            pass
     except OSError as e:
         raise UsageError(f"--port: cannot listen on {host}:{port} ({e.strerror or e})") from None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with local_cluster(
+        workers,
+        slots=slots,
+        engine=engine,
+        calibrate=True,
+        host=host,
+        port=port,
+        keep_dir="wirelab-worker.d",
+    ) as c:
+        out.print(f"scheduler {c.address}" + (f" with workers {', '.join(c.names)}" if workers else ""))
+        out.print(f"run on it: wirelab run SPEC --cluster {c.address}", style="dim", soft_wrap=True)
+        while not stop.wait(1.0):
+            pass
 
 
 # ------------------------------------------------------------------------------------------------

@@ -704,7 +704,7 @@ def local_cluster(
         protocol="tcp://",
         host=host,
         scheduler_port=port,
-        dashboard_address=None,
+        dashboard_address=f"{host}:0",  # its HTTP endpoints on the scheduler's interface, any free port
     )
     procs: list[subprocess.Popen[str]] = []
     names = [f"local-{i + 1}" for i in range(workers)]
