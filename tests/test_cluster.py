@@ -285,6 +285,31 @@ def test_ctrl_c_of_the_client_then_a_rerun_gives_exactly_the_planned_loads(tmp_p
     assert_exactly_planned(db, spec.load(small))
 
 
+def test_a_client_killed_mid_run_leaves_no_trial_running_then_a_rerun_completes(
+    tmp_path, small, holding, fake
+):
+    c, marker = holding
+    db = tmp_path / "w.db"
+    argv = ["run", str(small), "--db", str(db), "--cluster", c.address, "--engine", str(fake)]
+    client = subprocess.Popen(
+        [sys.executable, "-m", "wirelab.cli", *argv],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(marker.exists, "a trial holding on a worker")
+        client.kill()
+        client.wait(30)
+    finally:
+        if client.poll() is None:
+            client.kill()
+    # the scheduler released the dead client's tasks; the workers stopped the trials nobody wants
+    wait_for(lambda: not children([p.pid for p in c.procs], "fake_engine.py"), "engines gone", timeout=60)
+    assert wirelab.run(small, db=db, cluster=c.address, engine=fake).ok
+    assert_exactly_planned(db, spec.load(small))
+
+
 def test_interrupted_in_python_raises_with_a_summary(tmp_path, small, holding, fake):
     c, marker = holding
     import _thread
