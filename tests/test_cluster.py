@@ -6,40 +6,32 @@ progress lines), so these tests need no namespaces; ``wirelab worker`` refuses t
 they run as root (as CI does). The last test runs the real engine and checks that a worker SIGKILLed
 mid-trial leaves no namespace behind."""
 
-import json
+import _thread
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+# the runner's tests' sweep (name "small") and its check; the kill test's state-file lookup
+from test_kill import STATE_DIR, SWEEP, _state_of
+from test_kill import engine_path as _engine_path  # noqa: F401 - the fixture engine_path
+from test_runner import SMALL, assert_exactly_planned
+
 import wirelab
 from wirelab import spec
 from wirelab.cluster import local_cluster
 from wirelab.engine import SubprocessEngine
-from wirelab.errors import EngineNotFoundError, Interrupted, UsageError
+from wirelab.errors import Interrupted, UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
-STATE_DIR = Path("/run/wirelab")
 pytestmark = [pytest.mark.root]
-
-SMALL = """
-[sweep]
-name = "small"
-[base]
-protocols = ["h1s", "h2"]
-repetitions = 2
-network = { bw = "10mbit" }
-[grid]
-page = ["twitter", "youtube"]
-"network.rtt" = ["20ms", "100ms", "200ms"]
-"""
 
 
 @pytest.fixture(scope="module")
@@ -92,24 +84,6 @@ def holding(holding_cluster):
     return c, tmp / "holding"
 
 
-def load_rows(db: Path) -> list[tuple]:
-    with sqlite3.connect(db) as c:
-        return c.execute(
-            "SELECT t.trial_id, l.load_index, l.protocol, l.repetition"
-            " FROM loads l JOIN trials t ON t.id = l.trial_row"
-        ).fetchall()
-
-
-def assert_exactly_planned(db: Path, plan: spec.Plan) -> None:
-    rows = load_rows(db)
-    assert len(rows) == plan.loads and len(set((r[0], r[1]) for r in rows)) == len(rows), "duplicates"
-    for t in plan.trials:
-        mine = sorted((r[2], r[3]) for r in rows if r[0] == t.id)
-        assert mine == sorted((p, r) for p in t.spec["protocols"] for r in range(t.spec["repetitions"]))
-    with wirelab.open(db) as results:
-        assert set(results.trials(plan.name)["status"]) == {"complete"}
-
-
 def children(pids: list[int], word: str) -> list[int]:
     """Processes whose parent is one of ``pids`` and whose command line holds ``word``."""
     found = []
@@ -124,6 +98,12 @@ def children(pids: list[int], word: str) -> list[int]:
         if ppid in pids and any(word.encode() in a for a in argv):
             found.append(int(proc.name))
     return found
+
+
+def start_client(c, db: Path, spec_path: Path, fake: Path, **output) -> subprocess.Popen:
+    """``wirelab run SPEC --cluster`` in a process of its own (so that a test can signal it)."""
+    argv = ["run", str(spec_path), "--db", str(db), "--cluster", c.address, "--engine", str(fake)]
+    return subprocess.Popen([sys.executable, "-m", "wirelab.cli", *argv], cwd=ROOT, text=True, **output)
 
 
 def wait_for(condition, what: str, timeout: float = 60.0):
@@ -257,14 +237,7 @@ def test_cluster_up_serves_a_scheduler_until_sigterm(tmp_path):
 def test_ctrl_c_of_the_client_then_a_rerun_gives_exactly_the_planned_loads(tmp_path, small, holding, fake):
     c, marker = holding
     db = tmp_path / "w.db"
-    argv = ["run", str(small), "--db", str(db), "--cluster", c.address, "--engine", str(fake)]
-    client = subprocess.Popen(
-        [sys.executable, "-m", "wirelab.cli", *argv],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    client = start_client(c, db, small, fake, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         wait_for(marker.exists, "a trial holding on a worker")
         client.send_signal(signal.SIGINT)
@@ -290,13 +263,7 @@ def test_a_client_killed_mid_run_leaves_no_trial_running_then_a_rerun_completes(
 ):
     c, marker = holding
     db = tmp_path / "w.db"
-    argv = ["run", str(small), "--db", str(db), "--cluster", c.address, "--engine", str(fake)]
-    client = subprocess.Popen(
-        [sys.executable, "-m", "wirelab.cli", *argv],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    client = start_client(c, db, small, fake, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(marker.exists, "a trial holding on a worker")
         client.kill()
@@ -312,8 +279,6 @@ def test_a_client_killed_mid_run_leaves_no_trial_running_then_a_rerun_completes(
 
 def test_interrupted_in_python_raises_with_a_summary(tmp_path, small, holding, fake):
     c, marker = holding
-    import _thread
-    import threading
 
     def interrupt() -> None:
         wait_for(marker.exists, "a trial holding on a worker")
@@ -334,8 +299,6 @@ def test_a_worker_killed_mid_trial_is_replaced_by_the_other(tmp_path, small, hol
     class Watch(wirelab.runner.Observer):
         def message(self, text: str) -> None:
             messages.append(text)
-
-    import threading
 
     def kill_the_holding_worker() -> None:
         wait_for(marker.exists, "a trial holding on a worker")
@@ -362,46 +325,21 @@ def test_a_worker_killed_mid_trial_is_replaced_by_the_other(tmp_path, small, hol
     wait_for(lambda: not children(killed, "fake_engine.py"), "the killed worker's engine gone", timeout=30)
 
 
-SWEEP = """
-[sweep]
-name = "killworker"
-[base]
-page = "twitter"
-protocols = ["h2"]
-repetitions = 1
-network = { bw = "10mbit" }
-[grid]
-"network.rtt" = ["10ms", "20ms"]
-"""
-
-
-def test_real_engine_worker_sigkilled_mid_trial_leaves_no_namespace(tmp_path):
+def test_real_engine_worker_sigkilled_mid_trial_leaves_no_namespace(tmp_path, engine_path):
     """A worker SIGKILLed while its engine runs a trial: the engine gets SIGTERM from the kernel and
     removes its namespaces; the trial runs again on the other worker; exactly the planned loads."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
-    try:
-        engine = SubprocessEngine(os.environ.get("WIRELAB_E2E_ENGINE") or ROOT / "bin" / "wirelab-engine")
-    except EngineNotFoundError as e:
-        pytest.skip(f"no engine: {e}")
     path = tmp_path / "sweep.toml"
-    path.write_text(SWEEP)
+    path.write_text(SWEEP.replace('name = "kill"', 'name = "small"'))
     db = tmp_path / "w.db"
-    import threading
-
-    with local_cluster(2, slots=1, engine=engine.path) as c:
+    with local_cluster(2, slots=1, engine=engine_path) as c:
         states: list[dict] = []
 
         def kill_first_worker_with_namespaces() -> None:
             def running() -> dict | None:
                 for pid in children([p.pid for p in c.procs], "trial"):
-                    for state_file in STATE_DIR.glob("*.json"):
-                        try:
-                            state = json.loads(state_file.read_text())
-                        except (OSError, json.JSONDecodeError):
-                            continue
-                        if state.get("pid") == pid and state.get("namespaces"):
-                            return state
+                    state = _state_of(pid)
+                    if state is not None and state.get("namespaces"):
+                        return state
                 return None
 
             state = wait_for(running, "a trial engine with namespaces", timeout=120)
@@ -411,7 +349,7 @@ def test_real_engine_worker_sigkilled_mid_trial_leaves_no_namespace(tmp_path):
 
         thread = threading.Thread(target=kill_first_worker_with_namespaces, daemon=True)
         thread.start()
-        summary = wirelab.run(path, db=db, cluster=c.address, engine=engine)
+        summary = wirelab.run(path, db=db, cluster=c.address, engine=engine_path)
         thread.join(5)
     assert states and summary.ok, summary.lines()
     assert_exactly_planned(db, spec.load(path))
