@@ -20,7 +20,7 @@ import pytest
 
 # the runner's tests' sweep (name "small") and its check; the kill test's state-file lookup
 from test_kill import STATE_DIR, SWEEP, _state_of
-from test_kill import engine_path as _engine_path  # noqa: F401 - the fixture engine_path
+from test_kill import engine_path as real_engine  # noqa: F401 - a fixture: the built engine (root)
 from test_runner import SMALL, assert_exactly_planned
 
 import wirelab
@@ -325,16 +325,28 @@ def test_a_worker_killed_mid_trial_is_replaced_by_the_other(tmp_path, small, hol
     wait_for(lambda: not children(killed, "fake_engine.py"), "the killed worker's engine gone", timeout=30)
 
 
-def test_real_engine_worker_sigkilled_mid_trial_leaves_no_namespace(tmp_path, engine_path):
-    """A worker SIGKILLed while its engine runs a trial: the engine gets SIGTERM from the kernel and
-    removes its namespaces; the trial runs again on the other worker; exactly the planned loads."""
+def assert_removed(state: dict) -> None:
+    """Nothing of the engine run ``state`` is left: its state file, namespaces, private directory."""
+    wait_for(lambda: not (STATE_DIR / f"{state['id']}.json").exists(), "the killed run's state file gone", 30)
+    for name in state["namespaces"]:
+        assert not Path("/run/netns", name).exists(), f"namespace {name} left"
+    tmp = Path(os.environ.get("TMPDIR") or "/tmp")
+    assert not (tmp / f"wirelab-trial-{state['id']}").exists(), "private directory left"
+
+
+def test_real_engine_killed_on_a_worker_or_with_it_leaves_nothing(tmp_path, real_engine):  # noqa: F811
+    """The real engine, two kinds of hard stop on a worker. (1) The engine is SIGKILLed under a live
+    worker: the worker removes its leftovers itself (gc --owner) and the trial is stored as failed, as
+    locally. (2) On the rerun, the worker running the trial is SIGKILLed: its engine gets SIGTERM from
+    the kernel and removes its namespaces; the trial runs again on the other worker. Exactly the
+    planned loads, nothing left, no manual gc."""
     path = tmp_path / "sweep.toml"
     path.write_text(SWEEP.replace('name = "kill"', 'name = "small"'))
     db = tmp_path / "w.db"
-    with local_cluster(2, slots=1, engine=engine_path) as c:
+    with local_cluster(2, slots=1, engine=real_engine) as c:
         states: list[dict] = []
 
-        def kill_first_worker_with_namespaces() -> None:
+        def kill_a_trial(target: str) -> None:
             def running() -> dict | None:
                 for pid in children([p.pid for p in c.procs], "trial"):
                     state = _state_of(pid)
@@ -344,16 +356,18 @@ def test_real_engine_worker_sigkilled_mid_trial_leaves_no_namespace(tmp_path, en
 
             state = wait_for(running, "a trial engine with namespaces", timeout=120)
             worker = int(Path(f"/proc/{state['pid']}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            os.kill(worker, signal.SIGKILL)
+            os.kill(state["pid"] if target == "engine" else worker, signal.SIGKILL)
             states.append(state)
 
-        thread = threading.Thread(target=kill_first_worker_with_namespaces, daemon=True)
-        thread.start()
-        summary = wirelab.run(path, db=db, cluster=c.address, engine=engine_path)
-        thread.join(5)
-    assert states and summary.ok, summary.lines()
+        for target in ("engine", "worker"):
+            thread = threading.Thread(target=kill_a_trial, args=(target,), daemon=True)
+            thread.start()
+            summary = wirelab.run(path, db=db, cluster=c.address, engine=real_engine)
+            thread.join(5)
+            if target == "engine":
+                assert len(states) == 1 and len(summary.failed) == 1, summary.lines()
+                assert summary.failed[0].error.startswith("the engine was killed by signal 9")
+                assert_removed(states[0])
+    assert len(states) == 2 and summary.ok, summary.lines()
     assert_exactly_planned(db, spec.load(path))
-    state = states[0]
-    wait_for(lambda: not (STATE_DIR / f"{state['id']}.json").exists(), "the killed run's state file gone", 30)
-    for name in state["namespaces"]:
-        assert not Path("/run/netns", name).exists(), f"namespace {name} left"
+    assert_removed(states[1])
