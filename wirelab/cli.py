@@ -637,6 +637,11 @@ def cluster_up(
     port: int = typer.Option(8786, "--port", help="The scheduler's port (0: any free one)."),
     workers: int = typer.Option(0, "--workers", help="Also start N wirelab workers on this machine."),
     slots: int = typer.Option(1, "--slots", help="Trial slots of each local worker."),
+    calibrate: bool = typer.Option(
+        False,
+        "--calibrate/--no-calibrate",
+        help="Calibrate the local workers (bench link --quick); they do it at once on one machine.",
+    ),
     engine: Path = ENGINE_OPTION,
 ) -> None:
     """Start a Dask scheduler here (and optionally local workers), print its address, serve until Ctrl-C."""
@@ -659,7 +664,7 @@ def cluster_up(
         workers,
         slots=slots,
         engine=engine,
-        calibrate=True,
+        calibrate=calibrate,
         host=host,
         port=port,
         keep_dir="wirelab-worker.d",
