@@ -188,6 +188,7 @@ def test_bad_cluster_input_is_one_line_and_creates_nothing(tmp_path, small, fake
             capture_output=True,
             text=True,
             timeout=120,
+            env={**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"},  # nothing listens there
         )
 
     cases = [

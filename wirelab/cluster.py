@@ -321,6 +321,15 @@ def _describe(dask_worker: Any) -> dict[str, Any] | None:
     return plugin.provenance if isinstance(plugin, TrialWorker) else None
 
 
+def connect_timeout() -> float:
+    """Seconds to keep trying to reach a scheduler: Dask's ``distributed.comm.timeouts.connect``
+    (30 s unless configured, e.g. ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5s``)."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    return float(parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="s"))
+
+
 def _reachable(address: str, timeout: float, what: str) -> None:
     """Refuse (exit 2) when nothing answers at the scheduler's address."""
     from distributed.comm import connect
@@ -360,7 +369,7 @@ def serve_worker(
         )
     the_engine = SubprocessEngine(engine)
     check_worker_engine(the_engine)
-    _reachable(scheduler, 10.0, "--scheduler")
+    _reachable(scheduler, connect_timeout(), "--scheduler")
     provenance = machine_provenance(the_engine, name)
     provenance["slots"] = slots
     provenance["calibration"] = None
@@ -530,7 +539,7 @@ class ClusterEngine(Engine):
         retries: int = DEFAULT_RETRIES,
         artifacts: str = "local",
         checker: Engine | None = None,
-        timeout: float = 10.0,
+        timeout: float | None = None,
     ):
         if retries < 0:
             raise UsageError(f"--retries: {retries} is out of range; use 0 or more")
@@ -539,6 +548,7 @@ class ClusterEngine(Engine):
         from distributed import Client
         from distributed import Event as DaskEvent
 
+        timeout = connect_timeout() if timeout is None else timeout
         _reachable(address, timeout, "--cluster")
         try:
             self.client = Client(address, timeout=timeout, set_as_default=False)
