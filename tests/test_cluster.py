@@ -16,7 +16,9 @@ import threading
 import time
 from pathlib import Path
 
+import dask
 import pytest
+from test_cli import run_cli
 
 # the runner's tests' sweep (name "small") and its check; the kill test's state-file lookup
 from test_kill import STATE_DIR, SWEEP, _state_of
@@ -180,16 +182,12 @@ def test_remote_artifacts_stay_on_the_worker(tmp_path, small, cluster, fake):
     assert len(objects) == (7 * 4 + 50 * 4) * 3  # HARs came back: every object is stored
 
 
-def test_bad_cluster_input_is_one_line_and_creates_nothing(tmp_path, small, fake):
-    def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "wirelab.cli", *args],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"},  # nothing listens there
-        )
+def test_bad_cluster_input_is_one_line_and_creates_nothing(tmp_path, small, fake, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # --db and --keep-dir default to the working directory
+
+    def cli(*args: str) -> tuple[int, str, str]:
+        with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):  # nothing listens there
+            return run_cli(capsys, *args)
 
     cases = [
         (["run", str(small), "--cluster", "tcp://127.0.0.1:9", "--engine", str(fake)], "--cluster"),
@@ -199,10 +197,10 @@ def test_bad_cluster_input_is_one_line_and_creates_nothing(tmp_path, small, fake
         (["worker", "--scheduler", "tcp://127.0.0.1:9", "--engine", str(fake)], "--scheduler"),
     ]
     for args, field in cases:
-        done = cli(*args)
-        lines = done.stderr.strip().splitlines()
-        assert done.returncode == 2 and len(lines) == 1 and field in lines[0], (args, done.stderr)
-        assert not done.stdout.strip(), (args, done.stdout)
+        code, out, err = cli(*args)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and field in lines[0], (args, err)
+        assert not out.strip(), (args, out)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml"], "something was created"
     # the API's own checks come before any connection
     for kwargs, field in (({"retries": -1}, "--retries"), ({"artifacts": "nas"}, "--artifacts")):
