@@ -7,6 +7,8 @@ they run as root (as CI does). The last test runs the real engine and checks tha
 mid-trial leaves no namespace behind."""
 
 import _thread
+import dataclasses
+import io
 import os
 import signal
 import socket
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import dask
 import pytest
+from rich.console import Console
 from test_cli import run_cli
 
 # the runner's tests' sweep (name "small") and its check; the kill test's state-file lookup
@@ -30,6 +33,7 @@ from wirelab import spec
 from wirelab.cluster import local_cluster
 from wirelab.engine import SubprocessEngine
 from wirelab.errors import Interrupted, UsageError
+from wirelab.progress import RichProgress
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
@@ -147,6 +151,57 @@ def test_cluster_sweep_matches_a_local_run_of_the_same_sweep(tmp_path, small, cl
     # rerunning resumes: nothing is submitted, nothing stored twice
     again = wirelab.run(small, db=tmp_path / "cluster.db", cluster=cluster.address, engine=fake)
     assert again.ok and again.already_complete == 6 and not again.outcomes
+
+
+def test_repeat_on_each_worker_runs_the_first_configuration_on_every_worker(tmp_path, cluster, fake):
+    import hashlib
+
+    from wirelab.analysis.sweep import load_sweep
+
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL.replace('name = "small"', 'name = "small"\nrepeat_on_each_worker = 2'))
+    plan = spec.load(path)
+    db = tmp_path / "w.db"
+    shown = io.StringIO()  # a log, not a terminal: one line per finished trial, with its worker
+    progress = RichProgress(Console(file=shown, width=300, force_terminal=False))
+    summary = wirelab.run(path, db=db, cluster=cluster.address, engine=fake, observer=progress)
+    of = plan.trials[0]
+    assert summary.ok and summary.planned_trials == len(plan.trials) + 2 * 2
+    assert summary.planned_loads == plan.loads + 4 * of.loads and len(summary.completed) == 10
+    # exactly the planned loads of the plan and of each worker's repeats, each once
+    pinned = [t for w in ("local-1", "local-2") for t in spec.worker_repeats(of, w, 2)]
+    assert_exactly_planned(db, dataclasses.replace(plan, trials=(*plan.trials, *pinned)))
+    with wirelab.open(db) as results:
+        every = results.trials("small", repeats=True)
+        sd = load_sweep(results, "small")
+    repeats = every[every["repeat_of"].notna()]
+    assert (
+        len(repeats) == 4 and set(repeats["repeat_of"]) == {of.id} and set(repeats["status"]) == {"complete"}
+    )
+    [stored] = every.loc[every["trial_id"] == of.id, "spec"]
+    assert all(s | {"trial_id": of.id} == stored for s in repeats["spec"])  # the same configuration
+    # each ran on the worker it was pinned to (its id names it), two on each
+    for trial_id, worker in zip(repeats["trial_id"], repeats["worker"], strict=True):
+        assert trial_id.split("-")[1] == "w" + hashlib.sha256(worker.encode()).hexdigest()[:8]
+    assert sorted(repeats["worker"]) == ["local-1", "local-1", "local-2", "local-2"]
+    lines = [line for line in shown.getvalue().splitlines() if line.lstrip().startswith("complete")]
+    assert len(lines) == 10
+    for trial_id, worker in zip(every["trial_id"], every["worker"], strict=True):
+        [line] = [line for line in lines if f" {trial_id} " in line]
+        assert line.split("  @ ")[1].split()[0] == worker
+    # the report compares the baseline's ToW of that configuration across the workers
+    assert set(sd.worker_loads["config"]) == {of.id} and len(sd.worker_loads) == 5 * of.loads
+    from wirelab.report.build import worker_tow_sentences
+
+    [sentence] = worker_tow_sentences(sd.worker_loads, sd.baseline)
+    assert f"configuration {of.id}" in sentence and "local-1" in sentence and "local-2" in sentence
+    # the sweep's own tables hold the plan alone
+    with wirelab.open(db) as results:
+        assert list(results.trials("small")["trial_id"]) == [t.id for t in plan.trials]
+        assert len(results.loads("small")) == plan.loads
+    # a rerun resumes: nothing is submitted, nothing stored twice
+    again = wirelab.run(path, db=db, cluster=cluster.address, engine=fake)
+    assert again.ok and again.already_complete == 10 and not again.outcomes
 
 
 def test_a_trial_the_engine_fails_is_stored_as_failed_as_locally(tmp_path, small, cluster, fake):
@@ -334,13 +389,17 @@ def assert_removed(state: dict) -> None:
 
 
 def test_real_engine_killed_on_a_worker_or_with_it_leaves_nothing(tmp_path, real_engine):  # noqa: F811
-    """The real engine, two kinds of hard stop on a worker. (1) The engine is SIGKILLed under a live
+    """The real engine, three kinds of stop on a worker. (1) The engine is SIGKILLed under a live
     worker: the worker removes its leftovers itself (gc --owner) and the trial is stored as failed, as
-    locally. (2) On the rerun, the worker running the trial is SIGKILLed: its engine gets SIGTERM from
-    the kernel and removes its namespaces; the trial runs again on the other worker. Exactly the
-    planned loads, nothing left, no manual gc."""
+    locally. (2) On the rerun, Ctrl-C of the client: the worker interrupts its trial, whose engine
+    removes its namespaces; stored as interrupted. (3) On the next rerun, the worker running the trial
+    is SIGKILLed: its engine gets SIGTERM from the kernel and removes its namespaces; the trial runs
+    again on the other worker. Exactly the planned loads, nothing left, no manual gc."""
     path = tmp_path / "sweep.toml"
-    path.write_text(SWEEP.replace('name = "kill"', 'name = "small"'))
+    # six loads a trial: long enough that Ctrl-C reaches the worker before the trial ends
+    path.write_text(
+        SWEEP.replace('name = "kill"', 'name = "small"').replace("repetitions = 1", "repetitions = 6")
+    )
     db = tmp_path / "w.db"
     with local_cluster(2, slots=1, engine=real_engine) as c:
         states: list[dict] = []
@@ -355,18 +414,28 @@ def test_real_engine_killed_on_a_worker_or_with_it_leaves_nothing(tmp_path, real
 
             state = wait_for(running, "a trial engine with namespaces", timeout=120)
             worker = int(Path(f"/proc/{state['pid']}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            os.kill(state["pid"] if target == "engine" else worker, signal.SIGKILL)
             states.append(state)
+            if target == "client":
+                _thread.interrupt_main()  # Ctrl-C
+            else:
+                os.kill(state["pid"] if target == "engine" else worker, signal.SIGKILL)
 
-        for target in ("engine", "worker"):
+        for target in ("engine", "client", "worker"):
             thread = threading.Thread(target=kill_a_trial, args=(target,), daemon=True)
             thread.start()
+            if target == "client":
+                with pytest.raises(Interrupted) as stopped:
+                    wirelab.run(path, db=db, cluster=c.address, engine=real_engine)
+                summary = stopped.value.summary
+                assert [o.status for o in summary.outcomes] == ["interrupted"], summary.lines()
+                assert_removed(states[1])
+                continue
             summary = wirelab.run(path, db=db, cluster=c.address, engine=real_engine)
             thread.join(5)
             if target == "engine":
                 assert len(states) == 1 and len(summary.failed) == 1, summary.lines()
                 assert summary.failed[0].error.startswith("the engine was killed by signal 9")
                 assert_removed(states[0])
-    assert len(states) == 2 and summary.ok, summary.lines()
+    assert len(states) == 3 and summary.ok, summary.lines()
     assert_exactly_planned(db, spec.load(path))
-    assert_removed(states[1])
+    assert_removed(states[2])

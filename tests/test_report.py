@@ -457,3 +457,39 @@ def test_data_quality_flags_trials_from_machines_of_different_kinds():
         ]
     )
     assert machines_sentence(old) is None
+
+
+def test_data_quality_compares_the_baselines_tow_across_workers():
+    import numpy as np
+    import pandas as pd
+
+    from wirelab.report.build import worker_tow_sentences
+
+    rng = np.random.default_rng(1)
+
+    def loads(config, worker, tows, protocol="h1s"):
+        return [
+            {"config": config, "worker": worker, "protocol": protocol, "tow_ms": t, "error": None}
+            for t in tows
+        ]
+
+    same = pd.DataFrame(
+        loads("c1", "a", rng.normal(500, 20, 12))
+        + loads("c1", "b", rng.normal(500, 20, 12))
+        + loads("c1", "b", [5000.0] * 12, protocol="h2")  # not the baseline: ignored
+    )
+    [sentence] = worker_tow_sentences(same, "h1s", {"c1": "rtt 20 ms"})
+    assert "configuration c1 (rtt 20 ms)" in sentence and "a 5" in sentence and "(n 12)" in sentence
+    assert "no difference between the workers" in sentence
+    apart = pd.DataFrame(loads("c1", "a", rng.normal(500, 10, 8)) + loads("c1", "b", rng.normal(650, 10, 8)))
+    [sentence] = worker_tow_sentences(apart, "h1s")
+    assert "the workers differ more than the repetitions vary" in sentence
+    assert 25 < float(sentence.split("medians ")[1].split(" %")[0]) < 35  # ≈ 30 % apart
+    # one worker only, or nothing repeated: nothing to compare
+    assert worker_tow_sentences(pd.DataFrame(loads("c1", "a", [1.0, 2.0])), "h1s") == []
+    assert worker_tow_sentences(pd.DataFrame(), "h1s") == []
+    # errors are left out; too few loads to test is said
+    few = pd.DataFrame(loads("c1", "a", [500.0]) + loads("c1", "b", [510.0, 520.0]))
+    few.loc[2, "error"] = "timeout"
+    [sentence] = worker_tow_sentences(few, "h1s")
+    assert "(n 1)" in sentence and "too few loads per worker to test" in sentence

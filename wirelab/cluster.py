@@ -229,7 +229,8 @@ class TrialWorker(WorkerPlugin):
                 send(event.kind, data=event.data)
 
         try:
-            send("started", worker=self.provenance["name"], at=task_started)
+            # "name": the scheduler sets "worker" of a worker's event to the worker's address
+            send("started", name=self.provenance["name"], at=task_started)
             run = self.engine.start_trial(spec, directory, on_event)
             engine_started = time.time()
             stop = Event(STOP_PREFIX + run_id)
@@ -479,7 +480,7 @@ class _ClusterTrialRun(TrialRun):
     def topic_event(self, msg: Mapping[str, Any]) -> None:
         kind = msg.get("kind")
         if kind == "started":
-            self._started(str(msg["attempt"]), str(msg.get("worker")))
+            self._started(str(msg["attempt"]), str(msg.get("name")))
         elif msg.get("attempt") == self.attempt and kind in ("ready", "load", "done"):
             self._on_event(TrialEvent(self.trial_id, str(kind), dict(msg.get("data") or {})))
 
@@ -561,6 +562,8 @@ class ClusterEngine(Engine):
         self.checker = checker
         self.run_id = uuid.uuid4().hex
         self.runs: dict[str, _ClusterTrialRun] = {}
+        #: trial id → the address of the worker it should run on (pin)
+        self.pinned: dict[str, str] = {}
         #: per trial: submitted, task_started, engine_started, engine_exited, task_ended, received (wall
         #: clock, seconds) — the scheduling overhead (scripts/bench_sweep.py --cluster)
         self.timings: dict[str, dict[str, Any]] = {}
@@ -584,6 +587,15 @@ class ClusterEngine(Engine):
             return {}
         described = self.client.run(_describe, workers=addresses)
         return {a: d for a, d in described.items() if d is not None}
+
+    def trial_workers(self) -> dict[str, str]:
+        """Name → address of every connected ``wirelab worker``."""
+        return {str(d["name"]): a for a, d in sorted(self.workers().items())}
+
+    def pin(self, trial_id: str, address: str) -> None:
+        """Run the trial ``trial_id`` on the worker at ``address`` (``[sweep] repeat_on_each_worker``); if
+        that worker is lost the trial may go to another one, and stores the one it ran on."""
+        self.pinned[trial_id] = address
 
     def slots(self) -> int:
         """Trial slots of the connected wirelab workers."""
@@ -641,6 +653,8 @@ class ClusterEngine(Engine):
     def start_trial(self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback) -> TrialRun:
         run = _ClusterTrialRun(self, spec, out_dir, on_event)
         self.runs[run.trial_id] = run
+        pinned = self.pinned.get(run.trial_id)
+        where: dict[str, Any] = {"workers": [pinned], "allow_other_workers": True} if pinned else {}
         run.future = self.client.submit(
             run_trial,
             spec,
@@ -650,6 +664,7 @@ class ClusterEngine(Engine):
             key=f"wirelab-trial-{run.trial_id}-{self.run_id[:8]}",
             resources={TRIAL_RESOURCE: 1},
             pure=False,
+            **where,
         )
         run.future.add_done_callback(run.done)
         return run

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelab import __version__
+from wirelab import spec as spec_mod
 from wirelab._paths import REPO_ROOT
 from wirelab.contract import CONTRACT_VERSION, validate
 from wirelab.engine import SPEC_FILE, STDERR_FILE, WORKER_FILE, Engine, TrialEvent, TrialRun
@@ -516,21 +517,24 @@ def run_plan(
     try:
         with _sweep_lock(sweep_dir, plan.name), _sigterm_as_interrupt():
             _prepare_sweep(store, plan, resume, control, sweep_dir)
+            repeats = _worker_repeats(store, plan, engine, observer)
+            planned = [*plan.trials, *repeats]
             statuses = store.trial_statuses(plan.name)
-            done = sum(1 for t in plan.trials if statuses.get(t.id) == "complete")
+            done = sum(1 for t in planned if statuses.get(t.id) == "complete")
             summary = RunSummary(
                 sweep=plan.name,
                 db=store.path,
                 results_dir=sweep_dir,
                 spec_hash=plan.spec_hash,
                 parallel=parallel,
-                planned_trials=len(plan.trials),
-                planned_loads=plan.loads,
+                planned_trials=len(planned),
+                planned_loads=sum(t.loads for t in planned),
                 already_complete=done,
                 cluster=engine.cluster,
             )
-            todo = [t for t in plan.trials if statuses.get(t.id) != "complete"]
-            observer.sweep_started(plan, todo, done, parallel)
+            todo = [t for t in planned if statuses.get(t.id) != "complete"]
+            # the observer counts the repeats of repeat_on_each_worker with the plan's trials
+            observer.sweep_started(dataclasses.replace(plan, trials=tuple(planned)), todo, done, parallel)
             try:
                 in_flight = parallel if engine.cluster is None else max(1, len(todo))
                 loop = _Loop(store, plan, engine, in_flight, observer, control, sweep_dir, summary, grace_s)
@@ -547,6 +551,33 @@ def run_plan(
         error.summary = summary  # type: ignore[attr-defined]
         raise error
     return summary
+
+
+def _worker_repeats(store: Store, plan: Plan, engine: Engine, observer: Observer) -> list[PlannedTrial]:
+    """``[sweep] repeat_on_each_worker = K`` on a cluster: K trials of the first configuration pinned to
+    each connected worker, planned in the store (``trials.repeat_of``) and returned; none elsewhere."""
+    k = int(plan.spec.get("sweep", {}).get("repeat_on_each_worker", 0))
+    if k == 0 or not plan.trials:
+        return []
+    trial_workers = getattr(engine, "trial_workers", None)
+    if engine.cluster is None or trial_workers is None:
+        observer.message(
+            "repeat_on_each_worker: a cluster's setting (--cluster); one machine runs the plan alone"
+        )
+        return []
+    of = plan.trials[0]
+    repeats: list[PlannedTrial] = []
+    workers = trial_workers()
+    for name, address in workers.items():
+        for trial in spec_mod.worker_repeats(of, name, k):
+            engine.pin(trial.id, address)  # type: ignore[attr-defined]
+            repeats.append(trial)
+    store.add_repeats(plan.name, of, repeats)
+    observer.message(
+        f"repeat_on_each_worker: {of.id} ({of.label}) {k} more time(s) on each of "
+        f"{len(workers)} worker(s): {', '.join(workers)}"
+    )
+    return repeats
 
 
 class _Loop:

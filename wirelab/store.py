@@ -291,6 +291,7 @@ CREATE INDEX probe_protocols_by_probe ON probe_protocols (probe_id);
 
 _V5 = """
 ALTER TABLE trials ADD COLUMN worker TEXT;
+ALTER TABLE trials ADD COLUMN repeat_of TEXT;
 """
 
 #: Schema migrations: MIGRATIONS[i] takes a database from user_version i to i + 1.
@@ -300,7 +301,9 @@ ALTER TABLE trials ADD COLUMN worker TEXT;
 #: v4: probe runs, one row per probed site and one per site and protocol (``wirelab probe``,
 #: ``docs/probe.md``).
 #: v5: the worker a trial ran on (trials.worker: this machine's name for local runs, the cluster
-#: worker's name otherwise; its description is provenance_json's "worker"; NULL for trials stored before).
+#: worker's name otherwise; its description is provenance_json's "worker"; NULL for trials stored before)
+#: and trials.repeat_of (a trial of ``[sweep] repeat_on_each_worker``: the id of the planned configuration
+#: it repeats on one worker; NULL for planned trials).
 MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -619,6 +622,37 @@ class Store(_Base):
                 ],
             )
         return sweep_id
+
+    def add_repeats(
+        self, sweep: str, of: spec_mod.PlannedTrial, repeats: Sequence[spec_mod.PlannedTrial]
+    ) -> None:
+        """Plan ``repeats`` of the configuration ``of`` (``[sweep] repeat_on_each_worker``; status
+        ``planned``, ``repeat_of`` = ``of.id``) unless they are there already. They stay out of
+        ``Results.trials``, ``loads`` and ``objects`` unless asked for (``repeats=True``)."""
+        row = self.sweep_row(sweep)
+        if row is None:
+            raise StoreError(f"sweep {sweep} is not in {self.path}")
+        sweep_dir = self.results_dir / sweep
+        with self.transaction() as c:
+            c.executemany(
+                "INSERT OR IGNORE INTO trials (sweep_id, trial_id, idx, status, params_json, spec_json,"
+                " spec_hash, dir, loads_planned, repeat_of) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        row["id"],
+                        t.id,
+                        of.index,
+                        "planned",
+                        json.dumps(t.params),
+                        json.dumps(t.spec),
+                        row["spec_hash"],
+                        self.relative(sweep_dir / t.id),
+                        t.loads,
+                        of.id,
+                    )
+                    for t in repeats
+                ],
+            )
 
     def touch_sweep(self, name: str, provenance: Mapping[str, Any] | None = None) -> None:
         with self.transaction() as c:
@@ -941,7 +975,7 @@ class Results(_Base):
                    SUM(t.status = 'complete') AS complete_trials, SUM(t.status = 'failed') AS failed_trials,
                    COALESCE(SUM(t.loads), 0) AS loads, COALESCE(SUM(t.load_errors), 0) AS load_errors,
                    SUM(t.fidelity_flags_json != '[]') AS fidelity_warnings, s.created_at, s.updated_at
-              FROM sweeps s LEFT JOIN trials t ON t.sweep_id = s.id
+              FROM sweeps s LEFT JOIN trials t ON t.sweep_id = s.id AND t.repeat_of IS NULL
              GROUP BY s.id ORDER BY s.created_at, s.name
             """,
             self.conn,
@@ -949,10 +983,14 @@ class Results(_Base):
         df["axes"] = df.pop("axes_json").map(json.loads)
         return df
 
-    def trials(self, sweep: str | None = None, *, status: str | None = None) -> pd.DataFrame:
+    def trials(
+        self, sweep: str | None = None, *, status: str | None = None, repeats: bool = False
+    ) -> pd.DataFrame:
         """One row per trial with its grid parameters as columns (dotted names) and its parsed
-        ``spec``, ``provenance`` and ``emulator`` summary."""
+        ``spec``, ``provenance`` and ``emulator`` summary. ``repeats``: also the trials of
+        ``[sweep] repeat_on_each_worker`` (``repeat_of`` names the configuration they repeat)."""
         where, args = self._sweep_filter(sweep)
+        where += "" if repeats else " AND t.repeat_of IS NULL"
         if status is not None:
             where += " AND t.status = ?"
             args.append(status)
@@ -961,7 +999,7 @@ class Results(_Base):
             SELECT s.name AS sweep, t.trial_id, t.idx AS trial_index, t.status, t.params_json, t.spec_json,
                    t.loads_planned, t.loads, t.load_errors, t.lateness_p50_us, t.lateness_p99_us,
                    t.lateness_max_us, t.fidelity_flags_json, t.attempts, t.error, t.started_at, t.ended_at,
-                   t.worker, t.dir, t.provenance_json, t.emulator_json
+                   t.worker, t.repeat_of, t.dir, t.provenance_json, t.emulator_json
               FROM trials t JOIN sweeps s ON s.id = t.sweep_id
              WHERE 1 = 1 {where} ORDER BY s.name, t.idx
             """,
@@ -977,12 +1015,19 @@ class Results(_Base):
         return _with_params(df)
 
     def loads(
-        self, sweep: str | None = None, *, protocol: str | None = None, with_errors: bool = True
+        self,
+        sweep: str | None = None,
+        *,
+        protocol: str | None = None,
+        with_errors: bool = True,
+        repeats: bool = False,
     ) -> pd.DataFrame:
         """One row per load of every complete trial: the load record's fields, ``page`` and ``network``
         from the trial spec, one column per grid parameter (dotted name) and numeric companions of
-        unit-bearing parameters (``network.rtt`` → ``network.rtt_ms``)."""
+        unit-bearing parameters (``network.rtt`` → ``network.rtt_ms``). ``repeats``: also the loads of
+        ``[sweep] repeat_on_each_worker``'s trials."""
         where, args = self._sweep_filter(sweep)
+        where += "" if repeats else " AND t.repeat_of IS NULL"
         if protocol is not None:
             where += " AND l.protocol = ?"
             args.append(protocol)
@@ -992,7 +1037,7 @@ class Results(_Base):
         df = pd.read_sql_query(
             f"""
             SELECT s.name AS sweep, t.trial_id, t.idx AS trial_index, t.params_json, t.spec_json,
-                   t.lateness_p99_us, t.fidelity_flags_json, t.worker, l.id AS load_id, {cols}
+                   t.lateness_p99_us, t.fidelity_flags_json, t.worker, t.repeat_of, l.id AS load_id, {cols}
               FROM loads l JOIN trials t ON t.id = l.trial_row JOIN sweeps s ON s.id = t.sweep_id
              WHERE t.status = 'complete' {where} ORDER BY s.name, t.idx, l.load_index
             """,
@@ -1009,11 +1054,14 @@ class Results(_Base):
     def objects(
         self, sweep: str | None = None, *, trial_id: str | None = None, load_index: int | None = None
     ) -> pd.DataFrame:
-        """One row per object (HAR entry) of every stored load, with its load's protocol and repetition."""
+        """One row per object (HAR entry) of every stored load, with its load's protocol and repetition
+        (of the planned trials, or of the trial ``trial_id`` whichever it is)."""
         where, args = self._sweep_filter(sweep)
         if trial_id is not None:
             where += " AND t.trial_id = ?"
             args.append(trial_id)
+        else:
+            where += " AND t.repeat_of IS NULL"
         if load_index is not None:
             where += " AND l.load_index = ?"
             args.append(load_index)
