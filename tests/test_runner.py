@@ -407,7 +407,10 @@ def test_live_progress_shows_the_worker_of_each_running_trial(small):
         progress.trial_started(second)
         progress.trial_placed(second, "node-b", 2)  # its first worker was lost
         status = progress._status().plain
+        progress.trial_placed(second, "evil\x1b[2J", 1)  # a worker names itself: shown escaped
+        evil = progress._status().plain
     finally:
         progress.sweep_ended(runner.RunSummary("small", Path("w.db"), Path("w.db.d"), "", 2, 6, 24, 0))
     assert f"{first.label}  @ node-a  0/{first.loads} loads" in status
     assert f"{second.label}  @ node-b (attempt 2)  0/{second.loads} loads" in status
+    assert "@ evil\\x1b[2J" in evil and "\x1b" not in evil

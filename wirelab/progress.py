@@ -19,6 +19,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from wirelab._terminal import controls_escaped, shown
 from wirelab.runner import Observer, RunSummary, TrialOutcome
 from wirelab.spec import Plan, PlannedTrial
 
@@ -98,6 +99,8 @@ class RichProgress(Observer):
         self._refresh()
 
     def trial_placed(self, trial: PlannedTrial, worker: str, attempt: int) -> None:
+        # a cluster worker names itself (wirelab worker --name): shown with its control characters escaped
+        worker = controls_escaped(worker)
         self.placed[trial.id] = worker if attempt == 1 else f"{worker} (attempt {attempt})"
         self._refresh()
 
@@ -140,7 +143,7 @@ class RichProgress(Observer):
         self._refresh()
 
     def message(self, text: str) -> None:
-        self.console.print(f"[yellow]{text}[/]", highlight=False)
+        self.console.print(f"[yellow]{shown(text)}[/]", highlight=False)
 
     def sweep_ended(self, summary: RunSummary) -> None:
         if self._live is not None:
