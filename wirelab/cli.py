@@ -974,8 +974,7 @@ def spec_check(
         return
     out.print(
         f"[bold]{shown(plan.name)}[/]: {len(plan.trials)} trials, {plan.loads} loads, "
-        f"spec hash {plan.spec_hash}"
-        + (f" — axes: {shown(', '.join(plan.axes))}" if plan.axes else "")
+        f"spec hash {plan.spec_hash}" + (f" — axes: {shown(', '.join(plan.axes))}" if plan.axes else "")
     )
     table = Table("#", "trial", "configuration", "network", "loads")
     for t in plan.trials:
