@@ -493,3 +493,33 @@ def test_data_quality_compares_the_baselines_tow_across_workers():
     few.loc[2, "error"] = "timeout"
     [sentence] = worker_tow_sentences(few, "h1s")
     assert "(n 1)" in sentence and "too few loads per worker to test" in sentence
+
+
+def test_repeats_on_each_worker_are_compared_in_data_quality_and_nowhere_else(tmp_path):
+    from wirelab import spec
+    from wirelab.runner import control_provenance, ingest
+    from wirelab.store import Store
+
+    db = tmp_path / "wirelab.db"
+    wirelab.run(ROOT / "experiments" / "demo.toml", db=db, engine=ModelEngine(), parallel=2)
+    plan = wirelab.plan(ROOT / "experiments" / "demo.toml")
+    of = plan.trials[0]
+    repeats = spec.worker_repeats(of, "node-a", 3)
+    with Store(db) as store:
+        store.add_repeats(plan.name, of, repeats)
+        for trial in repeats:
+            directory = store.results_dir / plan.name / trial.id
+            ModelEngine().start_trial(trial.spec, directory, lambda event: None).wait()
+            ingest(
+                store,
+                plan.name,
+                trial,
+                directory,
+                control_provenance(ModelEngine(), 1),
+                worker={"name": "node-a"},
+            )
+    html = write_report(db, ["demo"], tmp_path / "out").read_text()
+    facts = dict(re.findall(r'<span class="k">([^<]*)</span><span class="v">([^<]*)</span>', html))
+    assert facts["configurations"] == "6 / 6" and facts["loads"] == "36"  # the plan's alone
+    [sentence] = re.findall(r"[^>]*ToW of configuration [^<]*", html)
+    assert of.id in sentence and "node-a" in sentence and "repeat_on_each_worker" in sentence
