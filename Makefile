@@ -92,6 +92,7 @@ bench: setup build
 	$(ENGINE) bench loadgen --server nginx --rounds 1 --ramp 30s --hold 30s
 	cd engine && go test -run '^$$' -bench Loader -benchtime 30x ./client/
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_sweep.py
+	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_sweep.py --cluster
 
 # h2spec against every server under test's h2 and h2c (docs/server.md's table; a few minutes).
 conformance: setup build

@@ -8,11 +8,12 @@ Steered by environment variables:
                              FAKE_ENGINE_ORDER) stop after LOADS loads, touch FAKE_ENGINE_MARKER and wait
                              for a signal; LOADS = "end" holds after trial.json is written, before exiting
   FAKE_ENGINE_ORDER          file that counts trials started by this test (shared by all processes)
-  FAKE_ENGINE_MARKER         file touched when holding
+  FAKE_ENGINE_MARKER         file written when a trial holds (the holding process's pid; probe: touched)
   FAKE_ENGINE_IGNORE_SIGINT  "1": ignore SIGINT (to test escalation to SIGKILL)
   FAKE_ENGINE_LATENESS_P99   emulator lateness p99 to report (µs)
   FAKE_ENGINE_PROBE_HOLD     "N": `probe` stops after N records, touches FAKE_ENGINE_MARKER and waits for a
                              signal (then exits 130, as the engine does)
+  FAKE_ENGINE_FAIL_IF        a file: while it exists, every trial fails at once (exit 1, its text on stderr)
 
 `probe SITE…` replays tests/fixtures/probes/local.jsonl (recorded with the real engine): each SITE (a URL
 or host of the local internet) gets its recorded record, renumbered; any other site is refused with one
@@ -48,6 +49,14 @@ def _next_trial_number() -> int:
         return n
 
 
+def _mark() -> None:
+    """Tell the test that this process holds: its pid, written whole (renamed into place)."""
+    marker = Path(os.environ["FAKE_ENGINE_MARKER"])
+    tmp = marker.with_name(marker.name + f".{os.getpid()}")
+    tmp.write_text(f"{os.getpid()}\n")
+    os.replace(tmp, marker)
+
+
 def _check(args: list[str]) -> int:
     """``trial --check --specs -|FILE`` or ``--spec FILE``: FixtureEngine's refusals, one line, exit 2."""
     if "--specs" in args:
@@ -72,6 +81,10 @@ def _trial(args: list[str]) -> int:
     out = Path(args[args.index("--out") + 1])
     progress = "--progress" in args
     spec = json.loads(spec_path.read_text())
+    fail = Path(os.environ.get("FAKE_ENGINE_FAIL_IF") or "/nonexistent")
+    if fail.is_file():
+        print(fail.read_text().strip(), file=sys.stderr)
+        return 1
     number = _next_trial_number()
     hold_at = os.environ.get("FAKE_ENGINE_HOLD", "")
     hold_trial, _, hold_loads = hold_at.partition(":")
@@ -79,7 +92,7 @@ def _trial(args: list[str]) -> int:
 
     def hold(run, loads_written):
         if hold_at and int(hold_trial) == number and hold_loads != "end" and loads_written == int(hold_loads):
-            Path(os.environ["FAKE_ENGINE_MARKER"]).touch()
+            _mark()
             stop.wait()
 
     lateness = os.environ.get("FAKE_ENGINE_LATENESS_P99")
@@ -115,7 +128,7 @@ def _trial(args: list[str]) -> int:
     while not done.wait(0.05):
         pass
     if hold_at and int(hold_trial) == number and hold_loads == "end" and code[0] == 0:
-        Path(os.environ["FAKE_ENGINE_MARKER"]).touch()
+        _mark()
         stop.wait()
         return 130
     return code[0]

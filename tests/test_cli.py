@@ -210,6 +210,9 @@ def test_every_command_has_help(capsys):
         ["profiles", "ls", "--help"],
         ["results", "export", "--help"],
         ["spec", "check", "--help"],
+        ["worker", "--help"],
+        ["cluster", "up", "--help"],
+        ["reproduce", "--help"],
     ):
         code, out, _ = run_cli(capsys, *argv)
         assert code == 0 and "Usage:" in out, argv

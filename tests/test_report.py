@@ -423,3 +423,103 @@ def test_markup_in_urls_does_not_execute(page):
     assert page.locator("section[data-sweep='evil'] script").count() == 0
     assert "<script>window.__xss=99</script>" in section.locator(".description").inner_text()
     assert page.messages == []  # type: ignore[attr-defined]
+
+
+def test_data_quality_flags_trials_from_machines_of_different_kinds():
+    import pandas as pd
+
+    from wirelab.report.build import machines_sentence
+
+    def trial(name, cpu, kernel, status="complete"):
+        worker = {"name": name, "cpu_model": cpu, "kernel": kernel}
+        return {"status": status, "provenance": {"worker": worker, "engine": {}}}
+
+    same = pd.DataFrame([trial("a", "Xeon", "6.1"), trial("b", "Xeon", "6.1")])
+    assert machines_sentence(same) is None
+    # a trial that did not complete does not count
+    pending = pd.DataFrame([trial("a", "Xeon", "6.1"), trial("c", "EPYC", "6.8", status="failed")])
+    assert machines_sentence(pending) is None
+    mixed = pd.DataFrame([trial("a", "Xeon", "6.1"), trial("b", "Xeon", "6.1"), trial("c", "EPYC", "6.8")])
+    sentence = machines_sentence(mixed)
+    assert sentence is not None and "2 different CPU models or kernels" in sentence
+    assert "EPYC, kernel 6.8 (c)" in sentence and "Xeon, kernel 6.1 (a, b)" in sentence
+    # trials stored before workers were recorded: the engine's own provenance
+    old = pd.DataFrame(
+        [
+            {
+                "status": "complete",
+                "provenance": {"engine": {"hostname": "vm", "cpu": "2 × Xeon", "kernel": "6.1"}},
+            },
+            {
+                "status": "complete",
+                "provenance": {"engine": {"hostname": "vm", "cpu": "2 × Xeon", "kernel": "6.1"}},
+            },
+        ]
+    )
+    assert machines_sentence(old) is None
+
+
+def test_data_quality_compares_the_baselines_tow_across_workers():
+    import numpy as np
+    import pandas as pd
+
+    from wirelab.report.build import worker_tow_sentences
+
+    rng = np.random.default_rng(1)
+
+    def loads(config, worker, tows, protocol="h1s"):
+        return [
+            {"config": config, "worker": worker, "protocol": protocol, "tow_ms": t, "error": None}
+            for t in tows
+        ]
+
+    same = pd.DataFrame(
+        loads("c1", "a", rng.normal(500, 20, 12))
+        + loads("c1", "b", rng.normal(500, 20, 12))
+        + loads("c1", "b", [5000.0] * 12, protocol="h2")  # not the baseline: ignored
+    )
+    [sentence] = worker_tow_sentences(same, "h1s", {"c1": "rtt 20 ms"})
+    assert "configuration c1 (rtt 20 ms)" in sentence and "a 5" in sentence and "(n 12)" in sentence
+    assert "no difference between the workers" in sentence
+    apart = pd.DataFrame(loads("c1", "a", rng.normal(500, 10, 8)) + loads("c1", "b", rng.normal(650, 10, 8)))
+    [sentence] = worker_tow_sentences(apart, "h1s")
+    assert "the workers differ more than the repetitions vary" in sentence
+    assert 25 < float(sentence.split("medians ")[1].split(" %")[0]) < 35  # ≈ 30 % apart
+    # one worker only, or nothing repeated: nothing to compare
+    assert worker_tow_sentences(pd.DataFrame(loads("c1", "a", [1.0, 2.0])), "h1s") == []
+    assert worker_tow_sentences(pd.DataFrame(), "h1s") == []
+    # errors are left out; too few loads to test is said
+    few = pd.DataFrame(loads("c1", "a", [500.0]) + loads("c1", "b", [510.0, 520.0]))
+    few.loc[2, "error"] = "timeout"
+    [sentence] = worker_tow_sentences(few, "h1s")
+    assert "(n 1)" in sentence and "too few loads per worker to test" in sentence
+
+
+def test_repeats_on_each_worker_are_compared_in_data_quality_and_nowhere_else(tmp_path):
+    from wirelab import spec
+    from wirelab.runner import control_provenance, ingest
+    from wirelab.store import Store
+
+    db = tmp_path / "wirelab.db"
+    wirelab.run(ROOT / "experiments" / "demo.toml", db=db, engine=ModelEngine(), parallel=2)
+    plan = wirelab.plan(ROOT / "experiments" / "demo.toml")
+    of = plan.trials[0]
+    repeats = spec.worker_repeats(of, "node-a", 3)
+    with Store(db) as store:
+        store.add_repeats(plan.name, of, repeats)
+        for trial in repeats:
+            directory = store.results_dir / plan.name / trial.id
+            ModelEngine().start_trial(trial.spec, directory, lambda event: None).wait()
+            ingest(
+                store,
+                plan.name,
+                trial,
+                directory,
+                control_provenance(ModelEngine(), 1),
+                worker={"name": "node-a"},
+            )
+    html = write_report(db, ["demo"], tmp_path / "out").read_text()
+    facts = dict(re.findall(r'<span class="k">([^<]*)</span><span class="v">([^<]*)</span>', html))
+    assert facts["configurations"] == "6 / 6" and facts["loads"] == "36"  # the plan's alone
+    [sentence] = re.findall(r"[^>]*ToW of configuration [^<]*", html)
+    assert of.id in sentence and "node-a" in sentence and "repeat_on_each_worker" in sentence

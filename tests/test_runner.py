@@ -4,6 +4,7 @@ Ctrl-C, and SIGKILL at any point followed by a resume that ends with exactly the
 import _thread
 import json
 import os
+import platform
 import shutil
 import signal
 import sqlite3
@@ -16,9 +17,9 @@ from pathlib import Path
 import pytest
 
 import wirelab
-from wirelab import spec
+from wirelab import runner, spec
 from wirelab.errors import EngineNotFoundError, Interrupted, SweepConflictError, UsageError
-from wirelab.runner import BROWSER_IN_PARALLEL_FLAG, _sweep_lock
+from wirelab.runner import BROWSER_IN_PARALLEL_FLAG, Observer, _sweep_lock
 from wirelab.store import LATENESS_FLAG, results_dir
 from wirelab.testing import FixtureEngine, FixtureFailure
 
@@ -90,6 +91,10 @@ def test_run_stores_every_load_with_its_configuration(tmp_path, small):
     assert all((results_dir(db) / "small" / t).is_dir() for t in trials["trial_id"])
     prov = trials["provenance"][0]
     assert prov["control"]["wirelab_version"] == wirelab.__version__ and "engine_version" in prov["engine"]
+    # every trial stores the machine it ran on: here, this one
+    assert set(trials["worker"]) == {platform.node()} and set(loads["worker"]) == {platform.node()}
+    assert prov["worker"]["cores"] == os.cpu_count() and prov["worker"]["kernel"] == platform.release()
+    assert prov["worker"]["engine_version"] == "fixture (tests/fixtures)"
 
 
 def test_second_run_resumes_and_only_reruns_failed_trials(tmp_path, small):
@@ -365,3 +370,47 @@ def test_sigkilled_cli_run_takes_its_engine_down_and_resumes(tmp_path, small, fa
     assert_exactly_planned(db, spec.load(small))
     if hold.endswith(":end"):
         assert "stored 1 trials that a killed run had finished" in done.stdout
+
+
+def test_repeat_on_each_worker_is_a_clusters_setting_one_machine_runs_the_plan(tmp_path):
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL.replace('name = "small"', 'name = "small"\nrepeat_on_each_worker = 3'))
+    messages: list[str] = []
+
+    class Recorder(Observer):
+        def message(self, text: str) -> None:
+            messages.append(text)
+
+    plan = spec.load(path)
+    summary = wirelab.run(path, db=tmp_path / "w.db", engine=FixtureEngine(), observer=Recorder())
+    assert summary.ok and summary.planned_trials == len(plan.trials)
+    assert_exactly_planned(tmp_path / "w.db", plan)
+    with wirelab.open(tmp_path / "w.db") as results:
+        assert len(results.trials("small", repeats=True)) == len(plan.trials)
+    assert any(m.startswith("repeat_on_each_worker: a cluster's setting") for m in messages)
+
+
+def test_live_progress_shows_the_worker_of_each_running_trial(small):
+    import io
+
+    from rich.console import Console
+
+    from wirelab.progress import RichProgress
+
+    plan = spec.load(small)
+    first, second = plan.trials[:2]
+    progress = RichProgress(Console(file=io.StringIO(), width=300, force_terminal=True))
+    progress.sweep_started(plan, list(plan.trials), 0, 2)
+    try:
+        progress.trial_started(first)
+        progress.trial_placed(first, "node-a", 1)
+        progress.trial_started(second)
+        progress.trial_placed(second, "node-b", 2)  # its first worker was lost
+        status = progress._status().plain
+        progress.trial_placed(second, "evil\x1b[2J", 1)  # a worker names itself: shown escaped
+        evil = progress._status().plain
+    finally:
+        progress.sweep_ended(runner.RunSummary("small", Path("w.db"), Path("w.db.d"), "", 2, 6, 24, 0))
+    assert f"{first.label}  @ node-a  0/{first.loads} loads" in status
+    assert f"{second.label}  @ node-b (attempt 2)  0/{second.loads} loads" in status
+    assert "@ evil\\x1b[2J" in evil and "\x1b" not in evil

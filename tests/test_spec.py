@@ -301,6 +301,16 @@ BAD = [
         ["'round-robin', 'tld' or 'domain'"],
     ),
     ('[sweep]\nname="x"\n[base]\npage="p"\nshards=-1\n', "base.shards: -1 is out of range", ["≥ 0"]),
+    (
+        '[sweep]\nname="x"\nrepeat_on_each_worker=101\n[base]\npage="p"\n',
+        "sweep.repeat_on_each_worker: 101 is out of range",
+        ["≤ 100"],
+    ),
+    (
+        '[sweep]\nname="x"\nrepeat_on_each_worker=1.5\n[base]\npage="p"\n',
+        "sweep.repeat_on_each_worker: 1.5",
+        ["integer"],
+    ),
 ]
 
 

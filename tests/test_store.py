@@ -47,7 +47,7 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     # a reader migrates a copy in memory: the file keeps its version, nothing is created
     assert _snapshot(tmp_path) == before
     Store(db).close()  # a writer migrates the file
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -62,6 +62,10 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     assert objects.empty  # v1 kept no per-object rows
     # v3 adds the server's cost per load: unknown (NULL) for loads stored before
     assert loads["server_cpu_ms"].isna().all() and loads["server_rss_peak_bytes"].isna().all()
+    # v5 adds the worker a trial ran on: unknown (None) for trials stored before; and repeat_of (planned
+    # trials: None)
+    assert trials["worker"].isna().all() and loads["worker"].isna().all()
+    assert trials["repeat_of"].isna().all() and loads["repeat_of"].isna().all()
 
 
 def test_a_database_from_a_newer_wirelab_is_refused(tmp_path):
@@ -252,3 +256,38 @@ def test_results_have_fixed_modes_whatever_the_umask(tmp_path, demo_spec):
     figures = list((out / "figures").rglob("*"))
     assert figures and all(stat.S_IMODE(p.stat().st_mode) in (0o644, 0o755) for p in figures)
     assert stat.S_IMODE((out / "mine.txt").stat().st_mode) == 0o600
+
+
+def test_repeats_on_each_worker_stay_out_of_the_sweeps_tables_unless_asked_for(tmp_path, demo_spec):
+    db = tmp_path / "w.db"
+    wirelab.run(demo_spec, db=db, engine=FixtureEngine())
+    plan = spec.load(demo_spec)
+    of = plan.trials[0]
+    repeats = spec.worker_repeats(of, "node-a", 2)
+    assert [t.id for t in repeats] == [r.spec["trial_id"] for r in repeats] and len(
+        {t.id for t in repeats}
+    ) == 2
+    assert all(r.spec | {"trial_id": of.id} == of.spec for r in repeats)  # the same configuration
+    assert spec.worker_repeats(of, "node-a", 2) == repeats != spec.worker_repeats(of, "node-b", 2)
+    with Store(db) as store:
+        store.add_repeats(plan.name, of, repeats)
+        store.add_repeats(plan.name, of, repeats)  # planned once
+        store.mark_running(plan.name, repeats[0].id)
+        directory = store.results_dir / plan.name / repeats[0].id
+        FixtureEngine().start_trial(repeats[0].spec, directory, lambda event: None).wait()
+        ingest(store, plan.name, repeats[0], directory, control_provenance(FixtureEngine(), 1))
+        assert store.trial_statuses(plan.name)[repeats[1].id] == "planned"
+    with Results(db) as results:
+        sweeps = results.sweeps()
+        trials, every = results.trials("demo"), results.trials("demo", repeats=True)
+        loads, all_loads = results.loads("demo"), results.loads("demo", repeats=True)
+        objects = results.objects("demo")
+        repeat_objects = results.objects("demo", trial_id=repeats[0].id)
+    assert list(trials["trial_id"]) == [t.id for t in plan.trials] and len(loads) == plan.loads
+    assert sweeps.loc[0, "complete_trials"] == len(plan.trials) and sweeps.loc[0, "loads"] == plan.loads
+    extra = every[every["repeat_of"].notna()]
+    assert list(extra["trial_id"]) == [t.id for t in repeats] and set(extra["repeat_of"]) == {of.id}
+    assert list(extra["status"]) == ["complete", "planned"]
+    assert len(all_loads) == plan.loads + of.loads
+    assert set(all_loads.loc[all_loads["repeat_of"].notna(), "trial_id"]) == {repeats[0].id}
+    assert len(repeat_objects) and not set(objects["trial_id"]) & {repeats[0].id}

@@ -18,7 +18,7 @@ import pandas as pd
 
 from wirelab import spec as spec_mod
 from wirelab.engine import Engine, SubprocessEngine
-from wirelab.errors import SpecError, TrialFailedError
+from wirelab.errors import EngineNotFoundError, SpecError, TrialFailedError
 from wirelab.runner import Observer, RunSummary, run_plan
 from wirelab.store import DEFAULT_DB, Results, objects_from_har
 from wirelab.summary import protocol_table
@@ -56,12 +56,44 @@ def run(
     resume: bool = True,
     engine: Engine | str | os.PathLike[str] | None = None,
     observer: Observer | None = None,
+    cluster: str | None = None,
+    retries: int = 2,
+    artifacts: str = "local",
 ) -> RunSummary:
     """Run an experiment into ``db`` (``wirelab run``). Resumes by default; raises
-    :class:`~wirelab.errors.Interrupted` (with ``.summary``) when stopped by a signal."""
-    return run_plan(
-        plan(spec), db=db, engine=_engine(engine), parallel=parallel, resume=resume, observer=observer
-    )
+    :class:`~wirelab.errors.Interrupted` (with ``.summary``) when stopped by a signal.
+
+    ``cluster``: a Dask scheduler's address (``tcp://HOST:8786``) whose ``wirelab worker``s run the
+    trials (``docs/distributed.md``); ``engine`` then only checks the trial specs before anything is
+    submitted (without one on this machine, a worker's engine does). ``retries``: starts of a trial
+    whose worker was lost; ``artifacts``: ``local`` (trial directories come back) or ``remote`` (pcaps
+    and server records stay on the worker). ``parallel`` is ignored: the workers' slots decide."""
+    the_plan = plan(spec)
+    if cluster is None:
+        return run_plan(
+            the_plan, db=db, engine=_engine(engine), parallel=parallel, resume=resume, observer=observer
+        )
+    from wirelab.cluster import ClusterEngine
+
+    checker: Engine | None
+    try:
+        checker = _engine(engine)
+    except EngineNotFoundError:
+        if engine is not None:
+            raise
+        checker = None  # no engine on this machine: a worker's checks the specs
+    on_cluster = ClusterEngine(cluster, retries=retries, artifacts=artifacts, checker=checker)
+    try:
+        return run_plan(
+            the_plan,
+            db=db,
+            engine=on_cluster,
+            parallel=on_cluster.slots(),
+            resume=resume,
+            observer=observer,
+        )
+    finally:
+        on_cluster.close()
 
 
 def open(db: str | os.PathLike[str] = DEFAULT_DB) -> Results:  # noqa: A001 - mirrors the built-in on purpose

@@ -47,6 +47,12 @@ profiles_app = typer.Typer(
 )
 results_app = typer.Typer(help="Look at and export stored results.", no_args_is_help=True)
 spec_app = typer.Typer(help="Experiment specs: check, expand, schema.", no_args_is_help=True)
+cluster_app = typer.Typer(
+    help="Run trials on a Dask cluster (docs/distributed.md): wirelab cluster up, wirelab worker, "
+    "wirelab run --cluster.",
+    no_args_is_help=True,
+)
+app.add_typer(cluster_app, name="cluster")
 app.add_typer(pages_app, name="pages")
 app.add_typer(profiles_app, name="profiles")
 app.add_typer(results_app, name="results")
@@ -59,6 +65,21 @@ ENGINE_OPTION = typer.Option(
     None,
     "--engine",
     help="wirelab-engine binary (default: $WIRELAB_ENGINE, bin/wirelab-engine in the repository, then PATH).",
+)
+CLUSTER_OPTION = typer.Option(
+    None,
+    "--cluster",
+    help="Run the trials on the wirelab workers of this Dask scheduler (tcp://HOST:8786; "
+    "docs/distributed.md); --parallel is then the workers' slots.",
+)
+RETRIES_OPTION = typer.Option(
+    2, "--retries", help="With --cluster: starts again elsewhere of a trial whose worker was lost."
+)
+ARTIFACTS_OPTION = typer.Option(
+    "local",
+    "--artifacts",
+    help="With --cluster: local (trial directories come back) or remote (pcaps and server records stay "
+    "on the worker, recorded as host:path).",
 )
 
 
@@ -103,10 +124,27 @@ def _print_summary(summary: RunSummary) -> None:
         out.print(line, style=style or None, soft_wrap=True)
 
 
-def _run(plan: spec_mod.Plan, db: Path, parallel: int, resume: bool, engine: Engine) -> RunSummary:
+def _run(
+    plan: spec_mod.Plan,
+    db: Path,
+    parallel: int,
+    resume: bool,
+    engine: Path | None,
+    cluster: str | None = None,
+    retries: int = 2,
+    artifacts: str = "local",
+) -> RunSummary:
     try:
         summary = api.run(
-            plan, db=db, parallel=parallel, resume=resume, engine=engine, observer=RichProgress(err)
+            plan,
+            db=db,
+            parallel=parallel,
+            resume=resume,
+            engine=engine if cluster is not None else _engine(engine),
+            observer=RichProgress(err),
+            cluster=cluster,
+            retries=retries,
+            artifacts=artifacts,
         )
     except Interrupted as e:
         if hasattr(e, "summary"):
@@ -145,13 +183,17 @@ def run(
         help="Run only trials not complete in the database; --no-resume replaces the sweep's results.",
     ),
     engine: Path = ENGINE_OPTION,
+    cluster: str = CLUSTER_OPTION,
+    retries: int = RETRIES_OPTION,
+    artifacts: str = ARTIFACTS_OPTION,
 ) -> None:
     """Run an experiment: every trial of the spec's grid, resumably, into the results database.
 
-    Ctrl-C stops the running trials cleanly; run the same command again to resume.
+    Ctrl-C stops the running trials cleanly; run the same command again to resume. With --cluster the
+    trials run on the workers of a Dask scheduler and come back into the same database.
     """
     plan = spec_mod.load(spec)
-    summary = _run(plan, db, parallel, resume, _engine(engine))
+    summary = _run(plan, db, parallel, resume, engine, cluster, retries, artifacts)
     if not summary.ok:
         raise typer.Exit(1)
 
@@ -276,7 +318,7 @@ def demo(
     if not path.is_file():
         raise UsageError(f"demo: {path} not found; wirelab runs from its repository checkout (make setup)")
     plan = spec_mod.load(path)
-    summary = _run(plan, db, parallel, True, _engine(engine))
+    summary = _run(plan, db, parallel, True, engine)
     out.print()
     _print_sweep(db, plan.name)
     summary.report = write_report(db, plan.name)
@@ -326,6 +368,9 @@ def reproduce(
         1, "--parallel", "-j", help="Trials run at once (docs/running.md; Chromium trials: keep 1)."
     ),
     engine: Path = ENGINE_OPTION,
+    cluster: str = CLUSTER_OPTION,
+    retries: int = RETRIES_OPTION,
+    artifacts: str = ARTIFACTS_OPTION,
 ) -> None:
     """Reproduce a figure of the studies: run its experiment (resumably) and write its report.
 
@@ -361,7 +406,7 @@ def reproduce(
         out.print("Run one with: wirelab reproduce NAME [--quick]  (docs/reproducing.md)", style="dim")
         return
     plan = rep.experiment(name).plan(quick)
-    summary = _run(plan, db, parallel, True, _engine(engine))
+    summary = _run(plan, db, parallel, True, engine, cluster, retries, artifacts)
     report_path = write_report_for(db, plan.name, out_dir)
     out.print(f"report: {report_path}", style="bold", soft_wrap=True)
     if not summary.ok:
@@ -530,6 +575,104 @@ def _print_probe_run(db: Path, run: str) -> None:
         per_site.add_row(shown(s["host"]), addr, *(cells if s["addr"] else ["" for _ in cells]), note)
     out.print(per_site)
     out.print(f"stored as probe run {shown(run)} in {shown(db)}", style="dim", soft_wrap=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# cluster
+
+
+@app.command()
+def worker(
+    scheduler: str = typer.Option(
+        ..., "--scheduler", help="The Dask scheduler's address, e.g. tcp://HOST:8786.", show_default=False
+    ),
+    slots: int = typer.Option(
+        None,
+        "--slots",
+        help="Trials this machine runs at once (the resource trial=N); default one per two cores.",
+        show_default=False,
+    ),
+    name: str = typer.Option(
+        None, "--name", help="The worker's name (default: the host name); one per worker on a machine."
+    ),
+    calibrate: bool = typer.Option(
+        True,
+        "--calibrate/--no-calibrate",
+        help="Measure the emulator with bench link --quick (about 30 s) before serving; "
+        "kept with every trial.",
+    ),
+    keep_dir: Path = typer.Option(
+        Path("wirelab-worker.d"), "--keep-dir", help="Where trial directories stay with --artifacts remote."
+    ),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Serve trials to a Dask scheduler (as root: it runs the local engine) until Ctrl-C or SIGTERM.
+
+    Checks the engine (refuses to start when it is missing or not runnable), describes this machine (host,
+    CPU model, cores, kernel, engine version and git sha, a bench link --quick calibration) once, then runs
+    the trials clients submit, at most --slots at once. Ctrl-C ends the running trials cleanly.
+    """
+    if slots is not None and slots < 1:  # before importing Dask (serve_worker checks too, for the API)
+        raise UsageError(f"--slots: {slots} is out of range; use 1 or more (default: one per two cores)")
+    from wirelab.cluster import serve_worker
+
+    serve_worker(
+        scheduler,
+        slots=slots,
+        engine=engine,
+        name=name,
+        calibrate=calibrate,
+        keep_dir=keep_dir,
+        ready=lambda line: out.print(line, style="bold", soft_wrap=True, markup=False),
+    )
+
+
+@cluster_app.command("up")
+def cluster_up(
+    host: str = typer.Option(
+        "127.0.0.1",
+        "--host",
+        help="Interface the scheduler listens on; only a trusted network's (docs/distributed.md, Security).",
+    ),
+    port: int = typer.Option(8786, "--port", help="The scheduler's port (0: any free one)."),
+    workers: int = typer.Option(0, "--workers", help="Also start N wirelab workers on this machine."),
+    slots: int = typer.Option(1, "--slots", help="Trial slots of each local worker."),
+    calibrate: bool = typer.Option(
+        False,
+        "--calibrate/--no-calibrate",
+        help="Calibrate the local workers (bench link --quick); they do it at once on one machine.",
+    ),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Start a Dask scheduler here (and optionally local workers), print its address, serve until Ctrl-C."""
+    import signal
+    import socket
+    import threading
+
+    from wirelab.cluster import local_cluster
+
+    if workers < 0:
+        raise UsageError(f"--workers: {workers} is out of range; use 0 or more")
+    try:  # a port in use or an address not ours: one line before Dask tries
+        with socket.create_server((host, port)):
+            pass
+    except OSError as e:
+        raise UsageError(f"--port: cannot listen on {host}:{port} ({e.strerror or e})") from None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with local_cluster(
+        workers,
+        slots=slots,
+        engine=engine,
+        calibrate=calibrate,
+        host=host,
+        port=port,
+        keep_dir="wirelab-worker.d",
+    ) as c:
+        out.print(f"scheduler {c.address}" + (f" with workers {', '.join(c.names)}" if workers else ""))
+        out.print(f"run on it: wirelab run SPEC --cluster {c.address}", style="dim", soft_wrap=True)
+        while not stop.wait(1.0):
+            pass
 
 
 # ------------------------------------------------------------------------------------------------
@@ -831,8 +974,7 @@ def spec_check(
         return
     out.print(
         f"[bold]{shown(plan.name)}[/]: {len(plan.trials)} trials, {plan.loads} loads, "
-        f"spec hash {plan.spec_hash}"
-        + (f" — axes: {shown(', '.join(plan.axes))}" if plan.axes else "")
+        f"spec hash {plan.spec_hash}" + (f" — axes: {shown(', '.join(plan.axes))}" if plan.axes else "")
     )
     table = Table("#", "trial", "configuration", "network", "loads")
     for t in plan.trials:

@@ -84,6 +84,7 @@ def validate(name: str, instance: Any, *, what: str = "") -> None:
 # so that both halves say the same thing about the same spec. The words come from the schema: a
 # property's "x-allowed", an if/then branch's "x-field" and "x-allowed", else its type, range or enum.
 
+
 def show(value: Any) -> str:
     """A JSON value as messages quote it: strings in double quotes, long ones cut with their length
     (as the engine's fielderr.Quote: :data:`wirelab.errors.MAX_SHOWN`)."""

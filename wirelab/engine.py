@@ -48,6 +48,8 @@ __all__ = [
 ENGINE_ENV = "WIRELAB_ENGINE"
 SPEC_FILE = "spec.json"  #: the trial spec, written by wirelab into the trial directory before the run
 STDERR_FILE = "engine.stderr"  #: the engine's stderr, captured by wirelab into the trial directory
+#: the machine a trial ran on, written into the trial directory by a cluster worker (wirelab.cluster)
+WORKER_FILE = "worker.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +58,9 @@ class TrialEvent:
 
     trial_id: str
     #: ``ready`` | ``load`` | ``done`` (progress lines of the engine), ``log`` (a stdout line that is
-    #: not a progress event), or ``exit`` (the process ended; always the last event)
+    #: not a progress event), or ``exit`` (the process ended; always the last event); a cluster's runs
+    #: also send ``started`` (a worker started the trial: ``worker``, ``attempt``) and ``message``
+    #: (``text``: a worker was lost, the trial is retried elsewhere)
     kind: str
     #: the progress line's object (for ``load``: index, protocol, repetition, plt_ms, error)
     data: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -75,8 +79,12 @@ class TrialRun(ABC):
 
     trial_id: str
     out_dir: Path
-    #: the engine process whose runs ``Engine.gc_owner`` collects (None: a double that creates nothing)
+    #: the engine process whose runs ``Engine.gc_owner`` collects (None: a double that creates nothing,
+    #: or a run on a cluster worker, which collects its own engine's leftovers)
     owner_pid: int | None = None
+    #: whether another trial ran beside this one on its machine, when the run knows it better than the
+    #: runner (a cluster worker does); None: the runner decides from its own schedule
+    beside_others: bool | None = None
 
     @abstractmethod
     def poll(self) -> int | None:
@@ -100,6 +108,9 @@ class Engine(ABC):
 
     #: shown in messages and stored with results
     name: str = "wirelab-engine"
+    #: where trials run: None = on this machine, started at once; a cluster engine's scheduler address,
+    #: whose trials wait for a free slot on some worker and announce a ``started`` event there
+    cluster: str | None = None
 
     @abstractmethod
     def version(self) -> str:
@@ -143,6 +154,11 @@ class Engine(ABC):
         """``wirelab-engine gc --owner PID``: remove what the dead engine process ``pid`` left
         (its namespaces, state file, /etc/netns entries, private directory) and nothing else."""
         return ""
+
+    def calibrate(self) -> dict[str, Any]:
+        """``wirelab-engine bench link --quick --json``: the emulator's fidelity on this machine (RTT error,
+        goodput, realised loss, capacity, timer lateness; about 30 s, needs root)."""
+        raise EngineNotFoundError(f"{self.name} cannot run `bench link`")
 
     def pages_bring_in(self, sub: str, args: Sequence[str]) -> str:
         """``wirelab-engine pages record|import-har|mirror ARGS…`` (writing the page with ``--out``).
@@ -386,8 +402,8 @@ class SubprocessEngine(Engine):
         argv = [str(self.path), "trial", "--spec", str(spec_path), "--out", str(out_dir), "--progress"]
         return _ProcessTrialRun(argv, spec["trial_id"], out_dir, on_event)
 
-    def _json(self, args: list[str]) -> Any:
-        out = self._run(args).stdout
+    def _json(self, args: list[str], timeout: float = 120) -> Any:
+        out = self._run(args, timeout=timeout).stdout
         try:
             return json.loads(out)
         except json.JSONDecodeError:
@@ -425,6 +441,13 @@ class SubprocessEngine(Engine):
         self.require("gc")
         done = self._run(["gc", "-q", "--owner", str(pid)], timeout=300)
         return (done.stdout + done.stderr).strip()
+
+    def calibrate(self) -> dict[str, Any]:
+        self.require("bench")
+        result = self._json(["bench", "link", "--quick", "--json"], timeout=300)
+        if not isinstance(result, dict):
+            raise EngineError("wirelab-engine bench link: expected an object")
+        return result
 
     def shell_argv(self, args: Sequence[str]) -> list[str]:
         self.require("shell")

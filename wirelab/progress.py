@@ -19,6 +19,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from wirelab._terminal import controls_escaped, shown
 from wirelab.runner import Observer, RunSummary, TrialOutcome
 from wirelab.spec import Plan, PlannedTrial
 
@@ -42,6 +43,8 @@ class RichProgress(Observer):
             console=self.console,
         )
         self.running: dict[str, tuple[PlannedTrial, int, float]] = {}
+        #: trial id → the cluster worker running it
+        self.placed: dict[str, str] = {}
         self.failures = 0
         self.load_errors = 0
         self.trials_total = 0
@@ -54,6 +57,8 @@ class RichProgress(Observer):
         for trial, loads, t0 in self.running.values():
             text.append("  ▸ ", style="cyan")
             text.append(trial.label)
+            if trial.id in self.placed:
+                text.append(f"  @ {self.placed[trial.id]}", style="cyan")
             text.append(f"  {loads}/{trial.loads} loads, {time.monotonic() - t0:.0f} s\n", style="dim")
         if self.failures or self.load_errors:
             text.append(
@@ -87,7 +92,16 @@ class RichProgress(Observer):
             self._live.start()
 
     def trial_started(self, trial: PlannedTrial) -> None:
+        previous = self.running.get(trial.id)
+        if previous is not None:  # started again elsewhere (a lost cluster worker): its loads are redone
+            self.progress.advance(self.load_task, -previous[1])
         self.running[trial.id] = (trial, 0, time.monotonic())
+        self._refresh()
+
+    def trial_placed(self, trial: PlannedTrial, worker: str, attempt: int) -> None:
+        # a cluster worker names itself (wirelab worker --name): shown with its control characters escaped
+        worker = controls_escaped(worker)
+        self.placed[trial.id] = worker if attempt == 1 else f"{worker} (attempt {attempt})"
         self._refresh()
 
     def load_done(self, trial: PlannedTrial, event: Mapping[str, Any]) -> None:
@@ -101,6 +115,7 @@ class RichProgress(Observer):
 
     def trial_ended(self, outcome: TrialOutcome) -> None:
         entry = self.running.pop(outcome.trial.id, None)
+        worker = self.placed.pop(outcome.trial.id, None)
         streamed = entry[1] if entry else 0
         if outcome.status == "complete":
             self.trials_done += 1
@@ -115,6 +130,7 @@ class RichProgress(Observer):
         line = Text.assemble(
             (f"{outcome.status:>11} ", style),
             f"[{self.trials_done}/{self.trials_total}] {outcome.trial.id} {outcome.trial.label}",
+            (f"  @ {worker}" if worker else "", "cyan"),
             (
                 f"  {outcome.loads} loads, {outcome.seconds:.1f} s" if outcome.status == "complete" else "",
                 "dim",
@@ -127,7 +143,7 @@ class RichProgress(Observer):
         self._refresh()
 
     def message(self, text: str) -> None:
-        self.console.print(f"[yellow]{text}[/]", highlight=False)
+        self.console.print(f"[yellow]{shown(text)}[/]", highlight=False)
 
     def sweep_ended(self, summary: RunSummary) -> None:
         if self._live is not None:

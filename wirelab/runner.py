@@ -17,6 +17,10 @@ Guarantees (tested with the fixture double and, as root, with the real engine):
 - An engine that dies under the runner (any signal, or any failure) has its leftovers removed before
   the runner goes on: ``wirelab-engine gc --owner PID``, the same code as ``gc`` scoped to that
   process's runs (docs/bad-input.md).
+- On a cluster (``Engine.cluster``, ``wirelab.cluster``), every missing trial is submitted at once and
+  the scheduler places it on a worker with a free ``trial`` slot; a trial is marked running when a
+  worker starts it, and the same guarantees hold: the client is the only writer of the database.
+- Every trial stores the machine it ran on (``trials.worker``, ``wirelab.machine``).
 - Fidelity: a trial whose emulator timer lateness p99 exceeds 1 ms (or whose TUN devices dropped
   packets) is flagged in the database and reported in the summary; so is a Chromium trial that ran
   while another trial ran (Chromium's CPU use disturbs parallel trials' timings without making the
@@ -47,9 +51,10 @@ from pathlib import Path
 from typing import Any
 
 from wirelab import __version__
+from wirelab import spec as spec_mod
 from wirelab._paths import REPO_ROOT
 from wirelab.contract import CONTRACT_VERSION, validate
-from wirelab.engine import SPEC_FILE, STDERR_FILE, Engine, TrialEvent, TrialRun
+from wirelab.engine import SPEC_FILE, STDERR_FILE, WORKER_FILE, Engine, TrialEvent, TrialRun
 from wirelab.errors import (
     ContractError,
     Interrupted,
@@ -58,6 +63,7 @@ from wirelab.errors import (
     UsageError,
     WirelabError,
 )
+from wirelab.machine import machine_provenance
 from wirelab.spec import Plan, PlannedTrial
 from wirelab.store import (
     DATA_FILE_MODE,
@@ -114,6 +120,8 @@ class RunSummary:
     outcomes: list[TrialOutcome] = dataclasses.field(default_factory=list)
     interrupted: bool = False
     elapsed_s: float = 0.0
+    #: the scheduler's address when the trials ran on a cluster (``parallel`` is then its trial slots)
+    cluster: str | None = None
     #: set by the CLI's report hook when a report was written
     report: Path | None = None
 
@@ -144,7 +152,12 @@ class RunSummary:
             f"sweep {self.sweep}: {self.complete_trials}/{self.planned_trials} trials complete "
             f"({self.planned_loads} loads planned); this run: {len(self.completed)} trials, {loads} loads"
             f"{f' ({load_errors} with errors)' if load_errors else ''}, {len(self.failed)} failed, "
-            f"{self.elapsed_s:.1f} s at --parallel {self.parallel}",
+            f"{self.elapsed_s:.1f} s "
+            + (
+                f"on cluster {self.cluster} ({self.parallel} trial slots)"
+                if self.cluster
+                else f"at --parallel {self.parallel}"
+            ),
         ]
         if self.already_complete:
             out.append(f"resumed: {self.already_complete} trials were already complete in {self.db}")
@@ -161,7 +174,9 @@ class RunSummary:
                 f"lateness p99 > {LATENESS_LIMIT_US / 1000:.0f} ms (worst {worst / 1000:.2f} ms) "
                 "or TUN device drops; their loads are flagged in the database — "
                 + (
-                    f"rerun with a lower --parallel (was {self.parallel})"
+                    "rerun them on workers with fewer --slots"
+                    if self.cluster
+                    else f"rerun with a lower --parallel (was {self.parallel})"
                     if self.parallel > 1
                     else "other work on the machine delayed the emulator; rerun them when it is quieter"
                 )
@@ -192,6 +207,10 @@ class Observer:
 
     def trial_started(self, trial: PlannedTrial) -> None:
         """An engine process was started for ``trial``."""
+
+    def trial_placed(self, trial: PlannedTrial, worker: str, attempt: int) -> None:
+        """On a cluster, right after :meth:`trial_started`: the worker that runs ``trial``; ``attempt``
+        counts from 1 (a trial whose worker was lost starts again elsewhere)."""
 
     def load_done(self, trial: PlannedTrial, event: Mapping[str, Any]) -> None:
         """A ``load`` progress event (index, protocol, repetition, plt_ms, error)."""
@@ -226,6 +245,7 @@ def _git_sha() -> str:
 
 def control_provenance(engine: Engine, parallel: int) -> dict[str, Any]:
     """Who ran the sweep with what: stored with the sweep and with every trial."""
+    cluster = {"cluster": engine.cluster} if engine.cluster is not None else {}
     return {
         "wirelab_version": __version__,
         "git_sha": _git_sha(),
@@ -236,6 +256,7 @@ def control_provenance(engine: Engine, parallel: int) -> dict[str, Any]:
         "engine_version": engine.version(),
         "contract": CONTRACT_VERSION,
         "parallel": parallel,
+        **cluster,
         "started_at": _now(),
     }
 
@@ -325,10 +346,13 @@ def ingest(
     directory: Path,
     control: Mapping[str, Any],
     ran_beside_others: bool = False,
+    worker: Mapping[str, Any] | None = None,
 ) -> TrialOutcome:
     """Check a finished trial directory against the contract and the plan, then store it (one transaction).
 
     ``ran_beside_others``: another trial ran at some point while this one did (fidelity flags).
+    ``worker``: the machine it ran on, unless the directory says so itself (a cluster worker's
+    ``worker.json``, whose ``remote_dir`` names where the artifacts it kept are: ``host:/path``).
     The directory gets the results' fixed modes first, whatever the umask it was written with."""
     fix_modes(directory, up_to=store.path.parent)
     trial_path = directory / "trial.json"
@@ -344,6 +368,13 @@ def ingest(
     loads_path = directory / "loads.jsonl"
     if not loads_path.exists():
         raise ContractError("loads.jsonl is missing")
+    worker_path = directory / WORKER_FILE
+    if worker_path.exists():
+        try:
+            worker = json.loads(worker_path.read_text())
+        except json.JSONDecodeError as e:
+            raise ContractError(f"{WORKER_FILE}: not JSON ({e.msg})") from None
+    remote_dir = (worker or {}).get("remote_dir")
     records = _read_jsonl(loads_path)
     for n, rec in enumerate(records, 1):
         validate("load-record", rec, what=f"loads.jsonl line {n}")
@@ -366,7 +397,7 @@ def ingest(
         raise ContractError(f"trial.json says {trial_json['errors']} loads failed; loads.jsonl has {errors}")
 
     objects: dict[int, list[dict[str, Any]]] = {}
-    artifacts: list[tuple[str, int | None, Path]] = [
+    artifacts: list[tuple[str, int | None, Path | str]] = [
         ("trial_json", None, trial_path),
         ("loads_jsonl", None, loads_path),
     ]
@@ -388,6 +419,9 @@ def ingest(
                 raise ContractError(f"load {rec['index']}: HAR {rec['har']} is not HAR 1.2 ({e!r})") from None
             artifacts.append(("har", rec["index"], har_path))
         for side, path in (rec["pcap"] or {}).items():
+            if remote_dir is not None:  # kept on the worker (--artifacts remote): recorded as host:path
+                artifacts.append((f"pcap_{side}", rec["index"], f"{remote_dir}/{path}"))
+                continue
             if not (directory / path).exists():
                 raise ContractError(f"load {rec['index']}: pcap {path} is missing")
             artifacts.append((f"pcap_{side}", rec["index"], directory / path))
@@ -402,6 +436,7 @@ def ingest(
         artifacts=artifacts,
         control_provenance=control,
         fidelity_flags=flags,
+        worker=worker,
     )
     return TrialOutcome(
         trial=trial,
@@ -462,7 +497,10 @@ def run_plan(
     observer: Observer | None = None,
     grace_s: float = 30.0,
 ) -> RunSummary:
-    """Run ``plan`` into the database ``db``; see the module docstring for the guarantees."""
+    """Run ``plan`` into the database ``db``; see the module docstring for the guarantees.
+
+    On a cluster engine ``parallel`` is the cluster's trial slots (shown and stored); every missing
+    trial is submitted at once."""
     if parallel < 1:
         raise UsageError(f"--parallel: {parallel} is out of range; use 1 or more")
     observer = observer or Observer()
@@ -474,27 +512,34 @@ def run_plan(
     store = Store(db)
     sweep_dir = results_dir(store.path) / plan.name
     control = control_provenance(engine, parallel)
+    # a local run describes this machine once; a cluster's workers describe themselves
+    worker = machine_provenance(engine) if engine.cluster is None else None
     try:
         with _sweep_lock(sweep_dir, plan.name), _sigterm_as_interrupt():
             _prepare_sweep(store, plan, resume, control, sweep_dir)
+            repeats = _worker_repeats(store, plan, engine, observer)
+            planned = [*plan.trials, *repeats]
             statuses = store.trial_statuses(plan.name)
-            done = sum(1 for t in plan.trials if statuses.get(t.id) == "complete")
+            done = sum(1 for t in planned if statuses.get(t.id) == "complete")
             summary = RunSummary(
                 sweep=plan.name,
                 db=store.path,
                 results_dir=sweep_dir,
                 spec_hash=plan.spec_hash,
                 parallel=parallel,
-                planned_trials=len(plan.trials),
-                planned_loads=plan.loads,
+                planned_trials=len(planned),
+                planned_loads=sum(t.loads for t in planned),
                 already_complete=done,
+                cluster=engine.cluster,
             )
-            todo = [t for t in plan.trials if statuses.get(t.id) != "complete"]
-            observer.sweep_started(plan, todo, done, parallel)
+            todo = [t for t in planned if statuses.get(t.id) != "complete"]
+            # the observer counts the repeats of repeat_on_each_worker with the plan's trials
+            observer.sweep_started(dataclasses.replace(plan, trials=tuple(planned)), todo, done, parallel)
             try:
-                _Loop(store, plan, engine, parallel, observer, control, sweep_dir, summary, grace_s).run(
-                    todo, statuses
-                )
+                in_flight = parallel if engine.cluster is None else max(1, len(todo))
+                loop = _Loop(store, plan, engine, in_flight, observer, control, sweep_dir, summary, grace_s)
+                loop.worker = worker
+                loop.run(todo, statuses)
             finally:
                 summary.elapsed_s = time.monotonic() - started
                 store.touch_sweep(plan.name)
@@ -506,6 +551,33 @@ def run_plan(
         error.summary = summary  # type: ignore[attr-defined]
         raise error
     return summary
+
+
+def _worker_repeats(store: Store, plan: Plan, engine: Engine, observer: Observer) -> list[PlannedTrial]:
+    """``[sweep] repeat_on_each_worker = K`` on a cluster: K trials of the first configuration pinned to
+    each connected worker, planned in the store (``trials.repeat_of``) and returned; none elsewhere."""
+    k = int(plan.spec.get("sweep", {}).get("repeat_on_each_worker", 0))
+    if k == 0 or not plan.trials:
+        return []
+    trial_workers = getattr(engine, "trial_workers", None)
+    if engine.cluster is None or trial_workers is None:
+        observer.message(
+            "repeat_on_each_worker: a cluster's setting (--cluster); one machine runs the plan alone"
+        )
+        return []
+    of = plan.trials[0]
+    repeats: list[PlannedTrial] = []
+    workers = trial_workers()
+    for name, address in workers.items():
+        for trial in spec_mod.worker_repeats(of, name, k):
+            engine.pin(trial.id, address)  # type: ignore[attr-defined]
+            repeats.append(trial)
+    store.add_repeats(plan.name, of, repeats)
+    observer.message(
+        f"repeat_on_each_worker: {of.id} ({of.label}) {k} more time(s) on each of "
+        f"{len(workers)} worker(s): {', '.join(workers)}"
+    )
+    return repeats
 
 
 class _Loop:
@@ -526,6 +598,8 @@ class _Loop:
         self.store, self.plan, self.engine, self.parallel = store, plan, engine, parallel
         self.observer, self.control, self.sweep_dir, self.summary = observer, control, sweep_dir, summary
         self.grace_s = grace_s
+        #: the machine trials run on (local runs); None when the trial directory says (cluster)
+        self.worker: Mapping[str, Any] | None = None
         self.events: queue.Queue[TrialEvent] = queue.Queue()
         self.running: dict[str, tuple[PlannedTrial, TrialRun, float]] = {}
         #: trials that ran while another one did
@@ -561,16 +635,20 @@ class _Loop:
 
     def _start(self, trial: PlannedTrial) -> None:
         directory = self.sweep_dir / trial.id
-        self.store.mark_running(self.plan.name, trial.id)
+        # a cluster's trial is queued until a worker starts it (its ``started`` event)
+        queued = self.engine.cluster is not None
+        if not queued:
+            self.store.mark_running(self.plan.name, trial.id)
         try:
             run = self.engine.start_trial(trial.spec, directory, self.events.put)
         except WirelabError as e:
             self.store.mark_ended(self.plan.name, trial.id, "failed", str(e))
             raise
-        if self.running:
+        if self.running and not queued:
             self.overlapped.update(self.running, (trial.id,))
         self.running[trial.id] = (trial, run, time.monotonic())
-        self.observer.trial_started(trial)
+        if not queued:
+            self.observer.trial_started(trial)
 
     def _handle(self, event: TrialEvent) -> None:
         entry = self.running.get(event.trial_id)
@@ -579,10 +657,21 @@ class _Loop:
         trial, run, t0 = entry
         if event.kind == "load":
             self.observer.load_done(trial, event.data)
+        elif event.kind == "started":
+            self.store.mark_running(self.plan.name, trial.id)
+            self.running[trial.id] = (trial, run, time.monotonic())
+            self.observer.trial_started(trial)
+            self.observer.trial_placed(
+                trial, str(event.data.get("worker")), int(event.data.get("attempt", 1))
+            )
+        elif event.kind == "message":
+            self.observer.message(f"{trial.id} ({trial.label}): {event.data.get('text')}")
         elif event.kind == "exit":
             del self.running[event.trial_id]
             if event.returncode != 0 and run.owner_pid is not None:
                 self._collect(trial, run.owner_pid, event.returncode)
+            if run.beside_others is not None:
+                (self.overlapped.add if run.beside_others else self.overlapped.discard)(trial.id)
             directory = self.sweep_dir / trial.id
             self._record(self._finish(trial, directory, event.returncode, event.stderr_tail, t0))
 
@@ -594,7 +683,13 @@ class _Loop:
         if returncode == 0 and (directory / "trial.json").exists():
             try:
                 outcome = ingest(
-                    self.store, self.plan.name, trial, directory, self.control, trial.id in self.overlapped
+                    self.store,
+                    self.plan.name,
+                    trial,
+                    directory,
+                    self.control,
+                    trial.id in self.overlapped,
+                    worker=self.worker,
                 )
                 outcome.seconds = seconds
                 return outcome

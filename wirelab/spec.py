@@ -67,6 +67,7 @@ __all__ = [
     "network_string",
     "numeric_params",
     "resolve_trial",
+    "worker_repeats",
 ]
 
 _TRIAL_SCHEMA = contract.load_schema("trial-spec")
@@ -80,6 +81,7 @@ SHARD_MODES: tuple[str, ...] = tuple(_FIELDS_SCHEMA["properties"]["shard_mode"][
 #: (``shard_mode = "tld"``) or per domain (``"domain"``), as many as the page has.
 MAX_SHARDS: int = _FIELDS_SCHEMA["properties"]["shards"]["maximum"]
 MAX_TRIALS = 100_000
+MAX_WORKER_REPEATS = 100  #: [sweep] repeat_on_each_worker: at most this many trials per worker
 
 
 class _Model(BaseModel):
@@ -145,6 +147,14 @@ class SweepInfo(_Model):
         description="names the sweep in the database and its results directory",
     )
     description: str = Field("", description="free text shown with the results")
+    repeat_on_each_worker: int = Field(
+        0,
+        ge=0,
+        le=MAX_WORKER_REPEATS,
+        description="on a cluster (--cluster): also run the first configuration this many times on every "
+        "worker, so the report can compare the baseline protocol's ToW across workers "
+        "(docs/distributed.md); ignored on one machine",
+    )
 
 
 class RangeSpec(_Model):
@@ -215,6 +225,18 @@ class Plan:
     @property
     def axes(self) -> list[str]:
         return list(self.trials[0].params) if self.trials else []
+
+
+def worker_repeats(trial: PlannedTrial, worker: str, k: int) -> list[PlannedTrial]:
+    """``[sweep] repeat_on_each_worker = k`` on the cluster worker named ``worker``: ``k`` trials of the
+    configuration ``trial``, ids ``<trial id>-w<8 hex of the worker's name>-<i>`` (stable per worker, so a
+    rerun resumes them)."""
+    tag = hashlib.sha256(worker.encode()).hexdigest()[:8]
+    out = []
+    for i in range(1, k + 1):
+        trial_id = f"{trial.id}-w{tag}-{i}"
+        out.append(dataclasses.replace(trial, id=trial_id, spec={**trial.spec, "trial_id": trial_id}))
+    return out
 
 
 def _show(value: Any) -> str:

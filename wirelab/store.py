@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -288,14 +289,26 @@ CREATE INDEX probes_by_run ON probes (run_id);
 CREATE INDEX probe_protocols_by_probe ON probe_protocols (probe_id);
 """
 
+_V5 = """
+ALTER TABLE trials ADD COLUMN worker TEXT;
+ALTER TABLE trials ADD COLUMN repeat_of TEXT;
+"""
+
 #: Schema migrations: MIGRATIONS[i] takes a database from user_version i to i + 1.
 #: v1: sweeps, trials, loads, artifacts. v2: objects (per-request HAR timings), emulator lateness
 #: and fidelity flags on trials (back-filled from emulator_json). v3: the server under test's cost
 #: per load (server_cpu_ms, server_rss_peak_bytes; NULL for loads stored before, or not measured).
 #: v4: probe runs, one row per probed site and one per site and protocol (``wirelab probe``,
 #: ``docs/probe.md``).
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+#: v5: the worker a trial ran on (trials.worker: this machine's name for local runs, the cluster
+#: worker's name otherwise; its description is provenance_json's "worker"; NULL for trials stored before)
+#: and trials.repeat_of (a trial of ``[sweep] repeat_on_each_worker``: the id of the planned configuration
+#: it repeats on one worker; NULL for planned trials).
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
+
+#: An artifact kept on the cluster worker that ran its trial (``--artifacts remote``): ``host:/path``.
+REMOTE_PATH = re.compile(r"^[^/:]+:/")
 
 #: Fidelity flag set on a trial whose emulator timer lateness p99 exceeded the limit.
 LATENESS_FLAG = "lateness_p99_over_1ms"
@@ -486,8 +499,11 @@ class _Base:
             return str(path.resolve())
 
     def absolute(self, stored: str) -> Path:
+        """A stored path made absolute; one left on a cluster worker (``host:/path``) as it is."""
         p = Path(stored)
-        return p if p.is_absolute() else self.path.resolve().parent / p
+        if p.is_absolute() or REMOTE_PATH.match(stored):
+            return p
+        return self.path.resolve().parent / p
 
 
 # --------------------------------------------------------------------------------------------------
@@ -607,6 +623,37 @@ class Store(_Base):
             )
         return sweep_id
 
+    def add_repeats(
+        self, sweep: str, of: spec_mod.PlannedTrial, repeats: Sequence[spec_mod.PlannedTrial]
+    ) -> None:
+        """Plan ``repeats`` of the configuration ``of`` (``[sweep] repeat_on_each_worker``; status
+        ``planned``, ``repeat_of`` = ``of.id``) unless they are there already. They stay out of
+        ``Results.trials``, ``loads`` and ``objects`` unless asked for (``repeats=True``)."""
+        row = self.sweep_row(sweep)
+        if row is None:
+            raise StoreError(f"sweep {sweep} is not in {self.path}")
+        sweep_dir = self.results_dir / sweep
+        with self.transaction() as c:
+            c.executemany(
+                "INSERT OR IGNORE INTO trials (sweep_id, trial_id, idx, status, params_json, spec_json,"
+                " spec_hash, dir, loads_planned, repeat_of) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        row["id"],
+                        t.id,
+                        of.index,
+                        "planned",
+                        json.dumps(t.params),
+                        json.dumps(t.spec),
+                        row["spec_hash"],
+                        self.relative(sweep_dir / t.id),
+                        t.loads,
+                        of.id,
+                    )
+                    for t in repeats
+                ],
+            )
+
     def touch_sweep(self, name: str, provenance: Mapping[str, Any] | None = None) -> None:
         with self.transaction() as c:
             c.execute("UPDATE sweeps SET updated_at = ? WHERE name = ?", (_now(), name))
@@ -661,18 +708,24 @@ class Store(_Base):
         trial_json: Mapping[str, Any],
         loads: Sequence[Mapping[str, Any]],
         objects: Mapping[int, list[dict[str, Any]]],
-        artifacts: Sequence[tuple[str, int | None, Path]],
+        artifacts: Sequence[tuple[str, int | None, Path | str]],
         control_provenance: Mapping[str, Any],
         fidelity_flags: Sequence[str],
+        worker: Mapping[str, Any] | None = None,
     ) -> None:
         """Store a completed trial — its loads, their objects and the artifacts — in ONE transaction.
 
         ``objects`` maps a load's index to its object rows; ``artifacts`` is (kind, load index or
-        None, path). Any previous loads of the trial are replaced, so storing is idempotent.
+        None, path); a path given as a string is stored as it is (an artifact left on a cluster
+        worker: ``host:/path``). ``worker`` describes the machine the trial ran on
+        (:func:`wirelab.machine.machine_provenance`). Any previous loads of the trial are replaced, so
+        storing is idempotent.
         """
         row = self._trial_row(sweep, trial_id)
         lateness = trial_json["emulator"]["lateness_us"]
         provenance = {"engine": trial_json["provenance"], "control": dict(control_provenance)}
+        if worker is not None:
+            provenance["worker"] = dict(worker)
         with self.transaction() as c:
             c.execute("DELETE FROM loads WHERE trial_row = ?", (row,))
             c.execute("DELETE FROM artifacts WHERE trial_row = ?", (row,))
@@ -753,7 +806,12 @@ class Store(_Base):
             c.executemany(
                 "INSERT INTO artifacts (trial_row, load_id, kind, path) VALUES (?,?,?,?)",
                 [
-                    (row, None if index is None else load_ids[index], kind, self.relative(path))
+                    (
+                        row,
+                        None if index is None else load_ids[index],
+                        kind,
+                        self.relative(path) if isinstance(path, Path) else path,
+                    )
                     for kind, index, path in artifacts
                 ],
             )
@@ -761,7 +819,7 @@ class Store(_Base):
                 "UPDATE trials SET status = 'complete', spec_json = ?, provenance_json = ?,"
                 " emulator_json = ?, loads = ?, load_errors = ?, error = NULL, ended_at = ?,"
                 " lateness_p50_us = ?, lateness_p99_us = ?,"
-                " lateness_max_us = ?, fidelity_flags_json = ? WHERE id = ?",
+                " lateness_max_us = ?, fidelity_flags_json = ?, worker = ? WHERE id = ?",
                 (
                     json.dumps(trial_json["spec"]),
                     json.dumps(provenance),
@@ -773,6 +831,7 @@ class Store(_Base):
                     lateness["p99"],
                     lateness["max"],
                     json.dumps(list(fidelity_flags)),
+                    None if worker is None else worker.get("name"),
                     row,
                 ),
             )
@@ -916,7 +975,7 @@ class Results(_Base):
                    SUM(t.status = 'complete') AS complete_trials, SUM(t.status = 'failed') AS failed_trials,
                    COALESCE(SUM(t.loads), 0) AS loads, COALESCE(SUM(t.load_errors), 0) AS load_errors,
                    SUM(t.fidelity_flags_json != '[]') AS fidelity_warnings, s.created_at, s.updated_at
-              FROM sweeps s LEFT JOIN trials t ON t.sweep_id = s.id
+              FROM sweeps s LEFT JOIN trials t ON t.sweep_id = s.id AND t.repeat_of IS NULL
              GROUP BY s.id ORDER BY s.created_at, s.name
             """,
             self.conn,
@@ -924,10 +983,14 @@ class Results(_Base):
         df["axes"] = df.pop("axes_json").map(json.loads)
         return df
 
-    def trials(self, sweep: str | None = None, *, status: str | None = None) -> pd.DataFrame:
+    def trials(
+        self, sweep: str | None = None, *, status: str | None = None, repeats: bool = False
+    ) -> pd.DataFrame:
         """One row per trial with its grid parameters as columns (dotted names) and its parsed
-        ``spec``, ``provenance`` and ``emulator`` summary."""
+        ``spec``, ``provenance`` and ``emulator`` summary. ``repeats``: also the trials of
+        ``[sweep] repeat_on_each_worker`` (``repeat_of`` names the configuration they repeat)."""
         where, args = self._sweep_filter(sweep)
+        where += "" if repeats else " AND t.repeat_of IS NULL"
         if status is not None:
             where += " AND t.status = ?"
             args.append(status)
@@ -936,7 +999,7 @@ class Results(_Base):
             SELECT s.name AS sweep, t.trial_id, t.idx AS trial_index, t.status, t.params_json, t.spec_json,
                    t.loads_planned, t.loads, t.load_errors, t.lateness_p50_us, t.lateness_p99_us,
                    t.lateness_max_us, t.fidelity_flags_json, t.attempts, t.error, t.started_at, t.ended_at,
-                   t.dir, t.provenance_json, t.emulator_json
+                   t.worker, t.repeat_of, t.dir, t.provenance_json, t.emulator_json
               FROM trials t JOIN sweeps s ON s.id = t.sweep_id
              WHERE 1 = 1 {where} ORDER BY s.name, t.idx
             """,
@@ -952,12 +1015,19 @@ class Results(_Base):
         return _with_params(df)
 
     def loads(
-        self, sweep: str | None = None, *, protocol: str | None = None, with_errors: bool = True
+        self,
+        sweep: str | None = None,
+        *,
+        protocol: str | None = None,
+        with_errors: bool = True,
+        repeats: bool = False,
     ) -> pd.DataFrame:
         """One row per load of every complete trial: the load record's fields, ``page`` and ``network``
         from the trial spec, one column per grid parameter (dotted name) and numeric companions of
-        unit-bearing parameters (``network.rtt`` → ``network.rtt_ms``)."""
+        unit-bearing parameters (``network.rtt`` → ``network.rtt_ms``). ``repeats``: also the loads of
+        ``[sweep] repeat_on_each_worker``'s trials."""
         where, args = self._sweep_filter(sweep)
+        where += "" if repeats else " AND t.repeat_of IS NULL"
         if protocol is not None:
             where += " AND l.protocol = ?"
             args.append(protocol)
@@ -967,7 +1037,7 @@ class Results(_Base):
         df = pd.read_sql_query(
             f"""
             SELECT s.name AS sweep, t.trial_id, t.idx AS trial_index, t.params_json, t.spec_json,
-                   t.lateness_p99_us, t.fidelity_flags_json, l.id AS load_id, {cols}
+                   t.lateness_p99_us, t.fidelity_flags_json, t.worker, t.repeat_of, l.id AS load_id, {cols}
               FROM loads l JOIN trials t ON t.id = l.trial_row JOIN sweeps s ON s.id = t.sweep_id
              WHERE t.status = 'complete' {where} ORDER BY s.name, t.idx, l.load_index
             """,
@@ -984,11 +1054,14 @@ class Results(_Base):
     def objects(
         self, sweep: str | None = None, *, trial_id: str | None = None, load_index: int | None = None
     ) -> pd.DataFrame:
-        """One row per object (HAR entry) of every stored load, with its load's protocol and repetition."""
+        """One row per object (HAR entry) of every stored load, with its load's protocol and repetition
+        (of the planned trials, or of the trial ``trial_id`` whichever it is)."""
         where, args = self._sweep_filter(sweep)
         if trial_id is not None:
             where += " AND t.trial_id = ?"
             args.append(trial_id)
+        else:
+            where += " AND t.repeat_of IS NULL"
         if load_index is not None:
             where += " AND l.load_index = ?"
             args.append(load_index)

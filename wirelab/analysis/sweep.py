@@ -242,6 +242,11 @@ class SweepData:
     protocols: list[str]  #: in spec order; the first is the baseline
     emulator: dict[str, dict[str, Any]]  #: trial id → the emulator summary of its trial.json
     results: Results | None = None
+    #: the trials of ``[sweep] repeat_on_each_worker`` (``Results.trials(repeats=True)``, every status)
+    repeat_trials: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    #: loads of every configuration repeated on each worker, its planned trial's and its repeats', with
+    #: ``config`` (the planned trial's id) and ``worker``
+    worker_loads: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
     @property
     def baseline(self) -> str:
@@ -319,7 +324,7 @@ def _objects(results: Results, sweep: str) -> pd.DataFrame:
                o.receive_ms
           FROM objects o JOIN loads l ON l.id = o.load_id JOIN trials t ON t.id = l.trial_row
                JOIN sweeps s ON s.id = t.sweep_id
-         WHERE s.name = ? ORDER BY t.idx, l.load_index, o.entry_index
+         WHERE s.name = ? AND t.repeat_of IS NULL ORDER BY t.idx, l.load_index, o.entry_index
         """,
         results.conn,
         params=(sweep,),
@@ -379,6 +384,14 @@ def load_sweep(results: Results, sweep: str) -> SweepData:
         .reset_index(drop=True)
     )
     configs["label"] = [_label(r, axes) for _, r in configs.iterrows()] if len(configs) else []
+    every = results.trials(sweep, repeats=True)
+    repeat_trials = every[every["repeat_of"].notna()].reset_index(drop=True)
+    worker_loads = pd.DataFrame()
+    if len(repeat_trials):
+        repeated = set(repeat_trials["repeat_of"])
+        all_loads = results.loads(sweep, repeats=True)
+        all_loads["config"] = all_loads["repeat_of"].fillna(all_loads["trial_id"])
+        worker_loads = all_loads[all_loads["config"].isin(repeated)].reset_index(drop=True)
     return SweepData(
         name=sweep,
         description=str(info["description"] or ""),
@@ -392,4 +405,6 @@ def load_sweep(results: Results, sweep: str) -> SweepData:
         protocols=protocols or ["h1s", "h2"],
         emulator=_emulator(results, sweep),
         results=results,
+        repeat_trials=repeat_trials,
+        worker_loads=worker_loads,
     )

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from wirelab.analysis import conclusions as say
 from wirelab.analysis.compare import compare, main_effects
@@ -1126,6 +1127,88 @@ def _provenance(sd: SweepData) -> dict[str, str]:
     return out
 
 
+def _machine(provenance: Any) -> tuple[str, str, str] | None:
+    """(worker, CPU model, kernel) of a stored trial: its worker's description, else the engine's."""
+    if not isinstance(provenance, dict):
+        return None
+    worker = provenance.get("worker") or {}
+    engine = provenance.get("engine") or {}
+    name = worker.get("name") or engine.get("hostname") or "?"
+    return (
+        name,
+        worker.get("cpu_model") or engine.get("cpu") or "?",
+        worker.get("kernel") or engine.get("kernel") or "?",
+    )
+
+
+def machines_sentence(trials: pd.DataFrame) -> str | None:
+    """A data-quality sentence when a sweep's complete trials ran on machines of different CPU models or
+    kernels (a cluster's workers, or resumed on another machine), or None."""
+    done = trials[trials["status"] == "complete"]
+    machines = [m for m in done["provenance"].map(_machine) if m is not None]
+    kinds: dict[tuple[str, str], set[str]] = {}
+    for name, cpu, kernel in machines:
+        kinds.setdefault((cpu, kernel), set()).add(name)
+    if len(kinds) < 2:
+        return None
+    listed = "; ".join(
+        f"{cpu}, kernel {kernel} ({', '.join(sorted(names))})"
+        for (cpu, kernel), names in sorted(kinds.items())
+    )
+    return (
+        f"The trials ran on machines of {len(kinds)} different CPU models or kernels: {listed}. "
+        "Timings from different machines may differ for reasons of their own; compare configurations "
+        "that ran on the same kind (each trial's worker is stored: trials.worker, docs/distributed.md)."
+    )
+
+
+#: Kruskal–Wallis p-value below which the workers' ToW of one configuration differ more than its
+#: repetitions vary (worker_tow_sentences)
+WORKER_P = 0.05
+
+
+def worker_tow_sentences(
+    loads: pd.DataFrame, baseline: str, labels: dict[str, str] | None = None
+) -> list[str]:
+    """For each configuration that ran on two or more workers (``[sweep] repeat_on_each_worker``): the
+    baseline protocol's median ToW on each worker, how far apart the medians are, and whether the workers
+    differ more than the repetitions vary (Kruskal–Wallis across workers). ``loads``: with ``config``
+    (the configuration's planned trial id) and ``worker`` columns (``SweepData.worker_loads``)."""
+    if loads.empty:
+        return []
+    base = ok_loads(loads)
+    base = base[(base["protocol"] == baseline) & base["worker"].notna()]
+    out = []
+    for config, rows in base.groupby("config", sort=True):
+        by_worker = {str(w): g["tow_ms"].to_numpy(dtype=float) for w, g in rows.groupby("worker", sort=True)}
+        if len(by_worker) < 2:
+            continue
+        medians = {w: float(np.median(v)) for w, v in by_worker.items()}
+        low, high = min(medians.values()), max(medians.values())
+        spread = (high - low) / low * 100 if low > 0 else float("nan")
+        listed = ", ".join(f"{w} {medians[w]:.0f} ms (n {len(v)})" for w, v in by_worker.items())
+        sizes_ok = all(len(v) >= 2 for v in by_worker.values())
+        distinct = len(np.unique(np.concatenate(list(by_worker.values())))) > 1
+        if sizes_ok and distinct:
+            p = float(sps.kruskal(*by_worker.values()).pvalue)
+            verdict = f"Kruskal–Wallis p = {p:.3g}: " + (
+                "the workers differ more than the repetitions vary — compare configurations that ran "
+                "on the same worker"
+                if p < WORKER_P
+                else f"no difference between the workers at the {WORKER_P:g} level"
+            )
+        elif not distinct:
+            verdict = "every load took the same time"
+        else:
+            verdict = "too few loads per worker to test"
+        name = f"{config} ({labels[config]})" if labels and config in labels else str(config)
+        out.append(
+            f"The baseline's ({protocol_style(baseline).label}) ToW of configuration {name} on each worker "
+            f"(repeat_on_each_worker): {listed}; medians {spread:.1f} % apart; {verdict}."
+        )
+    return out
+
+
 def build_sweep(
     sd: SweepData, figures_dir: Path, *, seed: int = 0, waterfall_budget: int = WATERFALL_OBJECT_BUDGET
 ) -> SweepSection:
@@ -1148,6 +1231,11 @@ def build_sweep(
             f"({', '.join(sorted(set(failed['status'])))}); "
             "their configurations are missing from every figure and table."
         )
+    mixed = machines_sentence(pd.concat([trials, sd.repeat_trials]) if len(sd.repeat_trials) else trials)
+    if mixed:
+        quality.append(mixed)
+    labels = dict(zip(sd.configs["trial_id"], sd.configs["label"], strict=True)) if len(sd.configs) else {}
+    quality.extend(worker_tow_sentences(sd.worker_loads, sd.baseline, labels))
     flagged = trials[trials["fidelity_flags"].map(bool)]
     if len(flagged):
         quality.append(
