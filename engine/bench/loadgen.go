@@ -70,12 +70,20 @@ type PagesRow struct {
 	Tool     string `json:"tool"` // h2load | wirelab
 	Round    int    `json:"round"`
 	// How the tool loaded: h2load clients × connections, streams per connection; wirelab VUs.
-	Setup         string  `json:"setup"`
-	Pages         float64 `json:"pages"` // h2load: successful requests ÷ objects per page
-	PagesPerS     float64 `json:"pages_per_s"`
-	Requests      int64   `json:"requests"`
-	Failed        int64   `json:"failed"`
-	Seconds       float64 `json:"seconds"`
+	Setup     string  `json:"setup"`
+	Pages     float64 `json:"pages"` // h2load: successful requests ÷ objects per page
+	PagesPerS float64 `json:"pages_per_s"`
+	Requests  int64   `json:"requests"`
+	Failed    int64   `json:"failed"`
+	Seconds   float64 `json:"seconds"`
+	// Connections the tool opened (h2load: its clients, each keeping its connection; wirelab: the
+	// VUs' connections, kept from page to page).
+	Connections int64 `json:"connections"`
+	// InFlight is the mean number of requests in flight per connection: requests × mean request
+	// time ÷ (connections × seconds). h2load keeps every connection busy with the next URL of its
+	// list; a VU's connections idle while the root document loads and at the page's tail.
+	InFlight      float64 `json:"in_flight_per_connection"`
+	RequestMeanMs float64 `json:"request_mean_ms"`           // h2load: "time for request" mean; wirelab: request_ms mean
 	CPUUsPerReq   float64 `json:"cpu_us_per_request"`        // the tool's process
 	ServerUsPerRq float64 `json:"server_cpu_us_per_request"` // the server's processes (a real server's control group)
 	ToolCores     float64 `json:"tool_cores"`                // the tool's CPU ÷ seconds
@@ -214,8 +222,9 @@ func (o *LoadgenOptions) pages(ctx context.Context, srv LoadgenServer, res *Load
 				}
 				row.Round = rnd
 				row.HarnessCores = round((selfCPU()-self0).Seconds()/time.Since(wall0).Seconds(), 2)
-				o.progress("  %-4s %-8s %s: %7.1f pages/s, %6.1f µs CPU per request (server %.1f µs), %d failed; harness %.2f cores",
-					proto, tool, row.Setup, row.PagesPerS, row.CPUUsPerReq, row.ServerUsPerRq, row.Failed, row.HarnessCores)
+				o.progress("  %-4s %-8s %s: %7.1f pages/s (%.0f requests/s), %6.1f µs CPU per request (server %.1f µs), %d failed; %d connections, %.2f requests in flight per connection (request %.2f ms); harness %.2f cores",
+					proto, tool, row.Setup, row.PagesPerS, float64(row.Requests)/max(row.Seconds, 1e-9), row.CPUUsPerReq, row.ServerUsPerRq, row.Failed,
+					row.Connections, row.InFlight, row.RequestMeanMs, row.HarnessCores)
 				res.Pages = append(res.Pages, *row)
 			}
 		}
@@ -224,8 +233,9 @@ func (o *LoadgenOptions) pages(ctx context.Context, srv LoadgenServer, res *Load
 }
 
 var (
-	h2loadFinished = regexp.MustCompile(`finished in ([0-9.]+)(m?s)`)
-	h2loadRequests = regexp.MustCompile(`requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed`)
+	h2loadFinished    = regexp.MustCompile(`finished in ([0-9.]+)(m?s)`)
+	h2loadRequestTime = regexp.MustCompile(`time for request:\s+\S+\s+\S+\s+([0-9.]+)(us|ms|s)\s`)
+	h2loadRequests    = regexp.MustCompile(`requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed`)
 )
 
 // h2load runs h2load beside the server as closed-loop page clients: h1 six connections per
@@ -249,8 +259,10 @@ func (o *LoadgenOptions) h2load(ctx context.Context, s *Served, proto string, po
 	}
 	args := []string{o.H2load, "-D", strconv.Itoa(int(o.Duration.Seconds())), "-i", f.Name(), "--connect-to", connect}
 	var setup string
+	conns := o.Clients
 	if proto == "h1" {
-		args = append(args, "--h1", "-c", strconv.Itoa(6*o.Clients), "-m", "1")
+		conns = 6 * o.Clients
+		args = append(args, "--h1", "-c", strconv.Itoa(conns), "-m", "1")
 		setup = fmt.Sprintf("%d clients × 6 connections", o.Clients)
 	} else {
 		args = append(args, "-c", strconv.Itoa(o.Clients), "-m", strconv.Itoa(objects))
@@ -292,7 +304,11 @@ func (o *LoadgenOptions) h2load(ctx context.Context, s *Served, proto string, po
 	failed, _ := strconv.ParseInt(req[5], 10, 64)
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	row := &PagesRow{Protocol: proto, Tool: "h2load", Setup: setup, Pages: float64(succeeded) / float64(objects),
-		Requests: succeeded, Failed: failed, Seconds: secs}
+		Requests: succeeded, Failed: failed, Seconds: secs, Connections: int64(conns)}
+	if m := h2loadRequestTime.FindStringSubmatch(out.String()); m != nil {
+		v, _ := strconv.ParseFloat(m[1], 64)
+		row.RequestMeanMs = v * map[string]float64{"us": 1e-3, "ms": 1, "s": 1e3}[m[2]]
+	}
 	row.fill(cpu, srvCPU)
 	return row, nil
 }
@@ -308,7 +324,10 @@ func (o *LoadgenOptions) wirelab(ctx context.Context, s *Served, proto, root str
 	}
 	t := sum.Totals
 	row := &PagesRow{Protocol: proto, Tool: "wirelab", Setup: fmt.Sprintf("%d VUs, think 0", o.Clients), Pages: float64(t.Pages),
-		Requests: t.Hits, Failed: t.PagesFailed, Seconds: sum.DurationS}
+		Requests: t.Hits, Failed: t.PagesFailed, Seconds: sum.DurationS, Connections: t.ConnectionsOpened}
+	if t.RequestMs != nil {
+		row.RequestMeanMs = t.RequestMs.Mean
+	}
 	row.fill(cpu, srvCPU)
 	return row, nil
 }
@@ -319,6 +338,10 @@ func (r *PagesRow) fill(cpu, srvCPU time.Duration) {
 		r.ToolCores = round(cpu.Seconds()/r.Seconds, 2)
 		r.ServerCores = round(srvCPU.Seconds()/r.Seconds, 2)
 	}
+	if r.Seconds > 0 && r.Connections > 0 {
+		r.InFlight = round(float64(r.Requests)*r.RequestMeanMs/1e3/(float64(r.Connections)*r.Seconds), 2)
+	}
+	r.RequestMeanMs = round(r.RequestMeanMs, 3)
 	if r.Requests > 0 {
 		r.CPUUsPerReq = round(float64(cpu.Microseconds())/float64(r.Requests), 1)
 		r.ServerUsPerRq = round(float64(srvCPU.Microseconds())/float64(r.Requests), 1)

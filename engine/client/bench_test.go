@@ -9,7 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +33,7 @@ import (
 
 const (
 	benchPage      = "imgur"
-	benchServerEnv = "WIRELAB_CLIENT_BENCH_SERVER"
+	benchServerEnv = "WIRELAB_CLIENT_BENCH_SERVER" // its value names the page the child serves
 )
 
 // TestBenchServer is the benchmark's origin server; it runs only in the child process. It prints
@@ -39,7 +42,7 @@ func TestBenchServer(t *testing.T) {
 	if os.Getenv(benchServerEnv) == "" {
 		t.Skip("the loader benchmark's server process")
 	}
-	pg, err := page.Load(benchPage, 1)
+	pg, err := page.Load(os.Getenv(benchServerEnv), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +53,7 @@ func TestBenchServer(t *testing.T) {
 }
 
 func BenchmarkLoader(b *testing.B) {
-	info := startBenchServer(b)
+	info := startBenchServer(b, benchPage)
 	pg, err := page.Load(benchPage, 1) // the same deterministic page, for its URLs
 	if err != nil {
 		b.Fatal(err)
@@ -99,10 +102,91 @@ func BenchmarkLoader(b *testing.B) {
 	}
 }
 
+// The load generator's page loop (engine/loadgen, `bench loadgen`): tabUsers lean Tabs with kept
+// connections load study N's page `neoload50` (the root, then its 50 images) without pause, from
+// the built-in server in a child process. b.N counts pages over all tabs.
+//
+//	go test -run '^$' -bench TabLoop -benchtime 2000x -cpuprofile cpu.out ./client/
+//
+// Reported: cpu-µs/request (user + system time of this process ÷ requests), allocs and bytes per
+// page (ReportAllocs), pages/s.
+func BenchmarkTabLoop(b *testing.B) {
+	const tabUsers = 20
+	info := startBenchServer(b, "neoload50")
+	pg, err := page.Load("neoload50", 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pem, err := os.ReadFile(info.CAFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	resolver := StaticResolver{}
+	for _, o := range info.Origins {
+		resolver[o.Host] = mustAddr(o.Addr)
+	}
+	for _, proto := range []Protocol{H1, H2} {
+		b.Run(string(proto), func(b *testing.B) {
+			l, err := New(Config{Protocol: proto, Resolver: resolver, RootCAs: pool, Timeout: 30 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			root, err := pg.URL(0, page.Base{Scheme: proto.Scheme(), Port: info.Ports.Port(server.Protocol(proto)), Token: page.NewToken()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var requests atomic.Int64
+			tabs := make([]*Tab, tabUsers)
+			for i := range tabs {
+				tabs[i] = l.NewTab(TabOptions{Lean: true, OnRequest: func(st RequestStats) {
+					if st.Err != nil {
+						b.Error(st.Err)
+					}
+					requests.Add(1)
+				}})
+				defer tabs[i].Close()
+				if res, err := tabs[i].Load(context.Background(), root, nil); err != nil || res.Err != nil { // warm: connections open
+					b.Fatalf("load: %v %v", err, res.Err)
+				}
+			}
+			requests.Store(0)
+			var next atomic.Int64
+			b.ReportAllocs()
+			cpu0, t0 := cpuTime(), time.Now()
+			r0, w0 := syscallsIO()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for _, tab := range tabs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						if res, err := tab.Load(context.Background(), root, nil); err != nil || res.Err != nil {
+							b.Errorf("load: %v %v", err, res.Err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			cpu, secs := cpuTime()-cpu0, time.Since(t0).Seconds()
+			r1, w1 := syscallsIO()
+			n := float64(requests.Load())
+			b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/request")
+			b.ReportMetric(float64(r1-r0)/n, "reads/request")
+			b.ReportMetric(float64(w1-w0)/n, "writes/request")
+			b.ReportMetric(float64(b.N)/secs, "pages/s")
+		})
+	}
+}
+
 // startBenchServer runs TestBenchServer in a child process and returns its Info.
-func startBenchServer(b *testing.B) server.Info {
+func startBenchServer(b *testing.B, pageName string) server.Info {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchServer$")
-	cmd.Env = append(os.Environ(), benchServerEnv+"=1")
+	cmd.Env = append(os.Environ(), benchServerEnv+"="+pageName)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -128,6 +212,26 @@ func startBenchServer(b *testing.B) server.Info {
 			return info
 		}
 	}
+}
+
+// syscallsIO is how many read and write system calls this process made (/proc/self/io: syscr,
+// syscw; failed ones — EAGAIN — included).
+func syscallsIO() (reads, writes int64) {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "syscr":
+			reads = n
+		case "syscw":
+			writes = n
+		}
+	}
+	return reads, writes
 }
 
 // cpuTime is this process's user + system CPU time.

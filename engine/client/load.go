@@ -140,6 +140,9 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 				run.pools[r.origin] = pool
 			}
 			push := s.pushes.claim(key)
+			if e, ok := pool.(expecter); ok && push == nil {
+				e.expect(r)
+			}
 			go func() {
 				if push == nil || !push.adopt(ctx, r, s) { // not pushed, or the push failed
 					pool.do(ctx, r)

@@ -18,6 +18,11 @@ type originPool interface {
 	usable() bool
 }
 
+// expecter is a pool that wants to know, before a request's goroutine starts, that the request
+// is on its way (h2: coalescing the HEADERS of requests issued together). Every request expected
+// reaches the pool's do.
+type expecter interface{ expect(r *request) }
+
 func newPool(s *session, o origin) originPool {
 	switch s.cfg.Protocol {
 	case H1, H1S:

@@ -23,6 +23,7 @@ type h1Pool struct {
 	o    origin
 	alpn string // "" for cleartext h1
 	max  int
+	ua   string // Config.UserAgent, line breaks replaced (appendH1Request)
 
 	mu      sync.Mutex
 	open    int // connections open or being opened
@@ -46,7 +47,7 @@ type h1Conn struct {
 var _ originPool = (*h1Pool)(nil)
 
 func newH1Pool(s *session, o origin) *h1Pool {
-	p := &h1Pool{s: s, o: o, max: s.cfg.MaxConnectionsPerOrigin}
+	p := &h1Pool{s: s, o: o, max: s.cfg.MaxConnectionsPerOrigin, ua: strings.ReplaceAll(s.cfg.UserAgent, "\r\n", " ")}
 	if s.cfg.Protocol == H1S {
 		p.alpn = "http/1.1"
 	}
@@ -63,7 +64,7 @@ func (p *h1Pool) do(ctx context.Context, r *request) {
 		r.conn = c.rec.info.ID
 		r.sendStart = p.s.now()
 		reused := c.served > 0
-		keep, err := c.roundTrip(p.s, r)
+		keep, err := c.roundTrip(p.s, r, p.ua)
 		now := p.s.now()
 		if err == nil {
 			r.finish(now, nil)
@@ -208,10 +209,10 @@ func (p *h1Pool) close() {
 
 // roundTrip sends r on c and reads the whole response. keep reports whether c may carry another
 // request.
-func (c *h1Conn) roundTrip(s *session, r *request) (keep bool, err error) {
+func (c *h1Conn) roundTrip(s *session, r *request, userAgent string) (keep bool, err error) {
 	c.served++
 	c.rec.update(func(ci *Conn) { ci.Requests++ })
-	c.wbuf = appendH1Request(c.wbuf[:0], r, s.cfg.UserAgent)
+	c.wbuf = appendH1Request(c.wbuf[:0], r, userAgent)
 	if _, err := c.conn.Write(c.wbuf); err != nil {
 		return false, err
 	}
@@ -220,6 +221,12 @@ func (c *h1Conn) roundTrip(s *session, r *request) (keep bool, err error) {
 		return false, err
 	}
 	r.firstByte = s.now()
+	if buffered, _ := c.br.Peek(c.br.Buffered()); len(buffered) > 0 {
+		if h, n, ok := parseH1Head(buffered); ok {
+			c.br.Discard(n)
+			return c.readBody(r, h)
+		}
+	}
 	var resp *http.Response
 	for {
 		resp, err = http.ReadResponse(c.br, nil)
@@ -247,15 +254,35 @@ func (c *h1Conn) roundTrip(s *session, r *request) (keep bool, err error) {
 	return !resp.Close, nil
 }
 
+// readBody reads the body of a response whose head the lean path parsed: Content-Length bytes.
+// It fails as net/http's body reader does when the connection ends first.
+func (c *h1Conn) readBody(r *request, h h1Head) (keep bool, err error) {
+	r.gotHeaders(h.status, h.contentType, h.contentLength)
+	for left := h.contentLength; left > 0; {
+		n, err := c.br.Read(c.buf[:min(int64(len(c.buf)), left)])
+		if n > 0 {
+			r.gotBody(c.buf[:n])
+			left -= int64(n)
+		}
+		if errors.Is(err, io.EOF) && left > 0 {
+			return false, io.ErrUnexpectedEOF
+		}
+		if err != nil && left > 0 {
+			return false, err
+		}
+	}
+	return !h.close, nil
+}
+
 // appendH1Request appends r's HTTP/1.1 request head: a GET without body, identity encoding so that
-// body bytes are the object's size.
+// body bytes are the object's size. userAgent has its line breaks replaced (h1Pool.ua).
 func appendH1Request(b []byte, r *request, userAgent string) []byte {
 	b = append(b, "GET "...)
 	b = append(b, requestPath(r.url)...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, r.origin.authority()...)
 	b = append(b, "\r\nUser-Agent: "...)
-	b = append(b, strings.ReplaceAll(userAgent, "\r\n", " ")...)
+	b = append(b, userAgent...)
 	b = append(b, "\r\nAccept: */*\r\nAccept-Encoding: identity\r\n\r\n"...)
 	return b
 }

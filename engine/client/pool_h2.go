@@ -31,9 +31,46 @@ type h2Pool struct {
 	s      *session
 	o      origin
 	single singleConn[*h2Conn]
+	// pending (a Tab's pool): requests handed to the pool (expect) that have neither written
+	// their HEADERS nor given up. A HEADERS frame written while others are pending is left in
+	// the connection's buffer for the last of them to flush, so the requests a load issues
+	// together (a page's 50 images) leave in one write, as a browser's do, instead of one write —
+	// one TLS record, one system call, one wake-up of the server — each.
+	pending atomic.Int32
 }
 
-var _ originPool = (*h2Pool)(nil)
+var (
+	_ originPool = (*h2Pool)(nil)
+	_ expecter   = (*h2Pool)(nil)
+)
+
+// expect counts r as on its way to the pool (a Tab's: see pending).
+func (p *h2Pool) expect(r *request) {
+	if p.s.keep {
+		r.expected = true
+		p.pending.Add(1)
+	}
+}
+
+// arrive marks r as no longer on its way (it writes its HEADERS now, or gives up) and reports
+// whether no other request is.
+func (p *h2Pool) arrive(r *request) bool {
+	if r.expected {
+		r.expected = false
+		return p.pending.Add(-1) == 0
+	}
+	return p.pending.Load() == 0
+}
+
+// leave: r ends without having written (it failed before, or waits for a stream); if it was the
+// last request on its way, it flushes what the others left in the buffer.
+func (p *h2Pool) leave(r *request) {
+	if r.expected && p.arrive(r) {
+		if c, ok := p.single.current(); ok {
+			c.flushLeft()
+		}
+	}
+}
 
 func newH2Pool(s *session, o origin) *h2Pool { return &h2Pool{s: s, o: o} }
 
@@ -50,6 +87,7 @@ var errGoAway = errors.New("h2: server sent GOAWAY before processing the request
 const maxGoAwayRetries = 3
 
 func (p *h2Pool) do(ctx context.Context, r *request) {
+	defer p.leave(r)
 	for {
 		c, opened, err := p.single.get(ctx, func() (*h2Conn, error) {
 			c, err := p.dial(ctx, r)
@@ -113,6 +151,7 @@ func (p *h2Pool) dial(ctx context.Context, r *request) (*h2Conn, error) {
 		return nil, err
 	}
 	c := newH2Conn(p.s, rec, conn, p.o)
+	c.pool = p
 	if err := c.start(); err != nil {
 		conn.Close()
 		rec.update(func(ci *Conn) { ci.Error = err.Error() })
@@ -132,6 +171,7 @@ func (p *h2Pool) close() {
 type h2Conn struct {
 	s            *session
 	o            origin
+	pool         *h2Pool
 	rec          *connRecord
 	conn         net.Conn
 	bw           *bufio.Writer
@@ -145,8 +185,9 @@ type h2Conn struct {
 	hbuf   bytes.Buffer
 	nextID uint32
 	// coalesce (a Tab's connections): a request's HEADERS are flushed only by the last of the
-	// requests queued for wmu (waiting counts them), so a page's requests issued together leave
-	// in one write, as a browser's do. Loader.Load flushes every HEADERS frame at once.
+	// requests on their way to the pool (h2Pool.pending) and queued for wmu (waiting counts
+	// them), so a page's requests issued together leave in one write, as a browser's do.
+	// Loader.Load flushes every HEADERS frame at once.
 	coalesce bool
 	waiting  atomic.Int32
 
@@ -294,7 +335,12 @@ func (c *h2Conn) send(ctx context.Context, r *request, reserved bool) (*h2Stream
 			c.streams[st.id] = st
 			maxFrame := c.peerMaxFrame
 			c.mu.Unlock()
-			err := c.writeHeaders(st, r, maxFrame, !c.coalesce || c.waiting.Load() == 0)
+			flush := !c.coalesce
+			if c.coalesce {
+				last := c.pool.arrive(r)
+				flush = last && c.waiting.Load() == 0
+			}
+			err := c.writeHeaders(st, r, maxFrame, flush)
 			c.wmu.Unlock()
 			if err != nil {
 				c.fail(fmt.Errorf("h2 write: %w", err))
@@ -307,7 +353,7 @@ func (c *h2Conn) send(ctx context.Context, r *request, reserved bool) (*h2Stream
 		}
 		c.mu.Unlock()
 		var flushErr error
-		if c.coalesce && c.waiting.Load() == 0 && c.bw.Buffered() > 0 { // what others left for us to flush
+		if c.coalesce && c.pool.arrive(r) && c.waiting.Load() == 0 && c.bw.Buffered() > 0 { // what others left for us to flush
 			flushErr = c.bw.Flush()
 		}
 		c.wmu.Unlock()
@@ -383,6 +429,21 @@ func (c *h2Conn) writeHeaders(st *h2Stream, r *request, maxFrame uint32, flush b
 	}
 	r.sendEnd = c.s.now()
 	return err
+}
+
+// flushLeft flushes HEADERS frames left in the buffer for a request that will not write after
+// all (coalesce), unless a request queued for the write lock will.
+func (c *h2Conn) flushLeft() {
+	c.waiting.Add(1) // not counted by a writer that holds the lock now: it may leave them to us
+	c.wmu.Lock()
+	var err error
+	if c.waiting.Add(-1) == 0 && c.bw.Buffered() > 0 {
+		err = c.bw.Flush()
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.fail(fmt.Errorf("h2 write: %w", err))
+	}
 }
 
 func (c *h2Conn) readLoop() {
