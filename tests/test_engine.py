@@ -136,7 +136,7 @@ def test_pages_and_gc_and_shell_argv(fake_engine):
 def test_fixtures_follow_the_contract():
     root = Path(__file__).parent / "fixtures" / "trials"
     dirs = sorted(root.iterdir())
-    assert [d.name for d in dirs] == ["twitter", "youtube"]
+    assert [d.name for d in dirs] == ["live-h3", "live-slow", "twitter", "youtube"]
     for d in dirs:
         contract.validate("trial-result", json.loads((d / "trial.json").read_text()))
         lines = (d / "loads.jsonl").read_text().splitlines()

@@ -98,6 +98,7 @@ class CaptureConfig(_Model):
 class TrialSpecFields(_Model):
     """The fields of a trial spec (docs/trial-contract.md)."""
 
+    allow_internet: bool = Field(False, description="a live page (url:) may name a public site: set only by --allow-internet (wirelab run, wirelab load); without it only names of the run's local internet (*.wirelab.test) are loaded (docs/live.md)")
     shards: int = Field(1, ge=0, le=64, description="origins the page's objects are spread over, 1–64; 0 = one origin per top-level-domain group (shard_mode tld) or per domain (shard_mode domain), and only with those modes")
     shard_mode: Literal["round-robin", "tld", "domain"] = Field('round-robin', description='round-robin: objects dealt over the shards in turn; tld / domain: each top-level-domain group / domain on one origin')
     protocols: list[Literal["h1", "h1s", "h2", "h2c", "h3", "spdy3"]] = Field(['h1s', 'h2'], min_length=1, description='protocols compared in this trial, each at most once; the first is the baseline')
@@ -115,7 +116,7 @@ class TrialSpecOwnFields(_Model):
 
     contract: Literal[1] = Field(1, description='contract version the spec was written for')
     trial_id: str | None = Field(None, pattern='^[a-z0-9-]{1,40}$', description='names artifacts; default random')
-    page: str = Field(min_length=1, description='corpus name (twitter), synthetic name (synthetic:64x10kB) or a path to a page JSON file')
+    page: str = Field(min_length=1, description='corpus name (twitter), synthetic name (synthetic:64x10kB), a path to a page JSON file, or a live page: url: and an http(s) URL (url:https://h3.wirelab.test/L/fixture/; docs/live.md)')
     network: str = Field('native', description='profile string, docs/profile-grammar.md')
 
 

@@ -59,6 +59,7 @@ def run(
     cluster: str | None = None,
     retries: int = 2,
     artifacts: str = "local",
+    allow_internet: bool = False,
 ) -> RunSummary:
     """Run an experiment into ``db`` (``wirelab run``). Resumes by default; raises
     :class:`~wirelab.errors.Interrupted` (with ``.summary``) when stopped by a signal.
@@ -67,8 +68,11 @@ def run(
     trials (``docs/distributed.md``); ``engine`` then only checks the trial specs before anything is
     submitted (without one on this machine, a worker's engine does). ``retries``: starts of a trial
     whose worker was lost; ``artifacts``: ``local`` (trial directories come back) or ``remote`` (pcaps
-    and server records stay on the worker). ``parallel`` is ignored: the workers' slots decide."""
+    and server records stay on the worker). ``parallel`` is ignored: the workers' slots decide.
+    ``allow_internet`` (``--allow-internet``) lets live pages name public sites (docs/live.md)."""
     the_plan = plan(spec)
+    if allow_internet:
+        the_plan = spec_mod.with_internet(the_plan)
     if cluster is None:
         return run_plan(
             the_plan, db=db, engine=_engine(engine), parallel=parallel, resume=resume, observer=observer
@@ -143,12 +147,15 @@ def load(
     db: str | os.PathLike[str] = DEFAULT_DB,
     engine: Engine | str | os.PathLike[str] | None = None,
     observer: Observer | None = None,
+    allow_internet: bool = False,
     **fields: Any,
 ) -> LoadResult:
     """Load ``page`` over each protocol ``repetitions`` times through ``network`` (``wirelab load``).
 
     Other trial-spec fields go in ``fields`` (``shards=4``, ``server={"max_concurrent_streams": 1}``).
-    The loads are kept in ``db`` as a sweep of their own, named ``load-<UTC time>-<config>``."""
+    The loads are kept in ``db`` as a sweep of their own, named ``load-<UTC time>-<config>``.
+    ``page`` may be a live page (``url:https://h3.wirelab.test/L/fixture/``, docs/live.md); a public
+    site needs ``allow_internet`` (``--allow-internet``)."""
     trial = spec_mod.resolve_trial(
         {
             "page": page,
@@ -156,6 +163,7 @@ def load(
             "network": network,
             "repetitions": repetitions,
             **fields,
+            **({"allow_internet": True} if allow_internet else {}),
         },
         path="load",
     )

@@ -165,6 +165,13 @@ def _pct(v: Any) -> str:
 # ------------------------------------------------------------------------------------------------
 # run, load, demo
 
+ALLOW_INTERNET_OPTION = typer.Option(
+    False,
+    "--allow-internet",
+    help="Let live pages (page = url:…) name public sites. Without it only the local internet's "
+    "*.wirelab.test sites load; nothing leaves the machine (docs/live.md).",
+)
+
 
 @app.command()
 def run(
@@ -186,6 +193,7 @@ def run(
     cluster: str = CLUSTER_OPTION,
     retries: int = RETRIES_OPTION,
     artifacts: str = ARTIFACTS_OPTION,
+    allow_internet: bool = ALLOW_INTERNET_OPTION,
 ) -> None:
     """Run an experiment: every trial of the spec's grid, resumably, into the results database.
 
@@ -193,6 +201,8 @@ def run(
     trials run on the workers of a Dask scheduler and come back into the same database.
     """
     plan = spec_mod.load(spec)
+    if allow_internet:
+        plan = spec_mod.with_internet(plan)
     summary = _run(plan, db, parallel, resume, engine, cluster, retries, artifacts)
     if not summary.ok:
         raise typer.Exit(1)
@@ -201,7 +211,9 @@ def run(
 @app.command()
 def load(
     page: str = typer.Argument(
-        ..., help="Page: corpus name (twitter), synthetic:64x10kB or a page JSON file."
+        ...,
+        help="Page: corpus name (twitter), synthetic:64x10kB, a page JSON file, or a live page "
+        "url:https://… (the local internet's h3.wirelab.test…; public sites need --allow-internet).",
     ),
     proto: str = typer.Option(
         "h1s,h2", "--proto", "-p", help="Protocols to compare, the first is the baseline."
@@ -225,6 +237,7 @@ def load(
     ),
     db: Path = DB_OPTION,
     engine: Path = ENGINE_OPTION,
+    allow_internet: bool = ALLOW_INTERNET_OPTION,
 ) -> None:
     """Load one page over several protocols through one network and compare them.
 
@@ -244,6 +257,11 @@ def load(
     if waterfall_proto is not None and waterfall_proto not in protocols:
         raise UsageError(f'--waterfall: "{waterfall_proto}" is not one of --proto ({",".join(protocols)})')
     server_fields: dict[str, Any] = {"impl": server}
+    live = page.startswith("url:")
+    if live and (server != "builtin" or max_streams is not None or shards != 1):
+        raise UsageError(
+            "--server, --max-streams, --shards: a live page (url:) is served by its site; leave them out"
+        )
     if max_streams is not None:
         server_fields["max_concurrent_streams"] = max_streams
     elif server != "builtin":
@@ -253,13 +271,14 @@ def load(
         protocols=protocols,
         network=net,
         repetitions=repetitions,
-        shards=shards,
-        server=server_fields,
         db=db,
         engine=_engine(engine),
         observer=RichProgress(err),
+        allow_internet=allow_internet,
+        **({} if live else {"shards": shards, "server": server_fields}),
     )
-    title = f"{page} over {net} — {repetitions} loads per protocol, server {server}"
+    served_by = "served by the site" if live else f"server {server}"
+    title = f"{page} over {net} — {repetitions} loads per protocol, {served_by}"
     table = Table(title=title, title_justify="left")
     rows = result.table().to_dict("records")
     cost = any(row["server_cpu_median_ms"] is not None for row in rows)

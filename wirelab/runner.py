@@ -418,7 +418,8 @@ def ingest(
             except (KeyError, TypeError, ValueError) as e:
                 raise ContractError(f"load {rec['index']}: HAR {rec['har']} is not HAR 1.2 ({e!r})") from None
             artifacts.append(("har", rec["index"], har_path))
-        for side, path in (rec["pcap"] or {}).items():
+        pcaps = rec["pcap"] or {}
+        for side, path in ((side, pcaps[side]) for side in ("client", "server") if side in pcaps):
             if remote_dir is not None:  # kept on the worker (--artifacts remote): recorded as host:path
                 artifacts.append((f"pcap_{side}", rec["index"], f"{remote_dir}/{path}"))
                 continue

@@ -773,7 +773,8 @@ def _canonical(obj: Any) -> str:
 def config_id(spec: Mapping[str, Any]) -> str:
     """Stable id of a configuration: hash of the resolved trial spec without ``trial_id``, with the
     network as its resolved object (so equivalent profile strings give the same id)."""
-    body = {k: v for k, v in spec.items() if k not in ("trial_id", "network_resolved")}
+    # allow_internet is the command line's permission (--allow-internet), not part of what is measured.
+    body = {k: v for k, v in spec.items() if k not in ("trial_id", "network_resolved", "allow_internet")}
     body["network"] = netprofile.parse(spec.get("network", "native"))
     # Keys added to the resolved form later are left out at their default, so that a configuration
     # keeps its id across versions (a sweep stored before them resumes without running again).
@@ -856,6 +857,12 @@ def expand(spec: ExperimentSpec, *, source: str = "") -> Plan:
     base_network = spec.base.network
     network_string(base_network, path="base.network")
     dims = _parse_grid(spec.grid)
+    if "allow_internet" in base or any(a.path == "allow_internet" for d in dims for a in d):
+        raise SpecError(
+            "base.allow_internet: is set by --allow-internet on the command line (wirelab run, "
+            "wirelab load), never by a spec; remove it",
+            path="base.allow_internet",
+        )
     if base.get("page") is None and not any(a.path == "page" for d in dims for a in d):
         raise SpecError("base.page: is missing; set base.page or make page a grid axis", path="base.page")
     sizes = [len(d[0].values) for d in dims]
@@ -910,6 +917,13 @@ def expand(spec: ExperimentSpec, *, source: str = "") -> Plan:
         spec=spec.model_dump(mode="json", by_alias=True),
         source=source,
     )
+
+
+def with_internet(plan: Plan) -> Plan:
+    """``plan`` with ``allow_internet`` set in every trial spec (``--allow-internet``): live pages
+    (``page = "url:…"``) may then name public sites (docs/live.md). The trials' ids do not change."""
+    trials = tuple(dataclasses.replace(t, spec={**t.spec, "allow_internet": True}) for t in plan.trials)
+    return dataclasses.replace(plan, trials=trials)
 
 
 def loads(text: str, *, origin: str = "spec") -> Plan:

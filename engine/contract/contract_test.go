@@ -61,7 +61,7 @@ func TestPropertyAndDescribe(t *testing.T) {
 		t.Error("an unknown property was found")
 	}
 	names, err := Properties(TrialSpec)
-	if err != nil || len(names) < 10 || names[0] != "capture" {
+	if err != nil || len(names) < 10 || names[0] != "allow_internet" {
 		t.Errorf("Properties = %v, %v", names, err)
 	}
 	for _, name := range Names {

@@ -116,6 +116,10 @@ func Start(cfg Config) (*Emulator, error) {
 // Now is the emulator's clock (the time base of packet records and link deadlines).
 func (e *Emulator) Now() time.Duration { return e.Runner.Now() }
 
+// Wall is the instant d of the emulator's clock as the captures stamp it: a packet observed at d
+// is written to a pcap at Wall(d) (pktlog.FromPcap reads it back as Wall(d).UnixNano()).
+func (e *Emulator) Wall(d time.Duration) time.Time { return e.start.Add(d) }
+
 // Observe implements tunio.Observer: packet log and pcaps.
 func (e *Emulator) Observe(ev *tunio.Event) {
 	dir := pktlog.Up

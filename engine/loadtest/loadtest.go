@@ -78,6 +78,9 @@ func Prepare(spec *loadgen.Spec) (*Prepared, error) {
 	if ts.Client.DNS == "" {
 		ts.Client.DNS = "static"
 	}
+	if trial.IsLive(ts.Page) {
+		return nil, fielderr.New("page", ts.Page, "a load test serves a page model from the server under test; live pages (url:) are loaded by trials (docs/live.md)")
+	}
 	tp, err := trial.Prepare(ts)
 	if err != nil {
 		return nil, err

@@ -288,3 +288,24 @@ func TestURLScheme(t *testing.T) {
 		}
 	}
 }
+
+// Base.Host names every origin's objects under one host (a local-internet site serving its page
+// under its own name); a host that is not a plain DNS name is refused.
+func TestURLHost(t *testing.T) {
+	p, err := mustCorpus(t, "twitter", 1).Shard(2, ShardRoundRobin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls, err := p.URLsAt(Base{Scheme: "https", Token: "tok", Host: "h3.wirelab.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if urls[0] != "https://h3.wirelab.test/L/tok/" || urls[2] != "https://h3.wirelab.test/L/tok/css/o2.css" {
+		t.Errorf("URLs with Host: %v", urls[:3])
+	}
+	for _, bad := range []string{"a/b", "a b", ".x", "x.", "a..b", "h:443", strings.Repeat("x", 254)} {
+		if _, err := p.URLsAt(Base{Scheme: "https", Token: "t", Host: bad}); err == nil {
+			t.Errorf("host %q accepted", bad)
+		}
+	}
+}

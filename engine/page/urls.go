@@ -48,6 +48,9 @@ type Base struct {
 	Scheme string // "http" or "https"
 	Port   int    // 0 or the scheme's default port: no port in the URL
 	Token  string // the load token
+	// Host, when set, replaces every origin's host name in the URLs (a page served under another
+	// name: the local internet's sites serve theirs under their own).
+	Host string
 }
 
 func (b Base) validate() error {
@@ -57,7 +60,24 @@ func (b Base) validate() error {
 	if b.Port < 0 || b.Port > 65535 {
 		return fieldErr("port", b.Port, "must be 0–65535")
 	}
+	if b.Host != "" && !ValidHost(b.Host) {
+		return fieldErr("host", b.Host, "must be a host name (letters, digits, - and . only)")
+	}
 	return ValidToken(b.Token)
+}
+
+// ValidHost reports whether h is a plain DNS host name: 1–253 characters of letters, digits, '-'
+// and '.', no empty label.
+func ValidHost(h string) bool {
+	if h == "" || len(h) > 253 || strings.HasPrefix(h, ".") || strings.HasSuffix(h, ".") || strings.Contains(h, "..") {
+		return false
+	}
+	for _, c := range h {
+		if !(c == '-' || c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+			return false
+		}
+	}
+	return true
 }
 
 // hostPort renders host[:port], leaving out the scheme's default port.
@@ -70,6 +90,9 @@ func (b Base) hostPort(host string) string {
 
 // objectURL is the URL of object i on host.
 func (b Base) objectURL(host, path string) string {
+	if b.Host != "" {
+		host = b.Host
+	}
 	return b.Scheme + "://" + b.hostPort(host) + LoadPrefix + b.Token + path
 }
 

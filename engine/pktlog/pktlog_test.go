@@ -59,8 +59,13 @@ func FuzzParse(f *testing.F) {
 // page is a hand-built load: DNS, handshake, request, response with one lost and retransmitted
 // segment, FIN. Times are (in, out) in ms.
 func page(l *Log) {
+	pageEvents(func(dir Dir, fate Fate, in, out time.Duration, p []byte) { l.Add(dir, fate, in, out, p) })
+}
+
+// pageEvents calls emit with page's packets, as the emulator's observer sees them.
+func pageEvents(emit func(dir Dir, fate Fate, in, out time.Duration, p []byte)) {
 	add := func(dir Dir, fate Fate, in, out float64, p []byte) {
-		l.Add(dir, fate, time.Duration(in*float64(ms)), time.Duration(out*float64(ms)), p)
+		emit(dir, fate, time.Duration(in*float64(ms)), time.Duration(out*float64(ms)), p)
 	}
 	add(Up, Delivered, 0, 25, pkttest.UDP(cdns, sdns, make([]byte, 30)))
 	add(Down, Delivered, 26, 51, pkttest.UDP(sdns, cdns, make([]byte, 46)))

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/page"
 )
 
 // Protocol is a wire protocol the server speaks.
@@ -138,6 +139,11 @@ type Config struct {
 	// Protocols and serves the connection as h2c from then on, the request itself as stream 1.
 	// Needs h1 and h2c among Protocols. Default false: such a request gets an HTTP/1.1 answer.
 	H2CUpgrade bool
+	// Host, when set, is the host name of every URL the server renders (page.Base.Host): a page
+	// served under a site's own name rather than its origins' sN.wirelab.test (the probe's local
+	// internet, whose live loads discover the objects by following the root's references).
+	// Default "": the origins' names.
+	Host string
 	// OnQUICClosed, when set, is called (from its own goroutine) each time an h3 connection has
 	// ended, with what its QUIC stack counted — QUIC encrypts packet numbers, so these counts are
 	// the only measure of its losses. Close waits for the calls.
@@ -227,6 +233,9 @@ func (c Config) resolved() (Config, error) {
 	}
 	if c.TLSVersion != "1.2" && c.TLSVersion != "1.3" {
 		return c, fielderr.New("tls_version", c.TLSVersion, "must be 1.2 or 1.3")
+	}
+	if c.Host != "" && !page.ValidHost(c.Host) {
+		return c, fielderr.New("host", c.Host, "must be a host name (letters, digits, - and . only)")
 	}
 	if strings.ContainsAny(c.AltSvc, "\r\n\x00") {
 		return c, fielderr.New("alt_svc", c.AltSvc, "must be one header field value, without CR, LF or NUL")

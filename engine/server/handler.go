@@ -262,7 +262,7 @@ func (s *Server) handler(origin int, proto Protocol) http.Handler {
 		if idx == 0 && r.Method == http.MethodGet && proto.pushes() && !rec.Pushed {
 			rec.Pushes = s.pushObjects(w, token) // before the HTML that references them
 		}
-		body, err := s.page.Body(idx, page.Base{Scheme: proto.Scheme(), Port: port, Token: token})
+		body, err := s.page.Body(idx, page.Base{Scheme: proto.Scheme(), Port: port, Token: token, Host: s.cfg.Host})
 		if errors.Is(err, page.ErrOutsideRoot) { // a file swapped for a link out of root_dir: not served
 			rec.Status, rec.Error = http.StatusNotFound, err.Error()
 			http.Error(w, "not found", rec.Status)

@@ -565,10 +565,10 @@ func (s *Server) Info() Info {
 
 // RootURL is the URL of the root document for a load with token over proto.
 func (s *Server) RootURL(proto Protocol, token string) (string, error) {
-	return s.page.URL(0, page.Base{Scheme: proto.Scheme(), Port: s.ports.Port(proto), Token: token})
+	return s.page.URL(0, page.Base{Scheme: proto.Scheme(), Port: s.ports.Port(proto), Token: token, Host: s.cfg.Host})
 }
 
 // URLs returns every object URL for a load with token over proto (ports as served).
 func (s *Server) URLs(proto Protocol, token string) ([]string, error) {
-	return s.page.URLsAt(page.Base{Scheme: proto.Scheme(), Port: s.ports.Port(proto), Token: token})
+	return s.page.URLsAt(page.Base{Scheme: proto.Scheme(), Port: s.ports.Port(proto), Token: token, Host: s.cfg.Host})
 }

@@ -32,6 +32,10 @@ type LabConfig struct {
 	Net string
 	// PcapDir, when set, receives client.pcap and server.pcap of what crossed the link.
 	PcapDir string
+	// Emulator, when set, is the emulated path as the caller built it from Profile(net) (a live
+	// trial: its seed, packet log and per-load captures); Net and PcapDir are then not used. Its
+	// topology gets the run's resolv.conf (Topology.Resolver) either way.
+	Emulator *emulator.Config
 	// Stderr receives the server process's diagnostics (default os.Stderr).
 	Stderr io.Writer
 }
@@ -43,6 +47,9 @@ type Lab struct {
 	E      *emulator.Emulator
 	Sites  []Site
 	CAFile string // the run's CA (PEM), trusted by probes run in the lab
+	// SPKIHash is base64(sha256(SubjectPublicKeyInfo)) of the certificate every site serves (one
+	// leaf, signed by CAFile's CA): what Chromium's --ignore-certificate-errors-spki-list takes.
+	SPKIHash string
 
 	certDir string
 	server  *exec.Cmd
@@ -53,6 +60,7 @@ type Lab struct {
 type ServeReady struct {
 	Event  string     `json:"event"`
 	CAFile string     `json:"ca_file"`
+	SPKI   string     `json:"spki_sha256"` // the sites' leaf certificate's SPKI hash (Chromium)
 	DNS    string     `json:"dns"`
 	Sites  []SiteAddr `json:"sites"`
 }
@@ -87,17 +95,21 @@ func Profile(net string) (profile.Resolved, error) {
 // StartLab builds the topology, starts `sites serve` in the server namespace and waits for its
 // ready line. On error nothing is left.
 func StartLab(cfg LabConfig) (*Lab, error) {
-	r, err := Profile(cfg.Net)
-	if err != nil {
-		return nil, err
-	}
 	catalog := Catalog()
-	ecfg, err := emulator.ConfigFromProfile(r, len(Served(catalog)), 1)
-	if err != nil {
-		return nil, err
+	var ecfg emulator.Config
+	if cfg.Emulator != nil {
+		ecfg = *cfg.Emulator
+	} else {
+		r, err := Profile(cfg.Net)
+		if err != nil {
+			return nil, err
+		}
+		if ecfg, err = emulator.ConfigFromProfile(r, len(Served(catalog)), 1); err != nil {
+			return nil, err
+		}
+		ecfg.PcapDir = cfg.PcapDir
 	}
 	ecfg.Topology.Resolver = true
-	ecfg.PcapDir = cfg.PcapDir
 	stderr := cfg.Stderr
 	if stderr == nil {
 		stderr = os.Stderr
@@ -145,7 +157,7 @@ func StartLab(cfg LabConfig) (*Lab, error) {
 			ready <- fmt.Errorf("sites: the server's first line is not its ready line: %s", line)
 			return
 		}
-		l.CAFile = info.CAFile
+		l.CAFile, l.SPKIHash = info.CAFile, info.SPKI
 		ready <- nil
 		_, _ = io.Copy(io.Discard, out)
 	}()
@@ -184,6 +196,12 @@ func (l *Lab) Command(argv ...string) *exec.Cmd {
 
 // Close stops the server, removes the topology (and everything in it) and the certificates.
 func (l *Lab) Close() error {
+	_, err := l.Shutdown()
+	return err
+}
+
+// Shutdown is Close, returning the emulator's summary of the run.
+func (l *Lab) Shutdown() (emulator.Summary, error) {
 	if l.server != nil && l.server.Process != nil {
 		_ = l.server.Process.Signal(os.Interrupt)
 		select {
@@ -193,8 +211,7 @@ func (l *Lab) Close() error {
 			<-l.done
 		}
 	}
-	_, err := l.E.Stop()
-	return err
+	return l.E.Stop()
 }
 
 // PrivatePrefix names a lab's private directory in os.TempDir(): wirelab-sites-<run id> (0700),

@@ -14,8 +14,9 @@ import (
 	"github.com/wirelab/wirelab/engine/server"
 )
 
-// PageName is the page every site's server serves (its root document is at Path).
-const PageName = "synthetic:1x4kB"
+// PageName is the page every site's server serves (its root document is at Path): a root document
+// and eight 4 kB objects, each site's naming the site itself (a live load discovers them).
+const PageName = "synthetic:8x4kB,html=4kB"
 
 // ServeConfig places the catalog's sites on addresses and ports.
 type ServeConfig struct {
@@ -92,6 +93,9 @@ func (r *Running) start(pg *page.Page, s Site, addr netip.Addr, cfg ServeConfig)
 			return err
 		}
 		sc.AltSvc, sc.H2CUpgrade, sc.Certs = s.AltSvc, s.H2CUpgrade, certs
+		// The page's references name the site itself, so that a load of the site's URL finds
+		// every object on the site.
+		sc.Host = s.Name
 		srv, err := server.Start(pg, sc)
 		if err != nil {
 			return err

@@ -12,13 +12,15 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/sites"
 )
 
 // Prepared is a spec checked against everything it refers to — page, shards, profile, traces, the
 // kernel's congestion controls — with what running it needs. Nothing has been created yet.
 type Prepared struct {
 	Spec     *Spec
-	Page     *page.Page       // loaded (seeded) and sharded: what the server serves
+	Page     *page.Page       // loaded (seeded) and sharded: what the server serves; nil for a live page
+	Live     *Live            // a live page (url:…); nil otherwise
 	PageArg  string           // the page argument for `serve --page` (absolute for files)
 	Profile  profile.Resolved // the resolved network profile
 	Emulator emulator.Config  // links and route knobs; the caller adds what it captures
@@ -26,13 +28,21 @@ type Prepared struct {
 }
 
 // Origins is the number of origin addresses the topology needs.
-func (p *Prepared) Origins() int { return len(p.Page.Origins) }
+func (p *Prepared) Origins() int {
+	if p.Live != nil {
+		return len(sites.Served(sites.Catalog())) // the local internet's
+	}
+	return len(p.Page.Origins)
+}
 
 // Prepare checks s against everything it refers to. Every error is bad input (a *fielderr.Error
 // or a *profile.Error) naming the field, except a failure to read the machine's settings.
 func Prepare(s *Spec) (*Prepared, error) {
 	if err := checkSupported(s); err != nil {
 		return nil, err
+	}
+	if IsLive(s.Page) {
+		return prepareLive(s)
 	}
 	p := &Prepared{Spec: s, PageArg: s.Page}
 	pg, err := page.Load(s.Page, s.Seed)

@@ -51,6 +51,10 @@ type Phases = seam.Phases
 type PcapPaths struct {
 	Client string `json:"client"`
 	Server string `json:"server"`
+	// LoadEndNs is when the load completed on the captures' clock (ns since the Unix epoch): ToW
+	// from the client's capture ends there (pktlog.FromPcap, then SummarizeUntil); 0 when the
+	// loader reported no end.
+	LoadEndNs int64 `json:"load_end_ns,omitempty"`
 }
 
 // FetchResult is a loader's result (`fetch --json`, `browse --json`): the seam's LoaderResult.

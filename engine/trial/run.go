@@ -19,6 +19,7 @@ import (
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/pktlog"
 	"github.com/wirelab/wirelab/engine/server/impl"
+	"github.com/wirelab/wirelab/engine/sites"
 )
 
 // Files of the trial directory (docs/trial-contract.md).
@@ -123,6 +124,7 @@ type runner struct {
 	tmp      string // the trial's files in the lab's private directory
 	pageFile string // replay, priorities: the served page as JSON, in tmp
 	lab      *lab.Lab
+	sites    *sites.Lab // a live page's local internet (instead of lab)
 	emu      *emulator.Emulator
 	quic     *quicReports
 	summary  emulator.Summary
@@ -156,7 +158,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		fmt.Sprintf("started: %s  host: %s  kernel: %s  cpu: %s  loadavg: %s  pid: %d", prov.StartedAt, prov.Hostname, prov.Kernel, prov.CPU, prov.LoadAvgStart, os.Getpid()),
 		"spec: "+string(specJSON),
 		"network: "+r.p.Profile.String(),
-		fmt.Sprintf("page: %s, %d objects, %d bytes, %d origins", r.p.Page.Name, len(r.p.Page.Objects), r.p.Page.TotalBytes(), r.p.Origins()),
+		pageLine(r.p),
 		fmt.Sprintf("loads: %d (%s order); engine binary: %s", len(r.p.Sequence), s.Order, r.o.Engine),
 	)
 	for _, sub := range []struct {
@@ -186,6 +188,25 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, ctx.Err()
 	}
 	r.quic = newQUICReports()
+	if r.p.Live != nil {
+		if err := r.startLive(ctx, cfg); err != nil {
+			return nil, err
+		}
+		prov.Namespaces = netns.NamespaceName(r.emu.Topo.ID, netns.Client) + " " + netns.NamespaceName(r.emu.Topo.ID, netns.Server)
+		prov.Server = &ServerProvenance{Impl: "builtin", Version: prov.EngineVersion}
+	} else if err := r.startLab(ctx, cfg, &prov); err != nil {
+		return nil, err
+	}
+	r.progress(map[string]any{"event": "ready"})
+	return r.loads(ctx, loads, &prov)
+}
+
+// startLab starts the emulated lab of a page model: the path, the DNS server and the server under
+// test.
+func (r *runner) startLab(ctx context.Context, cfg emulator.Config, prov *Provenance) error {
+	s := r.p.Spec
+	dir := r.o.OutDir
+	var err error
 	wantQUIC := slices.Contains(s.Protocols, "h3") && s.Server.Impl == "builtin"
 	r.lab, err = lab.Start(ctx, lab.Config{
 		Page: r.p.Page, PageArg: r.p.PageArg, Seed: s.Seed, Shards: s.Shards, ShardMode: s.ShardMode,
@@ -196,7 +217,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		OnServerLine: r.quic.line(r.log),
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.emu = r.lab.Emu
 	prov.Namespaces = netns.NamespaceName(r.emu.Topo.ID, netns.Client) + " " + netns.NamespaceName(r.emu.Topo.ID, netns.Server)
@@ -207,13 +228,13 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	r.tmp = filepath.Join(r.lab.Dir, "trial")
 	if err := os.Mkdir(r.tmp, 0o700); err != nil {
-		return nil, err
+		return err
 	}
 	if s.Client.Mode == "replay" || s.Client.Priority != "none" {
 		// Replay requests each object from its origin, and the priority policies type objects and
 		// take their depths from the page: the loader gets the page as served (sharded).
 		if r.pageFile, err = writeServedPage(r.p.Page, r.tmp); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	r.log.printf("topology %s / %s up: %d origins", r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.p.Origins())
@@ -222,15 +243,22 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	} else {
 		r.log.printf("server %s (%s) ready; server cost from %s", s.Server.Impl, r.lab.Version, CostSource(r.lab.CostSource))
 	}
-	r.progress(map[string]any{"event": "ready"})
+	return nil
+}
 
+// loads runs the sequence, writing each record as it finishes, and stops the path.
+func (r *runner) loads(ctx context.Context, loads *os.File, prov *Provenance) (*Result, error) {
+	s := r.p.Spec
 	res := &Result{Contract: Contract, Spec: s}
 	up, down := maxDelay(r.p.Profile)
 	settleLimit := max(10*time.Second, 4*(up+down))
 	var between int64
 	for _, l := range r.p.Sequence {
-		if alive, why := r.lab.ServerAlive(); !alive {
-			return nil, fmt.Errorf("the server exited during the trial (%v); see %s", why, LogFile)
+		// A live page's server is its site's: a site that went away is its loads' errors.
+		if r.lab != nil {
+			if alive, why := r.lab.ServerAlive(); !alive {
+				return nil, fmt.Errorf("the server exited during the trial (%v); see %s", why, LogFile)
+			}
 		}
 		if l.Index > 0 && s.GapMs > 0 {
 			if err := sleepCtx(ctx, time.Duration(s.GapMs*float64(time.Millisecond))); err != nil {
@@ -263,7 +291,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	res.Emulator.Summary = r.summary
 	res.Emulator.BetweenLoads.Packets = between
 	prov.Finish()
-	res.Provenance = prov
+	res.Provenance = *prov
 	if res.Emulator.LatenessUS.P99 > 1000 || res.Emulator.DeviceDrops > 0 {
 		fmt.Fprintf(r.o.Warn, "wirelab-engine: trial %s: emulator fidelity: lateness p99 %.0f µs, device drops %d\n", s.TrialID, res.Emulator.LatenessUS.P99, res.Emulator.DeviceDrops)
 	}
@@ -311,24 +339,33 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 			return Record{}, 0, fmt.Errorf("pcap: %w", err)
 		}
 	}
-	args, err := loaderArgs(r.p, l, token, loadFiles{CAFile: r.lab.Certs.CAPath(), SPKI: r.lab.Certs.SPKIHash,
-		PageFile: r.pageFile, URLs: urlsFile, HAR: harPath})
-	if err != nil {
-		return Record{}, 0, err
-	}
-	if err := r.lab.Serve(token, l.Protocol); err != nil {
-		return Record{}, 0, fmt.Errorf("server files: %w", err)
-	}
-	defer func() {
-		if err := r.lab.Forget(token); err != nil {
-			r.log.printf("load %d: %v", l.Index, err)
+	var args []string
+	var err error
+	if r.p.Live != nil {
+		args = liveLoaderArgs(r.p, l, liveFiles{CAFile: r.sites.CAFile, SPKI: r.sites.SPKIHash, HAR: harPath})
+	} else {
+		args, err = loaderArgs(r.p, l, token, loadFiles{CAFile: r.lab.Certs.CAPath(), SPKI: r.lab.Certs.SPKIHash,
+			PageFile: r.pageFile, URLs: urlsFile, HAR: harPath})
+		if err != nil {
+			return Record{}, 0, err
 		}
-	}()
+		if err := r.lab.Serve(token, l.Protocol); err != nil {
+			return Record{}, 0, fmt.Errorf("server files: %w", err)
+		}
+		defer func() {
+			if err := r.lab.Forget(token); err != nil {
+				r.log.printf("load %d: %v", l.Index, err)
+			}
+		}()
+	}
 	// Whatever crossed the link since the previous load's window closed is no load's, and so are
 	// QUIC connections that ended since (late reports of an earlier load).
 	before := len(r.emu.Log.Take())
 	r.quic.forget()
-	mark := r.lab.Mark()
+	var mark lab.Mark
+	if r.lab != nil {
+		mark = r.lab.Mark()
+	}
 	if before > 0 {
 		r.log.printf("load %d: %d packets crossed the link between loads (not counted)", l.Index, before)
 	}
@@ -346,11 +383,20 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 		r.log.printf("load %d: the link did not settle within %s", l.Index, settleLimit)
 	}
 	own, stray := Own(r.emu.Log.Take())
-	cost, costOK := r.lab.CostSince(mark)
+	var cost lab.Cost
+	costOK := false
+	if r.lab != nil {
+		cost, costOK = r.lab.CostSince(mark)
+	}
 
 	f, failure, err := out.result()
 	if err != nil {
 		return Record{}, 0, err
+	}
+	if r.p.Live != nil && s.Client.Impl == "chromium" && failure == "" {
+		if failure, err = spokenOtherwise(harPath, l.Protocol); err != nil {
+			return Record{}, 0, err
+		}
 	}
 	if len(out.stderr) > 0 && (failure != "" || out.exitCode != 0) {
 		for _, line := range strings.Split(strings.TrimSpace(string(out.stderr)), "\n") {
@@ -364,13 +410,16 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 		responseBy = clock.emulatorTime(f.MonotonicEndNs)
 	}
 	win := pktlog.SummarizeUntil(own, responseBy)
+	if pcaps != nil && responseBy != time.Duration(math.MaxInt64) {
+		pcaps.LoadEndNs = r.emu.Wall(responseBy).UnixNano()
+	}
 	rec := BuildRecord(s.TrialID, l, started, f, win, failure)
 	rec.Client["loader_cpu_ms"] = round3(float64(out.cpu) / float64(time.Millisecond))
 	if costOK {
 		cpu, peak := round3(cost.CPUMs), cost.MemPeakBytes
 		rec.ServerCPUMs, rec.ServerRSSPeakBytes = &cpu, &peak
 	}
-	if l.Protocol == "h3" && s.Server.Impl == "builtin" {
+	if l.Protocol == "h3" && s.Server.Impl == "builtin" && r.lab != nil {
 		// Only the built-in server reports its QUIC stack's losses; for the others the
 		// retransmissions of an h3 load are the client's alone (docs/metrics.md).
 		r.addServerQUICLosses(ctx, &rec, own)
@@ -409,12 +458,23 @@ func (r *runner) stop() error {
 	}
 	r.stopped = true
 	var errs []error
-	if r.lab != nil {
+	var stopped bool
+	switch {
+	case r.lab != nil:
 		sum, err := r.lab.Close()
-		r.summary = sum
+		r.summary, stopped = sum, true
 		if err != nil {
 			errs = append(errs, err)
 		}
+	case r.sites != nil:
+		sum, err := r.sites.Shutdown()
+		r.summary, stopped = sum, true
+		if err != nil {
+			errs = append(errs, fmt.Errorf("local internet: %w", err))
+		}
+	}
+	if stopped {
+		sum := r.summary
 		r.log.printf("stopped: up %d packets / %d bytes, down %d packets / %d bytes, drops queue %d/%d loss %d/%d, device drops %d, lateness p50 %.1f µs p99 %.1f µs max %.1f µs",
 			sum.Up.Packets, sum.Up.Bytes, sum.Down.Packets, sum.Down.Bytes, sum.Up.DropsQueue, sum.Down.DropsQueue,
 			sum.Up.DropsLoss, sum.Down.DropsLoss, sum.DeviceDrops, sum.LatenessUS.P50, sum.LatenessUS.P99, sum.LatenessUS.Max)
@@ -508,4 +568,12 @@ func writeServedPage(pg *page.Page, dir string) (string, error) {
 		return "", fmt.Errorf("replay page: %w", err)
 	}
 	return path, nil
+}
+
+// pageLine describes the page for engine.log's header.
+func pageLine(p *Prepared) string {
+	if p.Live != nil {
+		return fmt.Sprintf("page: live %s (objects discovered by the loader)", p.Live.URL)
+	}
+	return fmt.Sprintf("page: %s, %d objects, %d bytes, %d origins", p.Page.Name, len(p.Page.Objects), p.Page.TotalBytes(), p.Origins())
 }

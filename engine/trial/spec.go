@@ -23,21 +23,22 @@ const Contract = 1
 // contract's schema's (engine/contract/schemas/trial-spec.schema.json; docs/trial-contract.md);
 // TestSpecMatchesSchema keeps these structs and the schema's properties the same.
 type Spec struct {
-	Contract    int               `json:"contract"`
-	TrialID     string            `json:"trial_id"` // random "t-" + 8 hex digits when the spec has none
-	Page        string            `json:"page"`
-	Shards      int               `json:"shards"`
-	ShardMode   string            `json:"shard_mode"`
-	Protocols   []string          `json:"protocols"`
-	Repetitions int               `json:"repetitions"`
-	Order       string            `json:"order"`
-	GapMs       float64           `json:"gap_ms"`
-	Seed        int64             `json:"seed"`
-	Network     string            `json:"network"` // the profile string as written
-	Server      Server            `json:"server"`
-	Client      Client            `json:"client"`
-	Capture     Capture           `json:"capture"`
-	NetworkRes  *profile.Resolved `json:"network_resolved,omitempty"` // set by Prepare
+	Contract      int               `json:"contract"`
+	TrialID       string            `json:"trial_id"` // random "t-" + 8 hex digits when the spec has none
+	Page          string            `json:"page"`
+	AllowInternet bool              `json:"allow_internet"`
+	Shards        int               `json:"shards"`
+	ShardMode     string            `json:"shard_mode"`
+	Protocols     []string          `json:"protocols"`
+	Repetitions   int               `json:"repetitions"`
+	Order         string            `json:"order"`
+	GapMs         float64           `json:"gap_ms"`
+	Seed          int64             `json:"seed"`
+	Network       string            `json:"network"` // the profile string as written
+	Server        Server            `json:"server"`
+	Client        Client            `json:"client"`
+	Capture       Capture           `json:"capture"`
+	NetworkRes    *profile.Resolved `json:"network_resolved,omitempty"` // set by Prepare
 }
 
 // Server holds the origin server's knobs: the implementation under test and its settings.

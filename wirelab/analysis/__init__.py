@@ -13,7 +13,8 @@ Modules: :mod:`~wirelab.analysis.stats` (describe, bootstrap CIs, ECDF), :mod:`~
 :mod:`~wirelab.analysis.gateway` (retransmissions, drops, RTT inflation), :mod:`~wirelab.analysis.tree`
 (W's decision tree), :mod:`~wirelab.analysis.multiplex` (E's streams-needed regression),
 :mod:`~wirelab.analysis.sweep` (a sweep's data and axes), :mod:`~wirelab.analysis.probes` (protocols
-announced vs served by probed sites), :mod:`~wirelab.analysis.conclusions` (sentences).
+announced vs served by probed sites), :mod:`~wirelab.analysis.live` (live pages: ToW and E's gain per
+site), :mod:`~wirelab.analysis.conclusions` (sentences).
 """
 
 from wirelab.analysis.compare import (
@@ -33,6 +34,7 @@ from wirelab.analysis.compare import (
     ratio_classes,
 )
 from wirelab.analysis.gateway import gateway_effects, queue_delay_bound_ms, rtt_inflation
+from wirelab.analysis.live import is_live, site_gains, site_of, site_tow
 from wirelab.analysis.multiplex import MultiplexFit, fit_m_vs_r, streams_needed
 from wirelab.analysis.phases import phase_ms, phase_shares
 from wirelab.analysis.probes import ANNOUNCEMENTS, gaps, probe_shares
@@ -66,6 +68,7 @@ __all__ = [
     "gain_pct",
     "gaps",
     "gateway_effects",
+    "is_live",
     "load_sweep",
     "main_effects",
     "mann_whitney",
@@ -78,5 +81,8 @@ __all__ = [
     "queue_delay_bound_ms",
     "ratio_classes",
     "rtt_inflation",
+    "site_gains",
+    "site_of",
+    "site_tow",
     "streams_needed",
 ]

@@ -44,6 +44,7 @@ from scipy import stats as sps
 from wirelab.analysis import conclusions as say
 from wirelab.analysis.compare import compare, main_effects
 from wirelab.analysis.gateway import gateway_effects, queue_delay_bound_ms
+from wirelab.analysis.live import is_live, site_gains, site_of
 from wirelab.analysis.multiplex import fit_m_vs_r, streams_needed
 from wirelab.analysis.phases import phase_shares
 from wirelab.analysis.stats import BOOTSTRAP_METHOD, N_BOOT, describe, ok_loads
@@ -69,6 +70,8 @@ __all__ = [
 #: above, only for each trial's median-PLT load per protocol (the report says so).
 WATERFALL_OBJECT_BUDGET = 40_000
 MAX_GAIN_LINES = 8
+#: Panels of the live sites' ToW figure (one per site); more sites are in the tables only.
+MAX_LIVE_PANELS = 12
 STREAMS, RTT = "server.max_concurrent_streams", "network.rtt"
 CI_TEXT = f"95 % {BOOTSTRAP_METHOD} bootstrap CI ({N_BOOT} resamples of the repetitions, seeded)"
 
@@ -197,6 +200,8 @@ class _Builder:
         self.configs = configs
         for axis in sd.categorical_axes:
             self.configs[axis.column + "#mpl"] = self.configs[axis.column].map(_mpl)
+        #: Every configuration loads a live page (docs/live.md): E's live figures replace the CDFs.
+        self.live_sweep = bool(len(configs)) and all(is_live(p) for p in configs["page"])
 
     # helpers ---------------------------------------------------------------------------------
     def with_config(self, frame: pd.DataFrame) -> pd.DataFrame:
@@ -281,6 +286,7 @@ class _Builder:
         self.tree()
         self.ratio_cdf()
         self.cdfs()
+        self.live_sites()
         self.phases()
         self.gateway_section()
         self.scenarios()
@@ -650,6 +656,8 @@ class _Builder:
         return list(dict.fromkeys(chosen))[:limit]
 
     def cdfs(self) -> None:
+        if self.live_sweep:
+            return  # live_sites draws every site's
         chosen = self._pick_configs()
         panels = []
         for trial_id in chosen:
@@ -671,6 +679,90 @@ class _Builder:
             lambda: plots.cdf_figure(panels),
             self.config_text(),
         )
+
+    def live_sites(self) -> None:
+        """Study E's live figures: a ToW CDF per protocol per site and the table of average gain per
+        site (wirelab.analysis.live)."""
+        if not self.live_sweep:
+            return
+        sd = self.sd
+        configs = self.configs.assign(site=self.configs["page"].map(site_of))
+        per_site = configs.groupby("site", sort=False)["trial_id"].count()
+        # One configuration per site: the site names it; else the configuration's label does.
+        name_col = "site" if int(per_site.max()) == 1 else "label"
+        names = configs.set_index("trial_id")[name_col]
+        panels = []
+        for trial_id in configs["trial_id"].head(MAX_LIVE_PANELS):
+            mine = self.ok[self.ok["trial_id"] == trial_id]
+            data = {p: mine.loc[mine["protocol"] == p, "tow_ms"].to_numpy(float) for p in sd.protocols}
+            panels.append((_mpl(names[trial_id]), {p: v for p, v in data.items() if len(v)}))
+        if any(data for _, data in panels):
+            more = (
+                ""
+                if len(configs) <= MAX_LIVE_PANELS
+                else f" (the first {MAX_LIVE_PANELS} of {len(configs)}; every site is in the tables)"
+            )
+            self.add_figure(
+                "live-cdf",
+                "Time on Wire per live site",
+                f"Empirical CDF of ToW over the repetitions, per protocol, one panel per site{more}: "
+                "study E's live figure. The loads alternated the protocols.",
+                lambda: plots.cdf_figure(panels),
+                self.config_text(),
+            )
+        if not sd.compared:
+            return
+        loads = self.with_config(sd.loads)
+        loads["site"] = loads["trial_id"].map(names)
+        gains = site_gains(loads, sd.baseline, sd.compared, seed=self.seed)
+        rows = []
+        for r in gains.to_dict("records"):
+            g = r["gain_pct"]
+            rows.append(
+                [
+                    Cell(str(r["site"])),
+                    Cell(
+                        f"{protocol_style(r['protocol']).label} vs {protocol_style(r['baseline']).label}",
+                        f"proto proto-{r['protocol']}",
+                    ),
+                    Cell(f"{r['n_base']} / {r['n']}", "num muted"),
+                    Cell(_fmt(r["base_mean"], 0), "num"),
+                    Cell(_fmt(r["mean"], 0), "num"),
+                    Cell(
+                        _fmt(g) + " %" if math.isfinite(g) else "—",
+                        "num " + ("pos" if g > 0 else "neg" if g < 0 else ""),
+                    ),
+                    Cell(f"{_fmt(r['ci_low'])} to {_fmt(r['ci_high'])}", "num muted"),
+                ]
+            )
+        self.tables.append(
+            TableBlock(
+                f"tab-{sd.name}-live-gain",
+                "Average gain per site",
+                "Study E's live table: per site, the mean ToW over the loads without error of the baseline "
+                "and of each protocol, and the gain (% reduction of the mean ToW; positive: the protocol "
+                f"is faster) with its {CI_TEXT}. n: loads of the baseline / of the protocol.",
+                ["site", "comparison", "n", "baseline ToW mean ms", "ToW mean ms", "gain", "95 % CI"],
+                rows,
+                open=True,
+            )
+        )
+        for proto in sd.compared:
+            mine = gains[(gains["protocol"] == proto) & gains["gain_pct"].notna()]
+            if mine.empty:
+                continue
+            faster = int((mine["gain_pct"] > 0).sum())
+            label, base = protocol_style(proto).label, protocol_style(sd.baseline).label
+            self.findings.append(
+                Finding(
+                    f"Live sites: {label} vs {base}",
+                    [
+                        f"{label} loaded {faster} of {len(mine)} sites faster than {base} on average "
+                        f"(gain in mean ToW from {mine['gain_pct'].min():+.1f} % to "
+                        f"{mine['gain_pct'].max():+.1f} %)."
+                    ],
+                )
+            )
 
     def phases(self) -> None:
         shares = self.shares

@@ -50,6 +50,7 @@ type probeOptions struct {
 	maxSites      int
 	dns           string
 	ca            string
+	plan          bool
 	sites         []string
 }
 
@@ -64,6 +65,7 @@ func probeFlags(o *probeOptions) *flag.FlagSet {
 	fs.DurationVar(&o.maxDuration, "max-duration", def.MaxDuration, "bound on the whole run; sites not finished by then are recorded as not probed")
 	fs.IntVar(&o.maxSites, "max-sites", probe.DefaultMaxSites, fmt.Sprintf("most sites accepted (at most %d); a longer list is refused", probe.MaxSites))
 	fs.StringVar(&o.dns, "dns", "", "resolver IP[:PORT] (default: the first nameserver of /etc/resolv.conf)")
+	fs.BoolVar(&o.plan, "plan", false, "only resolve every site and check it against the address policy: one JSON line per site\n(site, host, addrs, addr, refused, error); nothing is sent to any site")
 	fs.StringVar(&o.ca, "ca", os.Getenv("WIRELAB_CA_FILE"), "also trust the certificates of this PEM file (default $WIRELAB_CA_FILE, set by wirelab-engine sites)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), probeUsage)
@@ -92,9 +94,8 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // parseProbe checks every input before anything is resolved or sent: bad input is a UsageError.
-func parseProbe(args []string) (probe.Config, []probe.Site, error) {
-	var o probeOptions
-	fs := probeFlags(&o)
+func parseProbe(args []string, o *probeOptions) (probe.Config, []probe.Site, error) {
+	fs := probeFlags(o)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return probe.Config{}, nil, err
@@ -171,7 +172,8 @@ func parseProbe(args []string) (probe.Config, []probe.Site, error) {
 }
 
 func runProbe(args []string, stdout io.Writer) error {
-	cfg, sites, err := parseProbe(args)
+	var o probeOptions
+	cfg, sites, err := parseProbe(args, &o)
 	if err != nil {
 		return helpOK(err)
 	}
@@ -190,6 +192,14 @@ func runProbe(args []string, stdout io.Writer) error {
 		return fmt.Errorf("probe: %w", err)
 	}
 	enc := json.NewEncoder(stdout)
+	if o.plan {
+		for i := range targets {
+			if err := enc.Encode(targets[i].Plan()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	err = probe.Run(ctx, cfg, targets, func(r probe.Record) error { return enc.Encode(r) })
 	if errors.Is(err, probe.ErrInterrupted) {
 		fmt.Fprintln(os.Stderr, "wirelab-engine: probe: interrupted")

@@ -212,7 +212,7 @@ func sitesServe(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("sites serve: %w", err)
 	}
-	ready := sites.ServeReady{Event: "ready", CAFile: filepath.Join(run.Certs.Dir, server.CAFile), DNS: run.DNS.Addr()}
+	ready := sites.ServeReady{Event: "ready", CAFile: filepath.Join(run.Certs.Dir, server.CAFile), SPKI: run.Certs.SPKIHash, DNS: run.DNS.Addr()}
 	i := 0
 	for _, s := range catalog {
 		a := s.Addr

@@ -1,0 +1,194 @@
+"""Live pages (docs/live.md): the spec's ``url:`` pages and ``allow_internet``, E's live figures from
+stored loads, and `wirelab reproduce elkhatib-live --quick` replayed from the recorded live trials."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from wirelab import analysis, cli
+from wirelab import spec as spec_mod
+from wirelab.engine import SubprocessEngine
+from wirelab.errors import EngineNotFoundError, SpecError
+from wirelab.testing import FixtureEngine
+
+ROOT = Path(__file__).resolve().parent.parent
+H3 = "url:https://h3.wirelab.test/L/fixture/"
+SLOW = "url:https://slow.wirelab.test/L/fixture/"
+LIVE_SPEC = f"""
+[sweep]
+name = "live"
+
+[base]
+protocols = ["h1s", "h2", "h3"]
+repetitions = 2
+
+[grid]
+page = ["{H3}", "{SLOW}"]
+"""
+
+
+def test_a_spec_cannot_allow_the_internet():
+    with pytest.raises(SpecError, match="base.allow_internet: is set by --allow-internet"):
+        spec_mod.loads(LIVE_SPEC.replace("repetitions = 2", "repetitions = 2\nallow_internet = true"))
+    with pytest.raises(SpecError, match="allow_internet"):
+        spec_mod.loads(LIVE_SPEC + "allow_internet = [true, false]\n")
+
+
+def test_with_internet_keeps_the_trials():
+    plan = spec_mod.loads(LIVE_SPEC)
+    assert all(t.spec["allow_internet"] is False for t in plan.trials)
+    allowed = spec_mod.with_internet(plan)
+    assert all(t.spec["allow_internet"] is True for t in allowed.trials)
+    # the permission is not part of what is measured: same ids, same experiment
+    assert [t.id for t in allowed.trials] == [t.id for t in plan.trials]
+    assert allowed.spec_hash == plan.spec_hash
+    assert all(t.spec["trial_id"] == t.id for t in allowed.trials)
+
+
+def test_site_of():
+    assert analysis.site_of(H3) == "h3.wirelab.test"
+    assert analysis.site_of("url:HTTPS://Example.ORG:8443/x?y") == "example.org"
+    assert analysis.site_of("twitter") == "twitter"
+    assert analysis.is_live(SLOW) and not analysis.is_live("synthetic:8x4kB")
+
+
+def _loads() -> pd.DataFrame:
+    rows = []
+    for page, tows in (
+        (H3, {"h1s": [100, 120], "h3": [50, 70]}),
+        (SLOW, {"h1s": [400, 400], "h3": [500, 600]}),
+    ):
+        for proto, values in tows.items():
+            for rep, tow in enumerate(values):
+                rows.append(
+                    {"page": page, "protocol": proto, "repetition": rep, "tow_ms": float(tow), "error": None}
+                )
+    rows.append({"page": H3, "protocol": "h3", "repetition": 2, "tow_ms": 1.0, "error": "reset"})
+    return pd.DataFrame(rows)
+
+
+def test_site_gains_and_tow():
+    gains = analysis.site_gains(_loads(), "h1s", ["h3"], n_boot=200)
+    assert list(gains["site"]) == ["h3.wirelab.test", "slow.wirelab.test"]
+    h3, slow = gains.to_dict("records")
+    # E's gain: (mean(base) − mean(x)) / mean(base) × 100, over loads without error
+    assert (h3["base_mean"], h3["mean"], h3["n"]) == (110.0, 60.0, 2)
+    assert math.isclose(h3["gain_pct"], 50 / 110 * 100)
+    assert math.isclose(slow["gain_pct"], -37.5)
+    assert h3["ci_low"] <= h3["gain_pct"] <= h3["ci_high"]
+    tow = analysis.site_tow(_loads())
+    assert tow == {
+        "h3.wirelab.test": {"h1s": [100.0, 120.0], "h3": [50.0, 70.0]},
+        "slow.wirelab.test": {"h1s": [400.0, 400.0], "h3": [500.0, 600.0]},
+    }
+
+
+@pytest.fixture
+def fixture_engine(monkeypatch):
+    engine = FixtureEngine()
+    monkeypatch.setattr(cli, "_engine", lambda path: engine)
+    return engine
+
+
+def test_reproduce_elkhatib_live_quick(tmp_path, fixture_engine, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli.app, ["reproduce", "elkhatib-live", "--quick", "--db", "w.db"])
+    assert result.exit_code == 0, result.output
+    assert [run.spec["page"] for run in fixture_engine.runs] == [H3, SLOW]
+    index = tmp_path / "wirelab-report" / "elkhatib-live-quick" / "index.html"
+    html = index.read_text()
+    assert "Time on Wire per live site" in html
+    assert (
+        index.parent / "figures" / "elkhatib-live-quick" / "live-cdf-time-on-wire-per-live-site.svg"
+    ).is_file()
+    # the table of average gain per site: one row per site and compared protocol
+    table = html[html.index("Average gain per site") :]
+    table = table[: table.index("</table>")]
+    rows = re.findall(r"<tr>\s*<td[^>]*>([a-z0-9.-]+\.wirelab\.test)</td>\s*<td[^>]*>([^<]+)</td>", table)
+    assert rows == [
+        ("h3.wirelab.test", "HTTP/2 vs HTTPS"),
+        ("h3.wirelab.test", "HTTP/3 vs HTTPS"),
+        ("slow.wirelab.test", "HTTP/2 vs HTTPS"),
+        ("slow.wirelab.test", "HTTP/3 vs HTTPS"),
+    ]
+    # the generic CDF figure is replaced by the per-site one
+    assert "Time on Wire distributions" not in html
+
+
+def test_run_allow_internet_reaches_the_engine(tmp_path, fixture_engine):
+    spec = tmp_path / "live.toml"
+    spec.write_text(LIVE_SPEC)
+    runner = CliRunner()
+    assert runner.invoke(cli.app, ["run", str(spec), "--db", str(tmp_path / "a.db")]).exit_code == 0
+    assert (
+        runner.invoke(
+            cli.app, ["run", str(spec), "--db", str(tmp_path / "b.db"), "--allow-internet"]
+        ).exit_code
+        == 0
+    )
+    sent = [run.spec for run in fixture_engine.runs]
+    assert [s["allow_internet"] for s in sent] == [False, False, True, True]
+
+
+def _real_engine() -> Path:
+    candidate = os.environ.get("WIRELAB_E2E_ENGINE") or str(ROOT / "bin" / "wirelab-engine")
+    try:
+        return SubprocessEngine(candidate).path
+    except EngineNotFoundError as e:
+        pytest.skip(f"no engine: {e}")
+
+
+def _main(capsys, *argv: str) -> tuple[int, str]:
+    cli.err.width = 200
+    code = cli.main(list(argv))
+    return code, capsys.readouterr().err
+
+
+def test_the_engine_takes_the_same_live_pages(tmp_path):
+    """LIVE_PREFIX is the engine's: the engine checks the pages Python calls live as live pages (a
+    local site passes, an unknown local name is refused as not a site of the local internet)."""
+    engine = SubprocessEngine(_real_engine())
+    plan = spec_mod.loads(LIVE_SPEC)
+    assert all(analysis.is_live(t.spec["page"]) for t in plan.trials)
+    engine.check_trials([t.spec for t in plan.trials])
+    other = {**plan.trials[0].spec, "page": analysis.live.LIVE_PREFIX + "https://nowhere.wirelab.test/"}
+    with pytest.raises(SpecError, match="not a site of the local internet"):
+        engine.check_trials([other])
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        ((), "public sites are loaded only with --allow-internet"),
+        (("--allow-internet",), "need the egress path"),
+    ],
+)
+def test_a_public_site_is_refused_before_anything_exists(capsys, tmp_path, flags, words):
+    """Through the real engine, without root: one line naming the page, exit 2, no database."""
+    engine, db = _real_engine(), tmp_path / "w.db"
+    spec = tmp_path / "public.toml"
+    spec.write_text(LIVE_SPEC.replace(f'page = ["{H3}", "{SLOW}"]', 'page = ["url:https://example.org/"]'))
+    code, err = _main(capsys, "run", str(spec), "--db", str(db), "--engine", str(engine), *flags)
+    assert code == 2 and err.count("\n") == 1 and words in err and "page" in err, err
+    assert not db.exists()
+    code, err = _main(
+        capsys, "load", "url:https://192.0.2.1/", "--db", str(db), "--engine", str(engine), *flags
+    )
+    assert code == 2 and err.count("\n") == 1 and words in err, err
+    assert not db.exists()
+
+
+def test_load_refuses_server_knobs_for_a_live_page(capsys, tmp_path, fake_engine):
+    for argv in (["--server", "nginx"], ["--max-streams", "4"], ["--shards", "2"]):
+        code, err = _main(
+            capsys, "load", H3, *argv, "--db", str(tmp_path / "w.db"), "--engine", str(fake_engine)
+        )
+        assert code == 2 and err.count("\n") == 1 and "served by its site" in err, (argv, err)
+    assert not (tmp_path / "w.db").exists()
