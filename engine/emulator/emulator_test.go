@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/pcap"
 	"github.com/wirelab/wirelab/engine/tunio"
@@ -48,13 +49,6 @@ func (l *delayLink) NextDeadline() (time.Duration, bool) {
 		return 0, false
 	}
 	return l.q[0].due, true
-}
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
 }
 
 func startDelay(t *testing.T, oneWay time.Duration, cfg Config) *Emulator {
@@ -101,7 +95,7 @@ func dial(t *testing.T, e *Emulator, addr string) (net.Conn, time.Duration) {
 
 // TestRTT checks physical bounds: a TCP connect takes at least the configured RTT and not much more.
 func TestRTT(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	const oneWay = 10 * time.Millisecond
 	dir := t.TempDir()
 	if d := os.Getenv("KEEP_PCAP"); d != "" {
@@ -178,7 +172,7 @@ func TestRTT(t *testing.T) {
 // split, coalesced and handed over with partial checksums that nobody verifies, so the data itself
 // is the check. It logs the throughput.
 func TestBulk(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	if testing.Short() {
 		t.Skip("short")
 	}

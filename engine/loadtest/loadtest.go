@@ -35,6 +35,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wirelab/wirelab/engine/internal/atomicfile"
 	"github.com/wirelab/wirelab/engine/internal/cgroup"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/lab"
@@ -170,7 +171,7 @@ func Run(ctx context.Context, p *Prepared, o Options) (*Result, error) {
 	}
 	var exited *ServerExitError
 	if res != nil && (err == nil || errors.Is(err, ErrInterrupted) || errors.As(err, &exited)) {
-		if werr := writeJSONAtomic(filepath.Join(o.OutDir, ResultFile), res); werr != nil {
+		if werr := writeJSON(filepath.Join(o.OutDir, ResultFile), res); werr != nil {
 			return nil, werr
 		}
 		r.logf("%s written: %d intervals, %d server samples, thresholds passed %v, interrupted %v",
@@ -611,32 +612,12 @@ func (t *tail) String() string {
 	return strings.Join(t.lines, " | ")
 }
 
-// writeJSONAtomic writes v as JSON to a temporary file beside path, syncs it and renames it into
-// place: a reader sees the whole file or none.
-func writeJSONAtomic(path string, v any) error {
+// writeJSON writes v as indented JSON to path (mode 0644) through internal/atomicfile: a reader
+// sees the whole file or none, and it is on disk once written.
+func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", " ")
 	if err != nil {
-		return err
+		return fmt.Errorf("loadtest: %s: %w", filepath.Base(path), err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
 }
