@@ -14,7 +14,7 @@ GO_SRC  := $(shell find engine -name '*.go' -o -name 'go.mod' -o -name 'go.sum' 
 GOTEST_FLAGS ?= -count=1 -p 1 -timeout 40m
 PYTEST_FLAGS ?= -q
 
-.PHONY: help setup build test test-go test-py fuzz-short lint bench demo clean bpf conformance
+.PHONY: help setup build test test-go test-py fuzz-short lint bench demo clean bpf conformance facts
 help:
 	@echo "make demo    set up, build and run the demo sweep (report path printed at the end)"
 	@echo "make test    set up, build and run every test (root tests too when run as root), spdy fuzzing included"
@@ -25,6 +25,7 @@ help:
 	@echo "make bench   print the benchmarks' figures"
 	@echo "make conformance  h2spec against every server under test, checked against docs/server.md (minutes; root)"
 	@echo "make bpf     regenerate the committed BPF objects (needs clang and libbpf-dev)"
+	@echo "make facts   regenerate wirelab/_engine_facts.json (presets, units, corpus facts) from the engine"
 
 setup: $(STAMPS)/system $(STAMPS)/venv $(STAMPS)/gomod
 
@@ -107,6 +108,11 @@ bpf: $(STAMPS)/gomod
 	@command -v clang >/dev/null && test -f /usr/include/bpf/bpf_helpers.h || \
 	  { echo "make bpf needs clang and libbpf-dev: apt-get install clang libbpf-dev"; exit 1; }
 	cd engine && go generate ./tcpplus/...
+
+# The facts the control plane reads from the engine (presets, units, limits, corpus pages). The engine's
+# tests fail while the committed file differs from what the engine prints.
+facts: $(ENGINE)
+	$(ENGINE) facts > wirelab/_engine_facts.json
 
 clean:
 	rm -rf bin $(STAMPS)

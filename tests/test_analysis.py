@@ -341,6 +341,9 @@ def test_parse_synthetic():
     assert analysis.parse_synthetic("synthetic:8x100B") == (8, 100.0)
     assert analysis.parse_synthetic("synthetic:4x2KiB,html=20kB") == (4, 2048.0)
     assert analysis.parse_synthetic("twitter") is None
+    # the engine's units only: KB is ambiguous and a bare number is not a size (the engine refuses both)
+    for not_a_size in ("synthetic:4x10KB", "synthetic:4x10", "synthetic:4x10 kB", "synthetic:4x10kb"):
+        assert analysis.parse_synthetic(not_a_size) is None, not_a_size
 
 
 def test_gain_sentences_count_and_locate():

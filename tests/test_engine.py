@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from wirelab import contract, reproduce, spec
+from wirelab import _facts, contract, spec
 from wirelab.engine import STDERR_FILE, SubprocessEngine, find_engine
 from wirelab.errors import EngineNotFoundError, UsageError
 from wirelab.testing import FixtureEngine, FixtureFailure
@@ -207,11 +207,12 @@ def test_real_engine_pages_contract():
     assert len(page["objects"]) == 7 and sum(o["size"] for o in page["objects"]) == 7 * 46_400
     with pytest.raises(UsageError):
         engine.pages_show("no-such-page")
-    # The run-time estimates' copies of the corpus facts (wirelab.reproduce) agree with the engine.
-    for name, (objects, total) in reproduce._PAGE_SIZES.items():
-        assert (pages[name]["objects"], pages[name]["total_bytes"]) == (objects, total), name
-    for name, modes in reproduce._PAGE_GROUPS.items():
-        for mode, origins in modes.items():
+    # The control plane's facts (wirelab/_engine_facts.json) are what this engine says.
+    facts = json.loads(subprocess.run([path, "facts"], capture_output=True, text=True, check=True).stdout)
+    assert facts == _facts.engine_facts()
+    for name, known in _facts.corpus().items():
+        assert (pages[name]["objects"], pages[name]["total_bytes"]) == (known.objects, known.total_bytes)
+        for mode, origins in known.shard_origins.items():
             out = subprocess.run(
                 [path, "pages", "show", name, "--shards", "0", "--shard-mode", mode],
                 capture_output=True,

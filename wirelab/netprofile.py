@@ -22,6 +22,7 @@ import re
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from wirelab import _facts
 from wirelab.errors import ProfileError
 
 __all__ = [
@@ -36,27 +37,9 @@ __all__ = [
     "parse_rate",
 ]
 
-#: Preset name → (expansion, where it comes from). WebPageTest's ``latency`` is the round-trip time.
-PRESETS: dict[str, tuple[str, str]] = {
-    "native": ("", "nothing: unlimited rate, no delay, no loss"),
-    "fios": ("bw_down=20mbit,bw_up=5mbit,rtt=4ms", "WebPageTest FIOS"),
-    "cable": ("bw_down=5mbit,bw_up=1mbit,rtt=28ms", "WebPageTest Cable"),
-    "dsl": ("bw_down=1.5mbit,bw_up=384kbit,rtt=50ms", "WebPageTest DSL"),
-    "lte": ("bw=12mbit,rtt=70ms", "WebPageTest LTE"),
-    "4g": ("bw=9mbit,rtt=170ms", "WebPageTest 4G"),
-    "3gfast": ("bw_down=1.6mbit,bw_up=768kbit,rtt=150ms", "WebPageTest 3G Fast"),
-    "3g": ("bw_down=1.6mbit,bw_up=768kbit,rtt=300ms", "WebPageTest 3G"),
-    "3gslow": ("bw=400kbit,rtt=400ms", "WebPageTest 3G Slow"),
-    "2g": ("bw_down=280kbit,bw_up=256kbit,rtt=800ms", "WebPageTest 2G"),
-    "edge": ("bw_down=240kbit,bw_up=200kbit,rtt=840ms", "WebPageTest EDGE"),
-    "dial": ("bw_down=49kbit,bw_up=30kbit,rtt=120ms", "WebPageTest 56K dial-up"),
-    "elkhatib-default": ("bw=1mbit,rtt=150ms,queue=256", "study E's default testbed"),
-    "wang-epload": ("bw=10mbit,rtt=20ms", "study W's variability check"),
-    "neoload": ("delay_down=40ms,delay_up=45ms", "study N: 40 ms down, 45 ms up"),
-    "unh-high-latency": ("bw=10mbit,rtt=300ms", "study U: high latency, zero loss (our values)"),
-    "unh-high-loss": ("bw=10mbit,rtt=2ms,loss=3%", "study U: near-zero latency, high loss (our values)"),
-    "unh-high-both": ("bw=10mbit,rtt=300ms,loss=3%", "study U: both (our values)"),
-}
+#: Preset name → (expansion, where its numbers come from), in documented order: the engine's presets
+#: (``wirelab-engine profiles ls``, read from the package's copy of the engine's facts).
+PRESETS: dict[str, tuple[str, str]] = {p.name: (p.expansion, p.about) for p in _facts.presets().values()}
 
 #: Every key of the grammar, in the canonical order used when a profile is written from a table:
 #: settings of both directions first, so that a per-direction key always overrides them.
@@ -85,28 +68,34 @@ KEYS: tuple[str, ...] = (
     "origin_delay",
 )
 
-CONGESTION_CONTROLS = ("cubic", "bbr", "reno")
+CONGESTION_CONTROLS = _facts.congestion_controls()
+_LIMITS = _facts.profile_limits()
 #: TCP+ (study W): tcpplus=N, N connections' worth of windows and backoff on one (docs/tcpplus.md).
-MAX_TCPPLUS = 32
-DEFAULT_QUEUE_PACKETS = 256
+MAX_TCPPLUS = _LIMITS["max_tcpplus"]
+DEFAULT_QUEUE_PACKETS = _LIMITS["default_queue_packets"]
 
 _NUMBER = r"(?:[0-9]+(?:\.[0-9]+)?)"
 _NUM_UNIT = re.compile(rf"^({_NUMBER})([A-Za-z%]*)$")
-_DURATION_UNITS = {"us": Decimal(1_000), "ms": Decimal(1_000_000), "s": Decimal(1_000_000_000)}
-_RATE_UNITS = {"bit": Decimal(1), "kbit": Decimal(10**3), "mbit": Decimal(10**6), "gbit": Decimal(10**9)}
-_BYTE_RATE_UNITS = {"bps", "kbps", "mbps", "gbps", "b/s", "kb/s", "mb/s", "gb/s"}
-_SIZE_UNITS = {"B": 1, "kB": 1000, "KiB": 1024, "MB": 1000**2, "MiB": 1024**2}
+# Units and limits are the engine's (docs/profile-grammar.md, "Units").
+_DURATION_UNITS = {name: Decimal(f) for name, f in _facts.units("duration").items()}
+_RATE_UNITS = {name: Decimal(f) for name, f in _facts.units("rate").items()}
+_BYTE_RATE_UNITS = _facts.byte_rate_units()
+_SIZE_UNITS = _facts.units("size")
 _COUNT = re.compile(r"^([0-9]+)(p|pkt|packets)?$")
-_MIN_RATE, _MAX_RATE = 1_000, 100 * 10**9
-_MTU_BYTES = 1500
+_MIN_RATE, _MAX_RATE = _LIMITS["min_rate_bps"], _LIMITS["max_rate_bps"]
+_MIN_QUEUE_BYTES, _MAX_QUEUE_BYTES = _LIMITS["min_queue_bytes"], _LIMITS["max_queue_bytes"]
+_MAX_QUEUE_PACKETS = _LIMITS["max_queue_packets"]
+_MAX_WINDOW, _MAX_ORIGIN = _LIMITS["max_window"], _LIMITS["max_origin"]
+_MAX_DURATION_NS = _LIMITS["max_duration_ns"]
+_MAX_DURATION_TEXT = f"{_MAX_DURATION_NS // 10**9}s"
 
-_DURATION_ALLOWED = "use a number with us, ms or s (e.g. 150ms), from 0 to 3600s"
-_MAX_DURATION_NS = 3600 * 10**9
-_RATE_ALLOWED = "use a number with bit, kbit, mbit or gbit (e.g. 10mbit) from 1kbit to 100gbit, or unlimited"
+
+_DURATION_ALLOWED = f"use a number with us, ms or s (e.g. 150ms), from 0 to {_MAX_DURATION_TEXT}"
 _PROB_ALLOWED = "use a probability in [0, 1] as a percentage (0.5%) or a fraction (0.005)"
 _LOSS_ALLOWED = _PROB_ALLOWED + ", or ge:P:R[:1-H[:1-K]] (Gilbert–Elliott)"
 _QUEUE_ALLOWED = (
-    "use a packet count ≥ 1 (64, 64p), a size ≥ 1500B (64kB, 64KiB), both (100/150000B), or infinite"
+    f"use a packet count ≥ 1 (64, 64p), a size ≥ {_MIN_QUEUE_BYTES}B (64kB, 64KiB), both (100/150000B), "
+    "or infinite"
 )
 
 
@@ -135,7 +124,7 @@ def parse_duration(text: str, field: str = "duration") -> int:
         raise _fail(field, text, f'has an unknown unit "{unit}"', _DURATION_ALLOWED)
     exact = Decimal(number) * _DURATION_UNITS[unit]
     if exact > _MAX_DURATION_NS:
-        raise _fail(field, text, "is longer than 3600s", _DURATION_ALLOWED)
+        raise _fail(field, text, f"is longer than {_MAX_DURATION_TEXT}", _DURATION_ALLOWED)
     return _round_int(exact)
 
 
@@ -159,9 +148,9 @@ def parse_rate(text: str, field: str = "bw") -> int:
         raise _fail(field, text, f'has an unknown unit "{unit}"', _RATE_ALLOWED)
     bps = _round_int(Decimal(number) * _RATE_UNITS[unit])
     if bps < _MIN_RATE:
-        raise _fail(field, text, "is below 1kbit", _RATE_ALLOWED)
+        raise _fail(field, text, f"is below {format_rate(_MIN_RATE)}", _RATE_ALLOWED)
     if bps > _MAX_RATE:
-        raise _fail(field, text, "is above 100gbit", _RATE_ALLOWED)
+        raise _fail(field, text, f"is above {format_rate(_MAX_RATE)}", _RATE_ALLOWED)
     return bps
 
 
@@ -212,10 +201,10 @@ def _parse_size(text: str, field: str, whole: str) -> int:
     if exact != exact.to_integral_value():
         raise _fail(field, whole, "is not a whole number of bytes", _QUEUE_ALLOWED)
     size = int(exact)
-    if size > 10**12:
-        raise _fail(field, whole, "is larger than 10^12 bytes", _QUEUE_ALLOWED)
-    if size < _MTU_BYTES:
-        raise _fail(field, whole, "holds less than one 1500-byte packet", _QUEUE_ALLOWED)
+    if size > _MAX_QUEUE_BYTES:
+        raise _fail(field, whole, f"is larger than {_MAX_QUEUE_BYTES} bytes", _QUEUE_ALLOWED)
+    if size < _MIN_QUEUE_BYTES:
+        raise _fail(field, whole, f"holds less than one {_MIN_QUEUE_BYTES}-byte packet", _QUEUE_ALLOWED)
     return size
 
 
@@ -226,8 +215,8 @@ def _parse_count(text: str, field: str, whole: str) -> int:
     count = int(m.group(1))
     if count < 1:
         raise _fail(field, whole, "drops every packet", _QUEUE_ALLOWED)
-    if count > 10**9:
-        raise _fail(field, whole, "is more than 10^9 packets", _QUEUE_ALLOWED)
+    if count > _MAX_QUEUE_PACKETS:
+        raise _fail(field, whole, f"is more than {_MAX_QUEUE_PACKETS} packets", _QUEUE_ALLOWED)
     return count
 
 
@@ -261,14 +250,14 @@ def _parse_int(text: str, field: str, low: int, high: int) -> int:
 
 
 def _parse_origin_delay(text: str, field: str) -> dict[str, int]:
-    allowed = "use N:DURATION[/N:DURATION…] with origins N from 1 to 64 (e.g. 2:40ms/3:80ms)"
+    allowed = f"use N:DURATION[/N:DURATION…] with origins N from 1 to {_MAX_ORIGIN} (e.g. 2:40ms/3:80ms)"
     out: dict[str, int] = {}
     for part in text.strip().split("/"):
         origin, sep, duration = part.partition(":")
         if not sep or not re.fullmatch(r"[0-9]+", origin.strip()):
             raise _fail(field, text, "is not a list of origin delays", allowed)
         n = int(origin)
-        if not 1 <= n <= 64:
+        if not 1 <= n <= _MAX_ORIGIN:
             raise _fail(field, text, f"names origin {n}", allowed)
         if str(n) in out:
             raise _fail(field, text, f"gives origin {n} twice", allowed)
@@ -321,7 +310,7 @@ def _apply(state: dict[str, Any], key: str, value: str, field: str) -> None:
         targets[0]["trace"] = value.strip()
         targets[0]["rate_bps"] = 0
     elif key in ("iw", "irw"):
-        state[key] = _parse_int(value, field, 1, 1000)
+        state[key] = _parse_int(value, field, 1, _MAX_WINDOW)
     elif key == "cc":
         if value.strip() not in CONGESTION_CONTROLS:
             raise _fail(field, value, "is not a congestion control", "use " + ", ".join(CONGESTION_CONTROLS))
@@ -434,3 +423,9 @@ def format_rate(bps: int) -> str:
 def _format_decimal(value: Decimal) -> str:
     text = format(value.normalize(), "f")
     return text
+
+
+_RATE_ALLOWED = (
+    f"use a number with bit, kbit, mbit or gbit (e.g. 10mbit) from {format_rate(_MIN_RATE)} to "
+    f"{format_rate(_MAX_RATE)}, or unlimited"
+)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from wirelab import netprofile
+from wirelab import _facts, netprofile
 from wirelab import spec as spec_mod
 from wirelab._paths import experiments_dir
 from wirelab.analysis.sweep import parse_synthetic
@@ -38,26 +38,6 @@ __all__ = [
 
 CATALOG_FILE = "catalog.toml"
 
-#: Page sizes (objects, total bytes) for estimates only, from the studies' descriptions; the engine's
-#: corpus defines the real pages.
-_PAGE_SIZES: dict[str, tuple[int, float]] = {
-    "twitter": (7, 7 * 46_400),
-    "youtube": (50, 50 * 10_630),
-    "imgur": (133, 133 * 11_780),
-    "nytimes": (148, 1_776_000),
-    "flags": (51, 6_000 + 50 * 1_000),
-    "neoload50": (51, 9_500 + 50 * 2_000),
-    "unh100": (101, 3_412_000),
-}
-#: Origins of the corpus pages served one per top-level-domain group / one per domain (``shards = 0``
-#: with shard_mode tld / domain; ``wirelab-engine pages show NAME --shards 0 --shard-mode tld``), for
-#: estimates only; other pages count as one origin.
-_PAGE_GROUPS: dict[str, dict[str, int]] = {
-    "twitter": {"tld": 2, "domain": 3},
-    "youtube": {"tld": 3, "domain": 4},
-    "imgur": {"tld": 3, "domain": 5},
-    "nytimes": {"tld": 4, "domain": 7},
-}
 #: Per-load overhead of a fresh client process and its bookkeeping, Chromium's extra per load, and
 #: per-trial setup (estimates; scripts/durations.py compares them with measured trials).
 LOAD_OVERHEAD_S = 0.2
@@ -120,11 +100,26 @@ def experiment(name: str, directory: Path | None = None) -> Experiment:
     raise UsageError(f"reproduce: {name!r} is not an experiment; {hint}experiments: {', '.join(names)}")
 
 
+#: What an estimate assumes of a page that is neither synthetic nor in the corpus (a page file).
+_UNKNOWN_PAGE = (50, 500_000.0)
+
+
 def _page_size(page: str) -> tuple[int, float]:
+    """(objects, total bytes): a synthetic page's from its name, a corpus page's from the engine's facts."""
     synthetic = parse_synthetic(page)
     if synthetic is not None:
         return synthetic[0], synthetic[0] * synthetic[1]
-    return _PAGE_SIZES.get(page, (50, 500_000))
+    known = _facts.corpus().get(page)
+    return (known.objects, float(known.total_bytes)) if known else _UNKNOWN_PAGE
+
+
+def _origins(spec: Mapping[str, Any]) -> int:
+    """Origins a trial's page is served from: ``shards``, or with ``shards = 0`` one per group of the
+    shard mode (the engine's corpus facts; pages outside the corpus count as one origin)."""
+    if spec.get("shards", 1):
+        return int(spec.get("shards", 1))
+    known = _facts.corpus().get(spec["page"])
+    return known.shard_origins.get(spec.get("shard_mode", ""), 1) if known else 1
 
 
 #: Round trips before the root document's request goes out: DNS across the path, then TCP (+ TLS 1.3)
@@ -147,7 +142,7 @@ def _load_seconds(spec: Mapping[str, Any], protocol: str | None = None) -> float
     rate = net["down"]["rate_bps"] or 1e9
     loss = net["down"]["loss"].get("p", 0.0) if net["down"]["loss"]["model"] == "bernoulli" else 0.0
     objects, size = _page_size(spec["page"])
-    shards = spec.get("shards", 1) or _PAGE_GROUPS.get(spec["page"], {}).get(spec.get("shard_mode", ""), 1)
+    shards = _origins(spec)
     per_origin = spec.get("client", {}).get("max_connections_per_origin", 6) if protocol in _HTTP1 else 1
     connections = shards * min(per_origin, max(1, objects - 1))
     waves = 1 + (math.ceil(max(0, objects - 1) / (per_origin * shards)) if protocol in _HTTP1 else 1)

@@ -25,6 +25,7 @@ from urllib.parse import quote, urlsplit
 
 import pandas as pd
 
+from wirelab import _facts
 from wirelab import spec as spec_mod
 from wirelab.errors import DatabaseError, SchemaVersionError, StoreError, UsageError, cut
 
@@ -310,9 +311,11 @@ SCHEMA_VERSION = len(MIGRATIONS)
 #: An artifact kept on the cluster worker that ran its trial (``--artifacts remote``): ``host:/path``.
 REMOTE_PATH = re.compile(r"^[^/:]+:/")
 
-#: Fidelity flag set on a trial whose emulator timer lateness p99 exceeded the limit.
+#: Fidelity flag set on a trial whose emulator timer lateness p99 exceeded the engine's limit (a
+#: stored name: it stays as it is even if the limit changes).
 LATENESS_FLAG = "lateness_p99_over_1ms"
-LATENESS_LIMIT_US = 1000.0
+#: The engine's fidelity bar (emulator.LatenessLimit), from the engine's facts.
+LATENESS_LIMIT_US = _facts.lateness_p99_limit_us()
 
 
 def _now() -> str:

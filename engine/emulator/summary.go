@@ -27,6 +27,15 @@ type LatenessUS struct {
 	Mean float64 `json:"mean"`
 }
 
+// LatenessLimit is the lab's fidelity bar for timer lateness: a run whose p99 lateness exceeds it
+// released packets late often enough to distort what it measured. The trial warns; the control
+// plane flags the trial (fidelity flag lateness_p99_over_1ms), reading this value from the
+// engine's facts (wirelab-engine facts → wirelab/_engine_facts.json).
+const LatenessLimit = time.Millisecond
+
+// OverLimit reports whether the p99 lateness exceeds LatenessLimit.
+func (l LatenessUS) OverLimit() bool { return l.P99 > us(LatenessLimit) }
+
 // DirSummary counts one direction.
 type DirSummary struct {
 	Packets         int64 `json:"packets"` // delivered

@@ -294,7 +294,7 @@ func (r *runner) loads(ctx context.Context, loads *os.File, prov *Provenance) (*
 	res.Emulator.BetweenLoads.Packets = between
 	prov.Finish()
 	res.Provenance = *prov
-	if res.Emulator.LatenessUS.P99 > 1000 || res.Emulator.DeviceDrops > 0 {
+	if res.Emulator.LatenessUS.OverLimit() || res.Emulator.DeviceDrops > 0 {
 		fmt.Fprintf(r.o.Warn, "wirelab-engine: trial %s: emulator fidelity: lateness p99 %.0f µs, device drops %d\n", s.TrialID, res.Emulator.LatenessUS.P99, res.Emulator.DeviceDrops)
 	}
 	return res, nil
