@@ -52,6 +52,13 @@ STDERR_FILE = "engine.stderr"  #: the engine's stderr, captured by wirelab into 
 WORKER_FILE = "worker.json"
 
 
+#: How long a short engine command (pages, version, …) may take before it counts as hung; recording a
+#: page starts Chromium and loads it, and gc may wait for many processes' grace periods.
+COMMAND_TIMEOUT_S = 120.0
+RECORD_TIMEOUT_S = 600.0
+GC_TIMEOUT_S = 300.0
+
+
 @dataclasses.dataclass(frozen=True)
 class TrialEvent:
     """Something that happened in a running trial."""
@@ -340,7 +347,7 @@ class SubprocessEngine(Engine):
         self._version: str | None = None
 
     def _run(
-        self, args: Sequence[str], *, timeout: float = 120, input: str | None = None
+        self, args: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_S, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         try:
             done = subprocess.run(
@@ -429,17 +436,18 @@ class SubprocessEngine(Engine):
             raise UsageError(f"pages {sub}: want record, import-har or mirror")
         self.require("pages")
         # Recording starts Chromium and loads the page; the others only read files.
-        done = self._run(["pages", sub, *args], timeout=600 if sub == "record" else 120)
+        timeout = RECORD_TIMEOUT_S if sub == "record" else COMMAND_TIMEOUT_S
+        done = self._run(["pages", sub, *args], timeout=timeout)
         return done.stderr.strip()
 
     def gc(self) -> str:
         self.require("gc")
-        done = self._run(["gc"], timeout=300)
+        done = self._run(["gc"], timeout=GC_TIMEOUT_S)
         return (done.stdout + done.stderr).strip()
 
     def gc_owner(self, pid: int) -> str:
         self.require("gc")
-        done = self._run(["gc", "-q", "--owner", str(pid)], timeout=300)
+        done = self._run(["gc", "-q", "--owner", str(pid)], timeout=GC_TIMEOUT_S)
         return (done.stdout + done.stderr).strip()
 
     def calibrate(self) -> dict[str, Any]:

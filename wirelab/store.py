@@ -353,6 +353,11 @@ def fix_modes(root: Path, *, up_to: Path | None = None) -> None:
             os.chmod(parent, DATA_DIR_MODE)
 
 
+#: How long a connection waits for another writer's lock before it fails (sqlite3's timeout and
+#: SQLite's busy_timeout, one value).
+BUSY_TIMEOUT_S = 30.0
+
+
 def _is_wal(path: Path) -> bool:
     """Whether the database file's header says WAL mode (bytes 18 and 19 are 2)."""
     with open(path, "rb") as f:
@@ -373,17 +378,17 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
         uri += "?immutable=1"
     else:
         uri += "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     return conn
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     return conn
 
 

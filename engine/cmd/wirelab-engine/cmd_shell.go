@@ -248,12 +248,18 @@ func runShellCommands(o shellOptions, e *emulator.Emulator, log io.Writer, sigs 
 	}
 }
 
+// How long shell waits for --server-cmd to accept connections, and how often it tries.
+const (
+	serverPortWait = 30 * time.Second
+	portPoll       = 10 * time.Millisecond
+)
+
 // waitForPort waits until something accepts TCP connections on origin 1's port, from inside the
-// server namespace. It gives up when the server command exits, on a signal, or after 30 s.
+// server namespace. It gives up when the server command exits, on a signal, or after serverPortWait.
 func waitForPort(e *emulator.Emulator, port int, serverDone <-chan error, sigs <-chan os.Signal) error {
 	addr := net.JoinHostPort(netns.OriginAddr(1).String(), fmt.Sprint(port))
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
+	deadline := time.Now().Add(serverPortWait)
+	tick := time.NewTicker(portPoll)
 	defer tick.Stop()
 	for {
 		var c net.Conn
