@@ -21,7 +21,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/netns"
-	"github.com/wirelab/wirelab/engine/tunio"
+	"github.com/wirelab/wirelab/engine/realtime"
 )
 
 // LinkOptions configures the link benchmark.
@@ -210,8 +210,8 @@ func Link(opt LinkOptions) (*LinkResult, error) {
 type linkBench struct {
 	opt     LinkOptions
 	res     *LinkResult
-	hist    tunio.Histogram // timer lateness over all runs
-	rtPeers bool            // the current part's peers run real-time
+	hist    realtime.Histogram // timer lateness over all runs
+	rtPeers bool               // the current part's peers run real-time
 }
 
 func us(d time.Duration) float64 { return round(float64(d)/1e3, 1) }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/roottest"
-	"github.com/wirelab/wirelab/engine/tunio"
+	"github.com/wirelab/wirelab/engine/realtime"
 )
 
 // The test binary doubles as the bench peer.
@@ -37,9 +37,9 @@ type delayed struct {
 	origin int
 }
 
-func (l *delayLink) Push(now time.Duration, pkt []byte, origin int) tunio.Fate {
+func (l *delayLink) Push(now time.Duration, pkt []byte, origin int) realtime.Fate {
 	l.q = append(l.q, delayed{now + l.delay, pkt, origin})
-	return tunio.Queued
+	return realtime.Queued
 }
 
 func (l *delayLink) Pop(now time.Duration) ([]byte, int, bool) {

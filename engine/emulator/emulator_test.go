@@ -14,7 +14,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/pcap"
-	"github.com/wirelab/wirelab/engine/tunio"
+	"github.com/wirelab/wirelab/engine/realtime"
 )
 
 // delayLink is a test double of the link model: a fixed one-way delay, nothing else.
@@ -29,9 +29,9 @@ type delayed struct {
 	origin int
 }
 
-func (l *delayLink) Push(now time.Duration, pkt []byte, origin int) tunio.Fate {
+func (l *delayLink) Push(now time.Duration, pkt []byte, origin int) realtime.Fate {
 	l.q = append(l.q, delayed{now + l.delay, pkt, origin})
-	return tunio.Queued
+	return realtime.Queued
 }
 
 func (l *delayLink) Pop(now time.Duration) ([]byte, int, bool) {
@@ -136,7 +136,7 @@ func TestRTT(t *testing.T) {
 	}
 	t.Logf("slowest connect %v; lateness %+v; picked up %d down, %d up", worst, s.LatenessUS, s.Runner.Down.PickedUp, s.Runner.Up.PickedUp)
 	// The server's stack answers each SYN inside the write that delivers it: the up writer reads
-	// the SYN-ACK at once (tunio's pickUp) unless the down reader was awake — not for all 10.
+	// the SYN-ACK at once (the runner's pickUp) unless the down reader was awake — not for all 10.
 	if s.Runner.Down.PickedUp == 0 || s.Runner.Down.PickedUp > s.Down.Arrived {
 		t.Errorf("picked up %d of %d down packets; want some SYN-ACKs", s.Runner.Down.PickedUp, s.Down.Arrived)
 	}

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelab/wirelab/engine/tunio"
+	"github.com/wirelab/wirelab/engine/realtime"
 )
 
 // fakeLink reports counters that a test moves.
 type fakeLink struct{ entered, left atomic.Int64 }
 
-func (f *fakeLink) Stats() tunio.Stats {
-	return tunio.Stats{Up: tunio.DirStats{Packets: f.entered.Load(), Delivered: f.left.Load()}}
+func (f *fakeLink) Stats() realtime.Stats {
+	return realtime.Stats{Up: realtime.DirStats{Packets: f.entered.Load(), Delivered: f.left.Load()}}
 }
 
 func TestSettle(t *testing.T) {

@@ -4,8 +4,9 @@ package shellquote
 
 import "strings"
 
-// Join quotes each argument that needs it (single quotes; a ' inside becomes '\”) and joins them
-// with spaces. Arguments made only of letters, digits and -_./=,:% stay as they are.
+// Join quotes each argument that needs it and joins them with spaces. A quoted argument is put in
+// single quotes, each single quote inside it closing the quotes, escaped with a backslash, and
+// reopening them. Arguments made only of letters, digits and -_./=,:% stay as they are.
 func Join(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {

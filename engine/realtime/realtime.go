@@ -1,14 +1,25 @@
-// Package tunio is the real-time runner of the emulator: it reads packets from the client's and the
-// server's TUN devices, pushes each through one direction of the link model, releases it at its
-// deadline and writes it to the other device.
+// Package realtime is the emulator's real-time runner: it moves IP packets between the client's
+// and the server's TUN devices through the link model, releasing each at the deadline the model
+// gives it, on the monotonic clock.
 //
-// Per direction there are two goroutines: a reader, parked in the Go netpoller on the sending
-// device, and a writer on its own OS thread that sleeps on a futex until shortly before the next
-// deadline and spins the rest of the way (Go timers are millisecond-granular when the runtime sleeps
-// in epoll_wait). Devices are golang.zx2c4.com/wireguard/tun.Devices; the emulator's own
-// (engine/tundev) splits the kernel's TSO/GSO super-packets into MTU-sized segments on read, so
-// the link model sees real packets, and coalesces the segments released together on write.
-package tunio
+// Per direction (a pipe) there are two goroutines, each locked to its own OS thread, and the whole
+// process is SCHED_RR while Run runs (Config.RealtimePriority; every thread at one priority, see
+// internal/rt for why). The reader sleeps in ppoll(2) on the sending device's descriptor — kept out
+// of the Go netpoller, so that a packet wakes this thread directly — takes the time, reads a batch
+// (the device splits GSO super-packets into MTU-sized segments) and pushes each packet into its
+// Link, which decides its fate and deadline. The writer sleeps on a futex until SpinWindow before
+// the next deadline, spins (yielding) the rest of the way, and writes everything due to the
+// receiving device in one batch. After a write it picks up (pickUp) what the receiving stack
+// answered inside that write — a SYN-ACK, an ACK — from the other direction's device when that
+// direction's reader is asleep, so an answer does not wait for a wake-up. No sleep lasts more than
+// 5 ms per system call, so the Go runtime never takes a sleeping thread's P. Arrivals, drops and
+// deliveries go to an optional Observer (the packet log and pcap); Stats holds the counters and
+// the timer lateness (release − deadline) histogram.
+//
+// Devices are golang.zx2c4.com/wireguard/tun.Devices: the emulator's own (engine/tundev) in a run,
+// tuntest.ChannelTUN in tests, which need no root. The runner knows nothing of the model's types:
+// a Link is three methods (engine/emulator adapts a *link.Direction).
+package realtime
 
 import (
 	"time"

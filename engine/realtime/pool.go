@@ -1,4 +1,4 @@
-package tunio
+package realtime
 
 import "github.com/wirelab/wirelab/engine/internal/rtlock"
 

@@ -1,4 +1,4 @@
-package tunio
+package realtime
 
 import (
 	"math/rand/v2"

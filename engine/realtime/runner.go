@@ -1,4 +1,4 @@
-package tunio
+package realtime
 
 import (
 	"context"
@@ -28,7 +28,7 @@ type Runner struct {
 // New prepares a Runner; Run starts it. The runner's clock (Now) starts here.
 func New(cfg Config) (*Runner, error) {
 	if cfg.Client == nil || cfg.Server == nil || cfg.Up == nil || cfg.Down == nil {
-		return nil, errors.New("tunio: Client, Server, Up and Down are required")
+		return nil, errors.New("realtime: Client, Server, Up and Down are required")
 	}
 	if cfg.MTU == 0 {
 		cfg.MTU = 1500
@@ -59,7 +59,7 @@ func (r *Runner) Start() time.Time { return r.start }
 // Config.RealtimePriority) and GOMAXPROCS is at least NumCPU+8.
 func (r *Runner) Run(ctx context.Context) error {
 	if !r.ran.CompareAndSwap(false, true) {
-		return errors.New("tunio: Run called twice")
+		return errors.New("realtime: Run called twice")
 	}
 	// The readers and writers sleep in syscalls on their own locked threads, and the runtime leaves
 	// a P with a thread in a syscall until sysmon retakes it (sysmon polls every 20 µs–10 ms, and
