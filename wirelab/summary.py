@@ -2,9 +2,9 @@
 
 The full statistics (confidence intervals, tests, figures) belong to ``wirelab.analysis``; this is the
 small table a single configuration needs: loads, errors, median and mean ToW and PLT per protocol, and
-the gain of each protocol over the first one as study E defines it — the reduction in ToW,
-``(ToW_first − ToW_p) / ToW_first``, averaged over the repetitions (repetition i of one protocol is
-paired with repetition i of the other; loads with an error are left out of the pair).
+the gain of each protocol over the first one as study E defines it — the reduction in ToW from the
+two protocols' mean ToW over the loads without error, ``(mean ToW_first − mean ToW_p) / mean
+ToW_first`` (the report's definition: :func:`wirelab.analysis.gain_pct`).
 """
 
 from __future__ import annotations

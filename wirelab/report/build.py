@@ -436,7 +436,7 @@ class _Builder:
             "effects",
             "ToW reduction vs each factor, the others averaged",
             "For each factor and value, the mean over the configurations with that value of study E's gain "
-            "(every other factor averaged out), with a 95 % percentile bootstrap CI over those "
+            f"(every other factor averaged out), with a 95 % {BOOTSTRAP_METHOD} bootstrap CI over those "
             "configurations; a steep panel marks a factor that matters.",
             lambda: plots.main_effects_figure(
                 drawn,
