@@ -1,36 +1,16 @@
-"""Builds the report's model from stored sweeps: which figures, which tables, which sentences.
+"""Builds the report's model from stored sweeps: figures with their captions, tables, sentences.
 
-:func:`build_sweep` looks at what a sweep varied and chooses (each choice, and each figure left out,
-is recorded in :attr:`SweepSection.notes`):
-
-==========================  =====================================================================
-figure                      when
-==========================  =====================================================================
-gain vs X                   for each numeric axis X, when the other axes make ≤ 8 lines
-gain per X                  for each categorical axis X but page, network and protocols (sharding,
-                            a push or priority policy), when the other axes make ≤ 8 series
-main effects                a gain figure was left out for too many lines: gain vs each factor
-                            (numeric, or categorical as above), the others averaged
-heatmap streams × RTT       the axes are max_concurrent_streams and RTT (and maybe page)
-m vs r                      with the heatmap, when ≥ 2 page/RTT points have an m
-decision tree               ≥ 2 numeric factors and ≥ 8 configurations (one per compared protocol)
-ratio CDF (W's s)           ≥ 3 configurations
-ToW CDFs                    always: every configuration up to 6, else the ends of the first axis
-phase bars                  when the loads carry HAR phases
-gateway panels              a numeric axis and (retransmissions/drops occurred, or loss, queue or
-                            bandwidth was swept)
-scenario bars               a categorical axis other than page (e.g. network profiles), or no
-                            numeric axis
-server cost                 the loads carry the server's cost (server_cpu_ms), ≤ 12 configurations
-waterfalls                  the median-PLT load of each protocol in the configuration where the
-                            first compared protocol's gain is largest in magnitude
-==========================  =====================================================================
+Which figures a sweep gets, and why the others are left out, is decided in :mod:`wirelab.report.choose`
+(the figure policy and its limits); this module computes what those figures and the tables show and
+writes their titles, captions and cells. Each choice the policy makes, and each figure it leaves out,
+ends up in :attr:`SweepSection.notes`.
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -53,6 +33,8 @@ from wirelab.analysis.tree import fit_tree
 from wirelab.figures import plots
 from wirelab.figures.rendering import Rendered, render, slug
 from wirelab.registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, protocol_style
+from wirelab.report import choose
+from wirelab.report.choose import RTT, STREAMS, GainFigure
 
 __all__ = [
     "Cell",
@@ -69,10 +51,8 @@ __all__ = [
 #: Embed waterfall data for every load while the sweep has at most this many objects in total;
 #: above, only for each trial's median-PLT load per protocol (the report says so).
 WATERFALL_OBJECT_BUDGET = 40_000
-MAX_GAIN_LINES = 8
 #: Panels of the live sites' ToW figure (one per site); more sites are in the tables only.
 MAX_LIVE_PANELS = 12
-STREAMS, RTT = "server.max_concurrent_streams", "network.rtt"
 CI_TEXT = f"95 % {BOOTSTRAP_METHOD} bootstrap CI ({N_BOOT} resamples of the repetitions, seeded)"
 
 
@@ -202,6 +182,7 @@ class _Builder:
             self.configs[axis.column + "#mpl"] = self.configs[axis.column].map(_mpl)
         #: Every configuration loads a live page (docs/live.md): E's live figures replace the CDFs.
         self.live_sweep = bool(len(configs)) and all(is_live(p) for p in configs["page"])
+        self.shape = choose.Shape(sd, self.configs)
 
     # helpers ---------------------------------------------------------------------------------
     def with_config(self, frame: pd.DataFrame) -> pd.DataFrame:
@@ -223,28 +204,8 @@ class _Builder:
     def config_text(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {**self.fixed, **(extra or {})}
 
-    def series_axes(self, exclude: Sequence[Axis]) -> list[Axis]:
-        return [a for a in self.sd.axes if a not in exclude]
-
-    def determined_by(self, axis: Axis, x: Axis) -> bool:
-        """Whether ``axis`` has one value per value of ``x`` (zipped or confounded axes, such as the
-        object count and size of a list of synthetic pages): it then adds no series of its own."""
-        counts = self.configs.groupby(x.column)[axis.column].nunique()
-        return bool(len(counts)) and int(counts.max()) <= 1
-
-    def series_for(self, x: Axis) -> list[Axis]:
-        """The axes that make separate lines in a figure along ``x``."""
-        return [a for a in self.series_axes([x]) if not self.determined_by(a, x)]
-
-    def heatmap_sweep(self) -> bool:
-        params = {a.param for a in self.sd.axes}
-        return {STREAMS, RTT} <= params and params <= {STREAMS, RTT, "page"}
-
-    def series_columns(self, axes: Sequence[Axis]) -> list[str]:
-        return [a.column + "#mpl" if not a.numeric else a.column for a in axes]
-
     def series_names(self, frame: pd.DataFrame, axes: Sequence[Axis]) -> dict[str, str]:
-        cols = self.series_columns(axes)
+        cols = choose.Shape.series_columns(axes)
         names = {}
         for row in frame.to_dict("records"):
             key = " · ".join(str(row[c]) for c in cols)
@@ -307,114 +268,60 @@ class _Builder:
                 title = f"{protocol_style(proto).label} vs {protocol_style(sd.baseline).label}"
                 self.findings.append(Finding(title, sentences))
 
-    def gain_series(
-        self, axis: Axis, word: str, unit: str, covered_by: str, crowded: list[Axis]
-    ) -> tuple[list[Axis] | None, list[str]]:
-        """The other axes of a gain figure along ``axis`` and their columns, or (None, []) when they
-        would make more than MAX_GAIN_LINES lines: then ``axis`` joins ``crowded`` and a note says why
-        ("Gain {word} {axis} is not drawn …")."""
-        others = self.series_for(axis)
-        cols = self.series_columns(others)
-        n_series = len(self.comp.drop_duplicates(cols)) if cols else 1
-        lines = n_series * len(self.sd.compared)
-        if lines <= MAX_GAIN_LINES:
-            return others, cols
-        crowded.append(axis)
-        self.notes.append(
-            f"Gain {word} {axis.name} is not drawn: the other axes "
-            f"({', '.join(a.name for a in others)}) would make {lines} {unit}; the main-effects "
-            f"figure averages them out, and {covered_by} cover every configuration."
-        )
-        return None, []
-
     def gain_figures(self) -> None:
-        sd = self.sd
-        if self.comp.empty:
-            return
-        if self.heatmap_sweep():
-            self.notes.append(
-                "Gain vs streams and gain vs RTT are not drawn separately: the heatmap shows both "
-                "axes at once."
-            )
-            return
-        drawn: list[Axis] = []
-        crowded: list[Axis] = []
-        for axis in sd.numeric_axes:
-            twin = next(
-                (d for d in drawn if self.determined_by(axis, d) and self.determined_by(d, axis)), None
-            )
-            if twin is not None:
-                self.notes.append(
-                    f"Gain vs {axis.name} is not drawn: {axis.name} and {twin.name} move together "
-                    "in this sweep, "
-                    f"so it would repeat the figure along {twin.name}."
-                )
-                continue
-            drawn.append(axis)
-            others, cols = self.gain_series(axis, "vs", "lines", "the tree and the tables", crowded)
-            if others is None:
-                continue
-            title = f"ToW reduction vs {axis.name}"
+        plan = choose.gain_plan(self.shape, self.comp, self.sd.compared)
+        self.notes.extend(plan.notes)
+        for figure in plan.figures:
+            self.gain_figure(figure)
+        if plan.main_effects:
+            self.main_effects(plan.main_effects)
+
+    def gain_figure(self, figure: GainFigure) -> None:
+        sd, axis, others, cols = self.sd, figure.axis, figure.others, figure.columns
+        compared = ", ".join(protocol_style(p).label for p in sd.compared)
+        lines = ", ".join(a.name for a in others) or "protocol"
+        frame = self.comp
+        names = self.series_names(frame, others)
+        if figure.kind == "vs":
             caption = (
                 f"Study E's gain, (ToW_base − ToW_x) / ToW_base from the mean ToW of each configuration, of "
-                f"{', '.join(protocol_style(p).label for p in sd.compared)} over "
-                f"{protocol_style(sd.baseline).label}; bands: {CI_TEXT}; filled markers: two-sided "
-                "Mann–Whitney "
-                f"p < 0.05. One line per {', '.join(a.name for a in others) or 'protocol'}."
+                f"{compared} over {protocol_style(sd.baseline).label}; bands: {CI_TEXT}; filled markers: "
+                f"two-sided Mann–Whitney p < 0.05. One line per {lines}."
             )
-            frame = self.comp
+            make = functools.partial(
+                plots.gain_figure,
+                frame,
+                axis.column,
+                x_label=axis.label,
+                series=cols,
+                series_names=names,
+                log_x=axis.log,
+            )
             self.add_figure(
                 "gain",
-                title,
+                f"ToW reduction vs {axis.name}",
                 caption,
-                lambda frame=frame, axis=axis, cols=cols, others=others: plots.gain_figure(
-                    frame,
-                    axis.column,
-                    x_label=axis.label,
-                    series=cols,
-                    series_names=self.series_names(frame, others),
-                    log_x=axis.log,
-                ),
+                make,
                 self.config_text({"varied": axis.label}),
             )
-
-        for axis in self.gain_categories():
-            drawn.append(axis)
-            others, cols = self.gain_series(axis, "per", "series", "the tables", crowded)
-            if others is None:
-                continue
-            caption = (
-                f"Study E's gain, (ToW_base − ToW_x) / ToW_base from the mean ToW of each configuration, of "
-                f"{', '.join(protocol_style(p).label for p in sd.compared)} over "
-                f"{protocol_style(sd.baseline).label} for each {axis.name}; bars: {CI_TEXT}; filled "
-                "markers: two-sided Mann–Whitney p < 0.05. One series per "
-                f"{', '.join(a.name for a in others) or 'protocol'}."
-            )
-            frame = self.comp
-            self.add_figure(
-                "gain",
-                f"ToW reduction per {axis.name}",
-                caption,
-                lambda frame=frame, axis=axis, cols=cols, others=others: plots.category_gain_figure(
-                    frame,
-                    axis.column + "#mpl",
-                    categories=[_mpl(v) for v in axis.values],
-                    x_label=axis.label,
-                    series=cols,
-                    series_names=self.series_names(frame, others),
-                ),
-                self.config_text({"varied": axis.label}),
-            )
-
-        factors = [a for a in [*sd.numeric_axes, *self.gain_categories()] if a in drawn or a in crowded]
-        if crowded and len(factors) >= 2:
-            self.main_effects(factors)
-
-    def gain_categories(self) -> list[Axis]:
-        """Categorical axes with a gain-per-value figure: all but page (one line per page instead),
-        network profiles (U's scenarios: PLT and throughput bars per scenario) and protocol lists (the
-        figures already have one series per protocol)."""
-        return [a for a in self.sd.categorical_axes if a.param not in ("page", "network", "protocols")]
+            return
+        caption = (
+            f"Study E's gain, (ToW_base − ToW_x) / ToW_base from the mean ToW of each configuration, of "
+            f"{compared} over {protocol_style(sd.baseline).label} for each {axis.name}; bars: {CI_TEXT}; "
+            f"filled markers: two-sided Mann–Whitney p < 0.05. One series per {lines}."
+        )
+        make = functools.partial(
+            plots.category_gain_figure,
+            frame,
+            axis.column + "#mpl",
+            categories=[_mpl(v) for v in axis.values],
+            x_label=axis.label,
+            series=cols,
+            series_names=names,
+        )
+        self.add_figure(
+            "gain", f"ToW reduction per {axis.name}", caption, make, self.config_text({"varied": axis.label})
+        )
 
     def main_effects(self, axes: Sequence[Axis]) -> None:
         """Gain vs each factor with the other factors averaged out, when lines per value would be too many."""
@@ -449,15 +356,10 @@ class _Builder:
 
     def heatmap(self) -> None:
         sd = self.sd
+        draw, notes = choose.heatmap(self.shape, self.comp)
+        self.notes.extend(notes)
         streams, rtt = sd.axis(STREAMS), sd.axis(RTT)
-        if streams is None or rtt is None or self.comp.empty:
-            return
-        extra = [a for a in sd.axes if a.param not in (STREAMS, RTT, "page")]
-        if extra:
-            self.notes.append(
-                "The streams × RTT heatmap is not drawn: the sweep also varies "
-                f"{', '.join(a.name for a in extra)}."
-            )
+        if not draw or streams is None or rtt is None:
             return
         pages = list(dict.fromkeys(self.comp["page"]))
         all_points = []
@@ -490,7 +392,8 @@ class _Builder:
                     "heatmap",
                     title,
                     caption,
-                    lambda grid=grid, boundary=boundary, trend=trend: plots.heatmap_figure(
+                    functools.partial(
+                        plots.heatmap_figure,
                         grid,
                         x=streams.column,
                         y=rtt.column,
@@ -521,8 +424,11 @@ class _Builder:
                     "mean ToW beats the baseline's; r = objects on the page. Line: m = r / k by "
                     "least squares "
                     "through the origin.",
-                    lambda mine=mine, fit=fit: plots.multiplex_figure(
-                        mine.assign(page=mine["page"].map(_mpl)), slope=fit.slope, r2=fit.r2
+                    functools.partial(
+                        plots.multiplex_figure,
+                        mine.assign(page=mine["page"].map(_mpl)),
+                        slope=fit.slope,
+                        r2=fit.r2,
                     ),
                     self.config_text(),
                 )
@@ -549,16 +455,15 @@ class _Builder:
 
     def tree(self) -> None:
         sd = self.sd
-        factors = sd.numeric_axes
-        if len(factors) < 2 or len(sd.configs) < 8 or self.comp.empty:
-            if len(factors) >= 2:
-                self.notes.append(f"No decision tree: {len(sd.configs)} configurations (it needs ≥ 8).")
+        factors, notes = choose.tree_factors(self.shape, self.comp)
+        self.notes.extend(notes)
+        if not factors:
             return
         names = {a.column: a.name for a in factors}
         units = {a.column: "{:g} " + a.unit if a.unit else "{:g}" for a in factors}
         for proto in sd.compared:
             data = self.comp[self.comp["protocol"] == proto]
-            if data["cls"].notna().sum() < 8:
+            if not choose.tree_protocol(int(data["cls"].notna().sum())):
                 continue
             tree = fit_tree(data, [a.column for a in factors])
             class_names = self.class_names(proto)
@@ -569,10 +474,7 @@ class _Builder:
                 )
             )
             if tree.root.is_leaf:
-                self.notes.append(
-                    f"No tree drawn for {protocol_style(proto).label}: every configuration has the "
-                    "same class."
-                )
+                self.notes.append(choose.uniform_tree_note(proto))
                 continue
             self.add_figure(
                 "tree",
@@ -582,8 +484,8 @@ class _Builder:
                 "from s = median PLT ratio (< 0.9, > 1.1, else equal). Coloured nodes: majority "
                 "class likelihood "
                 f"> {tree.threshold:.2f}; white: mixed. Left branch (yes): the condition holds.",
-                lambda tree=tree, class_names=class_names: plots.tree_figure(
-                    tree, names=names, class_names=class_names, formats=units
+                functools.partial(
+                    plots.tree_figure, tree, names=names, class_names=class_names, formats=units
                 ),
                 self.config_text({"factors": ", ".join(names[f] for f in tree.features)}),
             )
@@ -625,7 +527,7 @@ class _Builder:
             )
 
     def ratio_cdf(self) -> None:
-        if self.comp.empty or len(self.sd.configs) < 3:
+        if not choose.ratio_cdf(self.shape, self.comp):
             return
         self.add_figure(
             "ratio",
@@ -637,28 +539,10 @@ class _Builder:
             self.config_text(),
         )
 
-    def _pick_configs(self, limit: int = 6) -> list[str]:
-        configs = self.configs
-        if len(configs) <= limit:
-            return list(configs["trial_id"])
-        numeric = self.sd.numeric_axes
-        cats = [a.column for a in self.sd.categorical_axes]
-        chosen: list[str] = []
-        groups = configs.groupby(cats, sort=False) if cats else [((), configs)]
-        for _key, group in list(groups)[:3]:
-            if numeric:
-                col = numeric[0].column
-                ordered = group.sort_values([a.column for a in numeric])
-                chosen.append(ordered.loc[ordered[col].idxmin(), "trial_id"])
-                chosen.append(ordered.loc[ordered[col].idxmax(), "trial_id"])
-            else:
-                chosen.extend(group["trial_id"].head(2))
-        return list(dict.fromkeys(chosen))[:limit]
-
     def cdfs(self) -> None:
         if self.live_sweep:
             return  # live_sites draws every site's
-        chosen = self._pick_configs()
+        chosen = choose.cdf_configs(self.shape)
         panels = []
         for trial_id in chosen:
             mine = self.ok[self.ok["trial_id"] == trial_id]
@@ -772,16 +656,13 @@ class _Builder:
         numeric = self.sd.numeric_axes
         cats = self.sd.categorical_axes
         groups = shares.groupby([a.column for a in cats], sort=False) if cats else [((), shares)]
-        groups = list(groups)
-        for key, group in groups[:3]:
+        groups, notes = choose.phase_groups(list(groups))
+        for key, group in groups:
             key = key if isinstance(key, tuple) else (key,)
             name = ", ".join(str(k) for k in key)
             if numeric:
                 col = numeric[0].column
-                values = sorted(group[col].dropna().unique())
-                if len(values) > 6:
-                    idx = np.unique(np.linspace(0, len(values) - 1, 6).round().astype(int))
-                    values = [values[i] for i in idx]
+                values = choose.phase_values(sorted(group[col].dropna().unique()))
                 # other numeric axes: their first value
                 sel = group[group[col].isin(values)]
                 for other in numeric[1:]:
@@ -804,11 +685,10 @@ class _Builder:
                 "Share of summed request time per HAR phase (connect = TCP handshake without "
                 "TLS), mean over "
                 f"the loads without error, one bar per protocol, by {varied}.",
-                lambda sel=sel: plots.phase_figure(sel, group="group", protocols=self.sd.protocols),
+                functools.partial(plots.phase_figure, sel, group="group", protocols=self.sd.protocols),
                 self.config_text({"page": name} if name else None),
             )
-        if len(groups) > 3:
-            self.notes.append(f"Phase bars drawn for the first 3 of {len(groups)} series; the table has all.")
+        self.notes.extend(notes)
         self.findings.append(Finding("Where the time goes", say.phase_sentences(shares, self.sd.protocols)))
         rows = []
         for r in shares.to_dict("records"):
@@ -838,48 +718,35 @@ class _Builder:
         self.findings.append(
             Finding("Retransmissions and the gateway", say.gateway_sentences(table, sd.axes))
         )
-        numeric = sd.numeric_axes
-        swept = [
-            a for a in numeric if a.param.split("_")[0] in ("network.loss", "network.queue", "network.bw")
-        ]
-        eventful = (table["retransmissions"] > 0).any() or (table["drops_queue"] > 0).any()
-        if numeric and (swept or eventful):
-            axis = (swept or numeric)[0]
-            others = self.series_for(axis)
-            cols = self.series_columns(others)
-            n_series = len(table.drop_duplicates(cols)) if cols else 1
-            if n_series > 4:
-                self.notes.append(
-                    f"The gateway panels along {axis.name} are not drawn: the other axes make {n_series} "
-                    "series; the gateway table has every configuration."
-                )
-            else:
-                panels = [
-                    ("retransmissions", "retransmissions per load"),
-                    ("drops_queue", "queue drops per load"),
-                    ("rtt_inflation_ms", "RTT inflation (ms, estimate)"),
-                ]
-                if axis.param.startswith("network.queue"):
-                    panels.append(("queue_delay_bound_ms", "queueing delay bound (ms)"))
-                self.add_figure(
-                    "gateway",
-                    f"Retransmissions and the gateway vs {axis.name}",
-                    "Means per load. RTT inflation is estimated from the HAR: median time to first "
-                    "byte of the "
-                    "sub-resources minus the first TCP handshake's RTT. The queueing-delay bound "
-                    "is the emulator's "
-                    "largest downlink queue occupancy × 1500 B at the link rate.",
-                    lambda axis=axis, cols=cols, panels=panels, others=others: plots.gateway_figure(
-                        table,
-                        axis.column,
-                        x_label=axis.label,
-                        series=cols,
-                        series_names=self.series_names(table, others),
-                        log_x=axis.log,
-                        panels=panels,
-                    ),
-                    self.config_text({"varied": axis.label}),
-                )
+        figure, notes = choose.gateway_axis(self.shape, table)
+        self.notes.extend(notes)
+        if figure is not None:
+            axis, others, cols = figure.axis, figure.others, figure.columns
+            panels = [
+                ("retransmissions", "retransmissions per load"),
+                ("drops_queue", "queue drops per load"),
+                ("rtt_inflation_ms", "RTT inflation (ms, estimate)"),
+            ]
+            if axis.param.startswith("network.queue"):
+                panels.append(("queue_delay_bound_ms", "queueing delay bound (ms)"))
+            self.add_figure(
+                "gateway",
+                f"Retransmissions and the gateway vs {axis.name}",
+                "Means per load. RTT inflation is estimated from the HAR: median time to first byte of the "
+                "sub-resources minus the first TCP handshake's RTT. The queueing-delay bound is the "
+                "emulator's largest downlink queue occupancy × 1500 B at the link rate.",
+                functools.partial(
+                    plots.gateway_figure,
+                    table,
+                    axis.column,
+                    x_label=axis.label,
+                    series=cols,
+                    series_names=self.series_names(table, others),
+                    log_x=axis.log,
+                    panels=panels,
+                ),
+                self.config_text({"varied": axis.label}),
+            )
         has_infl = "rtt_inflation_ms" in table
         rows = []
         for r in table.to_dict("records"):
@@ -920,13 +787,11 @@ class _Builder:
 
     def scenarios(self) -> None:
         sd = self.sd
-        cats = [a for a in sd.categorical_axes if a.param != "page"]
-        if not cats and sd.numeric_axes:
-            return
         stats = self.desc["plt_ms"].assign(scenario=lambda d: d["label_mpl"])
         thr = self.gateway.assign(scenario=lambda d: d["label_mpl"])
-        if stats["scenario"].nunique() > 12:
-            self.notes.append("Scenario bars not drawn: more than 12 configurations.")
+        draw, notes = choose.scenarios(self.shape, int(stats["scenario"].nunique()))
+        self.notes.extend(notes)
+        if not draw:
             return
         self.add_figure(
             "scenarios",
@@ -947,14 +812,15 @@ class _Builder:
         if "server_cpu_ms" not in loads or loads["server_cpu_ms"].isna().all():
             return
         measured = self.with_config(loads.dropna(subset=["server_cpu_ms"]))
-        server_axis = sd.axis("server.impl")
+        server_axis = choose.server_cost_axis(self.shape)
         if server_axis is not None:
             group, caption_by = server_axis.column, "per server (the other axes pooled)"
         else:
             measured = measured.assign(scenario=measured["label_mpl"])
             group, caption_by = "scenario", "per configuration"
-        if measured[group].nunique() > 12:
-            self.notes.append("Server cost not drawn: more than 12 configurations.")
+        draw, notes = choose.server_cost(int(measured[group].nunique()))
+        self.notes.extend(notes)
+        if not draw:
             return
         cpu = describe(measured, [group, "protocol"], "server_cpu_ms", seed=self.seed)
         memory = describe(measured, [group, "protocol"], "server_rss_peak_bytes", seed=self.seed)
@@ -964,7 +830,7 @@ class _Builder:
             f"CPU time (user + system) of the server under test's processes per load, and the peak memory "
             f"charged to them, {caption_by}, per protocol with its {CI_TEXT} (docs/metrics.md, "
             '"Server cost").',
-            lambda: plots.server_cost_figure(cpu, memory, scenario=group, protocols=sd.protocols),
+            functools.partial(plots.server_cost_figure, cpu, memory, scenario=group, protocols=sd.protocols),
             self.config_text(),
         )
 
@@ -980,15 +846,11 @@ class _Builder:
         objects = sd.objects
         if objects.empty:
             return
-        if not self.comp.empty:
-            first = self.comp[self.comp["protocol"] == sd.compared[0]].dropna(subset=["gain_pct"])
-            trial_id = first.loc[first["gain_pct"].abs().idxmax(), "trial_id"] if len(first) else None
-        else:
-            trial_id = self.configs["trial_id"].iloc[0]
+        trial_id = choose.waterfall_config(self.shape, self.comp, sd.compared)
         if trial_id is None:
             return
         label = self.configs.set_index("trial_id").loc[trial_id, "label"]
-        for proto in sd.protocols[:3]:
+        for proto in choose.waterfall_protocols(sd.protocols):
             row = self.representative(trial_id, proto)
             if row is None:
                 continue
@@ -1002,7 +864,7 @@ class _Builder:
                 f"Requests of repetition {int(row['repetition'])} (the load with the median PLT) "
                 "by connection; "
                 "bars split into HAR phases. Every load's waterfall is in the drill-down below.",
-                lambda objs=objs: plots.waterfall_figure(objs.to_dict("records")),
+                functools.partial(plots.waterfall_figure, objs.to_dict("records")),
                 self.config_text({"configuration": str(label), "protocol": proto}),
             )
 
@@ -1203,7 +1065,7 @@ def _provenance(sd: SweepData) -> dict[str, str]:
             engines[f"{engine['engine_version']} ({engine.get('git_sha', '?')})"] = None
         if engine.get("kernel"):
             kernels[str(engine["kernel"])] = None
-    control = {}
+    control: dict[str, Any] = {}
     for p in sd.trials["provenance"].dropna():
         control = (p or {}).get("control") or {}
         if control:
