@@ -75,7 +75,7 @@ def run(
         the_plan = spec_mod.with_internet(the_plan)
     if cluster is None:
         return run_plan(
-            the_plan, db=db, engine=_engine(engine), parallel=parallel, resume=resume, observer=observer
+            the_plan, db=Path(db), engine=_engine(engine), parallel=parallel, resume=resume, observer=observer
         )
     from wirelab.cluster import ClusterEngine
 
@@ -90,7 +90,7 @@ def run(
     try:
         return run_plan(
             the_plan,
-            db=db,
+            db=Path(db),
             engine=on_cluster,
             parallel=on_cluster.slots(),
             resume=resume,
@@ -102,7 +102,7 @@ def run(
 
 def open(db: str | os.PathLike[str] = DEFAULT_DB) -> Results:  # noqa: A001 - mirrors the built-in on purpose
     """Open a results database; its methods return pandas DataFrames."""
-    return Results(db)
+    return Results(Path(db))
 
 
 @dataclasses.dataclass
@@ -180,11 +180,13 @@ def load(
             "grid": {},
         },
     )
-    summary = run_plan(the_plan, db=db, engine=_engine(engine), parallel=1, resume=True, observer=observer)
+    summary = run_plan(
+        the_plan, db=Path(db), engine=_engine(engine), parallel=1, resume=True, observer=observer
+    )
     if summary.failed:
         failure = summary.failed[0]
         raise TrialFailedError(f"load: the trial failed: {failure.error}")
-    with Results(db) as results:
+    with Results(Path(db)) as results:
         loads = results.loads(sweep=name)
     return LoadResult(
         sweep=name,

@@ -13,7 +13,7 @@ import functools
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from wirelab._paths import schemas_dir
 from wirelab.errors import MAX_SHOWN, SHOWN_PREFIX, ContractError, cut
@@ -30,7 +30,7 @@ __all__ = [
     "validate",
 ]
 
-CONTRACT_VERSION = 1
+CONTRACT_VERSION: Final = 1
 SCHEMA_NAMES = ("trial-spec", "load-record", "trial-result", "page", "probe-record")
 
 
@@ -59,7 +59,7 @@ def _validator(name: str) -> Any:
 
 
 def _where(error: Any) -> str:
-    parts = []
+    parts: list[str] = []
     for p in error.absolute_path:
         parts.append(f"[{p}]" if isinstance(p, int) else (("." if parts else "") + str(p)))
     return "".join(parts) or "(top level)"

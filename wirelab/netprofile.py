@@ -187,10 +187,10 @@ def parse_loss(text: str, field: str = "loss") -> dict[str, Any]:
             "one_minus_h": one_minus_h,
             "one_minus_k": one_minus_k,
         }
-    p = _parse_probability(text, field, text, _LOSS_ALLOWED)
-    if p == 0:
+    prob = _parse_probability(text, field, text, _LOSS_ALLOWED)
+    if prob == 0:
         return {"model": "none"}
-    return {"model": "bernoulli", "p": float(p)}
+    return {"model": "bernoulli", "p": float(prob)}
 
 
 def _parse_size(text: str, field: str, whole: str) -> int:

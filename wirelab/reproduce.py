@@ -196,7 +196,7 @@ def reproduce(
 
     exp = experiment(name)
     plan = exp.plan(quick)
-    summary = run_plan(plan, db=db, engine=engine, parallel=parallel, resume=True, observer=observer)
+    summary = run_plan(plan, db=Path(db), engine=engine, parallel=parallel, resume=True, observer=observer)
     target = Path(out) if out is not None else Path("wirelab-report") / plan.name
     report = write_report(db, [plan.name], target)
     summary.report = report

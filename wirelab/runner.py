@@ -608,7 +608,7 @@ class _Loop:
         self.stopping = False
 
     def run(self, todo: list[PlannedTrial], statuses: Mapping[str, str]) -> None:
-        pending = collections.deque()
+        pending: collections.deque[PlannedTrial] = collections.deque()
         for trial in todo:
             directory = self.sweep_dir / trial.id
             if statuses.get(trial.id) == "running" and (directory / "trial.json").exists():

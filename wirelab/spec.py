@@ -694,7 +694,7 @@ def _check_value(path: str, where: str, value: Any) -> None:
     info = _PATHS[path]
     # Annotated needs at least one annotation: fields without constraints (a Literal) have none.
     annotated = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
-    adapter = TypeAdapter(annotated)
+    adapter = TypeAdapter(annotated)  # type: ignore[arg-type]
     if path == "protocols" and not isinstance(value, list):
         raise SpecError(
             f"{where}: {_fmt(value)} is not a list of protocols; each value of the protocols axis is a list, "

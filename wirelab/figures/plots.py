@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.collections import PolyCollection
 from matplotlib.colors import TwoSlopeNorm, to_rgb
 from matplotlib.figure import Figure
@@ -44,6 +45,9 @@ __all__ = [
     "waterfall_from_har",
 ]
 
+#: A matplotlib colour: a name or hex string, or an RGB triple.
+Colour = str | tuple[float, float, float]
+
 LINESTYLES: tuple[Any, ...] = ("-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (1, 3)))
 
 
@@ -52,10 +56,11 @@ def shade(colour: str, index: int, count: int) -> tuple[float, float, float]:
     protocol keep its hue; one series gets the colour itself."""
     rgb = np.array(to_rgb(colour))
     if count <= 1:
-        return tuple(rgb)  # type: ignore[return-value]
+        return (float(rgb[0]), float(rgb[1]), float(rgb[2]))
     t = np.linspace(-0.35, 0.45, count)[index]
     mixed = rgb * (1 + t) if t < 0 else rgb + (1 - rgb) * t
-    return tuple(np.clip(mixed, 0, 1))  # type: ignore[return-value]
+    r, g, b = (float(c) for c in np.clip(mixed, 0, 1))
+    return (r, g, b)
 
 
 def _series_key(row: Mapping[str, Any], cols: Sequence[str]) -> str:
@@ -84,7 +89,7 @@ def _series_label(names: Mapping[str, str], key: str, n_protocols: int, proto: s
 
 
 def _significance_markers(
-    ax: Any, xs: np.ndarray, ys: np.ndarray, mine: pd.DataFrame, marker: str, colour: str, size: float
+    ax: Any, xs: np.ndarray, ys: np.ndarray, mine: pd.DataFrame, marker: str, colour: Colour, size: float
 ) -> None:
     """Markers at (xs, ys): filled where ``mine``'s Mann–Whitney test is significant, open elsewhere."""
     sig = mine.get("significant", pd.Series(False, index=mine.index)).fillna(False).to_numpy(bool)
@@ -128,7 +133,7 @@ def gain_figure(
     styles = {k: LINESTYLES[i % len(LINESTYLES)] for i, k in enumerate(keys)}
     protocols = list(dict.fromkeys(gains["protocol"]))
     baseline = gains["baseline"].iloc[0] if len(gains) else ""
-    handles = []
+    handles: list[Artist] = []
     for proto in protocols:
         st = protocol_style(proto)
         for ki, key in enumerate(keys):
@@ -189,7 +194,7 @@ def category_gain_figure(
     baseline = gains["baseline"].iloc[0] if len(gains) else ""
     slots = max(1, len(keys) * len(protocols))
     width = min(0.8, 0.16 * slots) / slots
-    handles = []
+    handles: list[Artist] = []
     for pi, proto in enumerate(protocols):
         st = protocol_style(proto)
         for ki, key in enumerate(keys):
@@ -282,7 +287,7 @@ def main_effects_figure(
         ax.set_visible(False)
     for r in range(rows):
         flat[r * cols].set_ylabel("mean ToW reduction (%)")
-    handles = [
+    handles: list[Artist] = [
         Line2D(
             [],
             [],
@@ -330,7 +335,7 @@ def cdf_figure(
     for ax in flat[len(panels) :]:
         ax.set_visible(False)
     flat[0].set_ylabel("fraction of loads")
-    handles = [
+    handles: list[Artist] = [
         Line2D([], [], color=protocol_style(p).colour, marker=protocol_style(p).marker, label=_proto_label(p))
         for p in protocols
     ]
@@ -542,7 +547,9 @@ def phase_figure(shares: pd.DataFrame, *, group: str, protocols: Sequence[str], 
     ax.set_ylim(0, 100)
     ax.set_ylabel("share of request time (%)")
     ax.set_title(title, loc="left")
-    handles = [Patch(color=PHASE_STYLES[p].colour, label=PHASE_STYLES[p].label) for p in reversed(phases)]
+    handles: list[Artist] = [
+        Patch(color=PHASE_STYLES[p].colour, label=PHASE_STYLES[p].label) for p in reversed(phases)
+    ]
     handles += [
         Line2D(
             [],
@@ -643,7 +650,7 @@ def gateway_figure(
         ax.set_xlabel(x_label)
         if log_x:
             ax.set_xscale("log")
-    handles = [
+    handles: list[Artist] = [
         Line2D([], [], color=protocol_style(p).colour, marker=protocol_style(p).marker, label=_proto_label(p))
         for p in dict.fromkeys(table["protocol"])
     ]
@@ -793,9 +800,11 @@ def tree_figure(
         x, y = leaves_x[node.id], -node.depth
         colour = CLASS_STYLES[node.label][1] if node.label in CLASS_STYLES else "#ffffff"
         filled = node.label is not None
-        share = f"{node.likelihood * 100:.0f} % {class_names.get(node.majority, node.majority)}"
+        majority = node.majority or ""
+        share = f"{node.likelihood * 100:.0f} % {class_names.get(majority, majority)}"
         if node.is_leaf:
-            head = textwrap.fill(class_names.get(node.label, node.label), 16) if filled else "mixed"
+            label = node.label or ""
+            head = textwrap.fill(class_names.get(label, label), 16) if filled else "mixed"
         else:
             name = names.get(node.feature or "", node.feature or "")
             value = formats.get(node.feature or "", "{:g}").format(node.threshold)

@@ -11,6 +11,7 @@ import dataclasses
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -21,7 +22,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 __all__ = ["STYLE", "Rendered", "new_figure", "render", "slug"]
 
-STYLE = {
+STYLE: dict[Any, Any] = {
     "font.size": 10,
     "axes.titlesize": 11,
     "axes.titleweight": "bold",
@@ -45,10 +46,10 @@ STYLE = {
 }
 
 
-def new_figure(width: float = 7.0, height: float = 3.6, **subplots: object) -> tuple[Figure, object]:
+def new_figure(width: float = 7.0, height: float = 3.6, **subplots: Any) -> tuple[Figure, Any]:
     """A figure and its axes (``plt.subplots`` arguments) in the house style."""
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(figsize=(width, height), **subplots)  # type: ignore[arg-type]
+        fig, axes = plt.subplots(figsize=(width, height), **subplots)
     return fig, axes
 
 
