@@ -293,7 +293,7 @@ def load(
         (f"ToW gain vs {protocols[0]}", "right"),
         *((("server CPU ms", "right"),) if cost else ()),
     ):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        table.add_column(col, justify=justify)
     for row in rows:
         cells = [
             row["protocol"],

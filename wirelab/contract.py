@@ -96,7 +96,8 @@ def show(value: Any) -> str:
         return "[]"
     if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
         return cut(json.dumps(value))
-    return {list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {list: "an array", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _or_list(items: list[str]) -> str:

@@ -57,6 +57,8 @@ WORKER_FILE = "worker.json"
 COMMAND_TIMEOUT_S = 120.0
 RECORD_TIMEOUT_S = 600.0
 GC_TIMEOUT_S = 300.0
+#: ``trial --check`` of a whole plan: every distinct spec, with its page and traces, in one process.
+CHECK_TIMEOUT_S = 300.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -397,7 +399,7 @@ class SubprocessEngine(Engine):
             return
         lines = "".join(json.dumps(s, allow_nan=False) + "\n" for s in specs)
         try:
-            self._run(["trial", "--check", "--specs", "-"], input=lines, timeout=300)
+            self._run(["trial", "--check", "--specs", "-"], input=lines, timeout=CHECK_TIMEOUT_S)
         except UsageError as e:
             raise _check_error(str(e)) from None
 

@@ -45,7 +45,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -449,7 +449,7 @@ def ingest(
     )
 
 
-def check_trials(engine: Engine, trials: list[PlannedTrial]) -> None:
+def check_trials(engine: Engine, trials: Sequence[PlannedTrial]) -> None:
     """Have the engine validate every distinct trial spec (``trial --check``) before anything exists.
 
     Specs that differ only in ``trial_id`` are checked once. The first bad one raises
