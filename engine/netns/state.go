@@ -57,23 +57,7 @@ func replaceState(dir string, st *state) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-"+st.ID+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), statePath(dir, st.ID))
+	return atomicfile.WriteFile(statePath(dir, st.ID), append(b, '\n'), 0o600)
 }
 
 func readState(path string) (*state, error) {
