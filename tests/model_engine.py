@@ -1,4 +1,4 @@
-"""A model engine for the analysis and report tests: an :class:`wirelab.engine.Engine` whose trials are
+"""A model engine for the analysis and report tests: an :class:`wirelab._engine.Engine` whose trials are
 computed by a small analytical model of page loads instead of being measured.
 
 Unlike ``wirelab.testing.FixtureEngine`` (which replays one recording whatever the network), this
@@ -29,10 +29,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from wirelab import _facts, netprofile
+from wirelab import _facts
+from wirelab import _netprofile as netprofile
+from wirelab._contract import validate
+from wirelab._engine import SPEC_FILE, Engine, EventCallback, TrialEvent, TrialRun
 from wirelab.analysis.sweep import parse_synthetic
-from wirelab.contract import validate
-from wirelab.engine import SPEC_FILE, Engine, EventCallback, TrialEvent, TrialRun
 from wirelab.errors import ContractError, SpecError
 
 MSS = 1448

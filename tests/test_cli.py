@@ -71,7 +71,7 @@ def test_bad_spec_via_run_also_exits_2(capsys, tmp_path, fake_engine):
 
 
 def test_no_engine_is_one_line(capsys, tmp_path, demo_spec, monkeypatch):
-    monkeypatch.setattr("wirelab.engine.repo_engine", lambda: tmp_path / "none")
+    monkeypatch.setattr("wirelab._engine.repo_engine", lambda: tmp_path / "none")
     monkeypatch.setenv("PATH", str(tmp_path))
     code, _, err = run_cli(capsys, "run", str(demo_spec), "--db", str(tmp_path / "w.db"))
     assert code == 2 and err.count("\n") == 1 and "wirelab-engine not found" in err and "make build" in err

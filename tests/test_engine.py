@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from wirelab import _facts, contract, spec
-from wirelab.engine import STDERR_FILE, SubprocessEngine, find_engine
+from wirelab import _contract as contract
+from wirelab import _facts, spec
+from wirelab._engine import STDERR_FILE, SubprocessEngine, find_engine
 from wirelab.errors import EngineNotFoundError, UsageError
-from wirelab.testing import FixtureEngine, FixtureFailure
+from wirelab.testing import FIXTURES_DIR, FixtureEngine, FixtureFailure
 
 SPEC = spec.resolve_trial(
     {"page": "twitter", "protocols": ["h1s", "h2"], "repetitions": 2, "network": "cable"}
@@ -48,7 +49,7 @@ def test_find_engine_order(tmp_path, fake_engine, monkeypatch):
     with pytest.raises(EngineNotFoundError, match=r"\$WIRELAB_ENGINE: .*missing is not an executable"):
         find_engine()
     monkeypatch.delenv("WIRELAB_ENGINE")
-    monkeypatch.setattr("wirelab.engine.repo_engine", lambda: tmp_path / "no-bin" / "wirelab-engine")
+    monkeypatch.setattr("wirelab._engine.repo_engine", lambda: tmp_path / "no-bin" / "wirelab-engine")
     monkeypatch.setenv("PATH", str(fake_engine.parent))
     assert find_engine() == fake_engine.resolve()  # PATH last
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
@@ -134,7 +135,7 @@ def test_pages_and_gc_and_shell_argv(fake_engine):
 
 
 def test_fixtures_follow_the_contract():
-    root = Path(__file__).parent / "fixtures" / "trials"
+    root = FIXTURES_DIR / "trials"
     dirs = sorted(root.iterdir())
     assert [d.name for d in dirs] == ["live-h3", "live-slow", "twitter", "youtube"]
     for d in dirs:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from wirelab import _facts, netprofile
+from wirelab import _facts
+from wirelab import _netprofile as netprofile
 from wirelab.errors import ProfileError
 
 GOLDEN = json.loads((Path(__file__).parent.parent / "testdata" / "netprofile_golden.json").read_text())

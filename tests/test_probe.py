@@ -21,10 +21,10 @@ import pandas as pd
 import pytest
 
 import wirelab.cli as cli
-from wirelab import contract
+from wirelab import _contract as contract
+from wirelab._engine import SubprocessEngine
 from wirelab.analysis.probes import gaps, probe_shares
 from wirelab.cli import main
-from wirelab.engine import SubprocessEngine
 from wirelab.errors import ContractError, EngineNotFoundError
 from wirelab.report import write_report
 from wirelab.store import PROBE_PROTOCOLS, Results, Store

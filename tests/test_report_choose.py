@@ -1,6 +1,6 @@
-"""The report's figure policy (wirelab.report.choose) on its own: the limits it names."""
+"""The report's figure policy (wirelab.report._choose) on its own: the limits it names."""
 
-from wirelab.report import choose
+from wirelab.report import _choose as choose
 
 
 def test_phase_values_spread_over_the_axis():

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from wirelab import contract, spec
+from wirelab import _contract as contract
+from wirelab import spec
 from wirelab.errors import ContractError, SpecError, UsageError
 
 ROOT = Path(__file__).parent.parent

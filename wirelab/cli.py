@@ -1,4 +1,4 @@
-"""The ``wirelab`` command line. A thin layer over the library (``wirelab.api`` and friends).
+"""The ``wirelab`` command line. A thin layer over the library (``wirelab.run`` and friends).
 
 Every error is one line on stderr, ``wirelab: <message>``; bad input exits 2, an interrupted run 130,
 other failures 1.
@@ -17,17 +17,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from wirelab import __version__, api, netprofile
+from wirelab import __version__
+from wirelab import _api as api
+from wirelab import _netprofile as netprofile
 from wirelab import spec as spec_mod
+from wirelab._engine import Engine, SubprocessEngine
 from wirelab._paths import experiments_dir
+from wirelab._progress import RichProgress
 from wirelab._terminal import controls_escaped, shown
-from wirelab.engine import Engine, SubprocessEngine
+from wirelab._waterfall import waterfall
 from wirelab.errors import Interrupted, ProfileError, StoreError, UsageError, WirelabError, cut
-from wirelab.progress import RichProgress
 from wirelab.runner import RunSummary
 from wirelab.spec import PROTOCOLS
 from wirelab.store import DEFAULT_DB, PROBE_PROTOCOLS, Results
-from wirelab.waterfall import waterfall
 
 __all__ = ["app", "main", "write_report"]
 
@@ -397,7 +399,7 @@ def reproduce(
 
     NAME runs the full variant (the study's grid and repetitions); NAME --quick the quick one.
     """
-    from wirelab import reproduce as rep
+    from wirelab import _reproduce as rep
 
     if name == "ls":
         table = Table(title="experiments (docs/reproducing.md); durations are estimates at -j 1")
@@ -505,7 +507,7 @@ def probe(
     namespaces (--local, or inside wirelab-engine sites/shell) are probed, and anything else is refused
     with one line and exit 2 before a packet is sent to it.
     """
-    from wirelab import probing
+    from wirelab import _probing as probing
 
     if export is not None and export not in probing.EXPORT_FORMATS:
         raise UsageError(f'--export: "{export}" is not a format; use csv or parquet')
@@ -633,7 +635,7 @@ def worker(
     """
     if slots is not None and slots < 1:  # before importing Dask (serve_worker checks too, for the API)
         raise UsageError(f"--slots: {slots} is out of range; use 1 or more (default: one per two cores)")
-    from wirelab.cluster import serve_worker
+    from wirelab._cluster import serve_worker
 
     serve_worker(
         scheduler,
@@ -668,7 +670,7 @@ def cluster_up(
     import socket
     import threading
 
-    from wirelab.cluster import local_cluster
+    from wirelab._cluster import local_cluster
 
     if workers < 0:
         raise UsageError(f"--workers: {workers} is out of range; use 0 or more")
@@ -894,7 +896,7 @@ def results_show(sweep: str = typer.Argument(..., help="Sweep name."), db: Path 
 
 def _print_sweep(db: Path, sweep: str) -> None:
     """The sweep's description, completeness and per-configuration ToW table (results show, demo)."""
-    from wirelab.summary import protocol_table
+    from wirelab._summary import protocol_table
 
     with _open(db) as results:
         info = (

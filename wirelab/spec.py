@@ -41,7 +41,8 @@ from pydantic import (
     field_validator,
 )
 
-from wirelab import contract, netprofile
+from wirelab import _contract as contract
+from wirelab import _netprofile as netprofile
 from wirelab._contract_models import (
     CaptureConfig,
     ClientConfig,
@@ -431,7 +432,7 @@ def network_string(
 ) -> str:
     """A profile string from the spec form of ``network`` plus grid overrides of single keys.
 
-    A table becomes ``preset`` first, then its keys in :data:`wirelab.netprofile.KEYS` order (both
+    A table becomes ``preset`` first, then its keys in :data:`wirelab._netprofile.KEYS` order (both
     directions before one direction), so a per-direction key overrides a general one whatever the order
     in the file. Keys from ``overlay`` replace the table's. A string keeps its text and overlay items
     are appended after it. The result is validated (errors name ``path``).

@@ -726,7 +726,7 @@ class Store(_Base):
         ``objects`` maps a load's index to its object rows; ``artifacts`` is (kind, load index or
         None, path); a path given as a string is stored as it is (an artifact left on a cluster
         worker: ``host:/path``). ``worker`` describes the machine the trial ran on
-        (:func:`wirelab.machine.machine_provenance`). Any previous loads of the trial are replaced, so
+        (:func:`wirelab._machine.machine_provenance`). Any previous loads of the trial are replaced, so
         storing is idempotent.
         """
         row = self._trial_row(sweep, trial_id)

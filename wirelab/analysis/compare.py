@@ -5,7 +5,7 @@
   the configuration's loads without error, not a mean of per-repetition gains (the loads of two
   protocols are interleaved, not paired, and a mean of ratios is pulled by its smallest
   denominators). Study E's "averaged over the repetitions" is read this way everywhere: the report,
-  ``wirelab load`` and ``wirelab results show`` (``wirelab.summary.gain_pct`` calls :func:`gain_pct`).
+  ``wirelab load`` and ``wirelab results show`` (``wirelab._summary.gain_pct`` calls :func:`gain_pct`).
   Positive = x is faster. Its 95 % interval is a BCa bootstrap (:mod:`wirelab.analysis.stats`):
   both protocols' repetitions resampled independently, the gain recomputed from the resampled means.
 - **Ratio** (study W): ``s = PLT_x / PLT_base`` from the *medians*; class ``better`` when s < 0.9

@@ -1,6 +1,6 @@
 """Builds the report's model from stored sweeps: figures with their captions, tables, sentences.
 
-Which figures a sweep gets, and why the others are left out, is decided in :mod:`wirelab.report.choose`
+Which figures a sweep gets, and why the others are left out, is decided in :mod:`wirelab.report._choose`
 (the figure policy and its limits); this module computes what those figures and the tables show and
 writes their titles, captions and cells. Each choice the policy makes, and each figure it leaves out,
 ends up in :attr:`SweepSection.notes`.
@@ -21,6 +21,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from wirelab._figures import plots
+from wirelab._figures.rendering import Rendered, render, slug
+from wirelab._registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, protocol_style
 from wirelab.analysis import conclusions as say
 from wirelab.analysis.compare import compare, main_effects
 from wirelab.analysis.gateway import gateway_effects, queue_delay_bound_ms
@@ -30,11 +33,8 @@ from wirelab.analysis.phases import phase_shares
 from wirelab.analysis.stats import BOOTSTRAP_METHOD, N_BOOT, describe, ok_loads
 from wirelab.analysis.sweep import Axis, SweepData
 from wirelab.analysis.tree import fit_tree
-from wirelab.figures import plots
-from wirelab.figures.rendering import Rendered, render, slug
-from wirelab.registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, protocol_style
-from wirelab.report import choose
-from wirelab.report.choose import RTT, STREAMS, GainFigure
+from wirelab.report import _choose as choose
+from wirelab.report._choose import RTT, STREAMS, GainFigure
 
 __all__ = [
     "Cell",
@@ -1051,7 +1051,7 @@ def _trial_views(
             f"are embedded for {shown:,} loads, the median-PLT load of each protocol "
             + ("in every configuration" if every else "in the first configurations, until the budget ran out")
             + ". Every load's HAR is in the results directory "
-            "(wirelab.figures.waterfall_from_har(wirelab.open(DB).har(SWEEP, TRIAL, LOAD)) draws one)."
+            "(wirelab.report.waterfall_from_har(wirelab.open(DB).har(SWEEP, TRIAL, LOAD)) draws one)."
         )
     return views, waterfalls, note
 

@@ -47,8 +47,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from wirelab._registry import protocol_style
 from wirelab.analysis.sweep import Axis, SweepData
-from wirelab.registry import protocol_style
 
 __all__ = [
     "MAX_CDF_PANELS",

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from wirelab.engine import Engine, SubprocessEngine
+from wirelab._engine import Engine, SubprocessEngine
 from wirelab.errors import EngineError, Interrupted, UsageError
 from wirelab.store import DEFAULT_DB, Results, Store
 

@@ -17,11 +17,11 @@ from typing import Any
 import pandas as pd
 
 from wirelab import spec as spec_mod
-from wirelab.engine import Engine, SubprocessEngine
-from wirelab.errors import EngineNotFoundError, SpecError, TrialFailedError
+from wirelab._engine import Engine, SubprocessEngine
+from wirelab._summary import protocol_table
+from wirelab.errors import EngineNotFoundError, NoResultsError, SpecError, TrialFailedError
 from wirelab.runner import Observer, RunSummary, run_plan
 from wirelab.store import DEFAULT_DB, Results, objects_from_har
-from wirelab.summary import protocol_table
 
 __all__ = ["LoadResult", "load", "open", "plan", "run"]
 
@@ -77,7 +77,7 @@ def run(
         return run_plan(
             the_plan, db=Path(db), engine=_engine(engine), parallel=parallel, resume=resume, observer=observer
         )
-    from wirelab.cluster import ClusterEngine
+    from wirelab._cluster import ClusterEngine
 
     checker: Engine | None
     try:
@@ -122,13 +122,20 @@ class LoadResult:
 
     def representative(self, protocol: str | None = None) -> pd.Series:
         """The load with the median PLT among ``protocol``'s loads without error (default: the last
-        protocol)."""
+        protocol). A protocol this configuration did not load is the caller's mistake
+        (:class:`~wirelab.errors.SpecError`, exit 2); a protocol whose every load failed is not
+        (:class:`~wirelab.errors.NoResultsError`, exit 1)."""
         protocol = protocol or self.protocols[-1]
+        if protocol not in self.protocols:
+            raise SpecError(
+                f'protocol: "{protocol}" was not loaded; use one of {", ".join(self.protocols)}',
+                path="protocol",
+                value=protocol,
+            )
         ok = self.loads[(self.loads["protocol"] == protocol) & self.loads["error"].isna()]
         if ok.empty:
-            raise SpecError(
-                f"protocol: no successful {protocol} load to show", path="protocol", value=protocol
-            )
+            failed = int((self.loads["protocol"] == protocol).sum())
+            raise NoResultsError(f"load: none of the {failed} {protocol} loads succeeded; nothing to show")
         ranked = ok.sort_values("plt_ms").reset_index(drop=True)
         return ranked.iloc[(len(ranked) - 1) // 2]
 

@@ -12,7 +12,7 @@
 
 A worker advertises the resource ``trial = N`` (``--slots``, default one per two cores), so the scheduler
 never runs more trials on a machine than its emulator's fidelity allows (docs/running.md). Each worker
-describes itself once (:func:`wirelab.machine.machine_provenance` plus a ``bench link --quick``
+describes itself once (:func:`wirelab._machine.machine_provenance` plus a ``bench link --quick``
 calibration); every trial it runs carries that description in ``worker.json``.
 
 Failures: a worker lost mid-trial (its engine gets SIGTERM from the kernel and removes its namespaces)
@@ -48,9 +48,9 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from wirelab import spec as spec_mod
-from wirelab.engine import WORKER_FILE, Engine, EventCallback, SubprocessEngine, TrialEvent, TrialRun
+from wirelab._engine import WORKER_FILE, Engine, EventCallback, SubprocessEngine, TrialEvent, TrialRun
+from wirelab._machine import machine_provenance
 from wirelab.errors import EngineError, SpecError, UsageError, WirelabError, cut
-from wirelab.machine import machine_provenance
 
 __all__ = [
     "ARTIFACTS",

@@ -48,7 +48,7 @@ __all__ = [
 ENGINE_ENV = "WIRELAB_ENGINE"
 SPEC_FILE = "spec.json"  #: the trial spec, written by wirelab into the trial directory before the run
 STDERR_FILE = "engine.stderr"  #: the engine's stderr, captured by wirelab into the trial directory
-#: the machine a trial ran on, written into the trial directory by a cluster worker (wirelab.cluster)
+#: the machine a trial ran on, written into the trial directory by a cluster worker (wirelab._cluster)
 WORKER_FILE = "worker.json"
 
 
@@ -471,7 +471,7 @@ class SubprocessEngine(Engine):
         return listing
 
     def probe(self, args: Sequence[str], on_record: RecordCallback, *, local: bool = False) -> None:
-        from wirelab.contract import validate
+        from wirelab._contract import validate
 
         self.require("probe")
         argv = [str(self.path), "probe", *args]

@@ -18,12 +18,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from wirelab import _facts, netprofile
+from wirelab import _facts
+from wirelab import _netprofile as netprofile
 from wirelab import spec as spec_mod
+from wirelab._engine import Engine
 from wirelab._paths import experiments_dir
 from wirelab.analysis.sweep import parse_synthetic
-from wirelab.engine import Engine
-from wirelab.errors import UsageError
+from wirelab.errors import UsageError, WirelabError
 from wirelab.runner import Observer, RunSummary, run_plan
 
 __all__ = [
@@ -71,7 +72,9 @@ def catalog(directory: Path | None = None) -> list[Experiment]:
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise UsageError(f"reproduce: {path} not found; wirelab runs from its repository checkout") from None
+        raise WirelabError(
+            f"reproduce: {path} not found; wirelab runs its experiments from its repository checkout"
+        ) from None
     out = []
     for name, entry in data.items():
         out.append(

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from wirelab.engine import Engine
+from wirelab._engine import Engine
 
 __all__ = ["cpu_model", "machine_provenance"]
 

@@ -1,8 +1,8 @@
-"""Figures of the studies (matplotlib, Agg): :mod:`~wirelab.figures.plots` draws them from analysis
-tables, :mod:`~wirelab.figures.rendering` writes PNG and SVG. Colours and markers come from
-:mod:`wirelab.registry`."""
+"""Figures of the studies (matplotlib, Agg): :mod:`~wirelab._figures.plots` draws them from analysis
+tables, :mod:`~wirelab._figures.rendering` writes PNG and SVG. Colours and markers come from
+:mod:`wirelab._registry`."""
 
-from wirelab.figures.plots import (
+from wirelab._figures.plots import (
     category_gain_figure,
     cdf_figure,
     gain_figure,
@@ -18,7 +18,7 @@ from wirelab.figures.plots import (
     waterfall_figure,
     waterfall_from_har,
 )
-from wirelab.figures.rendering import Rendered, render
+from wirelab._figures.rendering import Rendered, render
 
 __all__ = [
     "Rendered",

@@ -1,6 +1,7 @@
 """The trial contract (``docs/trial-contract.md``): its version, its JSON Schemas and validation.
 
-The schemas live in ``schemas/`` at the repository root, shared with the engine's tests:
+The schemas live in ``schemas/`` at the repository root, shared with the engine's tests, and ship
+with the package (``wirelab/_schemas``):
 ``trial-spec.schema.json`` (input of ``wirelab-engine trial``), ``load-record.schema.json`` (one line
 of ``loads.jsonl``), ``trial-result.schema.json`` (``trial.json``) and ``probe-record.schema.json``
 (one line of ``wirelab-engine probe``, ``docs/probe.md``).

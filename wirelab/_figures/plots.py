@@ -2,8 +2,8 @@
 
 Every function takes DataFrames (or a :class:`~wirelab.analysis.tree.TreeResult`), returns a
 ``matplotlib.figure.Figure`` and draws each protocol with its colour and marker from
-:mod:`wirelab.registry`. Pages (and other series) differ by line style and are named in the legend.
-:func:`wirelab.figures.rendering.render` turns a figure into PNG and SVG.
+:mod:`wirelab._registry`. Pages (and other series) differ by line style and are named in the legend.
+:func:`wirelab._figures.rendering.render` turns a figure into PNG and SVG.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
 
+from wirelab._figures.rendering import new_figure
+from wirelab._registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, protocol_style
 from wirelab.analysis.stats import ecdf
 from wirelab.analysis.tree import TreeResult
-from wirelab.figures.rendering import new_figure
-from wirelab.registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, protocol_style
 
 __all__ = [
     "LINESTYLES",

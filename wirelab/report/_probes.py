@@ -10,11 +10,11 @@ from typing import Any
 
 import pandas as pd
 
+from wirelab._figures import plots
+from wirelab._figures.rendering import render, slug
+from wirelab._registry import protocol_style
 from wirelab.analysis.probes import ANNOUNCEMENTS, gaps, probe_shares
-from wirelab.figures import plots
-from wirelab.figures.rendering import render, slug
-from wirelab.registry import protocol_style
-from wirelab.report.build import Cell, FigureBlock, TableBlock
+from wirelab.report._build import Cell, FigureBlock, TableBlock
 from wirelab.store import PROBE_PROTOCOLS, Results
 
 __all__ = ["ProbeSection", "build_probe_section"]
