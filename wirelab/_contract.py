@@ -234,7 +234,8 @@ def problem(name: str, instance: Any, *, root_path: Sequence[str] = ()) -> Probl
     if not errors:
         return None
     real = [e for e in errors if e.validator != "unevaluatedProperties"]
-    errors = sorted(real or errors, key=lambda e: -len(e.absolute_path))
+    # Deepest first; among problems as deep, the first by field path (as engine/contract picks).
+    errors = sorted(real or errors, key=lambda e: (-len(e.absolute_path), [str(p) for p in e.absolute_path]))
     e = errors[0]
     path = tuple(e.absolute_path)
     node = e.schema if isinstance(e.schema, Mapping) else {}
