@@ -1,10 +1,10 @@
 """Facts the control plane takes from the engine instead of keeping copies of them.
 
 The engine owns the network profile grammar's presets, units and limits, the corpus pages (sizes,
-object and origin counts) and the fidelity limits. ``wirelab-engine facts`` prints them; the
-repository keeps that output in ``wirelab/_engine_facts.json`` (``make facts`` regenerates it, and the
-engine's tests fail while the file and the engine disagree). The file ships with the package, so these
-facts need neither the engine binary nor the repository.
+object and origin counts), the fidelity limits and the probe's defaults. ``wirelab-engine facts``
+prints them; the repository keeps that output in ``wirelab/_engine_facts.json`` (``make facts``
+regenerates it, and the engine's tests fail while the file and the engine disagree). The file ships
+with the package, so these facts need neither the engine binary nor the repository.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ __all__ = [
     "engine_facts",
     "lateness_p99_limit_us",
     "presets",
+    "probe_defaults",
     "profile_keys",
     "profile_limits",
     "units",
@@ -114,3 +115,10 @@ def corpus() -> dict[str, CorpusPage]:
 def lateness_p99_limit_us() -> float:
     """The engine's fidelity bar for timer lateness (p99, µs): trials above it are flagged."""
     return float(engine_facts()["fidelity"]["lateness_p99_limit_us"])
+
+
+def probe_defaults() -> dict[str, Any]:
+    """``wirelab-engine probe``'s defaults: ``concurrency``, ``rate`` (``2/s``), ``timeout`` and
+    ``max_duration`` (Go durations), ``max_sites``."""
+    defaults: dict[str, Any] = engine_facts()["probe"]
+    return defaults

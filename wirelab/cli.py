@@ -6,6 +6,7 @@ other failures 1.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import os
@@ -17,10 +18,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from wirelab import __version__
+from wirelab import __version__, _facts
 from wirelab import _api as api
 from wirelab import _netprofile as netprofile
 from wirelab import spec as spec_mod
+from wirelab._contract_models import TrialSpecFields
 from wirelab._engine import Engine, SubprocessEngine
 from wirelab._paths import experiments_dir
 from wirelab._progress import RichProgress
@@ -210,6 +212,26 @@ def run(
         raise typer.Exit(1)
 
 
+@dataclasses.dataclass(frozen=True)
+class _FieldRange:
+    default: Any
+    ge: int
+    le: int
+
+
+def _field_range(name: str) -> _FieldRange:
+    """A trial spec field's default and range as the contract gives them (the generated models), so
+    that the options' bounds are the contract's, not a copy."""
+    field = TrialSpecFields.model_fields[name]
+    ge = next(m.ge for m in field.metadata if hasattr(m, "ge"))
+    le = next(m.le for m in field.metadata if hasattr(m, "le"))
+    return _FieldRange(field.default, int(ge), int(le))
+
+
+_REPETITIONS = _field_range("repetitions")
+_SHARDS = _field_range("shards")
+
+
 @app.command()
 def load(
     page: str = typer.Argument(
@@ -221,8 +243,16 @@ def load(
         "h1s,h2", "--proto", "-p", help="Protocols to compare, the first is the baseline."
     ),
     net: str = typer.Option("native", "--net", help="Network profile, e.g. rtt=100ms,bw=10mbit or a preset."),
-    repetitions: int = typer.Option(5, "-n", "--repetitions", min=1, max=10000, help="Loads per protocol."),
-    shards: int = typer.Option(1, "--shards", min=1, max=64, help="Spread the page over N origins."),
+    repetitions: int = typer.Option(
+        _REPETITIONS.default,
+        "-n",
+        "--repetitions",
+        min=_REPETITIONS.ge,
+        max=_REPETITIONS.le,
+        help="Loads per protocol.",
+    ),
+    # at least 1: the per-domain arrangement (0) needs a shard mode, which `load` does not offer
+    shards: int = typer.Option(1, "--shards", min=1, max=_SHARDS.le, help="Spread the page over N origins."),
     server: str = typer.Option(
         "builtin",
         "--server",
@@ -460,6 +490,9 @@ def shell(
 # ------------------------------------------------------------------------------------------------
 # probe
 
+#: The engine's probe defaults, quoted in the options' help (the engine applies them).
+_PROBE_DEFAULTS = _facts.probe_defaults()
+
 
 @app.command()
 def probe(
@@ -475,13 +508,23 @@ def probe(
     local: bool = typer.Option(
         False, "--local", help="Probe the local internet (wirelab-engine sites; root); no SITES: all of it."
     ),
-    concurrency: int | None = typer.Option(None, "--concurrency", help="Sites probed at once (engine: 8)."),
-    rate: str | None = typer.Option(
-        None, "--rate", help="Connections per host, N/s, N/min or N/h (engine: 2/s)."
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", help=f"Sites probed at once (engine: {_PROBE_DEFAULTS['concurrency']})."
     ),
-    timeout: str | None = typer.Option(None, "--timeout", help="Bound on each step, e.g. 5s (engine: 5s)."),
-    max_sites: int | None = typer.Option(None, "--max-sites", help="Most sites accepted (engine: 1000)."),
-    max_duration: str | None = typer.Option(None, "--max-duration", help="Bound on the run, e.g. 1h."),
+    rate: str | None = typer.Option(
+        None, "--rate", help=f"Connections per host, N/s, N/min or N/h (engine: {_PROBE_DEFAULTS['rate']})."
+    ),
+    timeout: str | None = typer.Option(
+        None, "--timeout", help=f"Bound on each step, e.g. 5s (engine: {_PROBE_DEFAULTS['timeout']})."
+    ),
+    max_sites: int | None = typer.Option(
+        None, "--max-sites", help=f"Most sites accepted (engine: {_PROBE_DEFAULTS['max_sites']})."
+    ),
+    max_duration: str | None = typer.Option(
+        None,
+        "--max-duration",
+        help=f"Bound on the run, e.g. 30m (engine: {_PROBE_DEFAULTS['max_duration']}).",
+    ),
     dns: str | None = typer.Option(None, "--dns", help="Resolver IP[:PORT] (default: /etc/resolv.conf)."),
     name: str | None = typer.Option(None, "--name", help="Name of the probe run (default probe-<UTC time>)."),
     export: str | None = typer.Option(

@@ -56,6 +56,19 @@ const (
 // Contract is the version of the load test's outputs (docs/loadtest.md).
 const Contract = 1
 
+// Timing of the generator child.
+const (
+	// startLead is how far ahead the run's start is set, so that the child is up before its first
+	// interval counts.
+	startLead = 500 * time.Millisecond
+	// stopVUsGrace is how long, beyond a request's timeout, the child may take after SIGINT to stop
+	// its VUs and print its last interval and summary before it is killed.
+	stopVUsGrace = 30 * time.Second
+	// maxSampleTime bounds reading the server's usage and gauges at an interval's end (and so does
+	// the interval itself when shorter).
+	maxSampleTime = 2 * time.Second
+)
+
 // ErrInterrupted is returned by Run when ctx ended: what was measured is written (loadtest.json
 // with interrupted true) and everything else removed.
 var ErrInterrupted = errors.New("interrupted")
@@ -283,7 +296,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.progress(map[string]any{"event": "ready"})
 
 	// The run's start: a moment ahead, so that the child is up before its first interval counts.
-	startNs := monotonicNow() + int64(500*time.Millisecond)
+	startNs := monotonicNow() + int64(startLead)
 	args := []string{r.o.Engine, "loadgen", "--spec", specFile, "--target", root, "--start-ns", strconv.FormatInt(startNs, 10),
 		"--lab", r.lab.Topo.ID}
 	if scheme == "https" {
@@ -423,7 +436,7 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		select {
 		case werr = <-waitErr:
-		case <-time.After(spec.Timeout() + 30*time.Second):
+		case <-time.After(spec.Timeout() + stopVUsGrace):
 			_ = cmd.Process.Kill()
 			werr = <-waitErr
 		}
@@ -517,7 +530,7 @@ type usage struct {
 
 func (r *runner) sample(ctx context.Context, k int, prev usage, since time.Duration) (Sample, usage) {
 	s := Sample{Index: k, TS: round3(since.Seconds()), Gauges: map[string]float64{}}
-	cctx, cancel := context.WithTimeout(ctx, min(r.p.Spec.Interval(), 2*time.Second))
+	cctx, cancel := context.WithTimeout(ctx, min(r.p.Spec.Interval(), maxSampleTime))
 	defer cancel()
 	smp, err := r.lab.Server.Sample(cctx)
 	u := usage{Usage: smp.Usage, ok: smp.Source != "", at: since}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/probe"
 )
 
 func init() {
@@ -19,7 +20,8 @@ func init() {
 const factsUsage = `usage: wirelab-engine facts
 Prints, as JSON on stdout, every fact the Python control plane takes from the engine rather than
 keeping its own copy: the profile grammar's presets, keys, units and limits (profiles ls), the
-corpus pages' sizes, object and origin counts (pages ls) and the fidelity limits. The repository
+corpus pages' sizes, object and origin counts (pages ls), the fidelity limits and the probe's
+defaults (the help of wirelab probe names them). The repository
 keeps this output in wirelab/_engine_facts.json (make facts writes it); the engine's tests fail
 when the file and this command disagree.`
 
@@ -32,6 +34,16 @@ type facts struct {
 	Profiles profileFacts   `json:"profiles"`
 	Pages    map[string]any `json:"pages"`
 	Fidelity fidelityFacts  `json:"fidelity"`
+	Probe    probeFacts     `json:"probe"`
+}
+
+// probeFacts are wirelab-engine probe's defaults, which `wirelab probe --help` quotes.
+type probeFacts struct {
+	Concurrency int    `json:"concurrency"`
+	Rate        string `json:"rate"`
+	Timeout     string `json:"timeout"`      // a Go duration, as --timeout takes it
+	MaxSites    int    `json:"max_sites"`    // --max-sites
+	MaxDuration string `json:"max_duration"` // --max-duration, a Go duration
 }
 
 type fidelityFacts struct {
@@ -63,5 +75,7 @@ func writeFacts(w io.Writer) error {
 		Profiles: p,
 		Pages:    pages,
 		Fidelity: fidelityFacts{LatenessP99LimitUS: float64(emulator.LatenessLimit.Microseconds())},
+		Probe: probeFacts{Concurrency: probe.DefaultConcurrency, Rate: probe.DefaultRate, Timeout: probe.DefaultTimeout.String(),
+			MaxSites: probe.DefaultMaxSites, MaxDuration: probe.DefaultMaxDuration.String()},
 	})
 }
