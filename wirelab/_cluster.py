@@ -397,7 +397,7 @@ async def _serve(scheduler: str, slots: int, name: str, plugin: TrialWorker, rea
         nthreads=slots,
         resources={TRIAL_RESOURCE: slots},
         name=name,
-        plugins=(plugin,),  # type: ignore[arg-type]
+        plugins=(plugin,),
         death_timeout=60,
     ) as worker:
         if ready is not None:

@@ -42,8 +42,9 @@ def probe_shares(protocols: pd.DataFrame) -> pd.DataFrame:
             else:
                 ann = p["announced"].astype(bool)
                 srv = p["served"].astype(bool)
-                row["announced"] = int(ann.sum())
-                row["announced_pct"] = 100.0 * row["announced"] / n if n else None
+                announced = int(ann.sum())
+                row["announced"] = announced
+                row["announced_pct"] = 100.0 * announced / n if n else None
                 row["announced_not_served"] = int((ann & ~srv).sum())
                 row["served_not_announced"] = int((~ann & srv).sum())
                 for a in ANNOUNCEMENTS:
