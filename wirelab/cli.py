@@ -26,6 +26,7 @@ from wirelab._contract_models import TrialSpecFields
 from wirelab._engine import Engine, SubprocessEngine
 from wirelab._paths import experiments_dir
 from wirelab._progress import RichProgress
+from wirelab._spec_models import show_value
 from wirelab._terminal import controls_escaped, shown
 from wirelab._waterfall import waterfall
 from wirelab.errors import Interrupted, ProfileError, StoreError, UsageError, WirelabError, cut
@@ -974,7 +975,7 @@ def _print_sweep(db: Path, sweep: str) -> None:
     for t in trials.to_dict("records"):
         mine = loads[loads["trial_id"] == t["trial_id"]]
         stats = protocol_table(mine, t["spec"]["protocols"]).set_index("protocol") if len(mine) else None
-        label = " ".join(f"{a}={spec_mod._show(t[a])}" for a in axes) or f"page={t['spec']['page']}"
+        label = " ".join(f"{a}={show_value(t[a])}" for a in axes) or f"page={t['spec']['page']}"
         cells = []
         for p in protocols:
             cells.append(_ms(stats.loc[p, "tow_median_ms"]) if stats is not None and p in stats.index else "")
