@@ -25,6 +25,7 @@ from urllib.parse import quote, urlsplit
 
 import pandas as pd
 
+from wirelab import _contract as contract
 from wirelab import _facts
 from wirelab import spec as spec_mod
 from wirelab.errors import DatabaseError, SchemaVersionError, StoreError, UsageError, cut
@@ -50,8 +51,10 @@ __all__ = [
 
 DEFAULT_DB = "wirelab.db"
 PHASES = ("dns", "connect", "ssl", "send", "wait", "receive", "blocked")
-#: The protocols of a probe record, in its order (the schema's ``protocols`` keys).
-PROBE_PROTOCOLS = ("h1", "h1s", "h2", "h2c", "h3", "spdy3")
+#: The protocols of a probe record, in its order: the probe record schema's ``protocols`` keys.
+PROBE_PROTOCOLS: tuple[str, ...] = tuple(
+    contract.load_schema("probe-record")["properties"]["protocols"]["required"]
+)
 #: Per-protocol fields of a probe record stored as columns of ``probe_protocols``.
 PROBE_FIELDS = (
     "announced",

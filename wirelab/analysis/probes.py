@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import pandas as pd
 
+from wirelab import _contract as contract
 from wirelab.store import PROBE_PROTOCOLS
 
 __all__ = ["ANNOUNCEMENTS", "gaps", "probe_shares"]
 
 #: how a protocol can be announced, in report order (the probe record's ``announced_by`` values)
-ANNOUNCEMENTS = ("alpn", "alt-svc", "https-rr", "upgrade", "default")
+ANNOUNCEMENTS: tuple[str, ...] = tuple(
+    contract.load_schema("probe-record")["$defs"]["fields"]["announced_by"]["items"]["enum"]
+)
 
 
 def probe_shares(protocols: pd.DataFrame) -> pd.DataFrame:
