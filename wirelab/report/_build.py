@@ -51,8 +51,6 @@ __all__ = [
 #: Embed waterfall data for every load while the sweep has at most this many objects in total;
 #: above, only for each trial's median-PLT load per protocol (the report says so).
 WATERFALL_OBJECT_BUDGET = 40_000
-#: Panels of the live sites' ToW figure (one per site); more sites are in the tables only.
-MAX_LIVE_PANELS = 12
 CI_TEXT = f"95 % {BOOTSTRAP_METHOD} bootstrap CI ({N_BOOT} resamples of the repetitions, seeded)"
 
 
@@ -576,15 +574,15 @@ class _Builder:
         name_col = "site" if int(per_site.max()) == 1 else "label"
         names = configs.set_index("trial_id")[name_col]
         panels = []
-        for trial_id in configs["trial_id"].head(MAX_LIVE_PANELS):
+        for trial_id in configs["trial_id"].head(choose.MAX_LIVE_PANELS):
             mine = self.ok[self.ok["trial_id"] == trial_id]
             data = {p: mine.loc[mine["protocol"] == p, "tow_ms"].to_numpy(float) for p in sd.protocols}
             panels.append((_mpl(names[trial_id]), {p: v for p, v in data.items() if len(v)}))
         if any(data for _, data in panels):
             more = (
                 ""
-                if len(configs) <= MAX_LIVE_PANELS
-                else f" (the first {MAX_LIVE_PANELS} of {len(configs)}; every site is in the tables)"
+                if len(configs) <= choose.MAX_LIVE_PANELS
+                else f" (the first {choose.MAX_LIVE_PANELS} of {len(configs)}; every site is in the tables)"
             )
             self.add_figure(
                 "live-cdf",

@@ -55,6 +55,7 @@ __all__ = [
     "MAX_GAIN_LINES",
     "MAX_GATEWAY_SERIES",
     "MAX_GROUPS",
+    "MAX_LIVE_PANELS",
     "MAX_PHASE_BARS",
     "MAX_SCENARIOS",
     "MAX_WATERFALLS",
@@ -97,6 +98,8 @@ MIN_RATIO_CONFIGS = 3
 MAX_SCENARIOS = 12
 #: Protocols whose median-PLT load gets a waterfall figure.
 MAX_WATERFALLS = 3
+#: Panels of the live sites' ToW figure (one per site); more sites are in the tables only.
+MAX_LIVE_PANELS = 12
 
 STREAMS, RTT = "server.max_concurrent_streams", "network.rtt"
 #: Parameters whose sweep makes the gateway panels worth drawing (prefixes of ``Axis.param``).
