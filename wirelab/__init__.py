@@ -15,20 +15,22 @@ __version__ = "0.1.0.dev0"
 import importlib
 from typing import Any
 
-# Public names → the module defining them. Imported on first use, so that `import wirelab.netprofile`
-# or the engine's test stand-in does not pay for pandas and the rest.
+# Public names → the (private) module defining them. Imported on first use, so that importing the
+# profile grammar or the engine's test stand-in does not pay for pandas and the rest.
 _EXPORTS = {
-    "LoadResult": "wirelab.api",
-    "load": "wirelab.api",
-    "open": "wirelab.api",
-    "plan": "wirelab.api",
-    "run": "wirelab.api",
-    "Engine": "wirelab.engine",
-    "SubprocessEngine": "wirelab.engine",
+    "LoadResult": "wirelab._api",
+    "load": "wirelab._api",
+    "open": "wirelab._api",
+    "plan": "wirelab._api",
+    "run": "wirelab._api",
+    "Engine": "wirelab._engine",
+    "SubprocessEngine": "wirelab._engine",
     "ContractError": "wirelab.errors",
+    "DatabaseError": "wirelab.errors",
     "EngineError": "wirelab.errors",
     "EngineNotFoundError": "wirelab.errors",
     "Interrupted": "wirelab.errors",
+    "NoResultsError": "wirelab.errors",
     "ProfileError": "wirelab.errors",
     "SchemaVersionError": "wirelab.errors",
     "SpecError": "wirelab.errors",
@@ -37,8 +39,8 @@ _EXPORTS = {
     "TrialFailedError": "wirelab.errors",
     "UsageError": "wirelab.errors",
     "WirelabError": "wirelab.errors",
-    "ProbeRun": "wirelab.probing",
-    "probe": "wirelab.probing",
+    "ProbeRun": "wirelab._probing",
+    "probe": "wirelab._probing",
     "Observer": "wirelab.runner",
     "RunSummary": "wirelab.runner",
     "TrialOutcome": "wirelab.runner",
@@ -65,12 +67,14 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ContractError",
+    "DatabaseError",
     "Engine",
     "EngineError",
     "EngineNotFoundError",
     "ExperimentSpec",
     "Interrupted",
     "LoadResult",
+    "NoResultsError",
     "Observer",
     "Plan",
     "PlannedTrial",
