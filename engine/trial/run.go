@@ -511,13 +511,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// writeAtomic writes v as JSON to path, atomically (internal/atomicfile).
+// writeAtomic writes v as JSON to path, atomically (internal/atomicfile), with a result's mode
+// 0644 (docs/results.md: results have fixed modes and hold no secrets).
 func writeAtomic(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", " ")
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(path, append(b, '\n'), 0o600)
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // writeServedPage writes pg (as the server serves it: seeded, sharded) to dir/page.json for replay
