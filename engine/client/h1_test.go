@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestConnectionClose: a server that closes every connection after one response (keep-alive off)
@@ -170,4 +173,71 @@ func TestIPv6Loopback(t *testing.T) {
 	if err != nil || res.Err != nil || res.BodyBytes != 3 {
 		t.Fatalf("%v %v, %d bytes", err, res.Err, res.BodyBytes)
 	}
+}
+
+// TestH1QueueOrder: requests that wait for a connection are sent in the order they were issued
+// (the origin's FIFO queue, served by the connection's worker), each after the previous one's
+// response on the one kept connection; only the first request opens it, the others are blocked.
+func TestH1QueueOrder(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	var paths []string
+	var conns atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					mu.Lock()
+					paths = append(paths, req.URL.Path)
+					mu.Unlock()
+					time.Sleep(time.Millisecond) // the others queue meanwhile
+					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
+				}
+			}()
+		}
+	}()
+	l, err := New(Config{Protocol: H1, Mode: ModeObjects, MaxConnectionsPerOrigin: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objects []string
+	for i := range 20 {
+		objects = append(objects, fmt.Sprintf("/o%02d", i))
+	}
+	res, err := l.Load(context.Background(), "http://"+ln.Addr().String()+"/", objects)
+	if err != nil || res.Err != nil {
+		t.Fatalf("load: %v %v", err, res.Err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(paths, objects) {
+		t.Errorf("the server saw %v; want the issue order %v", paths, objects)
+	}
+	if res.Connections != 1 || conns.Load() != 1 {
+		t.Errorf("%d connections (server: %d); want 1", res.Connections, conns.Load())
+	}
+	for i, e := range res.Entries {
+		if (e.Timings.Connect >= 0) != (i == 0) {
+			t.Errorf("%s: connect %.3f ms; only the first request opens the connection", e.URL, e.Timings.Connect)
+		}
+		if i > 0 && e.Timings.Blocked < 1 {
+			t.Errorf("%s: blocked %.3f ms; it waited for the requests before it (≥ 1 ms each)", e.URL, e.Timings.Blocked)
+		}
+	}
+	checkTimings(t, res)
 }

@@ -53,7 +53,6 @@ func parseH1Head(b []byte) (h h1Head, n int, ok bool) {
 		}
 	}
 	h.contentLength = -1
-	var connection []string
 	typeSeen := false
 	for fields := 0; len(rest) > 0; fields++ {
 		if fields == maxLeanHeaderFields {
@@ -90,16 +89,16 @@ func parseH1Head(b []byte) (h h1Head, n int, ok bool) {
 			return h, 0, false
 		case asciiEqualFold(name, "content-type"):
 			if !typeSeen {
-				h.contentType, typeSeen = string(value), true
+				h.contentType, typeSeen = contentTypeString(value), true
 			}
 		case asciiEqualFold(name, "connection"):
-			connection = append(connection, string(value))
+			// any Connection field naming the close token (the value is not kept: no allocation)
+			h.close = h.close || httpguts.HeaderValuesContainsToken([]string{string(value)}, "close")
 		}
 	}
 	if h.contentLength < 0 {
 		return h, 0, false
 	}
-	h.close = httpguts.HeaderValuesContainsToken(connection, "close")
 	return h, n, true
 }
 
@@ -117,4 +116,41 @@ func asciiEqualFold(b []byte, s string) bool {
 		}
 	}
 	return true
+}
+
+// contentTypeString is string(b), without allocating for the commonest values.
+func contentTypeString(b []byte) string {
+	switch string(b) {
+	case "image/png":
+		return "image/png"
+	case "image/jpeg":
+		return "image/jpeg"
+	case "image/gif":
+		return "image/gif"
+	case "image/webp":
+		return "image/webp"
+	case "image/svg+xml":
+		return "image/svg+xml"
+	case "text/html":
+		return "text/html"
+	case "text/html; charset=utf-8":
+		return "text/html; charset=utf-8"
+	case "text/css":
+		return "text/css"
+	case "text/css; charset=utf-8":
+		return "text/css; charset=utf-8"
+	case "application/javascript":
+		return "application/javascript"
+	case "text/javascript":
+		return "text/javascript"
+	case "text/javascript; charset=utf-8":
+		return "text/javascript; charset=utf-8"
+	case "application/json":
+		return "application/json"
+	case "text/plain":
+		return "text/plain"
+	case "text/plain; charset=utf-8":
+		return "text/plain; charset=utf-8"
+	}
+	return string(b)
 }

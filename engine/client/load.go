@@ -103,7 +103,11 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 		rp.now = s.now
 	}
 	seen := map[string]bool{}
-	done := make(chan *request)
+	admitted := map[origin]bool{}
+	// done is buffered so that a pool's worker hands a completed request over and goes on to its
+	// next one without waiting for the loop.
+	done := make(chan *request, 64)
+	deliver := func(r *request) { done <- r }
 	chunks := make(chan *request)
 	wantChunks := p.wantsChunks()
 	inflight := 0
@@ -126,8 +130,10 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 				run.all = append(run.all, r)
 			}
 			inflight++
-			if err == nil {
-				err = run.l.admit(r)
+			if err == nil && !admitted[r.origin] { // the check depends on the origin alone
+				if err = run.l.admit(r); err == nil {
+					admitted[r.origin] = true
+				}
 			}
 			if err != nil {
 				go func() { r.finish(s.now(), err); done <- r }()
@@ -140,6 +146,10 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 				run.pools[r.origin] = pool
 			}
 			push := s.pushes.claim(key)
+			if sub, ok := pool.(submitter); ok && push == nil {
+				sub.submit(ctx, r, deliver)
+				continue
+			}
 			if e, ok := pool.(expecter); ok && push == nil {
 				e.expect(r)
 			}
@@ -287,7 +297,7 @@ func (l *Loader) checkURL(u *url.URL) error {
 	return CheckTarget(o.host)
 }
 
-// admit checks a discovered request before it is sent.
+// admit checks a discovered request before it is sent: its origin (checkURL reads nothing else).
 func (l *Loader) admit(r *request) error { return l.checkURL(r.url) }
 
 func (l *Loader) summarise(res *Result, s *session, all []*request) {

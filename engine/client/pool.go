@@ -23,6 +23,13 @@ type originPool interface {
 // reaches the pool's do.
 type expecter interface{ expect(r *request) }
 
+// submitter is a pool that carries requests on goroutines of its own (HTTP/1.x: a worker per
+// connection): submit hands r over without blocking, and the pool calls done(r) once r has
+// completed (r.finish called). The load loop then starts no goroutine for r.
+type submitter interface {
+	submit(ctx context.Context, r *request, done func(*request))
+}
+
 func newPool(s *session, o origin) originPool {
 	switch s.cfg.Protocol {
 	case H1, H1S:

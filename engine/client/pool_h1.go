@@ -18,22 +18,34 @@ import (
 // max are open or opening, else waits in FIFO order. A request that opens a connection uses it
 // (no late binding to a connection that happens to free up first). A connection the server closes
 // (Connection: close, or a broken keep-alive connection) frees its place for the next waiter.
+//
+// Each connection (or place of one being opened) has a worker goroutine while it has work: it
+// carries the request that took the connection, then the origin's queued requests one after
+// another in FIFO order, and ends when the queue is empty, leaving its connection idle. A request
+// thus costs no goroutine and no hand-off of its own when it waits in the queue (a page's images
+// on six connections), and an idle connection has no goroutine (memory per VU).
 type h1Pool struct {
 	s    *session
 	o    origin
 	alpn string // "" for cleartext h1
 	max  int
 	ua   string // Config.UserAgent, line breaks replaced (appendH1Request)
+	host string // the Host header: o.authority()
 
-	mu      sync.Mutex
-	open    int // connections open or being opened
-	idle    []*h1Conn
-	all     []*h1Conn // open connections
-	waiters []chan h1Grant
+	mu    sync.Mutex
+	open  int // connections open or being opened: places held by workers or idle connections
+	idle  []*h1Conn
+	all   []*h1Conn // open connections
+	queue []h1Job   // requests waiting for a connection, FIFO from qhead
+	qhead int
 }
 
-// h1Grant hands a waiter a connection, or (conn nil) the right to open one.
-type h1Grant struct{ conn *h1Conn }
+// h1Job is a request submitted to the pool: done is called once it has completed.
+type h1Job struct {
+	ctx  context.Context
+	r    *request
+	done func(*request)
+}
 
 type h1Conn struct {
 	rec    *connRecord
@@ -44,103 +56,152 @@ type h1Conn struct {
 	served int
 }
 
-var _ originPool = (*h1Pool)(nil)
+var (
+	_ originPool = (*h1Pool)(nil)
+	_ submitter  = (*h1Pool)(nil)
+)
 
 func newH1Pool(s *session, o origin) *h1Pool {
-	p := &h1Pool{s: s, o: o, max: s.cfg.MaxConnectionsPerOrigin, ua: strings.ReplaceAll(s.cfg.UserAgent, "\r\n", " ")}
+	p := &h1Pool{s: s, o: o, max: s.cfg.MaxConnectionsPerOrigin, ua: strings.ReplaceAll(s.cfg.UserAgent, "\r\n", " "), host: o.authority()}
 	if s.cfg.Protocol == H1S {
 		p.alpn = "http/1.1"
 	}
 	return p
 }
 
+// do performs r and returns when it has completed.
 func (p *h1Pool) do(ctx context.Context, r *request) {
-	for {
-		c, err := p.acquire(ctx, r, r.retries > 0)
-		if err != nil {
-			r.finish(p.s.now(), err)
-			return
-		}
-		r.conn = c.rec.info.ID
-		r.sendStart = p.s.now()
-		reused := c.served > 0
-		keep, err := c.roundTrip(p.s, r, p.ua)
-		now := p.s.now()
-		if err == nil {
-			r.finish(now, nil)
-			if keep {
-				p.release(c)
-			} else {
-				p.discard(c)
-			}
-			return
-		}
-		p.discard(c)
-		// A keep-alive connection the server closed before answering: send again on a new one,
-		// once, as browsers do for idempotent requests.
-		if reused && r.firstByte == unset && r.retries == 0 && ctx.Err() == nil {
-			r.retries++
-			r.reset()
-			continue
-		}
-		r.finish(now, err)
-		return
-	}
+	ch := make(chan struct{})
+	p.submit(ctx, r, func(*request) { close(ch) })
+	<-ch
 }
 
-// acquire returns a connection for r, opening it (r then carries dns, connect and ssl) if the
-// pool has room. With fresh (a retry after a broken keep-alive connection) it opens a new one,
-// closing an idle or granted connection to make room if need be.
-func (p *h1Pool) acquire(ctx context.Context, r *request, fresh bool) (*h1Conn, error) {
+// submit hands r to the pool without blocking: an idle connection's new worker carries it, or a
+// new connection's (opened on r's behalf, r then carries dns, connect and ssl), or it waits in the
+// queue for the first worker to finish. done(r) is called once r has completed, after its
+// connection was handed on.
+func (p *h1Pool) submit(ctx context.Context, r *request, done func(*request)) {
+	j := h1Job{ctx: ctx, r: r, done: done}
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		c := p.idle[n-1]
+		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
-		if fresh {
-			p.drop(c) // its place is ours
-			return p.dial(ctx, r)
-		}
-		return c, nil
+		go p.work(c, j)
+		return
 	}
 	if p.open < p.max {
 		p.open++
 		p.mu.Unlock()
-		return p.dial(ctx, r)
+		go p.work(nil, j)
+		return
 	}
-	ch := make(chan h1Grant, 1)
-	p.waiters = append(p.waiters, ch)
+	p.queue = append(p.queue, j)
 	p.mu.Unlock()
-	select {
-	case g := <-ch:
-		if g.conn != nil && !fresh {
-			return g.conn, nil
-		}
-		if g.conn != nil {
-			p.drop(g.conn) // its place is ours
-		}
-		return p.dial(ctx, r)
-	case <-ctx.Done():
+}
+
+// work is the worker of one place in the pool: c its connection, nil to open one for the next
+// request. It carries j, then the queued requests in FIFO order, and returns when the queue is
+// empty, leaving c idle (or, without a connection, freeing the place).
+func (p *h1Pool) work(c *h1Conn, j h1Job) {
+	for {
+		var retry bool
+		c, retry = p.carry(c, j)
 		p.mu.Lock()
-		if i := slices.Index(p.waiters, ch); i >= 0 {
-			p.waiters = slices.Delete(p.waiters, i, i+1)
-			p.mu.Unlock()
-			return nil, ctx.Err()
+		if retry {
+			// j's kept connection died under it: j acquires afresh (never on a kept connection) while
+			// the place goes to the longest waiter, as a new request would: with nobody waiting it
+			// opens a new connection here, in place of an idle one if there is one (closed: its place
+			// is j's); else it waits at the back of the queue.
+			if p.qhead == len(p.queue) {
+				var stale *h1Conn
+				if n := len(p.idle); n > 0 {
+					stale = p.idle[n-1]
+					p.idle[n-1] = nil
+					p.idle = p.idle[:n-1]
+					p.open--
+				}
+				p.mu.Unlock()
+				if stale != nil {
+					p.drop(stale)
+				}
+				continue
+			}
+			p.queue = append(p.queue, j)
+		}
+		next, more := h1Job{}, p.qhead < len(p.queue)
+		switch {
+		case more:
+			next = p.queue[p.qhead]
+			p.queue[p.qhead] = h1Job{}
+			if p.qhead++; p.qhead == len(p.queue) {
+				p.queue, p.qhead = p.queue[:0], 0
+			}
+		case c != nil:
+			p.idle = append(p.idle, c)
+		default:
+			p.open--
 		}
 		p.mu.Unlock()
-		if g := <-ch; g.conn != nil { // granted while giving up: hand it on
-			p.release(g.conn)
-		} else {
-			p.forget()
+		if !retry {
+			j.done(j.r)
 		}
-		return nil, ctx.Err()
+		if !more {
+			return
+		}
+		j = next
 	}
 }
 
+// carry performs j's request on c (nil: on a connection it opens for it) and returns the
+// connection if it may carry another request (nil: closed, the place still held). retry: the
+// request met a kept connection the server had closed before answering and must be sent again on
+// a new one (once, as browsers do for idempotent requests); it is reset and not finished.
+func (p *h1Pool) carry(c *h1Conn, j h1Job) (_ *h1Conn, retry bool) {
+	r := j.r
+	if err := j.ctx.Err(); err != nil { // the load ended while r waited
+		r.finish(p.s.now(), err)
+		return c, false
+	}
+	if c != nil && r.retries > 0 {
+		p.drop(c) // a request sent again uses a new connection: its place is r's
+		c = nil
+	}
+	if c == nil {
+		var err error
+		if c, err = p.dial(j.ctx, r); err != nil {
+			r.finish(p.s.now(), err)
+			return nil, false
+		}
+	}
+	r.conn = c.rec.info.ID
+	r.sendStart = p.s.now()
+	reused := c.served > 0
+	keep, err := c.roundTrip(p.s, r, p.host, p.ua)
+	now := p.s.now()
+	if err == nil {
+		r.finish(now, nil)
+		if !keep {
+			p.drop(c)
+			return nil, false
+		}
+		return c, false
+	}
+	p.drop(c)
+	if reused && r.firstByte == unset && r.retries == 0 && j.ctx.Err() == nil {
+		r.retries++
+		r.reset()
+		return nil, true
+	}
+	r.finish(now, err)
+	return nil, false
+}
+
+// dial opens a connection on behalf of r; the caller holds its place.
 func (p *h1Pool) dial(ctx context.Context, r *request) (*h1Conn, error) {
 	conn, rec, err := p.s.dialTCP(ctx, p.o, r, p.alpn)
 	if err != nil {
-		p.forget()
 		return nil, err
 	}
 	c := &h1Conn{rec: rec, conn: conn, br: bufio.NewReaderSize(conn, p.s.bufSize(32<<10)), buf: make([]byte, p.s.bufSize(32<<10))}
@@ -148,26 +209,6 @@ func (p *h1Pool) dial(ctx context.Context, r *request) (*h1Conn, error) {
 	p.all = append(p.all, c)
 	p.mu.Unlock()
 	return c, nil
-}
-
-// release returns a reusable connection: to the longest waiter, else to the idle stack.
-func (p *h1Pool) release(c *h1Conn) {
-	p.mu.Lock()
-	if len(p.waiters) > 0 {
-		ch := p.waiters[0]
-		p.waiters = p.waiters[1:]
-		p.mu.Unlock()
-		ch <- h1Grant{conn: c}
-		return
-	}
-	p.idle = append(p.idle, c)
-	p.mu.Unlock()
-}
-
-// discard closes a connection that cannot be reused and frees its place.
-func (p *h1Pool) discard(c *h1Conn) {
-	p.drop(c)
-	p.forget()
 }
 
 // drop closes a connection and removes it from the pool's list (its place is not freed).
@@ -181,23 +222,11 @@ func (p *h1Pool) drop(c *h1Conn) {
 }
 
 // usable: an HTTP/1.1 pool always is; a kept connection the server has closed meanwhile is
-// replaced when a request finds it broken (do).
+// replaced when a request finds it broken (carry).
 func (p *h1Pool) usable() bool { return true }
 
-// forget frees the place of a closed or never-opened connection: the longest waiter may open one.
-func (p *h1Pool) forget() {
-	p.mu.Lock()
-	if len(p.waiters) > 0 {
-		ch := p.waiters[0]
-		p.waiters = p.waiters[1:]
-		p.mu.Unlock()
-		ch <- h1Grant{}
-		return
-	}
-	p.open--
-	p.mu.Unlock()
-}
-
+// close closes the connections. It is called with no request in flight: no worker is left but
+// one returning after its last done.
 func (p *h1Pool) close() {
 	p.mu.Lock()
 	all := p.all
@@ -209,10 +238,10 @@ func (p *h1Pool) close() {
 
 // roundTrip sends r on c and reads the whole response. keep reports whether c may carry another
 // request.
-func (c *h1Conn) roundTrip(s *session, r *request, userAgent string) (keep bool, err error) {
+func (c *h1Conn) roundTrip(s *session, r *request, host, userAgent string) (keep bool, err error) {
 	c.served++
 	c.rec.update(func(ci *Conn) { ci.Requests++ })
-	c.wbuf = appendH1Request(c.wbuf[:0], r, userAgent)
+	c.wbuf = appendH1Request(c.wbuf[:0], r, host, userAgent)
 	if _, err := c.conn.Write(c.wbuf); err != nil {
 		return false, err
 	}
@@ -275,12 +304,13 @@ func (c *h1Conn) readBody(r *request, h h1Head) (keep bool, err error) {
 }
 
 // appendH1Request appends r's HTTP/1.1 request head: a GET without body, identity encoding so that
-// body bytes are the object's size. userAgent has its line breaks replaced (h1Pool.ua).
-func appendH1Request(b []byte, r *request, userAgent string) []byte {
+// body bytes are the object's size. host is r's origin's authority, userAgent has its line breaks
+// replaced (h1Pool.host, h1Pool.ua).
+func appendH1Request(b []byte, r *request, host, userAgent string) []byte {
 	b = append(b, "GET "...)
 	b = append(b, requestPath(r.url)...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
-	b = append(b, r.origin.authority()...)
+	b = append(b, host...)
 	b = append(b, "\r\nUser-Agent: "...)
 	b = append(b, userAgent...)
 	b = append(b, "\r\nAccept: */*\r\nAccept-Encoding: identity\r\n\r\n"...)
