@@ -85,7 +85,11 @@ var errRefusedStream = errors.New("stream refused by the server (REFUSED_STREAM)
 // keepalive_requests, does this mid-page).
 var errGoAway = errors.New("h2: server sent GOAWAY before processing the request")
 
-// maxGoAwayRetries bounds how often one request follows GOAWAYs to new connections.
+// maxGoAwayRetries bounds how often one request follows a GOAWAY that ended a connection on
+// which the server processed no stream at all (its last stream id 0): a server making no progress.
+// A GOAWAY after the server processed streams (nginx's keepalive_requests: N requests, then GOAWAY)
+// is followed without a bound — each such connection completes at least one request, so a page's
+// requests run out — and the page's timeout bounds the whole.
 const maxGoAwayRetries = 3
 
 func (p *h2Pool) do(ctx context.Context, r *request) {
@@ -111,8 +115,14 @@ func (p *h2Pool) do(ctx context.Context, r *request) {
 				r.resetExchange()
 				continue
 			}
-			if errors.Is(err, errGoAway) && r.retries < maxGoAwayRetries && ctx.Err() == nil {
-				break // on the connection that replaces this one
+			if errors.Is(err, errGoAway) && ctx.Err() == nil {
+				if c.processedAny() {
+					break // on the connection that replaces this one
+				}
+				if r.idleGoAways < maxGoAwayRetries {
+					r.idleGoAways++
+					break
+				}
 			}
 			if err != nil && p.s.resend(ctx, c.rec, r, c.broken()) {
 				break // once more, on a new connection
@@ -749,6 +759,14 @@ func (c *h2Conn) pushPromise(f *http2.PushPromiseFrame, now time.Duration) error
 		c.rec.update(func(ci *Conn) { ci.PriorityUpdates++ })
 	}
 	return nil
+}
+
+// processedAny reports whether the server's GOAWAY on c says it processed at least one stream
+// (its last stream id is above 0).
+func (c *h2Conn) processedAny() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.goAwayLastID > 0
 }
 
 // goneAway reports whether the server sent GOAWAY on a connection that has not failed: the

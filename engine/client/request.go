@@ -50,6 +50,7 @@ type request struct {
 	body          []byte // kept when keepBody said so
 	keep          bool
 	retries       int
+	idleGoAways   int // GOAWAYs followed from connections on which the server processed nothing (pool_h2.go)
 	err           error
 
 	kind   page.Type         // what the referrer says the object is ("" unknown)
