@@ -351,18 +351,21 @@ def loadtest(
 
     if _is_trial_spec(spec):
         raise UsageError(f"{spec}: a trial sweep ([base]); run it with wirelab run {spec}")
-    plan = loadplan.load(spec)
+    summary = _loadtest(loadplan.load(spec), db, resume, _engine(engine))
+    if not summary.ok:
+        raise typer.Exit(1)
+
+
+def _loadtest(plan: Any, db: Path, resume: bool, engine: Engine) -> Any:
+    """Run a load-test plan with the live display and print its summary (also when interrupted)."""
     try:
-        summary = api.loadtest(
-            plan, db=db, resume=resume, engine=_engine(engine), observer=RichLoadProgress(err)
-        )
+        summary = api.loadtest(plan, db=db, resume=resume, engine=engine, observer=RichLoadProgress(err))
     except Interrupted as e:
         if hasattr(e, "summary"):
             _print_loadtest_summary(e.summary)
         raise
     _print_loadtest_summary(summary)
-    if not summary.ok:
-        raise typer.Exit(1)
+    return summary
 
 
 def _is_trial_spec(path: Path) -> bool:
@@ -527,8 +530,8 @@ def reproduce(
             row = [
                 e.name,
                 e.study,
-                f"{q.loads} loads ≈ {rep.format_duration(rep.estimate_seconds(q))}",
-                f"{f.loads} loads ≈ {rep.format_duration(rep.estimate_seconds(f))}",
+                f"{_size(q)} ≈ {rep.format_duration(rep.estimate_seconds(q))}",
+                f"{_size(f)} ≈ {rep.format_duration(rep.estimate_seconds(f))}",
             ]
             table.add_row(*row, *([e.reproduces] if wide else []))
         out.print(table)
@@ -537,11 +540,21 @@ def reproduce(
         out.print("Run one with: wirelab reproduce NAME [--quick]  (docs/reproducing.md)", style="dim")
         return
     plan = rep.experiment(name).plan(quick)
-    summary = _run(plan, db, parallel, True, engine, cluster, retries, artifacts)
+    if isinstance(plan, spec_mod.Plan):
+        ok = _run(plan, db, parallel, True, engine, cluster, retries, artifacts).ok
+    else:  # a load test: its runs go one at a time, on this machine
+        if cluster is not None:
+            raise UsageError(f"--cluster: {name} is a load test; its runs go one at a time on this machine")
+        ok = _loadtest(plan, db, True, _engine(engine)).ok
     report_path = write_report_for(db, plan.name, out_dir)
     out.print(f"report: {report_path}", style="bold", soft_wrap=True)
-    if not summary.ok:
+    if not ok:
         raise typer.Exit(1)
+
+
+def _size(plan: Any) -> str:
+    """``18 loads`` (a trial sweep) or ``3 runs`` (a load test)."""
+    return f"{plan.loads} loads" if isinstance(plan, spec_mod.Plan) else f"{len(plan.runs)} runs"
 
 
 def write_report_for(db: Path, sweep: str, out_dir: Path | None) -> Path:
