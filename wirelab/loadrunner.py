@@ -381,16 +381,16 @@ class _Loop:
     def _run_one(self, run: PlannedLoadtest, directory: Path) -> None:
         events: queue.Queue[TrialEvent] = queue.Queue()
         self.store.mark_loadtest_running(self.sweep, run.id)
+        tail = _Tail(directory / SERVER_FILE)
+        stopped = False
+        t0 = time.monotonic()
         try:
             proc = self.engine.start_loadtest(run.spec, directory, events.put)
         except BaseException as e:
             self.store.mark_loadtest_ended(self.sweep, run.id, "failed", str(e))
             raise
-        self.observer.run_started(run)
-        t0 = time.monotonic()
-        tail = _Tail(directory / SERVER_FILE)
-        stopped = False
-        try:
+        try:  # from here on an interrupt stops the engine: it may come before the first event
+            self.observer.run_started(run)
             exit_event = self._follow(run, events, tail)
         except KeyboardInterrupt:
             stopped = True
