@@ -70,6 +70,11 @@ def test_loadtest_prints_its_runs_and_results_show_them(capsys, tmp_path, spec, 
         str(target),
     )
     assert code == 0 and "wrote 10 rows" in out and "busy_workers" in target.read_text()
+    # without --table, a load test's runs
+    code, out, _ = run_cli(
+        capsys, "results", "export", "cap", "-f", "csv", "--db", str(db), "-o", str(target)
+    )
+    assert code == 0 and "wrote 2 rows" in out and "vus_at_first_error" in target.read_text()
 
 
 def test_a_failed_threshold_exits_1_after_storing_everything(

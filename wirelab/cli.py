@@ -327,7 +327,9 @@ def load(
 @app.command()
 def loadtest(
     spec: Path = typer.Argument(
-        ..., help="Load-test spec (TOML: [sweep], [load], [grid]), see docs/loadtest.md.", show_default=False
+        ...,
+        help=r"Load-test spec (TOML: \[sweep], \[load], \[grid]), see docs/loadtest.md.",
+        show_default=False,
     ),
     db: Path = DB_OPTION,
     resume: bool = typer.Option(
@@ -1125,10 +1127,12 @@ def results_export(
     out_path: Path | None = typer.Option(
         None, "--out", "-o", help="Output file (default: <sweep>-<table>.<format>)."
     ),
-    table: str = typer.Option(
-        "loads",
+    table: str | None = typer.Option(
+        None,
         "--table",
-        help="loads, trials or objects; a load test's: loadtests, load_intervals or server_samples.",
+        help="loads, trials or objects; a load test's: loadtests, load_intervals or server_samples "
+        "(default: loads, a load test's loadtests).",
+        show_default=False,
     ),
     db: Path = DB_OPTION,
 ) -> None:
@@ -1137,9 +1141,11 @@ def results_export(
     tables = ("loads", "trials", "objects", "loadtests", "load_intervals", "server_samples")
     if fmt not in ("csv", "parquet"):
         raise UsageError(f'--format: "{fmt}" is not a format; use csv or parquet')
-    if table not in tables:
+    if table is not None and table not in tables:
         raise UsageError(f'--table: "{table}" is not a table; use {", ".join(tables[:-1])} or {tables[-1]}')
     with _open(db) as results:
+        if table is None:
+            table = "loadtests" if results.sweep_kind(sweep) == "loadtest" else "loads"
         df = getattr(results, table)(sweep)
     for col in df.columns:
         if df[col].map(lambda v: isinstance(v, dict | list)).any():
