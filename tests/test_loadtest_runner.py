@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sqlite3
+import stat
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,18 @@ def test_engine_output_that_breaks_the_outputs_fails_the_run(tmp_path):
     )
     with wirelab.open(db) as results:
         assert results.loadtests("cap").set_index("loadtest_id").loc[plan.runs[0].id, "status"] == "failed"
+
+
+def test_stored_runs_have_fixed_modes_whatever_the_umask(tmp_path):
+    """A load test's directories get the results' modes (data 0644, directories 0755) as trials' do."""
+    db = tmp_path / "w.db"
+    previous = os.umask(0o077)
+    try:
+        assert wirelab.loadtest(SPEC, db=db, engine=FixtureEngine()).ok
+    finally:
+        os.umask(previous)
+    tree = [db.with_name("w.db.d"), *db.with_name("w.db.d").rglob("*")]
+    assert len([p for p in tree if p.name == "intervals.jsonl"]) == 2
+    for path in tree:
+        want = 0o755 if path.is_dir() else 0o644
+        assert stat.S_IMODE(path.stat().st_mode) == want, path

@@ -39,7 +39,7 @@ from wirelab.runner import (
     collect_leftovers,
     control_provenance,
 )
-from wirelab.store import Store, results_dir
+from wirelab.store import Store, fix_modes, results_dir
 
 __all__ = ["LoadObserver", "LoadtestOutcome", "LoadtestSummary", "ingest_loadtest", "run_loadtests"]
 
@@ -192,7 +192,10 @@ def ingest_loadtest(
 ) -> LoadtestOutcome:
     """Check a run's directory against the load test's outputs and store what it holds (one
     transaction): complete when ``loadtest.json`` says so, else interrupted (``stopped``: wirelab stopped
-    it) or failed, with every interval written."""
+    it) or failed, with every interval written. The directory gets the results' fixed modes first,
+    whatever the umask it was written with."""
+    if directory.is_dir():
+        fix_modes(directory, up_to=store.path.parent)
     result: dict[str, Any] | None = None
     path = directory / RESULT_FILE
     if path.exists():
