@@ -384,7 +384,7 @@ def _is_trial_spec(path: Path) -> bool:
 def _print_loadtest_summary(summary: Any) -> None:
     """The runs' table and the summary lines of ``wirelab loadtest``."""
     if summary.outcomes:
-        table = Table(title=f"load test {summary.sweep}", title_justify="left")
+        table = Table(title=f"load test {shown(summary.sweep)}", title_justify="left")
         # below 110 columns the run id, hits/s and the thresholds (said below the table) give their room
         wide = out.width >= 110
         columns = [
@@ -398,8 +398,8 @@ def _print_loadtest_summary(summary: Any) -> None:
             ("CPU cores max", "right", True),
             ("thresholds", "left", wide),
         ]
-        for col, justify, shown in columns:
-            if shown:  # the configuration folds; the rest keeps its line
+        for col, justify, visible in columns:
+            if visible:  # the configuration folds; the rest keeps its line
                 table.add_column(col, justify=justify, overflow="fold", no_wrap=col != "configuration")  # type: ignore[arg-type]
         for o in summary.outcomes:
             found = o.outcomes
@@ -411,21 +411,21 @@ def _print_loadtest_summary(summary: Any) -> None:
             )
             cells = [
                 (o.run.id, wide),
-                (o.run.label, True),
+                (shown(o.run.label), True),
                 (o.status, True),
                 (_num(found.get("max_pages_per_s")), True),
                 (_num(found.get("max_hits_per_s"), 0), wide),
                 (_vus(found.get("vus_at_first_error")), True),
                 (_vus(found.get("vus_at_first_sla_violation")), True),
                 ("—" if cpu is None else f"{cpu:.2f}", True),
-                (thresholds, wide),
+                (shown(thresholds), wide),
             ]
-            table.add_row(*(text for text, shown in cells if shown))
+            table.add_row(*(text for text, visible in cells if visible))
         out.print(table)
     for i, line in enumerate(summary.lines()):
         style = "bold" if i == 0 else ("yellow" if line.startswith(("generator", "interrupted")) else "")
         style = "red" if line.startswith(("failed", "thresholds failed")) else style
-        out.print(line, style=style or None, soft_wrap=True)
+        out.print(shown(line), style=style or None, soft_wrap=True)
 
 
 def _num(v: Any, digits: int = 1) -> str:
@@ -1031,7 +1031,7 @@ def _print_loadtest_sweep(db: Path, sweep: str) -> None:
     with _open(db) as results:
         info = results.sweeps().set_index("sweep").loc[sweep]
         runs = results.loadtests(sweep)
-    out.print(f"[bold]{sweep}[/] (load test): {info['description'] or ''}")
+    out.print(f"[bold]{shown(sweep)}[/] (load test): {shown(info['description'] or '')}")
     out.print(
         f"{int(info['complete_trials'] or 0)}/{info['planned_trials']} runs complete, "
         f"spec hash {info['spec_hash']}"
@@ -1055,7 +1055,7 @@ def _print_loadtest_sweep(db: Path, sweep: str) -> None:
         cpu = r["server_cpu_util_max"]
         table.add_row(
             *((r["loadtest_id"],) if wide else ()),
-            label,
+            shown(label),
             r["status"] + ("" if r["thresholds_passed"] in (True, None) else " ✗"),
             *((str(int(r["intervals"])),) if wide else ()),
             _num(r["max_pages_per_s"]),

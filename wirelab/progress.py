@@ -225,7 +225,7 @@ class RichLoadProgress(LoadObserver):
         self.runs_total = len(plan.runs)
         self.runs_done = already_complete
         self.console.print(
-            f"[bold]{plan.name}[/]: {len(plan.runs)} load-test runs ({', '.join(plan.protocols)}"
+            f"[bold]{shown(plan.name)}[/]: {len(plan.runs)} load-test runs ({', '.join(plan.protocols)}"
             + (f" × {len(plan.runs) // len(plan.protocols)} configurations" if plan.axes else "")
             + f"), {format_seconds(plan.planned_s)} of scenario"
             + (f" ({already_complete} runs already complete)" if already_complete else ""),
@@ -245,7 +245,7 @@ class RichLoadProgress(LoadObserver):
             self._live = Live(Group(self.progress, self._table()), console=self.console, refresh_per_second=4)
             self._live.start()
         else:
-            self.console.print(f"run {description} ({run.id})", highlight=False)
+            self.console.print(f"run {shown(description)} ({run.id})", highlight=False)
 
     def interval(self, run: PlannedLoadtest, line: Mapping[str, Any]) -> None:
         self.intervals.append(dict(line))
@@ -313,7 +313,7 @@ class RichLoadProgress(LoadObserver):
         self.console.print(line, highlight=False, soft_wrap=True)
 
     def message(self, text: str) -> None:
-        self.console.print(f"[yellow]{text}[/]", highlight=False, soft_wrap=True)
+        self.console.print(f"[yellow]{shown(text)}[/]", highlight=False, soft_wrap=True)
 
     def sweep_ended(self, summary: LoadtestSummary) -> None:
         if self._live is not None:
