@@ -1,7 +1,8 @@
-"""`wirelab loadtest` with the real engine (root, seconds): a short closed ramp against the built-in server
-over h1s and h2 through the emulated path — every interval and server sample stored and consistent —,
-and Ctrl-C in the middle of a run: exit 130, the intervals measured so far stored, the lab gone.
-Skipped without root and while the engine has no `loadtest` command."""
+"""`wirelab loadtest` with the real engine (root, about 30 s): a short closed ramp against Apache (worker
+MPM, study N's server) over h1s and h2 through study N's emulated path — every interval and server sample
+stored and consistent, Apache's busy workers among them —, and Ctrl-C in the middle of a run against the
+built-in server: exit 130, the intervals measured so far stored, the lab gone. Skipped without root and
+while the engine has no `loadtest` command."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ name = "ramp"
 page = "neoload50"
 protocols = ["h1s", "h2"]
 network = { preset = "neoload" }
+server = SERVER
 scenario = { stages = [{ duration_s = STAGE, target = 4 }] }
 think = { mean_s = 0.5 }
 interval_s = 1
@@ -60,13 +62,16 @@ def _gone(run_dir: Path) -> None:
 
 def test_a_short_ramp_is_stored_whole(tmp_path, engine_path):
     db = tmp_path / "w.db"
-    summary = wirelab.loadtest(RAMP.replace("STAGE", "4"), db=db, engine=engine_path)
+    spec = RAMP.replace("STAGE", "4").replace("SERVER", '{ impl = "apache", apache = { mpm = "worker" } }')
+    summary = wirelab.loadtest(spec, db=db, engine=engine_path)
     assert summary.ok, summary.lines()
     with wirelab.open(db) as results:
         runs = results.loadtests("ramp")
         intervals = results.load_intervals("ramp")
         samples = results.server_samples("ramp")
-    assert list(runs["protocol"]) == ["h1s", "h2"] and runs["complete"].all() and runs["thresholds_passed"].all()
+    assert (
+        list(runs["protocol"]) == ["h1s", "h2"] and runs["complete"].all() and runs["thresholds_passed"].all()
+    )
     for run in runs.to_dict("records"):
         mine = intervals[intervals["loadtest_id"] == run["loadtest_id"]]
         served = samples[samples["loadtest_id"] == run["loadtest_id"]]
@@ -75,17 +80,31 @@ def test_a_short_ramp_is_stored_whole(tmp_path, engine_path):
         # pages/s × an interval's length = its pages; the samples describe the same intervals
         length = mine["t_end_s"] - mine["t_start_s"]
         assert ((mine["pages_per_s"] * length - mine["pages"]).abs() < 1e-6).all()
-        assert (served["source"].notna()).all() and served["cpu_ms"].sum() > 0 and (served["threads"] > 0).all()
+        assert (
+            (served["source"].notna()).all() and served["cpu_ms"].sum() > 0 and (served["threads"] > 0).all()
+        )
         assert run["outcomes"]["server_at"]["2"]["index"] == run["outcomes"]["page_ms_at"]["2"]["index"]
-        assert run["provenance"]["engine"]["server"]["impl"] == "builtin"
+        assert run["provenance"]["engine"]["server"]["impl"] == "apache"
+        # mod_status's busy workers, sampled once per interval
+        assert (served["busy_gauge"] == "busy_workers").all() and served["busy"].max() >= 1
         _gone(db.parent / run["dir"])
 
 
 def test_ctrl_c_mid_run_stores_what_was_measured(tmp_path, engine_path):
     spec = tmp_path / "ramp.toml"
-    spec.write_text(RAMP.replace("STAGE", "30"))
+    spec.write_text(RAMP.replace("STAGE", "30").replace("SERVER", '{ impl = "builtin" }'))
     db = tmp_path / "w.db"
-    argv = [sys.executable, "-m", "wirelab.cli", "loadtest", str(spec), "--db", str(db), "--engine", str(engine_path)]
+    argv = [
+        sys.executable,
+        "-m",
+        "wirelab.cli",
+        "loadtest",
+        str(spec),
+        "--db",
+        str(db),
+        "--engine",
+        str(engine_path),
+    ]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
