@@ -18,7 +18,7 @@ import pytest
 import wirelab
 from wirelab import loadplan
 from wirelab.errors import EngineNotFoundError, Interrupted, SpecError, SweepConflictError
-from wirelab.store import INTERVAL_COLUMNS, Results
+from wirelab.store import INTERVAL_COLUMNS, Results, Store
 from wirelab.testing import FIXTURES_DIR, FixtureEngine, FixtureFailure
 
 RECORDINGS = FIXTURES_DIR / "loadtests"
@@ -247,3 +247,27 @@ def test_stored_runs_have_fixed_modes_whatever_the_umask(tmp_path):
     for path in tree:
         want = 0o755 if path.is_dir() else 0o644
         assert stat.S_IMODE(path.stat().st_mode) == want, path
+
+
+def test_results_md_documents_every_load_test_column(tmp_path):
+    """docs/results.md has a row for every column of the load-test tables (the schema is the owner)."""
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "results.md").read_text()
+    with Results(_empty_db(tmp_path)) as results:
+        for table in ("loadtests", "load_intervals", "server_samples"):
+            section = docs.split(f"## `{table}`", 1)[1].split("\n## ", 1)[0]
+            columns = [r[1] for r in results.conn.execute(f"PRAGMA table_xinfo({table})")]
+            # a row names a column as `name`, or a run of them as `first` … `last`
+            missing = [c for c in columns if f"`{c}`" not in section and not _in_range(c, section)]
+            assert not missing, f"docs/results.md, {table}: {missing}"
+
+
+def _empty_db(tmp_path: Path) -> Path:
+    db = tmp_path / "empty.db"
+    Store(db).close()
+    return db
+
+
+def _in_range(column: str, section: str) -> bool:
+    """``page_p90_ms`` is documented by a row ``page_p50_ms`` … ``page_p99_ms``, ``page_max_ms``."""
+    prefix = column.rsplit("_", 2)[0] + "_"
+    return f"`{prefix}p50_ms` …" in section and column.startswith(prefix) and column.endswith("_ms")
