@@ -480,9 +480,12 @@ def report(
 ) -> None:
     """Write the HTML report: conclusions, figures, tables and every load's waterfall (DIR/index.html).
 
-    Probe runs get a section each: the share of sites announcing vs serving each protocol, and one row
-    per site. Naming sweeps or --probe runs includes only those; naming neither includes everything.
-    The page is self-contained (figures and script embedded) and opens from the file system.
+    A load test (wirelab loadtest) gets study N's figures: pages/s, hits/s, page time with the SLA,
+    errors and the server's CPU, memory and busy workers vs VUs, every protocol on shared axes, and its
+    capacity table. Probe runs get a section each: the share of sites announcing vs serving each
+    protocol, and one row per site. Naming sweeps or --probe runs includes only those; naming neither
+    includes everything. The page is self-contained (figures and script embedded) and opens from the
+    file system.
     """
     from wirelab.report import write_report as build
 
@@ -495,7 +498,11 @@ def report(
 @app.command()
 def reproduce(
     name: str = typer.Argument(..., help="Experiment (see `wirelab reproduce ls`), or ls to list them."),
-    quick: bool = typer.Option(False, "--quick", help="The quick variant: a few points, 3 repetitions."),
+    quick: bool = typer.Option(
+        False,
+        "--quick",
+        help="The quick variant: a few points, 3 repetitions (a load test: a ramp of minutes).",
+    ),
     db: Path = DB_OPTION,
     out_dir: Path = typer.Option(
         None, "--out", "-o", help="Report directory (default: wirelab-report/<sweep>)."
