@@ -271,3 +271,20 @@ def _in_range(column: str, section: str) -> bool:
     """``page_p90_ms`` is documented by a row ``page_p50_ms`` … ``page_p99_ms``, ``page_max_ms``."""
     prefix = column.rsplit("_", 2)[0] + "_"
     return f"`{prefix}p50_ms` …" in section and column.startswith(prefix) and column.endswith("_ms")
+
+
+def test_an_interrupt_while_the_engine_starts_stops_it(tmp_path):
+    """Ctrl-C (here SIGTERM) that arrives while the engine is being started is held until it has
+    started, then stops it: the run is stored interrupted, no engine is left running."""
+
+    class InterruptedAtStart(FixtureEngine):
+        def start_loadtest(self, spec, out_dir, on_event):
+            os.kill(os.getpid(), signal.SIGTERM)  # delivered here, in the main thread, mid-start
+            return super().start_loadtest(spec, out_dir, on_event)
+
+    engine = InterruptedAtStart(hold=lambda run, written: run.stopping.wait(20))  # measures until stopped
+    with pytest.raises(Interrupted):
+        wirelab.loadtest(SPEC, db=tmp_path / "w.db", engine=engine)
+    assert len(engine.runs) == 1 and engine.runs[0].stopping.is_set()
+    with wirelab.open(tmp_path / "w.db") as results:
+        assert list(results.loadtests("cap")["status"]) == ["interrupted", "planned"]

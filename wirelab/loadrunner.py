@@ -19,12 +19,14 @@ Guarantees (tested with the fixture double and, as root, with the real engine):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import queue
 import signal
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -263,6 +265,27 @@ def check_runs(engine: Engine, runs: tuple[PlannedLoadtest, ...]) -> None:
         raise SpecError(f"run {run.index} ({run.label}): {e}", path=e.path, value=e.value) from None
 
 
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[list[int]]:
+    """In the main thread, SIGINT and SIGTERM are recorded instead of raising while the block runs (an
+    engine is being started: interrupted half-way, nobody would stop it); the list holds what came."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.getsignal(s) for s in signals}
+    for s in signals:
+        if previous[s] not in (signal.SIG_IGN, None):
+            signal.signal(s, lambda signum, frame: held.append(signum))
+    try:
+        yield held
+    finally:
+        for s in signals:
+            if previous[s] is not None:
+                signal.signal(s, previous[s])
+
+
 class _Tail:
     """New complete lines of a file the engine appends to (server.jsonl, while the run goes on)."""
 
@@ -388,11 +411,14 @@ class _Loop:
         stopped = False
         t0 = time.monotonic()
         try:
-            proc = self.engine.start_loadtest(run.spec, directory, events.put)
+            with _interrupts_held() as held:  # an interrupt now must not lose the engine being started
+                proc = self.engine.start_loadtest(run.spec, directory, events.put)
         except BaseException as e:
             self.store.mark_loadtest_ended(self.sweep, run.id, "failed", str(e))
             raise
         try:  # from here on an interrupt stops the engine: it may come before the first event
+            if held:
+                raise KeyboardInterrupt
             self.observer.run_started(run)
             exit_event = self._follow(run, events, tail)
         except KeyboardInterrupt:
