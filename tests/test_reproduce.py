@@ -292,3 +292,10 @@ def test_reproduce_runs_a_load_test_and_writes_its_report(tmp_path, fixture_engi
     assert len(fixture_engine.started) == 6  # 2 servers × 3 protocols, one after the other
     html = (tmp_path / "wirelab-report" / "neoload-mpm-quick" / "index.html").read_text()
     assert "Server CPU, memory and busy workers vs VUs" in html and "server nginx" in html
+
+
+def test_a_load_test_is_not_sent_to_a_cluster(tmp_path, fixture_engine, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["reproduce", "neoload-capacity", "--quick", "--cluster", "tcp://127.0.0.1:9"])
+    assert code == 2 and "is a load test" in capsys.readouterr().err
+    assert not (tmp_path / "wirelab.db").exists() and fixture_engine.started == []
