@@ -14,17 +14,18 @@ GO_SRC  := $(shell find engine -name '*.go' -o -name 'go.mod' -o -name 'go.sum' 
 GOTEST_FLAGS ?= -count=1 -p 1 -timeout 40m
 PYTEST_FLAGS ?= -q
 
-.PHONY: help setup build test test-go test-py fuzz-short lint bench demo clean bpf conformance
+.PHONY: help setup build test test-go test-py fuzz-short lint bench demo clean bpf conformance facts
 help:
 	@echo "make demo    set up, build and run the demo sweep (report path printed at the end)"
-	@echo "make test    set up, build and run every test (root tests too when run as root), spdy fuzzing included"
-	@echo "make fuzz-short  run each fuzz target of FUZZ_PKGS (spdy, refscan) for FUZZTIME executions (default 100000x)"
+	@echo "make test    set up, build, lint and run every test (root tests too when run as root), fuzzing included"
+	@echo "make fuzz-short  run each Go fuzz target for FUZZTIME (default 3s)"
 	@echo "make setup   install Debian, Python and Go dependencies (idempotent)"
 	@echo "make build   build bin/wirelab-engine"
-	@echo "make lint    go vet, gofmt, ruff"
+	@echo "make lint    go vet, gofmt, ruff, mypy"
 	@echo "make bench   print the benchmarks' figures"
 	@echo "make conformance  h2spec against every server under test, checked against docs/server.md (minutes; root)"
 	@echo "make bpf     regenerate the committed BPF objects (needs clang and libbpf-dev)"
+	@echo "make facts   regenerate wirelab/_engine_facts.json (presets, units, corpus facts) from the engine"
 
 setup: $(STAMPS)/system $(STAMPS)/venv $(STAMPS)/gomod
 
@@ -51,38 +52,39 @@ $(ENGINE): $(STAMPS)/gomod $(GO_SRC)
 	@mkdir -p bin
 	cd engine && go build -trimpath -ldflags "$(LDFLAGS)" -o ../$(ENGINE) ./cmd/wirelab-engine
 
-test: setup build test-go fuzz-short test-py
+test: setup build lint test-go fuzz-short test-py
 
-# Every native fuzz target of engine/spdy (the frame parser, round trips, header blocks, the session)
-# and engine/internal/refscan (the HTML/CSS reference scanner of the loader and pages mirror), each
-# for FUZZTIME: a crash fails the target and leaves its input in the package's testdata/fuzz.
-# A count, not a duration: a duration races Go 1.26's fuzz coordinator at its deadline and fails with
-# "context deadline exceeded" on a loaded machine (golang/go#75804, fixed in Go 1.27); a count cannot.
-FUZZTIME ?= 100000x
-FUZZ_PKGS ?= ./spdy ./internal/refscan
+# Every native Go fuzz target of engine/ (parsers, the SPDY session, the link model, the HTTP/2
+# observer, page JSON, HAR import, the trial spec decoder, mahimahi traces), each for FUZZTIME:
+# a crash fails the target and leaves its input in engine/<package>/testdata/fuzz (scripts/fuzz-short.sh).
+FUZZTIME ?= 3s
 fuzz-short: $(STAMPS)/gomod
-	@cd engine && for p in $(FUZZ_PKGS); do \
-	  targets=$$(go test -list '^Fuzz' $$p | grep '^Fuzz') && test -n "$$targets" || exit 1; \
-	  for f in $$targets; do \
-	    echo "fuzz $$p $$f ($(FUZZTIME))"; \
-	    go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
-	  done; \
-	done
+	FUZZTIME=$(FUZZTIME) scripts/fuzz-short.sh
 
+# Every package's tests, then every package whose tests need no root (none of its tests imports
+# internal/roottest: namespaces, TUN devices, BPF, real-time scheduling) again under the race
+# detector, with -short: the tests that check physical timing bounds or take long skip there (the
+# detector slows the code it watches 2–20×, which such bounds would report as the path's).
 # h2spec (the HTTP/2 conformance suite) runs on its own with -v so that its pass count is printed.
+GO_PKGS_NOROOT = go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
+                 awk '{r=0; for (i = 2; i <= NF; i++) if ($$i ~ /engine\/internal\/roottest$$/) r=1; if (!r) print $$1}'
 test-go: $(ENGINE)
 	cd engine && go test $(GOTEST_FLAGS) -skip '^TestH2Spec$$' ./...
+	cd engine && go test $(GOTEST_FLAGS) -race -short $$($(GO_PKGS_NOROOT))
 	@cd engine && out=$$(go test $(GOTEST_FLAGS) -run '^TestH2Spec$$' -v ./server 2>&1); rc=$$?; \
 	  echo "$$out" | grep -E 'h2spec against|failed:|^(ok|FAIL|---)'; exit $$rc
 
 test-py: $(STAMPS)/venv $(ENGINE)
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) -m pytest $(PYTEST_FLAGS) tests
 
+# Static checks of both halves: go vet and gofmt; ruff (lint and format) and mypy (the package ships
+# py.typed, so its annotations are checked as its users' type checkers read them).
 lint: setup
 	cd engine && go vet ./...
 	@out=$$(cd engine && gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(VENV)/bin/ruff check wirelab tests
-	$(VENV)/bin/ruff format --check wirelab tests
+	$(VENV)/bin/ruff check wirelab tests scripts
+	$(VENV)/bin/ruff format --check wirelab tests scripts
+	$(VENV)/bin/mypy
 
 bench: setup build
 	$(ENGINE) bench link --quick
@@ -107,6 +109,11 @@ bpf: $(STAMPS)/gomod
 	@command -v clang >/dev/null && test -f /usr/include/bpf/bpf_helpers.h || \
 	  { echo "make bpf needs clang and libbpf-dev: apt-get install clang libbpf-dev"; exit 1; }
 	cd engine && go generate ./tcpplus/...
+
+# The facts the control plane reads from the engine (presets, units, limits, corpus pages). The engine's
+# tests fail while the committed file differs from what the engine prints.
+facts: $(ENGINE)
+	$(ENGINE) facts > wirelab/_engine_facts.json
 
 clean:
 	rm -rf bin $(STAMPS)

@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import wirelab  # noqa: E402
-from wirelab.engine import SubprocessEngine  # noqa: E402
+from wirelab._engine import SubprocessEngine  # noqa: E402
 from wirelab.errors import EngineNotFoundError  # noqa: E402
 from wirelab.runner import Observer  # noqa: E402
 
@@ -141,7 +141,7 @@ def bench_cluster(
 ) -> None:
     """Local --parallel 2 against a 2-worker LocalCluster with 1 slot each, same sweep, side by side;
     ``rounds`` times alternately, so that other work on the machine weighs on both alike."""
-    from wirelab.cluster import ClusterEngine, local_cluster
+    from wirelab._cluster import ClusterEngine, local_cluster
 
     with tempfile.TemporaryDirectory(prefix="wirelab-bench-") as tmp:
         db = Path(keep) if keep else Path(tmp) / "bench.db"

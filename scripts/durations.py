@@ -1,6 +1,6 @@
 """Measured against estimated durations: for every sweep in the given results databases, the wall time
 of its trials (first start to last end, and the sum of the trials' own times) beside
-`wirelab.reproduce.estimate_trial_seconds` of the same trials. Prints one JSON object per sweep, then
+`wirelab._reproduce.estimate_trial_seconds` of the same trials. Prints one JSON object per sweep, then
 the spread of measured/estimated over all trials, and a least-squares fit of what a trial costs
 beyond its loads' own PLTs: seconds per trial and per load (the estimate's TRIAL_OVERHEAD_S and
 LOAD_OVERHEAD_S). Use it to fill in docs/reproducing.md and to check the estimate's constants.
@@ -29,7 +29,7 @@ import numpy
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import wirelab  # noqa: E402
-from wirelab.reproduce import catalog, estimate_trial_seconds, format_duration  # noqa: E402
+from wirelab._reproduce import catalog, estimate_trial_seconds, format_duration  # noqa: E402
 
 
 def wall_seconds(trial_seconds: list[float], slots: int) -> float:

@@ -16,7 +16,7 @@ Steered by environment variables:
   FAKE_ENGINE_PROBE_HOLD     "N": `probe` stops after N records, touches FAKE_ENGINE_MARKER and waits for a
                              signal (then exits 130, as the engine does)
   FAKE_ENGINE_FAIL_IF        a file: while it exists, every trial fails at once (exit 1, its text on stderr)
-  FAKE_ENGINE_LOADTEST_RECORDING  the tests/fixtures/loadtests/ recording every load test replays
+  FAKE_ENGINE_LOADTEST_RECORDING  the wirelab/_fixtures/loadtests/ recording every load test replays
 
 `probe SITE…` replays tests/fixtures/probes/local.jsonl (recorded with the real engine): each SITE (a URL
 or host of the local internet) gets its recorded record, renumbered; any other site is refused with one

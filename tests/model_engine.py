@@ -1,4 +1,4 @@
-"""A model engine for the analysis and report tests: an :class:`wirelab.engine.Engine` whose trials are
+"""A model engine for the analysis and report tests: an :class:`wirelab._engine.Engine` whose trials are
 computed by a small analytical model of page loads instead of being measured.
 
 Unlike ``wirelab.testing.FixtureEngine`` (which replays one recording whatever the network), this
@@ -29,37 +29,24 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from wirelab import netprofile
-from wirelab.contract import validate
-from wirelab.engine import SPEC_FILE, Engine, EventCallback, TrialEvent, TrialRun
+from wirelab import _facts
+from wirelab import _netprofile as netprofile
+from wirelab._contract import validate
+from wirelab._engine import SPEC_FILE, Engine, EventCallback, TrialEvent, TrialRun
+from wirelab.analysis.sweep import parse_synthetic
 from wirelab.errors import ContractError, SpecError
 
 MSS = 1448
 STARTED = datetime(2025, 11, 21, 9, 0, 0, tzinfo=UTC)
+#: (objects, mean object size) of the engine's corpus pages, from the engine's facts.
 PAGES: dict[str, tuple[int, float]] = {
-    "twitter": (7, 46_400),
-    "youtube": (50, 10_630),
-    "imgur": (133, 11_780),
-    "nytimes": (148, 9_000),
-    "neoload50": (51, 1_700),
-    "unh100": (100, 34_000),
-}
-#: Origins with shards = 0: one per top-level-domain group (tld) or per domain (as the corpus pages).
-GROUPS: dict[str, dict[str, int]] = {
-    "twitter": {"tld": 2, "domain": 3},
-    "youtube": {"tld": 3, "domain": 4},
-    "imgur": {"tld": 3, "domain": 5},
-    "nytimes": {"tld": 4, "domain": 7},
+    name: (page.objects, page.total_bytes / page.objects) for name, page in _facts.corpus().items()
 }
 
 
 def page_objects(page: str, *, evil: bool = False) -> list[tuple[str, int]]:
     """(path, size) of each object; unknown pages get 20 objects of 8 kB."""
-    synthetic = None
-    if page.startswith("synthetic:"):
-        count, _, size = page.split(":", 1)[1].partition("x")
-        mult = 1000 if size.endswith("kB") else 1_000_000 if size.endswith("MB") else 1
-        synthetic = (int(count), float(size.rstrip("kMB")) * mult)
+    synthetic = parse_synthetic(page)
     count, mean = synthetic or PAGES.get(page, (20, 8_000))
     rng = random.Random(page)
     objects = []
@@ -87,7 +74,8 @@ def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -
     iw = net.get("iw") or 10
     bdp = max(1.0, rate * rtt / 1000 / 8 / 1500)
     streams = spec["server"]["max_concurrent_streams"]
-    shards = spec.get("shards", 1) or GROUPS.get(spec["page"], {}).get(spec.get("shard_mode", ""), 1)
+    known = _facts.corpus().get(spec["page"])
+    shards = spec.get("shards", 1) or (known.shard_origins.get(spec.get("shard_mode", ""), 1) if known else 1)
     per_origin = spec["client"]["max_connections_per_origin"]
     objects = page_objects(spec["page"], evil=evil)
     tls = protocol in ("h1s", "h2", "spdy3")

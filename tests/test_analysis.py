@@ -9,6 +9,7 @@ from scipy import stats as sps
 
 from wirelab import analysis
 from wirelab.analysis import conclusions
+from wirelab.analysis.stats import rng_for
 from wirelab.analysis.sweep import Axis
 from wirelab.errors import UsageError
 
@@ -79,6 +80,30 @@ def test_bootstrap_ci_coverage_is_near_95_percent():
         low, high = analysis.bootstrap_ci(rng.normal(50.0, 5.0, size=30), seed=3, key=i, n_boot=1000)
         hits += low <= 50.0 <= high
     assert 0.88 <= hits / trials <= 0.99
+
+
+def test_bootstrap_ci_is_scipys_bca():
+    """The interval is scipy.stats.bootstrap's BCa interval, with the generator seeded per key."""
+    sample = np.array([812.0, 790.5, 901.2, 850.0, 799.9, 1020.3, 845.1])
+    got = analysis.bootstrap_ci(sample, "median", seed=4, key="k", n_boot=500)
+    want = sps.bootstrap(
+        [sample], np.median, n_resamples=500, method="BCa", vectorized=True, rng=rng_for(4, "k")
+    ).confidence_interval
+    assert got == pytest.approx((want.low, want.high))
+    assert analysis.BOOTSTRAP_METHOD == "BCa"
+
+
+def test_bootstrap_edge_cases():
+    assert all(np.isnan(analysis.bootstrap_ci([])))
+    assert analysis.bootstrap_ci([7.0]) == (7.0, 7.0)
+    assert analysis.bootstrap_ci([7.0, 7.0, 7.0], "median") == (7.0, 7.0)
+    # a sample of one is a constant in the gain: only the other side is resampled
+    low, high = analysis.gain_ci([100.0], [80.0, 85.0, 90.0], seed=0, key="one")
+    assert 10.0 <= low <= 15.0 <= high <= 20.0
+    assert analysis.gain_ci([100.0, 100.0], [80.0, 80.0]) == (20.0, 20.0)
+    # BCa undefined (every resample on one side of the estimate): the percentile interval instead
+    low, high = analysis.bootstrap_ci([1.0, 1.0, 1.0, 1.0, 9.0], "median", seed=0, key="ties")
+    assert np.isfinite(low) and np.isfinite(high) and low <= 1.0 <= high
 
 
 def test_gain_ci_contains_the_true_gain():
@@ -341,6 +366,9 @@ def test_parse_synthetic():
     assert analysis.parse_synthetic("synthetic:8x100B") == (8, 100.0)
     assert analysis.parse_synthetic("synthetic:4x2KiB,html=20kB") == (4, 2048.0)
     assert analysis.parse_synthetic("twitter") is None
+    # the engine's units only: KB is ambiguous and a bare number is not a size (the engine refuses both)
+    for not_a_size in ("synthetic:4x10KB", "synthetic:4x10", "synthetic:4x10 kB", "synthetic:4x10kb"):
+        assert analysis.parse_synthetic(not_a_size) is None, not_a_size
 
 
 def test_gain_sentences_count_and_locate():
@@ -398,7 +426,7 @@ def test_main_effects_average_the_other_factors():
     assert effects.loc[("b", 20.0), "mean"] == pytest.approx(55.0)
     assert (effects["n"] == 2).all()
     low, high = effects.loc[("a", 1.0), ["ci_low", "ci_high"]]
-    assert low == pytest.approx(30.0) and high == pytest.approx(50.0)  # bootstrap of two values
+    assert 30.0 <= low <= 40.0 <= high <= 50.0  # bootstrap of two values: within their range
     a, b = Axis("a", "a", "A", "", True, (1.0, 2.0)), Axis("b", "b", "B", "ms", True, (10.0, 20.0))
     (sentence,) = conclusions.main_effect_sentences(effects.reset_index(), {"a": a, "b": b}, "h1s")
     assert "gain over HTTPS moves most with B: from +35.0 % at 10 ms to +55.0 % at 20 ms" in sentence

@@ -60,6 +60,23 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, argv, expected):
     assert out == ""
 
 
+def test_option_bounds_and_defaults_are_their_owners(capsys, monkeypatch):
+    """`load -n`/`--shards` take the contract's range, `probe --help` quotes the engine's defaults:
+    both read from their owner, so a change there shows here."""
+    from wirelab import _facts
+    from wirelab._contract_models import TrialSpecFields
+
+    reps = TrialSpecFields.model_fields["repetitions"]
+    most = next(m.le for m in reps.metadata if hasattr(m, "le"))
+    code, _, err = run_cli(capsys, "load", "twitter", "-n", str(most + 1))
+    assert code == 2 and err.startswith("wirelab load: Invalid value for '-n'") and str(most) in err, err
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run_cli(capsys, "probe", "--help")
+    assert code == 0
+    for key in ("concurrency", "rate", "timeout", "max_sites", "max_duration"):
+        assert f"(engine: {_facts.probe_defaults()[key]})" in out, key
+
+
 def test_bad_spec_via_run_also_exits_2(capsys, tmp_path, fake_engine):
     bad = tmp_path / "bad.toml"
     bad.write_text('[sweep]\nname = "x"\n[base]\npage = "twitter"\n[grid]\nshards = [1, 100]\n')
@@ -71,7 +88,7 @@ def test_bad_spec_via_run_also_exits_2(capsys, tmp_path, fake_engine):
 
 
 def test_no_engine_is_one_line(capsys, tmp_path, demo_spec, monkeypatch):
-    monkeypatch.setattr("wirelab.engine.repo_engine", lambda: tmp_path / "none")
+    monkeypatch.setattr("wirelab._engine.repo_engine", lambda: tmp_path / "none")
     monkeypatch.setenv("PATH", str(tmp_path))
     code, _, err = run_cli(capsys, "run", str(demo_spec), "--db", str(tmp_path / "w.db"))
     assert code == 2 and err.count("\n") == 1 and "wirelab-engine not found" in err and "make build" in err

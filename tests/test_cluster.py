@@ -1,4 +1,4 @@
-"""Trials on a real Dask cluster on this machine (wirelab.cluster, docs/distributed.md): a LocalCluster
+"""Trials on a real Dask cluster on this machine (wirelab._cluster, docs/distributed.md): a LocalCluster
 scheduler and two ``wirelab worker`` processes with one slot each.
 
 The workers' engine is tests/fake_engine.py (trials replayed from fixtures, real processes, signals and
@@ -30,10 +30,10 @@ from test_runner import SMALL, assert_exactly_planned
 
 import wirelab
 from wirelab import spec
-from wirelab.cluster import local_cluster
-from wirelab.engine import SubprocessEngine
+from wirelab._cluster import local_cluster
+from wirelab._engine import SubprocessEngine
+from wirelab._progress import RichProgress
 from wirelab.errors import Interrupted, UsageError
-from wirelab.progress import RichProgress
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
@@ -191,7 +191,7 @@ def test_repeat_on_each_worker_runs_the_first_configuration_on_every_worker(tmp_
         assert line.split("  @ ")[1].split()[0] == worker
     # the report compares the baseline's ToW of that configuration across the workers
     assert set(sd.worker_loads["config"]) == {of.id} and len(sd.worker_loads) == 5 * of.loads
-    from wirelab.report.build import worker_tow_sentences
+    from wirelab.report._build import worker_tow_sentences
 
     [sentence] = worker_tow_sentences(sd.worker_loads, sd.baseline)
     assert f"configuration {of.id}" in sentence and "local-1" in sentence and "local-2" in sentence

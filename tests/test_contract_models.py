@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from wirelab import _codegen, contract, spec
+from wirelab import _codegen, spec
+from wirelab import _contract as contract
 from wirelab.errors import SpecError
 
 ROOT = Path(__file__).parent.parent

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from wirelab import spec
-from wirelab.engine import SubprocessEngine
+from wirelab._engine import SubprocessEngine
 from wirelab.errors import EngineNotFoundError
 
 ROOT = Path(__file__).resolve().parent.parent

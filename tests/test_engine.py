@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from wirelab import contract, reproduce, spec
-from wirelab.engine import STDERR_FILE, SubprocessEngine, find_engine
+from wirelab import _contract as contract
+from wirelab import _facts, spec
+from wirelab._engine import STDERR_FILE, SubprocessEngine, find_engine
 from wirelab.errors import EngineNotFoundError, UsageError
-from wirelab.testing import FixtureEngine, FixtureFailure
+from wirelab.testing import FIXTURES_DIR, FixtureEngine, FixtureFailure
 
 SPEC = spec.resolve_trial(
     {"page": "twitter", "protocols": ["h1s", "h2"], "repetitions": 2, "network": "cable"}
@@ -48,7 +49,7 @@ def test_find_engine_order(tmp_path, fake_engine, monkeypatch):
     with pytest.raises(EngineNotFoundError, match=r"\$WIRELAB_ENGINE: .*missing is not an executable"):
         find_engine()
     monkeypatch.delenv("WIRELAB_ENGINE")
-    monkeypatch.setattr("wirelab.engine.repo_engine", lambda: tmp_path / "no-bin" / "wirelab-engine")
+    monkeypatch.setattr("wirelab._engine.repo_engine", lambda: tmp_path / "no-bin" / "wirelab-engine")
     monkeypatch.setenv("PATH", str(fake_engine.parent))
     assert find_engine() == fake_engine.resolve()  # PATH last
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
@@ -134,7 +135,7 @@ def test_pages_and_gc_and_shell_argv(fake_engine):
 
 
 def test_fixtures_follow_the_contract():
-    root = Path(__file__).parent / "fixtures" / "trials"
+    root = FIXTURES_DIR / "trials"
     dirs = sorted(root.iterdir())
     assert [d.name for d in dirs] == ["live-h3", "live-slow", "twitter", "youtube"]
     for d in dirs:
@@ -207,11 +208,12 @@ def test_real_engine_pages_contract():
     assert len(page["objects"]) == 7 and sum(o["size"] for o in page["objects"]) == 7 * 46_400
     with pytest.raises(UsageError):
         engine.pages_show("no-such-page")
-    # The run-time estimates' copies of the corpus facts (wirelab.reproduce) agree with the engine.
-    for name, (objects, total) in reproduce._PAGE_SIZES.items():
-        assert (pages[name]["objects"], pages[name]["total_bytes"]) == (objects, total), name
-    for name, modes in reproduce._PAGE_GROUPS.items():
-        for mode, origins in modes.items():
+    # The control plane's facts (wirelab/_engine_facts.json) are what this engine says.
+    facts = json.loads(subprocess.run([path, "facts"], capture_output=True, text=True, check=True).stdout)
+    assert facts == _facts.engine_facts()
+    for name, known in _facts.corpus().items():
+        assert (pages[name]["objects"], pages[name]["total_bytes"]) == (known.objects, known.total_bytes)
+        for mode, origins in known.shard_origins.items():
             out = subprocess.run(
                 [path, "pages", "show", name, "--shards", "0", "--shard-mode", mode],
                 capture_output=True,

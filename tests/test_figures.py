@@ -10,10 +10,10 @@ import pytest
 from matplotlib.colors import to_hex
 
 from wirelab import analysis
-from wirelab.figures import plots
-from wirelab.figures.rendering import Rendered, render
-from wirelab.registry import PHASE_ORDER, PHASE_STYLES, PROTOCOL_STYLES, protocol_style
-from wirelab.report.build import _mpl
+from wirelab._figures import plots
+from wirelab._figures.rendering import Rendered, render
+from wirelab._registry import PHASE_ORDER, PHASE_STYLES, PROTOCOL_STYLES, protocol_style
+from wirelab.report._build import _mpl
 from wirelab.spec import PROTOCOLS
 from wirelab.testing import FIXTURES_DIR as FIXTURES
 

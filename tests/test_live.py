@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from wirelab import analysis, cli
 from wirelab import spec as spec_mod
-from wirelab.engine import SubprocessEngine
+from wirelab._engine import SubprocessEngine
 from wirelab.errors import EngineNotFoundError, SpecError
 from wirelab.testing import FixtureEngine
 

@@ -1,5 +1,5 @@
 """`wirelab loadtest` on the command line, through the real SubprocessEngine and the engine stand-in
-(tests/fake_engine.py replays tests/fixtures/loadtests/): the runs' table, exit codes (0, 1 when a
+(tests/fake_engine.py replays wirelab/_fixtures/loadtests/): the runs' table, exit codes (0, 1 when a
 threshold fails, 2 bad input with nothing created, 130 on Ctrl-C with what was measured stored),
 `results show|ls|export` of a load test."""
 

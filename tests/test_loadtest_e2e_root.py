@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import wirelab
-from wirelab.engine import SubprocessEngine
+from wirelab._engine import SubprocessEngine
 from wirelab.errors import EngineNotFoundError
 
 ROOT = Path(__file__).resolve().parent.parent

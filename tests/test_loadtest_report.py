@@ -1,5 +1,5 @@
 """The report of a load test (study N's figures, table and sentences) from runs recorded with the real
-engine (tests/fixtures/loadtests/, replayed by the FixtureEngine): what it draws, that its sentences
+engine (wirelab/_fixtures/loadtests/, replayed by the FixtureEngine): what it draws, that its sentences
 state what the stored runs say, and — in headless Chromium — that it renders with visible figures."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`wirelab loadtest`'s runner and store with the engine's double (wirelab.testing.FixtureEngine replays
-load-test directories recorded with the real engine, tests/fixtures/loadtests/): runs one after the
+load-test directories recorded with the real engine, wirelab/_fixtures/loadtests/): runs one after the
 other, every interval and server sample stored in one transaction, resume, Ctrl-C, failures, thresholds,
 the DataFrames."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import wirelab
-from wirelab import loadplan
+from wirelab import _loadplan as loadplan
 from wirelab.errors import EngineNotFoundError, Interrupted, SpecError, SweepConflictError
 from wirelab.store import INTERVAL_COLUMNS, Results, Store
 from wirelab.testing import FIXTURES_DIR, FixtureEngine, FixtureFailure

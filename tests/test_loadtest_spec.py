@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wirelab import contract
+from wirelab import _contract as contract
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = json.loads((ROOT / "testdata" / "loadtest_spec_errors.json").read_text())["cases"]
@@ -44,7 +44,7 @@ def test_defaults_follow_references_into_the_trial_spec():
 
 # --- the load-test spec: [sweep], [load], [grid] → runs -------------------------------------------
 
-from wirelab import loadplan  # noqa: E402
+from wirelab import _loadplan as loadplan  # noqa: E402
 from wirelab.errors import SpecError  # noqa: E402
 
 SPEC = """

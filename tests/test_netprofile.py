@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from wirelab import netprofile
+from wirelab import _facts
+from wirelab import _netprofile as netprofile
 from wirelab.errors import ProfileError
 
 GOLDEN = json.loads((Path(__file__).parent.parent / "testdata" / "netprofile_golden.json").read_text())
@@ -42,9 +43,21 @@ def test_golden_errors(case):
         assert case["value"] in message
 
 
-def test_every_preset_is_covered_by_a_golden_case():
-    inputs = {c["input"] for c in GOLDEN["ok"]}
-    assert set(netprofile.PRESETS) <= inputs
+@pytest.mark.parametrize("preset", list(_facts.presets().values()), ids=lambda p: p.name)
+def test_presets_resolve_as_the_engine_resolves_them(preset):
+    """Every preset is the engine's (wirelab/_engine_facts.json), and Python resolves it to the engine's
+    resolved form."""
+    assert netprofile.PRESETS[preset.name] == (preset.expansion, preset.about)
+    _assert_same(netprofile.parse(preset.name), preset.resolved)
+
+
+def test_keys_and_units_are_the_engines():
+    assert set(netprofile.KEYS) == set(_facts.profile_keys())
+    assert list(netprofile.PRESETS) == list(_facts.presets())
+    assert netprofile.parse_queue("64KiB") == {"packets": 0, "bytes": 64 * 1024}
+    for not_a_size in ("64KB", "64kb"):
+        with pytest.raises(ProfileError):
+            netprofile.parse_queue(not_a_size)
 
 
 def test_error_is_prefixed_with_the_spec_path():

@@ -21,7 +21,7 @@ def test_docs_python_api_example_runs(tmp_path, monkeypatch):
 
 
 def test_netprofile_doctest():
-    from wirelab import netprofile
+    from wirelab import _netprofile as netprofile
 
     result = doctest.testmod(netprofile)
     assert result.attempted > 0 and result.failed == 0
@@ -65,6 +65,8 @@ EXPECTED_PUBLIC = {
     "StoreError",
     "SchemaVersionError",
     "Interrupted",
+    "NoResultsError",
+    "DatabaseError",
 }
 
 
@@ -96,3 +98,45 @@ def test_errors_form_one_hierarchy():
         assert name in (errors.__doc__ or ""), f"{name} is missing from the drawing in wirelab.errors"
     assert errors.UsageError.exit_code == 2 and errors.ProfileError.exit_code == 2
     assert errors.Interrupted.exit_code == 130 and errors.EngineError.exit_code == 1
+
+
+#: Public modules and packages; everything else under wirelab is private (``wirelab._*``), and so are
+#: the analysis package's modules' underscored helpers.
+PUBLIC_MODULES = {
+    "wirelab",
+    "wirelab.analysis",
+    "wirelab.errors",
+    "wirelab.report",
+    "wirelab.spec",
+    "wirelab.testing",
+}
+#: Modules others are changing at the time of writing, to be made private once those changes are
+#: merged (the runner's and CLI's error handling, the store's integrity): listed so that this set only
+#: shrinks.
+NOT_YET_PRIVATE = {"wirelab.cli", "wirelab.runner", "wirelab.store"}
+
+
+def test_implementation_modules_are_private():
+    names = {info.name for info in pkgutil.walk_packages(wirelab.__path__, "wirelab.")} | {"wirelab"}
+    public = {n for n in names if not any(part.startswith("_") for part in n.split("."))}
+    analysis = {n for n in public if n.startswith("wirelab.analysis.")}  # the analysis package's own modules
+    assert public - analysis == PUBLIC_MODULES | NOT_YET_PRIVATE
+
+
+def test_public_packages_export_what_they_list():
+    for name in PUBLIC_MODULES:
+        module = importlib.import_module(name)
+        assert module.__all__ and len(set(module.__all__)) == len(module.__all__), name
+        for attr in module.__all__:
+            assert hasattr(module, attr), f"{name}.{attr}"
+    import wirelab.report
+
+    assert set(wirelab.report.__all__) == {"write_report", "waterfall_from_har"}
+
+
+def test_every_error_is_public():
+    import wirelab.errors as errors
+
+    classes = {n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, Exception)}
+    assert classes == set(errors.__all__)
+    assert classes <= set(wirelab.__all__)

@@ -428,7 +428,7 @@ def test_markup_in_urls_does_not_execute(page):
 def test_data_quality_flags_trials_from_machines_of_different_kinds():
     import pandas as pd
 
-    from wirelab.report.build import machines_sentence
+    from wirelab.report._build import machines_sentence
 
     def trial(name, cpu, kernel, status="complete"):
         worker = {"name": name, "cpu_model": cpu, "kernel": kernel}
@@ -463,7 +463,7 @@ def test_data_quality_compares_the_baselines_tow_across_workers():
     import numpy as np
     import pandas as pd
 
-    from wirelab.report.build import worker_tow_sentences
+    from wirelab.report._build import worker_tow_sentences
 
     rng = np.random.default_rng(1)
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from wirelab import cli, loadplan
-from wirelab import reproduce as rep
+from wirelab import _loadplan as loadplan
+from wirelab import _reproduce as rep
+from wirelab import cli
 from wirelab import spec as spec_mod
 from wirelab.errors import UsageError
 from wirelab.testing import FixtureEngine

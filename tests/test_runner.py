@@ -21,7 +21,7 @@ from wirelab import runner, spec
 from wirelab.errors import EngineNotFoundError, Interrupted, SweepConflictError, UsageError
 from wirelab.runner import BROWSER_IN_PARALLEL_FLAG, Observer, _sweep_lock
 from wirelab.store import LATENESS_FLAG, results_dir
-from wirelab.testing import FixtureEngine, FixtureFailure
+from wirelab.testing import FIXTURES_DIR, FixtureEngine, FixtureFailure
 
 TESTS = Path(__file__).resolve().parent
 SMALL = """
@@ -94,7 +94,7 @@ def test_run_stores_every_load_with_its_configuration(tmp_path, small):
     # every trial stores the machine it ran on: here, this one
     assert set(trials["worker"]) == {platform.node()} and set(loads["worker"]) == {platform.node()}
     assert prov["worker"]["cores"] == os.cpu_count() and prov["worker"]["kernel"] == platform.release()
-    assert prov["worker"]["engine_version"] == "fixture (tests/fixtures)"
+    assert prov["worker"]["engine_version"] == FixtureEngine().version()
 
 
 def test_second_run_resumes_and_only_reruns_failed_trials(tmp_path, small):
@@ -215,7 +215,7 @@ def test_chromium_trials_run_in_parallel_are_flagged(tmp_path, small):
 
 def test_contract_violation_fails_the_trial(tmp_path, small):
     fixtures = tmp_path / "fixtures"
-    shutil.copytree(TESTS / "fixtures", fixtures)
+    shutil.copytree(FIXTURES_DIR, fixtures)
     loads = fixtures / "trials" / "youtube" / "loads.jsonl"
     records = [json.loads(line) for line in loads.read_text().splitlines()]
     records[1]["bytes_down"] = -5  # an engine bug: a negative count
@@ -395,7 +395,7 @@ def test_live_progress_shows_the_worker_of_each_running_trial(small):
 
     from rich.console import Console
 
-    from wirelab.progress import RichProgress
+    from wirelab._progress import RichProgress
 
     plan = spec.load(small)
     first, second = plan.trials[:2]

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from wirelab import contract, spec
+from wirelab import _contract as contract
+from wirelab import spec
 from wirelab.errors import ContractError, SpecError, UsageError
 
 ROOT = Path(__file__).parent.parent
@@ -367,3 +368,30 @@ def test_grid_over_an_unconstrained_literal_field():
     )
     with pytest.raises(SpecError, match="grid"):
         spec.loads('[sweep]\nname = "p"\n[base]\npage = "twitter"\n[grid]\n"client.priority" = ["urgent"]\n')
+
+
+#: The spec's private modules, one job each, in the order they may import one another: a module imports
+#: only those before it (models know no messages; messages know no grid; hashing needs nothing).
+SPEC_JOBS = ("_spec_models", "_spec_hash", "_spec_errors", "_spec_trial", "_spec_grid")
+
+
+def test_spec_is_a_facade_over_one_module_per_job():
+    import ast
+    import importlib
+
+    for name in spec.__all__:
+        obj = getattr(spec, name)
+        home = getattr(obj, "__module__", None)
+        if callable(obj) and home is not None and home.startswith("wirelab._spec"):
+            assert getattr(importlib.import_module(home), name) is obj, name
+    # what the facade's importers use (the package, the CLI, the analysis, the tests) is still there
+    for name in ("Plan", "PlannedTrial", "ExperimentSpec", "TrialSpec", "BaseTrial", "PROTOCOLS", "load"):
+        assert name in spec.__all__, name
+    for i, job in enumerate(SPEC_JOBS):
+        tree = ast.parse((ROOT / "wirelab" / f"{job}.py").read_text())
+        imported = {
+            n.module.split(".")[1]
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("wirelab._spec")
+        }
+        assert imported <= set(SPEC_JOBS[:i]), f"{job} imports {imported - set(SPEC_JOBS[:i])}"

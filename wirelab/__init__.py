@@ -15,27 +15,29 @@ __version__ = "0.1.0.dev0"
 import importlib
 from typing import Any
 
-# Public names → the module defining them. Imported on first use, so that `import wirelab.netprofile`
-# or the engine's test stand-in does not pay for pandas and the rest.
+# Public names → the (private) module defining them. Imported on first use, so that importing the
+# profile grammar or the engine's test stand-in does not pay for pandas and the rest.
 _EXPORTS = {
-    "LoadResult": "wirelab.api",
-    "load": "wirelab.api",
-    "loadtest": "wirelab.api",
-    "open": "wirelab.api",
-    "plan": "wirelab.api",
-    "plan_loadtest": "wirelab.api",
-    "LoadPlan": "wirelab.loadplan",
-    "PlannedLoadtest": "wirelab.loadplan",
-    "LoadObserver": "wirelab.loadrunner",
-    "LoadtestOutcome": "wirelab.loadrunner",
-    "LoadtestSummary": "wirelab.loadrunner",
-    "run": "wirelab.api",
-    "Engine": "wirelab.engine",
-    "SubprocessEngine": "wirelab.engine",
+    "LoadResult": "wirelab._api",
+    "load": "wirelab._api",
+    "loadtest": "wirelab._api",
+    "open": "wirelab._api",
+    "plan": "wirelab._api",
+    "plan_loadtest": "wirelab._api",
+    "LoadPlan": "wirelab._loadplan",
+    "PlannedLoadtest": "wirelab._loadplan",
+    "LoadObserver": "wirelab._loadrunner",
+    "LoadtestOutcome": "wirelab._loadrunner",
+    "LoadtestSummary": "wirelab._loadrunner",
+    "run": "wirelab._api",
+    "Engine": "wirelab._engine",
+    "SubprocessEngine": "wirelab._engine",
     "ContractError": "wirelab.errors",
+    "DatabaseError": "wirelab.errors",
     "EngineError": "wirelab.errors",
     "EngineNotFoundError": "wirelab.errors",
     "Interrupted": "wirelab.errors",
+    "NoResultsError": "wirelab.errors",
     "ProfileError": "wirelab.errors",
     "SchemaVersionError": "wirelab.errors",
     "SpecError": "wirelab.errors",
@@ -44,8 +46,8 @@ _EXPORTS = {
     "TrialFailedError": "wirelab.errors",
     "UsageError": "wirelab.errors",
     "WirelabError": "wirelab.errors",
-    "ProbeRun": "wirelab.probing",
-    "probe": "wirelab.probing",
+    "ProbeRun": "wirelab._probing",
+    "probe": "wirelab._probing",
     "Observer": "wirelab.runner",
     "RunSummary": "wirelab.runner",
     "TrialOutcome": "wirelab.runner",
@@ -72,6 +74,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ContractError",
+    "DatabaseError",
     "Engine",
     "EngineError",
     "EngineNotFoundError",
@@ -82,6 +85,7 @@ __all__ = [
     "LoadResult",
     "LoadtestOutcome",
     "LoadtestSummary",
+    "NoResultsError",
     "Observer",
     "Plan",
     "PlannedLoadtest",

@@ -6,7 +6,7 @@ Run ``python -m wirelab._codegen`` after changing the schema; ``tests/test_contr
 fails while the committed file is not what this module generates.
 
 What pydantic cannot say about a field (``anyOf`` gaps, ``uniqueItems``, the ``if``/``then`` across
-fields) stays in the schema, which :mod:`wirelab.contract` checks with ``jsonschema`` after the model.
+fields) stays in the schema, which :mod:`wirelab._contract` checks with ``jsonschema`` after the model.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Where wirelab's own files are: the repository checkout it runs from (``make setup`` installs it
-in editable mode), its ``schemas/``, ``experiments/`` and ``bin/``."""
+"""Where wirelab's own files are. The trial contract's schemas ship with the package
+(``wirelab/_schemas`` links to the repository's ``schemas/``; a built wheel holds copies); the
+experiments and the engine binary are the repository checkout's (``make setup`` installs the package
+in editable mode)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,9 @@ REPO_ROOT = PACKAGE_DIR.parent
 
 
 def schemas_dir() -> Path:
-    path = REPO_ROOT / "schemas"
+    path = PACKAGE_DIR / "_schemas"
     if not path.is_dir():
-        raise WirelabError(
-            f"schemas: {path} not found; wirelab runs from its repository checkout (make setup)"
-        )
+        raise WirelabError(f"schemas: {path} not found; the wirelab installation is incomplete")
     return path
 
 

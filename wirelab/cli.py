@@ -1,4 +1,4 @@
-"""The ``wirelab`` command line. A thin layer over the library (``wirelab.api`` and friends).
+"""The ``wirelab`` command line. A thin layer over the library (``wirelab.run`` and friends).
 
 Every error is one line on stderr, ``wirelab: <message>``; bad input exits 2, an interrupted run 130,
 other failures 1.
@@ -6,6 +6,7 @@ other failures 1.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import os
@@ -17,17 +18,21 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from wirelab import __version__, api, netprofile
+from wirelab import __version__, _facts
+from wirelab import _api as api
+from wirelab import _netprofile as netprofile
 from wirelab import spec as spec_mod
+from wirelab._contract_models import TrialSpecFields
+from wirelab._engine import Engine, SubprocessEngine
 from wirelab._paths import experiments_dir
+from wirelab._progress import RichLoadProgress, RichProgress
+from wirelab._spec_models import show_value
 from wirelab._terminal import controls_escaped, shown
-from wirelab.engine import Engine, SubprocessEngine
+from wirelab._waterfall import waterfall
 from wirelab.errors import Interrupted, ProfileError, StoreError, UsageError, WirelabError, cut
-from wirelab.progress import RichLoadProgress, RichProgress
 from wirelab.runner import RunSummary
 from wirelab.spec import PROTOCOLS
 from wirelab.store import DEFAULT_DB, PROBE_PROTOCOLS, Results
-from wirelab.waterfall import waterfall
 
 __all__ = ["app", "main", "write_report"]
 
@@ -200,7 +205,7 @@ def run(
     Ctrl-C stops the running trials cleanly; run the same command again to resume. With --cluster the
     trials run on the workers of a Dask scheduler and come back into the same database.
     """
-    from wirelab import loadplan
+    from wirelab import _loadplan as loadplan
 
     if loadplan.is_loadtest(spec):
         raise UsageError(f"{spec}: a load-test spec ([load]); run it with wirelab loadtest {spec}")
@@ -210,6 +215,26 @@ def run(
     summary = _run(plan, db, parallel, resume, engine, cluster, retries, artifacts)
     if not summary.ok:
         raise typer.Exit(1)
+
+
+@dataclasses.dataclass(frozen=True)
+class _FieldRange:
+    default: Any
+    ge: int
+    le: int
+
+
+def _field_range(name: str) -> _FieldRange:
+    """A trial spec field's default and range as the contract gives them (the generated models), so
+    that the options' bounds are the contract's, not a copy."""
+    field = TrialSpecFields.model_fields[name]
+    ge = next(m.ge for m in field.metadata if hasattr(m, "ge"))
+    le = next(m.le for m in field.metadata if hasattr(m, "le"))
+    return _FieldRange(field.default, int(ge), int(le))
+
+
+_REPETITIONS = _field_range("repetitions")
+_SHARDS = _field_range("shards")
 
 
 @app.command()
@@ -223,8 +248,16 @@ def load(
         "h1s,h2", "--proto", "-p", help="Protocols to compare, the first is the baseline."
     ),
     net: str = typer.Option("native", "--net", help="Network profile, e.g. rtt=100ms,bw=10mbit or a preset."),
-    repetitions: int = typer.Option(5, "-n", "--repetitions", min=1, max=10000, help="Loads per protocol."),
-    shards: int = typer.Option(1, "--shards", min=1, max=64, help="Spread the page over N origins."),
+    repetitions: int = typer.Option(
+        _REPETITIONS.default,
+        "-n",
+        "--repetitions",
+        min=_REPETITIONS.ge,
+        max=_REPETITIONS.le,
+        help="Loads per protocol.",
+    ),
+    # at least 1: the per-domain arrangement (0) needs a shard mode, which `load` does not offer
+    shards: int = typer.Option(1, "--shards", min=1, max=_SHARDS.le, help="Spread the page over N origins."),
     server: str = typer.Option(
         "builtin",
         "--server",
@@ -297,7 +330,7 @@ def load(
         (f"ToW gain vs {protocols[0]}", "right"),
         *((("server CPU ms", "right"),) if cost else ()),
     ):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        table.add_column(col, justify=justify)
     for row in rows:
         cells = [
             row["protocol"],
@@ -349,7 +382,7 @@ def loadtest(
 
     Ctrl-C stops the VUs and keeps what was measured; run the same command again to resume.
     """
-    from wirelab import loadplan
+    from wirelab import _loadplan as loadplan
 
     if _is_trial_spec(spec):
         raise UsageError(f"{spec}: a trial sweep ([base]); run it with wirelab run {spec}")
@@ -521,7 +554,7 @@ def reproduce(
 
     NAME runs the full variant (the study's grid and repetitions); NAME --quick the quick one.
     """
-    from wirelab import reproduce as rep
+    from wirelab import _reproduce as rep
 
     if name == "ls":
         table = Table(title="experiments (docs/reproducing.md); durations are estimates at -j 1")
@@ -592,6 +625,9 @@ def shell(
 # ------------------------------------------------------------------------------------------------
 # probe
 
+#: The engine's probe defaults, quoted in the options' help (the engine applies them).
+_PROBE_DEFAULTS = _facts.probe_defaults()
+
 
 @app.command()
 def probe(
@@ -607,13 +643,23 @@ def probe(
     local: bool = typer.Option(
         False, "--local", help="Probe the local internet (wirelab-engine sites; root); no SITES: all of it."
     ),
-    concurrency: int | None = typer.Option(None, "--concurrency", help="Sites probed at once (engine: 8)."),
-    rate: str | None = typer.Option(
-        None, "--rate", help="Connections per host, N/s, N/min or N/h (engine: 2/s)."
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", help=f"Sites probed at once (engine: {_PROBE_DEFAULTS['concurrency']})."
     ),
-    timeout: str | None = typer.Option(None, "--timeout", help="Bound on each step, e.g. 5s (engine: 5s)."),
-    max_sites: int | None = typer.Option(None, "--max-sites", help="Most sites accepted (engine: 1000)."),
-    max_duration: str | None = typer.Option(None, "--max-duration", help="Bound on the run, e.g. 1h."),
+    rate: str | None = typer.Option(
+        None, "--rate", help=f"Connections per host, N/s, N/min or N/h (engine: {_PROBE_DEFAULTS['rate']})."
+    ),
+    timeout: str | None = typer.Option(
+        None, "--timeout", help=f"Bound on each step, e.g. 5s (engine: {_PROBE_DEFAULTS['timeout']})."
+    ),
+    max_sites: int | None = typer.Option(
+        None, "--max-sites", help=f"Most sites accepted (engine: {_PROBE_DEFAULTS['max_sites']})."
+    ),
+    max_duration: str | None = typer.Option(
+        None,
+        "--max-duration",
+        help=f"Bound on the run, e.g. 30m (engine: {_PROBE_DEFAULTS['max_duration']}).",
+    ),
     dns: str | None = typer.Option(None, "--dns", help="Resolver IP[:PORT] (default: /etc/resolv.conf)."),
     name: str | None = typer.Option(None, "--name", help="Name of the probe run (default probe-<UTC time>)."),
     export: str | None = typer.Option(
@@ -639,7 +685,7 @@ def probe(
     namespaces (--local, or inside wirelab-engine sites/shell) are probed, and anything else is refused
     with one line and exit 2 before a packet is sent to it.
     """
-    from wirelab import probing
+    from wirelab import _probing as probing
 
     if export is not None and export not in probing.EXPORT_FORMATS:
         raise UsageError(f'--export: "{export}" is not a format; use csv or parquet')
@@ -767,7 +813,7 @@ def worker(
     """
     if slots is not None and slots < 1:  # before importing Dask (serve_worker checks too, for the API)
         raise UsageError(f"--slots: {slots} is out of range; use 1 or more (default: one per two cores)")
-    from wirelab.cluster import serve_worker
+    from wirelab._cluster import serve_worker
 
     serve_worker(
         scheduler,
@@ -802,7 +848,7 @@ def cluster_up(
     import socket
     import threading
 
-    from wirelab.cluster import local_cluster
+    from wirelab._cluster import local_cluster
 
     if workers < 0:
         raise UsageError(f"--workers: {workers} is out of range; use 0 or more")
@@ -1058,7 +1104,7 @@ def _print_loadtest_sweep(db: Path, sweep: str) -> None:
     ):
         table.add_column(col, justify="left" if col == "status" else "right", no_wrap=True)
     for r in runs.to_dict("records"):
-        label = " ".join([r["protocol"], *(f"{a}={spec_mod._show(r[a])}" for a in info["axes"] if a in r)])
+        label = " ".join([r["protocol"], *(f"{a}={show_value(r[a])}" for a in info["axes"] if a in r)])
         cpu = r["server_cpu_util_max"]
         table.add_row(
             *((r["loadtest_id"],) if wide else ()),
@@ -1078,7 +1124,7 @@ def _print_loadtest_sweep(db: Path, sweep: str) -> None:
 
 def _print_sweep(db: Path, sweep: str) -> None:
     """The sweep's description, completeness and per-configuration ToW table (results show, demo)."""
-    from wirelab.summary import protocol_table
+    from wirelab._summary import protocol_table
 
     with _open(db) as results:
         info = (
@@ -1113,7 +1159,7 @@ def _print_sweep(db: Path, sweep: str) -> None:
     for t in trials.to_dict("records"):
         mine = loads[loads["trial_id"] == t["trial_id"]]
         stats = protocol_table(mine, t["spec"]["protocols"]).set_index("protocol") if len(mine) else None
-        label = " ".join(f"{a}={spec_mod._show(t[a])}" for a in axes) or f"page={t['spec']['page']}"
+        label = " ".join(f"{a}={show_value(t[a])}" for a in axes) or f"page={t['spec']['page']}"
         cells = []
         for p in protocols:
             cells.append(_ms(stats.loc[p, "tow_median_ms"]) if stats is not None and p in stats.index else "")

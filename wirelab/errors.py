@@ -17,6 +17,8 @@
     │   ├── DatabaseError             ``--db`` is no usable database: a directory, another kind of file,
     │   │                             a corrupt database (exit_code 2; never written to)
     │   └── SchemaVersionError        a database written by a newer wirelab
+    ├── NoResultsError                the results hold nothing to show for what was asked (e.g. every
+    │                                 load of a protocol failed): not the user's input
     └── Interrupted                   the run was stopped by SIGINT/SIGTERM (exit_code 130)
 
 The CLI prints ``str(error)`` as one line and exits with ``error.exit_code``.
@@ -30,6 +32,7 @@ __all__ = [
     "EngineError",
     "EngineNotFoundError",
     "Interrupted",
+    "NoResultsError",
     "ProfileError",
     "SchemaVersionError",
     "SpecError",
@@ -124,6 +127,10 @@ class DatabaseError(StoreError):
 
 class SchemaVersionError(StoreError):
     """The database's schema is newer than this wirelab understands."""
+
+
+class NoResultsError(WirelabError):
+    """What was asked for needs results the run did not produce (e.g. every load of a protocol failed)."""
 
 
 class Interrupted(WirelabError):

@@ -17,10 +17,10 @@ Guarantees (tested with the fixture double and, as root, with the real engine):
 - An engine that dies under the runner (any signal, or any failure) has its leftovers removed before
   the runner goes on: ``wirelab-engine gc --owner PID``, the same code as ``gc`` scoped to that
   process's runs (docs/bad-input.md).
-- On a cluster (``Engine.cluster``, ``wirelab.cluster``), every missing trial is submitted at once and
+- On a cluster (``Engine.cluster``, ``wirelab._cluster``), every missing trial is submitted at once and
   the scheduler places it on a worker with a free ``trial`` slot; a trial is marked running when a
   worker starts it, and the same guarantees hold: the client is the only writer of the database.
-- Every trial stores the machine it ran on (``trials.worker``, ``wirelab.machine``).
+- Every trial stores the machine it ran on (``trials.worker``, ``wirelab._machine``).
 - Fidelity: a trial whose emulator timer lateness p99 exceeds 1 ms (or whose TUN devices dropped
   packets) is flagged in the database and reported in the summary; so is a Chromium trial that ran
   while another trial ran (Chromium's CPU use disturbs parallel trials' timings without making the
@@ -45,16 +45,17 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wirelab import __version__
 from wirelab import spec as spec_mod
+from wirelab._contract import CONTRACT_VERSION, validate
+from wirelab._engine import SPEC_FILE, STDERR_FILE, WORKER_FILE, Engine, TrialEvent, TrialRun
+from wirelab._machine import machine_provenance
 from wirelab._paths import REPO_ROOT
-from wirelab.contract import CONTRACT_VERSION, validate
-from wirelab.engine import SPEC_FILE, STDERR_FILE, WORKER_FILE, Engine, TrialEvent, TrialRun
 from wirelab.errors import (
     ContractError,
     Interrupted,
@@ -63,7 +64,6 @@ from wirelab.errors import (
     UsageError,
     WirelabError,
 )
-from wirelab.machine import machine_provenance
 from wirelab.spec import Plan, PlannedTrial
 from wirelab.store import (
     DATA_FILE_MODE,
@@ -76,7 +76,7 @@ from wirelab.store import (
 )
 
 if TYPE_CHECKING:
-    from wirelab.loadplan import LoadPlan
+    from wirelab._loadplan import LoadPlan
 
 __all__ = [
     "BROWSER_IN_PARALLEL_FLAG",
@@ -452,7 +452,7 @@ def ingest(
     )
 
 
-def check_trials(engine: Engine, trials: list[PlannedTrial]) -> None:
+def check_trials(engine: Engine, trials: Sequence[PlannedTrial]) -> None:
     """Have the engine validate every distinct trial spec (``trial --check``) before anything exists.
 
     Specs that differ only in ``trial_id`` are checked once. The first bad one raises
@@ -505,6 +505,7 @@ def _prepare_sweep(
         if create is not None:
             create()
         else:
+            assert isinstance(plan, Plan), "a load test's sweep is made by its create callback"
             store.create_sweep(plan, control)
     else:
         store.touch_sweep(plan.name)
@@ -644,7 +645,7 @@ class _Loop:
         self.stopping = False
 
     def run(self, todo: list[PlannedTrial], statuses: Mapping[str, str]) -> None:
-        pending = collections.deque()
+        pending: collections.deque[PlannedTrial] = collections.deque()
         for trial in todo:
             directory = self.sweep_dir / trial.id
             if statuses.get(trial.id) == "running" and (directory / "trial.json").exists():

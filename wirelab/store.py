@@ -25,6 +25,8 @@ from urllib.parse import quote, urlsplit
 
 import pandas as pd
 
+from wirelab import _contract as contract
+from wirelab import _facts
 from wirelab import spec as spec_mod
 from wirelab.errors import DatabaseError, SchemaVersionError, StoreError, UsageError, cut
 
@@ -49,8 +51,10 @@ __all__ = [
 
 DEFAULT_DB = "wirelab.db"
 PHASES = ("dns", "connect", "ssl", "send", "wait", "receive", "blocked")
-#: The protocols of a probe record, in its order (the schema's ``protocols`` keys).
-PROBE_PROTOCOLS = ("h1", "h1s", "h2", "h2c", "h3", "spdy3")
+#: The protocols of a probe record, in its order: the probe record schema's ``protocols`` keys.
+PROBE_PROTOCOLS: tuple[str, ...] = tuple(
+    contract.load_schema("probe-record")["properties"]["protocols"]["required"]
+)
 #: Per-protocol fields of a probe record stored as columns of ``probe_protocols``.
 PROBE_FIELDS = (
     "announced",
@@ -470,9 +474,11 @@ SCHEMA_VERSION = len(MIGRATIONS)
 #: An artifact kept on the cluster worker that ran its trial (``--artifacts remote``): ``host:/path``.
 REMOTE_PATH = re.compile(r"^[^/:]+:/")
 
-#: Fidelity flag set on a trial whose emulator timer lateness p99 exceeded the limit.
+#: Fidelity flag set on a trial whose emulator timer lateness p99 exceeded the engine's limit (a
+#: stored name: it stays as it is even if the limit changes).
 LATENESS_FLAG = "lateness_p99_over_1ms"
-LATENESS_LIMIT_US = 1000.0
+#: The engine's fidelity bar (emulator.LatenessLimit), from the engine's facts.
+LATENESS_LIMIT_US = _facts.lateness_p99_limit_us()
 
 
 def _now() -> str:
@@ -510,6 +516,11 @@ def fix_modes(root: Path, *, up_to: Path | None = None) -> None:
             os.chmod(parent, DATA_DIR_MODE)
 
 
+#: How long a connection waits for another writer's lock before it fails (sqlite3's timeout and
+#: SQLite's busy_timeout, one value).
+BUSY_TIMEOUT_S = 30.0
+
+
 def _is_wal(path: Path) -> bool:
     """Whether the database file's header says WAL mode (bytes 18 and 19 are 2)."""
     with open(path, "rb") as f:
@@ -530,17 +541,17 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
         uri += "?immutable=1"
     else:
         uri += "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     return conn
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     return conn
 
 
@@ -884,7 +895,7 @@ class Store(_Base):
         ``objects`` maps a load's index to its object rows; ``artifacts`` is (kind, load index or
         None, path); a path given as a string is stored as it is (an artifact left on a cluster
         worker: ``host:/path``). ``worker`` describes the machine the trial ran on
-        (:func:`wirelab.machine.machine_provenance`). Any previous loads of the trial are replaced, so
+        (:func:`wirelab._machine.machine_provenance`). Any previous loads of the trial are replaced, so
         storing is idempotent.
         """
         row = self._trial_row(sweep, trial_id)
@@ -1111,7 +1122,7 @@ class Store(_Base):
     # load tests ------------------------------------------------------------------------------------
     def create_loadtest_sweep(self, plan: Any, provenance: Mapping[str, Any]) -> int:
         """Insert a load-test sweep (``kind = 'loadtest'``) and its planned runs (a
-        ``wirelab.loadplan.LoadPlan``); ``planned_trials`` counts its runs, ``planned_loads`` is 0."""
+        ``wirelab._loadplan.LoadPlan``); ``planned_trials`` counts its runs, ``planned_loads`` is 0."""
         now = _now()
         sweep_dir = self.results_dir / plan.name
         with self.transaction() as c:
@@ -1641,9 +1652,9 @@ class Results(_Base):
     def server_samples(self, sweep: str | None = None, *, loadtest_id: str | None = None) -> pd.DataFrame:
         """One row per server sample of every stored run: ``sweep``, ``loadtest_id``, ``protocol``,
         ``server``, ``status``, every ``server_samples`` column, ``gauges`` (dict), ``busy`` (the
-        server's busy-worker gauge, or its threads: :data:`wirelab.registry.BUSY_GAUGES`) with
+        server's busy-worker gauge, or its threads: :data:`wirelab._registry.BUSY_GAUGES`) with
         ``busy_gauge`` naming which, and the grid parameters."""
-        from wirelab.registry import BUSY_FALLBACK, BUSY_GAUGES
+        from wirelab._registry import BUSY_FALLBACK, BUSY_GAUGES
 
         df = self._per_interval("server_samples", SAMPLE_COLUMNS, sweep, loadtest_id)
         df["gauges"] = df.pop("gauges_json").map(json.loads)

@@ -1,23 +1,24 @@
 """Test double of the engine: :class:`FixtureEngine` replays recorded trial directories.
 
-It implements :class:`wirelab.engine.Engine` without root, namespaces or the Go binary, so the
+It implements :class:`wirelab.Engine` without root, namespaces or the Go binary, so the
 runner, the store and the CLI are tested alone (like ``httpx.MockTransport`` or wireguard-go's
 ``tuntest``). It is never chosen implicitly: only code that constructs it uses it.
 
-Recorded trials live in ``tests/fixtures/trials/<name>/`` (``trial.json``, ``loads.jsonl``,
-``har/``). For a trial spec, the double picks the recording of the same ``page`` and replays, for
-every protocol × repetition in the spec's order, a recorded load of that protocol (cycling through
-the recorded repetitions), rewritten with the spec's trial id, index, repetition and the current
-time; numbers are replayed as recorded, whatever the spec's network. It writes the trial directory
-exactly as the contract says (``loads.jsonl`` line by line, ``har/``, ``trial.json`` last and
-atomically) and reports progress events like ``--progress``.
+Recorded trials ship with the package in ``wirelab/_fixtures/trials/<name>/`` (``trial.json``,
+``loads.jsonl``, ``har/``), so the double works from an installed wirelab too. For a trial spec, the
+double picks the recording of the same ``page`` and replays, for every protocol × repetition in the
+spec's order, a recorded load of that protocol (cycling through the recorded repetitions), rewritten
+with the spec's trial id, index, repetition and the current time; numbers are replayed as recorded,
+whatever the spec's network. It writes the trial directory exactly as the contract says
+(``loads.jsonl`` line by line, ``har/``, ``trial.json`` last and atomically) and reports progress
+events like ``--progress``.
 
 Hooks let tests steer a run: ``lateness_p99_us`` (emulator lateness to report), ``fail`` (end a trial
 like a crashed engine) and ``hold`` (called with the number of loads written so far: once with 0 after
 ``ready``, then after each load is written; may block, e.g. until
 :attr:`FixtureTrialRun.stopping` is set, to simulate a trial in flight).
 
-Load tests (``start_loadtest``) replay ``tests/fixtures/loadtests/<name>/`` (directories written by
+Load tests (``start_loadtest``) replay ``wirelab/_fixtures/loadtests/<name>/`` (directories written by
 ``wirelab-engine loadtest``): by default the recording named ``<server.impl>-<protocol>``, or the one
 the ``loadtest_recording`` hook names for a spec. Interval lines and server samples are written and
 announced one by one (``hold`` is called after each with the number written), then ``loadtest.json``
@@ -39,15 +40,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from wirelab import contract, netprofile
-from wirelab._paths import REPO_ROOT
-from wirelab.contract import validate
-from wirelab.engine import SPEC_FILE, Engine, EventCallback, TrialEvent, TrialRun
+from wirelab import _contract as contract
+from wirelab import _facts
+from wirelab import _netprofile as netprofile
+from wirelab._contract import validate
+from wirelab._engine import SPEC_FILE, Engine, EventCallback, TrialEvent, TrialRun
 from wirelab.errors import ContractError, EngineError, SpecError, UsageError
 
 __all__ = ["FIXTURES_DIR", "FixtureEngine", "FixtureFailure", "FixtureLoadtestRun", "FixtureTrialRun"]
 
-FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"
+#: The recordings that ship with the package (``trials/``: recorded trial directories; ``pages/``: what
+#: ``wirelab-engine pages show`` printed for their pages).
+FIXTURES_DIR = Path(__file__).resolve().parent / "_fixtures"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -399,7 +403,7 @@ class FixtureEngine(Engine):
         return run
 
     def version(self) -> str:
-        return "fixture (tests/fixtures)"
+        return "fixture (wirelab/_fixtures)"
 
     def commands(self) -> set[str]:
         return set(self._commands)
@@ -415,7 +419,8 @@ class FixtureEngine(Engine):
 
     def pages_ls(self) -> list[dict[str, Any]]:
         self.require("pages")
-        return json.loads((self.fixtures / "pages" / "ls.json").read_text())["corpus"]
+        corpus: list[dict[str, Any]] = _facts.engine_facts()["pages"]["corpus"]  # the engine's `pages ls`
+        return corpus
 
     def pages_show(self, name: str) -> dict[str, Any]:
         self.require("pages")

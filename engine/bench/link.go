@@ -21,7 +21,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/netns"
-	"github.com/wirelab/wirelab/engine/tunio"
+	"github.com/wirelab/wirelab/engine/realtime"
 )
 
 // LinkOptions configures the link benchmark.
@@ -210,8 +210,8 @@ func Link(opt LinkOptions) (*LinkResult, error) {
 type linkBench struct {
 	opt     LinkOptions
 	res     *LinkResult
-	hist    tunio.Histogram // timer lateness over all runs
-	rtPeers bool            // the current part's peers run real-time
+	hist    realtime.Histogram // timer lateness over all runs
+	rtPeers bool               // the current part's peers run real-time
 }
 
 func us(d time.Duration) float64 { return round(float64(d)/1e3, 1) }
@@ -337,16 +337,14 @@ func (b *linkBench) rtt() {
 		for i, m := range r.KernelRTTMs {
 			kerr[i] = m - conf
 		}
-		sort.Float64s(kerr)
 		st := RTTStats{OneWayMs: float64(oneWay) / 1e6, ConfiguredMs: conf, Samples: len(errs),
-			ErrorMsP50: pct(errs, 0.5), ErrorMsP99: pct(errs, 0.99), ErrorMsMean: mean(errs), ErrorMsMin: round(errs[0], 4),
-			KernelErrorMsP50: pct(kerr, 0.5), KernelErrorMsP99: pct(kerr, 0.99)}
+			ErrorMsP50: round(percentile(errs, 0.5), 4), ErrorMsP99: round(percentile(errs, 0.99), 4), ErrorMsMean: mean(errs), ErrorMsMin: round(errs[0], 4),
+			KernelErrorMsP50: round(percentile(kerr, 0.5), 4), KernelErrorMsP99: round(percentile(kerr, 0.99), 4)}
 		b.res.RTTByDelay = append(b.res.RTTByDelay, st)
 		b.progress("bench: RTT %v: error p50 %+.3f ms, p99 %+.3f ms, min %+.3f ms (%d connects; kernel's RTT sample: p50 %+.3f, p99 %+.3f); lateness p50 %.1f µs p99 %.1f µs",
 			2*oneWay, st.ErrorMsP50, st.ErrorMsP99, st.ErrorMsMin, st.Samples, st.KernelErrorMsP50, st.KernelErrorMsP99, sum.LatenessUS.P50, sum.LatenessUS.P99)
 	}
-	sort.Float64s(all)
-	b.res.RTTErrorMsP50, b.res.RTTErrorMsP99 = pct(all, 0.5), pct(all, 0.99)
+	b.res.RTTErrorMsP50, b.res.RTTErrorMsP99 = round(percentile(all, 0.5), 4), round(percentile(all, 0.99), 4)
 }
 
 func (b *linkBench) goodput() {
@@ -469,15 +467,6 @@ func (b *linkBench) capacity() {
 	b.res.UnexpectedDrop += sum.Up.DropsLoss + sum.Down.DropsLoss + sum.Up.DropsQueue + sum.Down.DropsQueue
 	b.progress("bench: capacity %s: %.0f Mbit/s, %.2f cores, %.3f µs CPU per packet (%.3f per data packet), device drops %d, lateness p50 %.1f µs p99 %.1f µs",
 		profile, c.GoodputMbps, c.CPUCores, c.CPUUsPerPacket, c.CPUUsPerDataPacket, sum.DeviceDrops, sum.LatenessUS.P50, sum.LatenessUS.P99)
-}
-
-func pct(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	i = min(max(i, 0), len(sorted)-1)
-	return round(sorted[i], 4)
 }
 
 func mean(xs []float64) float64 {

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/emulator"
-	"github.com/wirelab/wirelab/engine/tunio"
+	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/realtime"
 )
 
 // The test binary doubles as the bench peer.
@@ -36,9 +37,9 @@ type delayed struct {
 	origin int
 }
 
-func (l *delayLink) Push(now time.Duration, pkt []byte, origin int) tunio.Fate {
+func (l *delayLink) Push(now time.Duration, pkt []byte, origin int) realtime.Fate {
 	l.q = append(l.q, delayed{now + l.delay, pkt, origin})
-	return tunio.Queued
+	return realtime.Queued
 }
 
 func (l *delayLink) Pop(now time.Duration) ([]byte, int, bool) {
@@ -82,8 +83,9 @@ func delayRun(profile string, seed uint64) (emulator.Config, error) {
 // TestLinkBenchDelayOnly runs the RTT and capacity parts against the delay-only double; it takes
 // ~15 s, so only when asked for (WIRELAB_BENCH_TEST=1).
 func TestLinkBenchDelayOnly(t *testing.T) {
-	if os.Geteuid() != 0 || os.Getenv("WIRELAB_BENCH_TEST") == "" {
-		t.Skip("needs root and WIRELAB_BENCH_TEST=1")
+	roottest.RequireTUN(t)
+	if os.Getenv("WIRELAB_BENCH_TEST") == "" {
+		t.Skip("needs WIRELAB_BENCH_TEST=1")
 	}
 	res, err := Link(LinkOptions{Quick: true, Self: os.Args[0], NewRun: delayRun, Progress: os.Stderr, Only: strings.Split(os.Getenv("WIRELAB_BENCH_TEST"), ",")})
 	if err != nil {

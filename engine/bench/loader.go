@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -195,19 +194,6 @@ func readRecords(path string) ([]trial.Record, error) {
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// median of v; 0 for none (every load failed: the errors count says so).
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func minMax(v []float64) (lo, hi float64) {

@@ -280,7 +280,7 @@ func (o *LoadgenOptions) h2load(ctx context.Context, s *Served, proto string, po
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	release := watch(ctx, cmd, syscall.SIGTERM, 5*time.Second)
+	release := watch(ctx, cmd, syscall.SIGTERM, h2loadStopGrace)
 	err = cmd.Wait()
 	release()
 	if ctx.Err() != nil {
@@ -375,7 +375,7 @@ func (o *LoadgenOptions) runLoadgen(ctx context.Context, spec, root string, s *S
 	if err := cmd.Start(); err != nil {
 		return nil, 0, 0, err
 	}
-	release := watch(ctx, cmd, syscall.SIGINT, 30*time.Second) // SIGINT: loadgen prints its summary
+	release := watch(ctx, cmd, syscall.SIGINT, loadgenStopGrace) // SIGINT: loadgen prints its summary
 	defer release()
 	var sum *loadgen.Summary
 	sc := bufio.NewScanner(stdout)

@@ -235,6 +235,13 @@ func (s labServer) Start(ctx context.Context, pageName string, protocols []strin
 	}, nil
 }
 
+// How long a tool may take to exit after the context ends and it is signalled, before it is killed:
+// h2load (SIGTERM) and loadgen (SIGINT, then it prints its summary).
+const (
+	h2loadStopGrace  = 5 * time.Second
+	loadgenStopGrace = 30 * time.Second
+)
+
 // watch signals a started cmd (prepared by Served.Command) with sig when ctx ends, and kills it
 // after grace; call the returned function once cmd has been waited for.
 func watch(ctx context.Context, cmd *exec.Cmd, sig syscall.Signal, grace time.Duration) (release func()) {

@@ -234,7 +234,7 @@ func Blast(addr string, count, pps int) (int, error) {
 }
 
 // PeerPriority is the peers' real-time priority with --rt: one below the emulator's
-// (tunio.DefaultRealtimePriority), so that the emulator preempts them as it preempts a trial's
+// (realtime.DefaultRealtimePriority), so that the emulator preempts them as it preempts a trial's
 // ordinary servers and clients. At the emulator's own priority they competed with its threads as
 // equals, and the kernel's RTT samples grew with the delay (p50 +0.12 / +0.34 / +0.40 ms at
 // 10 / 100 / 500 ms RTT, 2026-11-24); see LinkOptions.Peers for which parts run them real-time.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"time"
 )
 
@@ -137,21 +136,11 @@ func spreadOf(name string, v []float64, errs []string) Spread {
 	if len(v) == 0 {
 		return s
 	}
-	s.MedianMs = quantile(v, 0.5)
+	s.MedianMs = percentile(v, 0.5)
 	dev := make([]float64, len(v))
 	for i, x := range v {
 		dev[i] = math.Abs(x-s.MedianMs) / s.MedianMs
 	}
-	s.SpreadP50, s.SpreadP80, s.SpreadMax = quantile(dev, 0.5), quantile(dev, 0.8), quantile(dev, 1)
+	s.SpreadP50, s.SpreadP80, s.SpreadMax = percentile(dev, 0.5), percentile(dev, 0.8), percentile(dev, 1)
 	return s
-}
-
-// quantile is the q-quantile with linear interpolation between order statistics.
-func quantile(v []float64, q float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	pos := q * float64(len(s)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(s)-1)
-	return s[lo] + (pos-float64(lo))*(s[hi]-s[lo])
 }

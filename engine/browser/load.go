@@ -33,6 +33,10 @@ var TraceCategories = []string{
 // The error is for input that prevents the load (bad configuration, a refused URL, Chromium that
 // does not start); failures during the load are in Result.Err with the partial measurements.
 // Chromium and every process it started are gone, and its profile removed, when Load returns.
+
+// traceEndTimeout bounds the wait for Chromium's trace after a load (tracing.End and the data).
+const traceEndTimeout = 30 * time.Second
+
 func Load(ctx context.Context, cfg Config, rawURL string) (*Result, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -167,7 +171,7 @@ func Load(ctx context.Context, cfg Config, rawURL string) (*Result, error) {
 		res.Err = rec.wait(loadCtx, ctx)
 	}
 	if cfg.Trace {
-		endCtx, cancel := context.WithTimeout(tabCtx, 30*time.Second)
+		endCtx, cancel := context.WithTimeout(tabCtx, traceEndTimeout)
 		_, err := chromedp.Call(endCtx, tracing.End, cdp.Empty{})
 		if err == nil {
 			err = rec.waitTrace(endCtx)

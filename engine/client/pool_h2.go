@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/wirelab/wirelab/engine/spdy"
 )
 
 // The HTTP/2 client is written on x/net/http2's Framer rather than its Transport so that the
@@ -104,7 +106,7 @@ func (p *h2Pool) do(ctx context.Context, r *request) {
 		for {
 			end, err := c.roundTrip(ctx, r, reserved)
 			reserved = false
-			if errors.Is(err, errRefusedStream) && r.retries < 10 && ctx.Err() == nil {
+			if errors.Is(err, errRefusedStream) && r.retries < spdy.MaxRefusedRetries && ctx.Err() == nil {
 				r.retries++
 				r.resetExchange()
 				continue

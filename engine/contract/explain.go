@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,8 +50,14 @@ func (c *compiled) explain(ve *jsonschema.ValidationError, inst any) error {
 	if len(kept) == 0 {
 		kept = leaves
 	}
+	// Deepest first; among problems as deep, the first by field path: the validator reports sibling
+	// properties in map order, and the same spec must always get the same message.
 	sort.SliceStable(kept, func(i, j int) bool {
-		return len(kept[i].InstanceLocation) > len(kept[j].InstanceLocation)
+		li, lj := kept[i].InstanceLocation, kept[j].InstanceLocation
+		if len(li) != len(lj) {
+			return len(li) > len(lj)
+		}
+		return slices.Compare(li, lj) < 0
 	})
 	return c.render(kept[0], inst)
 }

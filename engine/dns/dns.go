@@ -24,6 +24,13 @@ const Zone = "wirelab.test."
 // one load to the next.
 const TTL = 0
 
+const (
+	// listenAttempts bounds the tries for a port free on both UDP and TCP when the port is 0.
+	listenAttempts = 10
+	// tcpTimeout bounds reading a query from, and writing an answer to, a TCP connection.
+	tcpTimeout = 10 * time.Second
+)
+
 // HTTPSRecord is one HTTPS resource record (RFC 9460) of a name.
 type HTTPSRecord struct {
 	// Priority is 0 for alias mode (Target names the service's real name) or 1… for service
@@ -99,7 +106,7 @@ func ListenRecords(addr string, z Records) (*Server, error) {
 	var pc net.PacketConn
 	var ln net.Listener
 	var err error
-	for attempt := 0; attempt < 10; attempt++ {
+	for range listenAttempts {
 		pc, err = net.ListenPacket("udp", addr)
 		if err != nil {
 			return nil, fmt.Errorf("dns: %w", err)
@@ -121,7 +128,7 @@ func ListenRecords(addr string, z Records) (*Server, error) {
 	started := make(chan struct{}, 2)
 	s.udp = &mdns.Server{PacketConn: pc, Handler: handler, NotifyStartedFunc: func() { started <- struct{}{} }}
 	s.tcp = &mdns.Server{Listener: ln, Handler: handler, NotifyStartedFunc: func() { started <- struct{}{} },
-		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+		ReadTimeout: tcpTimeout, WriteTimeout: tcpTimeout}
 	errs := make(chan error, 2)
 	for _, srv := range []*mdns.Server{s.udp, s.tcp} {
 		s.wg.Go(func() {

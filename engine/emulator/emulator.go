@@ -1,5 +1,5 @@
 // Package emulator runs the emulated path of one run: it builds the topology (engine/netns),
-// forwards packets between its TUN devices through the link model (engine/tunio), and records
+// forwards packets between its TUN devices through the link model (engine/realtime), and records
 // what crossed the link (engine/pktlog, engine/pcap). `wirelab-engine shell`, `bench` and `trial`
 // all start it the same way.
 //
@@ -21,13 +21,13 @@ import (
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/pcap"
 	"github.com/wirelab/wirelab/engine/pktlog"
-	"github.com/wirelab/wirelab/engine/tunio"
+	"github.com/wirelab/wirelab/engine/realtime"
 )
 
 // Config describes one emulator run.
 type Config struct {
 	Topology netns.Config
-	Up, Down tunio.Link // the link model per direction (see NewLinks)
+	Up, Down realtime.Link // the link model per direction (see NewLinks)
 
 	// PcapDir, when set, receives client.pcap (packets as they entered and left the client's TUN)
 	// and server.pcap (likewise on the server's side).
@@ -39,14 +39,14 @@ type Config struct {
 	// PcapRotation observes packets so that RotatePcaps can start captures later (a trial
 	// captures one pair of files per load).
 	PcapRotation bool
-	// SpinWindow overrides tunio.DefaultSpinWindow.
+	// SpinWindow overrides realtime.DefaultSpinWindow.
 	SpinWindow time.Duration
 }
 
 // Emulator is a running emulated path.
 type Emulator struct {
 	Topo   *netns.Topology
-	Runner *tunio.Runner
+	Runner *realtime.Runner
 	Log    *pktlog.Log // nil unless Config.PacketLog
 
 	cfg     Config
@@ -92,11 +92,11 @@ func Start(cfg Config) (*Emulator, error) {
 		return nil, err
 	}
 	e.Topo = topo
-	var obs tunio.Observer
+	var obs realtime.Observer
 	if e.Log != nil || cfg.PcapDir != "" || cfg.PcapRotation {
 		obs = e
 	}
-	r, err := tunio.New(tunio.Config{
+	r, err := realtime.New(realtime.Config{
 		Client: topo.TUN(netns.Client), Server: topo.TUN(netns.Server), Up: cfg.Up, Down: cfg.Down,
 		OriginOf: netns.OriginOf, Observer: obs, MTU: topo.Config().MTU, SpinWindow: cfg.SpinWindow,
 	})
@@ -120,27 +120,27 @@ func (e *Emulator) Now() time.Duration { return e.Runner.Now() }
 // is written to a pcap at Wall(d) (pktlog.FromPcap reads it back as Wall(d).UnixNano()).
 func (e *Emulator) Wall(d time.Duration) time.Time { return e.start.Add(d) }
 
-// Observe implements tunio.Observer: packet log and pcaps.
-func (e *Emulator) Observe(ev *tunio.Event) {
+// Observe implements realtime.Observer: packet log and pcaps.
+func (e *Emulator) Observe(ev *realtime.Event) {
 	dir := pktlog.Up
-	if ev.Dir == tunio.Down {
+	if ev.Dir == realtime.Down {
 		dir = pktlog.Down
 	}
 	switch ev.Kind {
-	case tunio.Arrived:
+	case realtime.Arrived:
 		// Up packets enter on the client's side, Down packets on the server's.
 		if p := e.pcaps[sideOfEntry(ev.Dir)].Load(); p != nil {
 			p.w.WritePacket(e.start.Add(ev.In), ev.Data)
 		}
-	case tunio.Dropped:
+	case realtime.Dropped:
 		if e.Log != nil {
 			fate := pktlog.DroppedLoss
-			if ev.Fate == tunio.DroppedQueue {
+			if ev.Fate == realtime.DroppedQueue {
 				fate = pktlog.DroppedQueue
 			}
 			e.Log.Add(dir, fate, ev.In, ev.Out, ev.Data)
 		}
-	case tunio.Delivered:
+	case realtime.Delivered:
 		if p := e.pcaps[1-sideOfEntry(ev.Dir)].Load(); p != nil {
 			p.w.WritePacket(e.start.Add(ev.Out), ev.Data)
 		}
@@ -150,8 +150,8 @@ func (e *Emulator) Observe(ev *tunio.Event) {
 	}
 }
 
-func sideOfEntry(d tunio.Dir) netns.Side {
-	if d == tunio.Up {
+func sideOfEntry(d realtime.Dir) netns.Side {
+	if d == realtime.Up {
 		return netns.Client
 	}
 	return netns.Server

@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/pcap"
-	"github.com/wirelab/wirelab/engine/tunio"
+	"github.com/wirelab/wirelab/engine/realtime"
 )
 
 // delayLink is a test double of the link model: a fixed one-way delay, nothing else.
@@ -28,9 +29,9 @@ type delayed struct {
 	origin int
 }
 
-func (l *delayLink) Push(now time.Duration, pkt []byte, origin int) tunio.Fate {
+func (l *delayLink) Push(now time.Duration, pkt []byte, origin int) realtime.Fate {
 	l.q = append(l.q, delayed{now + l.delay, pkt, origin})
-	return tunio.Queued
+	return realtime.Queued
 }
 
 func (l *delayLink) Pop(now time.Duration) ([]byte, int, bool) {
@@ -48,13 +49,6 @@ func (l *delayLink) NextDeadline() (time.Duration, bool) {
 		return 0, false
 	}
 	return l.q[0].due, true
-}
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
 }
 
 func startDelay(t *testing.T, oneWay time.Duration, cfg Config) *Emulator {
@@ -101,7 +95,7 @@ func dial(t *testing.T, e *Emulator, addr string) (net.Conn, time.Duration) {
 
 // TestRTT checks physical bounds: a TCP connect takes at least the configured RTT and not much more.
 func TestRTT(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	const oneWay = 10 * time.Millisecond
 	dir := t.TempDir()
 	if d := os.Getenv("KEEP_PCAP"); d != "" {
@@ -142,7 +136,7 @@ func TestRTT(t *testing.T) {
 	}
 	t.Logf("slowest connect %v; lateness %+v; picked up %d down, %d up", worst, s.LatenessUS, s.Runner.Down.PickedUp, s.Runner.Up.PickedUp)
 	// The server's stack answers each SYN inside the write that delivers it: the up writer reads
-	// the SYN-ACK at once (tunio's pickUp) unless the down reader was awake — not for all 10.
+	// the SYN-ACK at once (the runner's pickUp) unless the down reader was awake — not for all 10.
 	if s.Runner.Down.PickedUp == 0 || s.Runner.Down.PickedUp > s.Down.Arrived {
 		t.Errorf("picked up %d of %d down packets; want some SYN-ACKs", s.Runner.Down.PickedUp, s.Down.Arrived)
 	}
@@ -178,7 +172,7 @@ func TestRTT(t *testing.T) {
 // split, coalesced and handed over with partial checksums that nobody verifies, so the data itself
 // is the check. It logs the throughput.
 func TestBulk(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	if testing.Short() {
 		t.Skip("short")
 	}

@@ -4,10 +4,10 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/link"
-	"github.com/wirelab/wirelab/engine/tunio"
+	"github.com/wirelab/wirelab/engine/realtime"
 )
 
-// linkPath adapts a *link.Direction to the runner's tunio.Link: it wraps each packet's bytes in a
+// linkPath adapts a *link.Direction to the runner's realtime.Link: it wraps each packet's bytes in a
 // recycled *link.Packet, so the runner stays free of the model's packet type and the adapter
 // allocates nothing in the steady state.
 type linkPath struct {
@@ -16,14 +16,14 @@ type linkPath struct {
 }
 
 var (
-	_ tunio.Link    = (*linkPath)(nil)
+	_ realtime.Link = (*linkPath)(nil)
 	_ QueueReporter = (*linkPath)(nil)
 )
 
 // NewLinkPath wraps one direction of the link model for the runner.
-func NewLinkPath(d *link.Direction) tunio.Link { return &linkPath{d: d} }
+func NewLinkPath(d *link.Direction) realtime.Link { return &linkPath{d: d} }
 
-func (l *linkPath) Push(now time.Duration, pkt []byte, origin int) tunio.Fate {
+func (l *linkPath) Push(now time.Duration, pkt []byte, origin int) realtime.Fate {
 	var p *link.Packet
 	if n := len(l.free); n > 0 {
 		p = l.free[n-1]
@@ -34,13 +34,13 @@ func (l *linkPath) Push(now time.Duration, pkt []byte, origin int) tunio.Fate {
 	*p = link.Packet{Data: pkt, Origin: origin}
 	switch l.d.Push(now, p) {
 	case link.Accepted:
-		return tunio.Queued
+		return realtime.Queued
 	case link.DroppedLoss:
 		l.recycle(p)
-		return tunio.DroppedLoss
+		return realtime.DroppedLoss
 	default:
 		l.recycle(p)
-		return tunio.DroppedQueue
+		return realtime.DroppedQueue
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/link/profile"
-	"github.com/wirelab/wirelab/engine/tunio"
+	"github.com/wirelab/wirelab/engine/realtime"
 )
 
 func TestLinkPath(t *testing.T) {
@@ -22,11 +22,11 @@ func TestLinkPath(t *testing.T) {
 	}
 	up := cfg.Up
 	a, b, c := make([]byte, 1500), make([]byte, 1500), make([]byte, 1500)
-	if f := up.Push(0, a, 1); f != tunio.Queued {
+	if f := up.Push(0, a, 1); f != realtime.Queued {
 		t.Fatalf("first packet: %v", f)
 	}
 	up.Push(0, b, 2)
-	if f := up.Push(0, c, 1); f != tunio.DroppedQueue {
+	if f := up.Push(0, c, 1); f != realtime.DroppedQueue {
 		t.Fatalf("third packet into a queue of 2: %v", f)
 	}
 	// 1500 B at 1 Mbit/s is 12 ms of serialisation, then 10 ms one way.

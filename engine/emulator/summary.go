@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/netns"
-	"github.com/wirelab/wirelab/engine/tunio"
+	"github.com/wirelab/wirelab/engine/realtime"
 )
 
 // Summary is what the emulator reports at the end of a run (the "emulator" object of trial.json,
@@ -16,7 +16,7 @@ type Summary struct {
 	Down        DirSummary                   `json:"down"`
 	Devices     map[string]netns.DeviceStats `json:"devices"` // kernel counters of the client and server TUN
 	DurationS   float64                      `json:"duration_s"`
-	Runner      tunio.Stats                  `json:"runner"` // the runner's own counters
+	Runner      realtime.Stats               `json:"runner"` // the runner's own counters
 }
 
 // LatenessUS are timer-lateness percentiles in microseconds.
@@ -26,6 +26,15 @@ type LatenessUS struct {
 	Max  float64 `json:"max"`
 	Mean float64 `json:"mean"`
 }
+
+// LatenessLimit is the lab's fidelity bar for timer lateness: a run whose p99 lateness exceeds it
+// released packets late often enough to distort what it measured. The trial warns; the control
+// plane flags the trial (fidelity flag lateness_p99_over_1ms), reading this value from the
+// engine's facts (wirelab-engine facts → wirelab/_engine_facts.json).
+const LatenessLimit = time.Millisecond
+
+// OverLimit reports whether the p99 lateness exceeds LatenessLimit.
+func (l LatenessUS) OverLimit() bool { return l.P99 > us(LatenessLimit) }
 
 // DirSummary counts one direction.
 type DirSummary struct {
@@ -48,14 +57,14 @@ func (e *Emulator) summarize(dev [2]netns.DeviceStats) Summary {
 		Runner:     rs,
 	}
 	s.DeviceDrops = dev[netns.Client].Dropped() + dev[netns.Server].Dropped()
-	for _, d := range []tunio.Dir{tunio.Up, tunio.Down} {
+	for _, d := range []realtime.Dir{realtime.Up, realtime.Down} {
 		ds := rs.Up
 		out := &s.Up
-		if d == tunio.Down {
+		if d == realtime.Down {
 			ds, out = rs.Down, &s.Down
 		}
 		*out = DirSummary{Packets: ds.Delivered, Bytes: ds.DeliveredBytes, DropsQueue: ds.DropsQueue, DropsLoss: ds.DropsLoss, Arrived: ds.Packets}
-		e.Runner.WithLink(d, func(l tunio.Link) {
+		e.Runner.WithLink(d, func(l realtime.Link) {
 			if q, ok := l.(QueueReporter); ok {
 				out.MaxQueuePackets = q.MaxQueuePackets()
 			}

@@ -10,6 +10,7 @@ import (
 	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/tcpplus"
@@ -83,7 +84,7 @@ func routeOf(t *testing.T, e *Emulator, side netns.Side) netlink.Route {
 // of 60 segments (TCP_INFO), where the client's connection keeps cubic and the kernel's 10. Once
 // the emulator is stopped, the registration is gone (unless another run holds it).
 func TestTCPPlusTopologyRoot(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	if err := tcpplus.Supported(); err != nil {
 		t.Skip(err)
 	}

@@ -335,6 +335,13 @@ func (l *Lab) ServerAlive() (bool, error) {
 	return l.Server.Alive(), l.Server.ExitErr()
 }
 
+// How long Close lets the server under test and the DNS server stop gracefully before it kills
+// what is left.
+const (
+	serverStopGrace = 10 * time.Second
+	dnsStopGrace    = 5 * time.Second
+)
+
 // Close stops the server (gracefully, then everything left in its group), converts a file
 // server's access log into request records, stops the DNS server and the emulator, and removes
 // the private directory, the control group and the topology. It is idempotent.
@@ -345,7 +352,7 @@ func (l *Lab) Close() (emulator.Summary, error) {
 	l.closed = true
 	var errs []error
 	if l.Server != nil {
-		if err := l.Server.Stop(10 * time.Second); err != nil {
+		if err := l.Server.Stop(serverStopGrace); err != nil {
 			errs = append(errs, err)
 		}
 		if l.Tree != nil && l.Server.Launch.AccessLog != "" && l.cfg.RecordsFile != "" {
@@ -364,7 +371,7 @@ func (l *Lab) Close() (emulator.Summary, error) {
 		}
 	}
 	if l.dns != nil {
-		if err := l.dns.stop(5 * time.Second); err != nil {
+		if err := l.dns.stop(dnsStopGrace); err != nil {
 			errs = append(errs, err)
 		}
 	}

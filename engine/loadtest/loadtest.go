@@ -35,6 +35,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wirelab/wirelab/engine/internal/atomicfile"
 	"github.com/wirelab/wirelab/engine/internal/cgroup"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/lab"
@@ -54,6 +55,19 @@ const (
 
 // Contract is the version of the load test's outputs (docs/loadtest.md).
 const Contract = 1
+
+// Timing of the generator child.
+const (
+	// startLead is how far ahead the run's start is set, so that the child is up before its first
+	// interval counts.
+	startLead = 500 * time.Millisecond
+	// stopVUsGrace is how long, beyond a request's timeout, the child may take after SIGINT to stop
+	// its VUs and print its last interval and summary before it is killed.
+	stopVUsGrace = 30 * time.Second
+	// maxSampleTime bounds reading the server's usage and gauges at an interval's end (and so does
+	// the interval itself when shorter).
+	maxSampleTime = 2 * time.Second
+)
 
 // ErrInterrupted is returned by Run when ctx ended: what was measured is written (loadtest.json
 // with interrupted true) and everything else removed.
@@ -170,7 +184,7 @@ func Run(ctx context.Context, p *Prepared, o Options) (*Result, error) {
 	}
 	var exited *ServerExitError
 	if res != nil && (err == nil || errors.Is(err, ErrInterrupted) || errors.As(err, &exited)) {
-		if werr := writeJSONAtomic(filepath.Join(o.OutDir, ResultFile), res); werr != nil {
+		if werr := writeJSON(filepath.Join(o.OutDir, ResultFile), res); werr != nil {
 			return nil, werr
 		}
 		r.logf("%s written: %d intervals, %d server samples, thresholds passed %v, interrupted %v",
@@ -282,7 +296,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.progress(map[string]any{"event": "ready"})
 
 	// The run's start: a moment ahead, so that the child is up before its first interval counts.
-	startNs := monotonicNow() + int64(500*time.Millisecond)
+	startNs := monotonicNow() + int64(startLead)
 	args := []string{r.o.Engine, "loadgen", "--spec", specFile, "--target", root, "--start-ns", strconv.FormatInt(startNs, 10),
 		"--lab", r.lab.Topo.ID}
 	if scheme == "https" {
@@ -422,7 +436,7 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		select {
 		case werr = <-waitErr:
-		case <-time.After(spec.Timeout() + 30*time.Second):
+		case <-time.After(spec.Timeout() + stopVUsGrace):
 			_ = cmd.Process.Kill()
 			werr = <-waitErr
 		}
@@ -516,7 +530,7 @@ type usage struct {
 
 func (r *runner) sample(ctx context.Context, k int, prev usage, since time.Duration) (Sample, usage) {
 	s := Sample{Index: k, TS: round3(since.Seconds()), Gauges: map[string]float64{}}
-	cctx, cancel := context.WithTimeout(ctx, min(r.p.Spec.Interval(), 2*time.Second))
+	cctx, cancel := context.WithTimeout(ctx, min(r.p.Spec.Interval(), maxSampleTime))
 	defer cancel()
 	smp, err := r.lab.Server.Sample(cctx)
 	u := usage{Usage: smp.Usage, ok: smp.Source != "", at: since}
@@ -611,32 +625,12 @@ func (t *tail) String() string {
 	return strings.Join(t.lines, " | ")
 }
 
-// writeJSONAtomic writes v as JSON to a temporary file beside path, syncs it and renames it into
-// place: a reader sees the whole file or none.
-func writeJSONAtomic(path string, v any) error {
+// writeJSON writes v as indented JSON to path (mode 0644) through internal/atomicfile: a reader
+// sees the whole file or none, and it is on disk once written.
+func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", " ")
 	if err != nil {
-		return err
+		return fmt.Errorf("loadtest: %s: %w", filepath.Base(path), err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wirelab/wirelab/engine/internal/cgroup"
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 )
 
 // makeOwned creates a private directory (with a key-like file) and a control group with a process
@@ -63,7 +64,7 @@ func assertOwnedGone(t *testing.T, dir string, g *cgroup.Group, proc *exec.Cmd) 
 
 // What a run records with Own… is removed by Close.
 func TestCloseRemovesOwnedObjects(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	topo, err := Create(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +82,7 @@ func TestCloseRemovesOwnedObjects(t *testing.T) {
 
 // ... and by GC when the owner died (the run's state file names them).
 func TestGCRemovesOwnedObjectsOfDeadRuns(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	topo, err := Create(Config{})
 	if err != nil {
 		t.Fatal(err)

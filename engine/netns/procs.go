@@ -92,7 +92,7 @@ func terminate(pids []int, grace time.Duration) {
 	for _, p := range alive {
 		_ = unix.PidfdSendSignal(p.fd, unix.SIGKILL, nil, 0)
 	}
-	waitExit(alive, 2*time.Second)
+	waitExit(alive, killWait)
 }
 
 // processStartTime is the start time of a process in clock ticks since boot (field 22 of

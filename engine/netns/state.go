@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/internal/atomicfile"
 )
 
 // StateDir holds one state file per live (or crashed) run. It is fixed, not configurable: GC must
@@ -43,20 +45,7 @@ func createState(dir string, st *state) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-"+st.ID+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	// link(2) fails if the target exists: exclusive and atomic (readers never see half a file).
-	if err := os.Link(tmp.Name(), statePath(dir, st.ID)); err != nil {
+	if err := atomicfile.Create(statePath(dir, st.ID), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("state file for %s: %w", st.ID, err)
 	}
 	return nil
@@ -68,23 +57,7 @@ func replaceState(dir string, st *state) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-"+st.ID+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), statePath(dir, st.ID))
+	return atomicfile.WriteFile(statePath(dir, st.ID), append(b, '\n'), 0o600)
 }
 
 func readState(path string) (*state, error) {

@@ -67,6 +67,9 @@ type Config struct {
 // DefaultMTU is the TUN devices' MTU.
 const DefaultMTU = 1500
 
+// idAttempts bounds the random run ids tried when a state file for one already exists.
+const idAttempts = 10
+
 func (c *Config) withDefaults() (Config, error) {
 	out := *c
 	if out.Origins == 0 {
@@ -181,7 +184,7 @@ func Create(cfg Config) (*Topology, error) {
 			t.ID, t.state, t.st = id, statePath(StateDir, id), st
 			break
 		}
-		if !errors.Is(err, os.ErrExist) || attempt > 8 {
+		if !errors.Is(err, os.ErrExist) || attempt+1 >= idAttempts {
 			release()
 			return nil, fmt.Errorf("write state file: %w", err)
 		}
@@ -483,6 +486,9 @@ func (t *Topology) SentPackets(side Side) (uint64, error) {
 
 // KillGrace is how long Close waits after SIGTERM before it sends SIGKILL.
 const KillGrace = time.Second
+
+// killWait is how long Close waits for SIGKILLed processes to be gone before it goes on.
+const killWait = 2 * time.Second
 
 // Close terminates every process in the namespaces, closes the TUN devices (which removes them),
 // deletes the namespaces and the resolver files, and finally the state file. It is idempotent.

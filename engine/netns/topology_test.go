@@ -12,17 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (namespaces, TUN devices)")
-	}
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		t.Skip("no /dev/net/tun")
-	}
-}
+	"github.com/wirelab/wirelab/engine/internal/roottest"
+)
 
 // assertGone checks that nothing of run id is left.
 func assertGone(t *testing.T, id string) {
@@ -51,7 +43,7 @@ func ipIn(t *testing.T, ns string, args ...string) string {
 }
 
 func TestCreateClose(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	topo, err := Create(Config{Origins: 3, Resolver: true, Server: RouteConfig{InitCwnd: 4, InitRwnd: 20}, Client: RouteConfig{InitRwnd: 30}})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +100,7 @@ func TestCreateClose(t *testing.T) {
 }
 
 func TestCreateFailureRemovesEverything(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	for _, step := range []string{"namespace-client", "namespace-server", "tun-client", "configure-client", "tun-server", "configure-server"} {
 		t.Run(step, func(t *testing.T) {
 			before, _ := listNamed()
@@ -158,7 +150,7 @@ func contains(xs []string, x string) bool {
 }
 
 func TestCloseKillsProcesses(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	topo, err := Create(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +211,7 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func TestGC(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	live, err := Create(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +270,7 @@ func TestGC(t *testing.T) {
 // TestGCOwner: the scoped collection removes exactly the dead owner's run — its namespaces,
 // /etc/netns directory and state file — and leaves another dead run and a live run alone.
 func TestGCOwner(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	live, err := Create(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +327,7 @@ func TestGCOwner(t *testing.T) {
 // SentPackets counts what a side's kernel sends into its TUN device, read or not (nothing reads
 // it here), and not what it delivers to its own addresses through lo.
 func TestSentPackets(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	topo, err := Create(Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/wirelab/wirelab/engine/internal/units"
 )
 
 // SyntheticPrefix starts the names of synthetic pages.
@@ -21,7 +23,7 @@ const (
 var syntheticRE = regexp.MustCompile(`^synthetic:([0-9]+)x([^,]+)(?:,html=(.+))?$`)
 
 // Synthetic builds a synthetic page from its name: synthetic:NxS[,html=H] is a root HTML document
-// referencing N PNG images of exactly S bytes each (units B, kB, KiB, MB, MiB). The root has
+// referencing N PNG images of exactly S bytes each (a SIZE of internal/units: B, kB, KiB, MB, MiB). The root has
 // H bytes, by default max(1000 B, the smallest size that holds its references). N may be 0 (a
 // page that is only its root document). As in study W, N counts the objects besides the root.
 func Synthetic(name string, seed int64) (*Page, error) {
@@ -33,7 +35,7 @@ func Synthetic(name string, seed int64) (*Page, error) {
 	if err != nil || n < 0 || n > MaxSyntheticObjects {
 		return nil, fieldErr("page", name, "the object count must be 0–%d", MaxSyntheticObjects)
 	}
-	size, err := ParseSize(m[2])
+	size, err := units.ParseSize(m[2], MaxObjectBytes)
 	if err != nil {
 		return nil, fieldErr("page", name, "object size: %v", err)
 	}
@@ -55,7 +57,7 @@ func Synthetic(name string, seed int64) (*Page, error) {
 	minRoot := MinSize(p, 0)
 	p.Objects[0].Size = max(int64(DefaultSyntheticRoot), minRoot)
 	if m[3] != "" {
-		root, err := ParseSize(m[3])
+		root, err := units.ParseSize(m[3], MaxObjectBytes)
 		if err != nil {
 			return nil, fieldErr("page", name, "html size: %v", err)
 		}
@@ -73,7 +75,7 @@ func Synthetic(name string, seed int64) (*Page, error) {
 
 // SyntheticName is the name of the synthetic page of count objects of size bytes.
 func SyntheticName(count int, size int64) string {
-	return fmt.Sprintf("%s%dx%s", SyntheticPrefix, count, FormatSize(size))
+	return fmt.Sprintf("%s%dx%s", SyntheticPrefix, count, units.FormatSize(size))
 }
 
 // The W grid (study W): object sizes 100 B → 1 MB and object counts 2 → 512, each in

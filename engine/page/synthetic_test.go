@@ -76,24 +76,6 @@ func TestWGrid(t *testing.T) {
 	}
 }
 
-func TestSizeUnits(t *testing.T) {
-	for s, want := range map[string]int64{"100B": 100, "1kB": 1000, "1KiB": 1024, "1MB": 1e6, "2MiB": 2 << 20, "10.63kB": 10630, "0.5KiB": 512} {
-		if got, err := ParseSize(s); err != nil || got != want {
-			t.Errorf("ParseSize(%s) = %d, %v; want %d", s, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "kB", "1 kB", "1kb", "1KB", "1.1B", "-1B", "3GB"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) accepted", bad)
-		}
-	}
-	for n, want := range map[int64]string{100: "100B", 1000: "1kB", 1024: "1KiB", 1e6: "1MB", 1 << 20: "1MiB", 10630: "10630B"} {
-		if got := FormatSize(n); got != want {
-			t.Errorf("FormatSize(%d) = %s, want %s", n, got, want)
-		}
-	}
-}
-
 func TestShardRoundRobin(t *testing.T) {
 	p := mustCorpus(t, "youtube", 1) // 49 objects besides the root
 	for _, n := range []int{1, 2, 3, 7, 49} {

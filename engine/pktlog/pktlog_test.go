@@ -52,7 +52,10 @@ func FuzzParse(f *testing.F) {
 	f.Add(pkttest.UDP(cdns, sdns, []byte("q")))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r Record
-		Parse(b, &r)
+		Parse(b, &r) // never panics, whatever crossed the link
+		if len(b) <= 0xffff && (int(r.IPLen) > len(b) || r.Payload > r.IPLen) {
+			t.Fatalf("IP length %d, payload %d for %d bytes", r.IPLen, r.Payload, len(b))
+		}
 	})
 }
 

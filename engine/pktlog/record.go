@@ -113,7 +113,7 @@ func Parse(pkt []byte, r *Record) {
 		}
 		ihl := int(pkt[0]&0x0f) * 4
 		total := int(binary.BigEndian.Uint16(pkt[2:]))
-		if total >= ihl && total <= len(pkt) {
+		if total >= 20 && total >= ihl && total <= len(pkt) { // a total below the fixed header is not a length
 			pkt = pkt[:total]
 			r.IPLen = uint16(total)
 		}

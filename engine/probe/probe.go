@@ -47,6 +47,13 @@ type Config struct {
 	UserAgent string
 }
 
+// Defaults of the knobs (DefaultConfig; the rate's is DefaultRate, the list's DefaultMaxSites).
+const (
+	DefaultTimeout     = 5 * time.Second
+	DefaultConcurrency = 8
+	DefaultMaxDuration = time.Hour
+)
+
 // Limits of the knobs.
 const (
 	MinTimeout     = 100 * time.Millisecond
@@ -59,7 +66,7 @@ const (
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	r, _ := ParseRate(DefaultRate)
-	return Config{Timeout: 5 * time.Second, Rate: r, Concurrency: 8, MaxDuration: time.Hour,
+	return Config{Timeout: DefaultTimeout, Rate: r, Concurrency: DefaultConcurrency, MaxDuration: DefaultMaxDuration,
 		Ports: Ports{HTTP: 80, HTTPS: 443, QUIC: 443}, UserAgent: "wirelab-probe"}
 }
 

@@ -98,13 +98,20 @@ func (r *DNSResolver) Resolve(ctx context.Context, host string) *DNSResult {
 	return res
 }
 
+// The DNSResolver's defaults: a question is sent at most defaultResolveAttempts times (again only
+// after a timeout), each attempt waiting defaultResolveTimeout.
+const (
+	defaultResolveTimeout  = 3 * time.Second
+	defaultResolveAttempts = 2
+)
+
 func (r *DNSResolver) exchange(ctx context.Context, host string, t uint16) (*dns.Msg, error) {
 	timeout, attempts := r.Timeout, r.Attempts
 	if timeout <= 0 {
-		timeout = 3 * time.Second
+		timeout = defaultResolveTimeout
 	}
 	if attempts <= 0 {
-		attempts = 2
+		attempts = defaultResolveAttempts
 	}
 	q := new(dns.Msg)
 	q.SetQuestion(dns.Fqdn(host), t)

@@ -1,23 +1,18 @@
 package server
 
 import (
+	"bytes"
 	"crypto/tls"
-	"encoding/binary"
+	"io"
 	"net"
 	"sync"
 	"time"
+
+	"golang.org/x/net/http2"
 )
 
-// HTTP/2 frame types and flags the observer looks at (RFC 9113 §6).
-const (
-	frameData      = 0x0
-	frameHeaders   = 0x1
-	frameRSTStream = 0x3
-	// framePriorityUpdate is RFC 9218's PRIORITY_UPDATE (§7.1).
-	framePriorityUpdate = 0x10
-	flagEndStream       = 0x1
-	clientPreface       = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-)
+// clientPreface opens every HTTP/2 connection from the client (RFC 9113 §3.4).
+const clientPreface = http2.ClientPreface
 
 // h2Observer watches the frames of one HTTP/2 connection as they cross the socket, in both
 // directions, without touching them: it counts the streams open at once (a stream counts from
@@ -53,7 +48,7 @@ func newH2Observer(sends *sendLog, sched *h2Scheduler) *h2Observer {
 	o := &h2Observer{streams: map[uint32]uint8{}, sends: sends, sched: sched}
 	o.in.preface = len(clientPreface)
 	o.in.onFrame = o.received
-	o.in.onPayload = o.receivedPayload
+	o.in.onPayload = o.receivedFrame
 	o.out.onFrame = o.sent
 	return o
 }
@@ -62,61 +57,61 @@ func newH2Observer(sends *sendLog, sched *h2Scheduler) *h2Observer {
 // larger ones are skipped.
 const maxCapturedPayload = 4 << 10
 
-// receivedPayload gets the payload of frames whose type received asked for (PRIORITY_UPDATE).
-func (o *h2Observer) receivedPayload(typ, _ byte, _ uint32, payload []byte) {
-	if typ != framePriorityUpdate || len(payload) < 4 || o.sched == nil {
-		return
-	}
-	id := binary.BigEndian.Uint32(payload[:4]) & 0x7fffffff
-	if id != 0 {
-		o.sched.priorityUpdate(id, string(payload[4:]))
+// receivedFrame gets the whole frames that received asked for (PRIORITY_UPDATE), as x/net's
+// Framer parsed them; a frame the Framer refuses (stream 0 prioritised, a short payload) is
+// ignored, as x/net's own server ends such a connection anyway.
+func (o *h2Observer) receivedFrame(f http2.Frame) {
+	if pu, ok := f.(*http2.PriorityUpdateFrame); ok && o.sched != nil {
+		o.sched.priorityUpdate(pu.PrioritizedStreamID, pu.Priority)
 	}
 }
 
-func (o *h2Observer) received(typ, flags byte, stream uint32, length int) (capture bool) {
+func (o *h2Observer) received(fh http2.FrameHeader) (capture bool) {
 	o.stats.FramesReceived++
-	switch typ {
-	case framePriorityUpdate:
+	stream := fh.StreamID
+	switch fh.Type {
+	case http2.FramePriorityUpdate:
 		o.stats.PriorityUpdates++
-		return stream == 0 && length <= maxCapturedPayload
-	case frameHeaders:
+		return stream == 0 && fh.Length <= maxCapturedPayload
+	case http2.FrameHeaders:
 		if _, known := o.streams[stream]; !known && stream%2 == 1 {
 			o.streams[stream] = 0
 			o.stats.Streams++
 			o.stats.MaxOpenStreams = max(o.stats.MaxOpenStreams, len(o.streams))
 		}
-		if flags&flagEndStream != 0 {
+		if fh.Flags.Has(http2.FlagHeadersEndStream) {
 			o.end(stream, 1)
 		}
-	case frameData:
-		if flags&flagEndStream != 0 {
+	case http2.FrameData:
+		if fh.Flags.Has(http2.FlagDataEndStream) {
 			o.end(stream, 1)
 		}
-	case frameRSTStream:
+	case http2.FrameRSTStream:
 		o.stats.ResetsReceived++
 		delete(o.streams, stream)
 	}
 	return false
 }
 
-func (o *h2Observer) sent(typ, flags byte, stream uint32, length int) bool {
+func (o *h2Observer) sent(fh http2.FrameHeader) bool {
 	o.stats.FramesSent++
-	switch typ {
-	case frameData:
+	stream, length := fh.StreamID, int(fh.Length)
+	switch fh.Type {
+	case http2.FrameData:
 		o.stats.DataFrames++
 		o.stats.DataBytes += int64(length)
 		o.stats.MaxDataFrame = max(o.stats.MaxDataFrame, length)
 		if o.sends != nil {
 			o.sends.data(uint64(stream), int64(length), time.Now())
 		}
-		if flags&flagEndStream != 0 {
+		if fh.Flags.Has(http2.FlagDataEndStream) {
 			o.end(stream, 2)
 		}
-	case frameHeaders:
-		if flags&flagEndStream != 0 {
+	case http2.FrameHeaders:
+		if fh.Flags.Has(http2.FlagHeadersEndStream) {
 			o.end(stream, 2)
 		}
-	case frameRSTStream:
+	case http2.FrameRSTStream:
 		o.stats.ResetsSent++
 		delete(o.streams, stream)
 	}
@@ -142,18 +137,25 @@ func (o *h2Observer) snapshot() H2Stats {
 	return o.stats
 }
 
-// frameScanner parses a byte stream into frame headers, skipping payloads except those onFrame
-// asks for, which go to onPayload whole.
+// frameScanner follows one direction of a connection's byte stream frame by frame, as the bytes
+// come, without holding them up: x/net's http2.ReadFrameHeader parses each frame header; payloads
+// are skipped without a copy, except those onFrame asks for, which are gathered and parsed whole
+// by an http2.Framer and go to onPayload. There is no second HTTP/2 parser here: only the
+// bookkeeping of where a frame ends.
 type frameScanner struct {
 	preface   int // bytes of client preface still to skip
-	hdr       [9]byte
+	hdr       [http2FrameHeaderLen]byte
 	hdrN      int
-	skip      int    // payload bytes still to skip (or to capture)
-	capture   []byte // the payload being captured; nil when skipping
+	fh        http2.FrameHeader // the frame being skipped or captured
+	skip      int               // payload bytes still to skip (or to capture)
+	frame     []byte            // header and payload of the frame being captured
 	capturing bool
-	onFrame   func(typ, flags byte, stream uint32, length int) (capture bool)
-	onPayload func(typ, flags byte, stream uint32, payload []byte)
+	onFrame   func(fh http2.FrameHeader) (capture bool)
+	onPayload func(f http2.Frame)
 }
+
+// http2FrameHeaderLen is the fixed size of a frame header (RFC 9113 §4.1).
+const http2FrameHeaderLen = 9
 
 func (s *frameScanner) feed(p []byte) {
 	for len(p) > 0 {
@@ -165,7 +167,7 @@ func (s *frameScanner) feed(p []byte) {
 		case s.skip > 0:
 			n := min(s.skip, len(p))
 			if s.capturing {
-				s.capture = append(s.capture, p[:n]...)
+				s.frame = append(s.frame, p[:n]...)
 			}
 			s.skip -= n
 			p = p[n:]
@@ -176,14 +178,14 @@ func (s *frameScanner) feed(p []byte) {
 			n := copy(s.hdr[s.hdrN:], p)
 			s.hdrN += n
 			p = p[n:]
-			if s.hdrN == 9 {
+			if s.hdrN == http2FrameHeaderLen {
 				s.hdrN = 0
-				length := int(s.hdr[0])<<16 | int(s.hdr[1])<<8 | int(s.hdr[2])
-				stream := binary.BigEndian.Uint32(s.hdr[5:9]) & 0x7fffffff
-				s.capturing = s.onFrame(s.hdr[3], s.hdr[4], stream, length) && s.onPayload != nil
-				s.capture = s.capture[:0]
-				s.skip = length
-				if length == 0 {
+				fh, _ := http2.ReadFrameHeader(bytes.NewReader(s.hdr[:])) // 9 bytes: cannot fail
+				s.fh = fh
+				s.capturing = s.onFrame(fh) && s.onPayload != nil
+				s.frame = append(s.frame[:0], s.hdr[:]...)
+				s.skip = int(fh.Length)
+				if fh.Length == 0 {
 					s.deliver()
 				}
 			}
@@ -191,14 +193,16 @@ func (s *frameScanner) feed(p []byte) {
 	}
 }
 
-// deliver hands a captured payload to onPayload once it is complete.
+// deliver parses a captured frame with x/net's Framer and hands it to onPayload.
 func (s *frameScanner) deliver() {
 	if !s.capturing {
 		return
 	}
 	s.capturing = false
-	stream := binary.BigEndian.Uint32(s.hdr[5:9]) & 0x7fffffff
-	s.onPayload(s.hdr[3], s.hdr[4], stream, s.capture)
+	f, err := http2.NewFramer(io.Discard, bytes.NewReader(s.frame)).ReadFrame()
+	if err == nil {
+		s.onPayload(f)
+	}
 }
 
 // observedConn feeds an h2Observer with what is read from and written to the connection.

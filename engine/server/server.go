@@ -108,7 +108,7 @@ func start(pg *page.Page, cfg Config, hooks testHooks) (*Server, error) {
 		// RFC 9113's initial SETTINGS_MAX_FRAME_SIZE (x/net would advertise 1 MiB): the
 		// server receives only small request frames, and h2spec checks the limit.
 		MaxReadFrameSize: 16384,
-		IdleTimeout:      120 * time.Second,
+		IdleTimeout:      idleTimeout,
 	}
 	if err := s.listen(); err != nil {
 		s.Close()
@@ -139,11 +139,18 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
+// Limits of the server's connections and start-up, for every protocol.
+const (
+	idleTimeout       = 120 * time.Second // an idle connection (TCP or QUIC) is closed after this
+	readHeaderTimeout = 30 * time.Second  // HTTP/1.x: a request's header must arrive within this
+	listenAttempts    = 20                // port 0: new ports tried when another process takes one
+)
+
 // listen binds every listener. A port of 0 is picked on the first address and reused on the
 // others; if another process holds it there, the whole set is retried with a new port.
 func (s *Server) listen() error {
 	var lastErr error
-	for attempt := 0; attempt < 20; attempt++ {
+	for range listenAttempts {
 		err := s.tryListen()
 		if err == nil {
 			return nil
@@ -250,8 +257,8 @@ func (s *Server) serve() error {
 func (s *Server) newHTTPServer(origin int, proto Protocol) *http.Server {
 	hs := &http.Server{
 		Handler:           s.handler(origin, proto),
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
 		ErrorLog:          s.errorLog,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			info := s.newConn(origin, proto, c.RemoteAddr())
@@ -438,14 +445,14 @@ func (s *Server) serveQUIC(origin int, pc net.PacketConn) error {
 	qconf := &quic.Config{
 		MaxIncomingStreams: int64(s.cfg.MaxConcurrentStreams),
 		Allow0RTT:          s.cfg.SessionResumption,
-		MaxIdleTimeout:     120 * time.Second,
+		MaxIdleTimeout:     idleTimeout,
 		Tracer:             sendTracer,
 	}
 	hs := &http3.Server{
 		Handler:     s.handler(origin, H3),
 		TLSConfig:   http3.ConfigureTLSConfig(tc),
 		QUICConfig:  qconf,
-		IdleTimeout: 120 * time.Second,
+		IdleTimeout: idleTimeout,
 		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
 			info := s.newConn(origin, H3, c.RemoteAddr())
 			info.sends = sendLogOf(c.Context())

@@ -17,6 +17,13 @@ import (
 	"github.com/wirelab/wirelab/engine/netns"
 )
 
+// How long StartLab waits for the server's ready line, and Close for the interrupted server to exit
+// before it kills it.
+const (
+	readyTimeout = 60 * time.Second
+	stopGrace    = 10 * time.Second
+)
+
 // DefaultNet is the local internet's path unless told otherwise: a short round trip, so that a
 // probe of the whole catalog takes seconds; each site's ExtraRTT is added to it.
 const DefaultNet = "rtt=10ms"
@@ -163,8 +170,8 @@ func StartLab(cfg LabConfig) (*Lab, error) {
 	}()
 	select {
 	case err = <-ready:
-	case <-time.After(60 * time.Second):
-		err = errors.New("sites: the server was not ready within 60 s")
+	case <-time.After(readyTimeout):
+		err = fmt.Errorf("sites: the server was not ready within %s", readyTimeout)
 	}
 	if err != nil {
 		return nil, errors.Join(err, l.Close())
@@ -206,7 +213,7 @@ func (l *Lab) Shutdown() (emulator.Summary, error) {
 		_ = l.server.Process.Signal(os.Interrupt)
 		select {
 		case <-l.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(stopGrace):
 			_ = l.server.Process.Kill()
 			<-l.done
 		}

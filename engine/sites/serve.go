@@ -154,9 +154,12 @@ func listenReset(addr string) (*resetter, error) {
 	return rs, nil
 }
 
+// resetReadTimeout bounds the TLS resetter's wait for a client's first byte.
+const resetReadTimeout = 10 * time.Second
+
 func reset(c net.Conn) {
 	defer c.Close()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.SetReadDeadline(time.Now().Add(resetReadTimeout))
 	buf := make([]byte, 1)
 	if _, err := c.Read(buf); err != nil {
 		return

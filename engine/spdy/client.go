@@ -328,6 +328,11 @@ func requestHeader(req *http.Request) (Header, error) {
 	return append(h, extra...), nil
 }
 
+// MaxRefusedRetries bounds how often a request the server refused before processing it
+// (REFUSED_STREAM) is sent again; the engine's loader uses the same bound for every multiplexed
+// protocol.
+const MaxRefusedRetries = 10
+
 // Do sends req with the given options and returns the response once its SYN_REPLY has arrived;
 // the body streams in as it is read. A request the server refused (REFUSED_STREAM) before
 // processing is retried when its body can be replayed.
@@ -337,7 +342,7 @@ func (cc *ClientConn) Do(req *http.Request, o RequestOptions) (*http.Response, e
 	}
 	for attempt := 0; ; attempt++ {
 		resp, retry, err := cc.do(req, o)
-		if !retry || attempt >= 10 {
+		if !retry || attempt >= MaxRefusedRetries {
 			return resp, err
 		}
 		if req.Body != nil && req.Body != http.NoBody {

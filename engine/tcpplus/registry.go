@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wirelab/wirelab/engine/internal/atomicfile"
 	"github.com/wirelab/wirelab/engine/tcpplus/internal/owner"
 )
 
@@ -126,11 +127,7 @@ func (r *registry) save(st regState) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(raw, '\n'), 0o644); err != nil {
-		return fmt.Errorf("tcpplus: writing state of %s: %w", st.Name, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
 		return fmt.Errorf("tcpplus: writing state of %s: %w", st.Name, err)
 	}
 	return nil

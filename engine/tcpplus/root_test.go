@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 )
 
 // Tests named *Root need root and a kernel with BPF struct_ops; they are skipped otherwise.
@@ -62,13 +64,6 @@ func helper(spec string) int {
 	return 2
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-}
-
 func registered(t *testing.T, name string) bool {
 	t.Helper()
 	ok, err := Registered(name)
@@ -108,7 +103,7 @@ func socketCC(t *testing.T, cc string) int {
 }
 
 func TestRegisterUnregisterRoot(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	const n = 7
 	name, un1, err := Register(n)
 	if err != nil {
@@ -153,7 +148,7 @@ func TestRegisterUnregisterRoot(t *testing.T) {
 
 // The registration behaves as cubic's code: a connection over loopback with it transfers data.
 func TestRegisteredCCCarriesTrafficRoot(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	name, un, err := Register(9)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +206,7 @@ func TestRegisteredCCCarriesTrafficRoot(t *testing.T) {
 
 // Goroutines of this process and other processes register and unregister the same n at once.
 func TestRegisterConcurrentRoot(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -261,7 +256,7 @@ func mustAvailable() []string {
 // A process that registered and died without unregistering leaves a registration that GC
 // removes.
 func TestGCRemovesLeftoverRegistrationRoot(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	const n = 5
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=leak:5")
@@ -283,7 +278,7 @@ func TestGCRemovesLeftoverRegistrationRoot(t *testing.T) {
 }
 
 func TestSupportedRoot(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	if err := Supported(); err != nil {
 		t.Fatalf("this lab's kernel should support wl_cubicp: %v", err)
 	}

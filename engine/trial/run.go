@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/emulator"
+	"github.com/wirelab/wirelab/engine/internal/atomicfile"
+	"github.com/wirelab/wirelab/engine/internal/shellquote"
 	"github.com/wirelab/wirelab/engine/lab"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
@@ -154,7 +156,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	prov := NewProvenance(r.o.Command, r.started)
 	r.log.header(
 		fmt.Sprintf("wirelab-engine %s (%s) trial %s", prov.EngineVersion, prov.GitSHA, s.TrialID),
-		"command: "+shellQuote(r.o.Command),
+		"command: "+shellquote.Join(r.o.Command),
 		fmt.Sprintf("started: %s  host: %s  kernel: %s  cpu: %s  loadavg: %s  pid: %d", prov.StartedAt, prov.Hostname, prov.Kernel, prov.CPU, prov.LoadAvgStart, os.Getpid()),
 		"spec: "+string(specJSON),
 		"network: "+r.p.Profile.String(),
@@ -292,7 +294,7 @@ func (r *runner) loads(ctx context.Context, loads *os.File, prov *Provenance) (*
 	res.Emulator.BetweenLoads.Packets = between
 	prov.Finish()
 	res.Provenance = *prov
-	if res.Emulator.LatenessUS.P99 > 1000 || res.Emulator.DeviceDrops > 0 {
+	if res.Emulator.LatenessUS.OverLimit() || res.Emulator.DeviceDrops > 0 {
 		fmt.Fprintf(r.o.Warn, "wirelab-engine: trial %s: emulator fidelity: lateness p99 %.0f µs, device drops %d\n", s.TrialID, res.Emulator.LatenessUS.P99, res.Emulator.DeviceDrops)
 	}
 	return res, nil
@@ -509,47 +511,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// writeAtomic writes v as JSON to a temporary file beside path and renames it into place.
+// writeAtomic writes v as JSON to path, atomically (internal/atomicfile), with a result's mode
+// 0644 (docs/results.md: results have fixed modes and hold no secrets).
 func writeAtomic(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", " ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-// shellQuote renders argv so that it can be pasted into a shell.
-func shellQuote(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && strings.IndexFunc(a, func(c rune) bool {
-			return !(c == '-' || c == '_' || c == '.' || c == '/' || c == '=' || c == ',' || c == ':' || c == '%' ||
-				(c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-		}) < 0 {
-			out[i] = a
-		} else {
-			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(out, " ")
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // writeServedPage writes pg (as the server serves it: seeded, sharded) to dir/page.json for replay

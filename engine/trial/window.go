@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wirelab/wirelab/engine/pktlog"
-	"github.com/wirelab/wirelab/engine/tunio"
+	"github.com/wirelab/wirelab/engine/realtime"
 )
 
 // A load's packets are the records the trial takes from the packet log when the load has ended and
@@ -66,12 +66,12 @@ func Own(recs []pktlog.Record) (own []pktlog.Record, stray int) {
 // linkCounters reads how many packets entered the link and how many left it (delivered or
 // dropped), both directions.
 type linkCounters interface {
-	Stats() tunio.Stats
+	Stats() realtime.Stats
 }
 
 func counts(l linkCounters) (entered, left int64) {
 	s := l.Stats()
-	for _, d := range []tunio.DirStats{s.Up, s.Down} {
+	for _, d := range []realtime.DirStats{s.Up, s.Down} {
 		entered += d.Packets
 		left += d.Delivered + d.DropsLoss + d.DropsQueue
 	}

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from wirelab._registry import BUSY_FALLBACK, BUSY_GAUGES
 from wirelab.analysis.sweep import Axis, _axis_for
-from wirelab.registry import BUSY_FALLBACK, BUSY_GAUGES
 from wirelab.store import Results
 
 __all__ = ["CapacityData", "busy_label", "capacity_table", "load_capacity", "scenario_text"]
@@ -167,12 +167,12 @@ def capacity_table(data: CapacityData) -> pd.DataFrame:
         for count in counts:
             page = (outcomes.get("page_ms_at") or {}).get(count)
             sample = (outcomes.get("server_at") or {}).get(count)
-            measured = bool(sample and sample.get("source"))
+            measured = sample if sample and sample.get("source") else None
             at[count] = {
                 "vus": page["vus"] if page else None,
                 "page_ms": ((page or {}).get("page_ms") or {}).get(statistic),
-                "cpu_util": sample["cpu_util"] if measured else None,
-                "memory_bytes": sample["memory_bytes"] if measured else None,
+                "cpu_util": measured["cpu_util"] if measured else None,
+                "memory_bytes": measured["memory_bytes"] if measured else None,
                 "busy": _busy(sample, impl),
             }
         if not counts and len(mine):

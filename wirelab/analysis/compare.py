@@ -1,12 +1,13 @@
 """Comparing a protocol with a baseline, per configuration.
 
 - **Gain** (study E): the % reduction in Time on Wire of protocol x over the baseline,
-  ``(ToW_base − ToW_x) / ToW_base × 100`` from the *means* over the configuration's repetitions.
-  Positive = x is faster. Its 95 % interval is a percentile bootstrap over repetitions: both
-  protocols' repetitions are resampled independently (loads of different protocols are interleaved,
-  not paired) and the gain recomputed from the resampled means.
-  (``wirelab.summary.gain_pct``, used by ``wirelab load``, averages per-pair ratios instead; the two
-  agree closely when repetitions vary little.)
+  ``(mean ToW_base − mean ToW_x) / mean ToW_base × 100``: a ratio of the two protocols' *means* over
+  the configuration's loads without error, not a mean of per-repetition gains (the loads of two
+  protocols are interleaved, not paired, and a mean of ratios is pulled by its smallest
+  denominators). Study E's "averaged over the repetitions" is read this way everywhere: the report,
+  ``wirelab load`` and ``wirelab results show`` (``wirelab._summary.gain_pct`` calls :func:`gain_pct`).
+  Positive = x is faster. Its 95 % interval is a BCa bootstrap (:mod:`wirelab.analysis.stats`):
+  both protocols' repetitions resampled independently, the gain recomputed from the resampled means.
 - **Ratio** (study W): ``s = PLT_x / PLT_base`` from the *medians*; class ``better`` when s < 0.9
   (x better), ``worse`` when s > 1.1 (baseline better), else ``equal``.
 - **Significance**: two-sided Mann–Whitney U test of x's against the baseline's values; ``u`` is the
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from wirelab.analysis.stats import CONFIDENCE, N_BOOT, _values, ok_loads, rng_for
+from wirelab.analysis.stats import CONFIDENCE, N_BOOT, _values, bootstrap_interval, ok_loads, rng_for
 
 __all__ = [
     "BETTER",
@@ -55,6 +56,11 @@ def gain_pct(base: Sequence[float] | np.ndarray, x: Sequence[float] | np.ndarray
     return float((b.mean() - v.mean()) / b.mean() * 100)
 
 
+def _gain_statistic(base: np.ndarray, x: np.ndarray, axis: int = -1) -> np.ndarray:
+    mb = base.mean(axis=axis)
+    return (mb - x.mean(axis=axis)) / mb * 100
+
+
 def gain_ci(
     base: Sequence[float] | np.ndarray,
     x: Sequence[float] | np.ndarray,
@@ -64,23 +70,14 @@ def gain_ci(
     seed: int = 0,
     key: object = (),
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of :func:`gain_pct`, resampling each side's repetitions."""
+    """BCa bootstrap interval of :func:`gain_pct`, resampling each protocol's repetitions
+    independently (loads of different protocols are interleaved, not paired)."""
     b, v = _values(base), _values(x)
-    if b.size == 0 or v.size == 0:
+    if b.size and b.mean() <= 0:
         return (float("nan"), float("nan"))
-    if b.size == 1 and v.size == 1:
-        g = gain_pct(b, v)
-        return (g, g)
-    rng = rng_for(seed, ("gain", key))
-    mb = b[rng.integers(0, b.size, size=(n_boot, b.size))].mean(axis=1)
-    mx = v[rng.integers(0, v.size, size=(n_boot, v.size))].mean(axis=1)
-    valid = mb > 0
-    gains = (mb[valid] - mx[valid]) / mb[valid] * 100
-    if gains.size == 0:
-        return (float("nan"), float("nan"))
-    alpha = (1 - confidence) / 2
-    lo, hi = np.quantile(gains, [alpha, 1 - alpha])
-    return (float(lo), float(hi))
+    return bootstrap_interval(
+        [b, v], _gain_statistic, rng=rng_for(seed, ("gain", key)), n_boot=n_boot, confidence=confidence
+    )
 
 
 def classify_ratio(s: float) -> str | None:
@@ -246,7 +243,7 @@ def main_effects(
 ) -> pd.DataFrame:
     """Main effects of a many-factor sweep: for each factor, each of its values and each protocol, the
     mean of ``value`` (default the gain) over the configurations at that value — the other factors
-    averaged out — with a percentile bootstrap CI over those configurations. Columns: ``factor``,
+    averaged out — with a BCa bootstrap CI over those configurations. Columns: ``factor``,
     ``level`` (a float for a numeric factor, the value itself for a categorical one such as the
     sharding), ``protocol``, ``n`` (configurations), ``mean``, ``ci_low``, ``ci_high``."""
     rows = []
@@ -256,8 +253,7 @@ def main_effects(
             if values.size == 0:
                 continue
             rng = rng_for(seed, ("main", factor, level, protocol))
-            means = values[rng.integers(0, values.size, size=(n_boot, values.size))].mean(axis=1)
-            lo, hi = np.quantile(means, [(1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2])
+            lo, hi = bootstrap_interval([values], np.mean, rng=rng, n_boot=n_boot)
             rows.append(
                 {
                     "factor": factor,

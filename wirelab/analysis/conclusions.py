@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from wirelab._registry import BUSY_GAUGES, PHASE_STYLES, protocol_style
 from wirelab.analysis.compare import SIGNIFICANCE, min_p_value
 from wirelab.analysis.multiplex import MultiplexFit
 from wirelab.analysis.sweep import Axis
 from wirelab.analysis.tree import TreeResult
-from wirelab.registry import BUSY_GAUGES, PHASE_STYLES, protocol_style
 
 __all__ = [
     "capacity_quality_sentences",

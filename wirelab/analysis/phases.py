@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from wirelab._registry import PHASE_ORDER
 from wirelab.analysis.stats import ok_loads
-from wirelab.registry import PHASE_ORDER
 
 __all__ = ["phase_ms", "phase_shares"]
 
@@ -32,7 +32,7 @@ def phase_ms(loads: pd.DataFrame) -> pd.DataFrame:
 
 def phase_shares(loads: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """One row per group of ``by``: ``n``, ``total_ms`` (mean summed phase time per load) and one share
-    column per phase present (fractions that sum to 1), in :data:`~wirelab.registry.PHASE_ORDER`."""
+    column per phase present (fractions that sum to 1), in :data:`~wirelab._registry.PHASE_ORDER`."""
     ok = ok_loads(loads)
     phases = phase_ms(ok)
     present = [p for p in PHASE_ORDER if (phases[p] > 0).any()]

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import pandas as pd
 
+from wirelab import _contract as contract
 from wirelab.store import PROBE_PROTOCOLS
 
 __all__ = ["ANNOUNCEMENTS", "gaps", "probe_shares"]
 
 #: how a protocol can be announced, in report order (the probe record's ``announced_by`` values)
-ANNOUNCEMENTS = ("alpn", "alt-svc", "https-rr", "upgrade", "default")
+ANNOUNCEMENTS: tuple[str, ...] = tuple(
+    contract.load_schema("probe-record")["$defs"]["fields"]["announced_by"]["items"]["enum"]
+)
 
 
 def probe_shares(protocols: pd.DataFrame) -> pd.DataFrame:
@@ -42,8 +45,9 @@ def probe_shares(protocols: pd.DataFrame) -> pd.DataFrame:
             else:
                 ann = p["announced"].astype(bool)
                 srv = p["served"].astype(bool)
-                row["announced"] = int(ann.sum())
-                row["announced_pct"] = 100.0 * row["announced"] / n if n else None
+                announced = int(ann.sum())
+                row["announced"] = announced
+                row["announced_pct"] = 100.0 * announced / n if n else None
                 row["announced_not_served"] = int((ann & ~srv).sum())
                 row["served_not_announced"] = int((~ann & srv).sum())
                 for a in ANNOUNCEMENTS:

@@ -1,33 +1,46 @@
 """Descriptive statistics with seeded bootstrap confidence intervals.
 
-Every interval here is a **percentile bootstrap** 95 % interval (:data:`BOOTSTRAP_METHOD`): the
-repetitions of a group are resampled with replacement :data:`N_BOOT` times, the statistic is computed
-on each resample, and the 2.5th and 97.5th percentiles of those values are the interval. The random
-generator is seeded from ``seed`` and the group's key, so a report is identical every time it is
-built and adding a configuration does not change the intervals of the others.
+Every interval here is a 95 % **BCa bootstrap** interval (:data:`BOOTSTRAP_METHOD`, bias-corrected and
+accelerated, from :func:`scipy.stats.bootstrap`): the repetitions of a group are resampled with
+replacement :data:`N_BOOT` times, the statistic is computed on each resample, and the interval's ends
+are percentiles of those values shifted for the estimate's bias and skew (the acceleration comes from
+a jackknife). Where BCa is undefined — every resample on one side of the estimate, which small
+samples with ties can give — the plain percentile interval of the same resamples is reported instead.
+
+No bootstrap interval reaches its nominal 95 % with the 3–20 repetitions a configuration has: for the
+mean, BCa covered the true value in 73 % (normal) and 72 % (log-normal) of samples of 3, 85 % / 82 %
+of samples of 5 and 93 % / 91 % of samples of 20 — within two points of the percentile interval
+either way (``scripts/bootstrap_coverage.py``). Read intervals from quick (3-repetition) runs as
+rough. The random generator is seeded from ``seed`` and the group's key, so a
+report is identical every time it is built and adding a configuration does not change the intervals
+of the others.
 """
 
 from __future__ import annotations
 
+import warnings
 import zlib
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
+from scipy.stats import DegenerateDataWarning
 
 __all__ = [
     "BOOTSTRAP_METHOD",
     "CONFIDENCE",
     "N_BOOT",
     "bootstrap_ci",
+    "bootstrap_interval",
     "describe",
     "ecdf",
     "ok_loads",
     "rng_for",
 ]
 
-BOOTSTRAP_METHOD = "percentile"
+BOOTSTRAP_METHOD = "BCa"
 N_BOOT = 2000
 CONFIDENCE = 0.95
 
@@ -44,6 +57,56 @@ def _values(values: Any) -> np.ndarray:
     return arr[~np.isnan(arr)]
 
 
+def bootstrap_interval(
+    samples: Sequence[np.ndarray],
+    statistic: Callable[..., np.ndarray],
+    *,
+    rng: np.random.Generator,
+    n_boot: int = N_BOOT,
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float]:
+    """BCa interval of ``statistic(*samples, axis=-1)`` (vectorized over resamples), each sample
+    resampled independently. A sample of one value cannot be resampled or jackknifed: it enters the
+    statistic as the constant it is. All samples constant: the statistic's value, twice. NaN for an
+    empty sample. See the module docstring for the fallback when BCa is undefined."""
+    if any(s.size == 0 for s in samples):
+        return (float("nan"), float("nan"))
+    free = [i for i, s in enumerate(samples) if s.size > 1 and np.ptp(s) > 0]
+    if not free:
+        value = float(statistic(*[s[None, :] for s in samples], axis=-1)[0])
+        return (value, value)
+
+    def stat(*resampled: np.ndarray, axis: int = -1) -> np.ndarray:
+        full = list(samples)
+        for i, r in zip(free, resampled, strict=True):
+            full[i] = r
+        shape = np.broadcast_shapes(*(r.shape[:-1] for r in resampled))
+        return statistic(*[np.broadcast_to(x, (*shape, x.shape[-1])) for x in full], axis=-1)
+
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        # Degenerate jackknife or bootstrap distributions (ties) make BCa undefined: handled below.
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = sps.bootstrap(
+            [samples[i] for i in free],
+            stat,
+            n_resamples=n_boot,
+            confidence_level=confidence,
+            method="BCa",
+            vectorized=True,
+            rng=rng,
+        )
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not (np.isfinite(low) and np.isfinite(high)):
+        dist = res.bootstrap_distribution
+        dist = dist[np.isfinite(dist)]
+        if dist.size == 0:
+            return (float("nan"), float("nan"))
+        alpha = (1 - confidence) / 2
+        low, high = (float(q) for q in np.quantile(dist, [alpha, 1 - alpha]))
+    return (low, high)
+
+
 def bootstrap_ci(
     values: Sequence[float] | np.ndarray | pd.Series,
     statistic: str = "mean",
@@ -53,20 +116,13 @@ def bootstrap_ci(
     seed: int = 0,
     key: Hashable = (),
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic`` (``mean`` or ``median``) of ``values``.
+    """BCa bootstrap interval of ``statistic`` (``mean`` or ``median``) of ``values``.
 
-    NaNs are ignored; no values gives ``(nan, nan)`` and one value ``(v, v)``."""
-    arr = _values(values)
-    if arr.size == 0:
-        return (float("nan"), float("nan"))
-    if arr.size == 1:
-        return (float(arr[0]), float(arr[0]))
+    NaNs are ignored; no values gives ``(nan, nan)`` and one value (or all equal) ``(v, v)``."""
     func = _STATISTICS[statistic]
-    rng = rng_for(seed, key)
-    resampled = func(arr[rng.integers(0, arr.size, size=(n_boot, arr.size))], axis=1)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(resampled, [alpha, 1 - alpha])
-    return (float(low), float(high))
+    return bootstrap_interval(
+        [_values(values)], func, rng=rng_for(seed, key), n_boot=n_boot, confidence=confidence
+    )
 
 
 def ok_loads(loads: pd.DataFrame) -> pd.DataFrame:

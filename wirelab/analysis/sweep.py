@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from wirelab import _facts
 from wirelab.spec import BaseTrial, network_string
 from wirelab.store import Results
 
@@ -81,18 +82,20 @@ LOG_PARAMS = frozenset(
     }
 )
 
-_SYNTHETIC = re.compile(r"^synthetic:(\d+)x(\d+(?:\.\d+)?)\s*(B|kB|KB|KiB|MB|MiB)?(?:,html=.+)?$")
-_SIZE_UNITS = {None: 1, "B": 1, "kB": 1000, "KB": 1000, "KiB": 1024, "MB": 1_000_000, "MiB": 1_048_576}
+_SYNTHETIC = re.compile(r"^synthetic:([0-9]+)x([0-9]+(?:\.[0-9]+)?)([A-Za-z]*)(?:,html=.+)?$")
 
 
 def parse_synthetic(page: str) -> tuple[int, float] | None:
     """``synthetic:64x10kB`` → (64 objects, 10000.0 bytes each), the engine's synthetic page syntax
     (``synthetic:NxS[,html=SIZE]``: N images of S bytes referenced by a root document); None for
-    other pages."""
-    m = _SYNTHETIC.match(page.strip()) if isinstance(page, str) else None
-    if m is None:
+    other pages. S is a SIZE with one of the engine's size units (``docs/profile-grammar.md``, "Units":
+    ``kB`` = 1000, ``KiB`` = 1024; ``KB`` and a bare number are not sizes, and the engine refuses
+    such a page)."""
+    m = _SYNTHETIC.match(page) if isinstance(page, str) else None
+    factor = _facts.units("size").get(m.group(3)) if m else None
+    if m is None or factor is None:
         return None
-    return int(m.group(1)), float(m.group(2)) * _SIZE_UNITS[m.group(3)]
+    return int(m.group(1)), float(m.group(2)) * factor
 
 
 #: The derived axis that names a sweep's arrangements of the page over origins (``shards`` with

@@ -6,7 +6,9 @@ no network access and only the report's own script (by nonce). Every string that
 a page or a HAR is escaped by Jinja2's autoescaping, and waterfall data is embedded as JSON with
 ``<``, ``>`` and ``&`` escaped and drawn by the script through ``textContent`` only.
 
-:func:`write_report` is also the hook that ``wirelab demo`` and ``wirelab reproduce`` call.
+:func:`write_report` is also the hook that ``wirelab demo`` and ``wirelab reproduce`` call;
+:func:`waterfall_from_har` draws the waterfall of any stored HAR as the report does
+(``waterfall_from_har(wirelab.open(DB).har(SWEEP, TRIAL, LOAD))``).
 """
 
 from __future__ import annotations
@@ -23,14 +25,15 @@ import jinja2
 from markupsafe import Markup
 
 from wirelab import __version__
+from wirelab._figures.plots import waterfall_from_har
+from wirelab._registry import PHASE_ORDER, PHASE_STYLES, protocol_style
 from wirelab.analysis.sweep import load_sweep
 from wirelab.errors import UsageError
-from wirelab.registry import PHASE_ORDER, PHASE_STYLES, protocol_style
-from wirelab.report.build import CI_TEXT, SweepSection, build_sweep
-from wirelab.report.probes import ProbeSection, build_probe_section
+from wirelab.report._build import CI_TEXT, SweepSection, build_sweep
+from wirelab.report._probes import ProbeSection, build_probe_section
 from wirelab.store import DATA_FILE_MODE, Results, fix_modes
 
-__all__ = ["build_sections", "render_html", "write_report"]
+__all__ = ["waterfall_from_har", "write_report"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -55,16 +58,16 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def build_sections(
+def _build_sections(
     results: Results, sweeps: Sequence[str], out_dir: Path, *, waterfall_budget: int | None = None
 ) -> list[SweepSection]:
     """Analyse each sweep and write its figures under ``out_dir/figures/<sweep>/`` (a load test's with
-    :mod:`wirelab.report.capacity`)."""
+    :mod:`wirelab.report._capacity`)."""
     sections = []
     for name in sweeps:
         if results.sweep_kind(name) == "loadtest":
             from wirelab.analysis.capacity import load_capacity
-            from wirelab.report.capacity import build_capacity
+            from wirelab.report._capacity import build_capacity
 
             sections.append(build_capacity(load_capacity(results, name), out_dir / "figures" / name))
             continue
@@ -74,7 +77,7 @@ def build_sections(
     return sections
 
 
-def render_html(
+def _render_html(
     sections: Sequence[SweepSection],
     *,
     db: str,
@@ -135,11 +138,11 @@ def write_report(
                 listed = ", ".join(known_runs) or "none"
                 raise UsageError(f"--probe: {run!r} is not a probe run in {db_path}; runs: {listed}")
         out.mkdir(parents=True, exist_ok=True)
-        sections = build_sections(results, names, out, waterfall_budget=waterfall_budget)
+        sections = _build_sections(results, names, out, waterfall_budget=waterfall_budget)
         probe_sections = [build_probe_section(results, run, out) for run in runs]
     if title is None:
         title = f"wirelab report: {', '.join(names)}" if 0 < len(names) <= 3 else "wirelab report"
-    html = render_html(sections, db=str(db_path), title=title, probes=probe_sections)
+    html = _render_html(sections, db=str(db_path), title=title, probes=probe_sections)
     index = out / "index.html"
     tmp = out / "index.html.tmp"
     tmp.write_text(html)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cgroup"
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/lab"
 	"github.com/wirelab/wirelab/engine/server/impl"
 )
@@ -24,7 +25,7 @@ var runIDPattern = regexp.MustCompile(`^[0-9a-f]{8}$`)
 // server namespace — pages measured by both tools, the server's CPU from its control group, no
 // packet into the lab's link, and nothing of the lab left afterwards.
 func TestBenchLoadgenNginx(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	requireImpl(t, "nginx")
 	if _, err := os.Stat("/usr/bin/h2load"); err != nil {
 		t.Fatalf("h2load is not installed (make setup installs nghttp2-client): %v", err)

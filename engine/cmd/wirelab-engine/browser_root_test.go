@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/wirelab/wirelab/engine/bench"
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/page"
 )
 
@@ -20,7 +21,7 @@ import (
 
 func startLab(t *testing.T, profile, pg string) *bench.Lab {
 	t.Helper()
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	lab, err := bench.StartLab(bench.LabConfig{Profile: profile, Page: pg, Engine: os.Args[0], Env: []string{testMainEnv + "=1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func requireChromium(t *testing.T) {
 // emulated path, resolving names with the run's DNS server; every HAR entry says the protocol
 // asked for, and every object arrives with its size.
 func TestBrowseEmulatedCorpus(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	requireChromium(t)
 	for _, name := range page.CorpusNames() {
 		t.Run(name, func(t *testing.T) {
@@ -136,7 +137,7 @@ func criticalPathJSON(t *testing.T) string {
 // A busy machine only adds time (go test runs two packages at once, and other packages' root tests
 // run real-time emulators too): the least disturbed of three loads is compared.
 func TestReplayCriticalPathEmulated(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	if testing.Short() {
 		t.Skip("real-time path")
 	}
@@ -168,7 +169,7 @@ func TestReplayCriticalPathEmulated(t *testing.T) {
 // compute_scale 0 loads in the time flat mode takes, within noise: the least disturbed of five
 // loads each within 3 % (flat mode also parses the HTML, which a busy machine slows down).
 func TestReplayEqualsFlatEmulated(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	if testing.Short() {
 		t.Skip("real-time path")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/shellquote"
 	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/netns"
 )
@@ -137,7 +138,7 @@ flags:`)
 		Command   string `json:"command"`
 		Engine    string `json:"engine"`
 		StartedAt string `json:"started_at"`
-	}{res, shellQuote(os.Args), version.String(), started.UTC().Format(time.RFC3339)}
+	}{res, shellquote.Join(os.Args), version.String(), started.UTC().Format(time.RFC3339)}
 	if *asJSON {
 		b, _ := json.MarshalIndent(out, "", "  ")
 		fmt.Println(string(b))

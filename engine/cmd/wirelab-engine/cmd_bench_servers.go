@@ -14,6 +14,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/shellquote"
 	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/server/impl"
 	"github.com/wirelab/wirelab/engine/trial"
@@ -63,7 +64,7 @@ func runBenchServers(args []string) error {
 			Command   string `json:"command"`
 			Engine    string `json:"engine"`
 			StartedAt string `json:"started_at"`
-		}{res, shellQuote(os.Args), version.String(), started.UTC().Format(time.RFC3339)}, "", "  ")
+		}{res, shellquote.Join(os.Args), version.String(), started.UTC().Format(time.RFC3339)}, "", "  ")
 		fmt.Println(string(b))
 		return nil
 	}

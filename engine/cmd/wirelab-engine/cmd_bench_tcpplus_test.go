@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 )
 
 func TestParseRate(t *testing.T) {
@@ -53,9 +54,7 @@ func TestBenchTCPPlusUsageErrors(t *testing.T) {
 // SIGINT during the measurement: the command stops and removes its namespaces and its
 // registration.
 func TestBenchTCPPlusSIGINTCleansUpRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	roottest.Require(t)
 	cmd := exec.Command(os.Args[0], "bench", "tcpplus", "--cwnd", "2000")
 	cmd.Env = append(os.Environ(), testMainEnv+"=1")
 	stderr, err := cmd.StderrPipe()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/shellquote"
 	"github.com/wirelab/wirelab/engine/internal/version"
 )
 
@@ -65,7 +66,7 @@ func runBenchVariability(args []string) error {
 		Command   string `json:"command"`
 		Engine    string `json:"engine"`
 		StartedAt string `json:"started_at"`
-	}{res, shellQuote(os.Args), version.String(), started.UTC().Format(time.RFC3339)}
+	}{res, shellquote.Join(os.Args), version.String(), started.UTC().Format(time.RFC3339)}
 	if *asJSON {
 		b, _ := json.MarshalIndent(out, "", "  ")
 		fmt.Println(string(b))

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/loadgen"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
@@ -209,9 +210,7 @@ func TestLoadgenInterrupt(t *testing.T) {
 // (only its loopback device, down), with documentation addresses (RFC 5737): even a bug could
 // not send a packet anywhere.
 func TestLoadgenRefusesRemoteTarget(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (a network namespace)")
-	}
+	roottest.Require(t) // a network namespace
 	var b [4]byte
 	rand.Read(b[:])
 	ns := "wlt-loadgen-" + hex.EncodeToString(b[:]) // not a wirelab-<id>-c/s name: gc leaves it alone

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/units"
 	"github.com/wirelab/wirelab/engine/page"
 )
 
@@ -88,7 +90,7 @@ func pagesFlagSet(name string, fs *flag.FlagSet, args []string) ([]string, error
 
 var errPagesHelp = errors.New("help shown")
 
-func emitPagesJSON(w io.Writer, v any) error {
+func emitJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
@@ -113,19 +115,43 @@ func pagesLs(args []string, w io.Writer) error {
 	if len(pos) != 0 {
 		return cli.Usagef("pages ls: unexpected argument %q", pos[0])
 	}
-	var out []page.Summary
-	for _, name := range page.CorpusNames() {
-		p, err := page.Corpus(name, *seed)
-		if err != nil {
-			return usageIfField(err)
-		}
-		out = append(out, p.Summarize())
+	ls, err := pagesListing(*seed)
+	if err != nil {
+		return usageIfField(err)
 	}
-	return emitPagesJSON(w, map[string]any{
+	return emitJSON(w, ls)
+}
+
+// corpusEntry is one corpus page in `pages ls`: its summary and the origins it is served from with
+// shards = 0 in each grouped shard mode (one origin per top-level-domain group, per domain).
+type corpusEntry struct {
+	page.Summary
+	ShardOrigins map[page.ShardMode]int `json:"shard_origins"`
+}
+
+// pagesListing is the output of `pages ls`.
+func pagesListing(seed int64) (map[string]any, error) {
+	var out []corpusEntry
+	for _, name := range page.CorpusNames() {
+		p, err := page.Corpus(name, seed)
+		if err != nil {
+			return nil, err
+		}
+		e := corpusEntry{Summary: p.Summarize(), ShardOrigins: map[page.ShardMode]int{}}
+		for _, mode := range []page.ShardMode{page.ShardTLD, page.ShardDomain} {
+			sharded, err := p.Shard(0, mode)
+			if err != nil {
+				return nil, fmt.Errorf("%s with shards 0 in mode %s: %w", name, mode, err)
+			}
+			e.ShardOrigins[mode] = len(sharded.Origins)
+		}
+		out = append(out, e)
+	}
+	return map[string]any{
 		"corpus":    out,
-		"synthetic": "synthetic:NxS[,html=SIZE] — N PNG images of S bytes (units B, kB, KiB, MB, MiB)",
+		"synthetic": "synthetic:NxS[,html=SIZE] — N PNG images of S bytes (a SIZE: units " + strings.Join(units.Names(units.Sizes), ", ") + ")",
 		"w_grid":    page.WGrid(),
-	})
+	}, nil
 }
 
 func helpIsSuccess(err error) error {
@@ -177,7 +203,7 @@ func pagesShow(args []string, w io.Writer, urls bool) error {
 	if err != nil {
 		return usageIfField(err)
 	}
-	return emitPagesJSON(w, list)
+	return emitJSON(w, list)
 }
 
 // loadShardedPage resolves a page name and applies sharding (shards 1 with round-robin: as is).
@@ -219,6 +245,6 @@ func pagesValidate(path string, w io.Writer) error {
 		}
 		return cli.Usagef("%v", err)
 	}
-	return emitPagesJSON(w, map[string]any{"valid": true, "name": p.Name, "objects": len(p.Objects),
+	return emitJSON(w, map[string]any{"valid": true, "name": p.Name, "objects": len(p.Objects),
 		"total_bytes": p.TotalBytes(), "origins": len(p.Origins), "activities": len(p.Activities)})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/browser"
 	"github.com/wirelab/wirelab/engine/client"
+	"github.com/wirelab/wirelab/engine/internal/atomicfile"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/link/profile"
@@ -52,12 +53,7 @@ func writePageOut(pg *page.Page, out string, stdout io.Writer) error {
 		_, err := stdout.Write(pg.JSON())
 		return err
 	}
-	tmp := out + ".tmp"
-	if err := os.WriteFile(tmp, pg.JSON(), 0o644); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WriteFile(out, pg.JSON(), 0o644); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return nil

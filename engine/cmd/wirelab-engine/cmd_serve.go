@@ -9,11 +9,11 @@ import (
 	"io"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/wirelab/wirelab/engine/dns"
+	"github.com/wirelab/wirelab/engine/internal/atomicfile"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/seam"
@@ -146,7 +146,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if *readyFile != "" {
-		if err := writeFileAtomic(*readyFile, append(line, '\n')); err != nil {
+		if err := atomicfile.WriteFile(*readyFile, append(line, '\n'), 0o600); err != nil {
 			return err
 		}
 		defer os.Remove(*readyFile)
@@ -174,25 +174,6 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		"connections": len(srv.Conns())})
 	_, err = fmt.Fprintf(stdout, "%s\n", stopped)
 	return err
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it into place, so a
-// reader never sees a partial file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // writeRecords writes one JSON line per record.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/shellquote"
 	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
@@ -247,12 +248,18 @@ func runShellCommands(o shellOptions, e *emulator.Emulator, log io.Writer, sigs 
 	}
 }
 
+// How long shell waits for --server-cmd to accept connections, and how often it tries.
+const (
+	serverPortWait = 30 * time.Second
+	portPoll       = 10 * time.Millisecond
+)
+
 // waitForPort waits until something accepts TCP connections on origin 1's port, from inside the
-// server namespace. It gives up when the server command exits, on a signal, or after 30 s.
+// server namespace. It gives up when the server command exits, on a signal, or after serverPortWait.
 func waitForPort(e *emulator.Emulator, port int, serverDone <-chan error, sigs <-chan os.Signal) error {
 	addr := net.JoinHostPort(netns.OriginAddr(1).String(), fmt.Sprint(port))
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
+	deadline := time.Now().Add(serverPortWait)
+	tick := time.NewTicker(portPoll)
 	defer tick.Stop()
 	for {
 		var c net.Conn
@@ -313,7 +320,7 @@ func logHeader(w io.Writer, cmd string, settings []string) {
 	var u unix.Utsname
 	unix.Uname(&u)
 	fmt.Fprintf(w, "# wirelab-engine %s %s\n", version.String(), cmd)
-	fmt.Fprintf(w, "# command: %s\n", shellQuote(os.Args))
+	fmt.Fprintf(w, "# command: %s\n", shellquote.Join(os.Args))
 	fmt.Fprintf(w, "# started: %s  host: %s  kernel: %s  pid: %d\n", time.Now().UTC().Format(time.RFC3339Nano), host, unix.ByteSliceToString(u.Release[:]), os.Getpid())
 	for _, s := range settings {
 		fmt.Fprintf(w, "# %s\n", s)
@@ -322,21 +329,6 @@ func logHeader(w io.Writer, cmd string, settings []string) {
 
 func logf(w io.Writer, e *emulator.Emulator, format string, args ...any) {
 	fmt.Fprintf(w, "%10.6f %s\n", e.Now().Seconds(), fmt.Sprintf(format, args...))
-}
-
-func shellQuote(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '=' || r == ',' || r == ':' || r == '%' ||
-				(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
-		}) < 0 {
-			out[i] = a
-		} else {
-			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(out, " ")
 }
 
 func mustJSON(v any) string {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/contracttest"
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/pktlog"
 	"github.com/wirelab/wirelab/engine/trial"
@@ -24,7 +25,7 @@ import (
 // client capture — through pktlog.FromPcap, trial.Own and pktlog.SummarizeUntil, the code the
 // trial ran on its in-memory packet log — is the record's within 1 ms. Nothing is left.
 func TestLiveTrialLocalInternet(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	for _, impl := range []string{"engine", "chromium"} {
 		t.Run(impl, func(t *testing.T) {
 			if impl == "chromium" {
@@ -133,7 +134,7 @@ func liveTrial(t *testing.T, impl string) {
 // after planning, and the run's packet log shows that only the run's DNS server was sent anything;
 // a public name is refused before anything exists. Nothing is left either way.
 func TestLiveTrialRefusals(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	for _, c := range []struct {
 		page, words string
 		planned     bool
@@ -201,7 +202,7 @@ func assertTrialGone(t *testing.T, out string) {
 // only, its "h2" load is spoken over HTTP/1.1 — which the trial records as the load's error, not
 // as an h2 load.
 func TestLiveChromiumFallbackIsAnError(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	requireChromium(t)
 	out := filepath.Join(t.TempDir(), "out")
 	spec := writeSpec(t, `{"page":"url:https://h1.wirelab.test/L/fixture/","protocols":["h2"],"repetitions":1,"client":{"impl":"chromium"}}`)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/loadtest"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/server/impl"
@@ -135,7 +136,7 @@ const loadtestRamp = `{"page":"neoload50","protocol":%q,"network":"rtt=20ms,bw=1
 // the connections its protocol should, the server is sampled once per interval (with its own
 // gauges when it has them) and the counts add up.
 func TestLoadtestLab(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	cases := []struct{ impl, protocol string }{{"builtin", "h2"}, {"apache", "h1s"}, {"nginx", "h2"}}
 	for _, c := range cases {
 		t.Run(c.impl+"/"+c.protocol, func(t *testing.T) {
@@ -232,7 +233,7 @@ func TestLoadtestLab(t *testing.T) {
 // what was measured is kept, exit 1 naming it), Ctrl-C (exit 130, interrupted, intervals kept),
 // and a killed engine (gc removes it all). Nothing is left behind in any case.
 func TestLoadtestEnds(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	requireImpl(t, "nginx")
 	const spec = `{"page":"neoload50","protocol":"h1s","network":"rtt=20ms","server":{"impl":"nginx"},"interval_s":1,
  "scenario":{"start":4,"stages":[{"duration_s":60,"target":4}]},"think":{"mean_s":0.2}}`
@@ -410,7 +411,7 @@ func TestLoadgenLabRefusedOutsideTheRun(t *testing.T) {
 	if code := exitCodeOf(err); code != 2 || !strings.Contains(string(b), "--dns") {
 		t.Errorf("--dns without --lab: exit %d: %s", code, b)
 	}
-	if os.Geteuid() != 0 {
+	if !roottest.HaveTUN() {
 		return
 	}
 	// Two live runs: run A's --lab is accepted in A's client namespace (loadtest) and server

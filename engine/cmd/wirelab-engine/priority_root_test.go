@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wirelab/wirelab/engine/emulator"
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
@@ -25,7 +26,7 @@ import (
 // interleave the images throughout. The client runs as `wirelab-engine fetch` in the client
 // namespace, the server in this process in the server namespace.
 func TestPriorityThroughEmulatorRoot(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	pg, err := page.Load("twitter", 1)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/wirelab/wirelab/engine/internal/contracttest"
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/probe"
 	"github.com/wirelab/wirelab/engine/sites"
@@ -26,7 +27,7 @@ import (
 // as its description says, records satisfy the schema, the slow site's handshakes carry its extra
 // round trip, and nothing of the run is left afterwards.
 func TestProbeLocalInternet(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	var urls []string
 	byURL := map[string]sites.Site{}
 	for _, s := range sites.Catalog() {
@@ -99,7 +100,7 @@ func namespacePattern(ns string) string {
 // 192.0.2.0/24 the test points into the emulated link, so that a packet could leave — shows that
 // the only packet to 192.0.2.1 is the test's own control datagram.
 func TestProbeRefusesBeforeAnyPacket(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	if _, err := exec.LookPath("tshark"); err != nil {
 		t.Skip("no tshark")
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server/impl"
@@ -47,7 +48,7 @@ func protocolList(ps []string) string {
 // the emulated path, with exactly the page's objects and body bytes; HTTP/1.x uses at most 6
 // connections per origin, h2/h2c/h3 exactly one per origin — whatever the server.
 func TestServersCorpusAllProtocols(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	servers := realServers(t)
 	for _, name := range page.CorpusNames() {
 		pg, err := page.Load(name, 1)
@@ -108,7 +109,7 @@ func TestServersCorpusAllProtocols(t *testing.T) {
 
 // A sharded page is served on every origin address, by every real server.
 func TestServersShardedPage(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	pg, err := page.Load("imgur", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func readServerRecords(t *testing.T, dir string) []serverRecord {
 // within 3 % of it. The median is logged, not checked: a real server may take a round trip more
 // on its own (Caddy 2.6's QUIC handshake does in about half its loads; docs/server.md).
 func TestServersPhysicsRoundTrips(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	const rtt = 200.0
 	rtts := map[string]float64{"h1": 2, "h1s": 3, "h2": 3, "h2c": 2, "h3": 2}
 	for _, s := range realServers(t) {
@@ -211,7 +212,7 @@ func TestServersPhysicsRoundTrips(t *testing.T) {
 // the run is left: no server process, no control group, no private directory (certificates, key,
 // configuration, document root), no namespace or state file. While the run lives, the key is 0600.
 func TestServersLeaveNothingBehind(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	const spec = `{"page":"twitter","protocols":["h1s","h2"],"repetitions":40,"network":"rtt=100ms","server":{"impl":"nginx"}}`
 	for _, end := range []string{"success", "failure", "interrupt", "kill"} {
 		t.Run(end, func(t *testing.T) {
@@ -361,7 +362,7 @@ func alive(pid int) bool {
 
 // Bad input about servers: one line naming the field, exit 2, nothing created or left running.
 func TestServersBadInput(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	dir := t.TempDir()
 	refused := filepath.Join(dir, "refused.conf")
 	if err := os.WriteFile(refused, []byte("events {}\nhttp { frobnicate on; }\n"), 0o644); err != nil {
@@ -419,7 +420,7 @@ var conformanceRowRE = regexp.MustCompile("(?m)^\\| `([a-z0-9]+)` \\| ([^|]+) \\
 // 2 s in some of its 145 cases, ×8), so it runs with `make conformance` (WIRELAB_CONFORMANCE=1),
 // not in every `make test`.
 func TestServersConformance(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	if os.Getenv("WIRELAB_CONFORMANCE") != "1" {
 		t.Skip("h2spec against every server takes minutes: make conformance runs it (WIRELAB_CONFORMANCE=1)")
 	}

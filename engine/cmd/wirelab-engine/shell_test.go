@@ -13,17 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		t.Skip("no /dev/net/tun")
-	}
-}
+	"github.com/wirelab/wirelab/engine/internal/roottest"
+)
 
 var topoLine = regexp.MustCompile(`topology (wirelab-([0-9a-f]{8})-c) / (wirelab-[0-9a-f]{8}-s) up`)
 
@@ -80,7 +72,7 @@ func waitFile(t *testing.T, path string, exited <-chan error) {
 }
 
 func TestShellExitStatusAndStats(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	dir := t.TempDir()
 	log, stats := filepath.Join(dir, "engine.log"), filepath.Join(dir, "stats.json")
 	cmd := engine("shell", "--net", "rtt=10ms", "--origins", "3", "--log", log, "--stats", stats, "--pcap", dir, "--resolver", "--",
@@ -122,7 +114,7 @@ func TestShellExitStatusAndStats(t *testing.T) {
 // client: never below the configured RTT (physics), and not far above it (a loaded 2-core machine
 // gets a generous bound; `bench link` reports the precise figures).
 func TestShellRTT(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	self := os.Args[0]
 	cmd := engine("shell", "--net", "rtt=30ms", "--server-cmd", "exec "+self+" bench-peer serve 10.77.1.1:9000", "--server-port", "9000",
 		"--", self, "bench-peer", "connect", "10.77.1.1:9000", "10", "1")
@@ -150,7 +142,7 @@ func TestShellRTT(t *testing.T) {
 }
 
 func TestShellSIGINTCleansUp(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	dir := t.TempDir()
 	log, ready := filepath.Join(dir, "engine.log"), filepath.Join(dir, "ready")
 	cmd := engine("shell", "--net", "rtt=10ms", "--log", log, "--server-cmd", "exec sleep 100", "--", "sh", "-c", "touch "+ready+"; exec sleep 100")
@@ -175,7 +167,7 @@ func TestShellSIGINTCleansUp(t *testing.T) {
 }
 
 func TestShellSIGKILLThenGC(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	dir := t.TempDir()
 	start := func(name string) (*exec.Cmd, string, chan error) {
 		log, ready := filepath.Join(dir, name+".log"), filepath.Join(dir, name+".ready")

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
 	"github.com/wirelab/wirelab/engine/trial"
@@ -80,7 +81,7 @@ func tokenOf(t *testing.T, u string) string {
 // connection per origin negotiated as spdy/3.1, each request's SPDY priority that of its type (the
 // server's records), and the policy in the record.
 func TestTrialSPDY3(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	const shards = 2
 	pg, err := page.Load("youtube", 1)
 	if err != nil {
@@ -147,7 +148,7 @@ func TestTrialSPDY3(t *testing.T) {
 // answered only the root and the other origin's objects as requests), every push is used, and the
 // record's pushed_bytes are the pushed objects' sizes.
 func TestTrialPushAll(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	pg, err := page.Load("youtube", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +217,7 @@ func TestTrialPushAll(t *testing.T) {
 // owns and the body image behind the scripts are at depth 2. Each pushes exactly its policy's
 // objects and the rest are requested.
 func TestTrialPushByLevel(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	pg, err := page.Load("twitter", 1)
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/contracttest"
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/trial"
@@ -184,7 +185,7 @@ var allSix = `["h1","h1s","h2","h2c","h3","spdy3"]`
 // and body bytes; HTTP/1.x uses at most 6 connections per origin, h2/h2c/h3/spdy3 exactly one —
 // with shards=3, exactly three.
 func TestTrialCorpusAllProtocols(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	type tc struct {
 		page   string
 		shards int
@@ -247,7 +248,7 @@ func TestTrialCorpusAllProtocols(t *testing.T) {
 // With max_concurrent_streams = 1 the server never sees two h2 streams open at once (its frame
 // observer, serve --conns), and the loads still complete.
 func TestTrialOneStreamAtATime(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	dir := runTrialOK(t, `{"page":"youtube","protocols":["h2","h2c"],"repetitions":1,"network":"rtt=4ms","server":{"max_concurrent_streams":1}}`, 3*time.Minute)
 	td := readTrial(t, dir)
 	if td.result.Errors != 0 {
@@ -298,7 +299,7 @@ func TestTrialOneStreamAtATime(t *testing.T) {
 // of several packages at once, load average 12–23), single loads took 10–500 ms longer — one
 // server answered a QUIC Initial 950 ms late, in captures — and medians reached 3.15 RTT.
 func TestTrialPhysicsRoundTrips(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	const rtt = 200.0
 	rtts := map[string]float64{"h1": 2, "h1s": 3, "h2": 3, "h2c": 2, "h3": 2, "spdy3": 3}
 	dir := runTrialOK(t, `{"page":"synthetic:0x1kB","protocols":`+allSix+`,"repetitions":5,"network":"rtt=200ms","client":{"dns":"static"}}`, 3*time.Minute)
@@ -348,7 +349,7 @@ func median(vs []float64) float64 {
 // paces and acknowledges in user space: 0.83 measured once while go test ran several packages
 // at once, 0.92 otherwise), so the bound is on the best of three loads per protocol.
 func TestTrialBandwidthBound(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	dir := runTrialOK(t, `{"page":"synthetic:1x2MB","protocols":["h1","h2","h3"],"repetitions":3,"network":"rtt=20ms,bw=10mbit","client":{"dns":"static"}}`, 3*time.Minute)
 	td := readTrial(t, dir)
 	best := map[string]float64{}
@@ -373,7 +374,7 @@ func TestTrialBandwidthBound(t *testing.T) {
 
 // capture.pcap: one pair of captures per load, holding the load's packets.
 func TestTrialPcapPerLoad(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	dir := runTrialOK(t, `{"page":"twitter","protocols":["h2","h3"],"repetitions":1,"network":"rtt=10ms","capture":{"pcap":true,"har":false}}`, 2*time.Minute)
 	td := readTrial(t, dir)
 	for _, l := range td.loads {
@@ -496,7 +497,7 @@ var trialTopoRE = regexp.MustCompile(`topology wirelab-([0-9a-f]{8})-c / wirelab
 // SIGINT or SIGTERM mid-trial: exit 130, no trial.json, everything removed — also when stdout and
 // stderr are broken pipes (the control plane died), which must not kill the engine mid-cleanup.
 func TestTrialInterrupted(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	for _, tc := range []struct {
 		name        string
 		sig         syscall.Signal
@@ -567,7 +568,7 @@ func TestTrialInterrupted(t *testing.T) {
 // SIGKILL leaves the namespaces, the state file, the lab's private directory (its certificates)
 // and the server's control group; `wirelab-engine gc` removes all of them.
 func TestTrialKilledThenGC(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	cmd, out := trialCmd(t, `{"page":"twitter","protocols":["h1s","h2"],"repetitions":50,"network":"rtt=100ms"}`, 2*time.Minute)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -636,7 +637,7 @@ func TestTrialKilledThenGC(t *testing.T) {
 // load lasts at least 10 × the graph's longest chain of computations (nothing can run a chain's
 // steps in parallel), and longer than the same replay without computations (compute_scale 0).
 func TestTrialReplay(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	p, err := page.Load("nytimes", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -709,7 +710,7 @@ func computeChainMs(p *page.Page) float64 {
 // client.impl = chromium loads each page in Chromium (browse) through the emulated path: every
 // object, one connection per origin for h2 and h3, Chromium's extras in the record, ToW ≤ PLT.
 func TestTrialChromium(t *testing.T) {
-	requireRoot(t)
+	roottest.RequireTUN(t)
 	requireChromium(t)
 	p, err := page.Load("imgur", 1)
 	if err != nil {

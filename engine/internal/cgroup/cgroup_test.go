@@ -6,14 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 )
 
 // A group measures a process tree: the CPU its members burn (also after they exit), their memory,
 // and its members; Remove kills what is left and leaves nothing.
 func TestGroupMeasuresAProcessTree(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (creates a control group)")
-	}
+	roottest.Require(t) // creates a control group
 	if _, err := Available(); err != nil {
 		t.Skip(err)
 	}

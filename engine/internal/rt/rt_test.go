@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 )
 
 func policyOf(t *testing.T, pid string) string {
@@ -22,6 +24,7 @@ func policyOf(t *testing.T, pid string) string {
 }
 
 func TestEnableRestore(t *testing.T) {
+	roottest.Require(t) // real-time scheduling: a root test (CAP_SYS_NICE), as make test classifies them
 	restore, ok := Enable(1)
 	if !ok {
 		restore()

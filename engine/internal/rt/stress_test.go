@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 )
 
 // TestStressChild is the body of TestNoLivelockUnderGC, run in a child process.
@@ -71,6 +73,7 @@ func TestStressChild(t *testing.T) {
 // scheduler will not run (an earlier design livelocked here). The child gets a generous deadline:
 // it needs a few seconds (3–13 s here); a livelock never ends.
 func TestNoLivelockUnderGC(t *testing.T) {
+	roottest.Require(t)
 	if testing.Short() {
 		t.Skip("short")
 	}

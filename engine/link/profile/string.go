@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/internal/units"
 )
 
 // String returns the canonical profile string of r: the shortest set of items, in key order, that
@@ -88,9 +90,9 @@ func formatDuration(d time.Duration) string {
 	case ns%1_000_000_000 == 0:
 		return strconv.FormatInt(ns/1_000_000_000, 10) + "s"
 	case ns >= 1_000_000:
-		return formatScaled(ns, 6) + "ms"
+		return units.FormatScaled(ns, 6) + "ms"
 	default:
-		return formatScaled(ns, 3) + "us"
+		return units.FormatScaled(ns, 3) + "us"
 	}
 }
 
@@ -99,11 +101,11 @@ func formatRate(bps int64) string {
 	case bps == 0:
 		return "unlimited"
 	case bps >= 1_000_000_000:
-		return formatScaled(bps, 9) + "gbit"
+		return units.FormatScaled(bps, 9) + "gbit"
 	case bps >= 1_000_000:
-		return formatScaled(bps, 6) + "mbit"
+		return units.FormatScaled(bps, 6) + "mbit"
 	case bps >= 1_000:
-		return formatScaled(bps, 3) + "kbit"
+		return units.FormatScaled(bps, 3) + "kbit"
 	default:
 		return strconv.FormatInt(bps, 10) + "bit"
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/internal/units"
 )
 
 // A mahimahi trace file has one line per delivery opportunity: the time in whole milliseconds
@@ -88,7 +90,7 @@ func ParseTrace(field, name string, r io.Reader) (*Trace, error) {
 		if text == "" {
 			continue
 		}
-		if !allDigits(text) || len(text) > 10 {
+		if !units.AllDigits(text) || len(text) > 10 {
 			return nil, newError(field, name, fmt.Sprintf("line %d: %q is not a whole number of milliseconds", line, abbreviate([]byte(text))), traceAllowed)
 		}
 		ms, _ := strconv.ParseInt(text, 10, 64)

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/wirelab/wirelab/engine/internal/units"
 )
 
 // Limits of the grammar (docs/profile-grammar.md). Values outside them are refused with an Error.
@@ -44,8 +46,8 @@ func numberProblem(s string) string {
 	case strings.HasPrefix(s, "+"):
 		return "has a sign (numbers are written without one)"
 	}
-	number, rest := splitNumber(s)
-	if number != "" && len(rest) > 1 && (rest[0] == 'e' || rest[0] == 'E') && (isDigit(rest[1]) || rest[1] == '-' || rest[1] == '+') {
+	number, rest := units.SplitNumber(s)
+	if number != "" && len(rest) > 1 && (rest[0] == 'e' || rest[0] == 'E') && (units.IsDigit(rest[1]) || rest[1] == '-' || rest[1] == '+') {
 		return "uses an exponent (write plain decimals: 1000, not 1e3)"
 	}
 	if number == "" {
@@ -55,16 +57,14 @@ func numberProblem(s string) string {
 }
 
 // parseNumberUnit splits s into a valid NUMBER and its unit, or explains what is wrong.
-func parseNumberUnit(s string) (decimal, string, string) {
-	number, unit := splitNumber(s)
-	d, ok := parseDecimal(number)
-	if !ok || (unit != "" && (unit[0] == 'e' || unit[0] == 'E') && len(unit) > 1 && (isDigit(unit[1]) || unit[1] == '-' || unit[1] == '+')) {
-		return decimal{}, "", numberProblem(s)
+func parseNumberUnit(s string) (units.Decimal, string, string) {
+	number, unit := units.SplitNumber(s)
+	d, ok := units.ParseDecimal(number)
+	if !ok || (unit != "" && (unit[0] == 'e' || unit[0] == 'E') && len(unit) > 1 && (units.IsDigit(unit[1]) || unit[1] == '-' || unit[1] == '+')) {
+		return units.Decimal{}, "", numberProblem(s)
 	}
 	return d, unit, ""
 }
-
-var durationUnits = map[string]int64{"us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 // parseDuration parses DURATION := NUMBER UNIT | a bare zero, UNIT ∈ us, ms, s (case-sensitive).
 // The result is rounded to the nearest ns, halves up.
@@ -77,28 +77,20 @@ func parseDuration(field, s string) (time.Duration, error) {
 		return 0, newError(field, s, problem, durationAllowed)
 	}
 	if unit == "" {
-		if d.isZero() {
+		if d.IsZero() {
 			return 0, nil
 		}
 		return 0, newError(field, s, "has no unit", durationAllowed)
 	}
-	mult, ok := durationUnits[unit]
+	mult, ok := units.Lookup(units.Durations, unit)
 	if !ok {
 		return 0, newError(field, s, fmt.Sprintf("has an unknown unit %q", unit), durationAllowed)
 	}
-	if d.cmpScaled(mult, int64(MaxDuration)) > 0 {
+	if d.CmpScaled(mult, int64(MaxDuration)) > 0 {
 		return 0, newError(field, s, "is too long", durationAllowed)
 	}
-	ns, _ := d.roundScaled(mult)
+	ns, _ := d.RoundScaled(mult)
 	return time.Duration(ns), nil
-}
-
-var rateUnits = map[string]int64{"bit": 1, "kbit": 1_000, "mbit": 1_000_000, "gbit": 1_000_000_000}
-
-// byteRateUnits are units that tc (or common usage) reads as bytes per second; refused by name.
-var byteRateUnits = map[string]bool{
-	"bps": true, "kbps": true, "mbps": true, "gbps": true,
-	"b": true, "kb": true, "mb": true, "gb": true, "kib": true, "mib": true, "gib": true,
 }
 
 // parseRate parses RATE := NUMBER UNIT | unlimited, UNIT ∈ bit, kbit, mbit, gbit (any case),
@@ -119,23 +111,23 @@ func parseRate(field, s string) (int64, error) {
 		return 0, newError(field, s, "has no unit", rateAllowed)
 	}
 	lower := strings.ToLower(unit)
-	mult, ok := rateUnits[lower]
+	mult, ok := units.Lookup(units.Rates, lower)
 	if !ok {
-		if base, ok := strings.CutSuffix(lower, "/s"); ok && rateUnits[base] != 0 {
+		if base, ok := strings.CutSuffix(lower, "/s"); ok && isRateUnit(base) {
 			return 0, newError(field, s, fmt.Sprintf("writes the unit as %q", unit), fmt.Sprintf("write it without /s: bit, kbit, mbit or gbit (e.g. 10%s)", base))
 		}
-		if byteRateUnits[lower] {
+		if units.IsByteRate(lower) {
 			return 0, newError(field, s, fmt.Sprintf("uses %q, which tc reads as bytes (per second) and others as bits", unit), "write rates in bit, kbit, mbit or gbit (e.g. 10mbit), from 1kbit to 100gbit")
 		}
 		return 0, newError(field, s, fmt.Sprintf("has an unknown unit %q", unit), rateAllowed)
 	}
-	if d.cmpScaled(mult, MinRateBPS) < 0 {
+	if d.CmpScaled(mult, MinRateBPS) < 0 {
 		return 0, newError(field, s, "is below 1kbit", rateAllowed)
 	}
-	if d.cmpScaled(mult, MaxRateBPS) > 0 {
+	if d.CmpScaled(mult, MaxRateBPS) > 0 {
 		return 0, newError(field, s, "is above 100gbit", rateAllowed)
 	}
-	bps, _ := d.roundScaled(mult)
+	bps, _ := d.RoundScaled(mult)
 	return bps, nil
 }
 
@@ -164,10 +156,10 @@ func parseProb(field, whole, s, what string) (float64, error) {
 	if shift == 2 {
 		limit = 100
 	}
-	if d.cmpScaled(1, limit) > 0 {
+	if d.CmpScaled(1, limit) > 0 {
 		return 0, newError(field, whole, prefix+"is more than 100%", lossAllowed)
 	}
-	return d.float(shift), nil
+	return d.Float(shift), nil
 }
 
 // parseLoss parses LOSS := PROB | ge:P:R[:1-H[:1-K]].
@@ -201,8 +193,7 @@ func parseLoss(field, s string) (Loss, error) {
 	return Loss{Model: LossBernoulli, P: p}, nil
 }
 
-var sizeUnits = map[string]int64{"B": 1, "kB": 1_000, "KiB": 1_024, "MB": 1_000_000, "MiB": 1_048_576}
-
+// countUnits may follow a COUNT of packets (none, as in 256, is the usual way).
 var countUnits = map[string]bool{"": true, "p": true, "pkt": true, "packets": true}
 
 // parseQueue parses QUEUE := COUNT | SIZE | COUNT "/" SIZE | infinite.
@@ -225,7 +216,8 @@ func parseQueue(field, s string) (QueueLimit, error) {
 		if problem != "" {
 			return QueueLimit{}, newError(field, s, problem, queueAllowed)
 		}
-		isCount, isSize := countUnits[unit], sizeUnits[unit] != 0
+		mult, isSize := units.Lookup(units.Sizes, unit)
+		isCount := countUnits[unit]
 		switch {
 		case !isCount && !isSize:
 			return QueueLimit{}, newError(field, s, fmt.Sprintf("has an unknown unit %q (units are case-sensitive)", unit), queueAllowed)
@@ -234,28 +226,27 @@ func parseQueue(field, s string) (QueueLimit, error) {
 		case len(parts) == 2 && i == 1 && !isSize:
 			return QueueLimit{}, newError(field, s, "has no size unit after the /", "write COUNT/SIZE, e.g. 100/150000B")
 		case isCount:
-			if d.frac != 0 {
+			if d.Frac() != 0 {
 				return QueueLimit{}, newError(field, s, "is not a whole number of packets", queueAllowed)
 			}
-			if d.isZero() {
+			if d.IsZero() {
 				return QueueLimit{}, newError(field, s, "is zero: a queue that drops everything is not a network", queueAllowed)
 			}
-			if d.cmpScaled(1, MaxQueuePackets) > 0 {
+			if d.CmpScaled(1, MaxQueuePackets) > 0 {
 				return QueueLimit{}, newError(field, s, "is more than 10^9 packets", queueAllowed)
 			}
-			q.Packets, _ = d.roundScaled(1)
+			q.Packets, _ = d.RoundScaled(1)
 		default:
-			mult := sizeUnits[unit]
-			if d.isZero() {
+			if d.IsZero() {
 				return QueueLimit{}, newError(field, s, "is zero: a queue that drops everything is not a network", queueAllowed)
 			}
-			if d.cmpScaled(mult, MinQueueBytes) < 0 {
+			if d.CmpScaled(mult, MinQueueBytes) < 0 {
 				return QueueLimit{}, newError(field, s, "is smaller than one 1500-byte packet", queueAllowed)
 			}
-			if d.cmpScaled(mult, MaxQueueBytes) > 0 {
+			if d.CmpScaled(mult, MaxQueueBytes) > 0 {
 				return QueueLimit{}, newError(field, s, "is more than 10^12 bytes", queueAllowed)
 			}
-			bytes, exact := d.roundScaled(mult)
+			bytes, exact := d.RoundScaled(mult)
 			if !exact {
 				return QueueLimit{}, newError(field, s, "is not a whole number of bytes", queueAllowed)
 			}
@@ -270,7 +261,7 @@ func parseWindow(field, s string) (int, error) {
 	if s == "" {
 		return 0, newError(field, s, "is empty", windowAllowed)
 	}
-	if !allDigits(s) {
+	if !units.AllDigits(s) {
 		return 0, newError(field, s, "is not a whole number", windowAllowed)
 	}
 	if len(strings.TrimLeft(s, "0")) > 4 {
@@ -288,7 +279,7 @@ func parseTCPPlus(field, s string) (int, error) {
 	if s == "" {
 		return 0, newError(field, s, "is empty", tcpplusAllowed)
 	}
-	if !allDigits(s) {
+	if !units.AllDigits(s) {
 		return 0, newError(field, s, "is not a whole number", tcpplusAllowed)
 	}
 	if len(strings.TrimLeft(s, "0")) > 2 {
@@ -334,7 +325,7 @@ func parseOriginDelay(field, s string) (map[int]time.Duration, error) {
 		if !ok {
 			return nil, newError(field, s, fmt.Sprintf("has an entry %q without a colon", entry), originAllowed)
 		}
-		if !allDigits(n) {
+		if !units.AllDigits(n) {
 			return nil, newError(field, s, fmt.Sprintf("has an origin %q that is not a whole number", n), originAllowed)
 		}
 		origin := MaxOrigin + 1
@@ -379,4 +370,9 @@ func pathProblem(s string) string {
 		return "has blanks around it, which a profile string cannot carry"
 	}
 	return ""
+}
+
+func isRateUnit(name string) bool {
+	_, ok := units.Lookup(units.Rates, name)
+	return ok
 }

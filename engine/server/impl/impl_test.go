@@ -13,6 +13,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/contract"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/page"
 )
 
@@ -220,9 +221,7 @@ func TestAccessLogConversion(t *testing.T) {
 // The configuration each real server is given for every protocol it serves is one it accepts
 // (its own configuration test, in a throwaway network namespace): every knob a template writes.
 func TestGeneratedConfigurationsPassTheServersOwnTests(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (a network namespace for nginx -t, the servers' user)")
-	}
+	roottest.Require(t) // a network namespace for nginx -t, the servers' user
 	pg, _ := page.Load("twitter", 1)
 	for _, s := range All[1:] {
 		if _, err := os.Stat(s.Support().Binary); err != nil {
@@ -248,9 +247,7 @@ func TestGeneratedConfigurationsPassTheServersOwnTests(t *testing.T) {
 
 // A user's configuration the server refuses is bad input quoting the server's own error line.
 func TestUserConfigurationRefused(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	roottest.Require(t)
 	if _, err := os.Stat("/usr/sbin/nginx"); err != nil {
 		t.Skip("nginx not installed")
 	}

@@ -11,19 +11,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/tcpplus"
 	"github.com/wirelab/wirelab/engine/tcpplus/internal/nspath"
 )
 
 // Tests named *Root need root; they build namespaces and register TCP+ for n = 6 and n = 1
 // (no other test package uses those n).
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-}
 
 // pathRecorder is a Progress writer that remembers the path id Run announces ("path <id>
 // ready: …") and calls onLine with every line.
@@ -69,7 +63,7 @@ func leftovers(t *testing.T, id, name string) []string {
 }
 
 func TestBackoffAfterSingleLossRoot(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	progress, id := pathRecorder(nil)
 	rep, err := Run(context.Background(), Config{N: 6, Progress: progress})
 	if err != nil {
@@ -105,7 +99,7 @@ func TestBackoffAfterSingleLossRoot(t *testing.T) {
 
 // With n = 1, TCP+ is cubic: the same β, the same backoff.
 func TestNOneBacksOffLikeCubicRoot(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	rep, err := Run(context.Background(), Config{N: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +139,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 
 // Cancelling a measurement (what SIGINT does to the bench command) removes everything it made.
 func TestCancelledRunLeavesNothingRoot(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	progress, id := pathRecorder(func(line string) {

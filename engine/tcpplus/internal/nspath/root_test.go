@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 )
 
 const helperEnv = "WIRELAB_NSPATH_HELPER"
@@ -34,13 +36,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-}
-
 func exists(t *testing.T, ns string) bool {
 	t.Helper()
 	names, err := Existing()
@@ -51,7 +46,7 @@ func exists(t *testing.T, ns string) bool {
 }
 
 func TestPathBuildAndCloseRoot(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	p, err := New(context.Background(), Config{RateBitsPerSecond: 10_000_000})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +94,7 @@ func TestPathBuildAndCloseRoot(t *testing.T) {
 }
 
 func TestGCRemovesACrashedRunsPathRoot(t *testing.T) {
-	requireRoot(t)
+	roottest.Require(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=1")
 	out, err := cmd.Output()

@@ -1,0 +1,141 @@
+// Package realtime is the emulator's real-time runner: it moves IP packets between the client's
+// and the server's TUN devices through the link model, releasing each at the deadline the model
+// gives it, on the monotonic clock.
+//
+// Per direction (a pipe) there are two goroutines, each locked to its own OS thread, and the whole
+// process is SCHED_RR while Run runs (Config.RealtimePriority; every thread at one priority, see
+// internal/rt for why). The reader sleeps in ppoll(2) on the sending device's descriptor — kept out
+// of the Go netpoller, so that a packet wakes this thread directly — takes the time, reads a batch
+// (the device splits GSO super-packets into MTU-sized segments) and pushes each packet into its
+// Link, which decides its fate and deadline. The writer sleeps on a futex until SpinWindow before
+// the next deadline, spins (yielding) the rest of the way, and writes everything due to the
+// receiving device in one batch. After a write it picks up (pickUp) what the receiving stack
+// answered inside that write — a SYN-ACK, an ACK — from the other direction's device when that
+// direction's reader is asleep, so an answer does not wait for a wake-up. No sleep lasts more than
+// 5 ms per system call, so the Go runtime never takes a sleeping thread's P. Arrivals, drops and
+// deliveries go to an optional Observer (the packet log and pcap); Stats holds the counters and
+// the timer lateness (release − deadline) histogram.
+//
+// Devices are golang.zx2c4.com/wireguard/tun.Devices: the emulator's own (engine/tundev) in a run,
+// tuntest.ChannelTUN in tests, which need no root. The runner knows nothing of the model's types:
+// a Link is three methods (engine/emulator adapts a *link.Direction).
+package realtime
+
+import (
+	"time"
+
+	"golang.zx2c4.com/wireguard/tun"
+)
+
+// Dir is a direction of the path.
+type Dir int
+
+const (
+	Up   Dir = iota // client → server
+	Down            // server → client
+)
+
+func (d Dir) String() string {
+	if d == Up {
+		return "up"
+	}
+	return "down"
+}
+
+// Fate is what a link does with a pushed packet.
+type Fate int
+
+const (
+	Queued       Fate = iota // accepted; Pop returns it at its deadline
+	DroppedLoss              // dropped by the loss model
+	DroppedQueue             // dropped by the drop-tail queue
+)
+
+func (f Fate) String() string {
+	switch f {
+	case Queued:
+		return "queued"
+	case DroppedLoss:
+		return "dropped-loss"
+	default:
+		return "dropped-queue"
+	}
+}
+
+// Link is one direction of the emulated path as the runner drives it (the sans-IO model in
+// engine/link, through a small adapter). Time is the runner's clock: time since Run started.
+// The runner serialises all calls on one Link.
+type Link interface {
+	// Push offers a packet (the whole IP packet) arriving at now from origin (0 = none). A Queued
+	// packet's bytes must stay untouched until Pop returns them.
+	Push(now time.Duration, pkt []byte, origin int) Fate
+	// Pop returns the next packet due at or before now.
+	Pop(now time.Duration) (pkt []byte, origin int, ok bool)
+	// NextDeadline is when Pop will next have a packet.
+	NextDeadline() (time.Duration, bool)
+}
+
+// EventKind says what happened to a packet.
+type EventKind int
+
+const (
+	Arrived   EventKind = iota // read from the sending TUN, before the link decides its fate
+	Dropped                    // dropped by the link (Event.Fate says why)
+	Delivered                  // being written to the receiving TUN
+)
+
+// Event is one packet event. Data is valid only during the Observe call.
+type Event struct {
+	Kind EventKind
+	Dir  Dir
+	Fate Fate          // Dropped: DroppedLoss or DroppedQueue; otherwise Queued
+	In   time.Duration // when the packet was read from the sending TUN
+	Out  time.Duration // Delivered: when it was released to the receiving TUN; Dropped: = In
+	Data []byte        // the IP packet (one MTU-sized segment)
+}
+
+// Observer receives every packet event. Observe is called from the runner's goroutines (several
+// at once) and must be quick and safe for concurrent use.
+type Observer interface {
+	Observe(ev *Event)
+}
+
+// Config configures a Runner.
+type Config struct {
+	Client, Server tun.Device // the TUN devices in the client and server namespaces
+	Up, Down       Link       // client→server and server→client
+
+	// OriginOf maps a server-side IPv4 address to its origin number (0 = none); the address is the
+	// destination of Up packets and the source of Down packets. nil: every packet is origin 0.
+	OriginOf func(addr [4]byte) int
+	// Observer receives packet events; nil for none.
+	Observer Observer
+	// MTU bounds the packets read (segments after GSO splitting); default 1500.
+	MTU int
+	// SpinWindow is how long before a deadline the writer stops sleeping and spins; default
+	// DefaultSpinWindow. 0 < SpinWindow; negative disables spinning (sleep only).
+	SpinWindow time.Duration
+	// RealtimePriority is the SCHED_RR priority of the whole process while Run runs (1–99; 0 =
+	// DefaultRealtimePriority; negative = normal scheduling); see internal/rt for why the whole
+	// process. Without the privilege (CAP_SYS_NICE) the process silently keeps normal scheduling.
+	RealtimePriority int
+}
+
+// DefaultRealtimePriority is one above the lowest real-time priority: enough to preempt ordinary
+// processes when a packet is due (on a loaded machine an ordinary thread wakes milliseconds late)
+// and the benchmark's real-time peers (bench.PeerPriority, 1), below any real-time task of the
+// system. The kernel's RT throttling leaves others ≥ 5 % of each CPU, and the writers' spinning is
+// bounded (spinShare).
+const DefaultRealtimePriority = 2
+
+// DefaultSpinWindow: futex sleeps with 1 ns timer slack end 5–40 µs late typically, with a tail of
+// a few hundred µs when the CPU is idle (wake-up from deep idle); spinning the last 150 µs removes
+// most of it at a CPU cost of at most 150 µs per release instant.
+const DefaultSpinWindow = 150 * time.Microsecond
+
+// offset is the headroom before each packet in its buffer (devices keep per-packet marks there;
+// wireguard-go's own devices need 10 bytes for the virtio header).
+const offset = 16
+
+// batchSize is how many packets are read (segments of one super-packet) or written at once.
+const batchSize = 128

@@ -1,0 +1,599 @@
+package realtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.zx2c4.com/wireguard/tun"
+
+	"github.com/wirelab/wirelab/engine/internal/rt"
+	"github.com/wirelab/wirelab/engine/internal/rtlock"
+)
+
+// Runner forwards packets between two TUN devices through the link model in real time.
+type Runner struct {
+	start    time.Time
+	priority int // SCHED_RR priority of the process while Run runs; ≤ 0: normal scheduling
+	pipes    [2]*pipe
+	ran      atomic.Bool
+}
+
+// New prepares a Runner; Run starts it. The runner's clock (Now) starts here.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Client == nil || cfg.Server == nil || cfg.Up == nil || cfg.Down == nil {
+		return nil, errors.New("realtime: Client, Server, Up and Down are required")
+	}
+	if cfg.MTU == 0 {
+		cfg.MTU = 1500
+	}
+	if cfg.SpinWindow == 0 {
+		cfg.SpinWindow = DefaultSpinWindow
+	}
+	r := &Runner{start: time.Now(), priority: cfg.RealtimePriority}
+	if r.priority == 0 {
+		r.priority = DefaultRealtimePriority
+	}
+	r.pipes[Up] = newPipe(r, Up, cfg.Client, cfg.Server, cfg.Up, cfg)
+	r.pipes[Down] = newPipe(r, Down, cfg.Server, cfg.Client, cfg.Down, cfg)
+	r.pipes[Up].other, r.pipes[Down].other = r.pipes[Down], r.pipes[Up]
+	return r, nil
+}
+
+// Now is the runner's clock: monotonic time since New. Link deadlines and event times use it.
+func (r *Runner) Now() time.Duration { return time.Since(r.start) }
+
+// Start is the wall-clock time of Now() == 0.
+func (r *Runner) Start() time.Time { return r.start }
+
+// Run forwards packets until ctx is done, then stops reading and writing and returns. Packets
+// still inside the link are discarded. Devices with a File are polled by the runner, which stops
+// them itself; for devices without one (test doubles) the caller must close them to end Run.
+// Run returns an error if a device fails for good. While it runs, the process is real-time (see
+// Config.RealtimePriority) and GOMAXPROCS is at least NumCPU+8.
+func (r *Runner) Run(ctx context.Context) error {
+	if !r.ran.CompareAndSwap(false, true) {
+		return errors.New("realtime: Run called twice")
+	}
+	// The readers and writers sleep in syscalls on their own locked threads, and the runtime leaves
+	// a P with a thread in a syscall until sysmon retakes it (sysmon polls every 20 µs–10 ms, and
+	// is an ordinary thread that a loaded machine delays further). A thread returning from its
+	// syscall without its P takes an idle one, or else waits for the scheduler: spare Ps keep
+	// every return immediate.
+	if want := runtime.NumCPU() + 8; runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
+	}
+	if prio := r.priority; prio > 0 {
+		restore, _ := rt.Enable(prio) // not permitted: normal scheduling, silently
+		defer restore()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for _, p := range r.pipes {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := p.readLoop(); err != nil {
+				errs <- err
+				cancel()
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			p.writeLoop()
+		}()
+	}
+	<-ctx.Done()
+	for _, p := range r.pipes {
+		p.stop()
+	}
+	wg.Wait()
+	for _, p := range r.pipes {
+		p.releaseAll()
+	}
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// MergeLateness adds the runner's timer-lateness samples (both directions) to h.
+func (r *Runner) MergeLateness(h *Histogram) {
+	for _, p := range r.pipes {
+		h.Merge(&p.lateness)
+	}
+}
+
+// WithLink runs fn while the direction's link is not in use by the runner (to read its stats).
+func (r *Runner) WithLink(d Dir, fn func(Link)) {
+	p := r.pipes[d]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fn(p.link)
+}
+
+// DirStats counts one direction's traffic through the runner.
+type DirStats struct {
+	Reads          int64 `json:"reads"`           // successful device reads (a GSO super-packet counts once)
+	Packets        int64 `json:"packets"`         // packets (segments) pushed into the link
+	Bytes          int64 `json:"bytes"`           // their IP bytes
+	Delivered      int64 `json:"delivered"`       // packets written to the receiving device
+	DeliveredBytes int64 `json:"delivered_bytes"` // their IP bytes
+	DropsLoss      int64 `json:"drops_loss"`
+	DropsQueue     int64 `json:"drops_queue"`
+	Writes         int64 `json:"writes"` // write batches
+	ReadErrors     int64 `json:"read_errors"`
+	WriteErrors    int64 `json:"write_errors"` // batches the device refused (some packets of them lost)
+	Unmatched      int64 `json:"unmatched"`    // packets the link returned that the runner never gave it (a bug)
+	// PickedUp counts the packets (of Packets) that the other direction's writer read right after
+	// its write, as the receiving stack's immediate answers, while this direction's reader slept.
+	PickedUp int64 `json:"picked_up"`
+}
+
+// Stats is a snapshot of the runner's counters and timer lateness.
+type Stats struct {
+	Up       DirStats    `json:"up"`
+	Down     DirStats    `json:"down"`
+	Lateness Percentiles `json:"lateness"` // release time − deadline, both directions
+	Buffers  int         `json:"buffers"`  // packet buffers allocated (peak packets inside the link)
+	LastErr  string      `json:"last_error,omitempty"`
+}
+
+// Stats returns a snapshot; it may be called while Run runs.
+func (r *Runner) Stats() Stats {
+	var s Stats
+	var h Histogram
+	for d, p := range r.pipes {
+		ds := p.counters.snapshot()
+		if Dir(d) == Up {
+			s.Up = ds
+		} else {
+			s.Down = ds
+		}
+		h.Merge(&p.lateness)
+		s.Buffers += p.pool.allocated()
+		if e, ok := p.lastErr.Load().(string); ok && e != "" {
+			s.LastErr = e
+		}
+	}
+	s.Lateness = h.Summary()
+	return s
+}
+
+type counters struct {
+	reads, packets, bytes, delivered, deliveredBytes, dropsLoss, dropsQueue atomic.Int64
+	writes, readErrors, writeErrors, unmatched, pickedUp                    atomic.Int64
+}
+
+func (c *counters) snapshot() DirStats {
+	return DirStats{
+		Reads: c.reads.Load(), Packets: c.packets.Load(), Bytes: c.bytes.Load(),
+		Delivered: c.delivered.Load(), DeliveredBytes: c.deliveredBytes.Load(),
+		DropsLoss: c.dropsLoss.Load(), DropsQueue: c.dropsQueue.Load(), Writes: c.writes.Load(),
+		ReadErrors: c.readErrors.Load(), WriteErrors: c.writeErrors.Load(), Unmatched: c.unmatched.Load(),
+		PickedUp: c.pickedUp.Load(),
+	}
+}
+
+// pipe is one direction: reader, link, writer.
+type pipe struct {
+	r        *Runner
+	dir      Dir
+	src, dst tun.Device
+	link     Link
+	originOf func([4]byte) int
+	obs      Observer
+	spin     time.Duration
+	pool     *pool
+
+	mu         rtlock.Mutex // not sync.Mutex: see internal/rtlock
+	inside     inflight
+	sleepUntil int64 // guarded by mu: while the writer waits, its wake-up target (MaxInt64: none); -1 while awake
+
+	w        waker
+	stopping atomic.Bool
+	lateness Histogram
+	counters counters
+	lastErr  atomic.Value
+
+	srcFd  int // the sending device's file descriptor, -1 for devices without one (test doubles)
+	stopFd int // eventfd made readable by stop, -1 without srcFd
+
+	readMu  rtlock.Mutex // held from a read of src to the end of its pushes (reader or pickUp)
+	asleep  atomic.Bool  // the reader sleeps in ppoll
+	other   *pipe        // the other direction: its source is this pipe's destination
+	pickups *intake      // the writer's scratch space for other.pickUp
+
+	spinBudget spinBudget
+	ev         Event // the writer's reused event
+}
+
+func newPipe(r *Runner, dir Dir, src, dst tun.Device, l Link, cfg Config) *pipe {
+	p := &pipe{
+		r: r, dir: dir, src: src, dst: dst, link: l, originOf: cfg.OriginOf, obs: cfg.Observer,
+		spin: cfg.SpinWindow, pool: newPool(offset + cfg.MTU + 64), sleepUntil: -1, pickups: newIntake(),
+	}
+	p.srcFd, p.stopFd = -1, -1
+	if f := src.File(); f != nil {
+		if sc, err := f.SyscallConn(); err == nil {
+			sc.Control(func(fd uintptr) { p.srcFd = int(fd) })
+		}
+		if p.srcFd >= 0 {
+			efd, err := newEventFd()
+			if err != nil {
+				p.srcFd = -1
+			} else {
+				p.stopFd = efd
+			}
+		}
+	}
+	return p
+}
+
+// origin maps a packet to its origin: the destination of Up packets, the source of Down packets.
+func (p *pipe) origin(pkt []byte) int {
+	if p.originOf == nil || len(pkt) < 20 || pkt[0]>>4 != 4 {
+		return 0
+	}
+	at := 16
+	if p.dir == Down {
+		at = 12
+	}
+	return p.originOf([4]byte(pkt[at : at+4]))
+}
+
+func (p *pipe) fail(err error) { p.lastErr.Store(fmt.Sprintf("%s: %v", p.dir, err)) }
+
+func (p *pipe) readLoop() error {
+	if p.srcFd >= 0 {
+		// Its own thread, real-time at once: arrival times are taken here. (At the priority of the
+		// rest of the process, never above it: see internal/rt.)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		rt.Adopt()
+	}
+	in := newIntake()
+	consecutiveErrs := 0
+	for {
+		p.pool.fill(in.bufs)
+		// Sleeping in ppoll (not the netpoller) wakes this thread directly when the kernel queues
+		// a packet, without a hop through another thread.
+		if p.srcFd >= 0 {
+			p.asleep.Store(true)
+			ok := waitReadable(p.srcFd, p.stopFd)
+			p.asleep.Store(false)
+			if !ok {
+				return nil // stopping
+			}
+		}
+		p.readMu.Lock()
+		n, err := p.take(in)
+		p.readMu.Unlock()
+		if p.stopping.Load() {
+			return nil
+		}
+		if err != nil {
+			p.counters.readErrors.Add(1)
+			p.fail(err)
+			if errors.Is(err, os.ErrClosed) {
+				return fmt.Errorf("%s: read: %w", p.dir, err)
+			}
+			if !errors.Is(err, tun.ErrTooManySegments) {
+				if consecutiveErrs++; consecutiveErrs > 1000 {
+					return fmt.Errorf("%s: read: %w", p.dir, err)
+				}
+				continue
+			}
+		}
+		consecutiveErrs = 0
+		if n > 0 && p.srcFd >= 0 {
+			// Under a saturating load the device always has packets and this loop never sleeps. A
+			// writer woken on this CPU has the same priority and would wait for the round-robin
+			// slice (100 ms): yield after each batch so that it runs now.
+			yield()
+		}
+	}
+}
+
+// intake is a reading thread's scratch space: the buffers of one read and the packets' fates.
+type intake struct {
+	bufs    [][]byte
+	sizes   []int
+	fates   [batchSize]Fate
+	origins [batchSize]int
+	ev      Event // reused: observers get a pointer valid during the call
+}
+
+func newIntake() *intake {
+	return &intake{bufs: make([][]byte, batchSize), sizes: make([]int, batchSize)}
+}
+
+// take reads once from src into in's buffers (filled by the caller) and pushes what it read into
+// the link; it returns how many packets it pushed. The caller holds readMu: the reader and the
+// other direction's writer (pickUp) both take from src, and the lock keeps the times pushed in
+// order. The time is taken before the read: the packet that woke the reader was queued before it,
+// and the read's system call is not part of the path. ErrTooManySegments comes with the valid
+// first segments, which are pushed; other errors with none.
+func (p *pipe) take(in *intake) (int, error) {
+	now := p.r.Now()
+	n, err := p.src.Read(in.bufs, in.sizes, offset)
+	if n <= 0 || (err != nil && !errors.Is(err, tun.ErrTooManySegments)) {
+		return 0, err
+	}
+	if p.srcFd < 0 {
+		now = p.r.Now() // a test double's Read blocks until a packet comes
+	}
+	p.ingest(in, n, now)
+	return n, err
+}
+
+// ingest pushes the n packets just read into the link as arriving at now. The caller holds
+// readMu. Buffers the link keeps are taken out of in.bufs (the writer returns them to the pool).
+func (p *pipe) ingest(in *intake, n int, now time.Duration) {
+	var bytes int64
+	for i := 0; i < n; i++ {
+		pkt := in.bufs[i][offset : offset+in.sizes[i]]
+		bytes += int64(len(pkt))
+		in.origins[i] = p.origin(pkt)
+		if p.obs != nil {
+			in.ev = Event{Kind: Arrived, Dir: p.dir, Fate: Queued, In: now, Out: now, Data: pkt}
+			p.obs.Observe(&in.ev)
+		}
+	}
+	wake := false
+	p.mu.Lock()
+	for i := 0; i < n; i++ {
+		in.fates[i] = p.link.Push(now, in.bufs[i][offset:offset+in.sizes[i]], in.origins[i])
+		if in.fates[i] == Queued {
+			p.inside.push(in.origins[i], entry{buf: in.bufs[i], n: in.sizes[i], in: now})
+		}
+	}
+	if p.sleepUntil >= 0 {
+		if dl, ok := p.link.NextDeadline(); ok && int64(dl) < p.sleepUntil {
+			p.sleepUntil = -1
+			wake = true
+		}
+	}
+	p.mu.Unlock()
+	if wake {
+		p.w.wake()
+	}
+	for i := 0; i < n; i++ {
+		switch in.fates[i] {
+		case Queued:
+			in.bufs[i] = nil // now owned by the link; the writer returns it to the pool
+		case DroppedLoss, DroppedQueue:
+			if in.fates[i] == DroppedLoss {
+				p.counters.dropsLoss.Add(1)
+			} else {
+				p.counters.dropsQueue.Add(1)
+			}
+			if p.obs != nil {
+				in.ev = Event{Kind: Dropped, Dir: p.dir, Fate: in.fates[i], In: now, Out: now, Data: in.bufs[i][offset : offset+in.sizes[i]]}
+				p.obs.Observe(&in.ev)
+			}
+		}
+	}
+	p.counters.reads.Add(1)
+	p.counters.packets.Add(int64(n))
+	p.counters.bytes.Add(bytes)
+}
+
+// maxPickUps bounds the reads one pickUp makes.
+const maxPickUps = 8
+
+// pickUpRoom: a writer picks up answers only when its own next release is at least this far off,
+// so that a pick-up (a read or two, some µs) never makes it late. In a saturated stream the next
+// release is always close, and the other reader, awake, takes the answers itself: picking up
+// after every write there made the capacity benchmark's lateness p50 98–148 µs instead of 29–51.
+const pickUpRoom = 200 * time.Microsecond
+
+// pickUp is called by the other direction's writer after it wrote to this pipe's source device,
+// before it sleeps. The receiving stack answers some packets inside that write — a SYN with a SYN-ACK,
+// data with an ACK — and queues the answer on this device; the reader, asleep in ppoll, would
+// take it (and time its arrival) only after its wake-up, which costs tens of µs when its CPU is
+// idle (a halted vCPU: measured 36 µs of the 46 µs between a SYN-ACK's queueing and its read,
+// docs/network.md "Scheduling"). So the writer reads it at once, on its own thread, and the
+// reader finds the device empty. Only while the reader sleeps: a reader that is awake takes the
+// answer as soon as it can anyway, and it keeps the busy paths' work on their own threads.
+// readMu keeps the two readers' pushes in order.
+func (p *pipe) pickUp(in *intake) {
+	if p.srcFd < 0 || !p.asleep.Load() || !p.readMu.TryLock() {
+		return
+	}
+	defer p.readMu.Unlock()
+	for range maxPickUps {
+		p.pool.fill(in.bufs)
+		n, err := p.take(in)
+		p.counters.pickedUp.Add(int64(n))
+		if n == 0 || err != nil {
+			return // nothing more, or an error the reader meets too and reports
+		}
+	}
+}
+
+func (p *pipe) writeLoop() {
+	// Its own thread, real-time at once, at the priority of the rest of the process: a thread
+	// above the others livelocks when the runtime makes it spin-wait for one of them (see
+	// internal/rt). Its spin yields (sched_yield) to the process's other threads on its CPU.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rt.Adopt()
+	batch := make([]entry, 0, batchSize)
+	wbufs := make([][]byte, 0, batchSize)
+	lat := make([]time.Duration, 0, batchSize)
+	released := false // since the last wait
+	for !p.stopping.Load() {
+		p.mu.Lock()
+		p.sleepUntil = -1
+		now := p.r.Now()
+		for len(batch) < batchSize {
+			dl, ok := p.link.NextDeadline()
+			if !ok || dl > now {
+				break
+			}
+			pkt, origin, ok := p.link.Pop(now)
+			if !ok {
+				break
+			}
+			e, found := p.inside.take(origin, pkt)
+			if !found {
+				p.counters.unmatched.Add(1)
+				continue
+			}
+			e.deadline = dl
+			batch = append(batch, e)
+		}
+		var next time.Duration
+		var hasNext bool
+		seq := p.w.load()
+		if len(batch) == 0 {
+			next, hasNext = p.link.NextDeadline()
+			p.sleepUntil = math.MaxInt64
+			if hasNext {
+				p.sleepUntil = int64(next)
+			}
+		}
+		p.mu.Unlock()
+		if len(batch) > 0 {
+			p.release(batch, wbufs[:0], lat[:0])
+			clear(batch)
+			batch = batch[:0]
+			released = true
+			continue
+		}
+		// About to sleep after writing: pick up what the receiving stack answered, unless this
+		// direction's next release is too close for it.
+		if released && (!hasNext || next-now >= pickUpRoom) {
+			p.other.pickUp(p.pickups)
+		}
+		released = false
+		p.wait(next, hasNext, seq)
+	}
+}
+
+// wait sleeps until target (or forever without one) unless a reader or stop bumps the waker.
+func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
+	if !has {
+		futexWait(&p.w.seq, seq, maxSleep) // the caller looks again, and sleeps again
+		return
+	}
+	for {
+		if p.w.load() != seq {
+			return
+		}
+		rem := target - p.r.Now()
+		if rem <= 0 {
+			return
+		}
+		if p.spin < 0 {
+			futexWait(&p.w.seq, seq, min(rem, maxSleep))
+			continue
+		}
+		if rem > p.spin {
+			futexWait(&p.w.seq, seq, min(rem-p.spin, maxSleep))
+			continue
+		}
+		if !p.spinBudget.allow(p.r.Now()) {
+			futexWait(&p.w.seq, seq, rem)
+			continue
+		}
+		t0 := p.r.Now()
+		yield()
+		p.spinBudget.spent(p.r.Now() - t0)
+	}
+}
+
+// maxSleep caps every sleep of the readers and writers in one system call. The Go runtime takes
+// the P (its scheduling slot) from a thread that stays in a system call for 10 ms or more, and the
+// thread then returns without one: it wakes the runtime's monitor thread and, when no P is free at
+// once, hands its goroutine through the scheduler and another thread before it runs again —
+// measured 150 µs, all of a writer's spin window, on a 250 ms path (docs/network.md,
+// "Scheduling"). Shorter sleeps keep the P: a thread idle for long wakes every maxSleep, for a
+// few µs.
+const maxSleep = 5 * time.Millisecond
+
+// spinBudget bounds the share of time a writer spins (at real-time priority, spinning keeps a
+// CPU from everyone else): within each spinPeriod at most spinShare of it. Over budget, the
+// writer sleeps in the futex all the way (releases then end some tens of µs late instead).
+type spinBudget struct {
+	periodStart time.Duration
+	used        time.Duration
+}
+
+const (
+	spinPeriod = 100 * time.Millisecond
+	spinShare  = 0.10
+)
+
+func (b *spinBudget) allow(now time.Duration) bool {
+	if now-b.periodStart >= spinPeriod {
+		b.periodStart, b.used = now, 0
+	}
+	return b.used < time.Duration(spinShare*float64(spinPeriod))
+}
+
+func (b *spinBudget) spent(d time.Duration) { b.used += d }
+
+// release writes a batch of due packets to the receiving device.
+func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) {
+	now := p.r.Now()
+	var bytes int64
+	for i := range batch {
+		e := &batch[i]
+		lat = append(lat, now-e.deadline)
+		bytes += int64(e.n)
+		if p.obs != nil {
+			p.ev = Event{Kind: Delivered, Dir: p.dir, Fate: Queued, In: e.in, Out: now, Data: e.data()}
+			p.obs.Observe(&p.ev)
+		}
+	}
+	p.lateness.RecordAll(lat)
+	for i := range batch {
+		wbufs = append(wbufs, batch[i].buf[:offset+batch[i].n])
+	}
+	p.counters.writes.Add(1)
+	p.counters.delivered.Add(int64(len(batch)))
+	p.counters.deliveredBytes.Add(bytes)
+	if _, err := p.dst.Write(wbufs, offset); err != nil {
+		p.counters.writeErrors.Add(1)
+		p.fail(err)
+	}
+	for i := range batch {
+		wbufs[i] = batch[i].buf
+	}
+	p.pool.putAll(wbufs)
+	clear(wbufs)
+}
+
+func (p *pipe) stop() {
+	p.stopping.Store(true)
+	if p.stopFd >= 0 {
+		signalEventFd(p.stopFd)
+	}
+	p.w.wake()
+}
+
+// releaseAll returns the buffers of packets still inside the link (after Run).
+func (p *pipe) releaseAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.inside.all() {
+		p.pool.put(e.buf)
+	}
+	p.inside = inflight{}
+	if p.stopFd >= 0 {
+		closeFd(p.stopFd)
+		p.stopFd = -1
+	}
+}

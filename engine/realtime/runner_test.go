@@ -1,0 +1,284 @@
+package realtime
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.zx2c4.com/wireguard/tun/tuntest"
+
+	"github.com/wirelab/wirelab/engine/internal/pkttest"
+)
+
+// fakeLink is a test double of the link model: fixed delay plus per-origin extra delay, and a
+// loss pattern (every dropEvery-th packet).
+type fakeLink struct {
+	delay     time.Duration
+	extra     map[int]time.Duration
+	dropEvery int
+	n         int
+	q         pq
+	seq       int
+}
+
+type item struct {
+	due    time.Duration
+	seq    int
+	pkt    []byte
+	origin int
+}
+type pq []item
+
+func (q pq) Len() int { return len(q) }
+func (q pq) Less(i, j int) bool {
+	return q[i].due < q[j].due || (q[i].due == q[j].due && q[i].seq < q[j].seq)
+}
+func (q pq) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *pq) Push(x any)   { *q = append(*q, x.(item)) }
+func (q *pq) Pop() any {
+	old := *q
+	it := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return it
+}
+
+func (l *fakeLink) Push(now time.Duration, pkt []byte, origin int) Fate {
+	l.n++
+	if l.dropEvery > 0 && l.n%l.dropEvery == 0 {
+		return DroppedLoss
+	}
+	l.seq++
+	heap.Push(&l.q, item{due: now + l.delay + l.extra[origin], seq: l.seq, pkt: pkt, origin: origin})
+	return Queued
+}
+
+func (l *fakeLink) Pop(now time.Duration) ([]byte, int, bool) {
+	if len(l.q) == 0 || l.q[0].due > now {
+		return nil, 0, false
+	}
+	it := heap.Pop(&l.q).(item)
+	return it.pkt, it.origin, true
+}
+
+func (l *fakeLink) NextDeadline() (time.Duration, bool) {
+	if len(l.q) == 0 {
+		return 0, false
+	}
+	return l.q[0].due, true
+}
+
+var _ Link = (*fakeLink)(nil)
+
+// recorder is an Observer keeping every event.
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (r *recorder) Observe(ev *Event) {
+	e := *ev
+	e.Data = append([]byte(nil), ev.Data...)
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) count(kind EventKind, dir Dir) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if e.Kind == kind && e.Dir == dir {
+			n++
+		}
+	}
+	return n
+}
+
+func originOf(a [4]byte) int {
+	if a[0] == 10 && a[1] == 77 && a[2] == 1 {
+		return int(a[3])
+	}
+	return 0
+}
+
+type harness struct {
+	client, server *tuntest.ChannelTUN
+	r              *Runner
+	cancel         context.CancelFunc
+	done           chan error
+	obs            *recorder
+}
+
+func start(t *testing.T, up, down Link) *harness {
+	t.Helper()
+	h := &harness{client: tuntest.NewChannelTUN(), server: tuntest.NewChannelTUN(), obs: &recorder{}}
+	r, err := New(Config{Client: h.client.TUN(), Server: h.server.TUN(), Up: up, Down: down, OriginOf: originOf, Observer: h.obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r = r
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.done = make(chan error, 1)
+	go func() { h.done <- r.Run(ctx) }()
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *harness) stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	h.cancel = nil
+	// ChannelTUN reads cannot be interrupted: closing the devices ends them.
+	h.client.TUN().Close()
+	h.server.TUN().Close()
+	<-h.done
+}
+
+func tcp(src, dst string, seq uint32, n int) []byte {
+	return pkttest.TCP(netip.MustParseAddrPort(src), netip.MustParseAddrPort(dst), seq, 0, pkttest.ACK, make([]byte, n))
+}
+
+func seqOf(p []byte) uint32 { return binary.BigEndian.Uint32(p[24:]) }
+
+func TestForwardsWithDelay(t *testing.T) {
+	const delayUp, delayDown = 20 * time.Millisecond, 30 * time.Millisecond
+	h := start(t, &fakeLink{delay: delayUp}, &fakeLink{delay: delayDown})
+	const n = 20
+	type got struct {
+		seq uint32
+		at  time.Time
+	}
+	recv := func(ch chan []byte, out chan got) {
+		for i := 0; i < n; i++ {
+			p := <-ch
+			out <- got{seqOf(p), time.Now()}
+		}
+	}
+	upGot, downGot := make(chan got, n), make(chan got, n)
+	go recv(h.server.Inbound, upGot)
+	go recv(h.client.Inbound, downGot)
+	sent := map[uint32]time.Time{}
+	for i := 0; i < n; i++ {
+		sent[uint32(i)] = time.Now()
+		h.client.Outbound <- tcp("10.77.0.2:1000", "10.77.1.1:80", uint32(i), 100)
+		sent[uint32(1000+i)] = time.Now()
+		h.server.Outbound <- tcp("10.77.1.1:80", "10.77.0.2:1000", uint32(1000+i), 1000)
+		time.Sleep(time.Millisecond)
+	}
+	check := func(ch chan got, delay time.Duration, base uint32) {
+		for i := 0; i < n; i++ {
+			g := <-ch
+			if g.seq != base+uint32(i) {
+				t.Fatalf("packet %d out of order: seq %d", i, g.seq)
+			}
+			d := g.at.Sub(sent[g.seq])
+			// Lower bound exact; upper bound generous (loaded 2-core CI machines).
+			if d < delay || d > delay+50*time.Millisecond {
+				t.Errorf("seq %d took %v, configured %v", g.seq, d, delay)
+			}
+		}
+	}
+	check(upGot, delayUp, 0)
+	check(downGot, delayDown, 1000)
+	s := h.r.Stats()
+	if s.Up.Delivered != n || s.Down.Delivered != n || s.Up.Packets != n || s.Up.Unmatched != 0 {
+		t.Errorf("stats %+v", s)
+	}
+	if s.Lateness.Count != 2*n {
+		t.Errorf("lateness count %d", s.Lateness.Count)
+	}
+	t.Logf("lateness p50 %v p99 %v max %v", s.Lateness.P50, s.Lateness.P99, s.Lateness.Max)
+	if h.obs.count(Arrived, Up) != n || h.obs.count(Delivered, Up) != n || h.obs.count(Delivered, Down) != n {
+		t.Errorf("observer saw %d/%d/%d events", h.obs.count(Arrived, Up), h.obs.count(Delivered, Up), h.obs.count(Delivered, Down))
+	}
+	h.obs.mu.Lock()
+	for _, e := range h.obs.events {
+		if e.Kind == Delivered {
+			want := delayUp
+			if e.Dir == Down {
+				want = delayDown
+			}
+			if e.Out-e.In < want {
+				t.Errorf("delivered event %v after %v, before its delay %v", e.Dir, e.Out-e.In, want)
+			}
+		}
+	}
+	h.obs.mu.Unlock()
+}
+
+func TestDropsAreReported(t *testing.T) {
+	h := start(t, &fakeLink{delay: time.Millisecond, dropEvery: 3}, &fakeLink{})
+	const n = 30
+	go func() {
+		for i := 0; i < n; i++ {
+			h.client.Outbound <- tcp("10.77.0.2:1000", "10.77.1.1:80", uint32(i), 10)
+		}
+	}()
+	for i := 0; i < n-n/3; i++ {
+		p := <-h.server.Inbound
+		if seqOf(p)%3 == 2 {
+			t.Fatalf("packet %d should have been dropped", seqOf(p))
+		}
+	}
+	s := h.r.Stats()
+	if s.Up.DropsLoss != n/3 || s.Up.Delivered != n-n/3 {
+		t.Errorf("stats %+v", s.Up)
+	}
+	if got := h.obs.count(Dropped, Up); got != n/3 {
+		t.Errorf("%d drop events", got)
+	}
+}
+
+// Per-origin delays reorder packets across origins; the runner must still hand out the right bytes.
+func TestOriginsReorder(t *testing.T) {
+	h := start(t, &fakeLink{delay: time.Millisecond, extra: map[int]time.Duration{2: 30 * time.Millisecond}}, &fakeLink{})
+	slow := tcp("10.77.0.2:1000", "10.77.1.2:80", 1, 50)
+	fast := tcp("10.77.0.2:1000", "10.77.1.1:80", 2, 60)
+	h.client.Outbound <- slow
+	h.client.Outbound <- fast
+	if p := <-h.server.Inbound; !bytes.Equal(p, fast) {
+		t.Fatal("origin 1 packet not first")
+	}
+	if p := <-h.server.Inbound; !bytes.Equal(p, slow) {
+		t.Fatal("origin 2 packet corrupted")
+	}
+	if s := h.r.Stats(); s.Up.Unmatched != 0 {
+		t.Errorf("unmatched %d", s.Up.Unmatched)
+	}
+}
+
+// An earlier deadline pushed while the writer sleeps towards a later one wakes it.
+func TestEarlierDeadlineWakesWriter(t *testing.T) {
+	h := start(t, &fakeLink{delay: time.Millisecond, extra: map[int]time.Duration{2: 500 * time.Millisecond}}, &fakeLink{})
+	h.client.Outbound <- tcp("10.77.0.2:1000", "10.77.1.2:80", 1, 50)
+	time.Sleep(5 * time.Millisecond) // let the writer go to sleep towards +500 ms
+	t0 := time.Now()
+	h.client.Outbound <- tcp("10.77.0.2:1000", "10.77.1.1:80", 2, 50)
+	p := <-h.server.Inbound
+	if seqOf(p) != 2 || time.Since(t0) > 100*time.Millisecond {
+		t.Fatalf("seq %d after %v", seqOf(p), time.Since(t0))
+	}
+}
+
+func TestStopWithPacketsInside(t *testing.T) {
+	h := start(t, &fakeLink{delay: time.Hour}, &fakeLink{delay: time.Hour})
+	for i := 0; i < 10; i++ {
+		h.client.Outbound <- tcp("10.77.0.2:1000", "10.77.1.1:80", uint32(i), 10)
+	}
+	done := make(chan struct{})
+	go func() { h.stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return")
+	}
+}
