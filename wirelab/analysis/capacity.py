@@ -145,9 +145,8 @@ def _busy(sample: dict[str, Any] | None, impl: str) -> float | None:
 
 def capacity_table(data: CapacityData) -> pd.DataFrame:
     """One row per run that measured something: ``config``, ``protocol``, ``server``, ``status``, the
-    highest pages/s and hits/s over the scenario's intervals (``max_pages_per_s``, ``max_hits_per_s``;
-    the engine's outcome of that name, ``engine_max_pages_per_s``, counts the short interval of the pages
-    in flight after the last stage too), the engine's outcomes ``vus_at_first_error`` and
+    highest pages/s and hits/s over the scenario's full intervals (``max_pages_per_s``, ``max_hits_per_s``:
+    the engine's outcomes of those names, which define them), the engine's outcomes ``vus_at_first_error`` and
     ``vus_at_first_sla_violation``, the server's peaks over the scenario (``cpu_max``, ``memory_max``,
     ``busy_max``; ``busy_limit`` when the server has one: Apache's MaxRequestWorkers), and ``at``: for
     each of the spec's ``at_vus`` (else the peak's VUs) → ``{vus, page_ms, cpu_util, memory_bytes,
@@ -197,9 +196,8 @@ def capacity_table(data: CapacityData) -> pd.DataFrame:
                 "thresholds_passed": run["thresholds_passed"],
                 "intervals": int(run["intervals"]),
                 "peak_vus": int(mine["vus_x"].max()) if len(mine) else None,
-                "max_pages_per_s": _max(mine, "pages_per_s"),
-                "max_hits_per_s": _max(mine, "hits_per_s"),
-                "engine_max_pages_per_s": outcomes.get("max_pages_per_s"),
+                "max_pages_per_s": outcomes.get("max_pages_per_s"),
+                "max_hits_per_s": outcomes.get("max_hits_per_s"),
                 "vus_at_first_error": outcomes.get("vus_at_first_error"),
                 "vus_at_first_sla_violation": outcomes.get("vus_at_first_sla_violation"),
                 "sla_page_ms": page_ms,

@@ -190,20 +190,6 @@ class _Builder:
         table = self.table
         if table.empty:
             return
-        differ = table[
-            table["engine_max_pages_per_s"].notna()
-            & ((table["engine_max_pages_per_s"] - table["max_pages_per_s"].fillna(0)).abs() > 1e-9)
-        ]
-        if len(differ):
-            r = differ.iloc[0]
-            self.notes.append(
-                "Max pages/s (and hits/s) here is the highest interval of the scenario: the engine's outcome "
-                "max_pages_per_s also counts the last interval, the pages in flight after the last stage — "
-                "a fraction of a second, whose rate says little of capacity "
-                f"({r['engine_max_pages_per_s']:.1f} vs {r['max_pages_per_s']:.1f} pages/s for run "
-                f"{r['loadtest_id']}; "
-                f"{len(differ)} of {len(table)} runs differ)."
-            )
         for config in self.data.configs:
             mine = table[table["config"] == config]
             sentences = say.capacity_sentences(mine, self.data.protocols)
@@ -279,8 +265,9 @@ class _Builder:
             TableBlock(
                 f"tab-{self.data.name}-capacity",
                 "Capacity per run",
-                "Per run: the highest interval rates, the VUs active when the first page failed and in the "
-                "first interval whose page time broke the SLA (none: it did not happen), the server's peaks, "
+                "Per run: the highest rates over the scenario's full intervals, the VUs active when the "
+                "first page failed and in the first interval whose page time broke the SLA (none: it did "
+                "not happen), the server's peaks, "
                 f"and page time ({table.iloc[0]['sla_statistic']}), server CPU and memory {at_text}.",
                 columns,
                 rows,
