@@ -432,7 +432,7 @@ class SubprocessEngine(Engine):
                 self._run(
                     ["loadtest", "--check", "--spec", "/dev/stdin"],
                     input=json.dumps(spec, allow_nan=False),
-                    timeout=300,
+                    timeout=CHECK_TIMEOUT_S,
                 )
             except UsageError as e:
                 error = SpecError(str(e), path=str(e).split(":", 1)[0])

@@ -51,6 +51,11 @@ SERVER_FILE = "server.jsonl"
 #: After SIGINT the engine stops the VUs (each page in flight ends within client.timeout_s), writes
 #: what it measured and removes the lab; wirelab waits that long plus this margin before SIGKILL.
 STOP_MARGIN_S = 60.0
+#: How often the server's samples are read while no interval arrives.
+SAMPLES_POLL_S = 1.0
+#: After SIGKILL: how long the engine's process may take to be reaped, and its exit event to arrive.
+KILLED_WAIT_S = 30.0
+EXIT_EVENT_WAIT_S = 5.0
 
 
 @dataclasses.dataclass
@@ -445,7 +450,7 @@ class _Loop:
         """Hand the run's progress to the observer until the engine exits; its exit event."""
         while True:
             try:
-                event = events.get(timeout=1.0)
+                event = events.get(timeout=SAMPLES_POLL_S)
             except queue.Empty:
                 self._samples(run, tail)
                 continue
@@ -479,10 +484,10 @@ class _Loop:
         except KeyboardInterrupt:
             self.observer.message(f"{run.id}: second interrupt: killing the engine now")
             proc.kill()
-        proc.wait(30.0)
+        proc.wait(KILLED_WAIT_S)
         while True:
             try:
-                event = events.get(timeout=5.0)
+                event = events.get(timeout=EXIT_EVENT_WAIT_S)
             except queue.Empty:
                 return TrialEvent(run.id, "exit", returncode=-signal.SIGKILL, stderr_tail="did not exit")
             if event.kind == "exit":
