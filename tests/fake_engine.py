@@ -1,12 +1,14 @@
 """A stand-in ``wirelab-engine`` executable for tests (no root, no Go): the same command line as the
-engine, ``trial`` replayed by wirelab.testing.FixtureEngine, so SubprocessEngine's process handling
-(process groups, signals, progress lines, exit codes) is exercised for real.
+engine, ``trial`` and ``loadtest`` replayed by wirelab.testing.FixtureEngine, so SubprocessEngine's
+process handling (process groups, signals, progress lines, exit codes) is exercised for real.
 
 Steered by environment variables:
-  FAKE_ENGINE_COMMANDS       comma-separated commands to advertise (default: trial,pages,gc,shell,version)
+  FAKE_ENGINE_COMMANDS       comma-separated commands to advertise
+                             (default: trial,loadtest,pages,gc,shell,version,probe,sites)
   FAKE_ENGINE_HOLD           "TRIAL_INDEX:LOADS" — in the trial whose spec has that trial index (from
-                             FAKE_ENGINE_ORDER) stop after LOADS loads, touch FAKE_ENGINE_MARKER and wait
-                             for a signal; LOADS = "end" holds after trial.json is written, before exiting
+                             FAKE_ENGINE_ORDER) stop after LOADS loads (a load test: intervals), touch
+                             FAKE_ENGINE_MARKER and wait for a signal; LOADS = "end" holds after trial.json
+                             (loadtest.json) is written, before exiting
   FAKE_ENGINE_ORDER          file that counts trials started by this test (shared by all processes)
   FAKE_ENGINE_MARKER         file written when a trial holds (the holding process's pid; probe: touched)
   FAKE_ENGINE_IGNORE_SIGINT  "1": ignore SIGINT (to test escalation to SIGKILL)
@@ -14,6 +16,7 @@ Steered by environment variables:
   FAKE_ENGINE_PROBE_HOLD     "N": `probe` stops after N records, touches FAKE_ENGINE_MARKER and waits for a
                              signal (then exits 130, as the engine does)
   FAKE_ENGINE_FAIL_IF        a file: while it exists, every trial fails at once (exit 1, its text on stderr)
+  FAKE_ENGINE_LOADTEST_RECORDING  the wirelab/_fixtures/loadtests/ recording every load test replays
 
 `probe SITE…` replays tests/fixtures/probes/local.jsonl (recorded with the real engine): each SITE (a URL
 or host of the local internet) gets its recorded record, renumbered; any other site is refused with one
@@ -57,6 +60,19 @@ def _mark() -> None:
     os.replace(tmp, marker)
 
 
+def _check_loadtest(args: list[str]) -> int:
+    """``loadtest --check --spec FILE``: FixtureEngine's refusals, one line, exit 2."""
+    spec = json.loads(Path(args[args.index("--spec") + 1]).read_text())
+    recording = os.environ.get("FAKE_ENGINE_LOADTEST_RECORDING")
+    refusal = FixtureEngine(loadtest_recording=(lambda s: recording) if recording else None).loadtest_refusal(
+        spec
+    )
+    if refusal is not None:
+        print(f"wirelab-engine: {refusal}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _check(args: list[str]) -> int:
     """``trial --check --specs -|FILE`` or ``--spec FILE``: FixtureEngine's refusals, one line, exit 2."""
     if "--specs" in args:
@@ -74,9 +90,9 @@ def _check(args: list[str]) -> int:
     return 0
 
 
-def _trial(args: list[str]) -> int:
+def _trial(args: list[str], command: str = "trial") -> int:
     if "--check" in args:
-        return _check(args)
+        return _check(args) if command == "trial" else _check_loadtest(args)
     spec_path = Path(args[args.index("--spec") + 1])
     out = Path(args[args.index("--out") + 1])
     progress = "--progress" in args
@@ -96,7 +112,12 @@ def _trial(args: list[str]) -> int:
             stop.wait()
 
     lateness = os.environ.get("FAKE_ENGINE_LATENESS_P99")
-    engine = FixtureEngine(hold=hold, lateness_p99_us=(lambda s: float(lateness)) if lateness else None)
+    recording = os.environ.get("FAKE_ENGINE_LOADTEST_RECORDING")
+    engine = FixtureEngine(
+        hold=hold,
+        lateness_p99_us=(lambda s: float(lateness)) if lateness else None,
+        loadtest_recording=(lambda s: recording) if recording else None,
+    )
     done = threading.Event()
     code: list[int] = []
 
@@ -114,7 +135,8 @@ def _trial(args: list[str]) -> int:
         elif progress and event.kind != "log":
             say(json.dumps(event.data), sys.stdout)
 
-    run = engine.start_trial(spec, out, on_event)
+    start = engine.start_trial if command == "trial" else engine.start_loadtest
+    run = start(spec, out, on_event)
 
     def on_signal(signum, frame):
         run.interrupt()
@@ -183,7 +205,9 @@ def _sites(args: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    commands = os.environ.get("FAKE_ENGINE_COMMANDS", "trial,pages,gc,shell,version,probe,sites").split(",")
+    commands = os.environ.get(
+        "FAKE_ENGINE_COMMANDS", "trial,loadtest,pages,gc,shell,version,probe,sites"
+    ).split(",")
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: wirelab-engine COMMAND [flags]\n\ncommands:")
         for c in commands:
@@ -196,8 +220,8 @@ def main(argv: list[str]) -> int:
     if command == "version":
         print("wirelab-engine 0.0.0-fake (tests/fake_engine.py)")
         return 0
-    if command == "trial":
-        return _trial(args)
+    if command in ("trial", "loadtest"):
+        return _trial(args, command)
     if command == "pages":
         engine = FixtureEngine()
         try:

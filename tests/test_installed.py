@@ -1,5 +1,6 @@
-"""wirelab works as an installed package, away from its repository: the trial contract's schemas,
-the engine's facts and the recordings wirelab.testing replays all ship inside the wheel."""
+"""wirelab works as an installed package, away from its repository: the contract's schemas, the
+engine's facts and the recordings wirelab.testing replays (trials and load tests) all ship inside the
+wheel."""
 
 import os
 import shutil
@@ -37,10 +38,29 @@ PROGRAM = textwrap.dedent(
     with wirelab.open("installed.db") as results:
         sweep = analysis.load_sweep(results, "installed")
     assert len(sweep.loads) == 4, sweep.loads
+    load_spec = '''
+    [sweep]
+    name = "installed-load"
+    [load]
+    page = "neoload50"
+    protocols = ["h1s", "h2"]
+    scenario = { stages = [{ duration_s = 8, target = 10 }] }
+    interval_s = 2
+    '''
+    load_summary = wirelab.loadtest(load_spec, db="installed.db", engine=FixtureEngine())
+    assert load_summary.ok and len(load_summary.outcomes) == 2, load_summary
+    with wirelab.open("installed.db") as results:
+        assert len(results.load_intervals("installed-load")) > 0
     print("ok", wirelab.__file__)
     """
 )
-SHIPPED = ("_schemas/trial-spec.schema.json", "_engine_facts.json", "_fixtures/trials/twitter/trial.json")
+SHIPPED = (
+    "_schemas/trial-spec.schema.json",
+    "_schemas/loadtest-spec.schema.json",
+    "_engine_facts.json",
+    "_fixtures/trials/twitter/trial.json",
+    "_fixtures/loadtests/builtin-h2/loadtest.json",
+)
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from wirelab import _loadplan as loadplan
 from wirelab import _reproduce as rep
 from wirelab import cli
 from wirelab import spec as spec_mod
@@ -46,6 +48,11 @@ def test_catalog_and_spec_files_agree():
 def test_variants(entry):
     quick, full = entry.plan(True), entry.plan(False)
     assert full.name == entry.name and quick.name == f"{entry.name}-quick"
+    if entry.kind == "loadtest":  # a load test's quick variant ramps for minutes instead of the study's 20
+        assert isinstance(quick, loadplan.LoadPlan) and quick.protocols == full.protocols
+        assert quick.planned_s < full.planned_s and set(quick.axes) <= set(full.axes)
+        assert rep.estimate_seconds(quick) < 15 * 60 < rep.estimate_seconds(full)
+        return
     assert all(t.spec["repetitions"] == 3 for t in quick.trials)
     assert quick.loads <= 100 and quick.loads < full.loads
     assert set(quick.axes) <= set(full.axes) | {"page"}
@@ -165,7 +172,7 @@ def test_reproduce_ls_and_bad_name(fixture_engine, monkeypatch):
     assert narrow.exit_code == 0
     for e in rep.catalog():
         line = next(ln for ln in narrow.output.splitlines() if f" {e.name} " in ln)
-        assert "loads ≈" in line
+        assert ("runs ≈" if e.kind == "loadtest" else "loads ≈") in line
     assert "110 columns" in narrow.output
     assert cli.main(["reproduce", "no-such-experiment"]) == 2
 
@@ -237,3 +244,59 @@ def test_report_with_failed_loads(tmp_path):
         c.execute("UPDATE loads SET error = 'connection refused'")
     html = write_report(db, ["demo"], tmp_path / "all").read_text()
     assert "No load of this sweep succeeded" in html and "fig-gain" not in html
+
+
+def test_neoload_capacity_is_n_s_load_test():
+    """N's setup, written once in the spec: Apache's worker MPM with N's settings, the ramp, the think
+    time, the path, the page, the SLA and N's user counts."""
+    full = rep.experiment("neoload-capacity").plan(False)
+    assert isinstance(full, loadplan.LoadPlan) and full.protocols == ["h1", "h1s", "h2"]
+    for run in full.runs:
+        spec = run.resolved
+        assert spec["page"] == "neoload50" and spec["network"] == "neoload"
+        assert spec["scenario"]["stages"] == [{"duration_s": 1200, "target": 1000}]
+        assert spec["scenario"]["start"] == 1 and spec["think"] == {"distribution": "fixed", "mean_s": 5}
+        assert spec["interval_s"] == 30 and spec["sla"] == {"page_ms": 3000, "statistic": "p90"}
+        assert spec["at_vus"] == [100, 120, 200, 777]
+        apache = spec["server"]["apache"]
+        assert spec["server"]["impl"] == "apache" and spec["server"]["max_concurrent_streams"] == 100
+        assert (apache["mpm"], apache["start_servers"], apache["max_request_workers"]) == ("worker", 5, 600)
+        assert (apache["threads_per_child"], apache["min_spare_threads"], apache["max_spare_threads"]) == (
+            50,
+            50,
+            150,
+        )
+        assert apache["max_connections_per_child"] == 0
+    mpm = rep.experiment("neoload-mpm").plan(False)
+    servers = [
+        (r.resolved["server"]["impl"], r.resolved["server"].get("apache", {}).get("mpm")) for r in mpm.runs
+    ]
+    assert servers == [("apache", "event")] * 3 + [("nginx", None)] * 3
+    # the same load test otherwise
+    assert {json.dumps(r.resolved["scenario"]) for r in mpm.runs} == {
+        json.dumps(full.runs[0].resolved["scenario"])
+    }
+
+
+def test_a_load_test_estimate_is_its_stages_and_its_overhead():
+    run = rep.experiment("neoload-capacity").plan(True).runs[0]
+    seconds = rep.estimate_loadtest_seconds(run.resolved)
+    assert run.planned_s + rep.LOADTEST_OVERHEAD_S < seconds < run.planned_s + rep.LOADTEST_OVERHEAD_S + 5
+
+
+def test_reproduce_runs_a_load_test_and_writes_its_report(tmp_path, fixture_engine, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    recorded = {"apache": {"h1": "apache-h1s", "h1s": "apache-h1s", "h2": "apache-h2"}, "nginx": {}}
+    fixture_engine.loadtest_recording = lambda s: recorded[s["server"]["impl"]].get(s["protocol"], "nginx-h2")
+    result = CliRunner().invoke(cli.app, ["reproduce", "neoload-mpm", "--quick", "--db", "w.db"])
+    assert result.exit_code == 0, result.output
+    assert len(fixture_engine.started) == 6  # 2 servers × 3 protocols, one after the other
+    html = (tmp_path / "wirelab-report" / "neoload-mpm-quick" / "index.html").read_text()
+    assert "Server CPU, memory and busy workers vs VUs" in html and "server nginx" in html
+
+
+def test_a_load_test_is_not_sent_to_a_cluster(tmp_path, fixture_engine, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["reproduce", "neoload-capacity", "--quick", "--cluster", "tcp://127.0.0.1:9"])
+    assert code == 2 and "is a load test" in capsys.readouterr().err
+    assert not (tmp_path / "wirelab.db").exists() and fixture_engine.started == []

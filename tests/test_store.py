@@ -47,14 +47,17 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     # a reader migrates a copy in memory: the file keeps its version, nothing is created
     assert _snapshot(tmp_path) == before
     Store(db).close()  # a writer migrates the file
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        # v4 adds the probe tables, empty
+        # v4 adds the probe tables, v6 the load tests' — empty
         tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"probe_runs", "probes", "probe_protocols"} <= tables
+        assert {"loadtests", "load_intervals", "server_samples"} <= tables
         assert c.execute("SELECT COUNT(*) FROM probes").fetchone()[0] == 0
+        # v5 adds trials.worker: unknown (NULL) for trials stored before
+        assert c.execute("SELECT COUNT(*) FROM trials WHERE worker IS NOT NULL").fetchone()[0] == 0
     # v2 back-fills the lateness columns from the stored emulator summary
     assert trials.loc[0, "lateness_p99_us"] == 87.0 and trials.loc[0, "fidelity_flags"] == []
     assert len(loads) == 6 and list(loads["network.rtt_ms"]) == [100.0] * 6
@@ -66,6 +69,11 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     # trials: None)
     assert trials["worker"].isna().all() and loads["worker"].isna().all()
     assert trials["repeat_of"].isna().all() and loads["repeat_of"].isna().all()
+    # v6 adds load tests: sweeps stored before are trial sweeps, and have none
+    with Results(db) as results:
+        assert list(results.sweeps()["kind"]) == ["trials"]
+        assert results.sweep_kind("rtt-v1") == "trials" and results.sweep_kind("nope") is None
+        assert results.loadtests().empty and results.load_intervals().empty and results.server_samples().empty
 
 
 def test_a_database_from_a_newer_wirelab_is_refused(tmp_path):

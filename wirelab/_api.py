@@ -16,14 +16,16 @@ from typing import Any
 
 import pandas as pd
 
+from wirelab import _loadplan as loadplan
 from wirelab import spec as spec_mod
 from wirelab._engine import Engine, SubprocessEngine
+from wirelab._loadrunner import LoadObserver, LoadtestSummary, run_loadtests
 from wirelab._summary import protocol_table
 from wirelab.errors import EngineNotFoundError, NoResultsError, SpecError, TrialFailedError
 from wirelab.runner import Observer, RunSummary, run_plan
 from wirelab.store import DEFAULT_DB, Results, objects_from_har
 
-__all__ = ["LoadResult", "load", "open", "plan", "run"]
+__all__ = ["LoadResult", "load", "loadtest", "open", "plan", "plan_loadtest", "run"]
 
 SpecLike = str | os.PathLike[str] | spec_mod.Plan | spec_mod.ExperimentSpec | Mapping[str, Any]
 
@@ -98,6 +100,39 @@ def run(
         )
     finally:
         on_cluster.close()
+
+
+LoadSpecLike = str | os.PathLike[str] | loadplan.LoadPlan | Mapping[str, Any]
+
+
+def plan_loadtest(spec: LoadSpecLike) -> loadplan.LoadPlan:
+    """Expand a load-test spec (a path to a TOML file, TOML text, a dict or a LoadPlan) into its runs:
+    grid points × protocols, each a loadtest spec for the engine."""
+    if isinstance(spec, loadplan.LoadPlan):
+        return spec
+    if isinstance(spec, Mapping):
+        return loadplan.from_dict(spec)
+    text = os.fspath(spec)
+    if "\n" in text or "[load]" in text:
+        return loadplan.loads(text)
+    return loadplan.load(text)
+
+
+def loadtest(
+    spec: LoadSpecLike,
+    *,
+    db: str | os.PathLike[str] = DEFAULT_DB,
+    resume: bool = True,
+    engine: Engine | str | os.PathLike[str] | None = None,
+    observer: LoadObserver | None = None,
+) -> LoadtestSummary:
+    """Run a load test into ``db`` (``wirelab loadtest``): each grid point × protocol in turn, each on a
+    fresh server. Resumes by default; raises :class:`~wirelab.errors.Interrupted` (with ``.summary``)
+    when stopped by a signal. ``summary.ok`` is False when a run failed or a threshold did not pass.
+    The results: ``wirelab.open(db).loadtests()``, ``.load_intervals()``, ``.server_samples()``."""
+    return run_loadtests(
+        plan_loadtest(spec), db=Path(db), engine=_engine(engine), resume=resume, observer=observer
+    )
 
 
 def open(db: str | os.PathLike[str] = DEFAULT_DB) -> Results:  # noqa: A001 - mirrors the built-in on purpose

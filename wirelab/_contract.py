@@ -3,8 +3,11 @@
 The schemas live in ``schemas/`` at the repository root, shared with the engine's tests, and ship
 with the package (``wirelab/_schemas``):
 ``trial-spec.schema.json`` (input of ``wirelab-engine trial``), ``load-record.schema.json`` (one line
-of ``loads.jsonl``), ``trial-result.schema.json`` (``trial.json``) and ``probe-record.schema.json``
-(one line of ``wirelab-engine probe``, ``docs/probe.md``).
+of ``loads.jsonl``), ``trial-result.schema.json`` (``trial.json``), ``page.schema.json``,
+``probe-record.schema.json`` (one line of ``wirelab-engine probe``, ``docs/probe.md``) and
+``loadtest-spec.schema.json`` (input of ``wirelab-engine loadtest``; its lab fields refer to the trial
+spec's definitions with ``urn:wirelab:schema:trial-spec:1#/…`` references, which every function here
+follows across the two documents).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ __all__ = [
     "MISSING",
     "SCHEMA_NAMES",
     "Problem",
+    "apply_defaults",
     "describe",
     "load_schema",
     "problem",
@@ -32,7 +36,7 @@ __all__ = [
 ]
 
 CONTRACT_VERSION: Final = 1
-SCHEMA_NAMES = ("trial-spec", "load-record", "trial-result", "page", "probe-record")
+SCHEMA_NAMES = ("trial-spec", "load-record", "trial-result", "page", "probe-record", "loadtest-spec")
 
 
 @functools.cache
@@ -125,6 +129,8 @@ def describe(prop: Mapping[str, Any]) -> str:
             return f"{word} {_num(lo)}–{_num(hi)}"
         if lo is not None:
             return f"{word} ≥ {_num(lo)}"
+        if xlo is not None and hi is not None:
+            return f"{word} > {_num(xlo)} and ≤ {_num(hi)}"
         if xlo is not None:
             return f"{word} > {_num(xlo)}"
         if hi is not None:
@@ -142,14 +148,77 @@ def describe(prop: Mapping[str, Any]) -> str:
     return "a valid value"
 
 
+@functools.cache
+def _names_by_id() -> dict[str, str]:
+    return {load_schema(n)["$id"]: n for n in SCHEMA_NAMES}
+
+
+def _absolute(node: Any, base: str) -> Any:
+    """``node`` (from the document ``base``) with its local references made absolute (``base#/…``), so
+    that it means the same wherever it is used."""
+    if isinstance(node, Mapping):
+        out = {k: _absolute(v, base) for k, v in node.items()}
+        if isinstance(out.get("$ref"), str) and out["$ref"].startswith("#"):
+            out["$ref"] = base + out["$ref"]
+        return out
+    if isinstance(node, list):
+        return [_absolute(v, base) for v in node]
+    return node
+
+
+def _target(root: Mapping[str, Any], ref: str) -> Any:
+    """What ``ref`` points at: ``#/…`` in ``root``, ``urn:…#/…`` in the contract's document of that id."""
+    base, _, fragment = ref.partition("#")
+    doc: Any = load_schema(_names_by_id()[base]) if base else root
+    for tok in fragment.lstrip("/").split("/") if fragment.strip("/") else []:
+        tok = tok.replace("~1", "/").replace("~0", "~")
+        doc = doc[int(tok)] if isinstance(doc, list) else doc[tok]
+    return _absolute(doc, base) if base else doc
+
+
+def _is_ref(node: Any) -> bool:
+    if not isinstance(node, Mapping) or not isinstance(node.get("$ref"), str):
+        return False
+    ref = node["$ref"]
+    return ref.startswith("#/") or ref.partition("#")[0] in _names_by_id()
+
+
 def _resolve(root: Mapping[str, Any], node: Any) -> Any:
-    """Follow a local ``$ref`` (``#/$defs/x``), merging the node's own keys over its target's."""
-    while isinstance(node, Mapping) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/"):
-        target: Any = root
-        for tok in node["$ref"][2:].split("/"):
-            target = target[tok]
+    """Follow a ``$ref`` — local (``#/$defs/x``) or into another document of the contract
+    (``urn:wirelab:schema:trial-spec:1#/…``) —, merging the node's own keys over its target's."""
+    while _is_ref(node):
+        target = _target(root, node["$ref"])
         node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
     return node
+
+
+def apply_defaults(name: str, instance: Any) -> Any:
+    """A copy of ``instance`` with the defaults of schema ``name`` filled in: every absent property
+    with a ``default`` (following ``$ref`` across documents), then inside every object present — the
+    twin of the engine's ``contract.ApplyDefaults``. Branches (``if``/``then``) add nothing."""
+    root = load_schema(name)
+
+    def fill(node: Any, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            return value
+        out = dict(value)
+        chain, seen = [node], 0
+        while _is_ref(chain[-1]) and seen < 8:
+            chain.append(_target(root, chain[-1]["$ref"]))
+            seen += 1
+        for branch in chain:
+            for key, prop in (branch.get("properties") or {}).items() if isinstance(branch, Mapping) else ():
+                if key not in out:
+                    default = (
+                        _resolve(root, prop).get("default", MISSING) if isinstance(prop, Mapping) else MISSING
+                    )
+                    if default is not MISSING:
+                        out[key] = json.loads(json.dumps(default))
+                if isinstance(out.get(key), Mapping):
+                    out[key] = fill(prop, out[key])
+        return out
+
+    return fill(root, instance)
 
 
 def _walk(root: Mapping[str, Any], path: Sequence[Any]) -> Any:
@@ -190,13 +259,34 @@ def _value_at(instance: Any, path: Sequence[Any]) -> Any:
     return instance
 
 
-def _closest(word: str, options: list[str]) -> str | None:
-    import difflib
+def _edit_distance(a: str, b: str) -> int:
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
 
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    while n < len(a) and n < len(b) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _closest(word: str, options: list[str]) -> str | None:
+    """The option nearest ``word``: at most 2 edits, ties to the longer common prefix, then to the
+    first — the engine's ``contract.Closest``, so both halves suggest the same name."""
     if len(word) > 64:
         return None
-    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return close[0] if close else None
+    best, best_d, best_p = None, 3, -1
+    for option in options:
+        d, p = _edit_distance(word, option), _common_prefix(word, option)
+        if d <= 2 and (d < best_d or (d == best_d and p > best_p)):
+            best, best_d, best_p = option, d, p
+    return best
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,7 +369,10 @@ def problem(name: str, instance: Any, *, root_path: Sequence[str] = ()) -> Probl
     if schema_path and schema_path[-1] not in ("anyOf", "oneOf") and "anyOf" in schema_path:
         node = _walk(schema, schema_path[: schema_path.index("anyOf")])
     value = _value_at(instance, path)
-    allowed = "must be " + describe(_resolve(schema, node))
+    prop = _resolve(schema, node)
+    # The property's own words as they are ("closed model only (open: …)"), else "must be …": as the
+    # engine's explain says it.
+    allowed = prop["x-allowed"] if isinstance(prop.get("x-allowed"), str) else "must be " + describe(prop)
     if isinstance(value, str) and "enum" in node:
         near = _closest(value, [v for v in node["enum"] if isinstance(v, str)])
         if near and near != value:

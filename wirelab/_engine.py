@@ -4,10 +4,11 @@
 running the real binary, and ``wirelab.testing.FixtureEngine`` (a test double) by replaying recorded
 trial directories. The engine's side of the interface is ``docs/trial-contract.md``.
 
-A running trial is a :class:`TrialRun`. Progress arrives as :class:`TrialEvent` objects passed to
-the ``on_event`` callback given to :meth:`Engine.start_trial`, from a reader thread: callers hand
-them to their own thread (the runner uses a queue). The last event of every trial has
-``kind == "exit"``.
+A running trial is a :class:`TrialRun`, and so is a running load test (:meth:`Engine.start_loadtest`,
+``wirelab-engine loadtest``; its ``trial_id`` is the run's ``loadtest_id``). Progress arrives as
+:class:`TrialEvent` objects passed to the ``on_event`` callback given to :meth:`Engine.start_trial`,
+from a reader thread: callers hand them to their own thread (the runner uses a queue). The last event
+of every trial has ``kind == "exit"``.
 
 Processes: each trial runs in its own process group, so a terminal's Ctrl-C reaches only wirelab,
 which then decides (:meth:`TrialRun.interrupt` sends SIGINT to the group, :meth:`TrialRun.kill`
@@ -66,10 +67,11 @@ class TrialEvent:
     """Something that happened in a running trial."""
 
     trial_id: str
-    #: ``ready`` | ``load`` | ``done`` (progress lines of the engine), ``log`` (a stdout line that is
-    #: not a progress event), or ``exit`` (the process ended; always the last event); a cluster's runs
-    #: also send ``started`` (a worker started the trial: ``worker``, ``attempt``) and ``message``
-    #: (``text``: a worker was lost, the trial is retried elsewhere)
+    #: ``ready`` | ``load`` | ``done`` (progress lines of the engine; a load test's: ``ready`` |
+    #: ``interval`` | ``done``), ``log`` (a stdout line that is not a progress event), or ``exit``
+    #: (the process ended; always the last event); a cluster's runs also send ``started`` (a worker
+    #: started the trial: ``worker``, ``attempt``) and ``message`` (``text``: a worker was lost, the
+    #: trial is retried elsewhere)
     kind: str
     #: the progress line's object (for ``load``: index, protocol, repetition, plt_ms, error)
     data: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -84,7 +86,7 @@ RecordCallback = Callable[[dict[str, Any]], None]
 
 
 class TrialRun(ABC):
-    """One running ``wirelab-engine trial``."""
+    """One running ``wirelab-engine trial`` (or ``loadtest``)."""
 
     trial_id: str
     out_dir: Path
@@ -146,6 +148,17 @@ class Engine(ABC):
     @abstractmethod
     def start_trial(self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback) -> TrialRun:
         """Start ``wirelab-engine trial`` for ``spec`` writing into ``out_dir`` (created when missing)."""
+
+    def check_loadtests(self, specs: Sequence[Mapping[str, Any]]) -> None:
+        """Validate loadtest specs exactly as ``loadtest`` would (``wirelab-engine loadtest --check``),
+        creating nothing; raise :class:`SpecError` for the first bad one (``index``: its position)."""
+        raise EngineNotFoundError(f"{self.name} cannot run load tests")
+
+    def start_loadtest(self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback) -> TrialRun:
+        """Start ``wirelab-engine loadtest`` for ``spec`` (its ``loadtest_id`` names the run's events)
+        writing into ``out_dir`` (created when missing): ``intervals.jsonl``, ``server.jsonl``,
+        ``engine.log``, last ``loadtest.json``; progress events ``ready``, ``interval``, ``done``."""
+        raise EngineNotFoundError(f"{self.name} cannot run load tests")
 
     @abstractmethod
     def pages_ls(self) -> list[dict[str, Any]]:
@@ -410,6 +423,29 @@ class SubprocessEngine(Engine):
         spec_path.write_text(json.dumps(spec, indent=1) + "\n")
         argv = [str(self.path), "trial", "--spec", str(spec_path), "--out", str(out_dir), "--progress"]
         return _ProcessTrialRun(argv, spec["trial_id"], out_dir, on_event)
+
+    def check_loadtests(self, specs: Sequence[Mapping[str, Any]]) -> None:
+        self.require("loadtest")
+        for index, spec in enumerate(specs):
+            try:
+                # the spec on stdin: nothing is written anywhere before it is known to be good
+                self._run(
+                    ["loadtest", "--check", "--spec", "/dev/stdin"],
+                    input=json.dumps(spec, allow_nan=False),
+                    timeout=CHECK_TIMEOUT_S,
+                )
+            except UsageError as e:
+                error = SpecError(str(e), path=str(e).split(":", 1)[0])
+                error.index = index  # type: ignore[attr-defined]
+                raise error from None
+
+    def start_loadtest(self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback) -> TrialRun:
+        self.require("loadtest")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        spec_path = out_dir / SPEC_FILE
+        spec_path.write_text(json.dumps(spec, indent=1) + "\n")
+        argv = [str(self.path), "loadtest", "--spec", str(spec_path), "--out", str(out_dir), "--progress"]
+        return _ProcessTrialRun(argv, spec["loadtest_id"], out_dir, on_event)
 
     def _json(self, args: list[str], timeout: float = 120) -> Any:
         out = self._run(args, timeout=timeout).stdout

@@ -1,5 +1,6 @@
 """Live progress of a run on the terminal (rich): trials done/total, loads, ETA, the configurations
-running now, failures. On a non-terminal (CI logs, pipes) it prints one line per finished trial instead."""
+running now, failures. On a non-terminal (CI logs, pipes) it prints one line per finished trial instead.
+:class:`RichLoadProgress` is a load test's: per run its intervals as they arrive."""
 
 from __future__ import annotations
 
@@ -17,13 +18,17 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
 from rich.text import Text
 
+from wirelab._loadplan import LoadPlan, PlannedLoadtest
+from wirelab._loadrunner import LoadObserver, LoadtestOutcome, LoadtestSummary
+from wirelab._registry import BUSY_FALLBACK, BUSY_GAUGES
 from wirelab._terminal import controls_escaped, shown
 from wirelab.runner import Observer, RunSummary, TrialOutcome
 from wirelab.spec import Plan, PlannedTrial
 
-__all__ = ["RichProgress"]
+__all__ = ["RichLoadProgress", "RichProgress"]
 
 
 class RichProgress(Observer):
@@ -150,3 +155,180 @@ class RichProgress(Observer):
             self._live.update(Group(self.progress))
             self._live.stop()
             self._live = None
+
+
+class RichLoadProgress(LoadObserver):
+    """A load test's live display on ``console`` (stderr by default): per run, a bar over its planned
+    duration and one row per interval as the engine's progress lines arrive — VUs, pages/s, p90 page
+    time, errors, and the server's CPU, memory and busy workers from its samples. On a non-terminal it
+    prints each interval as a line instead."""
+
+    #: intervals kept on screen (the latest last)
+    ROWS = 12
+
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(stderr=True)
+        self.live_mode = self.console.is_terminal
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:>6.0f}/{task.total:.0f} s"),
+            TimeElapsedColumn(),
+            console=self.console,
+        )
+        self.runs_total = 0
+        self.runs_done = 0
+        self.run: PlannedLoadtest | None = None
+        self.intervals: list[dict[str, Any]] = []
+        self.samples: dict[int, dict[str, Any]] = {}
+        self.printed: set[int] = set()
+        self._task: Any = None
+        self._live: Live | None = None
+
+    # rendering
+    def _table(self) -> Table:
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for name in ("#", "t s", "VUs", "pages/s", "hits/s", "p90 ms", "errors", "srv CPU", "srv MB", "busy"):
+            table.add_column(name, justify="right")
+        for line in self.intervals[-self.ROWS :]:
+            table.add_row(*self._cells(line))
+        return table
+
+    def _cells(self, line: Mapping[str, Any]) -> list[str]:
+        sample = self.samples.get(int(line["index"])) or {}
+        page = line.get("page_ms") or {}
+        errors = sum((line.get("errors") or {}).values())
+        gauges = sample.get("gauges") or {}
+        impl = ((self.run.spec.get("server") or {}).get("impl", "builtin")) if self.run else "builtin"
+        gauge = BUSY_GAUGES.get(impl, BUSY_FALLBACK)[0]
+        busy = sample.get("threads") if gauge == BUSY_FALLBACK[0] else gauges.get(gauge)
+        measured = bool(sample.get("source"))
+        return [
+            str(line["index"]),
+            f"{line['t_end_s']:.0f}",
+            str(line["vus"]),
+            f"{line['pages_per_s']:.1f}",
+            f"{line['hits_per_s']:.0f}",
+            f"{page['p90']:,.0f}" if page.get("p90") is not None else "—",
+            f"[red]{errors}[/]" if errors else "0",
+            f"{sample['cpu_util']:.2f}" if measured else "—",
+            f"{sample['memory_bytes'] / 1e6:,.0f}" if measured else "—",
+            "—" if busy is None or not measured else f"{busy:g}",
+        ]
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.update(Group(self.progress, self._table()))
+
+    # LoadObserver
+    def sweep_started(self, plan: LoadPlan, todo: list[PlannedLoadtest], already_complete: int) -> None:
+        self.runs_total = len(plan.runs)
+        self.runs_done = already_complete
+        self.console.print(
+            f"[bold]{shown(plan.name)}[/]: {len(plan.runs)} load-test runs ({', '.join(plan.protocols)}"
+            + (f" × {len(plan.runs) // len(plan.protocols)} configurations" if plan.axes else "")
+            + f"), {format_seconds(plan.planned_s)} of scenario"
+            + (f" ({already_complete} runs already complete)" if already_complete else ""),
+            highlight=False,
+        )
+
+    def run_started(self, run: PlannedLoadtest) -> None:
+        self.run = run
+        self.intervals = []
+        self.samples = {}
+        self.printed = set()
+        description = f"[{self.runs_done + 1}/{self.runs_total}] {run.label}"
+        if self._task is not None:
+            self.progress.remove_task(self._task)
+        self._task = self.progress.add_task(description, total=run.planned_s)
+        if self.live_mode:
+            self._live = Live(Group(self.progress, self._table()), console=self.console, refresh_per_second=4)
+            self._live.start()
+        else:
+            self.console.print(f"run {shown(description)} ({run.id})", highlight=False)
+
+    def interval(self, run: PlannedLoadtest, line: Mapping[str, Any]) -> None:
+        self.intervals.append(dict(line))
+        self.progress.update(self._task, completed=min(float(line["t_end_s"]), run.planned_s))
+        self._show(int(line["index"]))
+
+    def server_sample(self, run: PlannedLoadtest, sample: Mapping[str, Any]) -> None:
+        self.samples[int(sample["index"])] = dict(sample)
+        self._show(int(sample["index"]))
+
+    def _show(self, index: int, *, force: bool = False) -> None:
+        """Redraw; off a terminal, print interval ``index`` once its line and its server sample (they
+        arrive in either order) are both in, or ``force``."""
+        if self.live_mode:
+            self._refresh()
+            return
+        if index in self.printed or (index not in self.samples and not force):
+            return
+        line = next((x for x in self.intervals if int(x["index"]) == index), None)
+        if line is not None:
+            self.printed.add(index)
+            self._print_line(line)
+
+    def _print_line(self, line: Mapping[str, Any]) -> None:
+        cells = self._cells(line)
+        self.console.print(
+            f"  interval {cells[0]} t={cells[1]} s: {cells[2]} VUs, {cells[3]} pages/s, {cells[4]} hits/s, "
+            f"p90 {cells[5]} ms, {cells[6]} errors; server {cells[7]} cores, {cells[8]} MB, busy {cells[9]}",
+            highlight=False,
+            markup=True,
+            soft_wrap=True,
+        )
+
+    def run_ended(self, outcome: LoadtestOutcome) -> None:
+        if self._live is not None:
+            self._refresh()
+            self._live.stop()
+            self._live = None
+        else:
+            for line in self.intervals:
+                self._show(int(line["index"]), force=True)
+        if outcome.status == "complete":
+            self.runs_done += 1
+        style = {"complete": "green", "failed": "red", "interrupted": "yellow"}[outcome.status]
+        o = outcome.outcomes
+        facts = ""
+        if outcome.status == "complete" or outcome.intervals:
+            facts = (
+                f"  {outcome.intervals} intervals, max {o.get('max_pages_per_s') or 0:.1f} pages/s, "
+                f"first error at {_vus(o.get('vus_at_first_error'))}, SLA violated at "
+                f"{_vus(o.get('vus_at_first_sla_violation'))}, {outcome.seconds:.0f} s"
+            )
+        summary_line = Text.assemble(
+            (f"{outcome.status:>11} ", style),
+            f"[{self.runs_done}/{self.runs_total}] {outcome.run.id} {outcome.run.label}",
+            (facts, "dim"),
+            (f"  {outcome.error}" if outcome.error and outcome.status != "complete" else "", "red"),
+            (
+                "  thresholds failed: " + "; ".join(outcome.failed_thresholds)
+                if outcome.failed_thresholds
+                else "",
+                "yellow",
+            ),
+        )
+        self.console.print(summary_line, highlight=False, soft_wrap=True)
+
+    def message(self, text: str) -> None:
+        self.console.print(f"[yellow]{shown(text)}[/]", highlight=False, soft_wrap=True)
+
+    def sweep_ended(self, summary: LoadtestSummary) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+def _vus(value: Any) -> str:
+    return "none" if value is None else f"{value} VUs"
+
+
+def format_seconds(seconds: float) -> str:
+    """``45 s``, ``20 min``, ``1.5 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 
 __all__ = [
+    "BUSY_FALLBACK",
+    "BUSY_GAUGES",
     "CLASS_STYLES",
     "PHASE_ORDER",
     "PHASE_STYLES",
@@ -97,3 +99,16 @@ CLASS_STYLES: dict[str, tuple[str, str]] = {
     "equal": ("equal", "#BBBBBB"),
     "worse": ("{base} better", "#D55E00"),
 }
+
+
+#: The gauge of each server under test that counts its busy workers (a load test's "busy workers vs
+#: VUs", study N's thread starvation): the engine's name for it in a server sample's ``gauges``
+#: (``wirelab-engine servers ls``, "status") → how to say it. Servers not listed have no such gauge:
+#: their process tree's threads stand in.
+BUSY_GAUGES: dict[str, tuple[str, str]] = {
+    "apache": ("busy_workers", "busy workers (mod_status)"),
+    "nginx": ("active", "active connections (stub_status)"),
+    "caddy": ("requests_in_flight", "requests in flight (metrics)"),
+}
+#: What stands in for a busy gauge on servers without one.
+BUSY_FALLBACK = ("threads", "threads of the server's processes")

@@ -2,9 +2,11 @@
 
 Each experiment is two specs in ``experiments/`` — ``NAME.toml`` (the full variant: the study's grid and
 repetitions) and ``NAME.quick.toml`` (a few points, 3 repetitions) — described in
-``experiments/catalog.toml``. :func:`reproduce` runs one variant through the runner into the results
-database and writes its report. :func:`estimate_seconds` guesses how long a variant takes (labelled as
-an estimate everywhere: ``docs/reproducing.md`` records measured durations).
+``experiments/catalog.toml``. An experiment is a trial sweep (``[base]``, ``wirelab run``) or a load test
+(``[load]``, ``wirelab loadtest``: study N's capacity experiments; its quick variant ramps for minutes).
+:func:`reproduce` runs one variant through its runner into the results database and writes its report.
+:func:`estimate_seconds` guesses how long a variant takes (labelled as an estimate everywhere:
+``docs/reproducing.md`` records measured durations).
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from wirelab import _facts
+from wirelab import _loadplan as loadplan
 from wirelab import _netprofile as netprofile
 from wirelab import spec as spec_mod
 from wirelab._engine import Engine
+from wirelab._loadrunner import LoadObserver, LoadtestSummary, run_loadtests
 from wirelab._paths import experiments_dir
 from wirelab.analysis.sweep import parse_synthetic
 from wirelab.errors import UsageError, WirelabError
@@ -31,6 +35,7 @@ __all__ = [
     "CATALOG_FILE",
     "Experiment",
     "catalog",
+    "estimate_loadtest_seconds",
     "estimate_seconds",
     "estimate_trial_seconds",
     "experiment",
@@ -44,6 +49,9 @@ CATALOG_FILE = "catalog.toml"
 LOAD_OVERHEAD_S = 0.2
 CHROMIUM_OVERHEAD_S = 0.3
 TRIAL_OVERHEAD_S = 3.0
+#: Per load-test run beyond its stages: the lab and the server start, loadgen starts 0.5 s ahead, the
+#: lab stops (estimate; docs/reproducing.md has measured runs).
+LOADTEST_OVERHEAD_S = 6.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,8 +69,14 @@ class Experiment:
     def spec_path(self, quick: bool) -> Path:
         return self.quick if quick else self.full
 
-    def plan(self, quick: bool) -> spec_mod.Plan:
-        return spec_mod.load(self.spec_path(quick))
+    @property
+    def kind(self) -> str:
+        """``trials`` (a ``wirelab run`` sweep) or ``loadtest`` (``wirelab loadtest``), by its spec."""
+        return "loadtest" if loadplan.is_loadtest(self.full) else "trials"
+
+    def plan(self, quick: bool) -> spec_mod.Plan | loadplan.LoadPlan:
+        path = self.spec_path(quick)
+        return loadplan.load(path) if loadplan.is_loadtest(path) else spec_mod.load(path)
 
 
 def catalog(directory: Path | None = None) -> list[Experiment]:
@@ -159,9 +173,20 @@ def _load_seconds(spec: Mapping[str, Any], protocol: str | None = None) -> float
     return seconds + overhead
 
 
-def estimate_seconds(plan: spec_mod.Plan) -> float:
-    """Estimated wall time of a plan at --parallel 1 (an estimate, not a measurement)."""
+def estimate_seconds(plan: spec_mod.Plan | loadplan.LoadPlan) -> float:
+    """Estimated wall time of a plan at --parallel 1 (an estimate, not a measurement); a load test's
+    runs go one after the other."""
+    if isinstance(plan, loadplan.LoadPlan):
+        return sum(estimate_loadtest_seconds(r.resolved) for r in plan.runs)
     return sum(estimate_trial_seconds(t.spec) for t in plan.trials)
+
+
+def estimate_loadtest_seconds(spec: Mapping[str, Any]) -> float:
+    """Estimated wall time of one load-test run (its loadtest spec with defaults): its stages, then
+    the pages in flight — about one page load, at most the page timeout — and the lab's start and stop."""
+    page = _load_seconds({**spec, "protocols": [spec["protocol"]]}, spec["protocol"]) - LOAD_OVERHEAD_S
+    drain = min(page, float(spec["client"]["timeout_s"]))
+    return LOADTEST_OVERHEAD_S + loadplan.stages_seconds(spec) + drain
 
 
 def estimate_trial_seconds(spec: Mapping[str, Any]) -> float:
@@ -191,15 +216,24 @@ def reproduce(
     out: str | os.PathLike[str] | None = None,
     parallel: int = 1,
     engine: Engine,
-    observer: Observer | None = None,
-) -> tuple[RunSummary, Path]:
+    observer: Observer | LoadObserver | None = None,
+) -> tuple[RunSummary | LoadtestSummary, Path]:
     """Run one experiment (resuming what the database already has) and write its report to ``out``
-    (default ``wirelab-report/<sweep name>``). Returns the run's summary and the report's path."""
+    (default ``wirelab-report/<sweep name>``). Returns the run's summary and the report's path. A load
+    test's runs go one at a time whatever ``parallel`` says; ``observer`` is then a LoadObserver."""
     from wirelab.report import write_report  # the report pulls in matplotlib: import it only here
 
     exp = experiment(name)
     plan = exp.plan(quick)
-    summary = run_plan(plan, db=Path(db), engine=engine, parallel=parallel, resume=True, observer=observer)
+    summary: RunSummary | LoadtestSummary
+    if isinstance(plan, loadplan.LoadPlan):
+        load_observer = observer if isinstance(observer, LoadObserver) else None
+        summary = run_loadtests(plan, db=Path(db), engine=engine, resume=True, observer=load_observer)
+    else:
+        trial_observer = observer if isinstance(observer, Observer) else None
+        summary = run_plan(
+            plan, db=Path(db), engine=engine, parallel=parallel, resume=True, observer=trial_observer
+        )
     target = Path(out) if out is not None else Path("wirelab-report") / plan.name
     report = write_report(db, [plan.name], target)
     summary.report = report

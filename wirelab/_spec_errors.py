@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +17,7 @@ from wirelab import _contract as contract
 from wirelab._spec_models import TRIAL_SCHEMA, BaseTrial, ExperimentSpec, SweepInfo, submodel
 from wirelab.errors import SpecError, cut
 
-__all__ = ["fmt", "pydantic_problem", "raise_problem", "raise_validation", "suggest"]
+__all__ = ["fmt", "pydantic_problem", "raise_problem", "raise_validation", "refuse_non_finite", "suggest"]
 
 
 def fmt(value: Any) -> str:
@@ -137,3 +138,15 @@ def raise_problem(found: contract.Problem, prefix: str) -> None:
         path=where,
         value=found.value,
     ) from None
+
+
+def refuse_non_finite(value: Any, path: str) -> None:
+    """TOML (and Python) allow inf and nan; no field of a spec does: refused here, at the edge."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(f"{path}: {value!r} is not allowed; use a finite number", path=path, value=value)
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            refuse_non_finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            refuse_non_finite(v, f"{path}[{i}]")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any
 
@@ -30,7 +31,18 @@ from wirelab._spec_models import (
 from wirelab._spec_trial import check_shards, network_string, network_value_text, resolve_trial
 from wirelab.errors import ProfileError, SpecError
 
-__all__ = ["MAX_TRIALS", "expand", "numeric_params", "path_kind", "with_internet"]
+__all__ = [
+    "MAX_TRIALS",
+    "TRIAL_GRID",
+    "GridFields",
+    "expand",
+    "grid_points",
+    "network_kind",
+    "numeric_params",
+    "parse_grid",
+    "path_kind",
+    "with_internet",
+]
 
 MAX_TRIALS = 100_000
 
@@ -43,21 +55,30 @@ _QUEUE_KEYS = {"queue", "queue_up", "queue_down"}
 _INT_KEYS = {"iw", "irw", "tcpplus"}
 
 
+def network_kind(path: str) -> str | None:
+    """The kind of a ``network.<key>`` path (duration | rate | loss | queue | int | other), None for
+    other paths."""
+    if not path.startswith("network."):
+        return None
+    key = path.split(".", 1)[1]
+    if key in _DURATION_KEYS:
+        return "duration"
+    if key in _RATE_KEYS:
+        return "rate"
+    if key in _LOSS_KEYS:
+        return "loss"
+    if key in _QUEUE_KEYS:
+        return "queue"
+    if key in _INT_KEYS:
+        return "int"
+    return "other"
+
+
 def path_kind(path: str) -> str:
     """duration | rate | loss | queue | int | float | other."""
-    if path.startswith("network."):
-        key = path.split(".", 1)[1]
-        if key in _DURATION_KEYS:
-            return "duration"
-        if key in _RATE_KEYS:
-            return "rate"
-        if key in _LOSS_KEYS:
-            return "loss"
-        if key in _QUEUE_KEYS:
-            return "queue"
-        if key in _INT_KEYS:
-            return "int"
-        return "other"
+    network = network_kind(path)
+    if network is not None:
+        return network
     info = FIELD_PATHS.get(path)
     if info is None:
         return "other"
@@ -89,19 +110,32 @@ def _flatten(table: Mapping[str, Any], where: str, prefix: str = "") -> list[tup
     return out
 
 
-def _check_path(path: str, where: str) -> None:
-    if path in GRID_PATHS:
-        return
-    if path in ("contract", "trial_id"):
+@dataclasses.dataclass(frozen=True)
+class GridFields:
+    """What a ``[grid]`` may vary: the fields of the table it applies to — a trial sweep's ``[base]``
+    (:data:`TRIAL_GRID`) or a load test's ``[load]`` (``wirelab._loadplan``) — and how their values are
+    checked, so that both kinds of sweep share one grid syntax and one set of errors."""
+
+    table: str  #: the table the axes are fields of (``base``, ``load``)
+    paths: tuple[str, ...]  #: every dotted path an axis may name
+    kind: Callable[[str], str]  #: a path's kind for ranges: duration|rate|loss|queue|int|float|other
+    check_value: Callable[[str, str, Any], None]  #: (path, where, value): raise SpecError when bad
+    reserved: Mapping[str, str]  #: paths that cannot be axes → why (``"is set by wirelab"``)
+    examples: str  #: axes to name in an error
+
+    def check_path(self, path: str, where: str) -> None:
+        if path in self.paths:
+            return
+        if path in self.reserved:
+            raise SpecError(
+                f"{where}: {path} {self.reserved[path]}; it cannot be a grid axis", path=where, value=path
+            )
         raise SpecError(
-            f"{where}: {path} is set by wirelab; it cannot be a grid axis", path=where, value=path
+            f"{where}: {path!r} is not a field of {self.table}; {suggest(path, list(self.paths))}"
+            f"axes are dotted paths such as {self.examples}",
+            path=where,
+            value=path,
         )
-    raise SpecError(
-        f"{where}: {path!r} is not a field of base; {suggest(path, list(GRID_PATHS))}"
-        "axes are dotted paths such as network.rtt, page, shards, server.max_concurrent_streams",
-        path=where,
-        value=path,
-    )
 
 
 def _decimal(value: Any, where: str) -> Decimal:
@@ -170,12 +204,12 @@ def _from_base_units(kind: str, value: Decimal, unit_hint: Any) -> Any:
     return float(value)
 
 
-def _expand_range(path: str, where: str, raw: Mapping[str, Any]) -> list[Any]:
+def _expand_range(path: str, where: str, raw: Mapping[str, Any], fields: GridFields) -> list[Any]:
     try:
         rng = RangeSpec.model_validate(raw)
     except ValidationError as e:
         raise_validation(e, where)
-    kind = path_kind(path)
+    kind = fields.kind(path)
     if kind == "other":
         raise SpecError(
             f"{where}: a range needs a numeric or unit-bearing field, and {path} is neither; list the values",
@@ -228,9 +262,9 @@ def _expand_range(path: str, where: str, raw: Mapping[str, Any]) -> list[Any]:
     return [_from_base_units(kind, v, rng.from_) for v in values]
 
 
-def _axis_values(path: str, where: str, raw: Any) -> list[Any]:
+def _axis_values(path: str, where: str, raw: Any, fields: GridFields) -> list[Any]:
     if isinstance(raw, Mapping) and "from" in raw:
-        values = _expand_range(path, where, raw)
+        values = _expand_range(path, where, raw, fields)
     elif isinstance(raw, list):
         values = list(raw)
     else:
@@ -243,7 +277,7 @@ def _axis_values(path: str, where: str, raw: Any) -> list[Any]:
     if not values:
         raise SpecError(f"{where}: is an empty list; give at least one value", path=where, value=raw)
     for i, value in enumerate(values):
-        _check_value(path, f"{where}[{i}]", value)
+        fields.check_value(path, f"{where}[{i}]", value)
     return values
 
 
@@ -303,13 +337,26 @@ def _check_value(path: str, where: str, value: Any) -> None:
         raise_problem(found, where)
 
 
-def _parse_grid(grid: Mapping[str, Any]) -> list[list[_Axis]]:
-    """Dimensions of the product: a plain axis is a dimension of one; a zip group one of several."""
+#: A trial sweep's grid: the fields of ``[base]``.
+TRIAL_GRID = GridFields(
+    table="base",
+    paths=GRID_PATHS,
+    kind=path_kind,
+    check_value=_check_value,
+    reserved={"contract": "is set by wirelab", "trial_id": "is set by wirelab"},
+    examples="network.rtt, page, shards, server.max_concurrent_streams",
+)
+
+
+def parse_grid(grid: Mapping[str, Any], fields: GridFields | None = None) -> list[list[_Axis]]:
+    """Dimensions of the product: a plain axis is a dimension of one; a zip group one of several.
+    ``fields``: what the axes may name (default: a trial sweep's ``[base]``)."""
+    fields = fields or TRIAL_GRID
     dims: list[list[_Axis]] = []
     seen: dict[str, str] = {}
 
     def add(path: str, where: str, raw: Any) -> _Axis:
-        _check_path(path, where)
+        fields.check_path(path, where)
         if path in seen:
             raise SpecError(
                 f"{where}: {path} is already an axis ({seen[path]}); an axis appears once",
@@ -317,7 +364,7 @@ def _parse_grid(grid: Mapping[str, Any]) -> list[list[_Axis]]:
                 value=path,
             )
         seen[path] = where
-        return _Axis(path, where, _axis_values(path, where, raw))
+        return _Axis(path, where, _axis_values(path, where, raw, fields))
 
     for key, raw in grid.items():
         if key == "zip":
@@ -352,6 +399,25 @@ def _parse_grid(grid: Mapping[str, Any]) -> list[list[_Axis]]:
     return dims
 
 
+def grid_points(
+    dims: list[list[_Axis]], what: str = "trials"
+) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
+    """The grid's points in product order: (params — dotted path → value —, written — dotted path →
+    where that value is in the file, ``grid.network.rtt[2]``). At most :data:`MAX_TRIALS` points."""
+    sizes = [len(d[0].values) for d in dims]
+    total = math.prod(sizes)
+    if total > MAX_TRIALS:
+        raise SpecError(f"grid: expands to {total} {what}; at most {MAX_TRIALS}", path="grid", value=total)
+    for combo in itertools.product(*(range(n) for n in sizes)):
+        params: dict[str, Any] = {}
+        written: dict[str, str] = {}
+        for dim, i in zip(dims, combo, strict=True):
+            for axis in dim:
+                params[axis.path] = axis.values[i]
+                written[axis.path] = f"{axis.where}[{i}]"
+        yield params, written
+
+
 def _assign(target: dict[str, Any], path: str, value: Any) -> None:
     head, _, rest = path.partition(".")
     if rest:
@@ -366,7 +432,7 @@ def expand(spec: ExperimentSpec, *, source: str = "") -> Plan:
     base = spec.base.model_dump(mode="python", exclude_unset=True)
     base_network = spec.base.network
     network_string(base_network, path="base.network")
-    dims = _parse_grid(spec.grid)
+    dims = parse_grid(spec.grid)
     if "allow_internet" in base or any(a.path == "allow_internet" for d in dims for a in d):
         raise SpecError(
             "base.allow_internet: is set by --allow-internet on the command line (wirelab run, "
@@ -375,22 +441,10 @@ def expand(spec: ExperimentSpec, *, source: str = "") -> Plan:
         )
     if base.get("page") is None and not any(a.path == "page" for d in dims for a in d):
         raise SpecError("base.page: is missing; set base.page or make page a grid axis", path="base.page")
-    sizes = [len(d[0].values) for d in dims]
-    total = 1
-    for n in sizes:
-        total *= n
-    if total > MAX_TRIALS:
-        raise SpecError(f"grid: expands to {total} trials; at most {MAX_TRIALS}", path="grid", value=total)
 
     trials: list[PlannedTrial] = []
     ids: dict[str, int] = {}
-    for combo in itertools.product(*(range(n) for n in sizes)):
-        params: dict[str, Any] = {}
-        written: dict[str, str] = {}  # where each grid value of this point is in the file
-        for dim, i in zip(dims, combo, strict=True):
-            for axis in dim:
-                params[axis.path] = axis.values[i]
-                written[axis.path] = f"{axis.where}[{i}]"
+    for params, written in grid_points(dims):
         fields = {k: v for k, v in base.items() if k != "network"}
         network: Any = params.get("network", base_network)
         overlay = {p.split(".", 1)[1]: v for p, v in params.items() if p.startswith("network.")}

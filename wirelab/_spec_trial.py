@@ -19,7 +19,14 @@ from wirelab._spec_hash import config_id
 from wirelab._spec_models import FIELDS_SCHEMA, TRIAL_FIELDS, NetworkValue, TrialSpec, submodel
 from wirelab.errors import SpecError
 
-__all__ = ["check_shards", "network_string", "network_value_text", "resolve_trial", "shards_problem"]
+__all__ = [
+    "check_shards",
+    "network_string",
+    "network_value_text",
+    "resolve_trial",
+    "select_impl_table",
+    "shards_problem",
+]
 
 
 def network_value_text(value: NetworkValue) -> str:
@@ -122,7 +129,7 @@ def resolve_trial(fields: Mapping[str, Any], *, path: str = "trial") -> dict[str
     except ValidationError as e:
         raise_validation(e, path)
     dumped = spec.model_dump(mode="json")
-    _select_impl_table(dumped["server"])
+    select_impl_table(dumped["server"])
     dumped["trial_id"] = config_id(dumped)
     resolved = {key: dumped[key] for key in TRIAL_FIELDS}
     found = contract.problem("trial-spec", resolved)
@@ -131,7 +138,7 @@ def resolve_trial(fields: Mapping[str, Any], *, path: str = "trial") -> dict[str
     return resolved
 
 
-def _select_impl_table(server: dict[str, Any]) -> None:
+def select_impl_table(server: dict[str, Any]) -> None:
     """Keep the table of ``server.impl`` (filled with its defaults) and drop the other implementations'
     tables and an absent ``config``: a table configures its implementation only when that one runs."""
     for name, impl in ServerConfig.IMPL_TABLES.items():

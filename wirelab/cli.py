@@ -25,7 +25,7 @@ from wirelab import spec as spec_mod
 from wirelab._contract_models import TrialSpecFields
 from wirelab._engine import Engine, SubprocessEngine
 from wirelab._paths import experiments_dir
-from wirelab._progress import RichProgress
+from wirelab._progress import RichLoadProgress, RichProgress
 from wirelab._spec_models import show_value
 from wirelab._terminal import controls_escaped, shown
 from wirelab._waterfall import waterfall
@@ -205,6 +205,10 @@ def run(
     Ctrl-C stops the running trials cleanly; run the same command again to resume. With --cluster the
     trials run on the workers of a Dask scheduler and come back into the same database.
     """
+    from wirelab import _loadplan as loadplan
+
+    if loadplan.is_loadtest(spec):
+        raise UsageError(f"{spec}: a load-test spec ([load]); run it with wirelab loadtest {spec}")
     plan = spec_mod.load(spec)
     if allow_internet:
         plan = spec_mod.with_internet(plan)
@@ -354,6 +358,119 @@ def load(
 
 
 @app.command()
+def loadtest(
+    spec: Path = typer.Argument(
+        ...,
+        help=r"Load-test spec (TOML: \[sweep], \[load], \[grid]), see docs/loadtest.md.",
+        show_default=False,
+    ),
+    db: Path = DB_OPTION,
+    resume: bool = typer.Option(
+        True,
+        "--resume/--no-resume",
+        help="Run only runs not complete in the database; --no-resume replaces the sweep's results.",
+    ),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Run a load test (study N): virtual users against the server under test, through the emulated path.
+
+    Each grid point × protocol of the spec is one run, in turn, each on a fresh server: VUs ramp as the
+    scenario says, each loads the page like a browser and thinks; every interval's pages/s, hits/s, page
+    times and errors and the server's CPU, memory and busy workers are kept in the database
+    ([bold]wirelab report NAME[/] draws them). Exit status: 0 every run complete and every threshold
+    passed, 1 a run failed or a threshold did not pass, 2 bad input, 130 interrupted.
+
+    Ctrl-C stops the VUs and keeps what was measured; run the same command again to resume.
+    """
+    from wirelab import _loadplan as loadplan
+
+    if _is_trial_spec(spec):
+        raise UsageError(f"{spec}: a trial sweep ([base]); run it with wirelab run {spec}")
+    summary = _loadtest(loadplan.load(spec), db, resume, _engine(engine))
+    if not summary.ok:
+        raise typer.Exit(1)
+
+
+def _loadtest(plan: Any, db: Path, resume: bool, engine: Engine) -> Any:
+    """Run a load-test plan with the live display and print its summary (also when interrupted)."""
+    try:
+        summary = api.loadtest(plan, db=db, resume=resume, engine=engine, observer=RichLoadProgress(err))
+    except Interrupted as e:
+        if hasattr(e, "summary"):
+            _print_loadtest_summary(e.summary)
+        raise
+    _print_loadtest_summary(summary)
+    return summary
+
+
+def _is_trial_spec(path: Path) -> bool:
+    """Whether ``path`` is a trial sweep's spec (a [base] table and no [load])."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return "base" in data and "load" not in data
+
+
+def _print_loadtest_summary(summary: Any) -> None:
+    """The runs' table and the summary lines of ``wirelab loadtest``."""
+    if summary.outcomes:
+        table = Table(title=f"load test {shown(summary.sweep)}", title_justify="left")
+        # below 110 columns the run id, hits/s and the thresholds (said below the table) give their room
+        wide = out.width >= 110
+        columns = [
+            ("run", "left", wide),
+            ("configuration", "left", True),
+            ("status", "left", True),
+            ("pages/s max", "right", True),
+            ("hits/s max", "right", wide),
+            ("1st error", "right", True),
+            ("SLA violated", "right", True),
+            ("CPU cores max", "right", True),
+            ("thresholds", "left", wide),
+        ]
+        for col, justify, visible in columns:
+            if visible:  # the configuration folds; the rest keeps its line
+                table.add_column(col, justify=justify, overflow="fold", no_wrap=col != "configuration")  # type: ignore[arg-type]
+        for o in summary.outcomes:
+            found = o.outcomes
+            cpu = found.get("server_cpu_util_max")
+            thresholds = (
+                ("failed: " + "; ".join(o.failed_thresholds))
+                if o.failed_thresholds
+                else ("passed" if o.status == "complete" else "—")
+            )
+            cells = [
+                (o.run.id, wide),
+                (shown(o.run.label), True),
+                (o.status, True),
+                (_num(found.get("max_pages_per_s")), True),
+                (_num(found.get("max_hits_per_s"), 0), wide),
+                (_vus(found.get("vus_at_first_error")), True),
+                (_vus(found.get("vus_at_first_sla_violation")), True),
+                ("—" if cpu is None else f"{cpu:.2f}", True),
+                (shown(thresholds), wide),
+            ]
+            table.add_row(*(text for text, visible in cells if visible))
+        out.print(table)
+    for i, line in enumerate(summary.lines()):
+        style = "bold" if i == 0 else ("yellow" if line.startswith(("generator", "interrupted")) else "")
+        style = "red" if line.startswith(("failed", "thresholds failed")) else style
+        out.print(shown(line), style=style or None, soft_wrap=True)
+
+
+def _num(v: Any, digits: int = 1) -> str:
+    return "—" if v is None or v != v else f"{v:,.{digits}f}"
+
+
+def _vus(v: Any) -> str:
+    """A VU count that may not have happened (None, or NaN in a DataFrame)."""
+    return "none" if v is None or v != v else f"{int(v)} VUs"
+
+
+@app.command()
 def demo(
     db: Path = DB_OPTION,
     parallel: int = typer.Option(
@@ -396,9 +513,12 @@ def report(
 ) -> None:
     """Write the HTML report: conclusions, figures, tables and every load's waterfall (DIR/index.html).
 
-    Probe runs get a section each: the share of sites announcing vs serving each protocol, and one row
-    per site. Naming sweeps or --probe runs includes only those; naming neither includes everything.
-    The page is self-contained (figures and script embedded) and opens from the file system.
+    A load test (wirelab loadtest) gets study N's figures: pages/s, hits/s, page time with the SLA,
+    errors and the server's CPU, memory and busy workers vs VUs, every protocol on shared axes, and its
+    capacity table. Probe runs get a section each: the share of sites announcing vs serving each
+    protocol, and one row per site. Naming sweeps or --probe runs includes only those; naming neither
+    includes everything. The page is self-contained (figures and script embedded) and opens from the
+    file system.
     """
     from wirelab.report import write_report as build
 
@@ -411,7 +531,11 @@ def report(
 @app.command()
 def reproduce(
     name: str = typer.Argument(..., help="Experiment (see `wirelab reproduce ls`), or ls to list them."),
-    quick: bool = typer.Option(False, "--quick", help="The quick variant: a few points, 3 repetitions."),
+    quick: bool = typer.Option(
+        False,
+        "--quick",
+        help="The quick variant: a few points, 3 repetitions (a load test: a ramp of minutes).",
+    ),
     db: Path = DB_OPTION,
     out_dir: Path = typer.Option(
         None, "--out", "-o", help="Report directory (default: wirelab-report/<sweep>)."
@@ -448,8 +572,8 @@ def reproduce(
             row = [
                 e.name,
                 e.study,
-                f"{q.loads} loads ≈ {rep.format_duration(rep.estimate_seconds(q))}",
-                f"{f.loads} loads ≈ {rep.format_duration(rep.estimate_seconds(f))}",
+                f"{_size(q)} ≈ {rep.format_duration(rep.estimate_seconds(q))}",
+                f"{_size(f)} ≈ {rep.format_duration(rep.estimate_seconds(f))}",
             ]
             table.add_row(*row, *([e.reproduces] if wide else []))
         out.print(table)
@@ -458,11 +582,21 @@ def reproduce(
         out.print("Run one with: wirelab reproduce NAME [--quick]  (docs/reproducing.md)", style="dim")
         return
     plan = rep.experiment(name).plan(quick)
-    summary = _run(plan, db, parallel, True, engine, cluster, retries, artifacts)
+    if isinstance(plan, spec_mod.Plan):
+        ok = _run(plan, db, parallel, True, engine, cluster, retries, artifacts).ok
+    else:  # a load test: its runs go one at a time, on this machine
+        if cluster is not None:
+            raise UsageError(f"--cluster: {name} is a load test; its runs go one at a time on this machine")
+        ok = _loadtest(plan, db, True, _engine(engine)).ok
     report_path = write_report_for(db, plan.name, out_dir)
     out.print(f"report: {report_path}", style="bold", soft_wrap=True)
-    if not summary.ok:
+    if not ok:
         raise typer.Exit(1)
+
+
+def _size(plan: Any) -> str:
+    """``18 loads`` (a trial sweep) or ``3 runs`` (a load test)."""
+    return f"{plan.loads} loads" if isinstance(plan, spec_mod.Plan) else f"{len(plan.runs)} runs"
 
 
 def write_report_for(db: Path, sweep: str, out_dir: Path | None) -> Path:
@@ -904,10 +1038,11 @@ def results_ls(db: Path = DB_OPTION) -> None:
         probe_runs = results.probe_runs()
     table = Table("sweep", "trials", "loads", "failed", "fidelity ⚠", "axes", "updated", title=shown(db))
     for s in sweeps.to_dict("records"):
+        load_test = s["kind"] == "loadtest"  # its trials are its runs; it has no page loads
         table.add_row(
-            shown(s["sweep"]),
-            f"{int(s['complete_trials'] or 0)}/{s['planned_trials']}",
-            f"{int(s['loads'])}/{s['planned_loads']}",
+            shown(s["sweep"]) + (" (load test)" if load_test else ""),
+            f"{int(s['complete_trials'] or 0)}/{s['planned_trials']}" + (" runs" if load_test else ""),
+            "—" if load_test else f"{int(s['loads'])}/{s['planned_loads']}",
             str(int(s["failed_trials"] or 0)),
             str(int(s["fidelity_warnings"] or 0)),
             shown(", ".join(s["axes"])) or "—",
@@ -934,8 +1069,57 @@ def results_ls(db: Path = DB_OPTION) -> None:
 
 @results_app.command("show")
 def results_show(sweep: str = typer.Argument(..., help="Sweep name."), db: Path = DB_OPTION) -> None:
-    """Show a sweep: per configuration, the median ToW per protocol and the gain over the first."""
-    _print_sweep(db, sweep)
+    """Show a sweep: per configuration, the median ToW per protocol and the gain over the first (a load
+    test: per run, its outcomes)."""
+    with _open(db) as results:
+        kind = results.sweep_kind(sweep)
+    if kind == "loadtest":
+        _print_loadtest_sweep(db, sweep)
+    else:
+        _print_sweep(db, sweep)
+
+
+def _print_loadtest_sweep(db: Path, sweep: str) -> None:
+    """A load test's description, completeness and per-run outcomes (``results show``)."""
+    with _open(db) as results:
+        info = results.sweeps().set_index("sweep").loc[sweep]
+        runs = results.loadtests(sweep)
+    out.print(f"[bold]{shown(sweep)}[/] (load test): {shown(info['description'] or '')}")
+    out.print(
+        f"{int(info['complete_trials'] or 0)}/{info['planned_trials']} runs complete, "
+        f"spec hash {info['spec_hash']}"
+    )
+    wide = out.width >= 110  # below that the run id and the interval count give their room
+    table = Table()
+    if wide:
+        table.add_column("run", no_wrap=True)
+    table.add_column("configuration", overflow="fold", min_width=12)
+    for col in (
+        "status",
+        *(("intervals",) if wide else ()),
+        "pages/s max",
+        "1st error",
+        "SLA violated",
+        "CPU max",
+    ):
+        table.add_column(col, justify="left" if col == "status" else "right", no_wrap=True)
+    for r in runs.to_dict("records"):
+        label = " ".join([r["protocol"], *(f"{a}={show_value(r[a])}" for a in info["axes"] if a in r)])
+        cpu = r["server_cpu_util_max"]
+        table.add_row(
+            *((r["loadtest_id"],) if wide else ()),
+            shown(label),
+            r["status"] + ("" if r["thresholds_passed"] in (True, None) else " ✗"),
+            *((str(int(r["intervals"])),) if wide else ()),
+            _num(r["max_pages_per_s"]),
+            _vus(r["vus_at_first_error"]),
+            _vus(r["vus_at_first_sla_violation"]),
+            "—" if cpu is None or cpu != cpu else f"{cpu:.2f}",
+        )
+    out.print(table)
+    if (runs["thresholds_passed"] == False).any():  # noqa: E712 - a column of booleans and None
+        out.print("✗: a threshold failed (its run is complete).", style="dim")
+    out.print(f"wirelab report {sweep} draws the runs.", style="dim")
 
 
 def _print_sweep(db: Path, sweep: str) -> None:
@@ -996,15 +1180,25 @@ def results_export(
     out_path: Path | None = typer.Option(
         None, "--out", "-o", help="Output file (default: <sweep>-<table>.<format>)."
     ),
-    table: str = typer.Option("loads", "--table", help="loads, trials or objects."),
+    table: str | None = typer.Option(
+        None,
+        "--table",
+        help="loads, trials or objects; a load test's: loadtests, load_intervals or server_samples "
+        "(default: loads, a load test's loadtests).",
+        show_default=False,
+    ),
     db: Path = DB_OPTION,
 ) -> None:
-    """Export a sweep's loads (or trials, objects) to CSV or Parquet."""
+    """Export a sweep's loads (or trials, objects; a load test's runs, intervals, server samples) to CSV
+    or Parquet."""
+    tables = ("loads", "trials", "objects", "loadtests", "load_intervals", "server_samples")
     if fmt not in ("csv", "parquet"):
         raise UsageError(f'--format: "{fmt}" is not a format; use csv or parquet')
-    if table not in ("loads", "trials", "objects"):
-        raise UsageError(f'--table: "{table}" is not a table; use loads, trials or objects')
+    if table is not None and table not in tables:
+        raise UsageError(f'--table: "{table}" is not a table; use {", ".join(tables[:-1])} or {tables[-1]}')
     with _open(db) as results:
+        if table is None:
+            table = "loadtests" if results.sweep_kind(sweep) == "loadtest" else "loads"
         df = getattr(results, table)(sweep)
     for col in df.columns:
         if df[col].map(lambda v: isinstance(v, dict | list)).any():

@@ -45,10 +45,10 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wirelab import __version__
 from wirelab import spec as spec_mod
@@ -74,6 +74,9 @@ from wirelab.store import (
     objects_from_har,
     results_dir,
 )
+
+if TYPE_CHECKING:
+    from wirelab._loadplan import LoadPlan
 
 __all__ = [
     "BROWSER_IN_PARALLEL_FLAG",
@@ -467,9 +470,25 @@ def check_trials(engine: Engine, trials: Sequence[PlannedTrial]) -> None:
 
 
 def _prepare_sweep(
-    store: Store, plan: Plan, resume: bool, control: Mapping[str, Any], sweep_dir: Path
+    store: Store,
+    plan: Plan | LoadPlan,
+    resume: bool,
+    control: Mapping[str, Any],
+    sweep_dir: Path,
+    *,
+    kind: str = "trials",
+    create: Callable[[], object] | None = None,
 ) -> None:
+    """The sweep's row, created (``create``, default: a trial sweep's) or kept to resume, or replaced
+    (``resume`` False); a sweep of that name made from another spec, or of the other kind (``kind``:
+    ``trials`` or ``loadtest``), is refused."""
     existing = store.sweep_row(plan.name)
+    if existing is not None and existing["kind"] != kind:
+        other = {"trials": "a trial sweep (wirelab run)", "loadtest": "a load test (wirelab loadtest)"}
+        raise SweepConflictError(
+            f"sweep {plan.name}: {store.path} holds {other[existing['kind']]} of that name; "
+            "rename [sweep].name"
+        )
     if existing is not None and existing["spec_hash"] != plan.spec_hash and resume:
         raise SweepConflictError(
             f"sweep {plan.name}: {store.path} holds results of a different spec "
@@ -483,7 +502,11 @@ def _prepare_sweep(
                 _discard(child) if child.is_dir() else child.unlink()
         existing = None
     if existing is None:
-        store.create_sweep(plan, control)
+        if create is not None:
+            create()
+        else:
+            assert isinstance(plan, Plan), "a load test's sweep is made by its create callback"
+            store.create_sweep(plan, control)
     else:
         store.touch_sweep(plan.name)
 
@@ -579,6 +602,20 @@ def _worker_repeats(store: Store, plan: Plan, engine: Engine, observer: Observer
         f"{len(workers)} worker(s): {', '.join(workers)}"
     )
     return repeats
+
+
+def collect_leftovers(engine: Engine, observer: Any, what: str, pid: int, returncode: int | None) -> None:
+    """Remove what the dead engine ``pid`` left (``gc --owner``: the same code as ``gc``, scoped to
+    that process's runs) before going on. An engine that exited on its own has removed everything
+    already and this finds nothing; one killed by a signal leaves namespaces and files. ``observer``
+    is told (its ``message``) what happened; ``what`` names the trial or load test."""
+    try:
+        report = engine.gc_owner(pid)
+    except WirelabError as e:
+        observer.message(f"{what}: could not remove what the engine left ({e}); run wirelab gc")
+        return
+    if report and returncode is not None and returncode < 0:
+        observer.message(f"{what}: the engine was killed; removed what it left")
 
 
 class _Loop:
@@ -713,16 +750,7 @@ class _Loop:
         return TrialOutcome(trial=trial, status="failed", error=error, seconds=seconds)
 
     def _collect(self, trial: PlannedTrial, pid: int, returncode: int | None) -> None:
-        """Remove what the dead engine ``pid`` left (``gc --owner``: the same code as ``gc``, scoped to
-        that process's runs) before going on. An engine that exited on its own has removed everything
-        already and this finds nothing; one killed by a signal leaves namespaces and files."""
-        try:
-            report = self.engine.gc_owner(pid)
-        except WirelabError as e:
-            self.observer.message(f"{trial.id}: could not remove what the engine left ({e}); run wirelab gc")
-            return
-        if report and returncode is not None and returncode < 0:
-            self.observer.message(f"{trial.id}: the engine was killed; removed what it left")
+        collect_leftovers(self.engine, self.observer, trial.id, pid, returncode)
 
     def _record(self, outcome: TrialOutcome) -> None:
         self.summary.outcomes.append(outcome)

@@ -22,14 +22,15 @@ This module is the public face; the work is done, one job each, by private modul
 - ``_spec_models``: the models (``ExperimentSpec`` and its tables, ``TrialSpec``, ``Plan``), the
   contract's facts they use and the paths a grid may set;
 - ``_spec_trial``: one trial spec resolved (defaults, the network's profile string, its id);
-- ``_spec_grid``: grid expansion (axes, ranges, zip groups, the product) and ``numeric_params``;
+- ``_spec_grid``: grid expansion (axes, ranges, zip groups, the product) and ``numeric_params``; the grid's
+  machinery over a field table (``GridFields``, ``parse_grid``, ``grid_points``), which a load test's
+  ``[load]`` shares (``wirelab._loadplan``);
 - ``_spec_errors``: the one-line messages;
 - ``_spec_hash``: configuration ids, plan hashes and a configuration's repeats on a cluster worker.
 """
 
 from __future__ import annotations
 
-import math
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,8 +39,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from wirelab._contract_models import CaptureConfig, ClientConfig, ServerConfig
-from wirelab._spec_errors import raise_validation
-from wirelab._spec_grid import MAX_TRIALS, expand, numeric_params, with_internet
+from wirelab._spec_errors import raise_validation, refuse_non_finite
+from wirelab._spec_grid import (
+    MAX_TRIALS,
+    TRIAL_GRID,
+    GridFields,
+    expand,
+    grid_points,
+    network_kind,
+    numeric_params,
+    parse_grid,
+    with_internet,
+)
 from wirelab._spec_hash import config_id, worker_repeats
 from wirelab._spec_models import (
     GRID_PATHS,
@@ -68,10 +79,12 @@ __all__ = [
     "PROTOCOLS",
     "SHARD_MODES",
     "TRIAL_FIELDS",
+    "TRIAL_GRID",
     "BaseTrial",
     "CaptureConfig",
     "ClientConfig",
     "ExperimentSpec",
+    "GridFields",
     "Plan",
     "PlannedTrial",
     "RangeSpec",
@@ -82,10 +95,13 @@ __all__ = [
     "expand",
     "experiment_json_schema",
     "from_dict",
+    "grid_points",
     "load",
     "loads",
+    "network_kind",
     "network_string",
     "numeric_params",
+    "parse_grid",
     "resolve_trial",
     "with_internet",
     "worker_repeats",
@@ -101,21 +117,9 @@ def loads(text: str, *, origin: str = "spec") -> Plan:
     return from_dict(data, source=text)
 
 
-def _refuse_non_finite(value: Any, path: str) -> None:
-    """TOML (and Python) allow inf and nan; no field of a spec does: refused here, at the edge."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise SpecError(f"{path}: {value!r} is not allowed; use a finite number", path=path, value=value)
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            _refuse_non_finite(v, f"{path}.{k}" if path else str(k))
-    elif isinstance(value, list | tuple):
-        for i, v in enumerate(value):
-            _refuse_non_finite(v, f"{path}[{i}]")
-
-
 def from_dict(data: Mapping[str, Any], *, source: str = "") -> Plan:
     """Validate and expand an experiment spec given as a dict (the TOML's structure)."""
-    _refuse_non_finite(data, "")
+    refuse_non_finite(data, "")
     try:
         spec = ExperimentSpec.model_validate(dict(data))
     except ValidationError as e:

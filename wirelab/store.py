@@ -298,6 +298,164 @@ ALTER TABLE trials ADD COLUMN worker TEXT;
 ALTER TABLE trials ADD COLUMN repeat_of TEXT;
 """
 
+#: Latency statistics of an interval (the engine's ``{p50, p90, p95, p99, max, mean}``).
+LATENCY_STATS = ("p50", "p90", "p95", "p99", "max", "mean")
+#: Error kinds of an interval (the engine's ``errors`` object).
+ERROR_KINDS = ("connect_refused", "reset", "timeout", "tls", "http_status", "other")
+
+#: ``load_intervals`` columns, in order: one line of a load test's intervals.jsonl.
+INTERVAL_COLUMNS = (
+    "interval_index",
+    "t_start_s",
+    "t_end_s",
+    "vus",
+    "vus_max",
+    "pages",
+    "pages_failed",
+    "pages_per_s",
+    "hits",
+    "hits_per_s",
+    "bytes",
+    "bytes_per_s",
+    *(f"page_{s}_ms" for s in LATENCY_STATS),
+    *(f"request_{s}_ms" for s in LATENCY_STATS),
+    "errors",
+    *(f"errors_{k}" for k in ERROR_KINDS),
+    "dropped",
+    "open_connections",
+    "generator_cpu_ms",
+    "generator_cpu_util",
+    "generator_rss_bytes",
+    "generator_goroutines",
+    "generator_sched_p99_ms",
+    "generator_saturated",
+)
+#: ``server_samples`` columns, in order: one line of a load test's server.jsonl.
+SAMPLE_COLUMNS = (
+    "interval_index",
+    "t_s",
+    "cpu_ms",
+    "cpu_util",
+    "memory_bytes",
+    "memory_peak_bytes",
+    "processes",
+    "threads",
+    "source",
+    "gauges_json",
+    "error",
+)
+
+_V6 = """
+ALTER TABLE sweeps ADD COLUMN kind TEXT NOT NULL DEFAULT 'trials' CHECK (kind IN ('trials', 'loadtest'));
+CREATE TABLE loadtests (
+    id                           INTEGER PRIMARY KEY,
+    sweep_id                     INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+    loadtest_id                  TEXT NOT NULL,
+    idx                          INTEGER NOT NULL,
+    point                        INTEGER NOT NULL,
+    protocol                     TEXT NOT NULL,
+    status                       TEXT NOT NULL CHECK
+                                 (status IN ('planned', 'running', 'complete', 'failed', 'interrupted')),
+    complete                     INTEGER GENERATED ALWAYS AS (status = 'complete') VIRTUAL,
+    params_json                  TEXT NOT NULL,
+    spec_json                    TEXT NOT NULL,
+    spec_hash                    TEXT NOT NULL,
+    dir                          TEXT NOT NULL,
+    planned_s                    REAL NOT NULL,
+    provenance_json              TEXT,
+    emulator_json                TEXT,
+    summary_json                 TEXT,
+    outcomes_json                TEXT,
+    thresholds_json              TEXT,
+    thresholds_passed            INTEGER,
+    generator_saturated          INTEGER,
+    interrupted                  INTEGER,
+    server_exited_json           TEXT,
+    duration_s                   REAL,
+    intervals                    INTEGER NOT NULL DEFAULT 0,
+    server_samples               INTEGER NOT NULL DEFAULT 0,
+    pages                        INTEGER,
+    pages_failed                 INTEGER,
+    hits                         INTEGER,
+    errors                       INTEGER,
+    error_rate                   REAL,
+    vus_max                      INTEGER,
+    max_pages_per_s              REAL,
+    max_hits_per_s               REAL,
+    vus_at_first_error           INTEGER,
+    vus_at_first_sla_violation   INTEGER,
+    first_sla_violation_interval INTEGER,
+    server_cpu_util_max          REAL,
+    lateness_p99_us              REAL,
+    error                        TEXT,
+    attempts                     INTEGER NOT NULL DEFAULT 0,
+    started_at                   TEXT,
+    ended_at                     TEXT,
+    UNIQUE (sweep_id, loadtest_id)
+);
+CREATE TABLE load_intervals (
+    id                     INTEGER PRIMARY KEY,
+    loadtest_row           INTEGER NOT NULL REFERENCES loadtests(id) ON DELETE CASCADE,
+    interval_index         INTEGER NOT NULL,
+    t_start_s              REAL NOT NULL,
+    t_end_s                REAL NOT NULL,
+    vus                    INTEGER NOT NULL,
+    vus_max                INTEGER NOT NULL,
+    pages                  INTEGER NOT NULL,
+    pages_failed           INTEGER NOT NULL,
+    pages_per_s            REAL NOT NULL,
+    hits                   INTEGER NOT NULL,
+    hits_per_s             REAL NOT NULL,
+    bytes                  INTEGER NOT NULL,
+    bytes_per_s            REAL NOT NULL,
+    page_p50_ms            REAL,
+    page_p90_ms            REAL,
+    page_p95_ms            REAL,
+    page_p99_ms            REAL,
+    page_max_ms            REAL,
+    page_mean_ms           REAL,
+    request_p50_ms         REAL,
+    request_p90_ms         REAL,
+    request_p95_ms         REAL,
+    request_p99_ms         REAL,
+    request_max_ms         REAL,
+    request_mean_ms        REAL,
+    errors                 INTEGER NOT NULL,
+    errors_connect_refused INTEGER NOT NULL,
+    errors_reset           INTEGER NOT NULL,
+    errors_timeout         INTEGER NOT NULL,
+    errors_tls             INTEGER NOT NULL,
+    errors_http_status     INTEGER NOT NULL,
+    errors_other           INTEGER NOT NULL,
+    dropped                INTEGER NOT NULL,
+    open_connections       INTEGER NOT NULL,
+    generator_cpu_ms       REAL,
+    generator_cpu_util     REAL,
+    generator_rss_bytes    INTEGER,
+    generator_goroutines   INTEGER,
+    generator_sched_p99_ms REAL,
+    generator_saturated    INTEGER,
+    UNIQUE (loadtest_row, interval_index)
+);
+CREATE TABLE server_samples (
+    id                INTEGER PRIMARY KEY,
+    loadtest_row      INTEGER NOT NULL REFERENCES loadtests(id) ON DELETE CASCADE,
+    interval_index    INTEGER NOT NULL,
+    t_s               REAL NOT NULL,
+    cpu_ms            REAL,
+    cpu_util          REAL,
+    memory_bytes      INTEGER,
+    memory_peak_bytes INTEGER,
+    processes         INTEGER,
+    threads           INTEGER,
+    source            TEXT,
+    gauges_json       TEXT NOT NULL DEFAULT '{}',
+    error             TEXT,
+    UNIQUE (loadtest_row, interval_index)
+);
+CREATE INDEX loadtests_by_sweep ON loadtests (sweep_id, status);
+"""
+
 #: Schema migrations: MIGRATIONS[i] takes a database from user_version i to i + 1.
 #: v1: sweeps, trials, loads, artifacts. v2: objects (per-request HAR timings), emulator lateness
 #: and fidelity flags on trials (back-filled from emulator_json). v3: the server under test's cost
@@ -308,7 +466,9 @@ ALTER TABLE trials ADD COLUMN repeat_of TEXT;
 #: worker's name otherwise; its description is provenance_json's "worker"; NULL for trials stored before)
 #: and trials.repeat_of (a trial of ``[sweep] repeat_on_each_worker``: the id of the planned configuration
 #: it repeats on one worker; NULL for planned trials).
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+#: v6: load tests (sweeps.kind; loadtests, load_intervals, server_samples; ``wirelab loadtest``,
+#: ``docs/loadtest.md``).
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: An artifact kept on the cluster worker that ran its trial (``--artifacts remote``): ``host:/path``.
@@ -515,6 +675,12 @@ class _Base:
         if p.is_absolute() or REMOTE_PATH.match(stored):
             return p
         return self.path.resolve().parent / p
+
+    def sweep_kind(self, name: str) -> str | None:
+        """``trials`` (a ``wirelab run`` sweep) or ``loadtest`` (``wirelab loadtest``) for a stored
+        sweep; None when there is none of that name."""
+        row = self.conn.execute("SELECT kind FROM sweeps WHERE name = ?", (name,)).fetchone()
+        return None if row is None else row["kind"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -953,6 +1119,239 @@ class Store(_Base):
                 (status, error, _now(), run_id),
             )
 
+    # load tests ------------------------------------------------------------------------------------
+    def create_loadtest_sweep(self, plan: Any, provenance: Mapping[str, Any]) -> int:
+        """Insert a load-test sweep (``kind = 'loadtest'``) and its planned runs (a
+        ``wirelab._loadplan.LoadPlan``); ``planned_trials`` counts its runs, ``planned_loads`` is 0."""
+        now = _now()
+        sweep_dir = self.results_dir / plan.name
+        with self.transaction() as c:
+            cur = c.execute(
+                "INSERT INTO sweeps (name, kind, description, spec_hash, spec_json, spec_toml, axes_json,"
+                " planned_trials, planned_loads, provenance_json, created_at, updated_at)"
+                " VALUES (?,'loadtest',?,?,?,?,?,?,0,?,?,?)",
+                (
+                    plan.name,
+                    plan.description,
+                    plan.spec_hash,
+                    json.dumps(plan.spec),
+                    plan.source,
+                    json.dumps(plan.axes),
+                    len(plan.runs),
+                    json.dumps(dict(provenance)),
+                    now,
+                    now,
+                ),
+            )
+            sweep_id = cur.lastrowid
+            assert sweep_id is not None
+            c.executemany(
+                "INSERT INTO loadtests (sweep_id, loadtest_id, idx, point, protocol, status, params_json,"
+                " spec_json, spec_hash, dir, planned_s) VALUES (?,?,?,?,?,'planned',?,?,?,?,?)",
+                [
+                    (
+                        sweep_id,
+                        r.id,
+                        r.index,
+                        r.point,
+                        r.protocol,
+                        json.dumps(r.params),
+                        json.dumps(r.spec),
+                        plan.spec_hash,
+                        self.relative(sweep_dir / r.id),
+                        r.planned_s,
+                    )
+                    for r in plan.runs
+                ],
+            )
+        return sweep_id
+
+    def loadtest_statuses(self, sweep: str) -> dict[str, str]:
+        rows = self.conn.execute(
+            "SELECT l.loadtest_id, l.status FROM loadtests l JOIN sweeps s ON s.id = l.sweep_id"
+            " WHERE s.name = ?",
+            (sweep,),
+        ).fetchall()
+        return {r["loadtest_id"]: r["status"] for r in rows}
+
+    def _loadtest_row(self, sweep: str, loadtest_id: str) -> int:
+        row = self.conn.execute(
+            "SELECT l.id FROM loadtests l JOIN sweeps s ON s.id = l.sweep_id"
+            " WHERE s.name = ? AND l.loadtest_id = ?",
+            (sweep, loadtest_id),
+        ).fetchone()
+        if row is None:
+            raise StoreError(f"load test {loadtest_id} is not planned in sweep {sweep}")
+        return row["id"]
+
+    def mark_loadtest_running(self, sweep: str, loadtest_id: str) -> None:
+        """A run starts: its previous attempt's intervals and samples go."""
+        row = self._loadtest_row(sweep, loadtest_id)
+        with self.transaction() as c:
+            c.execute("DELETE FROM load_intervals WHERE loadtest_row = ?", (row,))
+            c.execute("DELETE FROM server_samples WHERE loadtest_row = ?", (row,))
+            c.execute(
+                "UPDATE loadtests SET status = 'running', attempts = attempts + 1, started_at = ?,"
+                " ended_at = NULL, error = NULL, intervals = 0, server_samples = 0 WHERE id = ?",
+                (_now(), row),
+            )
+
+    def store_loadtest(
+        self,
+        sweep: str,
+        loadtest_id: str,
+        *,
+        status: str,
+        result: Mapping[str, Any] | None,
+        intervals: Sequence[Mapping[str, Any]],
+        samples: Sequence[Mapping[str, Any]],
+        control_provenance: Mapping[str, Any],
+        error: str | None = None,
+    ) -> None:
+        """Store what a run measured — ``loadtest.json`` (``result``, None when the engine wrote none),
+        its interval lines and server samples — in ONE transaction, replacing what the run had;
+        ``status``: ``complete`` (thresholds passed or not), ``interrupted`` or ``failed``."""
+        assert status in ("complete", "interrupted", "failed")
+        row = self._loadtest_row(sweep, loadtest_id)
+        result = result or {}
+        summary = result.get("summary") or {}
+        totals = summary.get("totals") or {}
+        outcomes = result.get("outcomes") or {}
+        lateness = ((result.get("emulator") or {}).get("lateness_us") or {}).get("p99")
+        provenance = {"engine": result.get("provenance"), "control": dict(control_provenance)}
+
+        def dumps(key: str, source: Mapping[str, Any] = result) -> str | None:
+            return json.dumps(source[key]) if source.get(key) is not None else None
+
+        def flag(key: str) -> int | None:
+            return None if result.get(key) is None else int(bool(result[key]))
+
+        with self.transaction() as c:
+            c.execute("DELETE FROM load_intervals WHERE loadtest_row = ?", (row,))
+            c.execute("DELETE FROM server_samples WHERE loadtest_row = ?", (row,))
+            c.executemany(
+                f"INSERT INTO load_intervals (loadtest_row, {', '.join(INTERVAL_COLUMNS)})"
+                f" VALUES ({','.join('?' * (len(INTERVAL_COLUMNS) + 1))})",
+                [(row, *interval_values(line)) for line in intervals],
+            )
+            c.executemany(
+                f"INSERT INTO server_samples (loadtest_row, {', '.join(SAMPLE_COLUMNS)})"
+                f" VALUES ({','.join('?' * (len(SAMPLE_COLUMNS) + 1))})",
+                [(row, *sample_values(line)) for line in samples],
+            )
+            spec = result.get("spec")
+            c.execute(
+                "UPDATE loadtests SET status = ?, spec_json = COALESCE(?, spec_json), provenance_json = ?,"
+                " emulator_json = ?, summary_json = ?, outcomes_json = ?, thresholds_json = ?,"
+                " thresholds_passed = ?, generator_saturated = ?, interrupted = ?, server_exited_json = ?,"
+                " duration_s = ?, intervals = ?, server_samples = ?, pages = ?, pages_failed = ?, hits = ?,"
+                " errors = ?, error_rate = ?, vus_max = ?, max_pages_per_s = ?, max_hits_per_s = ?,"
+                " vus_at_first_error = ?, vus_at_first_sla_violation = ?, first_sla_violation_interval = ?,"
+                " server_cpu_util_max = ?, lateness_p99_us = ?, error = ?, ended_at = ? WHERE id = ?",
+                (
+                    status,
+                    json.dumps(spec) if spec is not None else None,
+                    json.dumps(provenance),
+                    dumps("emulator"),
+                    json.dumps(summary) if summary else None,
+                    json.dumps(outcomes) if outcomes else None,
+                    dumps("thresholds"),
+                    flag("thresholds_passed"),
+                    flag("generator_saturated"),
+                    flag("interrupted"),
+                    dumps("server_exited"),
+                    summary.get("duration_s"),
+                    len(intervals),
+                    len(samples),
+                    totals.get("pages"),
+                    totals.get("pages_failed"),
+                    totals.get("hits"),
+                    sum((totals.get("errors") or {}).values()) if totals else None,
+                    totals.get("error_rate"),
+                    totals.get("vus_max"),
+                    outcomes.get("max_pages_per_s"),
+                    outcomes.get("max_hits_per_s"),
+                    outcomes.get("vus_at_first_error"),
+                    outcomes.get("vus_at_first_sla_violation"),
+                    outcomes.get("first_sla_violation_interval"),
+                    outcomes.get("server_cpu_util_max"),
+                    lateness,
+                    error,
+                    _now(),
+                    row,
+                ),
+            )
+            c.execute("UPDATE sweeps SET updated_at = ? WHERE name = ?", (_now(), sweep))
+
+    def mark_loadtest_ended(
+        self, sweep: str, loadtest_id: str, status: str, error: str | None = None
+    ) -> None:
+        """A run that left nothing to store (refused, killed before it measured anything)."""
+        assert status in ("failed", "interrupted", "planned")
+        row = self._loadtest_row(sweep, loadtest_id)
+        with self.transaction() as c:
+            c.execute(
+                "UPDATE loadtests SET status = ?, error = ?, ended_at = ? WHERE id = ?",
+                (status, error, _now(), row),
+            )
+
+
+def interval_values(line: Mapping[str, Any]) -> tuple[Any, ...]:
+    """An interval line (``intervals.jsonl``) as the values of :data:`INTERVAL_COLUMNS`."""
+    page = line.get("page_ms") or {}
+    request = line.get("request_ms") or {}
+    errors = line.get("errors") or {}
+    gen = line.get("generator") or {}
+    return (
+        line["index"],
+        line["t_start_s"],
+        line["t_end_s"],
+        line["vus"],
+        line["vus_max"],
+        line["pages"],
+        line["pages_failed"],
+        line["pages_per_s"],
+        line["hits"],
+        line["hits_per_s"],
+        line["bytes"],
+        line["bytes_per_s"],
+        *(page.get(s) for s in LATENCY_STATS),
+        *(request.get(s) for s in LATENCY_STATS),
+        sum(int(errors.get(k, 0)) for k in ERROR_KINDS),
+        *(int(errors.get(k, 0)) for k in ERROR_KINDS),
+        line.get("dropped", 0),
+        line.get("open_connections", 0),
+        gen.get("cpu_ms"),
+        gen.get("cpu_util"),
+        gen.get("rss_bytes"),
+        gen.get("goroutines"),
+        gen.get("sched_p99_ms"),
+        None if gen.get("saturated") is None else int(bool(gen["saturated"])),
+    )
+
+
+def sample_values(line: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A server sample (``server.jsonl``) as the values of :data:`SAMPLE_COLUMNS`; a sample without a
+    source (the server's group could not be read) has its usage columns NULL, not 0."""
+    measured = bool(line.get("source"))
+
+    def usage(key: str) -> Any:
+        return line.get(key) if measured else None
+
+    return (
+        line["index"],
+        line["t_s"],
+        usage("cpu_ms"),
+        usage("cpu_util"),
+        usage("memory_bytes"),
+        usage("memory_peak_bytes"),
+        usage("processes"),
+        usage("threads"),
+        line.get("source") or None,
+        json.dumps(line.get("gauges") or {}),
+        line.get("error"),
+    )
+
 
 # --------------------------------------------------------------------------------------------------
 # Reader
@@ -978,14 +1377,19 @@ class Results(_Base):
         return f" AND {alias}.name = ?", [sweep]
 
     def sweeps(self) -> pd.DataFrame:
-        """One row per sweep: name, description, spec_hash, axes, planned/complete/failed trials, loads."""
+        """One row per sweep: name, kind (``trials`` or ``loadtest``), description, spec_hash, axes,
+        planned/complete/failed trials (a load-test sweep's runs), loads."""
         df = pd.read_sql_query(
             """
-            SELECT s.name AS sweep, s.description, s.spec_hash, s.axes_json, s.planned_trials,
+            SELECT s.name AS sweep, s.kind, s.description, s.spec_hash, s.axes_json, s.planned_trials,
                    s.planned_loads,
-                   SUM(t.status = 'complete') AS complete_trials, SUM(t.status = 'failed') AS failed_trials,
+                   COALESCE(SUM(t.status = 'complete'), 0) + (SELECT COUNT(*) FROM loadtests l
+                        WHERE l.sweep_id = s.id AND l.status = 'complete') AS complete_trials,
+                   COALESCE(SUM(t.status = 'failed'), 0) + (SELECT COUNT(*) FROM loadtests l
+                        WHERE l.sweep_id = s.id AND l.status = 'failed') AS failed_trials,
                    COALESCE(SUM(t.loads), 0) AS loads, COALESCE(SUM(t.load_errors), 0) AS load_errors,
-                   SUM(t.fidelity_flags_json != '[]') AS fidelity_warnings, s.created_at, s.updated_at
+                   COALESCE(SUM(t.fidelity_flags_json != '[]'), 0) AS fidelity_warnings,
+                   s.created_at, s.updated_at
               FROM sweeps s LEFT JOIN trials t ON t.sweep_id = s.id AND t.repeat_of IS NULL
              GROUP BY s.id ORDER BY s.created_at, s.name
             """,
@@ -1203,6 +1607,90 @@ class Results(_Base):
                     values.get(k) for k in zip(sites["run"], sites["site_index"], strict=True)
                 ]
         return sites
+
+    # load tests ------------------------------------------------------------------------------------
+    def loadtests(self, sweep: str | None = None, *, status: str | None = None) -> pd.DataFrame:
+        """One row per load-test run: ``sweep``, ``loadtest_id``, ``run_index``, ``point``, ``protocol``,
+        ``status``, ``complete``, ``server`` (``server.impl``), the outcome columns, parsed ``spec``,
+        ``outcomes``, ``thresholds``, ``summary``, ``provenance``, ``emulator`` and
+        ``server_exited``, and the grid parameters (dotted names, with numeric companions)."""
+        where, args = self._sweep_filter(sweep)
+        if status is not None:
+            where += " AND l.status = ?"
+            args.append(status)
+        df = pd.read_sql_query(
+            f"""
+            SELECT s.name AS sweep, l.loadtest_id, l.idx AS run_index, l.point, l.protocol, l.status,
+                   l.complete, l.params_json, l.spec_json, l.planned_s, l.duration_s, l.intervals,
+                   l.server_samples, l.pages, l.pages_failed, l.hits, l.errors, l.error_rate, l.vus_max,
+                   l.max_pages_per_s, l.max_hits_per_s, l.vus_at_first_error, l.vus_at_first_sla_violation,
+                   l.first_sla_violation_interval, l.server_cpu_util_max, l.thresholds_passed,
+                   l.generator_saturated, l.interrupted, l.lateness_p99_us, l.error, l.attempts,
+                   l.started_at, l.ended_at, l.dir, l.outcomes_json, l.thresholds_json, l.summary_json,
+                   l.provenance_json, l.emulator_json, l.server_exited_json
+              FROM loadtests l JOIN sweeps s ON s.id = l.sweep_id
+             WHERE 1 = 1 {where} ORDER BY s.name, l.idx
+            """,
+            self.conn,
+            params=args,
+        )
+        df["spec"] = df.pop("spec_json").map(json.loads)
+        df.insert(5, "server", df["spec"].map(lambda spec: (spec.get("server") or {}).get("impl", "builtin")))
+        for name in ("outcomes", "thresholds", "summary", "provenance", "emulator", "server_exited"):
+            df[name] = df.pop(f"{name}_json").map(lambda v: json.loads(v) if isinstance(v, str) else None)
+        for name in ("thresholds_passed", "generator_saturated", "interrupted"):
+            df[name] = df[name].map(lambda v: None if v is None or v != v else bool(v))
+        df["complete"] = df["complete"].astype(bool)
+        return _with_params(df)
+
+    def load_intervals(self, sweep: str | None = None, *, loadtest_id: str | None = None) -> pd.DataFrame:
+        """One row per interval of every stored run (complete or not): ``sweep``, ``loadtest_id``,
+        ``protocol``, ``server``, ``status``, every ``load_intervals`` column (``page_p90_ms``,
+        ``errors_timeout`` …) and the grid parameters."""
+        return self._per_interval("load_intervals", INTERVAL_COLUMNS, sweep, loadtest_id)
+
+    def server_samples(self, sweep: str | None = None, *, loadtest_id: str | None = None) -> pd.DataFrame:
+        """One row per server sample of every stored run: ``sweep``, ``loadtest_id``, ``protocol``,
+        ``server``, ``status``, every ``server_samples`` column, ``gauges`` (dict), ``busy`` (the
+        server's busy-worker gauge, or its threads: :data:`wirelab._registry.BUSY_GAUGES`) with
+        ``busy_gauge`` naming which, and the grid parameters."""
+        from wirelab._registry import BUSY_FALLBACK, BUSY_GAUGES
+
+        df = self._per_interval("server_samples", SAMPLE_COLUMNS, sweep, loadtest_id)
+        df["gauges"] = df.pop("gauges_json").map(json.loads)
+        gauge = df["server"].map(lambda impl: BUSY_GAUGES.get(impl, BUSY_FALLBACK)[0])
+        df["busy_gauge"] = gauge
+        df["busy"] = [
+            row["threads"] if name == BUSY_FALLBACK[0] else row["gauges"].get(name)
+            for name, row in zip(gauge, df.to_dict("records"), strict=True)
+        ]
+        df["busy"] = pd.to_numeric(df["busy"], errors="coerce")
+        return df
+
+    def _per_interval(
+        self, table: str, columns: Sequence[str], sweep: str | None, loadtest_id: str | None
+    ) -> pd.DataFrame:
+        where, args = self._sweep_filter(sweep)
+        if loadtest_id is not None:
+            where += " AND l.loadtest_id = ?"
+            args.append(loadtest_id)
+        cols = ", ".join(f"x.{c}" for c in columns)
+        df = pd.read_sql_query(
+            f"""
+            SELECT s.name AS sweep, l.loadtest_id, l.idx AS run_index, l.protocol, l.status, l.params_json,
+                   json_extract(l.spec_json, '$.server.impl') AS server, {cols}
+              FROM {table} x JOIN loadtests l ON l.id = x.loadtest_row JOIN sweeps s ON s.id = l.sweep_id
+             WHERE 1 = 1 {where} ORDER BY s.name, l.idx, x.interval_index
+            """,
+            self.conn,
+            params=args,
+        )
+        df["server"] = df["server"].fillna("builtin")
+        if "generator_saturated" in df:
+            df["generator_saturated"] = df["generator_saturated"].map(
+                lambda v: None if v is None or v != v else bool(v)
+            )
+        return _with_params(df)
 
 
 def _with_params(df: pd.DataFrame) -> pd.DataFrame:

@@ -17,6 +17,14 @@ Hooks let tests steer a run: ``lateness_p99_us`` (emulator lateness to report), 
 like a crashed engine) and ``hold`` (called with the number of loads written so far: once with 0 after
 ``ready``, then after each load is written; may block, e.g. until
 :attr:`FixtureTrialRun.stopping` is set, to simulate a trial in flight).
+
+Load tests (``start_loadtest``) replay ``wirelab/_fixtures/loadtests/<name>/`` (directories written by
+``wirelab-engine loadtest``): by default the recording named ``<server.impl>-<protocol>``, or the one
+the ``loadtest_recording`` hook names for a spec. Interval lines and server samples are written and
+announced one by one (``hold`` is called after each with the number written), then ``loadtest.json``
+with the spec given, its recorded outcomes and thresholds (exit 1 when they failed, as the engine);
+``interrupt`` stops after the current interval and writes ``loadtest.json`` with ``interrupted`` true
+(exit 130); ``fail`` ends the run after ``after_loads`` intervals without ``loadtest.json``.
 """
 
 from __future__ import annotations
@@ -32,13 +40,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from wirelab import _contract as contract
 from wirelab import _facts
 from wirelab import _netprofile as netprofile
 from wirelab._contract import validate
 from wirelab._engine import SPEC_FILE, Engine, EventCallback, TrialEvent, TrialRun
 from wirelab.errors import ContractError, EngineError, SpecError, UsageError
 
-__all__ = ["FIXTURES_DIR", "FixtureEngine", "FixtureFailure", "FixtureTrialRun"]
+__all__ = ["FIXTURES_DIR", "FixtureEngine", "FixtureFailure", "FixtureLoadtestRun", "FixtureTrialRun"]
 
 #: The recordings that ship with the package (``trials/``: recorded trial directories; ``pages/``: what
 #: ``wirelab-engine pages show`` printed for their pages).
@@ -219,6 +228,85 @@ class FixtureTrialRun(TrialRun):
         return 0, ""
 
 
+class FixtureLoadtestRun(FixtureTrialRun):
+    """A load test's replay (see the module docstring); ``trial_id`` is the spec's ``loadtest_id``."""
+
+    def __init__(self, engine: FixtureEngine, spec: dict[str, Any], out_dir: Path, on_event: EventCallback):
+        spec = {**spec, "trial_id": spec["loadtest_id"]}
+        super().__init__(engine, spec, out_dir, on_event)
+
+    def _replay(self) -> tuple[int, str]:
+        spec = {k: v for k, v in self.spec.items() if k != "trial_id"}
+        refusal = self._engine.loadtest_refusal(spec)
+        if refusal is not None:
+            return 2, f"wirelab-engine: {refusal}"
+        recording = self._engine.loadtest_recording_dir(spec)
+        assert recording is not None
+        intervals = (recording / "intervals.jsonl").read_text().splitlines()
+        samples = (recording / "server.jsonl").read_text().splitlines()
+        recorded = json.loads((recording / "loadtest.json").read_text())
+        failure = self._engine.fail(spec) if self._engine.fail else None
+        (self.out_dir / "engine.log").write_text(
+            f"# FixtureEngine replaying {recording} (wirelab.testing; not a measurement)\n"
+            f"# loadtest {spec['loadtest_id']}: page={spec.get('page')} protocol={spec['protocol']}\n"
+        )
+        self._emit("ready")
+        if self._engine.hold:
+            self._engine.hold(self, 0)
+        written = 0
+        with (
+            open(self.out_dir / "intervals.jsonl", "w") as out_intervals,
+            open(self.out_dir / "server.jsonl", "w") as out_samples,
+        ):
+            for line, sample in zip(intervals, samples, strict=False):
+                if failure is not None and written == failure.after_loads:
+                    return failure.returncode, failure.stderr
+                if self.stopping.is_set():
+                    break
+                out_intervals.write(line + "\n")
+                out_intervals.flush()
+                out_samples.write(sample + "\n")
+                out_samples.flush()
+                written += 1
+                self._emit("interval", **json.loads(line))
+                if self._engine.hold:
+                    self._engine.hold(self, written)
+        if failure is not None and failure.after_loads >= written:
+            return failure.returncode, failure.stderr
+        if self._stop_code == -9:
+            return -9, ""
+        interrupted = self.stopping.is_set() or recorded["interrupted"]
+        result = json.loads(json.dumps(recorded))
+        result["spec"] = contract.apply_defaults("loadtest-spec", spec)
+        result["summary"]["spec"] = result["spec"]
+        result["summary"]["loadtest_id"] = spec["loadtest_id"]
+        result["summary"]["interrupted"] = interrupted
+        result["summary"]["intervals"] = written
+        result["interrupted"] = interrupted
+        result["intervals"] = result["server_samples"] = written
+        provenance = result["provenance"]
+        provenance.update(
+            engine_version=f"fixture (recorded with {provenance['engine_version']})",
+            command=["FixtureEngine", "loadtest", "--spec", str(self.out_dir / SPEC_FILE)],
+        )
+        tmp = self.out_dir / "loadtest.json.tmp"
+        tmp.write_text(json.dumps(result, indent=1) + "\n")
+        os.replace(tmp, self.out_dir / "loadtest.json")
+        self._emit("done")
+        if interrupted:
+            return (
+                130,
+                f"wirelab-engine: loadtest {spec['loadtest_id']} interrupted; what was measured is kept",
+            )
+        if not result["thresholds_passed"]:
+            failed = [t["expr"] for t in result["thresholds"] if not t["pass"]]
+            return (
+                1,
+                f"wirelab-engine: loadtest {spec['loadtest_id']}: thresholds failed: {'; '.join(failed)}",
+            )
+        return 0, ""
+
+
 class FixtureEngine(Engine):
     """Replays recorded trials (see the module docstring). ``started`` lists trial ids in start order."""
 
@@ -231,12 +319,14 @@ class FixtureEngine(Engine):
         lateness_p99_us: Callable[[dict[str, Any]], float] | None = None,
         fail: Callable[[dict[str, Any]], FixtureFailure | None] | None = None,
         hold: Callable[[FixtureTrialRun, int], None] | None = None,
-        commands: Sequence[str] = ("trial", "pages", "gc", "version"),
+        loadtest_recording: Callable[[dict[str, Any]], str | None] | None = None,
+        commands: Sequence[str] = ("trial", "loadtest", "pages", "gc", "version"),
     ):
         self.fixtures = Path(fixtures)
         self.lateness_p99_us = lateness_p99_us
         self.fail = fail
         self.hold = hold
+        self.loadtest_recording = loadtest_recording
         self._commands = set(commands)
         self.started: list[str] = []
         self.runs: list[FixtureTrialRun] = []
@@ -270,6 +360,47 @@ class FixtureEngine(Engine):
                 error = SpecError(refusal, path=refusal.split(":", 1)[0])
                 error.index = i  # type: ignore[attr-defined]
                 raise error
+
+    def loadtest_recording_dir(self, spec: Mapping[str, Any]) -> Path | None:
+        """The recorded load-test directory replayed for ``spec``."""
+        impl = (spec.get("server") or {}).get("impl", "builtin")
+        name = (
+            self.loadtest_recording(dict(spec)) if self.loadtest_recording else f"{impl}-{spec['protocol']}"
+        )
+        path = self.fixtures / "loadtests" / str(name)
+        return path if (path / "loadtest.json").is_file() else None
+
+    def loadtest_refusal(self, spec: Mapping[str, Any]) -> str | None:
+        """Why this double refuses a loadtest spec: the schema's first problem, a missing page, or no
+        recording to replay."""
+        found = contract.problem("loadtest-spec", dict(spec))
+        if found is not None:
+            value = "" if found.value is contract.MISSING else f"got {contract.show(found.value)}; "
+            return f"{found.field}: {value}{found.allowed}"
+        if "page" not in spec:
+            return "page: required: the page the load test's server serves"
+        if self.loadtest_recording_dir(spec) is None:
+            return f"protocol: no load-test recording in {self.fixtures / 'loadtests'} for this spec"
+        return None
+
+    def check_loadtests(self, specs: Sequence[Mapping[str, Any]]) -> None:
+        self.require("loadtest")
+        self.checked.append(len(specs))
+        for i, spec in enumerate(specs):
+            refusal = self.loadtest_refusal(spec)
+            if refusal is not None:
+                error = SpecError(refusal, path=refusal.split(":", 1)[0])
+                error.index = i  # type: ignore[attr-defined]
+                raise error
+
+    def start_loadtest(self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback) -> TrialRun:
+        self.require("loadtest")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / SPEC_FILE).write_text(json.dumps(spec, indent=1) + "\n")
+        self.started.append(spec["loadtest_id"])
+        run = FixtureLoadtestRun(self, spec, out_dir, on_event)
+        self.runs.append(run)
+        return run
 
     def version(self) -> str:
         return "fixture (wirelab/_fixtures)"

@@ -52,7 +52,7 @@ func MeasureBookkeeping(requestsPerPage, pagesPerInterval int) BookkeepingCost {
 	for i := range 1000 { // warm up: buffers grown, code paths hot
 		page(i)
 	}
-	r.emit(0, time.Now())
+	r.emit(0, time.Now(), false)
 	const rounds = 20
 	var pageCPU, emitCPU time.Duration
 	for k := range rounds {
@@ -61,7 +61,7 @@ func MeasureBookkeeping(requestsPerPage, pagesPerInterval int) BookkeepingCost {
 			page(i)
 		}
 		t1 := threadCPU()
-		r.emit(k+1, time.Now())
+		r.emit(k+1, time.Now(), false)
 		t2 := threadCPU()
 		pageCPU += t1 - t0
 		emitCPU += t2 - t1

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"strconv"
+	"time"
 )
 
 // Interval is one interval's line (docs/loadtest.md): what completed in [t_start_s, t_end_s) of
@@ -26,6 +27,8 @@ type Interval struct {
 	Dropped         int64     `json:"dropped"`          // open model: arrivals dropped (no VU free in time)
 	OpenConnections int64     `json:"open_connections"` // at the interval's end
 	Generator       Generator `json:"generator"`
+	// partial: the last interval, cut short when the last page ended or the run was interrupted.
+	partial bool
 }
 
 // Generator is the load generator's own cost during an interval, so that a saturated generator is
@@ -62,7 +65,9 @@ type Totals struct {
 
 // Outcomes are study N's answers; each is null when it did not happen.
 type Outcomes struct {
-	MaxPagesPerS float64 `json:"max_pages_per_s"` // highest interval rate
+	// MaxPagesPerS and MaxHitsPerS are the highest rates over the scenario's full intervals
+	// (inScenario): not the short last interval of the pages in flight after the last stage.
+	MaxPagesPerS float64 `json:"max_pages_per_s"`
 	MaxHitsPerS  float64 `json:"max_hits_per_s"`
 	// VUsAtFirstError is the active VU count when the first page failed.
 	VUsAtFirstError *int `json:"vus_at_first_error"`
@@ -121,10 +126,13 @@ func outcomes(spec *Spec, intervals []Interval, firstErrorVUs int) Outcomes {
 	for _, n := range spec.AtVUs {
 		o.PageMsAt[strconv.Itoa(n)] = nil
 	}
+	rated := inScenario(spec, intervals)
 	for i := range intervals {
 		iv := &intervals[i]
-		o.MaxPagesPerS = max(o.MaxPagesPerS, iv.PagesPerS)
-		o.MaxHitsPerS = max(o.MaxHitsPerS, iv.HitsPerS)
+		if rated[i] {
+			o.MaxPagesPerS = max(o.MaxPagesPerS, iv.PagesPerS)
+			o.MaxHitsPerS = max(o.MaxHitsPerS, iv.HitsPerS)
+		}
 		if o.VUsAtFirstSLAViolation == nil && iv.PageMs != nil && iv.PageMs.Statistic(spec.SLA.Statistic) > spec.SLA.PageMs {
 			vus, idx := iv.VUs, iv.Index
 			o.VUsAtFirstSLAViolation, o.FirstSLAViolationInterval = &vus, &idx
@@ -137,4 +145,25 @@ func outcomes(spec *Spec, intervals []Interval, firstErrorVUs int) Outcomes {
 		}
 	}
 	return o
+}
+
+// inScenario says which intervals the peak rates are taken over: the full intervals that start
+// before the scenario's last stage ends. The interval of the pages in flight after it, and the one
+// cut short at the end or by an interruption, measure a fraction of a second whose rate says little
+// of capacity. A run with no such interval (it ended or was stopped within its first) is rated
+// over the intervals it has.
+func inScenario(spec *Spec, intervals []Interval) []bool {
+	end := spec.Scenario.Duration()
+	in := make([]bool, len(intervals))
+	found := false
+	for i, iv := range intervals {
+		in[i] = !iv.partial && time.Duration(iv.Index)*spec.Interval() < end
+		found = found || in[i]
+	}
+	if !found {
+		for i := range in {
+			in[i] = true
+		}
+	}
+	return in
 }

@@ -142,7 +142,7 @@ func (r *runner) tick(ctx context.Context, done <-chan struct{}) {
 		timer.Reset(time.Until(boundary))
 		select {
 		case <-timer.C:
-			r.emit(k-1, boundary)
+			r.emit(k-1, boundary, false)
 			continue
 		case <-done:
 		case <-ctx.Done():
@@ -150,14 +150,14 @@ func (r *runner) tick(ctx context.Context, done <-chan struct{}) {
 		}
 		r.end = time.Now()
 		if r.end.After(r.cfg.Start.Add(time.Duration(k-1) * r.interval)) {
-			r.emit(k-1, r.end)
+			r.emit(k-1, r.end, true)
 		}
 		return
 	}
 }
 
-// emit closes interval k at end.
-func (r *runner) emit(k int, end time.Time) {
+// emit closes interval k at end; partial: before its boundary (the run ended or was interrupted).
+func (r *runner) emit(k int, end time.Time, partial bool) {
 	w := r.rec.rotate()
 	r.total.merge(w)
 	vus := r.active.Load()
@@ -170,6 +170,7 @@ func (r *runner) emit(k int, end time.Time) {
 		Pages: w.pages, PagesFailed: w.pagesFailed, Hits: w.hits, Bytes: w.bytes,
 		PagesPerS: rate(w.pages, secs), HitsPerS: rate(w.hits, secs), BytesPerS: rate(w.bytes, secs),
 		PageMs: latencyOf(w.page), RequestMs: latencyOf(w.request), Errors: errorsOf(&w.errors), Dropped: w.dropped,
+		partial: partial,
 	}
 	if r.cfg.OpenConns != nil {
 		iv.OpenConnections = r.cfg.OpenConns()

@@ -120,6 +120,21 @@ func checkConsistent(t *testing.T, fr *fakeRun) {
 	if fr.users.Load() != fr.closed.Load() {
 		t.Errorf("%d users made, %d closed", fr.users.Load(), fr.closed.Load())
 	}
+	// only the last interval may be cut short, and the peak rates leave it out (unless it is the only one)
+	var peakPages float64
+	end := fr.spec.Scenario.Duration()
+	for i, iv := range fr.intervals {
+		full := math.Abs(iv.TEndS-iv.TStartS-fr.spec.IntervalS) < 1e-9
+		if (!iv.partial && !full) || (iv.partial && i != len(fr.intervals)-1) {
+			t.Errorf("interval %d of %d: [%v, %v) partial %v", i, len(fr.intervals), iv.TStartS, iv.TEndS, iv.partial)
+		}
+		if !iv.partial && time.Duration(iv.Index)*fr.spec.Interval() < end {
+			peakPages = max(peakPages, iv.PagesPerS)
+		}
+	}
+	if len(fr.intervals) > 1 && fr.sum.Outcomes.MaxPagesPerS != peakPages {
+		t.Errorf("max_pages_per_s %v; the scenario's full intervals peak at %v", fr.sum.Outcomes.MaxPagesPerS, peakPages)
+	}
 }
 
 // The closed model follows the stages: the active VUs at every interval boundary are the planned

@@ -88,9 +88,9 @@ var Metrics = func() []metric {
 	req := func(t *Totals) *Latency { return t.RequestMs }
 	ms := []metric{
 		{name: "pages_per_s", doc: "successful pages per second, run mean", value: func(m *Measures) (float64, bool) { return m.Totals.PagesPerS, true }},
-		{name: "pages_per_s_max", doc: "the highest interval's pages per second", value: func(m *Measures) (float64, bool) { return m.Outcomes.MaxPagesPerS, true }},
+		{name: "pages_per_s_max", doc: "the highest pages per second over the scenario's full intervals", value: func(m *Measures) (float64, bool) { return m.Outcomes.MaxPagesPerS, true }},
 		{name: "hits_per_s", doc: "responses per second, run mean", value: func(m *Measures) (float64, bool) { return m.Totals.HitsPerS, true }},
-		{name: "hits_per_s_max", doc: "the highest interval's responses per second", value: func(m *Measures) (float64, bool) { return m.Outcomes.MaxHitsPerS, true }},
+		{name: "hits_per_s_max", doc: "the highest responses per second over the scenario's full intervals", value: func(m *Measures) (float64, bool) { return m.Outcomes.MaxHitsPerS, true }},
 	}
 	for _, s := range statistics() {
 		ms = append(ms, latencyMetric("page_"+s+"_ms", "page time "+s+" over the run (successful pages)", page, s))

@@ -8,6 +8,7 @@ Every function takes DataFrames (or a :class:`~wirelab.analysis.tree.TreeResult`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from matplotlib.colors import TwoSlopeNorm, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
+from matplotlib.typing import LineStyleType
 
 from wirelab._figures.rendering import new_figure
 from wirelab._registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, protocol_style
@@ -29,6 +31,8 @@ from wirelab.analysis.tree import TreeResult
 
 __all__ = [
     "LINESTYLES",
+    "Panel",
+    "capacity_figure",
     "category_gain_figure",
     "cdf_figure",
     "gain_figure",
@@ -746,6 +750,120 @@ def server_cost_figure(
     axes[0][0].legend(loc="upper left")
     fig.tight_layout()
     return fig
+
+
+@dataclasses.dataclass(frozen=True)
+class Panel:
+    """One row of a :func:`capacity_figure`: a column of the intervals drawn against VUs."""
+
+    column: str  #: the intervals' column (``pages_per_s``, ``server_cpu_util`` …)
+    label: str  #: the y axis' label (``pages/s``); a mapping configuration → label when it differs
+    scale: float = 1.0  #: multiplies the values (bytes → MB: 1e-6)
+    sla: tuple[float, str] | None = None  #: draw the SLA line (page_ms, statistic) on this panel
+    markers: bool = False  #: draw each run's first error and first SLA violation on this panel
+    labels: Mapping[str, str] | None = None  #: per configuration, when the label differs (busy gauges)
+
+
+#: how a run's markers are drawn (vertical lines in the protocol's colour): outcome → (line style, legend)
+CAPACITY_MARKERS: dict[str, tuple[LineStyleType, str]] = {
+    "vus_at_first_error": ("-.", "first error"),
+    "vus_at_first_sla_violation": (":", "first SLA violation"),
+}
+
+
+def capacity_figure(
+    intervals: pd.DataFrame,
+    *,
+    panels: Sequence[Panel],
+    configs: Sequence[str],
+    protocols: Sequence[str],
+    markers: pd.DataFrame | None = None,
+    x: str = "vus_x",
+    xlabel: str = "VUs (most active in the interval)",
+) -> Figure:
+    """Study N's figures: each panel's column against VUs, one line per protocol (its colour and marker),
+    one column of panels per configuration on shared axes. ``intervals`` has ``config``, ``protocol``,
+    ``x`` and the panels' columns (only ``in_scenario`` rows are drawn); ``markers`` has ``config``,
+    ``protocol`` and the :data:`CAPACITY_MARKERS` outcomes (VUs), drawn where a panel asks for them."""
+    configs = list(configs) or [""]
+    rows, cols = len(panels), len(configs)
+    width = 7.0 if cols == 1 else min(14.0, 1.2 + 3.6 * cols)
+    fig, axes = new_figure(width, 0.6 + 2.3 * rows, nrows=rows, ncols=cols, squeeze=False, sharex="col")
+    drawn = intervals[intervals["in_scenario"]] if "in_scenario" in intervals else intervals
+    seen_markers: set[str] = set()
+    for r, panel in enumerate(panels):
+        for c, config in enumerate(configs):
+            ax = axes[r][c]
+            mine = drawn[drawn["config"] == config] if config else drawn
+            for proto in protocols:
+                st = protocol_style(proto)
+                rows_ = mine[mine["protocol"] == proto].sort_values(x)
+                values = (
+                    pd.to_numeric(rows_[panel.column], errors="coerce") * panel.scale if len(rows_) else []
+                )
+                if len(rows_) and not np.all(np.isnan(np.asarray(values, dtype=float))):
+                    ax.plot(
+                        rows_[x],
+                        values,
+                        color=st.colour,
+                        marker=st.marker,
+                        markersize=3.5,
+                        linewidth=1.4,
+                        label=st.label,
+                    )
+                if panel.markers and markers is not None:
+                    here = markers[
+                        (markers["protocol"] == proto) & ((markers["config"] == config) if config else True)
+                    ]
+                    for outcome, (style, _name) in CAPACITY_MARKERS.items():
+                        for v in here[outcome].dropna():
+                            ax.axvline(float(v), color=st.colour, linestyle=style, linewidth=1.1, alpha=0.9)
+                            seen_markers.add(outcome)
+            if panel.sla is not None:
+                ax.axhline(panel.sla[0], color="#555555", linestyle="--", linewidth=1.0)
+            label = (panel.labels or {}).get(config, panel.label)
+            if c == 0 or (panel.labels and label != (panel.labels or {}).get(configs[0], panel.label)):
+                ax.set_ylabel(_wrap(label, 28))
+            if r == 0 and config:
+                ax.set_title(_wrap(config, 40), fontsize=9.5)
+            if r == rows - 1:
+                ax.set_xlabel(xlabel)
+        # one y scale per row, from 0 (a gauge that differs per configuration keeps its own)
+        tops = [ax.get_ylim()[1] for ax in axes[r]]
+        for ax, top in zip(axes[r], tops, strict=True):
+            ax.set_ylim(0, top if panel.labels else max(tops))
+    handles: list[Any] = [
+        Line2D(
+            [],
+            [],
+            color=protocol_style(p).colour,
+            marker=protocol_style(p).marker,
+            label=protocol_style(p).label,
+        )
+        for p in protocols
+        if p in set(drawn["protocol"])
+    ]
+    for panel in panels:
+        if panel.sla is not None:
+            handles.append(
+                Line2D(
+                    [], [], color="#555555", linestyle="--", label=f"SLA {panel.sla[0]:g} ms ({panel.sla[1]})"
+                )
+            )
+    for outcome, (style, name) in CAPACITY_MARKERS.items():
+        if outcome in seen_markers:
+            handles.append(Line2D([], [], color="#333333", linestyle=style, label=name))
+    fig.tight_layout(rect=(0, 0.06 if rows > 1 else 0.1, 1, 1))
+    fig.legend(handles=handles, loc="lower center", ncol=min(6, len(handles)), bbox_to_anchor=(0.5, 0.0))
+    return fig
+
+
+def _wrap(text: str, width: int) -> str:
+    return "\n".join(textwrap.wrap(_mpl_text(text), width)) or ""
+
+
+def _mpl_text(text: Any) -> str:
+    return str(text).replace("$", r"\$")
 
 
 def tree_figure(

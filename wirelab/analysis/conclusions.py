@@ -7,18 +7,21 @@ lower mean ToW (gain > 0); "significant" means the two-sided Mann–Whitney p < 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from wirelab._registry import PHASE_STYLES, protocol_style
+from wirelab._registry import BUSY_GAUGES, PHASE_STYLES, protocol_style
 from wirelab.analysis.compare import SIGNIFICANCE, min_p_value
 from wirelab.analysis.multiplex import MultiplexFit
 from wirelab.analysis.sweep import Axis
 from wirelab.analysis.tree import TreeResult
 
 __all__ = [
+    "capacity_quality_sentences",
+    "capacity_sentences",
     "gain_sentences",
     "gateway_sentences",
     "main_effect_sentences",
@@ -299,4 +302,156 @@ def gateway_sentences(table: pd.DataFrame, axes: Sequence[Axis]) -> list[str]:
             f"{round(worst['rtt_inflation_ms'])} ms for {_p(str(worst['protocol']))} at "
             f"{_where(worst, axes) or 'the configuration'}."
         )
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Load tests (study N): a capacity_table (wirelab.analysis.capacity) → sentences per configuration
+
+
+def _rate(v: Any) -> str:
+    return "—" if v is None or v != v else f"{v:,.1f}"
+
+
+def _mb(v: Any) -> str:
+    return f"{v / 1e6:,.0f} MB"
+
+
+def _vus_list(rows: pd.DataFrame, column: str) -> tuple[list[str], list[str]]:
+    """(``HTTPS at 640 VUs`` for runs where the outcome happened, ``HTTP/2 (up to 1000 VUs)`` for those
+    where it did not)."""
+    happened, never = [], []
+    for r in rows.to_dict("records"):
+        v = r[column]
+        if v is None or v != v:
+            never.append(f"{_p(r['protocol'])} (up to {int(r['peak_vus'])} VUs)")
+        else:
+            happened.append((int(v), f"{_p(r['protocol'])} at {int(v)} VUs"))
+    return [text for _v, text in sorted(happened)], never
+
+
+def _or_and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def capacity_sentences(table: pd.DataFrame, protocols: Sequence[str]) -> list[str]:
+    """What a load test's runs of one configuration say (``table``: ``capacity_table`` rows of that
+    configuration): throughput, the first error and SLA violation per protocol, page time and the
+    server's CPU and memory at the chosen VU counts, busy workers against their limit."""
+    rows = (
+        table.set_index("protocol")
+        .reindex([p for p in protocols if p in set(table["protocol"])])
+        .reset_index()
+    )
+    if rows.empty:
+        return []
+    out = []
+    peak = int(rows["peak_vus"].max())
+    ranked = rows.sort_values("max_pages_per_s", ascending=False)
+    best = ranked.iloc[0]
+    others = ", ".join(
+        f"{_p(r['protocol'])} {_rate(r['max_pages_per_s'])}" for r in ranked.iloc[1:].to_dict("records")
+    )
+    out.append(
+        f"{_p(best['protocol'])} served the most: {_rate(best['max_pages_per_s'])} pages/s "
+        f"({best['max_hits_per_s']:,.0f} hits/s) in its best interval of the scenario"
+        + (f"; {others} pages/s." if others else ".")
+    )
+    happened, never = _vus_list(rows, "vus_at_first_error")
+    if happened:
+        kinds: dict[str, int] = {}
+        for r in rows.to_dict("records"):
+            for k, n in (r["error_kinds"] or {}).items():
+                kinds[k] = kinds.get(k, 0) + n
+        kind_text = ", ".join(
+            f"{n} {k.replace('_', ' ')}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1])
+        )
+        out.append(
+            f"First failed page: {_or_and(happened)}"
+            + (f"; none over {_or_and(never)}" if never else "")
+            + (f". Failed pages by kind: {kind_text}." if kind_text else ".")
+        )
+    else:
+        out.append(f"No page failed over any protocol, up to {peak} VUs.")
+    page_ms, statistic = rows.iloc[0]["sla_page_ms"], rows.iloc[0]["sla_statistic"]
+    happened, never = _vus_list(rows, "vus_at_first_sla_violation")
+    sla = f"the SLA ({statistic} page time ≤ {page_ms:g} ms)"
+    if happened:
+        out.append(
+            f"First interval violating {sla}: {_or_and(happened)}"
+            + (f"; {_or_and(never)} kept it." if never else ".")
+        )
+    else:
+        out.append(f"Every protocol kept {sla} in every interval, up to {peak} VUs.")
+    counts = list(dict.fromkeys(k for at in rows["at"] for k in at))
+    for count in counts:
+        parts, cost = [], []
+        for r in rows.to_dict("records"):
+            at = r["at"].get(count)
+            if not at or at.get("vus") is None:
+                continue
+            if at.get("page_ms") is not None:
+                parts.append(f"{at['page_ms']:,.0f} ms over {_p(r['protocol'])}")
+            if at.get("cpu_util") is not None:
+                cost.append(f"{at['cpu_util']:.2f} cores and {_mb(at['memory_bytes'])} ({_p(r['protocol'])})")
+        if not parts and not cost:
+            continue
+        where = (
+            f"At {count} VUs" if count != "peak" else f"At the peak ({rows.iloc[0]['at']['peak']['vus']} VUs)"
+        )
+        text = where + (f", {statistic} page time {_or_and(parts)}" if parts else "")
+        text += (f"; the server used {_or_and(cost)}" if cost else "") + "."
+        out.append(text)
+    busy = rows.dropna(subset=["busy_max"])
+    if len(busy) and busy.iloc[0]["server"] in BUSY_GAUGES:
+        name = BUSY_GAUGES[busy.iloc[0]["server"]][1].split(" (")[0]
+        peaks = _or_and([f"{r['busy_max']:,.0f} over {_p(r['protocol'])}" for r in busy.to_dict("records")])
+        limit = busy.iloc[0]["busy_limit"]
+        limit = None if limit is None or limit != limit else int(limit)
+        text = f"The server's {name} peaked at {peaks}"
+        full = [r for r in busy.to_dict("records") if limit and r["busy_max"] >= limit]
+        if limit and full:
+            starved = _or_and([_p(r["protocol"]) for r in full])
+            text += f"; {starved} used every worker it allows ({limit}): thread starvation"
+        elif limit:
+            text += f" (it allows {limit})"
+        out.append(text + ".")
+    cpu = rows.dropna(subset=["cpu_max"])
+    if len(cpu):
+        out.append(
+            "The server's CPU peaked at "
+            + _or_and([f"{r['cpu_max']:.2f} cores over {_p(r['protocol'])}" for r in cpu.to_dict("records")])
+            + "."
+        )
+    return out
+
+
+def capacity_quality_sentences(table: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """Runs not complete, thresholds failed, intervals where the generator itself was short of CPU."""
+    out = []
+    for r in runs.to_dict("records"):
+        if r["status"] != "complete":
+            what = f"{r['intervals']} intervals measured" if r["intervals"] else "nothing measured"
+            out.append(
+                f"Run {r['loadtest_id']} ({_p(r['protocol'])}{', ' + r['config'] if r['config'] else ''}) is "
+                f"{r['status']} ({what}{': ' + r['error'] if r.get('error') else ''}); "
+                + (
+                    "its intervals are drawn but its outcomes may be missing."
+                    if r["intervals"]
+                    else "it is not drawn."
+                )
+            )
+        elif r["thresholds_passed"] is False or r["thresholds_passed"] == 0:
+            failed = [t["expr"] for t in (r["thresholds"] or []) if not t.get("pass")]
+            out.append(
+                f"Run {r['loadtest_id']} ({_p(r['protocol'])}) failed its thresholds: {'; '.join(failed)}."
+            )
+    for r in table.to_dict("records") if len(table) else []:
+        n = r["generator_saturated_intervals"]
+        if n:
+            out.append(
+                f"The load generator was short of CPU in {_n(n, 'interval')} of the {_p(r['protocol'])} run "
+                f"{r['loadtest_id']}: page times there include its own delay, not only the server's "
+                "(docs/loadtest.md, generator cost)."
+            )
     return out

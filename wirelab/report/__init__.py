@@ -61,9 +61,16 @@ def _environment() -> jinja2.Environment:
 def _build_sections(
     results: Results, sweeps: Sequence[str], out_dir: Path, *, waterfall_budget: int | None = None
 ) -> list[SweepSection]:
-    """Analyse each sweep and write its figures under ``out_dir/figures/<sweep>/``."""
+    """Analyse each sweep and write its figures under ``out_dir/figures/<sweep>/`` (a load test's with
+    :mod:`wirelab.report._capacity`)."""
     sections = []
     for name in sweeps:
+        if results.sweep_kind(name) == "loadtest":
+            from wirelab.analysis.capacity import load_capacity
+            from wirelab.report._capacity import build_capacity
+
+            sections.append(build_capacity(load_capacity(results, name), out_dir / "figures" / name))
+            continue
         data = load_sweep(results, name)
         kwargs = {} if waterfall_budget is None else {"waterfall_budget": waterfall_budget}
         sections.append(build_sweep(data, out_dir / "figures" / name, **kwargs))
