@@ -174,11 +174,14 @@ func readServerRecords(t *testing.T, dir string) []serverRecord {
 // 1 kB root page takes h1 and h2c 2 RTT (TCP, request), h1s and h2 3 (TCP, TLS 1.3, request),
 // h3 2 (QUIC with TLS, request): never less than the path allows, and the fastest of three loads
 // within 3 % of it. The median is logged, not checked: a real server may take a round trip more
-// on its own (Caddy 2.6's QUIC handshake does in about half its loads; docs/server.md).
+// on its own. Caddy 2.6's QUIC handshake does in half or more of its loads (docs/server.md; all three
+// loads of a trial in 2 of 5 runs on 2026-11-25), so its h3 may also sit within 3 % of 3 RTT — one
+// round trip whole, never a fraction of one, which is still the path's physics.
 func TestServersPhysicsRoundTrips(t *testing.T) {
 	roottest.RequireTUN(t)
 	const rtt = 200.0
 	rtts := map[string]float64{"h1": 2, "h1s": 3, "h2": 3, "h2c": 2, "h3": 2}
+	ownRoundTrip := map[[2]string]bool{{"caddy", "h3"}: true} // the server's own extra round trip
 	for _, s := range realServers(t) {
 		t.Run(s.Name(), func(t *testing.T) {
 			protocols := s.Support().Protocols
@@ -200,7 +203,12 @@ func TestServersPhysicsRoundTrips(t *testing.T) {
 				n := rtts[p]
 				best, m := slices.Min(plt[p]), median(plt[p])
 				t.Logf("%s %s: fastest %.1f ms = %.3f RTT, median %.1f ms", s.Name(), p, best, best/rtt, m)
-				if best > n*rtt*1.03 {
+				within := func(n float64) bool { return best <= n*rtt*1.03 }
+				switch {
+				case within(n):
+				case ownRoundTrip[[2]string{s.Name(), p}] && best >= (n+1)*rtt-1 && within(n+1):
+					t.Logf("%s %s: %.0f RTT — the server's own extra round trip (docs/server.md)", s.Name(), p, n+1)
+				default:
 					t.Errorf("%s: fastest of %d loads %.1f ms, more than 3 %% above %.0f RTT", p, len(plt[p]), best, n)
 				}
 			}
