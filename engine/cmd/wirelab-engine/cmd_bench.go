@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -113,15 +114,10 @@ func runBenchLink(args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench link: %w", err)
 	}
-	out := struct {
-		*bench.LinkResult
-		Command   string `json:"command"`
-		Engine    string `json:"engine"`
-		StartedAt string `json:"started_at"`
-	}{res, shellquote.Join(os.Args), version.String(), started.UTC().Format(time.RFC3339)}
 	if *asJSON {
-		b, _ := json.MarshalIndent(out, "", "  ")
-		fmt.Println(string(b))
+		if err := printBenchJSON(res, started); err != nil {
+			return fmt.Errorf("bench link: %w", err)
+		}
 	} else {
 		printLinkResult(res)
 	}
@@ -129,6 +125,46 @@ func runBenchLink(args []string) error {
 		return fmt.Errorf("bench link: %d part(s) failed: %s", len(res.Errors), strings.Join(res.Errors, "; "))
 	}
 	return nil
+}
+
+// printBenchJSON prints a benchmark's result as JSON (benchJSON).
+func printBenchJSON(res any, started time.Time) error {
+	b, err := benchJSON(res, started)
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(b))
+	return nil
+}
+
+// benchJSON is a benchmark's result (a struct whose JSON is an object), indented, with the run's
+// provenance after its own fields: the command line, the engine's version and when it started.
+func benchJSON(res any, started time.Time) ([]byte, error) {
+	body, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := json.Marshal(struct {
+		Command   string `json:"command"`
+		Engine    string `json:"engine"`
+		StartedAt string `json:"started_at"`
+	}{shellquote.Join(os.Args), version.String(), started.UTC().Format(time.RFC3339)})
+	if err != nil {
+		return nil, err
+	}
+	if len(body) < 2 || body[0] != '{' {
+		return nil, fmt.Errorf("benchmark result %T is not a JSON object", res)
+	}
+	merged := body[:len(body)-1] // the result's object, open
+	if len(merged) > 1 {
+		merged = append(merged, ',')
+	}
+	merged = append(merged, prov[1:]...)
+	var out bytes.Buffer
+	if err := json.Indent(&out, merged, "", "  "); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }
 
 func printLinkResult(r *bench.LinkResult) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
-	"github.com/wirelab/wirelab/engine/internal/shellquote"
-	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/trial"
 )
 
@@ -46,15 +43,10 @@ func runBenchLoader(args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench loader: %w", err)
 	}
-	out := struct {
-		*bench.LoaderResult
-		Command   string `json:"command"`
-		Engine    string `json:"engine"`
-		StartedAt string `json:"started_at"`
-	}{res, shellquote.Join(os.Args), version.String(), started.UTC().Format(time.RFC3339)}
 	if *asJSON {
-		b, _ := json.MarshalIndent(out, "", "  ")
-		fmt.Println(string(b))
+		if err := printBenchJSON(res, started); err != nil {
+			return fmt.Errorf("bench loader: %w", err)
+		}
 		return nil
 	}
 	fmt.Println("loader overhead, unimpaired path (profile native), one fetch process per load:")

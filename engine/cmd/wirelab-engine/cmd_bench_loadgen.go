@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
-	"github.com/wirelab/wirelab/engine/internal/shellquote"
-	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/netns"
 )
 
@@ -133,15 +130,10 @@ flags:`)
 	if err != nil {
 		return fmt.Errorf("bench loadgen: %w", err)
 	}
-	out := struct {
-		*bench.LoadgenResult
-		Command   string `json:"command"`
-		Engine    string `json:"engine"`
-		StartedAt string `json:"started_at"`
-	}{res, shellquote.Join(os.Args), version.String(), started.UTC().Format(time.RFC3339)}
 	if *asJSON {
-		b, _ := json.MarshalIndent(out, "", "  ")
-		fmt.Println(string(b))
+		if err := printBenchJSON(res, started); err != nil {
+			return fmt.Errorf("bench loadgen: %w", err)
+		}
 		return nil
 	}
 	printLoadgenResult(res)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
-	"github.com/wirelab/wirelab/engine/internal/shellquote"
-	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/server/impl"
 	"github.com/wirelab/wirelab/engine/trial"
 )
@@ -59,14 +56,7 @@ func runBenchServers(args []string) error {
 		return fmt.Errorf("bench servers: %w", err)
 	}
 	if *asJSON {
-		b, _ := json.MarshalIndent(struct {
-			*bench.ServersResult
-			Command   string `json:"command"`
-			Engine    string `json:"engine"`
-			StartedAt string `json:"started_at"`
-		}{res, shellquote.Join(os.Args), version.String(), started.UTC().Format(time.RFC3339)}, "", "  ")
-		fmt.Println(string(b))
-		return nil
+		return printBenchJSON(res, started)
 	}
 	fmt.Printf("servers under test: %s over h1s and h2, network %s, one trial per server:\n", res.Page, res.Network)
 	fmt.Printf("  %-8s %-24s %-4s %6s %14s %16s %18s %14s\n", "server", "version", "", "loads", "PLT median ms", "server CPU ms", "CPU µs/request", "peak mem MB")

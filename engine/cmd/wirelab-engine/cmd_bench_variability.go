@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
-	"github.com/wirelab/wirelab/engine/internal/shellquote"
-	"github.com/wirelab/wirelab/engine/internal/version"
 )
 
 func init() {
@@ -61,15 +58,10 @@ func runBenchVariability(args []string) error {
 	if err != nil {
 		return fmt.Errorf("bench variability: %w", err)
 	}
-	out := struct {
-		*bench.VariabilityResult
-		Command   string `json:"command"`
-		Engine    string `json:"engine"`
-		StartedAt string `json:"started_at"`
-	}{res, shellquote.Join(os.Args), version.String(), started.UTC().Format(time.RFC3339)}
 	if *asJSON {
-		b, _ := json.MarshalIndent(out, "", "  ")
-		fmt.Println(string(b))
+		if err := printBenchJSON(res, started); err != nil {
+			return fmt.Errorf("bench variability: %w", err)
+		}
 	} else {
 		fmt.Printf("variability: page %s, %s, %s, compute scale %g, %d runs each (%.0f s)\n", res.Page, res.Profile, res.Protocol, res.ComputeScale, *runs, res.Seconds)
 		for _, s := range []bench.Spread{res.Chromium, res.Replay} {

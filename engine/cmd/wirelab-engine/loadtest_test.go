@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,17 +25,7 @@ import (
 // loadtestCmd is `wirelab-engine loadtest --spec … --out … --progress` as a subprocess.
 func loadtestCmd(t *testing.T, spec string, limit time.Duration) (*exec.Cmd, string) {
 	t.Helper()
-	dir := t.TempDir()
-	specFile := filepath.Join(dir, "spec.json")
-	if err := os.WriteFile(specFile, []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out")
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, os.Args[0], "loadtest", "--spec", specFile, "--out", out, "--progress")
-	cmd.Env = append(os.Environ(), testMainEnv+"=1")
-	return cmd, out
+	return specCmd(t, "loadtest", spec, limit)
 }
 
 // loadtestOutput is what a test reads of a load test's directory.

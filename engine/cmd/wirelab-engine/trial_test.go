@@ -43,6 +43,13 @@ import (
 // trialCmd runs the test binary as `wirelab-engine trial` on spec (JSON) into dir/out.
 func trialCmd(t *testing.T, spec string, limit time.Duration) (*exec.Cmd, string) {
 	t.Helper()
+	return specCmd(t, "trial", spec, limit)
+}
+
+// specCmd is the test binary as `wirelab-engine COMMAND --spec F --out D --progress` (trial,
+// loadtest), spec (JSON) written to a fresh directory; it returns the command and D.
+func specCmd(t *testing.T, command, spec string, limit time.Duration) (*exec.Cmd, string) {
+	t.Helper()
 	dir := t.TempDir()
 	specFile := filepath.Join(dir, "spec.json")
 	if err := os.WriteFile(specFile, []byte(spec), 0o644); err != nil {
@@ -51,7 +58,7 @@ func trialCmd(t *testing.T, spec string, limit time.Duration) (*exec.Cmd, string
 	out := filepath.Join(dir, "out")
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, os.Args[0], "trial", "--spec", specFile, "--out", out, "--progress")
+	cmd := exec.CommandContext(ctx, os.Args[0], command, "--spec", specFile, "--out", out, "--progress")
 	cmd.Env = append(os.Environ(), testMainEnv+"=1")
 	return cmd, out
 }
