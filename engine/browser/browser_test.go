@@ -60,6 +60,22 @@ func TestFlags(t *testing.T) {
 	if got, want := static.resolverRules(), "MAP s1.wirelab.test 10.77.1.1, MAP s2.wirelab.test 10.77.1.2, MAP * ~NOTFOUND"; got != want {
 		t.Errorf("static rules %q, want %q", got, want)
 	}
+	// A public load (the egress router's): no rule narrows the resolver, and the hosts a load may
+	// reach are names, the lab's addresses and public ones.
+	internet := Config{Protocol: H2, Internet: true}
+	for _, f := range internet.Flags() {
+		if strings.HasPrefix(f, "--host-resolver-rules") || strings.HasPrefix(f, "--ignore-certificate-errors-spki-list") {
+			t.Errorf("internet: %s", f)
+		}
+	}
+	for host, ok := range map[string]bool{"example.org": true, "93.184.215.14": true, "10.77.1.1": true, "192.0.2.1": false, "127.0.0.1": false} {
+		if err := internet.checkHost(host); (err == nil) != ok {
+			t.Errorf("internet, %s: %v", host, err)
+		}
+		if err := (Config{}).checkHost(host); (err == nil) != (host == "10.77.1.1" || host == "127.0.0.1") {
+			t.Errorf("lab, %s: %v", host, err)
+		}
+	}
 	if _, err := ParseProtocol("h2c"); err == nil || !strings.Contains(err.Error(), "Chromium does not speak h2c") {
 		t.Errorf("h2c: %v", err)
 	}

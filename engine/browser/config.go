@@ -18,6 +18,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/client"
 )
 
 // Protocol is the protocol Chromium is restricted to for a load.
@@ -101,6 +103,12 @@ type Config struct {
 	// 10.77.0.0/16, *.wirelab.test). Even then, names outside *.wirelab.test do not resolve
 	// unless mapped by Resolve. Default false: such URLs fail the load.
 	AllowAnyTarget bool
+	// Internet lets the load reach public sites through the egress router (docs/egress.md): names
+	// are resolved by the system resolver (in a live trial's client namespace the run's DNS
+	// forwarder) with no rule narrowing them, the certificates are checked against Chromium's own
+	// roots, and a URL's host must be a name, a lab address or a public address (engine/policy).
+	// Default false.
+	Internet bool
 	// Stderr, when set, receives Chromium's own output.
 	Stderr func(line string)
 }
@@ -184,7 +192,9 @@ func (c Config) Flags() []string {
 		"--disable-backgrounding-occluded-windows",
 		"--dns-prefetch-disable",
 		"--disable-features=" + strings.Join(disabledFeatures, ","),
-		"--host-resolver-rules=" + c.resolverRules(),
+	}
+	if !c.Internet {
+		f = append(f, "--host-resolver-rules="+c.resolverRules())
 	}
 	if len(c.SPKIHashes) > 0 {
 		f = append(f, "--ignore-certificate-errors-spki-list="+strings.Join(c.SPKIHashes, ","))
@@ -200,6 +210,18 @@ func (c Config) Flags() []string {
 		f = append(f, "--enable-quic", "--origin-to-force-quic-on=*")
 	}
 	return f
+}
+
+// checkHost is the check of a URL's host before the load and of every request's after it: the lab
+// only unless Internet (then a name, a lab address or a public address) or AllowAnyTarget.
+func (c Config) checkHost(host string) error {
+	switch {
+	case c.AllowAnyTarget:
+		return nil
+	case c.Internet:
+		return client.CheckInternetHost(host)
+	}
+	return client.CheckTarget(host)
 }
 
 // resolverRules is the --host-resolver-rules value: the static map (if any), then every name

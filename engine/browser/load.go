@@ -18,8 +18,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/tracing"
 	"github.com/chromedp/chromedp"
-
-	"github.com/wirelab/wirelab/engine/client"
 )
 
 // TraceCategories are the trace categories a recording load enables: the renderer's timeline
@@ -49,10 +47,8 @@ func Load(ctx context.Context, cfg Config, rawURL string) (*Result, error) {
 	if u.Scheme != cfg.Protocol.Scheme() {
 		return nil, fmt.Errorf("url %q: scheme %s does not match protocol %s (which needs %s URLs)", rawURL, u.Scheme, cfg.Protocol, cfg.Protocol.Scheme())
 	}
-	if !cfg.AllowAnyTarget {
-		if err := client.CheckTarget(u.Hostname()); err != nil {
-			return nil, fmt.Errorf("url %q: %w", rawURL, err)
-		}
+	if err := cfg.checkHost(u.Hostname()); err != nil {
+		return nil, fmt.Errorf("url %q: %w", rawURL, err)
 	}
 	profile, err := newProfile(cfg.ProfileParent)
 	if err != nil {
@@ -181,7 +177,7 @@ func Load(ctx context.Context, cfg Config, rawURL string) (*Result, error) {
 			res.Err = fmt.Errorf("tracing: %w", err)
 		}
 	}
-	rec.fill(res, cfg.AllowAnyTarget)
+	rec.fill(res, cfg.checkHost)
 	return res, nil
 }
 

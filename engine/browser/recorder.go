@@ -233,8 +233,9 @@ func (r *recorder) waitTrace(ctx context.Context) error {
 	}
 }
 
-// fill converts the recorded events into res's entries and load-level values.
-func (r *recorder) fill(res *Result, anyTarget bool) {
+// fill converts the recorded events into res's entries and load-level values; checkHost judges
+// every request's host (a request outside what the load may reach is the load's error).
+func (r *recorder) fill(res *Result, checkHost func(host string) error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	reqs := make([]*request, 0, len(r.order))
@@ -287,8 +288,8 @@ func (r *recorder) fill(res *Result, anyTarget bool) {
 		if e.Error == "" && !q.done {
 			e.Error = "did not complete"
 		}
-		if !anyTarget && e.Error == "" {
-			if err := checkEntryURL(q.url); err != nil {
+		if e.Error == "" {
+			if err := checkEntryURL(q.url, checkHost); err != nil {
 				e.Error = err.Error()
 			}
 		}

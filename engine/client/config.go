@@ -139,6 +139,11 @@ type Config struct {
 	// AllowAnyTarget lets the loader contact hosts outside loopback, 10.77.0.0/16 and
 	// *.wirelab.test. Default false: such targets are refused.
 	AllowAnyTarget bool
+	// Internet lets the loader contact public sites (a live load through the egress router,
+	// docs/egress.md): any host name may be requested; IP literals and resolved addresses must be
+	// the lab's or public (engine/policy: special-purpose addresses are refused). The DNS server must
+	// still be the lab's. Default false.
+	Internet bool
 	// LoopbackOnly narrows the targets to loopback addresses (a load generator outside the lab):
 	// IP literals must be loopback, names pass the URL check and every address they resolve to
 	// must be loopback, and so must the DNS server's. AllowAnyTarget overrides it.

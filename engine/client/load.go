@@ -293,6 +293,8 @@ func (l *Loader) checkURL(u *url.URL) error {
 		return nil
 	case l.cfg.LoopbackOnly:
 		return checkLoopbackHost(o.host)
+	case l.cfg.Internet:
+		return CheckInternetHost(o.host)
 	}
 	return CheckTarget(o.host)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"github.com/wirelab/wirelab/engine/policy"
 	"golang.org/x/net/http2"
 )
 
@@ -501,6 +502,34 @@ func TestRefusesNonLabTargets(t *testing.T) {
 	l, _ = New(Config{Protocol: H2, AllowAnyTarget: true})
 	if err := l.checkURL(mustURL("https://example.com/")); err != nil {
 		t.Errorf("with AllowAnyTarget: %v", err)
+	}
+}
+
+// TestInternetTargets: with Config.Internet any name passes the URL check, but an IP literal or a
+// resolved address must be the lab's or public, checked before any connection.
+func TestInternetTargets(t *testing.T) {
+	l, err := New(Config{Protocol: H2, Internet: true, Resolver: StaticResolver{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for raw, ok := range map[string]bool{
+		"https://example.com/": true, "https://93.184.215.14/": true, "https://10.77.1.1/": true,
+		"https://192.0.2.1/": false, "https://127.0.0.1/": false, "https://[::1]/": false, "https://10.1.2.3/": false,
+	} {
+		if err := l.checkURL(mustURL(raw)); (err == nil) != ok {
+			t.Errorf("%s: %v", raw, err)
+		}
+	}
+	for _, a := range []string{"192.0.2.1", "127.0.0.1", "169.254.169.254"} {
+		l, _ := New(Config{Protocol: H2, Internet: true, Resolver: StaticResolver{"www.example.com": mustAddr(a)}})
+		res, err := l.Load(context.Background(), "https://www.example.com/", nil)
+		if err != nil || !errors.Is(res.Err, policy.ErrRefused) || res.Connections != 0 {
+			t.Errorf("www.example.com → %s: err %v, load error %v, %d connections", a, err, res.Err, res.Connections)
+		}
+	}
+	// The DNS server stays the lab's.
+	if _, err := New(Config{Protocol: H1, Internet: true, Resolver: &DNSResolver{Server: "8.8.8.8:53"}}); !errors.Is(err, ErrNotLabTarget) {
+		t.Errorf("DNS server 8.8.8.8 with Internet: %v", err)
 	}
 }
 

@@ -231,6 +231,8 @@ func (s *session) checkAddr(a netip.Addr, host string) error {
 		return nil
 	case s.cfg.LoopbackOnly:
 		return checkLoopback(a, host)
+	case s.cfg.Internet:
+		return checkInternetAddr(a, host)
 	}
 	return checkAddr(a, host)
 }

@@ -6,27 +6,44 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+
+	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/policy"
 )
 
-// The loader targets only the lab unless Config.AllowAnyTarget is set: loopback, the run's
-// namespaces (10.77.0.0/16, docs/architecture.md) and names under wirelab.test. The check runs on
-// every URL before it is requested, on every resolved address before it is dialled, and on the DNS
-// server's address.
+// The loader targets only the lab unless told otherwise: loopback, the run's namespaces
+// (netns.LabPrefix, 10.77.0.0/16, docs/architecture.md) and names under wirelab.test. With
+// Config.Internet (a live load of a public site through the egress router, docs/egress.md) any name
+// may be requested, and an IP literal or a resolved address must be the lab's or public
+// (policy.Policy with AllowInternet: never private, loopback outside the namespace, link-local,
+// documentation, …). Config.AllowAnyTarget lifts every check. The check runs on every URL before it
+// is requested, on every resolved address before it is dialled, and on the DNS server's address
+// (which is always the lab's).
 
-// LabPrefix is the address block of a run's namespaces.
-var LabPrefix = netip.MustParsePrefix("10.77.0.0/16")
+// ErrNotLabTarget is wrapped by every refusal of the lab policy.
+var ErrNotLabTarget = fmt.Errorf("not a lab target (allowed: loopback, %s, *.%s; pass --allow-any-target to override)", netns.LabPrefix, policy.LabDomain)
 
-// LabDomain is the DNS suffix of the lab's origins (s1.wirelab.test …).
-const LabDomain = "wirelab.test"
-
-// ErrNotLabTarget is wrapped by every refusal.
-var ErrNotLabTarget = fmt.Errorf("not a lab target (allowed: loopback, %s, *.%s; pass --allow-any-target to override)", LabPrefix, LabDomain)
-
-// IsLabAddr reports whether a is loopback or inside LabPrefix.
+// IsLabAddr reports whether a is loopback or inside the lab's block (netns.LabPrefix).
 func IsLabAddr(a netip.Addr) bool {
 	a = a.Unmap()
-	return a.IsLoopback() || LabPrefix.Contains(a)
+	return a.IsLoopback() || netns.LabPrefix.Contains(a)
 }
+
+// internetPolicy is Config.Internet's: the lab's block is the run's own, the rest must be public —
+// loopback too is refused (a public name answered with 127.0.0.1 must not reach local services).
+var internetPolicy = policy.Policy{AllowInternet: true, Own: netns.LabPrefix.Contains}
+
+// CheckInternetHost is the URL check under Config.Internet: an IP literal must pass the policy; a
+// name passes here and its addresses are checked once resolved.
+func CheckInternetHost(host string) error {
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return internetPolicy.CheckAddr(host, a)
+	}
+	return nil
+}
+
+// checkInternetAddr is the check of a resolved address under Config.Internet.
+func checkInternetAddr(a netip.Addr, host string) error { return internetPolicy.CheckAddr(host, a) }
 
 // IsLabHost reports whether a URL host (without port) names the lab: a lab address, "localhost",
 // or a name under LabDomain.
@@ -35,7 +52,7 @@ func IsLabHost(host string) bool {
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		return IsLabAddr(a)
 	}
-	return host == "localhost" || host == LabDomain || strings.HasSuffix(host, "."+LabDomain)
+	return host == "localhost" || policy.IsLabName(host)
 }
 
 // CheckTarget returns an error wrapping ErrNotLabTarget unless host is a lab host.

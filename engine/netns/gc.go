@@ -39,8 +39,10 @@ func GC() (GCReport, error) {
 		return rep, err
 	}
 	claimed := map[string]bool{} // namespace names of live runs, and of dead runs handled below
+	live := map[string]bool{}    // ids of live runs
 	for _, st := range states {
 		if alive(st.PID, st.PIDStart) {
+			live[st.ID] = true
 			for _, n := range st.Namespaces {
 				claimed[n] = true
 			}
@@ -77,6 +79,13 @@ func GC() (GCReport, error) {
 			errs = append(errs, err)
 		}
 	}
+	// The host side of egress runs that are not live: forwarding holds and slots without a live
+	// holder, and veth ends and tables of this namespace that no live run claims.
+	for _, p := range bad {
+		live[strings.TrimSuffix(filepath.Base(p), ".json")] = true // left alone with the rest of it
+	}
+	errs = append(errs, gcUplinks(live, &rep)...)
+	errs = append(errs, gcHostOrphans(live, &rep)...)
 	return rep, errors.Join(errs...)
 }
 
@@ -100,6 +109,9 @@ func removeRun(stateDir string, st *state, rep *GCReport) []error {
 		if err := removeDir(d, rep); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if st.Host != nil {
+		errs = append(errs, removeHostSide(st.ID, st.Host, rep)...)
 	}
 	errs = append(errs, removeOwned(st, rep)...)
 	if len(errs) == 0 {

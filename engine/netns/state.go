@@ -31,6 +31,8 @@ type state struct {
 	// a dead owner, by GC — with the same code (removeOwned).
 	Cgroups []string `json:"cgroups,omitempty"` // control groups (cgroup.RemovePath: members killed, directory removed)
 	Dirs    []string `json:"dirs,omitempty"`    // private directories (certificates, keys, document roots)
+	// Host is what an egress topology to the host made outside the run's namespaces (uplink.go).
+	Host *hostState `json:"host,omitempty"`
 }
 
 func statePath(dir, id string) string { return filepath.Join(dir, id+".json") }

@@ -12,9 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -56,6 +58,10 @@ type Config struct {
 	NoOffload bool
 	// Command is recorded in the state file (default os.Args).
 	Command []string
+	// Egress, when set, makes the server namespace the egress router towards a far side — the run's
+	// own local internet or the host (docs/egress.md). The origins then live on the far side
+	// (FarInternet) or nowhere (FarHost).
+	Egress *Egress
 	// TCPPlus, N in 1…32, makes the server's connections behave like N (study W's TCP+,
 	// docs/tcpplus.md): the server's route gets initcwnd and initrwnd Server.InitCwnd×N and
 	// Server.InitRwnd×N (the kernel's 10 where they are 0) and congestion control wl_cubicp<N>,
@@ -103,6 +109,14 @@ func (c *Config) withDefaults() (Config, error) {
 			return out, fmt.Errorf("tcpplus: %s is cubic with TCP+'s backoff; the server's congctl %q cannot be kept with it", tcpplus.Name(out.TCPPlus), out.Server.CongCtl)
 		}
 	}
+	if out.Egress != nil {
+		if err := out.Egress.check(); err != nil {
+			return out, err
+		}
+		if out.TCPPlus != 0 {
+			return out, errors.New("tcpplus: not with an egress topology (the servers are behind the router)")
+		}
+	}
 	if out.Command == nil {
 		out.Command = os.Args
 	}
@@ -114,11 +128,12 @@ type Topology struct {
 	ID  string
 	cfg Config
 
-	ns    [2]*os.File // open handles, indexed by Side
-	nsID  [2]nsID
-	tuns  [2]tun.Device
-	state string // path of the state file
-	st    *state // its content
+	ns    [len(sides)]*os.File // open handles, indexed by Side
+	nsID  [len(sides)]nsID
+	tuns  [2]tun.Device // client and server
+	state string        // path of the state file
+	st    *state        // its content
+	eg    *egress       // an egress topology's router and far side (egress.go)
 
 	unregisterTCPPlus func() error // releases wl_cubicp<N> (TCPPlus)
 
@@ -173,8 +188,10 @@ func Create(cfg Config) (*Topology, error) {
 		}
 		st := &state{
 			ID: id, PID: os.Getpid(), PIDStart: start, Command: c.Command, CreatedAt: time.Now().UTC(),
-			Namespaces: []string{NamespaceName(id, Client), NamespaceName(id, Server)},
-			TUNs:       []string{TUNName + "@" + NamespaceName(id, Client), TUNName + "@" + NamespaceName(id, Server)},
+			TUNs: []string{TUNName + "@" + NamespaceName(id, Client), TUNName + "@" + NamespaceName(id, Server)},
+		}
+		for _, side := range c.sides() {
+			st.Namespaces = append(st.Namespaces, NamespaceName(id, side))
 		}
 		if c.Resolver {
 			st.EtcDirs = []string{filepath.Join(etcNetnsDir, NamespaceName(id, Client))}
@@ -195,6 +212,15 @@ func Create(cfg Config) (*Topology, error) {
 	return t, nil
 }
 
+// sides are the namespaces the topology has: client and server, and the far side's of an egress
+// topology to the local internet.
+func (c *Config) sides() []Side {
+	if c.Egress != nil && c.Egress.Far == FarInternet {
+		return sides[:]
+	}
+	return sides[:2]
+}
+
 func checkCongCtl(name string) error {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
 	if err != nil {
@@ -212,7 +238,7 @@ func checkCongCtl(name string) error {
 var testHookStep = func(step string) error { return nil }
 
 func (t *Topology) build() error {
-	for _, side := range []Side{Client, Server} {
+	for _, side := range t.cfg.sides() {
 		h, err := createNamed(t.Name(side))
 		if err != nil {
 			return err
@@ -249,6 +275,11 @@ func (t *Topology) build() error {
 		}
 		if err := testHookStep("configure-" + side.String()); err != nil {
 			return err
+		}
+	}
+	if t.cfg.Egress != nil {
+		if err := t.buildEgress(); err != nil {
+			return fmt.Errorf("egress: %w", err)
 		}
 	}
 	return nil
@@ -321,16 +352,20 @@ func (t *Topology) configure(side Side) error {
 	var addrs []net.IP
 	route := &netlink.Route{LinkIndex: dev.Attrs().Index, Scope: netlink.SCOPE_LINK}
 	var rc RouteConfig
-	if side == Client {
+	switch {
+	case side == Client:
 		addrs = []net.IP{ClientAddr.AsSlice()}
-		route.Dst = &net.IPNet{IP: LabPrefix.Addr().AsSlice(), Mask: net.CIDRMask(LabPrefix.Bits(), 32)}
+		route.Dst = ipNet(LabPrefix)
 		rc = t.cfg.Client
-	} else {
+	case t.cfg.Egress != nil: // the router: the DNS forwarder's address only
+		addrs = []net.IP{DNSAddr.AsSlice()}
+		route.Dst = ipNet(ClientPrefix)
+	default:
 		for n := 1; n <= t.cfg.Origins; n++ {
 			addrs = append(addrs, OriginAddr(n).AsSlice())
 		}
 		addrs = append(addrs, DNSAddr.AsSlice())
-		route.Dst = &net.IPNet{IP: ClientPrefix.Addr().AsSlice(), Mask: net.CIDRMask(ClientPrefix.Bits(), 32)}
+		route.Dst = ipNet(ClientPrefix)
 		rc = t.cfg.Server
 	}
 	for _, a := range addrs {
@@ -350,7 +385,20 @@ func (t *Topology) configure(side Side) error {
 	if err := h.RouteAdd(route); err != nil {
 		return fmt.Errorf("route %s: %w", route.Dst, err)
 	}
+	if side == Client && t.cfg.Egress != nil {
+		// Everything else too crosses the emulated link to the router, which decides.
+		def := *route
+		def.Dst = ipNet(netip.MustParsePrefix("0.0.0.0/0"))
+		if err := h.RouteAdd(&def); err != nil {
+			return fmt.Errorf("default route: %w", err)
+		}
+	}
 	return nil
+}
+
+// ipNet is a prefix as netlink takes it.
+func ipNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }
 
 // Name is the namespace name of one side.
@@ -406,6 +454,10 @@ func (t *Topology) OriginAddrs() []string {
 	}
 	return out
 }
+
+// Sides are the topology's namespaces: client and server, and internet for an egress topology to
+// the local internet.
+func (t *Topology) Sides() []Side { return t.cfg.sides() }
 
 // Do runs fn on an OS thread inside the side's network namespace. Sockets fn creates stay in
 // that namespace after Do returns.
@@ -515,6 +567,8 @@ func (t *Topology) Close() error {
 			pids = append(pids, pidsIn(t.nsID[side])...)
 		}
 	}
+	// Host-side processes (FarHost: the DNS forwarder) are among cmds, signalled above; nothing
+	// else of the host's is touched.
 	terminate(pids, KillGrace)
 	for _, c := range cmds {
 		if c.Process != nil {
@@ -534,11 +588,23 @@ func (t *Topology) Close() error {
 			}
 		}
 	}
+	if t.eg != nil {
+		// The host side first (FarHost): its veth end goes with the router's only once the router
+		// namespace is really gone, which the kernel does asynchronously; and the forwarding it
+		// holds is released.
+		t.mu.Lock()
+		st := t.st
+		t.mu.Unlock()
+		if st != nil && st.Host != nil {
+			errs = append(errs, removeHostSide(st.ID, st.Host, nil)...)
+		}
+		t.eg.close()
+	}
 	for side, h := range t.ns {
 		if h != nil {
 			h.Close()
 		}
-		if t.ID != "" {
+		if t.ID != "" && slices.Contains(t.cfg.sides(), Side(side)) {
 			if err := deleteNamed(t.Name(Side(side))); err != nil {
 				errs = append(errs, err)
 			}

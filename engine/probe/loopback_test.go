@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/policy"
+
 	"github.com/wirelab/wirelab/engine/internal/contracttest"
 	"github.com/wirelab/wirelab/engine/probe"
 	"github.com/wirelab/wirelab/engine/sites"
@@ -70,7 +72,7 @@ func serveLoopback(t *testing.T) *loopbackSites {
 	t.Cleanup(func() { run.Close() })
 	cfg := probe.DefaultConfig()
 	cfg.Ports = ports
-	cfg.Policy = probe.Policy{Own: func(a netip.Addr) bool { return loopbackNet.Contains(a) }}
+	cfg.Policy = policy.Policy{Own: func(a netip.Addr) bool { return loopbackNet.Contains(a) }}
 	cfg.Resolver = &probe.DNSResolver{Addr: run.DNS.Addr(), Timeout: time.Second}
 	cfg.RootCAs = x509.NewCertPool()
 	cfg.RootCAs.AppendCertsFromPEM(run.Certs.CAPEM)
@@ -154,7 +156,7 @@ func TestClassifiesTheCatalog(t *testing.T) {
 func TestPolicyRefusesBeforeContact(t *testing.T) {
 	l := serveLoopback(t)
 	_, err := probeAll(t, l.cfg, []string{"h1.wirelab.test", "doc.wirelab.test"})
-	var re *probe.RefusedError
+	var re *policy.RefusedError
 	if !errors.As(err, &re) || re.Addr != "192.0.2.1" || !strings.Contains(err.Error(), "--allow-internet") {
 		t.Fatalf("doc.wirelab.test without --allow-internet: %v", err)
 	}
@@ -200,7 +202,7 @@ func TestMaxDurationEndsTheRun(t *testing.T) {
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
 	cfg := probe.DefaultConfig()
-	cfg.Policy = probe.Policy{Own: func(a netip.Addr) bool { return loopbackNet.Contains(a) }}
+	cfg.Policy = policy.Policy{Own: func(a netip.Addr) bool { return loopbackNet.Contains(a) }}
 	cfg.Timeout, cfg.MaxDuration, cfg.Concurrency = 30*time.Second, time.Second, 1
 	cfg.Ports = probe.Ports{HTTP: port, HTTPS: port, QUIC: port}
 	recs, err := probeAll(t, cfg, []string{"127.0.1.200", "https://127.0.1.200/a", "https://127.0.1.200/b"})

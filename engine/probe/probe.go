@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/policy"
 )
 
 // Ports are the default ports of the steps (a site URL's explicit port replaces its scheme's).
@@ -29,7 +30,7 @@ type Ports struct {
 
 // Config is a probe run's configuration. Start from DefaultConfig.
 type Config struct {
-	Policy   Policy
+	Policy   policy.Policy
 	Resolver Resolver // required when a site is given by name
 	// Timeout bounds each step (connect, handshake and response headers). Default 5 s; 100 ms–60 s.
 	Timeout time.Duration
@@ -110,7 +111,7 @@ func Plan(ctx context.Context, cfg Config, sites []Site) ([]Target, error) {
 	needDNS := false
 	for i, s := range sites {
 		targets[i] = Target{Index: i, Site: s}
-		if err := cfg.Policy.CheckSite(s); err != nil {
+		if err := checkSite(cfg.Policy, s); err != nil {
 			refusals = append(refusals, err)
 			targets[i].Refused = err.Error()
 			continue
@@ -183,6 +184,15 @@ func Plan(ctx context.Context, cfg Config, sites []Site) ([]Target, error) {
 		return nil, withMore(refusals)
 	}
 	return targets, nil
+}
+
+// checkSite is the policy's check of a site before resolution: an IP address is checked as the
+// address it is, a name as a name.
+func checkSite(p policy.Policy, s Site) error {
+	if s.IsIP() {
+		return p.CheckAddr(s.Input, s.Addr)
+	}
+	return p.CheckName(s.Input, s.Host)
 }
 
 // withMore is the first refusal, counting the others.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/egress"
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
@@ -45,11 +46,15 @@ type LabConfig struct {
 	Emulator *emulator.Config
 	// Stderr receives the server process's diagnostics (default os.Stderr).
 	Stderr io.Writer
+	// OnEgress, when set, receives the DNS forwarder's admissions and refusals.
+	OnEgress func(egress.Event)
 }
 
-// Lab is the local internet running: the emulated path (engine/netns topology: one origin
-// address per served site, the DNS server at netns.DNSAddr), the sites' servers in the server
-// namespace, and a resolv.conf in the client namespace naming the run's DNS server.
+// Lab is the local internet running: the emulated path to the egress router (an engine/netns
+// egress topology whose far side is the local internet's namespace: one origin address per served
+// site, their DNS server at netns.InternetDNSAddr), the sites' servers there, the router's DNS
+// forwarder at netns.DNSAddr, and a resolv.conf in the client namespace naming it — the path a
+// public live load takes, with the local internet as its far side (docs/egress.md).
 type Lab struct {
 	E      *emulator.Emulator
 	Sites  []Site
@@ -61,6 +66,7 @@ type Lab struct {
 	certDir string
 	server  *exec.Cmd
 	done    chan error
+	dns     *egress.Process
 }
 
 // ServeReady is the ready line of `wirelab-engine sites serve`.
@@ -117,6 +123,7 @@ func StartLab(cfg LabConfig) (*Lab, error) {
 		ecfg.PcapDir = cfg.PcapDir
 	}
 	ecfg.Topology.Resolver = true
+	ecfg.Topology.Egress = &netns.Egress{Far: netns.FarInternet}
 	stderr := cfg.Stderr
 	if stderr == nil {
 		stderr = os.Stderr
@@ -136,7 +143,7 @@ func StartLab(cfg LabConfig) (*Lab, error) {
 		return nil, errors.Join(err, l.Close())
 	}
 	l.certDir = certDir
-	l.server = e.Topo.Command(netns.Server, cfg.Engine, "sites", "serve", "--cert-dir", certDir)
+	l.server = e.Topo.Command(netns.Internet, cfg.Engine, "sites", "serve", "--cert-dir", certDir)
 	l.server.Env = append(os.Environ(), cfg.Env...)
 	l.server.Stderr = stderr
 	out, w, err := os.Pipe()
@@ -176,6 +183,9 @@ func StartLab(cfg LabConfig) (*Lab, error) {
 	if err != nil {
 		return nil, errors.Join(err, l.Close())
 	}
+	if l.dns, err = egress.Start(e.Topo, cfg.Engine, append(os.Environ(), cfg.Env...), cfg.OnEgress); err != nil {
+		return nil, errors.Join(err, l.Close())
+	}
 	return l, nil
 }
 
@@ -209,6 +219,13 @@ func (l *Lab) Close() error {
 
 // Shutdown is Close, returning the emulator's summary of the run.
 func (l *Lab) Shutdown() (emulator.Summary, error) {
+	var errs []error
+	if l.dns != nil {
+		if _, err := l.dns.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+		l.dns = nil
+	}
 	if l.server != nil && l.server.Process != nil {
 		_ = l.server.Process.Signal(os.Interrupt)
 		select {
@@ -218,7 +235,8 @@ func (l *Lab) Shutdown() (emulator.Summary, error) {
 			<-l.done
 		}
 	}
-	return l.E.Stop()
+	sum, err := l.E.Stop()
+	return sum, errors.Join(append(errs, err)...)
 }
 
 // PrivatePrefix names a lab's private directory in os.TempDir(): wirelab-sites-<run id> (0700),

@@ -3,6 +3,7 @@ package sites
 import (
 	"testing"
 
+	"github.com/wirelab/wirelab/engine/policy"
 	"github.com/wirelab/wirelab/engine/probe"
 )
 
@@ -11,7 +12,7 @@ func TestCatalogCoversEveryCase(t *testing.T) {
 	seen := map[string]bool{}
 	names := map[string]bool{}
 	for _, s := range Catalog() {
-		if names[s.Name] || !probe.IsLabName(s.Name) {
+		if names[s.Name] || !policy.IsLabName(s.Name) {
 			t.Errorf("%s: duplicate or outside the lab's zone", s.Name)
 		}
 		names[s.Name] = true

@@ -19,6 +19,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/pktlog"
+	"github.com/wirelab/wirelab/engine/policy"
 	"github.com/wirelab/wirelab/engine/probe"
 	"github.com/wirelab/wirelab/engine/sites"
 )
@@ -66,14 +67,14 @@ func ParseLive(pageName string, allowInternet bool) (*Live, error) {
 	if site.Port != 0 {
 		return nil, fielderr.New("page", pageName, "a live page's URL has no port: each load uses its protocol's (80 for h1 and h2c, 443 for the others)")
 	}
-	local := !site.IsIP() && probe.IsLabName(site.Host)
+	local := !site.IsIP() && policy.IsLabName(site.Host)
 	switch {
 	case !local && !allowInternet:
 		return nil, fielderr.New("page", pageName, "%s is not a site of the local internet: public sites are loaded only with --allow-internet (wirelab run or wirelab load); without it only *.%s names of the run (wirelab-engine sites ls)",
-			site.Host, probe.LabDomain)
+			site.Host, policy.LabDomain)
 	case !local:
 		return nil, fielderr.New("page", pageName, "loads of public sites need the egress path, which this engine does not have yet (docs/live.md); the local internet's sites (*.%s) load without --allow-internet",
-			probe.LabDomain)
+			policy.LabDomain)
 	}
 	if _, ok := sites.Find(site.Host); !ok {
 		var names []string

@@ -39,9 +39,13 @@ trial does: ip netns exec), where Chromium resolves names with the run's DNS ser
   --har FILE               write the load as HAR 1.2 with Chrome's extensions (also when it failed)
   --chromium PATH          the Chromium binary (default $WIRELAB_CHROMIUM or /usr/bin/chromium)
   --chromium-log           copy Chromium's own output to stderr
+  --allow-internet         allow public sites (a live trial's loads through the egress router):
+                           names resolve through /etc/resolv.conf with no rule narrowing them,
+                           certificates are checked against Chromium's roots, IP literals must be
+                           10.77.0.0/16 or public
 
-Names outside *.wirelab.test never resolve in Chromium; URLs outside loopback, 10.77.0.0/16 and
-*.wirelab.test are refused. Exit status: 0 the load completed, 1 it failed (the result is still
+Without --allow-internet names outside *.wirelab.test never resolve in Chromium, and URLs outside
+loopback, 10.77.0.0/16 and *.wirelab.test are refused. Exit status: 0 the load completed, 1 it failed (the result is still
 printed), 2 bad flags, 130 interrupted.
 `
 
@@ -183,7 +187,8 @@ func parseBrowseArgs(args []string) (*browseArgs, error) {
 		}
 		cfg.SPKIHashes = append(cfg.SPKIHashes, hashes...)
 	}
-	if err := checkFetchURL(ba.url, false); err != nil {
+	cfg.Internet = sb.AllowInternet
+	if err := checkFetchURL(ba.url, targetCheck(false, sb.AllowInternet)); err != nil {
 		return nil, err
 	}
 	return ba, nil

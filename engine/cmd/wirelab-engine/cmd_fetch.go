@@ -56,7 +56,10 @@ nothing (connection, TLS session, name) is carried from one load to the next.
   --json                   print one JSON line (the load record's fields) instead of a table
   --har FILE               write the load as HAR 1.2 (also when it failed)
   --keylog FILE            append TLS secrets in NSS key log format (to decrypt pcaps)
-  --allow-any-target       allow hosts outside loopback, 10.77.0.0/16 and *.wirelab.test
+  --allow-internet         allow public sites (a live trial's loads through the egress router):
+                           any name; IP literals and resolved addresses must be 10.77.0.0/16 or
+                           public — private, loopback, link-local, documentation … are refused
+  --allow-any-target       allow hosts outside loopback, 10.77.0.0/16 and *.wirelab.test (no check)
 
 Without --dns or --resolve, names go to the system resolver. Exit status: 0 the load completed,
 1 it failed (the result is still printed, with its error), 2 bad flags.
@@ -234,6 +237,7 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 	cfg.MaxConnectionsPerOrigin = maxConns
 	cfg.Timeout = timeout
 	cfg.AllowAnyTarget = *anyTarget
+	cfg.Internet = sf.AllowInternet
 	cfg.UserAgent = "wirelab-engine/" + version.Version
 	cfg.AcceptPush = *acceptPush
 	if cfg.Priority, err = client.ParsePriorityPolicy(*prio); err != nil {
@@ -286,22 +290,32 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 		}
 	}
 
-	if err := checkFetchURL(fa.url, *anyTarget); err != nil {
+	if err := checkFetchURL(fa.url, targetCheck(*anyTarget, sf.AllowInternet)); err != nil {
 		return nil, err
 	}
 	return fa, nil
 }
 
-// checkFetchURL refuses a URL that is not a lab target before anything is sent.
-func checkFetchURL(raw string, anyTarget bool) error {
+// targetCheck is the check of a URL's host that fetch and browse apply before anything is sent:
+// the lab's (client.CheckTarget), the public sites' (--allow-internet) or none (--allow-any-target).
+func targetCheck(anyTarget, internet bool) func(host string) error {
+	switch {
+	case anyTarget:
+		return func(string) error { return nil }
+	case internet:
+		return client.CheckInternetHost
+	}
+	return client.CheckTarget
+}
+
+// checkFetchURL refuses a URL whose host check refuses before anything is sent.
+func checkFetchURL(raw string, check func(host string) error) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return cli.Usagef("URL %q: %v", raw, err)
 	}
-	if !anyTarget {
-		if err := client.CheckTarget(u.Hostname()); err != nil {
-			return cli.Usagef("URL %s: %v", raw, err)
-		}
+	if err := check(u.Hostname()); err != nil {
+		return cli.Usagef("URL %s: %v", raw, err)
 	}
 	return nil
 }

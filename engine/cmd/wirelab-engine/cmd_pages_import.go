@@ -159,7 +159,7 @@ func pagesRecord(args []string, stdout io.Writer) error {
 	}
 	var url string
 	if isURL {
-		if err := checkFetchURL(arg, false); err != nil {
+		if err := checkFetchURL(arg, client.CheckTarget); err != nil {
 			return err
 		}
 		if *baseName != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/version"
+	"github.com/wirelab/wirelab/engine/policy"
 	"github.com/wirelab/wirelab/engine/probe"
 )
 
@@ -185,7 +186,7 @@ func runProbe(args []string, stdout io.Writer) error {
 			fmt.Fprintln(os.Stderr, "wirelab-engine: probe: interrupted")
 			return &cli.ExitError{Code: 130}
 		}
-		var re *probe.RefusedError
+		var re *policy.RefusedError
 		if errors.As(err, &re) {
 			return cli.Usagef("probe: %v", err)
 		}

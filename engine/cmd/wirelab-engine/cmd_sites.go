@@ -30,11 +30,12 @@ func init() {
 
 const sitesUsage = `usage: wirelab-engine sites [flags] [-- CMD [ARG…]]
        wirelab-engine sites ls [--json]
-       wirelab-engine sites serve --cert-dir DIR   (run by the first form in the server namespace)
+       wirelab-engine sites serve --cert-dir DIR   (run by the first form in the internet namespace)
 
-Starts the local internet — the catalog's sites (sites ls) in a server namespace behind an emulated
-path and the run's DNS server (*.wirelab.test, with HTTPS records) — and runs CMD (default: $SHELL)
-in the client namespace, whose resolv.conf names that DNS server. CMD sees WIRELAB_CA_FILE (the
+Starts the local internet — the catalog's sites (sites ls) and their DNS server (*.wirelab.test,
+with HTTPS records) in a namespace of their own behind the egress router, which the emulated path
+leads to (docs/egress.md) — and runs CMD (default: $SHELL) in the client namespace, whose
+resolv.conf names the router's DNS forwarder. CMD sees WIRELAB_CA_FILE (the
 sites' CA), WIRELAB_DNS_ADDR and WIRELAB_SITES (the catalog's URLs). The exit status is CMD's.
 Everything is removed on exit, error, Ctrl-C or SIGTERM; after a SIGKILL, wirelab-engine gc does it.
 Needs root. Example: wirelab-engine sites -- wirelab-engine probe h1.wirelab.test h3.wirelab.test
@@ -189,8 +190,8 @@ func sitesLs(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// sitesServe runs the catalog's servers and the DNS server on the run's addresses (inside the
-// server namespace) until SIGINT/SIGTERM.
+// sitesServe runs the catalog's servers and their DNS server on the run's addresses (inside the
+// local internet's namespace, behind the egress router) until SIGINT/SIGTERM.
 func sitesServe(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sites serve", flag.ContinueOnError)
 	certDir := fs.String("cert-dir", "", "directory for the sites' certificates (required; the files are removed at exit)")
@@ -208,7 +209,7 @@ func sitesServe(args []string, stdout io.Writer) error {
 	for i := range sites.Served(catalog) {
 		addrs = append(addrs, netns.OriginAddr(i+1))
 	}
-	run, err := sites.Serve(sites.ServeConfig{Sites: catalog, Addrs: addrs, DNS: netns.DNSAddr.String() + ":53", CertDir: *certDir})
+	run, err := sites.Serve(sites.ServeConfig{Sites: catalog, Addrs: addrs, DNS: netip.AddrPortFrom(netns.InternetDNSAddr, 53).String(), CertDir: *certDir})
 	if err != nil {
 		return fmt.Errorf("sites serve: %w", err)
 	}

@@ -127,6 +127,7 @@ type Fetch struct {
 	HAR            string
 	KeyLog         string
 	AllowAnyTarget bool
+	AllowInternet  bool // public sites through the egress router (client.Config.Internet)
 }
 
 // DefaultFetch is fetch's flags' defaults.
@@ -156,6 +157,9 @@ func (f Fetch) Args() []string {
 	a = appendIf(a, "--keylog", f.KeyLog)
 	if f.AllowAnyTarget {
 		a = append(a, "--allow-any-target")
+	}
+	if f.AllowInternet {
+		a = append(a, "--allow-internet")
 	}
 	return a
 }
@@ -195,6 +199,7 @@ func (f *Fetch) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.HAR, "har", f.HAR, "")
 	fs.StringVar(&f.KeyLog, "keylog", f.KeyLog, "")
 	fs.BoolVar(&f.AllowAnyTarget, "allow-any-target", f.AllowAnyTarget, "")
+	fs.BoolVar(&f.AllowInternet, "allow-internet", f.AllowInternet, "")
 }
 
 // Browse is `wirelab-engine browse`'s command line: one load by Chromium.
@@ -210,6 +215,8 @@ type Browse struct {
 	HAR         string
 	Chromium    string // the browser binary ("" = chromium on PATH)
 	ChromiumLog bool
+	// AllowInternet: public sites through the egress router (browser.Config.Internet).
+	AllowInternet bool
 }
 
 // DefaultBrowse is browse's flags' defaults.
@@ -230,6 +237,9 @@ func (b Browse) Args() []string {
 	if b.ChromiumLog {
 		a = append(a, "--chromium-log")
 	}
+	if b.AllowInternet {
+		a = append(a, "--allow-internet")
+	}
 	return a
 }
 
@@ -245,6 +255,7 @@ func (b *Browse) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&b.HAR, "har", b.HAR, "")
 	fs.StringVar(&b.Chromium, "chromium", b.Chromium, "")
 	fs.BoolVar(&b.ChromiumLog, "chromium-log", b.ChromiumLog, "")
+	fs.BoolVar(&b.AllowInternet, "allow-internet", b.AllowInternet, "")
 }
 
 func appendIf(a []string, flag, v string) []string {

@@ -27,7 +27,7 @@ func TestArgsAndBindRoundTrip(t *testing.T) {
 
 	fe := Fetch{URL: "https://s1.wirelab.test/L/t/", Proto: "h2", Mode: "replay", Page: "/x/p.json", Seed: 3, ComputeScale: "0.5",
 		URLs: "/u", MaxConns: 4, Priority: "chrome", AcceptPush: false, DNS: "10.77.2.53", Resolve: "", CA: "/ca.pem",
-		Timeout: 30 * time.Second, JSON: true, HAR: "/h.har", KeyLog: "/k", AllowAnyTarget: true}
+		Timeout: 30 * time.Second, JSON: true, HAR: "/h.har", KeyLog: "/k", AllowAnyTarget: true, AllowInternet: true}
 	fb := DefaultFetch()
 	fs = flag.NewFlagSet("fetch", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -45,7 +45,7 @@ func TestArgsAndBindRoundTrip(t *testing.T) {
 	}
 
 	br := Browse{URL: "https://s1.wirelab.test/L/t/", Proto: "h3", Resolve: "s1.wirelab.test=10.77.1.1", SPKI: "abc=",
-		Timeout: time.Minute, JSON: true, HAR: "/h.har", Chromium: "/usr/bin/chromium", ChromiumLog: true}
+		Timeout: time.Minute, JSON: true, HAR: "/h.har", Chromium: "/usr/bin/chromium", ChromiumLog: true, AllowInternet: true}
 	bb := DefaultBrowse()
 	fs = flag.NewFlagSet("browse", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -1,4 +1,8 @@
-package probe
+// Package policy is the one address policy of everything that contacts a site: which names may be
+// resolved and which addresses may be sent a packet (docs/probe.md, "Safety"; docs/egress.md). The
+// probe, the loaders (fetch, browse), the egress router's DNS forwarder and the live trial's
+// planning step all ask it.
+package policy
 
 import (
 	"errors"
@@ -12,7 +16,7 @@ import (
 	"github.com/wirelab/wirelab/engine/netns"
 )
 
-// The address policy (docs/probe.md, "Safety"). Without AllowInternet a probe contacts only
+// The address policy. Without AllowInternet a probe or a load contacts only
 // addresses of the run's own namespaces, and only names under wirelab.test are resolved (through a
 // resolver that is itself in the run's namespaces): no packet leaves the run. With AllowInternet
 // any public address may be probed, but special-purpose addresses (private, loopback, link-local,
@@ -64,17 +68,14 @@ func IsLabName(host string) bool {
 	return host == LabDomain || strings.HasSuffix(host, "."+LabDomain)
 }
 
-// CheckSite is the check before resolution: without AllowInternet only names under wirelab.test
-// (and IP addresses, checked by CheckAddr) may be given, so that no query for a public name is
-// sent either.
-func (p Policy) CheckSite(s Site) error {
-	if s.IsIP() {
-		return p.CheckAddr(s.Input, s.Addr)
-	}
-	if p.AllowInternet || IsLabName(s.Host) {
+// CheckName is the check of a host name before resolution: without AllowInternet only names under
+// wirelab.test may be resolved, so that no query for a public name is sent either. what is the
+// site as the user gave it.
+func (p Policy) CheckName(what, host string) error {
+	if p.AllowInternet || IsLabName(host) {
 		return nil
 	}
-	return &RefusedError{What: s.Input, Reason: "a public name; only *." + LabDomain + " names of this run are probed without --allow-internet"}
+	return &RefusedError{What: what, Reason: "a public name; only *." + LabDomain + " names of this run are probed without --allow-internet"}
 }
 
 // CheckAddr is the check after resolution: what may be sent a packet.
