@@ -1,4 +1,5 @@
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -29,3 +30,21 @@ def _no_engine_from_env(monkeypatch):
     if "WIRELAB_ENGINE" in os.environ and not os.environ.get("WIRELAB_TEST_KEEP_ENGINE_ENV"):
         monkeypatch.setenv("WIRELAB_E2E_ENGINE", os.environ["WIRELAB_ENGINE"])
         monkeypatch.delenv("WIRELAB_ENGINE")
+
+
+def no_route_off() -> bool:
+    """Whether this process's network namespace has no route off the machine: only loopback."""
+    return all(name == "lo" for _, name in socket.if_nameindex())
+
+
+@pytest.fixture
+def off_machine() -> None:
+    """For a test that gives a guard a target off the machine (a public name, a documentation
+    address): it runs only where no route leads off the machine — `make test` runs every test in a
+    network namespace holding only a loopback device — so that even a broken guard cannot send a
+    packet anywhere (engine/internal/offmachine is the engine's side)."""
+    if not no_route_off():
+        pytest.skip(
+            "gives a guard a target off the machine: runs only in a network namespace with no route "
+            "off the machine (make test runs every test in one)"
+        )

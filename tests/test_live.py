@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from wirelab import analysis, cli
+import wirelab
+from wirelab import _facts, analysis, cli
 from wirelab import spec as spec_mod
 from wirelab._engine import SubprocessEngine
 from wirelab.errors import EngineNotFoundError, SpecError
@@ -123,6 +124,8 @@ def test_reproduce_elkhatib_live_quick(tmp_path, fixture_engine, monkeypatch):
 
 
 def test_run_allow_internet_reaches_the_engine(tmp_path, fixture_engine):
+    """The flag's plumbing only: the FixtureEngine replays recorded trials of the local internet and
+    runs no engine, so nothing is loaded, resolved or sent."""
     spec = tmp_path / "live.toml"
     spec.write_text(LIVE_SPEC)
     runner = CliRunner()
@@ -163,24 +166,17 @@ def test_the_engine_takes_the_same_live_pages(tmp_path):
         engine.check_trials([other])
 
 
-@pytest.mark.parametrize(
-    ("flags", "words"),
-    [
-        ((), "public sites are loaded only with --allow-internet"),
-        (("--allow-internet",), "need the egress path"),
-    ],
-)
-def test_a_public_site_is_refused_before_anything_exists(capsys, tmp_path, flags, words):
-    """Through the real engine, without root: one line naming the page, exit 2, no database."""
+def test_a_public_site_is_refused_before_anything_exists(capsys, tmp_path, off_machine):
+    """Through the real engine, without root, and where no route leads off the machine: without
+    --allow-internet a public site is one line naming the page, exit 2, no database."""
     engine, db = _real_engine(), tmp_path / "w.db"
+    words = "public sites are loaded only with --allow-internet"
     spec = tmp_path / "public.toml"
     spec.write_text(LIVE_SPEC.replace(f'page = ["{H3}", "{SLOW}"]', 'page = ["url:https://example.org/"]'))
-    code, err = _main(capsys, "run", str(spec), "--db", str(db), "--engine", str(engine), *flags)
+    code, err = _main(capsys, "run", str(spec), "--db", str(db), "--engine", str(engine))
     assert code == 2 and err.count("\n") == 1 and words in err and "page" in err, err
     assert not db.exists()
-    code, err = _main(
-        capsys, "load", "url:https://192.0.2.1/", "--db", str(db), "--engine", str(engine), *flags
-    )
+    code, err = _main(capsys, "load", "url:https://192.0.2.1/", "--db", str(db), "--engine", str(engine))
     assert code == 2 and err.count("\n") == 1 and words in err, err
     assert not db.exists()
 
@@ -192,3 +188,32 @@ def test_load_refuses_server_knobs_for_a_live_page(capsys, tmp_path, fake_engine
         )
         assert code == 2 and err.count("\n") == 1 and "served by its site" in err, (argv, err)
     assert not (tmp_path / "w.db").exists()
+
+
+def test_load_gap(capsys, tmp_path, fake_engine):
+    """`wirelab load --gap-ms` reaches the trial spec; unless given it is 0, and for a public site the
+    engine's minimum (a pure function of the page: nothing is run for the public case)."""
+    for argv, want in (((), 0), (("--gap-ms", "300"), 300)):
+        db = tmp_path / f"w{want}.db"
+        code, err = _main(
+            capsys,
+            "load",
+            H3,
+            "-p",
+            "h1s,h2",
+            "-n",
+            "1",
+            *argv,
+            "--db",
+            str(db),
+            "--engine",
+            str(fake_engine),
+        )
+        assert code == 0, err
+        with wirelab.open(db) as results:
+            assert [t["gap_ms"] for t in results.trials()["spec"]] == [want]
+    public = "url:https://www.example.org/"
+    assert cli._default_gap_ms(H3, allow_internet=True) == 0
+    assert cli._default_gap_ms(public, allow_internet=True) == _facts.min_public_gap_ms() == 1000
+    assert cli._default_gap_ms(public, allow_internet=False) == 0
+    assert cli._default_gap_ms("twitter", allow_internet=True) == 0

@@ -262,8 +262,9 @@ def test_bad_input_with_the_stand_in(capsys, tmp_path, fake_engine, argv, expect
     assert not db.exists()
 
 
-def test_bad_input_through_the_real_engine(capsys, tmp_path):
-    """The engine owns site syntax, list limits and knob ranges: each is one line, exit 2, nothing stored."""
+def test_bad_input_through_the_real_engine(capsys, tmp_path, off_machine):
+    """The engine owns site syntax, list limits and knob ranges: each is one line, exit 2, nothing
+    stored. Public names among them: runs only where no route leads off the machine."""
     engine = real_engine()
     db = tmp_path / "w.db"
     empty, million = tmp_path / "empty.txt", tmp_path / "million.txt"
@@ -363,7 +364,7 @@ def test_local_internet_end_to_end(capsys, tmp_path):
 
 
 @pytest.mark.root
-def test_local_documentation_address_is_refused(capsys, tmp_path):
+def test_local_documentation_address_is_refused(capsys, tmp_path, off_machine):
     engine = root_engine()
     db = tmp_path / "w.db"
     code, out, err = run_cli(

@@ -1,10 +1,11 @@
 """Facts the control plane takes from the engine instead of keeping copies of them.
 
 The engine owns the network profile grammar's presets, units and limits, the corpus pages (sizes,
-object and origin counts), the fidelity limits and the probe's defaults. ``wirelab-engine facts``
-prints them; the repository keeps that output in ``wirelab/_engine_facts.json`` (``make facts``
-regenerates it, and the engine's tests fail while the file and the engine disagree). The file ships
-with the package, so these facts need neither the engine binary nor the repository.
+object and origin counts), the fidelity limits, the probe's defaults and the live pages' bounds.
+``wirelab-engine facts`` prints them; the repository keeps that output in
+``wirelab/_engine_facts.json`` (``make facts`` regenerates it, and the engine's tests fail while the
+file and the engine disagree). The file ships with the package, so these facts need neither the
+engine binary nor the repository.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "corpus",
     "engine_facts",
     "lateness_p99_limit_us",
+    "min_public_gap_ms",
     "presets",
     "probe_defaults",
     "profile_keys",
@@ -115,6 +117,11 @@ def corpus() -> dict[str, CorpusPage]:
 def lateness_p99_limit_us() -> float:
     """The engine's fidelity bar for timer lateness (p99, µs): trials above it are flagged."""
     return float(engine_facts()["fidelity"]["lateness_p99_limit_us"])
+
+
+def min_public_gap_ms() -> int:
+    """The least ``gap_ms`` between two loads of a public live site (docs/live.md)."""
+    return int(engine_facts()["live"]["min_public_gap_ms"])
 
 
 def probe_defaults() -> dict[str, Any]:

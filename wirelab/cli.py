@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
@@ -173,8 +174,10 @@ def _pct(v: Any) -> str:
 ALLOW_INTERNET_OPTION = typer.Option(
     False,
     "--allow-internet",
-    help="Let live pages (page = url:…) name public sites. Without it only the local internet's "
-    "*.wirelab.test sites load; nothing leaves the machine (docs/live.md).",
+    help="Let live pages (page = url:…) name public sites, loaded through the egress router out of "
+    "this host's default route, at most one load a second; special-purpose addresses stay refused. "
+    "Without it only the local internet's *.wirelab.test sites load and nothing leaves the machine "
+    "(docs/live.md, docs/egress.md).",
 )
 
 
@@ -237,6 +240,16 @@ _REPETITIONS = _field_range("repetitions")
 _SHARDS = _field_range("shards")
 
 
+def _default_gap_ms(page: str, allow_internet: bool) -> float:
+    """``wirelab load``'s gap between loads unless given: none, but for a public live site the
+    least the engine accepts (a live trial is polite to the site it measures)."""
+    if not (allow_internet and page.startswith("url:")):
+        return 0
+    host = urlsplit(page.removeprefix("url:")).hostname or ""
+    local = host == "wirelab.test" or host.endswith(".wirelab.test")
+    return 0 if local else _facts.min_public_gap_ms()
+
+
 @app.command()
 def load(
     page: str = typer.Argument(
@@ -272,6 +285,13 @@ def load(
     waterfall_proto: str | None = typer.Option(
         None, "--waterfall", help="Protocol whose median-PLT load is drawn (default: the last of --proto)."
     ),
+    gap_ms: float | None = typer.Option(
+        None,
+        "--gap-ms",
+        min=0,
+        help="Idle time between two loads, in ms (default 0; for a public site, and at least, "
+        f"{_facts.min_public_gap_ms()}).",
+    ),
     db: Path = DB_OPTION,
     engine: Path = ENGINE_OPTION,
     allow_internet: bool = ALLOW_INTERNET_OPTION,
@@ -303,6 +323,8 @@ def load(
         server_fields["max_concurrent_streams"] = max_streams
     elif server != "builtin":
         server_fields["max_concurrent_streams"] = 0  # the implementation's own (Caddy cannot set it)
+    if gap_ms is None:
+        gap_ms = _default_gap_ms(page, allow_internet)
     result = api.load(
         page,
         protocols=protocols,
@@ -312,6 +334,7 @@ def load(
         engine=_engine(engine),
         observer=RichProgress(err),
         allow_internet=allow_internet,
+        gap_ms=gap_ms,
         **({} if live else {"shards": shards, "server": server_fields}),
     )
     served_by = "served by the site" if live else f"server {server}"

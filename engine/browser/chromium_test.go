@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/har"
+	"github.com/wirelab/wirelab/engine/internal/offmachine"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
 )
@@ -145,6 +146,7 @@ func TestChromiumLoopback(t *testing.T) {
 // Chromium reach it: the name does not resolve, and the load reports the failure.
 func TestChromiumNeverLeavesTheLab(t *testing.T) {
 	requireChromium(t)
+	offmachine.Require(t) // a broken guard would let Chromium resolve and reach www.google.com
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "index.html"), []byte(`<!DOCTYPE html><html><head><title>x</title>
 <script src="https://www.google.com/x.js"></script></head><body><p>outside</p></body></html>`), 0o644)

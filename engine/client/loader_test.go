@@ -16,6 +16,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"github.com/wirelab/wirelab/engine/internal/offmachine"
 	"github.com/wirelab/wirelab/engine/policy"
 	"golang.org/x/net/http2"
 )
@@ -465,6 +466,7 @@ func TestFailedObject(t *testing.T) {
 
 // TestRefusesNonLabTargets: hosts and addresses outside the lab are refused before any traffic.
 func TestRefusesNonLabTargets(t *testing.T) {
+	offmachine.Require(t) // a broken guard would contact 192.0.2.1
 	l, err := New(Config{Protocol: H2, Resolver: StaticResolver{}})
 	if err != nil {
 		t.Fatal(err)
@@ -508,6 +510,7 @@ func TestRefusesNonLabTargets(t *testing.T) {
 // TestInternetTargets: with Config.Internet any name passes the URL check, but an IP literal or a
 // resolved address must be the lab's or public, checked before any connection.
 func TestInternetTargets(t *testing.T) {
+	offmachine.Require(t) // a broken guard would contact 192.0.2.1
 	l, err := New(Config{Protocol: H2, Internet: true, Resolver: StaticResolver{}})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/wirelab/wirelab/engine/policy"
 
 	"github.com/wirelab/wirelab/engine/internal/contracttest"
+	"github.com/wirelab/wirelab/engine/internal/offmachine"
 	"github.com/wirelab/wirelab/engine/probe"
 	"github.com/wirelab/wirelab/engine/sites"
 )
@@ -154,6 +155,7 @@ func TestClassifiesTheCatalog(t *testing.T) {
 // name are refused at planning, before anything is sent to them; with it, the documentation
 // address is still refused (special purpose) and the site recorded as refused.
 func TestPolicyRefusesBeforeContact(t *testing.T) {
+	offmachine.Require(t) // a broken guard would contact 192.0.2.1
 	l := serveLoopback(t)
 	_, err := probeAll(t, l.cfg, []string{"h1.wirelab.test", "doc.wirelab.test"})
 	var re *policy.RefusedError

@@ -5,18 +5,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/egress"
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/seam"
+	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/pktlog"
 	"github.com/wirelab/wirelab/engine/policy"
@@ -26,10 +31,14 @@ import (
 
 // Live pages (docs/live.md): `page = "url:https://…"` loads a site's page as the site serves it —
 // no page model, the loader discovers the objects — over the emulated path, so that a live load's
-// packet log, captures and Time on Wire are an emulated load's. A name of the local internet
-// (*.wirelab.test: engine/sites) is served by the run's own server namespace and needs nothing
-// else; a public site needs allow_internet (set only by --allow-internet) and the egress path,
-// which this engine does not have yet.
+// packet log, captures and Time on Wire are an emulated load's. Behind the path is the egress
+// router (docs/egress.md), whose far side is the run's local internet (*.wirelab.test:
+// engine/sites; no flag needed) or, for a public site, the host and its way out (allow_internet,
+// set only by --allow-internet).
+
+// MinPublicGapMs is the least gap_ms between two loads of a public site: a live trial is polite to
+// the site it measures (study E's loads were 2 s apart).
+const MinPublicGapMs = 1000
 
 // LivePrefix starts a live page.
 const LivePrefix = "url:"
@@ -41,7 +50,7 @@ func IsLive(pageName string) bool { return strings.HasPrefix(pageName, LivePrefi
 type Live struct {
 	URL   *url.URL // normalised (lower-case scheme and host, path at least "/")
 	Host  string
-	Local bool // a site of the local internet (*.wirelab.test)
+	Local bool // a site of the local internet (*.wirelab.test); else a public site
 }
 
 // LoadURL is the page's URL for one protocol: http for h1 and h2c, https for the others (the same
@@ -53,8 +62,8 @@ func (l *Live) LoadURL(protocol string) string {
 }
 
 // ParseLive checks a live page and the policy's first half, before anything exists: a public site
-// without allowInternet is refused here (no query is sent for its name), and so, for now, is
-// every public site (the egress path has not landed).
+// without allowInternet is refused here (no query is sent for its name); a public address that is
+// special-purpose (private, loopback, documentation, …) is refused even with it.
 func ParseLive(pageName string, allowInternet bool) (*Live, error) {
 	raw := strings.TrimPrefix(pageName, LivePrefix)
 	if !strings.Contains(raw, "://") {
@@ -72,9 +81,13 @@ func ParseLive(pageName string, allowInternet bool) (*Live, error) {
 	case !local && !allowInternet:
 		return nil, fielderr.New("page", pageName, "%s is not a site of the local internet: public sites are loaded only with --allow-internet (wirelab run or wirelab load); without it only *.%s names of the run (wirelab-engine sites ls)",
 			site.Host, policy.LabDomain)
+	case !local && site.IsIP():
+		if name, special := policy.SpecialPurpose(site.Addr); special {
+			return nil, fielderr.New("page", pageName, "%s is a special-purpose address (%s): a public site must be public, even with --allow-internet", site.Addr, name)
+		}
+		return &Live{URL: site.URL, Host: site.Host}, nil
 	case !local:
-		return nil, fielderr.New("page", pageName, "loads of public sites need the egress path, which this engine does not have yet (docs/live.md); the local internet's sites (*.%s) load without --allow-internet",
-			policy.LabDomain)
+		return &Live{URL: site.URL, Host: site.Host}, nil
 	}
 	if _, ok := sites.Find(site.Host); !ok {
 		var names []string
@@ -116,8 +129,25 @@ func checkLiveKnobs(s *Spec) error {
 	return nil
 }
 
-// prepareLive is Prepare for a live page: the path is the local internet's (its sites' extra round
-// trips as origin_delay) under the spec's profile.
+// checkPublicKnobs refuses what a public site cannot take: loads closer together than
+// MinPublicGapMs, and the impairments that act on the servers' side of the path, which is the
+// site's (its TCP windows, congestion control and per-origin delay are its own).
+func checkPublicKnobs(s *Spec, r profile.Resolved) error {
+	switch {
+	case s.GapMs < MinPublicGapMs:
+		return fielderr.New("gap_ms", s.GapMs, "loads of a public site are at least %d ms apart (study E's were 2000)", MinPublicGapMs)
+	case r.IW != 0:
+		return fielderr.New("network", s.Network, "iw sets the servers' initial window; a public site's servers are its own")
+	case r.TCPPlus != 0:
+		return fielderr.New("network", s.Network, "tcpplus acts on the servers' side; a public site's servers are its own")
+	case len(r.OriginExtraRTT) > 0:
+		return fielderr.New("network", s.Network, "origin_delay needs the page's origins; a public site's addresses have no origin number")
+	}
+	return nil
+}
+
+// prepareLive is Prepare for a live page: the path is the spec's profile — for the local internet
+// with its sites' extra round trips as origin_delay — in front of the egress router.
 func prepareLive(s *Spec) (*Prepared, error) {
 	live, err := ParseLive(s.Page, s.AllowInternet)
 	if err != nil {
@@ -126,9 +156,19 @@ func prepareLive(s *Spec) (*Prepared, error) {
 	if err := checkLiveKnobs(s); err != nil {
 		return nil, err
 	}
-	r, err := sites.Profile(s.Network)
+	var r profile.Resolved
+	if live.Local {
+		r, err = sites.Profile(s.Network)
+	} else {
+		r, err = publicProfile(s.Network)
+	}
 	if err != nil {
 		return nil, networkError(err)
+	}
+	if !live.Local {
+		if err := checkPublicKnobs(s, r); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkCongestionControl(r.CC); err != nil {
 		return nil, err
@@ -140,6 +180,14 @@ func prepareLive(s *Spec) (*Prepared, error) {
 	rs := r
 	s.NetworkRes = &rs
 	return &Prepared{Spec: s, PageArg: s.Page, Live: live, Profile: r, Emulator: cfg, Sequence: Sequence(s)}, nil
+}
+
+// publicProfile is a public site's path: the spec's profile on top of the real one (native: none).
+func publicProfile(net string) (profile.Resolved, error) {
+	if net == "" {
+		net = "native"
+	}
+	return profile.Parse(net)
 }
 
 // liveFiles are what a live load's loader needs of the local internet: its CA (the engine's
@@ -158,9 +206,10 @@ func liveLoaderArgs(p *Prepared, l Load, files liveFiles) []string {
 		b := seam.DefaultBrowse()
 		b.URL, b.Proto, b.JSON, b.HAR, b.Timeout = p.Live.LoadURL(l.Protocol), l.Protocol, true, files.HAR, timeout
 		b.DNS = netns.DNSAddr.String()
-		if https {
+		if https && p.Live.Local {
 			b.SPKI = files.SPKI
 		}
+		b.AllowInternet = !p.Live.Local
 		return b.Args()
 	}
 	f := seam.DefaultFetch()
@@ -170,9 +219,10 @@ func liveLoaderArgs(p *Prepared, l Load, files liveFiles) []string {
 	f.JSON, f.HAR = true, files.HAR
 	f.AcceptPush = false
 	f.DNS = netns.DNSAddr.String()
-	if https {
-		f.CA = files.CAFile
+	if https && p.Live.Local {
+		f.CA = files.CAFile // a public site's certificate is checked against the system's roots
 	}
+	f.AllowInternet = !p.Live.Local
 	return f.Args()
 }
 
@@ -206,21 +256,83 @@ func spokenOtherwise(harPath, protocol string) (string, error) {
 	return "", nil
 }
 
-// startLive starts the local internet as the trial's path and plans the page's site in the client
-// namespace: `probe --plan` resolves its name through the run's DNS server and checks every
-// address against the probe's policy, sending nothing to the site; a refusal is bad input (exit 2).
+// liveFar is a live trial's far side, as its loads and its end need it.
+type liveFar struct {
+	local    bool
+	caFile   string // the local internet's CA (the engine's loader), "" for a public site (system roots)
+	spki     string // the local internet's leaf SPKI hash (Chromium)
+	events   *egressEvents
+	shutdown func() (emulator.Summary, error)
+}
+
+// egressEvents counts and logs the DNS forwarder's admissions and refusals.
+type egressEvents struct {
+	mu       sync.Mutex
+	log      *engineLog
+	admitted int
+	refused  int
+}
+
+func (e *egressEvents) on(ev egress.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch ev.Event {
+	case "admitted":
+		e.admitted++
+		e.log.printf("egress: admitted %s (%s)", ev.Addr, ev.Name)
+	case "refused":
+		e.refused++
+		what := ev.Name
+		if ev.Addr != "" {
+			what = ev.Addr + " (" + ev.Name + ")"
+		}
+		e.log.printf("egress: refused %s: %s", what, ev.Reason)
+	}
+}
+
+// startLive starts the trial's path to the page's site — the emulated link to the egress router,
+// whose far side is the local internet or, for a public site, the host — and plans the page's
+// site in the client namespace: `probe --plan` resolves its name through the router's DNS
+// forwarder and checks every address against the probe's policy, sending nothing to the site; a
+// refusal is bad input (exit 2). The planned addresses are admitted through the router.
 func (r *runner) startLive(ctx context.Context, cfg emulator.Config) error {
-	var stderr bytes.Buffer
-	l, err := sites.StartLab(sites.LabConfig{Engine: r.o.Engine, Env: r.o.Env, Emulator: &cfg, Stderr: &stderr})
-	if stderr.Len() > 0 {
-		r.log.printf("sites serve: %s", strings.TrimSpace(stderr.String()))
+	ev := &egressEvents{log: r.log}
+	if r.p.Live.Local {
+		var stderr bytes.Buffer
+		l, err := sites.StartLab(sites.LabConfig{Engine: r.o.Engine, Env: r.o.Env, Emulator: &cfg, Stderr: &stderr, OnEgress: ev.on})
+		if stderr.Len() > 0 {
+			r.log.printf("sites serve: %s", strings.TrimSpace(stderr.String()))
+		}
+		if err != nil {
+			return fmt.Errorf("local internet: %w", err)
+		}
+		r.emu = l.E
+		r.live = &liveFar{local: true, caFile: l.CAFile, spki: l.SPKIHash, events: ev, shutdown: l.Shutdown}
+		r.log.printf("local internet %s / %s / %s up: %d sites behind the egress router, DNS forwarder %s",
+			r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.emu.Topo.Name(netns.Internet), len(sites.Served(l.Sites)), netns.DNSAddr)
+	} else {
+		cfg.Topology.Resolver = true
+		cfg.Topology.Egress = &netns.Egress{Far: netns.FarHost}
+		e, err := emulator.Start(cfg)
+		if err != nil {
+			return fmt.Errorf("egress path: %w", err)
+		}
+		r.emu = e
+		proc, err := egress.Start(e.Topo, r.o.Engine, r.o.Env, ev.on)
+		if err != nil {
+			_, serr := e.Stop()
+			r.emu = nil
+			return errors.Join(fmt.Errorf("egress path: %w", err), serr)
+		}
+		r.live = &liveFar{events: ev, shutdown: func() (emulator.Summary, error) {
+			_, perr := proc.Stop()
+			sum, err := e.Stop()
+			return sum, errors.Join(perr, err)
+		}}
+		up := e.Topo.Uplink()
+		r.log.printf("egress path %s / %s up: the host's way out %s, uplink %s (router %s), DNS forwarder %s asks the host's resolver",
+			e.Topo.Name(netns.Client), e.Topo.Name(netns.Server), up.HostIface, up.Prefix, up.Router, netns.DNSAddr)
 	}
-	if err != nil {
-		return fmt.Errorf("local internet: %w", err)
-	}
-	r.sites, r.emu = l, l.E
-	r.log.printf("local internet %s / %s up: %d sites, DNS %s", r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server),
-		len(sites.Served(l.Sites)), netns.DNSAddr)
 	args := []string{r.o.Engine, "probe", "--plan", "--dns", netns.DNSAddr.String()}
 	if r.p.Spec.AllowInternet {
 		args = append(args, "--allow-internet")
@@ -253,8 +365,46 @@ func (r *runner) startLive(ctx context.Context, cfg emulator.Config) error {
 	if pl.Error != "" || pl.Addr == "" {
 		return fmt.Errorf("planning the live page: %s does not resolve: %s", pl.Host, pl.Error)
 	}
-	r.log.printf("live page %s: %s resolves to %s; every address passed the policy", r.p.Live.URL, pl.Host, strings.Join(pl.Addrs, ", "))
+	// The forwarder admitted what the planning query returned; an IP address given as the page's
+	// host was never asked for, and is admitted here (it passed the same policy).
+	var admit []netip.Addr
+	for _, a := range pl.Addrs {
+		if x, err := netip.ParseAddr(a); err == nil && x.Unmap().Is4() {
+			admit = append(admit, x.Unmap())
+		}
+	}
+	if err := r.emu.Topo.Admit(admit...); err != nil {
+		return fmt.Errorf("admit the planned addresses: %w", err)
+	}
+	r.log.printf("live page %s: %s resolves to %s; every address passed the policy and is admitted", r.p.Live.URL, pl.Host, strings.Join(pl.Addrs, ", "))
 	return nil
+}
+
+// egressResult is trial.json's "egress" of a live trial: what the router let through and refused.
+func (r *runner) egressResult() *EgressResult {
+	if r.live == nil || r.emu == nil {
+		return nil
+	}
+	res := &EgressResult{Far: netns.FarInternet.String(), Admitted: []string{}}
+	if !r.live.local {
+		res.Far = netns.FarHost.String()
+	}
+	rc, err := r.emu.Topo.RouterCounters()
+	if err != nil {
+		r.log.printf("egress: counters: %v", err)
+		return nil
+	}
+	for _, a := range rc.Admitted {
+		res.Admitted = append(res.Admitted, a.String())
+	}
+	slices.Sort(res.Admitted)
+	res.RefusedPackets = int64(rc.Refused)
+	r.live.events.mu.Lock()
+	res.RefusedByPolicy = r.live.events.refused
+	r.live.events.mu.Unlock()
+	r.log.printf("egress: %d addresses admitted (%s), %d answers or names refused by the policy, %d packets refused by the router",
+		len(res.Admitted), strings.Join(res.Admitted, ", "), res.RefusedByPolicy, res.RefusedPackets)
+	return res
 }
 
 // describePackets says what crossed the link: packets per destination address and port.

@@ -13,7 +13,8 @@ import (
 )
 
 // Live pages are checked before anything exists: every refusal is one field error, and a public
-// site is refused without allow_internet before its name is ever resolved.
+// site is refused without allow_internet before its name is ever resolved. (Prepare sends nothing:
+// the public pages here with allow_internet are checks of the spec, never loads.)
 func TestLivePageRefusals(t *testing.T) {
 	cases := []struct{ spec, field, words string }{
 		{`{"page":"url:h3.wirelab.test"}`, "page", "url: and an http:// or https:// URL"},
@@ -24,7 +25,14 @@ func TestLivePageRefusals(t *testing.T) {
 		{`{"page":"url:https://nowhere.wirelab.test/"}`, "page", "not a site of the local internet; its sites are h1.wirelab.test"},
 		{`{"page":"url:https://example.org/"}`, "page", "public sites are loaded only with --allow-internet"},
 		{`{"page":"url:https://192.0.2.1/"}`, "page", "public sites are loaded only with --allow-internet"},
-		{`{"page":"url:https://example.org/","allow_internet":true}`, "page", "need the egress path"},
+		{`{"page":"url:https://example.org/","allow_internet":true}`, "gap_ms", "at least 1000 ms apart"},
+		{`{"page":"url:https://example.org/","allow_internet":true,"gap_ms":999}`, "gap_ms", "at least 1000 ms apart"},
+		{`{"page":"url:https://192.0.2.1/","allow_internet":true,"gap_ms":2000}`, "page", "special-purpose address (documentation (TEST-NET-1))"},
+		{`{"page":"url:https://10.77.1.1/","allow_internet":true,"gap_ms":2000}`, "page", "special-purpose address (private)"},
+		{`{"page":"url:https://example.org/","allow_internet":true,"gap_ms":2000,"network":"rtt=50ms,iw=20"}`, "network", "iw sets the servers' initial window"},
+		{`{"page":"url:https://example.org/","allow_internet":true,"gap_ms":2000,"network":"tcpplus=4"}`, "network", "tcpplus acts on the servers' side"},
+		{`{"page":"url:https://example.org/","allow_internet":true,"gap_ms":2000,"network":"rtt=50ms,origin_delay=1:20ms"}`, "network", "origin_delay needs the page's origins"},
+		{`{"page":"url:https://example.org/","allow_internet":true,"gap_ms":2000,"shards":2}`, "shards", "shards must be 1"},
 		{`{"page":"url:https://h3.wirelab.test/","shards":2}`, "shards", "shards must be 1"},
 		{`{"page":"url:https://h3.wirelab.test/","server":{"push":"all"}}`, "server", "no server knob applies"},
 		{`{"page":"url:https://h3.wirelab.test/","client":{"mode":"objects"}}`, "client.mode", "must be flat"},
@@ -99,6 +107,36 @@ func TestLivePagePrepared(t *testing.T) {
 	}
 	if args := strings.Join(liveLoaderArgs(p, p.Sequence[0], files), " "); strings.Contains(args, "--spki") || !strings.HasPrefix(args, "browse http://") {
 		t.Errorf("an h1 load by Chromium: %s", args)
+	}
+}
+
+// A public page (a check of the spec: nothing is sent): the path is the spec's profile alone (native
+// by default), and each load's loader is told --allow-internet and trusts the system's roots.
+func TestPublicPagePrepared(t *testing.T) {
+	s, err := DecodeSpec([]byte(`{"page":"url:https://www.example.org/a?b=c","protocols":["h1s","h2","h3"],"allow_internet":true,"gap_ms":2000}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Prepare(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Live == nil || p.Live.Local || p.Live.Host != "www.example.org" {
+		t.Fatalf("live %+v", p.Live)
+	}
+	if got := s.NetworkRes.String(); got != "native" {
+		t.Errorf("path %s, want native", got)
+	}
+	files := liveFiles{CAFile: "/ca.pem", SPKI: "c3BraQ==", HAR: "/h.har"}
+	fetch := strings.Join(liveLoaderArgs(p, p.Sequence[1], files), " ")
+	if !strings.Contains(fetch, "fetch https://www.example.org/a?b=c --proto h2") || !strings.Contains(fetch, "--allow-internet") ||
+		!strings.Contains(fetch, "--dns 10.77.2.53") || strings.Contains(fetch, "--ca") {
+		t.Errorf("fetch args %q", fetch)
+	}
+	s.Client.Impl = "chromium"
+	browse := strings.Join(liveLoaderArgs(p, p.Sequence[2], files), " ")
+	if !strings.Contains(browse, "browse https://www.example.org/a?b=c --proto h3") || !strings.Contains(browse, "--allow-internet") || strings.Contains(browse, "--spki") {
+		t.Errorf("browse args %q", browse)
 	}
 }
 

@@ -21,7 +21,6 @@ import (
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/pktlog"
 	"github.com/wirelab/wirelab/engine/server/impl"
-	"github.com/wirelab/wirelab/engine/sites"
 )
 
 // Files of the trial directory (docs/trial-contract.md).
@@ -64,6 +63,16 @@ type Result struct {
 	Emulator   EmulatorResult `json:"emulator"`
 	Loads      int            `json:"loads"`
 	Errors     int            `json:"errors"`
+	// Egress is a live trial's egress router (docs/egress.md); absent for other trials.
+	Egress *EgressResult `json:"egress,omitempty"`
+}
+
+// EgressResult is what a live trial's egress router let through and refused.
+type EgressResult struct {
+	Far             string   `json:"far"`               // internet (the local internet) | host (public sites)
+	Admitted        []string `json:"admitted"`          // the addresses the client could reach
+	RefusedByPolicy int      `json:"refused_by_policy"` // answered addresses (or names) the policy refused
+	RefusedPackets  int64    `json:"refused_packets"`   // packets the router rejected
 }
 
 // EmulatorResult is trial.json's "emulator": the emulator's summary over the whole trial, and what
@@ -126,7 +135,7 @@ type runner struct {
 	tmp      string // the trial's files in the lab's private directory
 	pageFile string // replay, priorities: the served page as JSON, in tmp
 	lab      *lab.Lab
-	sites    *sites.Lab // a live page's local internet (instead of lab)
+	live     *liveFar // a live page's far side (instead of lab)
 	emu      *emulator.Emulator
 	quic     *quicReports
 	summary  emulator.Summary
@@ -194,8 +203,14 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		if err := r.startLive(ctx, cfg); err != nil {
 			return nil, err
 		}
-		prov.Namespaces = netns.NamespaceName(r.emu.Topo.ID, netns.Client) + " " + netns.NamespaceName(r.emu.Topo.ID, netns.Server)
-		prov.Server = &ServerProvenance{Impl: "builtin", Version: prov.EngineVersion}
+		var names []string
+		for _, side := range r.emu.Topo.Sides() {
+			names = append(names, r.emu.Topo.Name(side))
+		}
+		prov.Namespaces = strings.Join(names, " ")
+		if r.live.local {
+			prov.Server = &ServerProvenance{Impl: "builtin", Version: prov.EngineVersion}
+		}
 	} else if err := r.startLab(ctx, cfg, &prov); err != nil {
 		return nil, err
 	}
@@ -287,6 +302,7 @@ func (r *runner) loads(ctx context.Context, loads *os.File, prov *Provenance) (*
 		return nil, fmt.Errorf("pcap: %w", err)
 	}
 	between += int64(len(r.emu.Log.Take()))
+	res.Egress = r.egressResult()
 	if err := r.stop(); err != nil {
 		return nil, err
 	}
@@ -344,7 +360,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	var args []string
 	var err error
 	if r.p.Live != nil {
-		args = liveLoaderArgs(r.p, l, liveFiles{CAFile: r.sites.CAFile, SPKI: r.sites.SPKIHash, HAR: harPath})
+		args = liveLoaderArgs(r.p, l, liveFiles{CAFile: r.live.caFile, SPKI: r.live.spki, HAR: harPath})
 	} else {
 		args, err = loaderArgs(r.p, l, token, loadFiles{CAFile: r.lab.Certs.CAPath(), SPKI: r.lab.Certs.SPKIHash,
 			PageFile: r.pageFile, URLs: urlsFile, HAR: harPath})
@@ -468,11 +484,11 @@ func (r *runner) stop() error {
 		if err != nil {
 			errs = append(errs, err)
 		}
-	case r.sites != nil:
-		sum, err := r.sites.Shutdown()
+	case r.live != nil:
+		sum, err := r.live.shutdown()
 		r.summary, stopped = sum, true
 		if err != nil {
-			errs = append(errs, fmt.Errorf("local internet: %w", err))
+			errs = append(errs, fmt.Errorf("live path: %w", err))
 		}
 	}
 	if stopped {

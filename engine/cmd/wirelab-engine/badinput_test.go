@@ -32,6 +32,9 @@ type badCase struct {
 	args  []string          // {dir} is the case's directory
 	files map[string]string // relative to {dir}; "->target" makes a symbolic link
 	want  string            // the field (or flag) the line must name
+	// offMachine: the case gives a guard a target off the machine; it runs where no route leads
+	// off the machine (offMachine).
+	offMachine bool
 }
 
 func specCase(name, spec, want string) badCase {
@@ -222,7 +225,7 @@ func badInputCases() []badCase {
 		{name: "pages urls: bad token", args: []string{"pages", "urls", "twitter", "--token", "a b/c"}, want: "token"},
 		{name: "serve: unknown page", args: []string{"serve", "--page", "twiter", "--addrs", "127.0.0.1"}, want: "page"},
 		{name: "fetch: unknown protocol", args: []string{"fetch", "https://s1.wirelab.test/", "--proto", "h4"}, want: "--proto"},
-		{name: "fetch: target outside the lab", args: []string{"fetch", "https://example.com/", "--proto", "h2"}, want: "example.com"},
+		{name: "fetch: target outside the lab", args: []string{"fetch", "https://example.com/", "--proto", "h2"}, want: "example.com", offMachine: true},
 		{name: "shell: bad profile", args: []string{"shell", "--net", "rtt=fast", "--", "true"}, want: "rtt"},
 		{name: "gc: negative owner", args: []string{"gc", "--owner", "-1"}, want: "--owner"},
 		{name: "gc: extra argument", args: []string{"gc", "now"}, want: "now"},
@@ -289,7 +292,11 @@ func TestBadInputCorpus(t *testing.T) {
 				args[i] = strings.ReplaceAll(a, "{dir}", dir)
 			}
 			cmd := exec.Command(os.Args[0], args...)
-			cmd.Env = append(os.Environ(), testMainEnv+"=1", "TMPDIR="+dir)
+			cmd.Env = append(os.Environ(), testMainEnv+"=1")
+			if c.offMachine {
+				cmd = offMachine(t)(args...)
+			}
+			cmd.Env = append(cmd.Env, "TMPDIR="+dir)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()

@@ -8,6 +8,7 @@ import (
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/probe"
+	"github.com/wirelab/wirelab/engine/trial"
 )
 
 func init() {
@@ -20,8 +21,8 @@ func init() {
 const factsUsage = `usage: wirelab-engine facts
 Prints, as JSON on stdout, every fact the Python control plane takes from the engine rather than
 keeping its own copy: the profile grammar's presets, keys, units and limits (profiles ls), the
-corpus pages' sizes, object and origin counts (pages ls), the fidelity limits and the probe's
-defaults (the help of wirelab probe names them). The repository
+corpus pages' sizes, object and origin counts (pages ls), the fidelity limits, the probe's
+defaults (the help of wirelab probe names them) and the live pages' bounds. The repository
 keeps this output in wirelab/_engine_facts.json (make facts writes it); the engine's tests fail
 when the file and this command disagree.`
 
@@ -35,6 +36,12 @@ type facts struct {
 	Pages    map[string]any `json:"pages"`
 	Fidelity fidelityFacts  `json:"fidelity"`
 	Probe    probeFacts     `json:"probe"`
+	Live     liveFacts      `json:"live"`
+}
+
+// liveFacts are the live pages' bounds (docs/live.md), which wirelab load applies to a public site.
+type liveFacts struct {
+	MinPublicGapMs int `json:"min_public_gap_ms"` // trial.MinPublicGapMs
 }
 
 // probeFacts are wirelab-engine probe's defaults, which `wirelab probe --help` quotes.
@@ -77,5 +84,6 @@ func writeFacts(w io.Writer) error {
 		Fidelity: fidelityFacts{LatenessP99LimitUS: float64(emulator.LatenessLimit.Microseconds())},
 		Probe: probeFacts{Concurrency: probe.DefaultConcurrency, Rate: probe.DefaultRate, Timeout: probe.DefaultTimeout.String(),
 			MaxSites: probe.DefaultMaxSites, MaxDuration: probe.DefaultMaxDuration.String()},
+		Live: liveFacts{MinPublicGapMs: trial.MinPublicGapMs},
 	})
 }

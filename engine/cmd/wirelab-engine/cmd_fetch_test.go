@@ -54,14 +54,12 @@ func TestFetchBadFlags(t *testing.T) {
 		{[]string{u, u, "--proto", "h1"}, "want exactly one URL, got 2"},
 		{[]string{u, "--proto", "h2", "--dns", "10.77.2.53", "--resolve", "a=10.77.1.1"}, "--dns and --resolve: choose one"},
 		{[]string{u, "--proto", "h2", "--dns", "dns.example:53"}, "--dns dns.example:53: want an IP address"},
-		{[]string{u, "--proto", "h2", "--dns", "8.8.8.8"}, "--dns 8.8.8.8: not a lab target"},
 		{[]string{u, "--proto", "h2", "--resolve", "s1.wirelab.test"}, "--resolve s1.wirelab.test:"},
 		{[]string{u, "--proto", "h2", "--ca", filepath.Join(dir, "missing.pem")}, "--ca " + filepath.Join(dir, "missing.pem")},
 		{[]string{u, "--proto", "h2", "--ca", notPEM}, "no PEM certificate"},
 		{[]string{u, "--proto", "h2", "--mode", "objects"}, "--urls: required with --mode objects"},
 		{[]string{u, "--proto", "h2", "--urls", empty}, "only with --mode objects"},
 		{[]string{u, "--proto", "h2", "--mode", "objects", "--urls", empty}, "no URLs in the list"},
-		{[]string{"https://example.com/", "--proto", "h2"}, `host "example.com": not a lab target`},
 		{[]string{"https://10.78.0.1/", "--proto", "h2"}, "not a lab target"},
 		{[]string{"http://s1.wirelab.test/", "--proto", "h2"}, "scheme http does not match protocol h2"},
 		{[]string{"https://s1.wirelab.test/", "--proto", "h2", "--keylog", filepath.Join(dir, "no", "such", "dir")}, "--keylog"},
@@ -82,6 +80,30 @@ func TestFetchBadFlags(t *testing.T) {
 	// main maps them to exit status 2.
 	if code := exitCode(cli.Usagef("x")); code != 2 {
 		t.Errorf("usage error exits %d", code)
+	}
+}
+
+// Targets off the machine are refused before anything is resolved or sent: the engine runs where
+// no route leads off the machine (offMachine), so that a broken guard could not reach them.
+func TestFetchRefusesTargetsOffTheMachine(t *testing.T) {
+	run := offMachine(t)
+	const u = "https://s1.wirelab.test/L/t/"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{u, "--proto", "h2", "--dns", "8.8.8.8"}, "--dns 8.8.8.8: not a lab target"},
+		{[]string{"https://example.com/", "--proto", "h2"}, `host "example.com": not a lab target`},
+		{[]string{"https://192.0.2.1/", "--proto", "h2"}, `host "192.0.2.1": not a lab target`},
+	} {
+		var stdout, stderr bytes.Buffer
+		cmd := run(append([]string{"fetch"}, tc.args...)...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		code := exitCodeOf(cmd.Run())
+		msg := strings.TrimSpace(stderr.String())
+		if code != 2 || strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) || stdout.Len() != 0 {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line naming %q", tc.args, code, msg, tc.want)
+		}
 	}
 }
 

@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/netip"
 	"os"
@@ -18,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wirelab/wirelab/engine/internal/offmachine"
 	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/loadgen"
 	"github.com/wirelab/wirelab/engine/page"
@@ -25,6 +24,22 @@ import (
 )
 
 // engineCmd runs this test binary as wirelab-engine with args (prefix: e.g. ip netns exec NS).
+// offMachine is how a test runs the engine on cases that give a guard a target off the machine:
+// in a network namespace with no route off the machine (roottest.IsolatedNetns, made once for t),
+// or here if this process is in one already (make test runs every test in one); without root,
+// elsewhere, t is skipped.
+func offMachine(t *testing.T) func(args ...string) *exec.Cmd {
+	t.Helper()
+	if offmachine.NoRouteOff() {
+		return func(args ...string) *exec.Cmd { return engine(args...) }
+	}
+	if os.Geteuid() != 0 {
+		offmachine.Require(t)
+	}
+	ns := roottest.IsolatedNetns(t)
+	return func(args ...string) *exec.Cmd { return engineCmd([]string{"ip", "netns", "exec", ns}, args...) }
+}
+
 func engineCmd(prefix []string, args ...string) *exec.Cmd {
 	argv := append(append(prefix, os.Args[0]), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -210,17 +225,7 @@ func TestLoadgenInterrupt(t *testing.T) {
 // (only its loopback device, down), with documentation addresses (RFC 5737): even a bug could
 // not send a packet anywhere.
 func TestLoadgenRefusesRemoteTarget(t *testing.T) {
-	roottest.Require(t) // a network namespace
-	var b [4]byte
-	rand.Read(b[:])
-	ns := "wlt-loadgen-" + hex.EncodeToString(b[:]) // not a wirelab-<id>-c/s name: gc leaves it alone
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v: %s", err, out)
-	}
-	defer exec.Command("ip", "netns", "del", ns).Run()
-	if out, _ := exec.Command("ip", "netns", "exec", ns, "ip", "-o", "route", "show", "table", "all").CombinedOutput(); strings.Contains(string(out), "default") {
-		t.Fatalf("the namespace has a route: %s", out)
-	}
+	ns := roottest.IsolatedNetns(t)
 	spec := writeSpec(t, `{"protocol":"h1","scenario":{"stages":[{"duration_s":1,"target":1}]}}`)
 	for _, tc := range []struct {
 		args []string

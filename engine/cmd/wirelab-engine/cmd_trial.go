@@ -33,8 +33,10 @@ Runs one trial end to end (docs/trial-contract.md): the emulated path of the spe
 one built-in server for every origin, then every protocol × repetition as a fresh page load in the
 client namespace. Writes DIR/loads.jsonl (one record per load, as each finishes), DIR/har/,
 DIR/pcap/ (capture.pcap), DIR/server/, DIR/engine.log and, last, DIR/trial.json. Needs root.
-A live page (page "url:https://h3.wirelab.test/…") is loaded from the local internet's sites
-(wirelab-engine sites) as they serve it; a public site is refused (allow_internet, docs/live.md).
+A live page (page "url:https://h3.wirelab.test/…") is loaded as its site serves it, through the
+egress router (docs/egress.md): from the local internet's sites (wirelab-engine sites), or — only
+with "allow_internet": true, which wirelab sets for --allow-internet — from a public site through
+this host's default route, at least 1 s between loads (docs/live.md).
 
   --spec FILE   the trial spec (JSON; unknown fields are errors)
   --out DIR     the trial directory (created when missing; may hold spec.json and engine.stderr)

@@ -126,15 +126,26 @@ func liveTrial(t *testing.T, impl string) {
 	if n != 6 {
 		t.Errorf("%d records, want 6", n)
 	}
+	// Through the egress router (docs/egress.md): the site's address alone was admitted, by the
+	// DNS forwarder's answer to the planning query, and nothing the loads sent was refused.
+	var res trial.Result
+	if b, err := os.ReadFile(filepath.Join(out, trial.TrialFile)); err != nil || json.Unmarshal(b, &res) != nil {
+		t.Fatalf("trial.json: %v", err)
+	}
+	if e := res.Egress; e == nil || e.Far != "internet" || len(e.Admitted) != 1 || e.Admitted[0] != "10.77.1.3" || e.RefusedPackets != 0 || e.RefusedByPolicy != 0 {
+		t.Errorf("egress %+v: want far internet, [10.77.1.3] admitted, nothing refused", res.Egress)
+	}
 	t.Logf("%s: ToW from the captures vs the records: at most %.6f ms apart (the record rounds to µs)", impl, maxDiff)
 	assertTrialGone(t, out)
 }
 
 // A live page whose name resolves to a documentation address is refused with one line and exit 2
 // after planning, and the run's packet log shows that only the run's DNS server was sent anything;
-// a public name is refused before anything exists. Nothing is left either way.
+// a public name is refused before anything exists. Nothing is left either way. The engine runs
+// where no route leads off the machine (offMachine).
 func TestLiveTrialRefusals(t *testing.T) {
 	roottest.RequireTUN(t)
+	run := offMachine(t)
 	for _, c := range []struct {
 		page, words string
 		planned     bool
@@ -144,7 +155,7 @@ func TestLiveTrialRefusals(t *testing.T) {
 	} {
 		out := filepath.Join(t.TempDir(), "out")
 		spec := writeSpec(t, `{"page":"`+c.page+`","protocols":["h2"],"repetitions":1}`)
-		cmd := engine("trial", "--spec", spec, "--out", out)
+		cmd := run("trial", "--spec", spec, "--out", out)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		err := cmd.Run()

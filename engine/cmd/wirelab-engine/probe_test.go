@@ -13,9 +13,11 @@ import (
 	"github.com/wirelab/wirelab/engine/sites"
 )
 
-// Bad input: one line naming the field, exit 2, and nothing resolved or sent (no root needed:
-// each is refused before a resolver is even chosen).
+// Bad input: one line naming the field, exit 2, and nothing resolved or sent: each is refused
+// before a resolver is even chosen. Public names among them: the probe runs where no route leads
+// off the machine (offMachine).
 func TestProbeBadInput(t *testing.T) {
+	run := offMachine(t)
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.txt")
 	os.WriteFile(empty, []byte("# nothing\n\n"), 0o644)
@@ -47,7 +49,7 @@ func TestProbeBadInput(t *testing.T) {
 	}
 	for want, args := range cases {
 		var stdout, stderr bytes.Buffer
-		cmd := engine(append([]string{"probe"}, args...)...)
+		cmd := run(append([]string{"probe"}, args...)...)
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		code := exitCodeOf(cmd.Run())
 		msg := strings.TrimSpace(stderr.String())

@@ -29,6 +29,30 @@ type StandIn struct {
 	UpstreamAddr    netip.Addr
 }
 
+// IsolatedNetns makes a network namespace with no route off the machine — only its loopback
+// device, up — for the test's subprocesses (`ip netns exec NAME …`); removed when the test ends.
+// Root only (it skips otherwise).
+func IsolatedNetns(t testing.TB) string {
+	t.Helper()
+	Require(t)
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	name := "wltest-" + hex.EncodeToString(b[:]) + "-iso" // not a run's name: gc leaves it alone
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+	if out, err := exec.Command("ip", "-n", name, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		t.Fatalf("ip link set lo up: %v: %s", err, out)
+	}
+	if out, _ := exec.Command("ip", "-n", name, "-o", "route", "show", "table", "all").CombinedOutput(); strings.Contains(string(out), "default") {
+		t.Fatalf("the isolated namespace has a default route: %s", out)
+	}
+	return name
+}
+
 // The stand-in's addresses: a /24 of the lab's block that no run uses.
 var (
 	standInWorld    = netip.MustParseAddr("10.77.200.1")
