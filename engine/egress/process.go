@@ -58,7 +58,6 @@ type Stopped struct {
 
 // Process is a running forwarder process.
 type Process struct {
-	cmd   interface{ Wait() error }
 	proc  *os.Process
 	stdin io.Closer
 	done  chan struct{}
@@ -96,7 +95,7 @@ func Start(topo *netns.Topology, engine string, env []string, onEvent func(Event
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("dns forwarder: %w", err)
 	}
-	p := &Process{cmd: cmd, proc: cmd.Process, stdin: stdin, done: make(chan struct{})}
+	p := &Process{proc: cmd.Process, stdin: stdin, done: make(chan struct{})}
 	ready := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)

@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -235,4 +237,62 @@ func TestLiveChromiumFallbackIsAnError(t *testing.T) {
 		t.Errorf("the h2 load of an HTTP/1.1-only site by Chromium: error %v", rec.Error)
 	}
 	assertTrialGone(t, out)
+}
+
+// A live trial killed with SIGKILL mid-run leaves its three namespaces and its state file (the
+// sites' server and the router's DNS forwarder die with it: Pdeathsig, and the forwarder's standard
+// input closes); `wirelab-engine gc` removes them, and no forwarder of the run is left.
+func TestLiveTrialKilledThenGC(t *testing.T) {
+	roottest.RequireTUN(t)
+	cmd, out := trialCmd(t, `{"page":"url:https://h3.wirelab.test/L/fixture/","protocols":["h1s","h2"],"repetitions":50,"gap_ms":200,"network":"rtt=20ms"}`, 2*time.Minute)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(stdout)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			cmd.Wait()
+			t.Fatalf("no load event before %v", err)
+		}
+		if strings.Contains(line, `"event":"load"`) {
+			break
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	log, _ := os.ReadFile(filepath.Join(out, trial.LogFile))
+	m := regexp.MustCompile(`wirelab-([0-9a-f]{8})-i`).FindSubmatch(log)
+	if m == nil {
+		t.Fatalf("no internet namespace in engine.log:\n%s", log)
+	}
+	id := string(m[1])
+	forwarders := func() []int {
+		var pids []int
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && strings.Contains(string(b), "--forward") && strings.Contains(string(b), "wirelab-"+id+"-s") {
+				n, _ := strconv.Atoi(e.Name())
+				pids = append(pids, n)
+			}
+		}
+		return pids
+	}
+	if _, err := os.Stat("/run/netns/wirelab-" + id + "-i"); err != nil {
+		t.Fatalf("the killed run's internet namespace is not there to be collected: %v", err)
+	}
+	if gcOut, err := engine("gc").CombinedOutput(); err != nil {
+		t.Fatalf("gc: %v\n%s", err, gcOut)
+	}
+	assertGone(t, id)
+	if pids := forwarders(); len(pids) != 0 {
+		t.Errorf("the forwarder survived gc: %v", pids)
+	}
 }

@@ -33,7 +33,8 @@ func runID(t *testing.T, log string) string {
 // assertGone checks that nothing of run id is left: namespaces, state file, resolver directory.
 func assertGone(t *testing.T, id string) {
 	t.Helper()
-	for _, p := range []string{"/run/netns/wirelab-" + id + "-c", "/run/netns/wirelab-" + id + "-s", "/run/wirelab/" + id + ".json", "/etc/netns/wirelab-" + id + "-c"} {
+	for _, p := range []string{"/run/netns/wirelab-" + id + "-c", "/run/netns/wirelab-" + id + "-s", "/run/netns/wirelab-" + id + "-i",
+		"/run/wirelab/" + id + ".json", "/etc/netns/wirelab-" + id + "-c"} {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s left behind", p)
 		}
