@@ -79,8 +79,12 @@ test-go: $(ENGINE)
 	@cd engine && out=$$($(ISOLATE) go test $(GOTEST_FLAGS) -run '^TestH2Spec$$' -v ./server 2>&1); rc=$$?; \
 	  echo "$$out" | grep -E 'h2spec against|failed:|^(ok|FAIL|---)'; exit $$rc
 
+# The tests that need no root run on two workers (pytest-xdist); those that do (namespaces,
+# real-time emulators, which must not compete) and those that signal their own process run after,
+# one at a time.
 test-py: $(STAMPS)/venv $(ENGINE)
-	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) tests
+	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "not root and not serial" -n 2 tests
+	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "root or serial" tests
 
 # Static checks of both halves: go vet and gofmt; ruff (lint and format) and mypy (the package ships
 # py.typed, so its annotations are checked as its users' type checkers read them).

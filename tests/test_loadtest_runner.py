@@ -104,6 +104,7 @@ def test_resume_runs_only_what_is_not_complete(tmp_path):
     assert wirelab.loadtest(SPEC, db=db, engine=engine).ok and engine.started == []
 
 
+@pytest.mark.serial
 def test_ctrl_c_keeps_the_intervals_measured_and_exits_130(tmp_path):
     db = tmp_path / "w.db"
     plan = loadplan.loads(SPEC)
@@ -132,6 +133,7 @@ def test_ctrl_c_keeps_the_intervals_measured_and_exits_130(tmp_path):
     assert engine.started == [r.id for r in plan.runs]  # the interrupted run runs again
 
 
+@pytest.mark.serial
 def test_sigterm_is_handled_like_ctrl_c(tmp_path):
     def hold(run, written):
         if written == 1:
@@ -273,6 +275,7 @@ def _in_range(column: str, section: str) -> bool:
     return f"`{prefix}p50_ms` …" in section and column.startswith(prefix) and column.endswith("_ms")
 
 
+@pytest.mark.serial
 def test_an_interrupt_while_the_engine_starts_stops_it(tmp_path):
     """Ctrl-C (here SIGTERM) that arrives while the engine is being started is held until it has
     started, then stops it: the run is stored interrupted, no engine is left running."""

@@ -248,6 +248,7 @@ def test_a_sweep_runs_once_at_a_time(tmp_path, small):
         wirelab.run(small, db=tmp_path / "w.db", engine=FixtureEngine())
 
 
+@pytest.mark.serial
 def test_ctrl_c_stops_running_trials_and_resume_completes(tmp_path, small):
     db = tmp_path / "w.db"
     plan = spec.load(small)
@@ -271,6 +272,7 @@ def test_ctrl_c_stops_running_trials_and_resume_completes(tmp_path, small):
     assert_exactly_planned(db, plan)
 
 
+@pytest.mark.serial
 def test_sigterm_is_handled_like_ctrl_c(tmp_path, small):
     def hold(run, written):
         if written == 1:
