@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,10 +19,9 @@ import (
 
 // upstream is a resolver on loopback answering from a fixed zone: A records (several per name),
 // a CNAME, an AAAA and an HTTPS record; "big." answers 100 A records (truncated over UDP).
-func upstream(t *testing.T) (addr string, queries *int) {
+func upstream(t *testing.T) (addr string, queries *atomic.Int64) {
 	t.Helper()
-	var mu sync.Mutex
-	n := 0
+	var n atomic.Int64
 	zone := map[string][]string{
 		"www.example.org.":   {"www.example.org. 60 IN A 93.184.215.14", "www.example.org. 60 IN AAAA 2606:2800:21f:cb07:6820:80da:af6b:8b2c"},
 		"cdn.example.org.":   {"cdn.example.org. 60 IN CNAME edge.example.net.", "edge.example.net. 60 IN A 151.101.1.1", "edge.example.net. 60 IN A 151.101.65.1"},
@@ -35,9 +35,7 @@ func upstream(t *testing.T) (addr string, queries *int) {
 	}
 	zone["big.example.org."] = big
 	h := func(w mdns.ResponseWriter, r *mdns.Msg) {
-		mu.Lock()
-		n++
-		mu.Unlock()
+		n.Add(1)
 		m := new(mdns.Msg)
 		m.SetReply(r)
 		q := r.Question[0]
@@ -99,13 +97,39 @@ func (a *admitted) has(s string) bool {
 	return slices.Contains(a.addrs, netip.MustParseAddr(s))
 }
 
+// counts are how many addresses were admitted and how many calls admitted them.
+func (a *admitted) counts() (addrs, calls int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.addrs), a.calls
+}
+
+// events records a forwarder's events.
+type events struct {
+	mu  sync.Mutex
+	all []Event
+}
+
+func (e *events) on(ev Event) { e.mu.Lock(); e.all = append(e.all, ev); e.mu.Unlock() }
+
+// refused are the addresses of the refusals so far.
+func (e *events) refused() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, ev := range e.all {
+		if ev.Event == "refused" {
+			out = append(out, ev.Addr)
+		}
+	}
+	return out
+}
+
 // start runs a forwarder on loopback in front of upstream with the public policy.
-func start(t *testing.T, up string, p policy.Policy, adm *admitted) (addr string, f *Forwarder, events *[]Event) {
+func start(t *testing.T, up string, p policy.Policy, adm *admitted) (addr string, f *Forwarder, evs *events) {
 	t.Helper()
-	var evs []Event
-	var mu sync.Mutex
-	f, err := New(Config{Upstream: up, Policy: p, Admit: adm.admit, Timeout: time.Second,
-		OnEvent: func(e Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }})
+	evs = &events{}
+	f, err := New(Config{Upstream: up, Policy: p, Admit: adm.admit, Timeout: time.Second, OnEvent: evs.on})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +145,7 @@ func start(t *testing.T, up string, p policy.Policy, adm *admitted) (addr string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	return pc.LocalAddr().String(), f, &evs
+	return pc.LocalAddr().String(), f, evs
 }
 
 func ask(t *testing.T, server, name string, qtype uint16, network string) *mdns.Msg {
@@ -145,39 +169,39 @@ func TestForwarderAdmitsWhatPasses(t *testing.T) {
 
 	m := ask(t, srv, "www.example.org.", mdns.TypeA, "udp")
 	if len(m.Answer) != 1 || !adm.has("93.184.215.14") {
-		t.Fatalf("www: answer %v, admitted %v", m.Answer, adm.addrs)
+		t.Fatalf("www: answer %v, 93.184.215.14 not admitted", m.Answer)
 	}
 	// The chain's addresses are admitted under the name asked.
 	m = ask(t, srv, "cdn.example.org.", mdns.TypeA, "udp")
 	if len(m.Answer) != 3 || !adm.has("151.101.1.1") || !adm.has("151.101.65.1") {
-		t.Errorf("cdn: answer %v, admitted %v", m.Answer, adm.addrs)
+		t.Errorf("cdn: answer %v; want both of the chain's addresses admitted", m.Answer)
 	}
 	// A name with a private and a public address: the answer is relayed whole, only the public
 	// address is admitted, the private one reported.
 	m = ask(t, srv, "mixed.example.org.", mdns.TypeA, "udp")
 	if len(m.Answer) != 2 || adm.has("10.1.2.3") || !adm.has("8.8.4.4") {
-		t.Errorf("mixed: answer %v, admitted %v", m.Answer, adm.addrs)
+		t.Errorf("mixed: answer %v; want the public address admitted, the private one not", m.Answer)
 	}
 	ask(t, srv, "doc.example.org.", mdns.TypeA, "tcp")
 	if adm.has("192.0.2.1") {
 		t.Error("a documentation address was admitted")
 	}
 	// AAAA and HTTPS are relayed and admit nothing.
-	before := len(adm.addrs)
+	before, _ := adm.counts()
 	if m := ask(t, srv, "www.example.org.", mdns.TypeAAAA, "udp"); len(m.Answer) != 1 {
 		t.Errorf("AAAA: %v", m.Answer)
 	}
 	if m := ask(t, srv, "h3.example.org.", mdns.TypeHTTPS, "udp"); len(m.Answer) != 1 {
 		t.Errorf("HTTPS: %v", m.Answer)
 	}
-	if len(adm.addrs) != before {
-		t.Errorf("AAAA/HTTPS admitted %v", adm.addrs[before:])
+	if after, _ := adm.counts(); after != before {
+		t.Errorf("AAAA/HTTPS admitted %d addresses", after-before)
 	}
 	// Asked again: nothing to admit anew.
-	calls := adm.calls
+	_, calls := adm.counts()
 	ask(t, srv, "www.example.org.", mdns.TypeA, "udp")
-	if adm.calls != calls {
-		t.Errorf("admitted an address again (%d calls, were %d)", adm.calls, calls)
+	if _, again := adm.counts(); again != calls {
+		t.Errorf("admitted an address again (%d calls, were %d)", again, calls)
 	}
 	// A big answer: truncated to the client over UDP (it retries over TCP), every address
 	// admitted since the forwarder asked over TCP itself.
@@ -188,14 +212,8 @@ func TestForwarderAdmitsWhatPasses(t *testing.T) {
 		t.Errorf("big over TCP: %d answers", len(m.Answer))
 	}
 	st := f.Stats()
-	var refused []string
-	for _, e := range *events {
-		if e.Event == "refused" {
-			refused = append(refused, e.Addr)
-		}
-	}
-	if !slices.Equal(refused, []string{"10.1.2.3", "192.0.2.1"}) || st.Refused != 2 || st.Admitted != 104 {
-		t.Errorf("refused %v, stats %+v", refused, st)
+	if refused := events.refused(); !slices.Equal(refused, []string{"10.1.2.3", "192.0.2.1"}) || st.Refused != 2 || st.Admitted != 104 {
+		t.Errorf("refused %v, stats %+v", events.refused(), st)
 	}
 }
 
@@ -206,8 +224,8 @@ func TestForwarderRefusesAndFails(t *testing.T) {
 	adm := &admitted{}
 	lab := policy.Policy{Own: netip.MustParsePrefix("10.77.1.0/24").Contains}
 	srv, f, _ := start(t, up, lab, adm)
-	if m := ask(t, srv, "www.example.org.", mdns.TypeA, "udp"); m.Rcode != mdns.RcodeRefused || *queries != 0 {
-		t.Errorf("a public name without AllowInternet: rcode %s, %d upstream queries", mdns.RcodeToString[m.Rcode], *queries)
+	if m := ask(t, srv, "www.example.org.", mdns.TypeA, "udp"); m.Rcode != mdns.RcodeRefused || queries.Load() != 0 {
+		t.Errorf("a public name without AllowInternet: rcode %s, %d upstream queries", mdns.RcodeToString[m.Rcode], queries.Load())
 	}
 	adm2 := &admitted{fail: true}
 	srv2, _, _ := start(t, up, public, adm2)
