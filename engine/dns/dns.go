@@ -15,6 +15,7 @@ import (
 	"time"
 
 	mdns "github.com/miekg/dns"
+	"github.com/wirelab/wirelab/engine/internal/dnsserve"
 )
 
 // Zone is the zone the server is authoritative for.
@@ -59,11 +60,8 @@ type Records struct {
 type Server struct {
 	records map[string]netip.Addr // FQDN, lower case → address
 	https   map[string][]mdns.RR  // FQDN, lower case → HTTPS records
-	udp     *mdns.Server
-	tcp     *mdns.Server
+	srv     *dnsserve.Servers
 	addr    string
-	wg      sync.WaitGroup
-	once    sync.Once
 
 	mu      sync.Mutex
 	queries int
@@ -124,26 +122,8 @@ func ListenRecords(addr string, z Records) (*Server, error) {
 		return nil, fmt.Errorf("dns: %w", err)
 	}
 	s.addr = pc.LocalAddr().String()
-	handler := mdns.HandlerFunc(s.serveDNS)
-	started := make(chan struct{}, 2)
-	s.udp = &mdns.Server{PacketConn: pc, Handler: handler, NotifyStartedFunc: func() { started <- struct{}{} }}
-	s.tcp = &mdns.Server{Listener: ln, Handler: handler, NotifyStartedFunc: func() { started <- struct{}{} },
-		ReadTimeout: tcpTimeout, WriteTimeout: tcpTimeout}
-	errs := make(chan error, 2)
-	for _, srv := range []*mdns.Server{s.udp, s.tcp} {
-		s.wg.Go(func() {
-			if err := srv.ActivateAndServe(); err != nil {
-				errs <- err
-			}
-		})
-	}
-	for range 2 {
-		select {
-		case <-started:
-		case err := <-errs:
-			s.Close()
-			return nil, fmt.Errorf("dns: %w", err)
-		}
+	if s.srv, err = dnsserve.Start(pc, ln, mdns.HandlerFunc(s.serveDNS), tcpTimeout); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -169,14 +149,7 @@ func (s *Server) Queries() int {
 }
 
 // Close stops both sockets and waits for the server goroutines.
-func (s *Server) Close() error {
-	var err error
-	s.once.Do(func() {
-		err = errors.Join(s.udp.Shutdown(), s.tcp.Shutdown())
-		s.wg.Wait()
-	})
-	return err
-}
+func (s *Server) Close() error { return s.srv.Close() }
 
 func (s *Server) soa() mdns.RR {
 	return &mdns.SOA{Hdr: mdns.RR_Header{Name: Zone, Rrtype: mdns.TypeSOA, Class: mdns.ClassINET, Ttl: TTL},

@@ -25,6 +25,7 @@ import (
 
 	mdns "github.com/miekg/dns"
 
+	"github.com/wirelab/wirelab/engine/internal/dnsserve"
 	"github.com/wirelab/wirelab/engine/policy"
 )
 
@@ -68,9 +69,7 @@ type Stats struct {
 // Forwarder is a running DNS forwarder.
 type Forwarder struct {
 	cfg     Config
-	udp     *mdns.Server
-	tcp     *mdns.Server
-	wg      sync.WaitGroup
+	srv     *dnsserve.Servers
 	once    sync.Once
 	evMu    sync.Mutex // OnEvent one at a time
 	mu      sync.Mutex
@@ -98,26 +97,11 @@ func New(cfg Config) (*Forwarder, error) {
 // Serve answers on pc (UDP) and ln (TCP) — sockets the caller opened where the client reaches them
 // — and returns once both serve.
 func (f *Forwarder) Serve(pc net.PacketConn, ln net.Listener) error {
-	started := make(chan struct{}, 2)
-	f.udp = &mdns.Server{PacketConn: pc, Handler: mdns.HandlerFunc(f.serveUDP), NotifyStartedFunc: func() { started <- struct{}{} }}
-	f.tcp = &mdns.Server{Listener: ln, Handler: mdns.HandlerFunc(f.serveTCP), NotifyStartedFunc: func() { started <- struct{}{} },
-		ReadTimeout: tcpTimeout, WriteTimeout: tcpTimeout}
-	errs := make(chan error, 2)
-	for _, srv := range []*mdns.Server{f.udp, f.tcp} {
-		f.wg.Go(func() {
-			if err := srv.ActivateAndServe(); err != nil {
-				errs <- err
-			}
-		})
+	srv, err := dnsserve.Start(pc, ln, mdns.HandlerFunc(f.serve), tcpTimeout)
+	if err != nil {
+		return fmt.Errorf("egress: %w", err)
 	}
-	for range 2 {
-		select {
-		case <-started:
-		case err := <-errs:
-			f.Close()
-			return fmt.Errorf("egress: %w", err)
-		}
-	}
+	f.srv = srv
 	return nil
 }
 
@@ -126,10 +110,9 @@ func (f *Forwarder) Close() error {
 	var err error
 	f.once.Do(func() {
 		f.stopAll()
-		if f.udp != nil {
-			err = errors.Join(f.udp.Shutdown(), f.tcp.Shutdown())
+		if f.srv != nil {
+			err = f.srv.Close()
 		}
-		f.wg.Wait()
 	})
 	return err
 }
@@ -140,9 +123,6 @@ func (f *Forwarder) Stats() Stats {
 	defer f.mu.Unlock()
 	return f.stats
 }
-
-func (f *Forwarder) serveUDP(w mdns.ResponseWriter, req *mdns.Msg) { f.serve(w, req, "udp") }
-func (f *Forwarder) serveTCP(w mdns.ResponseWriter, req *mdns.Msg) { f.serve(w, req, "tcp") }
 
 func (f *Forwarder) count(fn func(*Stats)) {
 	f.mu.Lock()
@@ -159,9 +139,10 @@ func (f *Forwarder) event(ev Event) {
 	f.cfg.OnEvent(ev)
 }
 
-// serve answers one query: refused by name, or asked upstream and its addresses judged and admitted
-// before the answer goes back.
-func (f *Forwarder) serve(w mdns.ResponseWriter, req *mdns.Msg, network string) {
+// serve answers one query (over UDP or TCP, as it came): refused by name, or asked upstream and its
+// addresses judged and admitted before the answer goes back.
+func (f *Forwarder) serve(w mdns.ResponseWriter, req *mdns.Msg) {
+	network := w.LocalAddr().Network()
 	f.count(func(s *Stats) { s.Queries++ })
 	fail := func(rcode int) {
 		m := new(mdns.Msg)

@@ -14,6 +14,7 @@ import (
 
 	mdns "github.com/miekg/dns"
 
+	"github.com/wirelab/wirelab/engine/internal/dnsserve"
 	"github.com/wirelab/wirelab/engine/policy"
 )
 
@@ -54,6 +55,18 @@ func upstream(t *testing.T) (addr string, queries *atomic.Int64) {
 		}
 		w.WriteMsg(m)
 	}
+	pc, ln := loopback(t)
+	srv, err := dnsserve.Start(pc, ln, mdns.HandlerFunc(h), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return pc.LocalAddr().String(), &n
+}
+
+// loopback opens a UDP socket and a TCP listener on the same loopback port.
+func loopback(t *testing.T) (net.PacketConn, net.Listener) {
+	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -62,11 +75,7 @@ func upstream(t *testing.T) (addr string, queries *atomic.Int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []*mdns.Server{{PacketConn: pc, Handler: mdns.HandlerFunc(h)}, {Listener: ln, Handler: mdns.HandlerFunc(h)}} {
-		go s.ActivateAndServe()
-		t.Cleanup(func() { s.Shutdown() })
-	}
-	return pc.LocalAddr().String(), &n
+	return pc, ln
 }
 
 type admitted struct {
@@ -133,14 +142,7 @@ func start(t *testing.T, up string, p policy.Policy, adm *admitted) (addr string
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pc, ln := loopback(t)
 	if err := f.Serve(pc, ln); err != nil {
 		t.Fatal(err)
 	}

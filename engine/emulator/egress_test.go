@@ -43,8 +43,9 @@ func refusedFast(t *testing.T, e *Emulator, network, addr string) {
 	}
 }
 
-// echoOnce accepts one connection and writes back what it reads, recording the peer's address.
-func echoOnce(ln net.Listener, peer chan<- string) {
+// echoOnce accepts one connection, sends first, then writes back what it reads; the peer's address
+// goes to peer.
+func echoOnce(ln net.Listener, peer chan<- string, first []byte) {
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
@@ -53,6 +54,7 @@ func echoOnce(ln net.Listener, peer chan<- string) {
 		}
 		defer c.Close()
 		peer <- c.RemoteAddr().(*net.TCPAddr).IP.String()
+		c.Write(first)
 		io.Copy(c, c)
 	}()
 }
@@ -114,7 +116,7 @@ func TestEgressLocalInternet(t *testing.T) {
 		t.Fatal(err)
 	}
 	peer := make(chan string, 1)
-	echoOnce(ln, peer)
+	echoOnce(ln, peer, nil)
 	c, _ := dial(t, e, "10.77.1.1:443")
 	roundTrip(t, c, 1<<20)
 	c.Close()
@@ -224,17 +226,7 @@ func TestEgressHost(t *testing.T) {
 	first := make([]byte, 1400)
 	rand.Read(first)
 	peer := make(chan string, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(peer)
-			return
-		}
-		defer c.Close()
-		peer <- c.RemoteAddr().(*net.TCPAddr).IP.String()
-		c.Write(first)
-		io.Copy(c, c)
-	}()
+	echoOnce(ln, peer, first)
 	c, _ := dial(t, e, s.UpstreamAddr.String()+":443")
 	got := make([]byte, len(first))
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))

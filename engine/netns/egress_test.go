@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -140,33 +139,12 @@ func TestEgressGCAfterOwnerDied(t *testing.T) {
 	if got := s.Forwarding(t, s.WayOut); got != "1" {
 		t.Fatalf("forwarding %s during the run", got)
 	}
-	// Make the run look dead: its state names a pid that has exited; its handles stay unused.
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
-	st := *topo.st
-	st.PID, st.PIDStart = dead.Process.Pid, 1
-	if err := replaceState(StateDir, &st); err != nil {
-		t.Fatal(err)
-	}
-	topo.mu.Lock()
-	topo.closed = true
-	topo.mu.Unlock()
-	for _, dev := range topo.tuns {
-		dev.Close()
-	}
-	for _, h := range topo.ns {
-		if h != nil {
-			h.Close()
-		}
-	}
+	makeDead(t, topo)
 	rep, err := GC()
 	if err != nil {
 		t.Logf("GC errors (may concern other runs): %v", err)
 	}
 	t.Logf("GC removed %v", rep.Removed)
-	topo.eg.close()
 	assertHostClean(t, s, before)
 	assertGone(t, topo.ID)
 	if _, err := os.Stat(filepath.Join(netnsRunDir, NamespaceName(topo.ID, Internet))); !errors.Is(err, os.ErrNotExist) {

@@ -80,15 +80,11 @@ func TestCloseRemovesOwnedObjects(t *testing.T) {
 	assertGone(t, topo.ID)
 }
 
-// ... and by GC when the owner died (the run's state file names them).
-func TestGCRemovesOwnedObjectsOfDeadRuns(t *testing.T) {
-	roottest.RequireTUN(t)
-	topo, err := Create(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, g, proc := makeOwned(t, topo)
-	// Make the run look dead: its state names a pid that has exited.
+// makeDead makes a live run look like a dead one's leftovers: its state file names a pid that has
+// exited, and the topology lets go of what this process holds (TUN devices, namespace handles,
+// the host namespace) without removing anything — GC must.
+func makeDead(t *testing.T, topo *Topology) {
+	t.Helper()
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
@@ -99,13 +95,32 @@ func TestGCRemovesOwnedObjectsOfDeadRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	topo.mu.Lock()
-	topo.closed = true // the "dead" owner does not clean up; GC must
+	topo.closed = true
 	topo.mu.Unlock()
 	for _, dev := range topo.tuns {
 		if dev != nil {
 			dev.Close()
 		}
 	}
+	for _, h := range topo.ns {
+		if h != nil {
+			h.Close()
+		}
+	}
+	if topo.eg != nil {
+		topo.eg.close()
+	}
+}
+
+// ... and by GC when the owner died (the run's state file names them).
+func TestGCRemovesOwnedObjectsOfDeadRuns(t *testing.T) {
+	roottest.RequireTUN(t)
+	topo, err := Create(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, g, proc := makeOwned(t, topo)
+	makeDead(t, topo)
 	if _, err := GC(); err != nil {
 		t.Logf("GC errors (may concern other runs): %v", err)
 	}

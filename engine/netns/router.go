@@ -158,10 +158,7 @@ func (t *Topology) Admit(addrs ...netip.Addr) error {
 // AdmitIn is Admit from another process: namespace names a run's router namespace
 // (wirelab-<id>-s) — the DNS forwarder's way (docs/egress.md).
 func AdmitIn(namespace string, addrs ...netip.Addr) error {
-	if !namespacePattern.MatchString(namespace) {
-		return fmt.Errorf("netns: %q is not a run's namespace", namespace)
-	}
-	f, err := os.Open(filepath.Join(netnsRunDir, namespace))
+	f, err := openRunNamespace(namespace)
 	if err != nil {
 		return err
 	}
@@ -169,13 +166,18 @@ func AdmitIn(namespace string, addrs ...netip.Addr) error {
 	return admit(f, addrs)
 }
 
+// openRunNamespace opens a run's named namespace (wirelab-<id>-c|s|i) in /run/netns.
+func openRunNamespace(namespace string) (*os.File, error) {
+	if !namespacePattern.MatchString(namespace) {
+		return nil, fmt.Errorf("netns: %q is not a run's namespace", namespace)
+	}
+	return os.Open(filepath.Join(netnsRunDir, namespace))
+}
+
 // DoIn runs fn on an OS thread inside the named namespace of /run/netns (a run's); sockets fn
 // creates stay there (the DNS forwarder's listening sockets in the router namespace).
 func DoIn(namespace string, fn func() error) error {
-	if !namespacePattern.MatchString(namespace) {
-		return fmt.Errorf("netns: %q is not a run's namespace", namespace)
-	}
-	f, err := os.Open(filepath.Join(netnsRunDir, namespace))
+	f, err := openRunNamespace(namespace)
 	if err != nil {
 		return err
 	}

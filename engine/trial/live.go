@@ -402,8 +402,8 @@ func (r *runner) egressResult() *EgressResult {
 	r.live.events.mu.Lock()
 	res.RefusedByPolicy = r.live.events.refused
 	r.live.events.mu.Unlock()
-	r.log.printf("egress: %d addresses admitted (%s), %d answers or names refused by the policy, %d packets refused by the router",
-		len(res.Admitted), strings.Join(res.Admitted, ", "), res.RefusedByPolicy, res.RefusedPackets)
+	r.log.printf("egress: admitted %s; refused by the policy: %d answers or names; refused by the router: %d packets",
+		strings.Join(res.Admitted, ", "), res.RefusedByPolicy, res.RefusedPackets)
 	return res
 }
 

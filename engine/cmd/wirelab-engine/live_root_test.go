@@ -245,24 +245,7 @@ func TestLiveChromiumFallbackIsAnError(t *testing.T) {
 func TestLiveTrialKilledThenGC(t *testing.T) {
 	roottest.RequireTUN(t)
 	cmd, out := trialCmd(t, `{"page":"url:https://h3.wirelab.test/L/fixture/","protocols":["h1s","h2"],"repetitions":50,"gap_ms":200,"network":"rtt=20ms"}`, 2*time.Minute)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(stdout)
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			cmd.Wait()
-			t.Fatalf("no load event before %v", err)
-		}
-		if strings.Contains(line, `"event":"load"`) {
-			break
-		}
-	}
+	startUntilLoad(t, cmd)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

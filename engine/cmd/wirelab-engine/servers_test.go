@@ -229,25 +229,9 @@ func TestServersLeaveNothingBehind(t *testing.T) {
 				s = strings.Replace(spec, `"repetitions":40`, `"repetitions":1`, 1)
 			}
 			cmd, out := trialCmd(t, s, 2*time.Minute)
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			r := bufio.NewReader(stdout)
-			for {
-				line, err := r.ReadString('\n')
-				if err != nil {
-					t.Fatalf("no load event (%v): %s", err, stderr.String())
-				}
-				if strings.Contains(line, `"event":"load"`) {
-					break
-				}
-			}
+			r := startUntilLoad(t, cmd)
 			id := trialRunID(t, out)
 			dir := filepath.Join(os.TempDir(), "wirelab-lab-"+id)
 			st, err := os.Stat(filepath.Join(dir, "certs", "key.pem"))

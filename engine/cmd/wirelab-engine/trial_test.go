@@ -572,11 +572,11 @@ func TestTrialInterrupted(t *testing.T) {
 	}
 }
 
-// SIGKILL leaves the namespaces, the state file, the lab's private directory (its certificates)
-// and the server's control group; `wirelab-engine gc` removes all of them.
-func TestTrialKilledThenGC(t *testing.T) {
-	roottest.RequireTUN(t)
-	cmd, out := trialCmd(t, `{"page":"twitter","protocols":["h1s","h2"],"repetitions":50,"network":"rtt=100ms"}`, 2*time.Minute)
+// startUntilLoad starts cmd (a trial or a load test with --progress) and reads its progress lines
+// until the first load's; it returns the reader of the rest. cmd.Stderr, when a *bytes.Buffer, is
+// quoted if no load comes.
+func startUntilLoad(t *testing.T, cmd *exec.Cmd) *bufio.Reader {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -589,12 +589,24 @@ func TestTrialKilledThenGC(t *testing.T) {
 		line, err := r.ReadString('\n')
 		if err != nil {
 			cmd.Wait()
-			t.Fatalf("no load event before %v", err)
+			var stderr string
+			if b, ok := cmd.Stderr.(*bytes.Buffer); ok {
+				stderr = b.String()
+			}
+			t.Fatalf("no load event (%v): %s", err, stderr)
 		}
 		if strings.Contains(line, `"event":"load"`) {
-			break
+			return r
 		}
 	}
+}
+
+// SIGKILL leaves the namespaces, the state file, the lab's private directory (its certificates)
+// and the server's control group; `wirelab-engine gc` removes all of them.
+func TestTrialKilledThenGC(t *testing.T) {
+	roottest.RequireTUN(t)
+	cmd, out := trialCmd(t, `{"page":"twitter","protocols":["h1s","h2"],"repetitions":50,"network":"rtt=100ms"}`, 2*time.Minute)
+	startUntilLoad(t, cmd)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
