@@ -3,6 +3,7 @@ stored loads, and `wirelab reproduce elkhatib-live --quick` replayed from the re
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -217,3 +218,42 @@ def test_load_gap(capsys, tmp_path, fake_engine):
     assert cli._default_gap_ms(public, allow_internet=True) == _facts.min_public_gap_ms() == 1000
     assert cli._default_gap_ms(public, allow_internet=False) == 0
     assert cli._default_gap_ms("twitter", allow_internet=True) == 0
+
+
+def test_a_public_sites_trial_is_stored_and_reported(tmp_path):
+    """A trial of a public site as the engine writes it (egress far side "host", no server under
+    test) is stored and drawn like the local internet's: its site gets its ToW panel and gain rows.
+    The FixtureEngine replays a recording made from live-h3's with the public site's page: nothing is
+    loaded, resolved or sent, and no --allow-internet is involved."""
+    import shutil
+
+    from wirelab.report import write_report
+    from wirelab.testing import FIXTURES_DIR
+
+    public = "url:https://www.example.org/"
+    fixtures = tmp_path / "fixtures"
+    recording = fixtures / "trials" / "live-public"
+    shutil.copytree(FIXTURES_DIR / "trials" / "live-h3", recording)
+    trial = json.loads((recording / "trial.json").read_text())
+    trial["spec"].update(page=public, gap_ms=2000, network="native")
+    del trial["provenance"]["server"]
+    trial["provenance"]["namespaces"] = " ".join(trial["provenance"]["namespaces"].split()[:2])
+    trial["egress"] = {
+        "far": "host",
+        "admitted": ["93.184.215.14"],
+        "refused_by_policy": 0,
+        "refused_packets": 0,
+    }
+    (recording / "trial.json").write_text(json.dumps(trial))
+    spec = tmp_path / "public.toml"
+    spec.write_text(LIVE_SPEC.replace(f'page = ["{H3}", "{SLOW}"]', f'page = ["{public}"]'))
+    db = tmp_path / "w.db"
+    summary = wirelab.run(spec, db=db, engine=FixtureEngine(fixtures))
+    assert summary.ok
+    with wirelab.open(db) as results:
+        [stored] = results.trials("live")["provenance"]
+        assert "server" not in stored
+        assert set(analysis.site_of(p) for p in results.loads("live")["page"]) == {"www.example.org"}
+    html = write_report(db, ["live"], tmp_path / "out").read_text()
+    table = html[html.index("Average gain per site") :]
+    assert re.search(r"<td[^>]*>www\.example\.org</td>\s*<td[^>]*>HTTP/3 vs HTTPS</td>", table)
