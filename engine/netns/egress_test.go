@@ -151,3 +151,32 @@ func TestEgressGCAfterOwnerDied(t *testing.T) {
 		t.Errorf("internet namespace of %s left", topo.ID)
 	}
 }
+
+// Two runs to the same host at once: each gets its own /30 and table, forwarding on the way out is
+// switched on by the first and restored only when the last one ends.
+func TestEgressHostRunsShareForwarding(t *testing.T) {
+	s := roottest.NewStandIn(t)
+	before := uplinkEntries()
+	a, err := Create(Config{Egress: &Egress{Far: FarHost, HostNetns: s.World}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Create(Config{Egress: &Egress{Far: FarHost, HostNetns: s.World}})
+	if err != nil {
+		a.Close()
+		t.Fatal(err)
+	}
+	if a.Uplink().Prefix == b.Uplink().Prefix {
+		t.Errorf("both runs got %s", a.Uplink().Prefix)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Forwarding(t, s.WayOut); got != "1" {
+		t.Errorf("forwarding %s after the first run ended while the second runs; want 1", got)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertHostClean(t, s, before)
+}
