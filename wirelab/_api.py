@@ -18,6 +18,7 @@ import pandas as pd
 
 from wirelab import _loadplan as loadplan
 from wirelab import spec as spec_mod
+from wirelab._cluster_options import DEFAULT_ARTIFACTS, DEFAULT_RETRIES
 from wirelab._engine import Engine, SubprocessEngine
 from wirelab._loadrunner import LoadObserver, LoadtestSummary, run_loadtests
 from wirelab._summary import protocol_table
@@ -59,8 +60,8 @@ def run(
     engine: Engine | str | os.PathLike[str] | None = None,
     observer: Observer | None = None,
     cluster: str | None = None,
-    retries: int = 2,
-    artifacts: str = "local",
+    retries: int = DEFAULT_RETRIES,
+    artifacts: str = DEFAULT_ARTIFACTS,
     allow_internet: bool = False,
 ) -> RunSummary:
     """Run an experiment into ``db`` (``wirelab run``). Resumes by default; raises

@@ -48,6 +48,7 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from wirelab import spec as spec_mod
+from wirelab._cluster_options import ARTIFACTS, DEFAULT_RETRIES
 from wirelab._engine import WORKER_FILE, Engine, EventCallback, SubprocessEngine, TrialEvent, TrialRun
 from wirelab._machine import machine_provenance
 from wirelab.errors import EngineError, SpecError, UsageError, WirelabError, cut
@@ -69,8 +70,6 @@ TRIAL_RESOURCE = "trial"  #: the resource a worker advertises per slot; each tri
 PLUGIN_NAME = "wirelab-trials"
 TOPIC_PREFIX = "wirelab-run-"  #: + run id: the topic of a run's progress events
 STOP_PREFIX = "wirelab-stop-"  #: + run id: the event that stops a run's trials on every worker
-ARTIFACTS = ("local", "remote")
-DEFAULT_RETRIES = 2
 GRACE_S = 30.0  #: a worker's wait between SIGINT and SIGKILL of an engine it stops
 POLL_S = 0.25
 #: with --artifacts remote, what comes back to the client: what the database stores (records, HARs,

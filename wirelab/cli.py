@@ -23,6 +23,7 @@ from wirelab import __version__, _facts
 from wirelab import _api as api
 from wirelab import _netprofile as netprofile
 from wirelab import spec as spec_mod
+from wirelab._cluster_options import DEFAULT_ARTIFACTS, DEFAULT_RETRIES
 from wirelab._contract_models import TrialSpecFields
 from wirelab._engine import Engine, SubprocessEngine
 from wirelab._paths import experiments_dir
@@ -79,10 +80,12 @@ CLUSTER_OPTION = typer.Option(
     "docs/distributed.md); --parallel is then the workers' slots.",
 )
 RETRIES_OPTION = typer.Option(
-    2, "--retries", help="With --cluster: starts again elsewhere of a trial whose worker was lost."
+    DEFAULT_RETRIES,
+    "--retries",
+    help="With --cluster: starts again elsewhere of a trial whose worker was lost.",
 )
 ARTIFACTS_OPTION = typer.Option(
-    "local",
+    DEFAULT_ARTIFACTS,
     "--artifacts",
     help="With --cluster: local (trial directories come back) or remote (pcaps and server records stay "
     "on the worker, recorded as host:path).",
@@ -137,8 +140,8 @@ def _run(
     resume: bool,
     engine: Path | None,
     cluster: str | None = None,
-    retries: int = 2,
-    artifacts: str = "local",
+    retries: int = DEFAULT_RETRIES,
+    artifacts: str = DEFAULT_ARTIFACTS,
 ) -> RunSummary:
     try:
         summary = api.run(
