@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +19,9 @@ from wirelab import _facts, analysis, cli
 from wirelab import spec as spec_mod
 from wirelab._engine import SubprocessEngine
 from wirelab.errors import EngineNotFoundError, SpecError
-from wirelab.testing import FixtureEngine
+from wirelab.report import write_report
+from wirelab.runner import EGRESS_REFUSED_FLAG
+from wirelab.testing import FIXTURES_DIR, FixtureEngine
 
 ROOT = Path(__file__).resolve().parent.parent
 H3 = "url:https://h3.wirelab.test/L/fixture/"
@@ -220,36 +223,42 @@ def test_load_gap(capsys, tmp_path, fake_engine):
     assert cli._default_gap_ms("twitter", allow_internet=True) == 0
 
 
+def _recorded(tmp_path: Path, page: str, edit) -> FixtureEngine:
+    """A FixtureEngine whose one recording is live-h3's, with ``page`` and ``edit`` applied to its
+    trial.json — a trial as the engine would write it for another live page; replaying it runs
+    nothing, resolves nothing and sends nothing."""
+    fixtures = tmp_path / "fixtures"
+    recording = fixtures / "trials" / "live-edited"
+    shutil.copytree(FIXTURES_DIR / "trials" / "live-h3", recording)
+    trial = json.loads((recording / "trial.json").read_text())
+    trial["spec"]["page"] = page
+    edit(trial)
+    (recording / "trial.json").write_text(json.dumps(trial))
+    return FixtureEngine(fixtures)
+
+
 def test_a_public_sites_trial_is_stored_and_reported(tmp_path):
     """A trial of a public site as the engine writes it (egress far side "host", no server under
     test) is stored and drawn like the local internet's: its site gets its ToW panel and gain rows.
-    The FixtureEngine replays a recording made from live-h3's with the public site's page: nothing is
-    loaded, resolved or sent, and no --allow-internet is involved."""
-    import shutil
-
-    from wirelab.report import write_report
-    from wirelab.testing import FIXTURES_DIR
-
+    No --allow-internet is involved (see _recorded)."""
     public = "url:https://www.example.org/"
-    fixtures = tmp_path / "fixtures"
-    recording = fixtures / "trials" / "live-public"
-    shutil.copytree(FIXTURES_DIR / "trials" / "live-h3", recording)
-    trial = json.loads((recording / "trial.json").read_text())
-    trial["spec"].update(page=public, gap_ms=2000, network="native")
-    del trial["provenance"]["server"]
-    trial["provenance"]["namespaces"] = " ".join(trial["provenance"]["namespaces"].split()[:2])
-    trial["egress"] = {
-        "far": "host",
-        "admitted": ["93.184.215.14"],
-        "refused_by_policy": 0,
-        "refused_packets": 0,
-    }
-    (recording / "trial.json").write_text(json.dumps(trial))
+
+    def as_public(trial):
+        trial["spec"].update(gap_ms=2000, network="native")
+        del trial["provenance"]["server"]
+        trial["provenance"]["namespaces"] = " ".join(trial["provenance"]["namespaces"].split()[:2])
+        trial["egress"] = {
+            "far": "host",
+            "admitted": ["93.184.215.14"],
+            "refused_by_policy": 0,
+            "refused_packets": 0,
+        }
+
     spec = tmp_path / "public.toml"
     spec.write_text(LIVE_SPEC.replace(f'page = ["{H3}", "{SLOW}"]', f'page = ["{public}"]'))
     db = tmp_path / "w.db"
-    summary = wirelab.run(spec, db=db, engine=FixtureEngine(fixtures))
-    assert summary.ok
+    summary = wirelab.run(spec, db=db, engine=_recorded(tmp_path, public, as_public))
+    assert summary.ok and not summary.fidelity_warnings
     with wirelab.open(db) as results:
         [stored] = results.trials("live")["provenance"]
         assert "server" not in stored
@@ -257,3 +266,21 @@ def test_a_public_sites_trial_is_stored_and_reported(tmp_path):
     html = write_report(db, ["live"], tmp_path / "out").read_text()
     table = html[html.index("Average gain per site") :]
     assert re.search(r"<td[^>]*>www\.example\.org</td>\s*<td[^>]*>HTTP/3 vs HTTPS</td>", table)
+
+
+def test_packets_the_router_refused_flag_the_trial(tmp_path):
+    """trial.json's egress.refused_packets > 0 flags the trial (egress_refused) and the run says so."""
+
+    def refused(trial):
+        trial["egress"]["refused_packets"] = 3
+
+    spec = tmp_path / "live.toml"
+    spec.write_text(LIVE_SPEC.replace(f'page = ["{H3}", "{SLOW}"]', f'page = ["{H3}"]'))
+    db = tmp_path / "w.db"
+    summary = wirelab.run(spec, db=db, engine=_recorded(tmp_path, H3, refused))
+    assert [o.flags for o in summary.completed] == [[EGRESS_REFUSED_FLAG]]
+    assert "egress warning: 1 of 1 live trials sent packets the egress router rejected" in "\n".join(
+        summary.lines()
+    )
+    with wirelab.open(db) as results:
+        assert list(results.trials("live")["fidelity_flags"]) == [[EGRESS_REFUSED_FLAG]]

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BROWSER_IN_PARALLEL_FLAG",
     "DEVICE_DROPS_FLAG",
+    "EGRESS_REFUSED_FLAG",
     "Observer",
     "RunSummary",
     "TrialOutcome",
@@ -90,6 +91,8 @@ __all__ = [
 DEVICE_DROPS_FLAG = "device_drops"
 #: a trial that loaded its pages in Chromium while another trial ran
 BROWSER_IN_PARALLEL_FLAG = "browser_in_parallel"
+#: a live trial whose loads sent packets the egress router rejected (docs/egress.md)
+EGRESS_REFUSED_FLAG = "egress_refused"
 LOCK_FILE = ".lock"
 
 
@@ -191,6 +194,14 @@ class RunSummary:
                 f"Chromium while other trials ran (--parallel {self.parallel}); Chromium's CPU use "
                 "shifts parallel trials' timings although the emulator keeps time (docs/running.md) — "
                 "their loads are flagged in the database; run Chromium sweeps with --parallel 1"
+            )
+        refused = [o for o in self.completed if EGRESS_REFUSED_FLAG in o.flags]
+        if refused:
+            out.append(
+                f"egress warning: {len(refused)} of {len(self.completed)} live trials sent packets the "
+                "egress router rejected (an address nobody resolved, a port other than 80 and 443, or one "
+                "the policy refused); those requests failed and their pages may be incomplete — each "
+                "trial's engine.log lists the refusals (docs/egress.md)"
             )
         if self.interrupted:
             out.append("interrupted: running trials were stopped; run the same command again to resume")
@@ -335,6 +346,8 @@ def _fidelity_flags(trial_json: Mapping[str, Any], ran_beside_others: bool) -> l
         flags.append(DEVICE_DROPS_FLAG)
     if ran_beside_others and trial_json["spec"]["client"]["impl"] == "chromium":
         flags.append(BROWSER_IN_PARALLEL_FLAG)
+    if (trial_json.get("egress") or {}).get("refused_packets", 0) > 0:
+        flags.append(EGRESS_REFUSED_FLAG)
     return flags
 
 

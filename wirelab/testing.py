@@ -221,6 +221,8 @@ class FixtureTrialRun(TrialRun):
             "loads": len(sequence),
             "errors": errors,
         }
+        if "egress" in recorded:  # a live trial's egress router, as recorded
+            trial["egress"] = recorded["egress"]
         tmp = self.out_dir / "trial.json.tmp"
         tmp.write_text(json.dumps(trial, indent=1) + "\n")
         os.replace(tmp, self.out_dir / "trial.json")
