@@ -98,6 +98,7 @@ def test_interrupt_sends_sigint_to_the_group(fake_engine, tmp_path, monkeypatch)
     assert not (tmp_path / "t" / "trial.json").exists()
 
 
+@pytest.mark.serial
 def test_kill_when_sigint_is_ignored(fake_engine, tmp_path, monkeypatch):
     marker = tmp_path / "held"
     monkeypatch.setenv("FAKE_ENGINE_HOLD", "0:1")

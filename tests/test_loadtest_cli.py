@@ -123,6 +123,7 @@ def test_wirelab_run_points_a_load_test_to_loadtest(capsys, tmp_path, spec, fake
     )
 
 
+@pytest.mark.serial
 def test_ctrl_c_stops_the_vus_stores_what_was_measured_and_exits_130(tmp_path, spec, fake_engine):
     db = tmp_path / "w.db"
     marker = tmp_path / "held"

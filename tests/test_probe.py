@@ -287,6 +287,7 @@ def test_bad_input_through_the_real_engine(capsys, tmp_path, off_machine):
         assert not db.exists()
 
 
+@pytest.mark.serial
 def test_interrupt_keeps_the_records_so_far(tmp_path, fake_engine):
     """SIGINT to `wirelab probe` mid-run: the engine is interrupted, the records that arrived are stored,
     the run is marked interrupted, exit 130."""

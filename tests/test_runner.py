@@ -285,6 +285,7 @@ def test_sigterm_is_handled_like_ctrl_c(tmp_path, small):
     assert db_loads(tmp_path / "w.db") == []
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize(
     "hold",
     ["0:0", "2:0", "3:3", "4:end", "5:4"],
@@ -327,6 +328,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("hold", ["2:1", "1:end"], ids=["mid-trial", "finished-not-stored"])
 def test_sigkilled_cli_run_takes_its_engine_down_and_resumes(tmp_path, small, fake_engine, hold):
     """The real subprocess path: `wirelab run` SIGKILLed while an engine runs; the engine gets SIGTERM
