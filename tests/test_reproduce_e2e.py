@@ -1,5 +1,6 @@
 """`wirelab reproduce elkhatib-rtt --quick` with the real engine (root): the study's RTT figure from real
-loads. Skipped without root and while the engine has no `trial` command (see tests/test_e2e_root.py)."""
+loads, two trials at a time (--parallel 2: the run's longest trial, at 490 ms, overlaps the other two).
+Skipped without root and while the engine has no `trial` command (see tests/test_e2e_root.py)."""
 
 import subprocess
 import sys
@@ -21,6 +22,8 @@ def test_reproduce_elkhatib_rtt_quick(tmp_path, engine_path):  # noqa: F811
         "reproduce",
         "elkhatib-rtt",
         "--quick",
+        "--parallel",
+        "2",
         "--db",
         str(db),
         "--out",
