@@ -60,6 +60,15 @@ def test_with_internet_keeps_the_trials():
 def test_site_of():
     assert analysis.site_of(H3) == "h3.wirelab.test"
     assert analysis.site_of("url:HTTPS://Example.ORG:8443/x?y") == "example.org"
+    assert [
+        analysis.live.is_public(p)
+        for p in ("url:https://www.example.org/", H3, "url:https://wirelab.test/", "twitter")
+    ] == [
+        True,
+        False,
+        False,
+        False,
+    ]
     assert analysis.site_of("twitter") == "twitter"
     assert analysis.is_live(SLOW) and not analysis.is_live("synthetic:8x4kB")
 

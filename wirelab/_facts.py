@@ -24,6 +24,7 @@ __all__ = [
     "congestion_controls",
     "corpus",
     "engine_facts",
+    "lab_domain",
     "lateness_p99_limit_us",
     "min_public_gap_ms",
     "presets",
@@ -122,6 +123,12 @@ def lateness_p99_limit_us() -> float:
 def min_public_gap_ms() -> int:
     """The least ``gap_ms`` between two loads of a public live site (docs/live.md)."""
     return int(engine_facts()["live"]["min_public_gap_ms"])
+
+
+def lab_domain() -> str:
+    """The zone of the run's own names (``wirelab.test``): a live page under it is the local
+    internet's, any other is a public site."""
+    return str(engine_facts()["live"]["lab_domain"])
 
 
 def probe_defaults() -> dict[str, Any]:

@@ -13,7 +13,6 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
@@ -31,6 +30,7 @@ from wirelab._progress import RichLoadProgress, RichProgress
 from wirelab._spec_models import show_value
 from wirelab._terminal import controls_escaped, shown
 from wirelab._waterfall import waterfall
+from wirelab.analysis import live as live_pages
 from wirelab.errors import Interrupted, ProfileError, StoreError, UsageError, WirelabError, cut
 from wirelab.runner import RunSummary
 from wirelab.spec import PROTOCOLS
@@ -246,11 +246,7 @@ _SHARDS = _field_range("shards")
 def _default_gap_ms(page: str, allow_internet: bool) -> float:
     """``wirelab load``'s gap between loads unless given: none, but for a public live site the
     least the engine accepts (a live trial is polite to the site it measures)."""
-    if not (allow_internet and page.startswith("url:")):
-        return 0
-    host = urlsplit(page.removeprefix("url:")).hostname or ""
-    local = host == "wirelab.test" or host.endswith(".wirelab.test")
-    return 0 if local else _facts.min_public_gap_ms()
+    return _facts.min_public_gap_ms() if allow_internet and live_pages.is_public(page) else 0
 
 
 @app.command()
@@ -317,7 +313,7 @@ def load(
     if waterfall_proto is not None and waterfall_proto not in protocols:
         raise UsageError(f'--waterfall: "{waterfall_proto}" is not one of --proto ({",".join(protocols)})')
     server_fields: dict[str, Any] = {"impl": server}
-    live = page.startswith("url:")
+    live = live_pages.is_live(page)
     if live and (server != "builtin" or max_streams is not None or shards != 1):
         raise UsageError(
             "--server, --max-streams, --shards: a live page (url:) is served by its site; leave them out"

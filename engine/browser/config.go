@@ -215,13 +215,7 @@ func (c Config) Flags() []string {
 // checkHost is the check of a URL's host before the load and of every request's after it: the lab
 // only unless Internet (then a name, a lab address or a public address) or AllowAnyTarget.
 func (c Config) checkHost(host string) error {
-	switch {
-	case c.AllowAnyTarget:
-		return nil
-	case c.Internet:
-		return client.CheckInternetHost(host)
-	}
-	return client.CheckTarget(host)
+	return client.TargetCheck(c.AllowAnyTarget, c.Internet)(host)
 }
 
 // resolverRules is the --host-resolver-rules value: the static map (if any), then every name

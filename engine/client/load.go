@@ -288,15 +288,10 @@ func (l *Loader) checkURL(u *url.URL) error {
 	if want := l.cfg.Protocol.Scheme(); o.scheme != want {
 		return fmt.Errorf("scheme %s does not match protocol %s (which needs %s URLs)", o.scheme, l.cfg.Protocol, want)
 	}
-	switch {
-	case l.cfg.AllowAnyTarget:
-		return nil
-	case l.cfg.LoopbackOnly:
+	if l.cfg.LoopbackOnly && !l.cfg.AllowAnyTarget {
 		return checkLoopbackHost(o.host)
-	case l.cfg.Internet:
-		return CheckInternetHost(o.host)
 	}
-	return CheckTarget(o.host)
+	return TargetCheck(l.cfg.AllowAnyTarget, l.cfg.Internet)(o.host)
 }
 
 // admit checks a discovered request before it is sent: its origin (checkURL reads nothing else).

@@ -42,6 +42,19 @@ func CheckInternetHost(host string) error {
 	return nil
 }
 
+// TargetCheck is the check of a URL's host before anything is sent to it, for a loader's three
+// kinds of targets: none with anyTarget, CheckInternetHost with internet (public sites), the lab's
+// (CheckTarget) otherwise. fetch, browse and Chromium's loads use it.
+func TargetCheck(anyTarget, internet bool) func(host string) error {
+	switch {
+	case anyTarget:
+		return func(string) error { return nil }
+	case internet:
+		return CheckInternetHost
+	}
+	return CheckTarget
+}
+
 // checkInternetAddr is the check of a resolved address under Config.Internet.
 func checkInternetAddr(a netip.Addr, host string) error { return internetPolicy.CheckAddr(host, a) }
 

@@ -1,17 +1,16 @@
 package egress
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/internal/child"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/policy"
 )
@@ -22,7 +21,7 @@ import (
 
 // Admit modes: which addresses the forwarder admits.
 const (
-	// AdmitRun: the run's own local internet (netns.SitesPrefix); no public name is even asked.
+	// AdmitRun: the run's own local internet (netns.OriginPrefix); no public name is even asked.
 	AdmitRun = "run"
 	// AdmitInternet: public addresses (policy.Policy with AllowInternet: never special-purpose).
 	AdmitInternet = "internet"
@@ -35,7 +34,7 @@ const SystemUpstream = "system"
 func PolicyFor(mode string) (policy.Policy, error) {
 	switch mode {
 	case AdmitRun:
-		return policy.Policy{Own: netns.SitesPrefix.Contains}, nil
+		return policy.Policy{Own: netns.OriginPrefix.Contains}, nil
 	case AdmitInternet:
 		return policy.Policy{AllowInternet: true, Own: func(netip.Addr) bool { return false }}, nil
 	}
@@ -58,11 +57,9 @@ type Stopped struct {
 
 // Process is a running forwarder process.
 type Process struct {
-	proc  *os.Process
+	p     *child.Process
 	stdin io.Closer
-	done  chan struct{}
-	stats Stats
-	err   error
+	stats Stats // from its stopped line, once it has exited
 }
 
 // How long Start waits for the ready line, and Stop for the process to exit after SIGTERM.
@@ -74,9 +71,8 @@ const (
 // Start runs the forwarder for topo (an egress topology) on its far side: engine is the
 // wirelab-engine binary, env its environment; onEvent receives each admission and refusal.
 func Start(topo *netns.Topology, engine string, env []string, onEvent func(Event)) (*Process, error) {
-	up := topo.Uplink()
 	upstream, admit := SystemUpstream, AdmitInternet
-	if up.Far == netns.FarInternet {
+	if topo.Uplink().Far == netns.FarInternet {
 		upstream, admit = netip.AddrPortFrom(netns.InternetDNSAddr, 53).String(), AdmitRun
 	}
 	cmd := topo.FarCommand(engine, "dns", "--forward", upstream, "--listen", netip.AddrPortFrom(netns.DNSAddr, 53).String(),
@@ -84,82 +80,39 @@ func Start(topo *netns.Topology, engine string, env []string, onEvent func(Event
 	cmd.Env = env
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
 	stdin, err := cmd.StdinPipe() // closed by Stop, or with this process: the forwarder then exits
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("dns forwarder: %w", err)
-	}
-	p := &Process{proc: cmd.Process, stdin: stdin, done: make(chan struct{})}
-	ready := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		first := true
-		for sc.Scan() {
-			line := sc.Bytes()
-			if first {
-				first = false
-				var r Ready
-				if err := json.Unmarshal(line, &r); err != nil || r.Event != "ready" {
-					ready <- fmt.Errorf("dns forwarder: first line %q is not its ready line", line)
-					continue
-				}
-				ready <- nil
-				continue
+	fp := &Process{stdin: stdin}
+	onLine := func(line []byte) {
+		var ev Event
+		if json.Unmarshal(line, &ev) != nil {
+			return
+		}
+		switch ev.Event {
+		case "admitted", "refused":
+			if onEvent != nil {
+				onEvent(ev)
 			}
-			var ev Event
-			if json.Unmarshal(line, &ev) != nil {
-				continue
-			}
-			switch ev.Event {
-			case "admitted", "refused":
-				if onEvent != nil {
-					onEvent(ev)
-				}
-			case "stopped":
-				var s Stopped
-				if json.Unmarshal(line, &s) == nil {
-					p.stats = s.Stats
-				}
+		case "stopped":
+			var s Stopped
+			if json.Unmarshal(line, &s) == nil {
+				fp.stats = s.Stats
 			}
 		}
-		if first {
-			ready <- errors.New("dns forwarder: exited before its ready line")
-		}
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	select {
-	case err = <-ready:
-	case <-time.After(readyTimeout):
-		err = fmt.Errorf("dns forwarder: not ready within %s", readyTimeout)
 	}
-	if err != nil {
-		p.Stop()
+	if fp.p, err = child.Start(context.Background(), "dns forwarder", cmd, readyTimeout, nil, onLine); err != nil {
+		stdin.Close()
 		return nil, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	return p, nil
+	return fp, nil
 }
 
-// Stop ends the forwarder (SIGTERM, then SIGKILL after a grace) and returns what it counted.
+// Stop ends the forwarder (its standard input closed, SIGTERM, then SIGKILL after a grace) and
+// returns what it counted.
 func (p *Process) Stop() (Stats, error) {
 	p.stdin.Close()
-	_ = p.proc.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(stopGrace):
-		_ = p.proc.Kill()
-		<-p.done
-		return p.stats, errors.New("dns forwarder did not stop; killed")
-	}
-	var ee interface{ ExitCode() int }
-	if p.err != nil && !(errors.As(p.err, &ee) && ee.ExitCode() == -1) {
-		return p.stats, fmt.Errorf("dns forwarder: %w", p.err)
-	}
-	return p.stats, nil
+	err := p.p.Stop(syscall.SIGTERM, stopGrace)
+	return p.stats, err
 }

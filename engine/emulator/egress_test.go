@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,21 +22,7 @@ import (
 // at once (ICMP administratively prohibited: EHOSTUNREACH), well before any timeout.
 func refusedFast(t *testing.T, e *Emulator, network, addr string) {
 	t.Helper()
-	err := e.Topo.Do(netns.Client, func() error {
-		t0 := time.Now()
-		c, err := net.DialTimeout(network, addr, 5*time.Second)
-		if err == nil {
-			c.Close()
-			return errors.New("connected")
-		}
-		if !errors.Is(err, syscall.EHOSTUNREACH) {
-			return err
-		}
-		if took := time.Since(t0); took > time.Second {
-			return errors.New("refused only after " + took.String())
-		}
-		return nil
-	})
+	err := e.Topo.Do(netns.Client, func() error { return roottest.RefusedAtOnce(network, addr) })
 	if err != nil {
 		t.Errorf("%s %s: want an immediate refusal: %v", network, addr, err)
 	}

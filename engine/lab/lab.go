@@ -15,7 +15,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/cgroup"
+	"github.com/wirelab/wirelab/engine/internal/child"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
@@ -79,7 +79,7 @@ type Lab struct {
 	CostSource string
 
 	cfg     Config
-	dns     *child
+	dns     *child.Process
 	closed  bool
 	summary emulator.Summary
 }
@@ -371,7 +371,7 @@ func (l *Lab) Close() (emulator.Summary, error) {
 		}
 	}
 	if l.dns != nil {
-		if err := l.dns.stop(dnsStopGrace); err != nil {
+		if err := l.dns.Stop(syscall.SIGTERM, dnsStopGrace); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -389,13 +389,8 @@ func (l *Lab) Close() (emulator.Summary, error) {
 	return l.summary, errors.Join(errs...)
 }
 
-// child is a wirelab-engine child process that announces itself with a ready line (dns).
-type child struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error
-}
-
+// startDNS runs `wirelab-engine dns` in the server namespace until Close, answering for the
+// origins.
 func (l *Lab) startDNS(ctx context.Context, origins []netip.Addr) error {
 	addrs := make([]string, len(origins))
 	for i, a := range origins {
@@ -403,64 +398,12 @@ func (l *Lab) startDNS(ctx context.Context, origins []netip.Addr) error {
 	}
 	cmd := l.Topo.Command(netns.Server, l.cfg.Engine, "dns", "--listen", netns.DNSAddr.String()+":53", "--origins", strings.Join(addrs, ","))
 	cmd.Env = l.cfg.Env
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("dns: %w", err)
+	p, err := child.Start(ctx, "dns", cmd, impl.StartLimit, nil, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	c := &child{cmd: cmd, exited: make(chan struct{})}
-	l.dns = c
-	ready := make(chan error, 1)
-	go func() {
-		dec := json.NewDecoder(out)
-		var ev struct {
-			Event string `json:"event"`
-		}
-		if err := dec.Decode(&ev); err != nil || ev.Event != "ready" {
-			ready <- fmt.Errorf("dns: no ready line (%v)", err)
-		} else {
-			ready <- nil
-		}
-		for dec.More() { // the stopped line
-			var v any
-			if dec.Decode(&v) != nil {
-				break
-			}
-		}
-		c.err = cmd.Wait()
-		close(c.exited)
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			<-c.exited
-			return fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(impl.StartLimit):
-		return errors.New("dns: not ready")
-	}
-}
-
-func (c *child) stop(grace time.Duration) error {
-	select {
-	case <-c.exited:
-		return nil
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-		return nil
-	case <-time.After(grace):
-		_ = c.cmd.Process.Kill()
-		<-c.exited
-		return errors.New("dns did not stop; killed")
-	}
+	l.dns = p
+	return nil
 }

@@ -17,6 +17,9 @@ var (
 	LabPrefix = netip.MustParsePrefix("10.77.0.0/16")
 )
 
+// OriginPrefix holds every origin address (OriginAddr): 10.77.1.0/24.
+var OriginPrefix = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 77, 1, 0}), 24)
+
 // MaxOrigins is the number of origin addresses a topology can carry.
 const MaxOrigins = 64
 

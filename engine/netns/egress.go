@@ -72,8 +72,6 @@ var (
 	// InternetDNSAddr is the local internet's own DNS server, on the far side (the DNS forwarder's
 	// upstream); the client's resolver is DNSAddr on the router.
 	InternetDNSAddr = netip.AddrFrom4([4]byte{10, 77, 2, 54})
-	// SitesPrefix holds the local internet's origins (OriginAddr).
-	SitesPrefix = netip.MustParsePrefix("10.77.1.0/24")
 )
 
 // UplinkName is the router's end of the uplink (and the local internet's).
@@ -147,9 +145,7 @@ func (t *Topology) buildEgress() error {
 		return err
 	}
 	// The router forwards (its own namespace's switch; the host's is untouched here).
-	if err := onThreadIn(router, func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0)
-	}); err != nil {
+	if err := setSysctl(router, "ipv4/ip_forward", "1"); err != nil {
 		return fmt.Errorf("router forwarding: %w", err)
 	}
 	rh, err := netlink.NewHandleAt(vnetns.NsHandle(router.Fd()))
@@ -188,9 +184,7 @@ func (t *Topology) buildEgress() error {
 		if err := end.h.AddrAdd(l, &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(end.addr, bits))}); err != nil {
 			return fmt.Errorf("%s: address %s: %w", end.name, end.addr, err)
 		}
-		_ = onThreadIn(end.ns, func() error {
-			return os.WriteFile("/proc/sys/net/ipv6/conf/"+end.name+"/disable_ipv6", []byte("1"), 0)
-		})
+		_ = setSysctl(end.ns, "ipv6/conf/"+end.name+"/disable_ipv6", "1")
 		if err := end.h.LinkSetUp(l); err != nil {
 			return err
 		}
@@ -199,7 +193,7 @@ func (t *Topology) buildEgress() error {
 	if err != nil {
 		return err
 	}
-	if err := rh.RouteAdd(&netlink.Route{LinkIndex: up.Attrs().Index, Dst: ipNet(netip.MustParsePrefix("0.0.0.0/0")), Gw: e.uplink.FarEnd.AsSlice()}); err != nil {
+	if err := rh.RouteAdd(&netlink.Route{LinkIndex: up.Attrs().Index, Dst: ipNet(defaultRoute), Gw: e.uplink.FarEnd.AsSlice()}); err != nil {
 		return fmt.Errorf("router default route: %w", err)
 	}
 	if err := installRouter(router); err != nil {

@@ -110,9 +110,6 @@ func removeRun(stateDir string, st *state, rep *GCReport) []error {
 			errs = append(errs, err)
 		}
 	}
-	if st.Host != nil {
-		errs = append(errs, removeHostSide(st.ID, st.Host, rep)...)
-	}
 	errs = append(errs, removeOwned(st, rep)...)
 	if len(errs) == 0 {
 		p := statePath(stateDir, st.ID)
@@ -172,10 +169,14 @@ func removeNamespace(name string, rep *GCReport) error {
 var ownedDirPattern = regexp.MustCompile(`^wirelab-[a-z]+-[0-9a-f]{8}$`)
 
 // removeOwned removes the objects a run recorded with Topology.Own…: its control groups (with
-// any process still in them) and its private directories. Close and GC both call it; it touches
-// nothing that does not look like what a run creates. rep, when not nil, lists what was removed.
+// any process still in them), its private directories, and the host side of an egress topology
+// (removeHostSide). Close and GC both call it; it touches nothing that does not look like what a
+// run creates. rep, when not nil, lists what was removed.
 func removeOwned(st *state, rep *GCReport) []error {
 	var errs []error
+	if st.Host != nil {
+		errs = append(errs, removeHostSide(st.ID, st.Host, rep)...)
+	}
 	for _, cg := range st.Cgroups {
 		if _, err := os.Stat(cg); errors.Is(err, os.ErrNotExist) {
 			continue

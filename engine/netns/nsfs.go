@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -147,4 +148,30 @@ func nsIDOf(path string) (nsID, error) {
 		return nsID{}, err
 	}
 	return nsID{dev: st.Dev, ino: st.Ino}, nil
+}
+
+// setSysctl writes value to /proc/sys/net/<key> of the namespace ns (net.* sysctls are per
+// namespace: /proc/sys/net shows the namespace of the thread that opens it).
+func setSysctl(ns *os.File, key, value string) error {
+	return onThreadIn(ns, func() error { return os.WriteFile("/proc/sys/net/"+key, []byte(value), 0) })
+}
+
+// getSysctl reads /proc/sys/net/<key> of the namespace ns.
+func getSysctl(ns *os.File, key string) (string, error) {
+	var v string
+	err := onThreadIn(ns, func() error {
+		b, err := os.ReadFile("/proc/sys/net/" + key)
+		v = strings.TrimSpace(string(b))
+		return err
+	})
+	return v, err
+}
+
+// nsInode is the inode of an open namespace handle (with the device, what nsIDOf reads by path).
+func nsInode(f *os.File) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, err
+	}
+	return st.Ino, nil
 }

@@ -59,13 +59,15 @@ func matchIf(key expr.MetaKey, op expr.CmpOp, name []byte) []expr.Any {
 	return []expr.Any{&expr.Meta{Key: key, Register: 1}, &expr.Cmp{Op: op, Register: 1, Data: name}}
 }
 
-// ctEstablished is `ct state established,related`.
-func ctEstablished() []expr.Any {
+// ctEstablished is the conntrack states `established,related` (ctState's bits).
+const ctEstablished = expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED
+
+// ctState is `ct state S` for the states' bits (expr.CtStateBit…).
+func ctState(bits uint32) []expr.Any {
 	return []expr.Any{
-		&expr.Ct{Register: 1, SourceRegister: false, Key: expr.CtKeySTATE},
+		&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
 		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
-			Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED),
-			Xor:  binaryutil.NativeEndian.PutUint32(0)},
+			Mask: binaryutil.NativeEndian.PutUint32(bits), Xor: binaryutil.NativeEndian.PutUint32(0)},
 		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{0, 0, 0, 0}},
 	}
 }
@@ -86,7 +88,7 @@ func installRouter(ns *os.File) error {
 	drop := nftables.ChainPolicyDrop
 	fwd := c.AddChain(&nftables.Chain{Name: "forward", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter, Policy: &drop})
-	c.AddRule(&nftables.Rule{Table: t, Chain: fwd, Exprs: append(ctEstablished(), accept())})
+	c.AddRule(&nftables.Rule{Table: t, Chain: fwd, Exprs: append(ctState(ctEstablished), accept())})
 	fromClient := append(matchIf(expr.MetaKeyIIFNAME, expr.CmpOpEq, ifname(TUNName)),
 		matchIf(expr.MetaKeyOIFNAME, expr.CmpOpEq, ifname(UplinkName))...)
 	for _, p := range WebPorts {

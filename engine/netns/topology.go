@@ -375,9 +375,7 @@ func (t *Topology) configure(side Side) error {
 	}
 	// The lab is IPv4: without this the kernel sends IPv6 router solicitations and MLD reports
 	// through the link, noise in captures and packet counts.
-	_ = onThreadIn(t.ns[side], func() error {
-		return os.WriteFile("/proc/sys/net/ipv6/conf/"+TUNName+"/disable_ipv6", []byte("1"), 0)
-	})
+	_ = setSysctl(t.ns[side], "ipv6/conf/"+TUNName+"/disable_ipv6", "1")
 	if err := h.LinkSetUp(dev); err != nil {
 		return err
 	}
@@ -388,13 +386,16 @@ func (t *Topology) configure(side Side) error {
 	if side == Client && t.cfg.Egress != nil {
 		// Everything else too crosses the emulated link to the router, which decides.
 		def := *route
-		def.Dst = ipNet(netip.MustParsePrefix("0.0.0.0/0"))
+		def.Dst = ipNet(defaultRoute)
 		if err := h.RouteAdd(&def); err != nil {
 			return fmt.Errorf("default route: %w", err)
 		}
 	}
 	return nil
 }
+
+// defaultRoute is the IPv4 default route's destination.
+var defaultRoute = netip.MustParsePrefix("0.0.0.0/0")
 
 // ipNet is a prefix as netlink takes it.
 func ipNet(p netip.Prefix) *net.IPNet {
@@ -589,15 +590,6 @@ func (t *Topology) Close() error {
 		}
 	}
 	if t.eg != nil {
-		// The host side first (FarHost): its veth end goes with the router's only once the router
-		// namespace is really gone, which the kernel does asynchronously; and the forwarding it
-		// holds is released.
-		t.mu.Lock()
-		st := t.st
-		t.mu.Unlock()
-		if st != nil && st.Host != nil {
-			errs = append(errs, removeHostSide(st.ID, st.Host, nil)...)
-		}
 		t.eg.close()
 	}
 	for side, h := range t.ns {

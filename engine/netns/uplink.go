@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -14,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
@@ -52,10 +52,9 @@ type hostState struct {
 	Netns string `json:"netns,omitempty"`
 	// NetnsIno is that namespace's inode: GC touches the host side only in that very namespace.
 	NetnsIno uint64 `json:"netns_ino"`
-	Link     string `json:"link"`            // the veth end
-	Table    string `json:"table"`           // the nftables table (family ip)
-	Slot     string `json:"slot,omitempty"`  // the reservation file of the run's /30
-	Iface    string `json:"iface,omitempty"` // the interface on which the run holds forwarding
+	// The veth end and the table are named after the run (HostLinkName, HostTableName).
+	Slot  string `json:"slot,omitempty"`  // the reservation file of the run's /30
+	Iface string `json:"iface,omitempty"` // the interface on which the run holds forwarding
 }
 
 // slots is how many /30s HostUplinks holds.
@@ -77,13 +76,9 @@ func slotPath(n int) string { return filepath.Join(UplinkDir, "slot-"+strconv.It
 func (t *Topology) reserveHostSide() (Uplink, error) {
 	e := t.eg
 	u := Uplink{Far: FarHost, FarLink: HostLinkName(t.ID)}
-	var ino uint64
-	{
-		var st unix.Stat_t
-		if err := unix.Fstat(int(e.host.Fd()), &st); err != nil {
-			return u, err
-		}
-		ino = st.Ino
+	ino, err := nsInode(e.host)
+	if err != nil {
+		return u, err
 	}
 	h, err := netlink.NewHandleAt(vnetns.NsHandle(e.host.Fd()))
 	if err != nil {
@@ -95,14 +90,16 @@ func (t *Topology) reserveHostSide() (Uplink, error) {
 		return u, err
 	}
 	u.HostIface = iface
-	hs := &hostState{Netns: t.cfg.Egress.HostNetns, NetnsIno: ino, Link: u.FarLink, Table: HostTableName(t.ID)}
+	hs := &hostState{Netns: t.cfg.Egress.HostNetns, NetnsIno: ino}
 	if err := t.own(func(st *state) { st.Host = hs }); err != nil {
 		return u, err
 	}
 	if err := os.MkdirAll(UplinkDir, 0o755); err != nil {
 		return u, err
 	}
-	start := int(crc(t.ID) % uint32(slots()))
+	// The id is random (8 hex digits): runs start their search in different places.
+	id, _ := strconv.ParseUint(t.ID, 16, 32)
+	start := int(id % uint64(slots()))
 	for i := range slots() {
 		n := (start + i) % slots()
 		p := slotPrefix(n)
@@ -132,15 +129,6 @@ func (t *Topology) reserveHostSide() (Uplink, error) {
 	return u, fmt.Errorf("egress: no free /30 in %s for the uplink (%d runs at once at most)", HostUplinks, slots())
 }
 
-// crc spreads run ids over the slots (FNV-1a).
-func crc(s string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h = (h ^ uint32(s[i])) * 16777619
-	}
-	return h
-}
-
 // defaultIface is the interface of the namespace's IPv4 default route.
 func defaultIface(h *netlink.Handle) (string, error) {
 	routes, err := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
@@ -148,7 +136,7 @@ func defaultIface(h *netlink.Handle) (string, error) {
 		return "", err
 	}
 	for _, r := range routes {
-		if r.Dst == nil || (r.Dst.IP.IsUnspecified() && isZeroMask(r.Dst.Mask)) {
+		if p, ok := prefixOf(r.Dst); r.Dst == nil || (ok && p.Bits() == 0) {
 			l, err := h.LinkByIndex(r.LinkIndex)
 			if err != nil {
 				return "", err
@@ -159,36 +147,30 @@ func defaultIface(h *netlink.Handle) (string, error) {
 	return "", errors.New("egress: the host has no IPv4 default route: public sites cannot be reached from it")
 }
 
-func isZeroMask(m []byte) bool {
-	for _, b := range m {
-		if b != 0 {
-			return false
-		}
+// prefixOf is a netlink address or route destination as a prefix.
+func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
+	if n == nil {
+		return netip.Prefix{}, false
 	}
-	return true
+	a, ok := netip.AddrFromSlice(n.IP)
+	ones, _ := n.Mask.Size()
+	return netip.PrefixFrom(a.Unmap(), ones), ok
 }
 
-// hostUses reports whether an address or a route of the host overlaps p.
+// hostUses reports whether an address or a route (other than a default one) of the host overlaps p.
 func hostUses(h *netlink.Handle, p netip.Prefix) bool {
+	var used []*net.IPNet
 	addrs, _ := h.AddrList(nil, netlink.FAMILY_V4)
 	for _, a := range addrs {
-		if ap, ok := netip.AddrFromSlice(a.IP); ok {
-			ones, _ := a.Mask.Size()
-			if netip.PrefixFrom(ap.Unmap(), ones).Overlaps(p) {
-				return true
-			}
-		}
+		used = append(used, a.IPNet)
 	}
 	routes, _ := h.RouteList(nil, netlink.FAMILY_V4)
 	for _, r := range routes {
-		if r.Dst == nil {
-			continue
-		}
-		if ap, ok := netip.AddrFromSlice(r.Dst.IP); ok {
-			ones, _ := r.Dst.Mask.Size()
-			if ones > 0 && netip.PrefixFrom(ap.Unmap(), ones).Overlaps(p) {
-				return true
-			}
+		used = append(used, r.Dst)
+	}
+	for _, n := range used {
+		if q, ok := prefixOf(n); ok && q.Bits() > 0 && q.Overlaps(p) {
+			return true
 		}
 	}
 	return false
@@ -199,9 +181,7 @@ func hostUses(h *netlink.Handle, p netip.Prefix) bool {
 func (t *Topology) buildHostSide() error {
 	e := t.eg
 	u := e.uplink
-	if err := onThreadIn(e.host, func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/conf/"+u.FarLink+"/forwarding", []byte("1"), 0)
-	}); err != nil {
+	if err := setSysctl(e.host, forwardingKey(u.FarLink), "1"); err != nil {
 		return fmt.Errorf("forwarding on %s: %w", u.FarLink, err)
 	}
 	t.mu.Lock()
@@ -218,7 +198,7 @@ func (t *Topology) buildHostSide() error {
 	if err := testHookStep("egress-forwarding"); err != nil {
 		return err
 	}
-	return installHostTable(e.host, hs.Table, u, guard)
+	return installHostTable(e.host, HostTableName(t.ID), u, guard)
 }
 
 // installHostTable writes the run's table on the host: NAT out of the way out, the run's flows
@@ -240,16 +220,16 @@ func installHostTable(ns *os.File, name string, u Uplink, guard bool) error {
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(u.HostIface)},
 		&expr.Masq{},
 	}})
-	accept := nftables.ChainPolicyAccept
+	policy := nftables.ChainPolicyAccept // the host's other forwarding is none of this table's business
 	fwd := c.AddChain(&nftables.Chain{Name: "forward", Table: t, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter, Policy: &accept})
+		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter, Policy: &policy})
 	out := append(matchIf(expr.MetaKeyIIFNAME, expr.CmpOpEq, ifname(u.FarLink)), matchIf(expr.MetaKeyOIFNAME, expr.CmpOpEq, ifname(u.HostIface))...)
 	in := append(matchIf(expr.MetaKeyIIFNAME, expr.CmpOpEq, ifname(u.HostIface)), matchIf(expr.MetaKeyOIFNAME, expr.CmpOpEq, ifname(u.FarLink))...)
 	for _, dir := range [][]expr.Any{out, in} {
 		c.AddRule(&nftables.Rule{Table: t, Chain: fwd, Exprs: append(append([]expr.Any(nil), dir...), clampMSS()...)})
 	}
-	c.AddRule(&nftables.Rule{Table: t, Chain: fwd, Exprs: append(append([]expr.Any(nil), out...), &expr.Verdict{Kind: expr.VerdictAccept})})
-	c.AddRule(&nftables.Rule{Table: t, Chain: fwd, Exprs: append(append(append([]expr.Any(nil), in...), ctEstablished()...), &expr.Verdict{Kind: expr.VerdictAccept})})
+	c.AddRule(&nftables.Rule{Table: t, Chain: fwd, Exprs: append(append([]expr.Any(nil), out...), accept())})
+	c.AddRule(&nftables.Rule{Table: t, Chain: fwd, Exprs: append(append(append([]expr.Any(nil), in...), ctState(ctEstablished)...), accept())})
 	drop := &expr.Verdict{Kind: expr.VerdictDrop}
 	c.AddRule(&nftables.Rule{Table: t, Chain: fwd, Exprs: append(matchIf(expr.MetaKeyIIFNAME, expr.CmpOpEq, ifname(u.FarLink)), drop)})
 	c.AddRule(&nftables.Rule{Table: t, Chain: fwd, Exprs: append(matchIf(expr.MetaKeyOIFNAME, expr.CmpOpEq, ifname(u.FarLink)), drop)})
@@ -257,10 +237,7 @@ func installHostTable(ns *os.File, name string, u Uplink, guard bool) error {
 		// iifname WAYOUT oifname != "wirelab*" ct state new drop: the host forwards nothing it did
 		// not forward before wirelab switched forwarding on.
 		e := append(matchIf(expr.MetaKeyIIFNAME, expr.CmpOpEq, ifname(u.HostIface)), matchIf(expr.MetaKeyOIFNAME, expr.CmpOpNeq, []byte(hostLinkPrefix))...)
-		e = append(e, &expr.Ct{Register: 1, Key: expr.CtKeySTATE},
-			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
-				Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitNEW), Xor: binaryutil.NativeEndian.PutUint32(0)},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{0, 0, 0, 0}}, drop)
+		e = append(append(e, ctState(expr.CtStateBitNEW)...), drop)
 		c.AddRule(&nftables.Rule{Table: t, Chain: fwd, Exprs: e})
 	}
 	if err := c.Flush(); err != nil {
@@ -315,7 +292,8 @@ func lockUplinks() (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-func forwardingFile(ifc string) string { return "/proc/sys/net/ipv4/conf/" + ifc + "/forwarding" }
+// forwardingKey is the sysctl of IPv4 forwarding on one interface (setSysctl's key).
+func forwardingKey(ifc string) string { return "ipv4/conf/" + ifc + "/forwarding" }
 
 // holdForwarding adds run id to the holders of forwarding on iface (in ns, inode ino), switching
 // it on if it was off. guard is true when it was off before wirelab.
@@ -333,12 +311,7 @@ func holdForwarding(ns *os.File, nsName string, ino uint64, iface, id string) (g
 		}
 	} else if errors.Is(err, os.ErrNotExist) {
 		rec = forwardingRecord{Iface: iface, Netns: nsName, NetnsIno: ino}
-		err := onThreadIn(ns, func() error {
-			b, err := os.ReadFile(forwardingFile(iface))
-			rec.Was = strings.TrimSpace(string(b))
-			return err
-		})
-		if err != nil {
+		if rec.Was, err = getSysctl(ns, forwardingKey(iface)); err != nil {
 			return false, fmt.Errorf("forwarding on %s: %w", iface, err)
 		}
 	} else {
@@ -352,7 +325,7 @@ func holdForwarding(ns *os.File, nsName string, ino uint64, iface, id string) (g
 		return false, err
 	}
 	if rec.Was == "0" {
-		if err := onThreadIn(ns, func() error { return os.WriteFile(forwardingFile(iface), []byte("1"), 0) }); err != nil {
+		if err := setSysctl(ns, forwardingKey(iface), "1"); err != nil {
 			return false, fmt.Errorf("forwarding on %s: %w", iface, err)
 		}
 	}
@@ -388,7 +361,7 @@ func releaseForwarding(path string, drop func(id string) bool) error {
 			return err
 		}
 		if ns != nil {
-			err := onThreadIn(ns, func() error { return os.WriteFile(forwardingFile(rec.Iface), []byte(rec.Was), 0) })
+			err := setSysctl(ns, forwardingKey(rec.Iface), rec.Was)
 			ns.Close()
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("restore forwarding on %s: %w", rec.Iface, err)
@@ -412,8 +385,7 @@ func hostNetnsFor(name string, ino uint64) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Ino != ino {
+	if got, err := nsInode(f); err != nil || got != ino {
 		f.Close()
 		return nil, nil
 	}
@@ -434,34 +406,8 @@ func removeHostSide(id string, hs *hostState, rep *GCReport) []error {
 		errs = append(errs, err)
 	}
 	if ns != nil {
-		defer ns.Close()
-		if hs.Link == HostLinkName(id) {
-			if h, err := netlink.NewHandleAt(vnetns.NsHandle(ns.Fd())); err == nil {
-				if l, err := h.LinkByName(hs.Link); err == nil {
-					if err := h.LinkDel(l); err != nil {
-						errs = append(errs, fmt.Errorf("host link %s: %w", hs.Link, err))
-					} else {
-						note("link " + hs.Link)
-					}
-				}
-				h.Close()
-			}
-		}
-		if hs.Table == HostTableName(id) {
-			if c, err := nftables.New(nftables.WithNetNSFd(int(ns.Fd()))); err == nil {
-				tables, _ := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
-				for _, t := range tables {
-					if t.Name == hs.Table {
-						c.DelTable(t)
-						if err := c.Flush(); err != nil {
-							errs = append(errs, fmt.Errorf("host table %s: %w", hs.Table, err))
-						} else {
-							note("nftables table ip " + hs.Table)
-						}
-					}
-				}
-			}
-		}
+		errs = append(errs, removeHostObjects(ns, HostLinkName(id), HostTableName(id), note)...)
+		ns.Close()
 	}
 	if hs.Iface != "" {
 		unlock, err := lockUplinks()
@@ -478,7 +424,7 @@ func removeHostSide(id string, hs *hostState, rep *GCReport) []error {
 		}
 	}
 	if hs.Slot != "" && filepath.Dir(hs.Slot) == UplinkDir && strings.HasPrefix(filepath.Base(hs.Slot), "slot-") {
-		if b, err := os.ReadFile(hs.Slot); err == nil && strings.TrimSpace(string(b)) == id {
+		if slotOwner(hs.Slot) == id {
 			if err := os.Remove(hs.Slot); err != nil {
 				errs = append(errs, err)
 			} else {
@@ -487,6 +433,52 @@ func removeHostSide(id string, hs *hostState, rep *GCReport) []error {
 		}
 	}
 	return errs
+}
+
+// removeHostObjects deletes a run's veth end (link) and table in the host namespace ns, those that
+// are there: the one place that removes them, for removeHostSide and gcHostOrphans. note receives
+// what went.
+func removeHostObjects(ns *os.File, link, table string, note func(string)) []error {
+	var errs []error
+	if link != "" {
+		if h, err := netlink.NewHandleAt(vnetns.NsHandle(ns.Fd())); err == nil {
+			// The link may be going already: it goes with the router namespace's end.
+			if l, err := h.LinkByName(link); err == nil {
+				if err := h.LinkDel(l); err == nil {
+					note("link " + link)
+				} else if !errors.Is(err, unix.ENODEV) {
+					errs = append(errs, fmt.Errorf("host link %s: %w", link, err))
+				}
+			}
+			h.Close()
+		}
+	}
+	if table != "" {
+		if c, err := nftables.New(nftables.WithNetNSFd(int(ns.Fd()))); err == nil {
+			tables, _ := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
+			for _, t := range tables {
+				if t.Name != table {
+					continue
+				}
+				c.DelTable(t)
+				if err := c.Flush(); err != nil {
+					errs = append(errs, fmt.Errorf("host table %s: %w", table, err))
+				} else {
+					note("nftables table ip " + table)
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// slotOwner is the run id a slot file names ("" when it cannot be read).
+func slotOwner(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // gcUplinks drops the forwarding holds and slots of runs that are not live (no state file, or
@@ -514,11 +506,7 @@ func gcUplinks(live map[string]bool, rep *GCReport) []error {
 				errs = append(errs, err)
 			}
 		case strings.HasPrefix(e.Name(), "slot-"):
-			b, err := os.ReadFile(path)
-			if err != nil {
-				continue
-			}
-			if id := strings.TrimSpace(string(b)); !live[id] {
+			if id := slotOwner(path); id != "" && !live[id] {
 				if err := os.Remove(path); err == nil {
 					rep.Removed = append(rep.Removed, path)
 				}
@@ -534,39 +522,42 @@ var hostIDPattern = regexp.MustCompile(`^wirelab-?([0-9a-f]{8})$`)
 // gcHostOrphans removes, in this process's namespace, host-side veth ends (wirelab<id>) and tables
 // (ip wirelab-<id>) of runs that are not live.
 func gcHostOrphans(live map[string]bool, rep *GCReport) []error {
+	orphan := func(name string, named func(string) string) string {
+		if m := hostIDPattern.FindStringSubmatch(name); m != nil && name == named(m[1]) && !live[m[1]] {
+			return name
+		}
+		return ""
+	}
+	var links, tables []string
+	all, _ := netlink.LinkList()
+	for _, l := range all {
+		if n := orphan(l.Attrs().Name, HostLinkName); n != "" {
+			links = append(links, n)
+		}
+	}
+	if c, err := nftables.New(); err == nil {
+		ts, _ := c.ListTablesOfFamily(nftables.TableFamilyIPv4) // an error: no nftables, nothing of ours
+		for _, t := range ts {
+			if n := orphan(t.Name, HostTableName); n != "" {
+				tables = append(tables, n)
+			}
+		}
+	}
+	if len(links)+len(tables) == 0 {
+		return nil
+	}
+	self, err := os.Open("/proc/self/ns/net")
+	if err != nil {
+		return []error{err}
+	}
+	defer self.Close()
+	note := func(what string) { rep.Removed = append(rep.Removed, what) }
 	var errs []error
-	links, _ := netlink.LinkList()
 	for _, l := range links {
-		name := l.Attrs().Name
-		m := hostIDPattern.FindStringSubmatch(name)
-		if m == nil || name != HostLinkName(m[1]) || live[m[1]] {
-			continue
-		}
-		if err := netlink.LinkDel(l); err != nil {
-			errs = append(errs, fmt.Errorf("link %s: %w", name, err))
-		} else {
-			rep.Removed = append(rep.Removed, "link "+name)
-		}
-	}
-	c, err := nftables.New()
-	if err != nil {
-		return append(errs, err)
-	}
-	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
-	if err != nil {
-		return errs // no nftables here: nothing of ours either
+		errs = append(errs, removeHostObjects(self, l, "", note)...)
 	}
 	for _, t := range tables {
-		m := hostIDPattern.FindStringSubmatch(t.Name)
-		if m == nil || t.Name != HostTableName(m[1]) || live[m[1]] {
-			continue
-		}
-		c.DelTable(t)
-		if err := c.Flush(); err != nil {
-			errs = append(errs, fmt.Errorf("nftables table ip %s: %w", t.Name, err))
-		} else {
-			rep.Removed = append(rep.Removed, "nftables table ip "+t.Name)
-		}
+		errs = append(errs, removeHostObjects(self, "", t, note)...)
 	}
 	return errs
 }

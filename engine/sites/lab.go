@@ -1,10 +1,8 @@
 package sites
 
 import (
-	"bufio"
-	"encoding/json"
+	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/egress"
 	"github.com/wirelab/wirelab/engine/emulator"
+	"github.com/wirelab/wirelab/engine/internal/child"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 )
@@ -64,8 +63,7 @@ type Lab struct {
 	SPKIHash string
 
 	certDir string
-	server  *exec.Cmd
-	done    chan error
+	server  *child.Process
 	dns     *egress.Process
 }
 
@@ -132,7 +130,7 @@ func StartLab(cfg LabConfig) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lab{E: e, Sites: catalog, done: make(chan error, 1)}
+	l := &Lab{E: e, Sites: catalog}
 	// The private directory is the run's (netns.OwnDir): removed with the topology by Close, and
 	// by gc after a SIGKILL.
 	certDir := filepath.Join(os.TempDir(), PrivatePrefix+e.Topo.ID)
@@ -143,46 +141,14 @@ func StartLab(cfg LabConfig) (*Lab, error) {
 		return nil, errors.Join(err, l.Close())
 	}
 	l.certDir = certDir
-	l.server = e.Topo.Command(netns.Internet, cfg.Engine, "sites", "serve", "--cert-dir", certDir)
-	l.server.Env = append(os.Environ(), cfg.Env...)
-	l.server.Stderr = stderr
-	out, w, err := os.Pipe()
-	if err != nil {
+	server := e.Topo.Command(netns.Internet, cfg.Engine, "sites", "serve", "--cert-dir", certDir)
+	server.Env = append(os.Environ(), cfg.Env...)
+	server.Stderr = stderr
+	var info ServeReady
+	if l.server, err = child.Start(context.Background(), "sites serve", server, readyTimeout, &info, nil); err != nil {
 		return nil, errors.Join(err, l.Close())
 	}
-	defer out.Close()
-	l.server.Stdout = w
-	err = l.server.Start()
-	w.Close()
-	if err != nil {
-		l.server = nil
-		return nil, errors.Join(fmt.Errorf("sites: start the server: %w", err), l.Close())
-	}
-	go func() { l.done <- l.server.Wait() }()
-	ready := make(chan error, 1)
-	go func() {
-		line, err := bufio.NewReader(out).ReadBytes('\n')
-		if err != nil {
-			ready <- fmt.Errorf("sites: the server exited before its ready line: %w", err)
-			return
-		}
-		var info ServeReady
-		if err := json.Unmarshal(line, &info); err != nil || info.Event != "ready" {
-			ready <- fmt.Errorf("sites: the server's first line is not its ready line: %s", line)
-			return
-		}
-		l.CAFile, l.SPKIHash = info.CAFile, info.SPKI
-		ready <- nil
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	select {
-	case err = <-ready:
-	case <-time.After(readyTimeout):
-		err = fmt.Errorf("sites: the server was not ready within %s", readyTimeout)
-	}
-	if err != nil {
-		return nil, errors.Join(err, l.Close())
-	}
+	l.CAFile, l.SPKIHash = info.CAFile, info.SPKI
 	if l.dns, err = egress.Start(e.Topo, cfg.Engine, append(os.Environ(), cfg.Env...), cfg.OnEgress); err != nil {
 		return nil, errors.Join(err, l.Close())
 	}
@@ -226,14 +192,11 @@ func (l *Lab) Shutdown() (emulator.Summary, error) {
 		}
 		l.dns = nil
 	}
-	if l.server != nil && l.server.Process != nil {
-		_ = l.server.Process.Signal(os.Interrupt)
-		select {
-		case <-l.done:
-		case <-time.After(stopGrace):
-			_ = l.server.Process.Kill()
-			<-l.done
+	if l.server != nil {
+		if err := l.server.Stop(os.Interrupt, stopGrace); err != nil {
+			errs = append(errs, err)
 		}
+		l.server = nil
 	}
 	sum, err := l.E.Stop()
 	return sum, errors.Join(append(errs, err)...)

@@ -258,19 +258,18 @@ func spokenOtherwise(harPath, protocol string) (string, error) {
 
 // liveFar is a live trial's far side, as its loads and its end need it.
 type liveFar struct {
-	local    bool
 	caFile   string // the local internet's CA (the engine's loader), "" for a public site (system roots)
 	spki     string // the local internet's leaf SPKI hash (Chromium)
 	events   *egressEvents
 	shutdown func() (emulator.Summary, error)
 }
 
-// egressEvents counts and logs the DNS forwarder's admissions and refusals.
+// egressEvents logs the DNS forwarder's admissions and refusals and counts the refusals (the
+// admissions are the router's set: RouterCounters).
 type egressEvents struct {
-	mu       sync.Mutex
-	log      *engineLog
-	admitted int
-	refused  int
+	mu      sync.Mutex
+	log     *engineLog
+	refused int
 }
 
 func (e *egressEvents) on(ev egress.Event) {
@@ -278,7 +277,6 @@ func (e *egressEvents) on(ev egress.Event) {
 	defer e.mu.Unlock()
 	switch ev.Event {
 	case "admitted":
-		e.admitted++
 		e.log.printf("egress: admitted %s (%s)", ev.Addr, ev.Name)
 	case "refused":
 		e.refused++
@@ -307,11 +305,10 @@ func (r *runner) startLive(ctx context.Context, cfg emulator.Config) error {
 			return fmt.Errorf("local internet: %w", err)
 		}
 		r.emu = l.E
-		r.live = &liveFar{local: true, caFile: l.CAFile, spki: l.SPKIHash, events: ev, shutdown: l.Shutdown}
+		r.live = &liveFar{caFile: l.CAFile, spki: l.SPKIHash, events: ev, shutdown: l.Shutdown}
 		r.log.printf("local internet %s / %s / %s up: %d sites behind the egress router, DNS forwarder %s",
 			r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.emu.Topo.Name(netns.Internet), len(sites.Served(l.Sites)), netns.DNSAddr)
 	} else {
-		cfg.Topology.Resolver = true
 		cfg.Topology.Egress = &netns.Egress{Far: netns.FarHost}
 		e, err := emulator.Start(cfg)
 		if err != nil {
@@ -385,10 +382,7 @@ func (r *runner) egressResult() *EgressResult {
 	if r.live == nil || r.emu == nil {
 		return nil
 	}
-	res := &EgressResult{Far: netns.FarInternet.String(), Admitted: []string{}}
-	if !r.live.local {
-		res.Far = netns.FarHost.String()
-	}
+	res := &EgressResult{Far: r.emu.Topo.Uplink().Far.String(), Admitted: []string{}}
 	rc, err := r.emu.Topo.RouterCounters()
 	if err != nil {
 		r.log.printf("egress: counters: %v", err)

@@ -208,7 +208,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			names = append(names, r.emu.Topo.Name(side))
 		}
 		prov.Namespaces = strings.Join(names, " ")
-		if r.live.local {
+		if r.p.Live.Local {
 			prov.Server = &ServerProvenance{Impl: "builtin", Version: prov.EngineVersion}
 		}
 	} else if err := r.startLab(ctx, cfg, &prov); err != nil {

@@ -12,10 +12,11 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
+from wirelab import _facts
 from wirelab.analysis.compare import gain
 from wirelab.analysis.stats import N_BOOT, ok_loads
 
-__all__ = ["LIVE_PREFIX", "is_live", "site_gains", "site_of", "site_tow"]
+__all__ = ["LIVE_PREFIX", "is_live", "is_public", "site_gains", "site_of", "site_tow"]
 
 #: What starts a live page (the engine's trial.LivePrefix).
 LIVE_PREFIX = "url:"
@@ -32,6 +33,14 @@ def site_of(page: str) -> str:
         return page
     host = urlsplit(page[len(LIVE_PREFIX) :]).hostname
     return host or page
+
+
+def is_public(page: object) -> bool:
+    """Whether ``page`` is a live page of a public site (not under the local internet's zone)."""
+    if not is_live(page):
+        return False
+    site, zone = site_of(str(page)), _facts.lab_domain()
+    return site != zone and not site.endswith("." + zone)
 
 
 def _with_site(loads: pd.DataFrame) -> pd.DataFrame:

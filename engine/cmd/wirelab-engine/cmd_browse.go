@@ -188,7 +188,7 @@ func parseBrowseArgs(args []string) (*browseArgs, error) {
 		cfg.SPKIHashes = append(cfg.SPKIHashes, hashes...)
 	}
 	cfg.Internet = sb.AllowInternet
-	if err := checkFetchURL(ba.url, targetCheck(false, sb.AllowInternet)); err != nil {
+	if err := checkFetchURL(ba.url, client.TargetCheck(false, sb.AllowInternet)); err != nil {
 		return nil, err
 	}
 	return ba, nil

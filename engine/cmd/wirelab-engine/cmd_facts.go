@@ -7,6 +7,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/policy"
 	"github.com/wirelab/wirelab/engine/probe"
 	"github.com/wirelab/wirelab/engine/trial"
 )
@@ -41,7 +42,8 @@ type facts struct {
 
 // liveFacts are the live pages' bounds (docs/live.md), which wirelab load applies to a public site.
 type liveFacts struct {
-	MinPublicGapMs int `json:"min_public_gap_ms"` // trial.MinPublicGapMs
+	MinPublicGapMs int    `json:"min_public_gap_ms"` // trial.MinPublicGapMs
+	LabDomain      string `json:"lab_domain"`        // policy.LabDomain: the local internet's names
 }
 
 // probeFacts are wirelab-engine probe's defaults, which `wirelab probe --help` quotes.
@@ -84,6 +86,6 @@ func writeFacts(w io.Writer) error {
 		Fidelity: fidelityFacts{LatenessP99LimitUS: float64(emulator.LatenessLimit.Microseconds())},
 		Probe: probeFacts{Concurrency: probe.DefaultConcurrency, Rate: probe.DefaultRate, Timeout: probe.DefaultTimeout.String(),
 			MaxSites: probe.DefaultMaxSites, MaxDuration: probe.DefaultMaxDuration.String()},
-		Live: liveFacts{MinPublicGapMs: trial.MinPublicGapMs},
+		Live: liveFacts{MinPublicGapMs: trial.MinPublicGapMs, LabDomain: policy.LabDomain},
 	})
 }

@@ -290,22 +290,10 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 		}
 	}
 
-	if err := checkFetchURL(fa.url, targetCheck(*anyTarget, sf.AllowInternet)); err != nil {
+	if err := checkFetchURL(fa.url, client.TargetCheck(*anyTarget, sf.AllowInternet)); err != nil {
 		return nil, err
 	}
 	return fa, nil
-}
-
-// targetCheck is the check of a URL's host that fetch and browse apply before anything is sent:
-// the lab's (client.CheckTarget), the public sites' (--allow-internet) or none (--allow-any-target).
-func targetCheck(anyTarget, internet bool) func(host string) error {
-	switch {
-	case anyTarget:
-		return func(string) error { return nil }
-	case internet:
-		return client.CheckInternetHost
-	}
-	return client.CheckTarget
 }
 
 // checkFetchURL refuses a URL whose host check refuses before anything is sent.

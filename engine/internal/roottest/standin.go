@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netns"
 )
@@ -150,4 +152,22 @@ func (s *StandIn) Listen(t testing.TB, port int) net.Listener {
 	})
 	t.Cleanup(func() { ln.Close() })
 	return ln
+}
+
+// RefusedAtOnce dials addr and reports nil when the connection is rejected at once with
+// EHOSTUNREACH — what an egress router's ICMP "administratively prohibited" does — and an error
+// when it connects, fails otherwise or only after a second. Call it inside the client namespace.
+func RefusedAtOnce(network, addr string) error {
+	t0 := time.Now()
+	c, err := net.DialTimeout(network, addr, 5*time.Second)
+	switch {
+	case err == nil:
+		c.Close()
+		return errors.New("connected")
+	case !errors.Is(err, syscall.EHOSTUNREACH):
+		return err
+	case time.Since(t0) > time.Second:
+		return fmt.Errorf("refused only after %s", time.Since(t0).Round(time.Millisecond))
+	}
+	return nil
 }
