@@ -8,9 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,8 +24,6 @@ const Zone = "wirelab.test."
 const TTL = 0
 
 const (
-	// listenAttempts bounds the tries for a port free on both UDP and TCP when the port is 0.
-	listenAttempts = 10
 	// tcpTimeout bounds reading a query from, and writing an answer to, a TCP connection.
 	tcpTimeout = 10 * time.Second
 )
@@ -101,25 +97,9 @@ func ListenRecords(addr string, z Records) (*Server, error) {
 		}
 		s.records[fq] = a
 	}
-	var pc net.PacketConn
-	var ln net.Listener
-	var err error
-	for range listenAttempts {
-		pc, err = net.ListenPacket("udp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("dns: %w", err)
-		}
-		ln, err = net.Listen("tcp", pc.LocalAddr().String())
-		if err == nil {
-			break
-		}
-		pc.Close()
-		if !strings.HasSuffix(addr, ":0") {
-			return nil, fmt.Errorf("dns: %w", err)
-		}
-	}
+	pc, ln, err := dnsserve.Listen(addr)
 	if err != nil {
-		return nil, fmt.Errorf("dns: %w", err)
+		return nil, err
 	}
 	s.addr = pc.LocalAddr().String()
 	if s.srv, err = dnsserve.Start(pc, ln, mdns.HandlerFunc(s.serveDNS), tcpTimeout); err != nil {

@@ -67,11 +67,7 @@ func upstream(t *testing.T) (addr string, queries *atomic.Int64) {
 // loopback opens a UDP socket and a TCP listener on the same loopback port.
 func loopback(t *testing.T) (net.PacketConn, net.Listener) {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
+	pc, ln, err := dnsserve.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

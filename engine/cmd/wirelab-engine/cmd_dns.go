@@ -15,6 +15,7 @@ import (
 	"github.com/wirelab/wirelab/engine/dns"
 	"github.com/wirelab/wirelab/engine/egress"
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/dnsserve"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/probe"
 )
@@ -140,12 +141,7 @@ func runForwarder(ctx context.Context, upstream, listen, router, admit string, s
 	var pc net.PacketConn
 	var ln net.Listener
 	err = netns.DoIn(router, func() (err error) {
-		if pc, err = net.ListenPacket("udp4", lp.String()); err != nil {
-			return err
-		}
-		if ln, err = net.Listen("tcp4", lp.String()); err != nil {
-			pc.Close()
-		}
+		pc, ln, err = dnsserve.Listen(lp.String())
 		return err
 	})
 	if err != nil {

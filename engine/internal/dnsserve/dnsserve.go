@@ -6,11 +6,36 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
 	mdns "github.com/miekg/dns"
 )
+
+// listenAttempts bounds the tries for a port free on both UDP and TCP when the port is 0.
+const listenAttempts = 10
+
+// Listen opens a UDP socket and a TCP listener on the same address (host:port; with port 0, a
+// port free for both: the kernel picks the UDP one, which TCP may have in use — then another).
+func Listen(addr string) (net.PacketConn, net.Listener, error) {
+	var err error
+	for range listenAttempts {
+		var pc net.PacketConn
+		if pc, err = net.ListenPacket("udp", addr); err != nil {
+			return nil, nil, fmt.Errorf("dns: %w", err)
+		}
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+			return pc, ln, nil
+		}
+		pc.Close()
+		if !strings.HasSuffix(addr, ":0") {
+			break
+		}
+	}
+	return nil, nil, fmt.Errorf("dns: %w", err)
+}
 
 // Servers is a handler served over UDP and TCP.
 type Servers struct {
