@@ -45,6 +45,10 @@ func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, ca *caReader, 
 		_, _ = io.Copy(io.Discard, c) // ends with the sender's reset
 	}()
 
+	countersBefore, err := readUndoCounters(p, p.Sender)
+	if err != nil {
+		return Flow{}, err
+	}
 	var conn *net.TCPConn
 	err = p.Do(p.Sender, func() error {
 		dialer := net.Dialer{
@@ -141,6 +145,13 @@ func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, ca *caReader, 
 			break
 		}
 	}
+	var undos Undos
+	if loopErr == nil {
+		var countersAfter map[string]uint64
+		if countersAfter, loopErr = readUndoCounters(p, p.Sender); loopErr == nil {
+			undos = undosBetween(countersBefore, countersAfter)
+		}
+	}
 
 	// Reset rather than close: a close would first send what the socket still holds.
 	_ = conn.SetLinger(0)
@@ -154,7 +165,7 @@ func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, ca *caReader, 
 	if err != nil {
 		return Flow{}, err
 	}
-	return t.result(cc, beta, drop), nil
+	return t.result(cc, beta, drop, undos), nil
 }
 
 func timeoutError(t *tracker, cfg Config) error {

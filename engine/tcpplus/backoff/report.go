@@ -42,6 +42,11 @@ func WriteTable(w io.Writer, r *Report) {
 			f.CC, fc.WmaxAfterFirst, fc.CwndBefore, fc.SsthreshAfter, fc.ExpectedSsthresh, fc.Wmax, fc.ExpectedWmax, ratio)
 	}
 	tw.Flush()
+	for _, f := range r.Flows {
+		for _, d := range f.Discarded {
+			fmt.Fprintf(w, "\ndiscarded %s %s", f.CC, d)
+		}
+	}
 	fmt.Fprintf(w, "\nssthresh/cwnd gap TCP+ − cubic: %.3f (formula β' − β = %.3f)\n", r.RatioGap, r.ExpectedRatioGap)
 	for _, f := range r.Flows {
 		for _, p := range f.Problems {

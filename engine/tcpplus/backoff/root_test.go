@@ -74,6 +74,9 @@ func TestBackoffAfterSingleLossRoot(t *testing.T) {
 		t.Logf("%s: β %.4f, cwnd %d (TCP_INFO %d, %s) → ssthresh %d (expected %d), cwnd after %d, ratio %.3f; second loss at %d → W_max %d (expected %d); %d readings every %.1f µs",
 			f.CC, f.Beta, f.CwndBefore, f.SampledCwndBefore, f.SampledStateBefore, f.SsthreshAfter, f.ExpectedSsthresh,
 			f.CwndAfter, f.SsthreshRatio, fc.CwndBefore, fc.Wmax, fc.ExpectedWmax, f.Readings, f.MeanReadingMicros)
+		for _, d := range f.Discarded {
+			t.Logf("%s: discarded %s", f.CC, d)
+		}
 	}
 	if !rep.Pass {
 		t.Fatalf("the backoff does not match the formula: %s", rep.Problems())
@@ -103,6 +106,11 @@ func TestNOneBacksOffLikeCubicRoot(t *testing.T) {
 	rep, err := Run(context.Background(), Config{N: 1})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range rep.Flows {
+		for _, d := range f.Discarded {
+			t.Logf("%s: discarded %s", f.CC, d)
+		}
 	}
 	if !rep.Pass {
 		t.Fatalf("problems: %s", rep.Problems())

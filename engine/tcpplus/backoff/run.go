@@ -74,6 +74,13 @@ func (c *Config) fill() error {
 	return nil
 }
 
+// MaxAttempts bounds how often Run measures one congestion control. A flow in which the
+// kernel took a reduction back as spurious (Flow.Undos: a timestamp or DSACK said the dropped
+// segment was only delayed — which a loaded machine's late ACKs can suggest) measured no
+// backoff, so Run discards it and measures again; the last attempt is reported whatever it
+// shows, with the discarded ones in Flow.Discarded.
+const MaxAttempts = 3
+
 // Report is the result of Run.
 type Report struct {
 	Config Config `json:"config"`
@@ -137,14 +144,23 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		{name, tcpplus.BetaPlusScaled(cubicBeta, cfg.N)},
 	} {
 		cfg.progress("measuring %s", f.cc)
-		flow, err := measureFlow(ctx, path, drop, ca, f.cc, f.beta, cfg)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("backoff: interrupted: %w", ctx.Err())
+		var discarded []string
+		for attempt := 1; ; attempt++ {
+			flow, err := measureFlow(ctx, path, drop, ca, f.cc, f.beta, cfg)
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("backoff: interrupted: %w", ctx.Err())
+			}
+			if err != nil {
+				return nil, err
+			}
+			if len(flow.Undos) == 0 || attempt == MaxAttempts {
+				flow.Attempts, flow.Discarded = attempt, discarded
+				rep.Flows = append(rep.Flows, flow)
+				break
+			}
+			discarded = append(discarded, fmt.Sprintf("attempt %d: the kernel took a reduction back (%s)", attempt, flow.Undos))
+			cfg.progress("%s: the kernel took a reduction back as spurious (%s); measuring again", f.cc, flow.Undos)
 		}
-		if err != nil {
-			return nil, err
-		}
-		rep.Flows = append(rep.Flows, flow)
 	}
 	rep.RatioGap = rep.Flows[1].SsthreshRatio - rep.Flows[0].SsthreshRatio
 	rep.ExpectedRatioGap = rep.Flows[1].Beta - rep.Flows[0].Beta

@@ -207,6 +207,12 @@ type Flow struct {
 	// MeanReadingMicros is the sampler's mean interval.
 	MeanReadingMicros float64   `json:"mean_reading_us"`
 	Drop              DropStats `json:"drop"`
+	// Undos counts the reductions the kernel took back during the flow (see undoCounters).
+	Undos Undos `json:"undos,omitempty"`
+	// Attempts is how many flows Run measured for this congestion control; Discarded says why
+	// each before the last was not kept.
+	Attempts  int      `json:"attempts"`
+	Discarded []string `json:"discarded,omitempty"`
 
 	Pass     bool     `json:"pass"`
 	Problems []string `json:"problems,omitempty"`
@@ -224,7 +230,7 @@ type FastConvergence struct {
 }
 
 // result turns a completed tracker into a checked Flow.
-func (t *tracker) result(cc string, beta uint32, drop DropStats) Flow {
+func (t *tracker) result(cc string, beta uint32, drop DropStats, undos Undos) Flow {
 	first, second := t.Loss[0], t.Loss[1]
 	f := Flow{
 		CC:                 cc,
@@ -243,6 +249,7 @@ func (t *tracker) result(cc string, beta uint32, drop DropStats) Flow {
 		Readings:           t.readings,
 		Samples:            t.samples,
 		Drop:               drop,
+		Undos:              undos,
 	}
 	if t.readings > 1 {
 		f.MeanReadingMicros = float64(t.prev.AtMicros) / float64(t.readings-1)
@@ -275,6 +282,9 @@ func (t *tracker) problems(f Flow) []string {
 	}
 	if f.Drop.GSOSeen != 0 {
 		p = append(p, fmt.Sprintf("%d multi-segment (GSO) packets crossed the router; want single segments", f.Drop.GSOSeen))
+	}
+	if len(f.Undos) > 0 {
+		p = append(p, fmt.Sprintf("the kernel took a reduction back as spurious (%s): not a backoff", f.Undos))
 	}
 	for i, l := range t.Loss {
 		if l.sawRTO {

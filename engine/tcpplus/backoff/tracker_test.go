@@ -73,7 +73,7 @@ func TestTrackerCubicFlow(t *testing.T) {
 	if len(arms) != 2 || arms[0] != 2 || arms[1] != 7 || !done {
 		t.Fatalf("armed at %v, done %v", arms, done)
 	}
-	f := tr.result("cubic", 717, twoDrops)
+	f := tr.result("cubic", 717, twoDrops, nil)
 	if !f.Pass {
 		t.Fatalf("problems: %v", f.Problems)
 	}
@@ -95,7 +95,7 @@ func TestTrackerSlowReadingIsNotChecked(t *testing.T) {
 	samples := cubicFlow(73)
 	samples[7].Cwnd, samples[7].EndMicros = 80, 50_000 // read 50 ms after it started
 	tr, _, _ := feed(100, cubicKernel, samples...)
-	f := tr.result("cubic", 717, twoDrops)
+	f := tr.result("cubic", 717, twoDrops, nil)
 	if !f.Pass || f.CwndAfterChecked || f.CwndAfter != 80 {
 		t.Fatalf("flow %+v", f)
 	}
@@ -120,7 +120,7 @@ func TestTrackerMissedRecovery(t *testing.T) {
 	if len(arms) != 2 || !done {
 		t.Fatalf("armed at %v, done %v", arms, done)
 	}
-	f := tr.result("wl_cubicp6", 973, twoDrops)
+	f := tr.result("wl_cubicp6", 973, twoDrops, nil)
 	if !f.Pass || f.CwndAfterChecked || f.SampledStateBefore != "open" || f.CwndBefore != 105 || f.ExpectedSsthresh != 99 {
 		t.Fatalf("flow %+v", f)
 	}
@@ -136,6 +136,7 @@ func TestTrackerWrongBackoffFails(t *testing.T) {
 		kernel func(k []KernelState)       // changes to the kernel's record
 		drop   *DropStats                  // the dropper's count, if not twoDrops
 		edit   func(smp []Sample) []Sample // changes to the samples
+		undos  Undos                       // what the kernel took back
 		want   string
 	}{
 		{name: "tcp+ reduction checked with cubic's β", ss1: 99, beta: 717, want: "ssthresh after the loss is 99, want 73"},
@@ -152,6 +153,7 @@ func TestTrackerWrongBackoffFails(t *testing.T) {
 		{name: "gso", ss1: 73, beta: 717, drop: &DropStats{Dropped: 2, GSOSeen: 3}, want: "GSO"},
 		{name: "rto", ss1: 73, beta: 717, edit: func(smp []Sample) []Sample { smp[5] = s(caLoss, 1, 73, 1); return smp }, want: "retransmission timeout"},
 		{name: "unfinished", ss1: 73, beta: 717, edit: func(smp []Sample) []Sample { return smp[:9] }, want: "did not complete"},
+		{name: "the kernel undid a reduction", ss1: 73, beta: 717, undos: Undos{"TCPPartialUndo": 1}, want: "took a reduction back as spurious (TCPPartialUndo +1)"},
 		{name: "cwnd after far above ssthresh", ss1: 73, beta: 717, edit: func(smp []Sample) []Sample { smp[7].Cwnd = 80; return smp }, want: "cwnd after recovery is 80"},
 	} {
 		kernel := append([]KernelState(nil), cubicKernel...)
@@ -168,7 +170,7 @@ func TestTrackerWrongBackoffFails(t *testing.T) {
 			drop = *tc.drop
 		}
 		tr, _, _ := feed(100, kernel, samples...)
-		f := tr.result("cc", tc.beta, drop)
+		f := tr.result("cc", tc.beta, drop, tc.undos)
 		if f.Pass || !strings.Contains(strings.Join(f.Problems, "; "), tc.want) {
 			t.Errorf("%s: pass %v, problems %v; want one containing %q", tc.name, f.Pass, f.Problems, tc.want)
 		}
@@ -214,11 +216,14 @@ func TestConfigDefaultsAndLimits(t *testing.T) {
 func TestReportOutput(t *testing.T) {
 	good, _, _ := feed(100, cubicKernel, cubicFlow(73)...)
 	bad, _, _ := feed(100, cubicKernel, cubicFlow(73)...)
+	kept := good.result("cubic", 717, twoDrops, nil)
+	kept.Attempts, kept.Discarded = 2, []string{"attempt 1: the kernel took a reduction back (TCPFullUndo +1)"}
 	r := &Report{Config: Config{N: 6, RateBitsPerSecond: 30e6, ArmCwnd: 100}, Kernel: "test",
-		Flows: []Flow{good.result("cubic", 717, twoDrops), bad.result("wl_cubicp6", 973, twoDrops)}}
+		Flows: []Flow{kept, bad.result("wl_cubicp6", 973, twoDrops, nil)}}
 	var b bytes.Buffer
 	WriteTable(&b, r)
-	for _, want := range []string{"cubic", "0.7002", "105 (disorder)", "wl_cubicp6", "FAIL wl_cubicp6: ssthresh after the loss is 73, want 99", " 62 "} {
+	for _, want := range []string{"cubic", "0.7002", "105 (disorder)", "wl_cubicp6", "FAIL wl_cubicp6: ssthresh after the loss is 73, want 99", " 62 ",
+		"discarded cubic attempt 1: the kernel took a reduction back (TCPFullUndo +1)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
