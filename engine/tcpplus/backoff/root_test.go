@@ -166,3 +166,42 @@ func TestCancelledRunLeavesNothingRoot(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// The sender detects loss by duplicate ACKs alone; the other namespaces keep the kernel's
+// defaults.
+func TestClassicLossDetectionOnlyInSenderRoot(t *testing.T) {
+	roottest.Require(t)
+	p, err := nspath.New(context.Background(), nspath.Config{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	read := func(ns string) map[string]string {
+		got := map[string]string{}
+		if err := p.Do(ns, func() error {
+			for key := range lossDetectionSysctls {
+				raw, err := os.ReadFile("/proc/sys/" + key)
+				if err != nil {
+					return err
+				}
+				got[key] = strings.TrimSpace(string(raw))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	defaults := read(p.Router)
+	if err := classicLossDetection(p); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range lossDetectionSysctls {
+		if got := read(p.Sender)[key]; got != want {
+			t.Errorf("sender %s = %s, want %s", key, got, want)
+		}
+		if got := read(p.Router)[key]; got != defaults[key] || got == want {
+			t.Errorf("router %s = %s, want the default %s (not %s)", key, got, defaults[key], want)
+		}
+	}
+}
