@@ -163,8 +163,69 @@ func (p *Path) build(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
-	return p.Do(p.Router, func() error {
+	if err := p.Do(p.Router, func() error {
 		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644)
+	}); err != nil {
+		return err
+	}
+	return p.inOrder()
+}
+
+// receivers lists each namespace's veth ends: where a packet of the path is received.
+func (p *Path) receivers() map[string][]string {
+	return map[string][]string{
+		p.Sender:   {SenderIf},
+		p.Router:   {RouterFromSenderIf, RouterToReceiverIf},
+		p.Receiver: {ReceiverIf},
+	}
+}
+
+// RPSCPUs is the receive packet steering mask of every veth end of the path: one CPU.
+//
+// A veth delivers a packet into the backlog queue of the CPU that sent it. A sender whose
+// segments leave from two CPUs — the writer's system call on one, the ACK-clocked softirq on
+// the other — fills two queues, and when one CPU is busy (the measurement's own TCP_INFO
+// sampler spins on one) its queue waits while the other's is delivered: segments arrive out of
+// order, by several milliseconds. The sender takes that for loss, retransmits, and then, when
+// the original's ACK shows it was not lost, takes the reduction back. A link does not reorder,
+// so the path must not: steered to one CPU, every packet joins one queue in the order it was
+// sent.
+const RPSCPUs = "1"
+
+// inOrder steers every veth end's receive processing to RPSCPUs.
+func (p *Path) inOrder() error {
+	for ns, ifs := range p.receivers() {
+		err := withSysfs(ns, func(sysfs string) error {
+			for _, ifname := range ifs {
+				file := filepath.Join(sysfs, "class/net", ifname, "queues/rx-0/rps_cpus")
+				if err := os.WriteFile(file, []byte(RPSCPUs+"\n"), 0o644); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("nspath: receive steering in %s: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+// withSysfs calls fn with the root of a sysfs mounted in namespace ns: sysfs shows the network
+// devices of the namespace that mounts it, so it is mounted in a private mount namespace on a
+// thread that entered ns (the thread ends with fn; the mount goes with it).
+func withSysfs(ns string, fn func(sysfs string) error) error {
+	return Do(ns, func() error {
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			return fmt.Errorf("unshare: %w", err)
+		}
+		if err := unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("making mounts private: %w", err)
+		}
+		if err := unix.Mount("sysfs", "/sys", "sysfs", 0, ""); err != nil {
+			return fmt.Errorf("mounting sysfs: %w", err)
+		}
+		return fn("/sys")
 	})
 }
 

@@ -71,6 +71,16 @@ func TestPathBuildAndCloseRoot(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "tbf") || !strings.Contains(string(out), "10Mbit") {
 		t.Errorf("bottleneck qdisc: %s %v", out, err)
 	}
+	// Every veth end steers its receive processing to one CPU (read through `ip netns exec`,
+	// which mounts the namespace's own sysfs, not through withSysfs).
+	for ns, ifs := range p.receivers() {
+		for _, ifname := range ifs {
+			out, err := exec.Command("ip", "netns", "exec", ns, "cat", "/sys/class/net/"+ifname+"/queues/rx-0/rps_cpus").CombinedOutput()
+			if err != nil || strings.Trim(strings.TrimSpace(string(out)), "0,") != RPSCPUs {
+				t.Errorf("%s %s rps_cpus %q (%v), want %s", ns, ifname, out, err, RPSCPUs)
+			}
+		}
+	}
 	// The sender reaches the receiver through the router.
 	out, err = exec.Command("ip", "netns", "exec", p.Sender, "ip", "route", "get", ReceiverAddr.String()).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "via 10.79.1.2") {
