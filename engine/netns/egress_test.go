@@ -113,7 +113,7 @@ func TestEgressCreateFailureRemovesEverything(t *testing.T) {
 		}
 		states, _, _ := listStates(StateDir)
 		names, _ := listNamed()
-		_, err := Create(Config{Egress: &Egress{Far: FarHost, HostNetns: s.World}})
+		_, err := Create(hostConfig(s))
 		if err == nil || !strings.Contains(err.Error(), "injected") {
 			t.Fatalf("%s: %v", step, err)
 		}
@@ -127,15 +127,27 @@ func TestEgressCreateFailureRemovesEverything(t *testing.T) {
 	}
 }
 
+// hostConfig is a run whose egress goes to the stand-in host s.
+func hostConfig(s *roottest.StandIn) Config {
+	return Config{Egress: &Egress{Far: FarHost, HostNetns: s.World}}
+}
+
+// createToHost creates a run with egress to s, failing the test if it cannot.
+func createToHost(t *testing.T, s *roottest.StandIn) *Topology {
+	t.Helper()
+	topo, err := Create(hostConfig(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
 // A run killed with an egress topology to the host: GC removes its namespaces and its host side,
 // and restores forwarding on the way out.
 func TestEgressGCAfterOwnerDied(t *testing.T) {
 	s := roottest.NewStandIn(t)
 	before := uplinkEntries()
-	topo, err := Create(Config{Egress: &Egress{Far: FarHost, HostNetns: s.World}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	topo := createToHost(t, s)
 	if got := s.Forwarding(t, s.WayOut); got != "1" {
 		t.Fatalf("forwarding %s during the run", got)
 	}
@@ -157,11 +169,8 @@ func TestEgressGCAfterOwnerDied(t *testing.T) {
 func TestEgressHostRunsShareForwarding(t *testing.T) {
 	s := roottest.NewStandIn(t)
 	before := uplinkEntries()
-	a, err := Create(Config{Egress: &Egress{Far: FarHost, HostNetns: s.World}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Create(Config{Egress: &Egress{Far: FarHost, HostNetns: s.World}})
+	a := createToHost(t, s)
+	b, err := Create(hostConfig(s))
 	if err != nil {
 		a.Close()
 		t.Fatal(err)

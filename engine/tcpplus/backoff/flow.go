@@ -100,6 +100,7 @@ func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, ca *caReader, 
 	start := time.Now()
 	deadline := start.Add(cfg.Timeout)
 	var loopErr error
+	var minRTT uint32 // µs, TCP_INFO's tcpi_min_rtt at the last reading
 	for {
 		if err := ctx.Err(); err != nil {
 			loopErr = err
@@ -126,6 +127,7 @@ func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, ca *caReader, 
 			Ssthresh:     info.Snd_ssthresh,
 			TotalRetrans: info.Total_retrans,
 		}
+		minRTT = info.Min_rtt
 		act := t.observe(s)
 		if act.ReadKernel {
 			k, err := ca.read(p, localPort)
@@ -165,7 +167,9 @@ func measureFlow(ctx context.Context, p *nspath.Path, d *dropper, ca *caReader, 
 	if err != nil {
 		return Flow{}, err
 	}
-	return t.result(cc, beta, drop, undos), nil
+	f := t.result(cc, beta, drop, undos)
+	f.MinRTTMicros = minRTT
+	return f, nil
 }
 
 func timeoutError(t *tracker, cfg Config) error {

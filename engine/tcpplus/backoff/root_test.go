@@ -178,17 +178,12 @@ func TestClassicLossDetectionOnlyInSenderRoot(t *testing.T) {
 	defer p.Close()
 	read := func(ns string) map[string]string {
 		got := map[string]string{}
-		if err := p.Do(ns, func() error {
-			for key := range lossDetectionSysctls {
-				raw, err := os.ReadFile("/proc/sys/" + key)
-				if err != nil {
-					return err
-				}
-				got[key] = strings.TrimSpace(string(raw))
+		for key := range lossDetectionSysctls {
+			v, err := p.Sysctl(ns, key)
+			if err != nil {
+				t.Fatal(err)
 			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+			got[key] = v
 		}
 		return got
 	}

@@ -173,28 +173,25 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 
 // lossDetectionSysctls make the sender detect loss only by duplicate ACKs (SACK, three
 // segments beyond the hole), as RFC 6675 does: no RACK time window (tcp_recovery 0) and no tail
-// loss probes (tcp_early_retrans 0). The namespaces' round trip is a fraction of a millisecond
-// before the queue fills, so RACK's window (a quarter of the minimum RTT) is tens of
-// microseconds: a segment that a loaded machine's veth delivers that much late counts as lost,
+// loss probes (tcp_early_retrans 0). The path's round trip before the queue fills is tens of
+// microseconds (Flow.MinRTTMicros), so RACK's window, a quarter of it, is a few microseconds:
+// a segment that a loaded machine's veth delivers that much late counts as lost,
 // is retransmitted, and the kernel takes the reduction back when the original's ACK arrives.
 // A tail loss probe, sent when the writer is descheduled, ends in a reduction of its own. The
 // congestion control's ssthresh() — what is measured — is the same whichever detection
 // started the recovery.
 var lossDetectionSysctls = map[string]string{
-	"net/ipv4/tcp_recovery":      "0",
-	"net/ipv4/tcp_early_retrans": "0",
+	"ipv4/tcp_recovery":      "0",
+	"ipv4/tcp_early_retrans": "0",
 }
 
 func classicLossDetection(p *nspath.Path) error {
-	return p.Do(p.Sender, func() error {
-		for key, value := range lossDetectionSysctls {
-			// /proc/sys/net is the namespace of the thread that opens it: this one.
-			if err := os.WriteFile("/proc/sys/"+key, []byte(value+"\n"), 0o644); err != nil {
-				return fmt.Errorf("backoff: the sender's loss detection: %w", err)
-			}
+	for key, value := range lossDetectionSysctls {
+		if err := p.SetSysctl(p.Sender, key, value); err != nil {
+			return fmt.Errorf("backoff: the sender's loss detection: %w", err)
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 func kernelRelease() string {

@@ -204,6 +204,9 @@ type Flow struct {
 	RecoveryMicros int64  `json:"recovery_us"` // of the first loss, as sampled
 	Readings       int    `json:"readings"`    // TCP_INFO readings
 	Samples        int    `json:"samples"`     // readings that differed from the previous one
+	// MinRTTMicros is the connection's minimum round trip (TCP_INFO, µs): the path's with an
+	// empty queue. RACK's reordering window would be a quarter of it.
+	MinRTTMicros uint32 `json:"min_rtt_us"`
 	// MeanReadingMicros is the sampler's mean interval.
 	MeanReadingMicros float64   `json:"mean_reading_us"`
 	Drop              DropStats `json:"drop"`

@@ -163,12 +163,31 @@ func (p *Path) build(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
-	if err := p.Do(p.Router, func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644)
-	}); err != nil {
+	if err := p.SetSysctl(p.Router, "ipv4/ip_forward", "1"); err != nil {
 		return err
 	}
 	return p.inOrder()
+}
+
+// SetSysctl writes value to /proc/sys/net/<key> in namespace ns (net.* sysctls are per
+// namespace: /proc/sys/net shows the namespace of the thread that opens it).
+func (p *Path) SetSysctl(ns, key, value string) error {
+	err := Do(ns, func() error { return os.WriteFile("/proc/sys/net/"+key, []byte(value+"\n"), 0o644) })
+	if err != nil {
+		return fmt.Errorf("nspath: %s in %s: %w", key, ns, err)
+	}
+	return nil
+}
+
+// Sysctl reads /proc/sys/net/<key> in namespace ns.
+func (p *Path) Sysctl(ns, key string) (string, error) {
+	var v string
+	err := Do(ns, func() error {
+		b, err := os.ReadFile("/proc/sys/net/" + key)
+		v = strings.TrimSpace(string(b))
+		return err
+	})
+	return v, err
 }
 
 // receivers lists each namespace's veth ends: where a packet of the path is received.
@@ -186,7 +205,7 @@ func (p *Path) receivers() map[string][]string {
 // segments leave from two CPUs — the writer's system call on one, the ACK-clocked softirq on
 // the other — fills two queues, and when one CPU is busy (the measurement's own TCP_INFO
 // sampler spins on one) its queue waits while the other's is delivered: segments arrive out of
-// order, by several milliseconds. The sender takes that for loss, retransmits, and then, when
+// order (the sender's TCPTSReorder counter rises). The sender takes that for loss, retransmits, and then, when
 // the original's ACK shows it was not lost, takes the reduction back. A link does not reorder,
 // so the path must not: steered to one CPU, every packet joins one queue in the order it was
 // sent.

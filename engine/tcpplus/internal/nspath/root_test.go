@@ -57,15 +57,8 @@ func TestPathBuildAndCloseRoot(t *testing.T) {
 		}
 	}
 	// The router forwards and shapes: ip_forward is on and the bottleneck has the TBF.
-	err = p.Do(p.Router, func() error {
-		raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
-		if err != nil || strings.TrimSpace(string(raw)) != "1" {
-			return fmt.Errorf("ip_forward %q, %v", raw, err)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Error(err)
+	if v, err := p.Sysctl(p.Router, "ipv4/ip_forward"); err != nil || v != "1" {
+		t.Errorf("ip_forward %q, %v", v, err)
 	}
 	out, err := exec.Command("tc", "-n", p.Router, "qdisc", "show", "dev", RouterToReceiverIf).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "tbf") || !strings.Contains(string(out), "10Mbit") {
