@@ -32,6 +32,7 @@ type h3Conn struct {
 	closer *quicCloser
 	qconn  *quic.Conn
 	cc     *http3.ClientConn
+	ended  atomic.Bool // a request met the connection's end before its context did (endedBy)
 }
 
 func newH3Pool(s *session, o origin) *h3Pool { return &h3Pool{s: s, o: o} }
@@ -54,7 +55,7 @@ func (p *h3Pool) do(ctx context.Context, r *request) {
 		}
 		if !opened {
 			if str, err = c.cc.OpenRequestStream(ctx); err != nil {
-				if p.s.resend(ctx, c.rec, r, c.broken()) {
+				if p.s.resend(ctx, c.rec, r, c.endedBy(err)) {
 					r.retries++
 					r.reset()
 					continue
@@ -66,7 +67,7 @@ func (p *h3Pool) do(ctx context.Context, r *request) {
 		r.conn = c.rec.info.ID
 		r.sendStart = p.s.now()
 		err = c.roundTrip(p.s, r, str)
-		if err != nil && p.s.resend(ctx, c.rec, r, c.broken()) {
+		if err != nil && p.s.resend(ctx, c.rec, r, c.endedBy(err)) {
 			r.retries++
 			r.reset()
 			continue
@@ -89,8 +90,30 @@ func (p *h3Pool) renewal() *renewal[*h3Conn] {
 
 func (p *h3Pool) usable() bool { return p.single.usable((*h3Conn).broken) }
 
-// broken reports whether the QUIC connection has ended (closed by either side, idle timeout).
-func (c *h3Conn) broken() bool { return c.qconn.Context().Err() != nil }
+// broken reports whether the QUIC connection has ended (closed by either side, idle timeout), as
+// its context says or a request has seen (endedBy).
+func (c *h3Conn) broken() bool { return c.ended.Load() || c.qconn.Context().Err() != nil }
+
+// endedBy reports whether a request's error err is the end of its whole QUIC connection, and if so
+// marks the connection broken. quic-go fails the connection's streams with the close error before
+// it cancels the connection's context, so a request can meet the server's CONNECTION_CLOSE while
+// the context is still live: an error that wraps a connection close (CONNECTION_CLOSE of either
+// kind, idle timeout, stateless reset) says so by itself. A stream's own reset (quic.StreamError)
+// leaves the connection alive.
+func (c *h3Conn) endedBy(err error) bool {
+	if c.broken() {
+		return true
+	}
+	_, app := errors.AsType[*quic.ApplicationError](err)
+	_, transport := errors.AsType[*quic.TransportError](err)
+	_, idle := errors.AsType[*quic.IdleTimeoutError](err)
+	_, reset := errors.AsType[*quic.StatelessResetError](err)
+	if app || transport || idle || reset {
+		c.ended.Store(true)
+		return true
+	}
+	return false
+}
 
 // dial opens the QUIC connection: the whole handshake (which carries TLS 1.3) is both connect and
 // ssl.
