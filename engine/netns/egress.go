@@ -11,6 +11,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
+	"github.com/wirelab/wirelab/engine/internal/nsthread"
 )
 
 // An egress topology (Config.Egress, docs/egress.md): the server namespace is a router whose
@@ -145,7 +146,7 @@ func (t *Topology) buildEgress() error {
 		return err
 	}
 	// The router forwards (its own namespace's switch; the host's is untouched here).
-	if err := setSysctl(router, "ipv4/ip_forward", "1"); err != nil {
+	if err := nsthread.SetSysctl(router, "ipv4/ip_forward", "1"); err != nil {
 		return fmt.Errorf("router forwarding: %w", err)
 	}
 	rh, err := netlink.NewHandleAt(vnetns.NsHandle(router.Fd()))
@@ -184,7 +185,7 @@ func (t *Topology) buildEgress() error {
 		if err := end.h.AddrAdd(l, &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(end.addr, bits))}); err != nil {
 			return fmt.Errorf("%s: address %s: %w", end.name, end.addr, err)
 		}
-		_ = setSysctl(end.ns, "ipv6/conf/"+end.name+"/disable_ipv6", "1")
+		_ = nsthread.SetSysctl(end.ns, "ipv6/conf/"+end.name+"/disable_ipv6", "1")
 		if err := end.h.LinkSetUp(l); err != nil {
 			return err
 		}

@@ -6,39 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
+	"github.com/wirelab/wirelab/engine/internal/nsthread"
 	"golang.org/x/sys/unix"
 )
 
 // netnsRunDir is where named network namespaces are bind-mounted, as iproute2 does.
-const netnsRunDir = "/run/netns"
+const netnsRunDir = nsthread.RunDir
 
 // etcNetnsDir holds per-namespace files bind-mounted over /etc by `ip netns exec`.
 const etcNetnsDir = "/etc/netns"
-
-// onThreadIn runs fn on a locked OS thread whose network namespace is target, then restores the
-// thread's namespace. If the thread cannot be restored it stays locked, so the runtime retires it
-// with this goroutine instead of scheduling other goroutines in the wrong namespace.
-func onThreadIn(target *os.File, fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("open own network namespace: %w", err)
-	}
-	defer orig.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("enter network namespace: %w", err)
-	}
-	fnErr := fn()
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		return errors.Join(fnErr, fmt.Errorf("restore network namespace (thread retired): %w", err))
-	}
-	runtime.UnlockOSThread()
-	return fnErr
-}
 
 // ensureRunDir makes /run/netns exist and be a shared mount point, as `ip netns add` does, so
 // that namespace mounts propagate to (and unmounts from) other mount namespaces.
@@ -148,23 +125,6 @@ func nsIDOf(path string) (nsID, error) {
 		return nsID{}, err
 	}
 	return nsID{dev: st.Dev, ino: st.Ino}, nil
-}
-
-// setSysctl writes value to /proc/sys/net/<key> of the namespace ns (net.* sysctls are per
-// namespace: /proc/sys/net shows the namespace of the thread that opens it).
-func setSysctl(ns *os.File, key, value string) error {
-	return onThreadIn(ns, func() error { return os.WriteFile("/proc/sys/net/"+key, []byte(value), 0) })
-}
-
-// getSysctl reads /proc/sys/net/<key> of the namespace ns.
-func getSysctl(ns *os.File, key string) (string, error) {
-	var v string
-	err := onThreadIn(ns, func() error {
-		b, err := os.ReadFile("/proc/sys/net/" + key)
-		v = strings.TrimSpace(string(b))
-		return err
-	})
-	return v, err
 }
 
 // nsInode is the inode of an open namespace handle (with the device, what nsIDOf reads by path).

@@ -10,6 +10,7 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
+	"github.com/wirelab/wirelab/engine/internal/nsthread"
 	"golang.org/x/sys/unix"
 )
 
@@ -184,7 +185,7 @@ func DoIn(namespace string, fn func() error) error {
 		return err
 	}
 	defer f.Close()
-	return onThreadIn(f, fn)
+	return nsthread.In(f, fn)
 }
 
 // RouterCounters is what the egress router let through and what it refused.

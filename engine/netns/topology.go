@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/tun"
 
+	"github.com/wirelab/wirelab/engine/internal/nsthread"
 	"github.com/wirelab/wirelab/engine/tcpplus"
 	"github.com/wirelab/wirelab/engine/tundev"
 )
@@ -289,7 +290,7 @@ func (t *Topology) build() error {
 // in the namespace of the opener) and keeps the file descriptor in this process.
 func (t *Topology) createTUN(side Side) (tun.Device, error) {
 	var fd int = -1
-	err := onThreadIn(t.ns[side], func() error {
+	err := nsthread.In(t.ns[side], func() error {
 		var err error
 		fd, err = unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -375,7 +376,7 @@ func (t *Topology) configure(side Side) error {
 	}
 	// The lab is IPv4: without this the kernel sends IPv6 router solicitations and MLD reports
 	// through the link, noise in captures and packet counts.
-	_ = setSysctl(t.ns[side], "ipv6/conf/"+TUNName+"/disable_ipv6", "1")
+	_ = nsthread.SetSysctl(t.ns[side], "ipv6/conf/"+TUNName+"/disable_ipv6", "1")
 	if err := h.LinkSetUp(dev); err != nil {
 		return err
 	}
@@ -462,7 +463,7 @@ func (t *Topology) Sides() []Side { return t.cfg.sides() }
 
 // Do runs fn on an OS thread inside the side's network namespace. Sockets fn creates stay in
 // that namespace after Do returns.
-func (t *Topology) Do(side Side, fn func() error) error { return onThreadIn(t.ns[side], fn) }
+func (t *Topology) Do(side Side, fn func() error) error { return nsthread.In(t.ns[side], fn) }
 
 // Command prepares argv to run inside the side's namespace, as `ip netns exec` does: its own mount
 // namespace with /sys remounted and the files of /etc/netns/<name>/ (the run's resolv.conf) bound

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wirelab/wirelab/engine/internal/atomicfile"
+	"github.com/wirelab/wirelab/engine/internal/nsthread"
 )
 
 // The host side of an egress topology (FarHost, docs/egress.md): the only objects of a run that are
@@ -181,7 +182,7 @@ func hostUses(h *netlink.Handle, p netip.Prefix) bool {
 func (t *Topology) buildHostSide() error {
 	e := t.eg
 	u := e.uplink
-	if err := setSysctl(e.host, forwardingKey(u.FarLink), "1"); err != nil {
+	if err := nsthread.SetSysctl(e.host, forwardingKey(u.FarLink), "1"); err != nil {
 		return fmt.Errorf("forwarding on %s: %w", u.FarLink, err)
 	}
 	t.mu.Lock()
@@ -292,7 +293,7 @@ func lockUplinks() (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-// forwardingKey is the sysctl of IPv4 forwarding on one interface (setSysctl's key).
+// forwardingKey is the sysctl of IPv4 forwarding on one interface (nsthread.SetSysctl's key).
 func forwardingKey(ifc string) string { return "ipv4/conf/" + ifc + "/forwarding" }
 
 // holdForwarding adds run id to the holders of forwarding on iface (in ns, inode ino), switching
@@ -311,7 +312,7 @@ func holdForwarding(ns *os.File, nsName string, ino uint64, iface, id string) (g
 		}
 	} else if errors.Is(err, os.ErrNotExist) {
 		rec = forwardingRecord{Iface: iface, Netns: nsName, NetnsIno: ino}
-		if rec.Was, err = getSysctl(ns, forwardingKey(iface)); err != nil {
+		if rec.Was, err = nsthread.Sysctl(ns, forwardingKey(iface)); err != nil {
 			return false, fmt.Errorf("forwarding on %s: %w", iface, err)
 		}
 	} else {
@@ -325,7 +326,7 @@ func holdForwarding(ns *os.File, nsName string, ino uint64, iface, id string) (g
 		return false, err
 	}
 	if rec.Was == "0" {
-		if err := setSysctl(ns, forwardingKey(iface), "1"); err != nil {
+		if err := nsthread.SetSysctl(ns, forwardingKey(iface), "1"); err != nil {
 			return false, fmt.Errorf("forwarding on %s: %w", iface, err)
 		}
 	}
@@ -361,7 +362,7 @@ func releaseForwarding(path string, drop func(id string) bool) error {
 			return err
 		}
 		if ns != nil {
-			err := setSysctl(ns, forwardingKey(rec.Iface), rec.Was)
+			err := nsthread.SetSysctl(ns, forwardingKey(rec.Iface), rec.Was)
 			ns.Close()
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("restore forwarding on %s: %w", rec.Iface, err)

@@ -7,15 +7,13 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
+	"github.com/wirelab/wirelab/engine/internal/nsthread"
 )
 
 // StandIn is a stand-in for the host and what lies beyond it, for tests of the egress path's host
@@ -103,42 +101,28 @@ func (s *StandIn) Do(t testing.TB, namespace string, fn func() error) {
 	}
 }
 
-// do runs fn on a locked thread in the namespace; if the thread cannot be restored it stays locked,
-// so that the runtime retires it with the goroutine.
+// do runs fn on a thread in the namespace (nsthread.In).
 func do(namespace string, fn func() error) error {
-	target, err := netns.GetFromName(namespace)
+	ns, err := nsthread.Open(namespace)
 	if err != nil {
 		return err
 	}
-	defer target.Close()
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	if err := netns.Set(target); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	fnErr := fn()
-	if err := netns.Set(orig); err != nil {
-		return errors.Join(fnErr, fmt.Errorf("restore namespace (thread retired): %w", err))
-	}
-	runtime.UnlockOSThread()
-	return fnErr
+	defer ns.Close()
+	return nsthread.In(ns, fn)
 }
 
 // Forwarding reads World's IPv4 forwarding switch on an interface ("0" or "1").
 func (s *StandIn) Forwarding(t testing.TB, iface string) string {
 	t.Helper()
-	var v string
-	s.Do(t, s.World, func() error {
-		b, err := os.ReadFile("/proc/sys/net/ipv4/conf/" + iface + "/forwarding")
-		v = strings.TrimSpace(string(b))
-		return err
-	})
+	ns, err := nsthread.Open(s.World)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	v, err := nsthread.Sysctl(ns, "ipv4/conf/"+iface+"/forwarding")
+	if err != nil {
+		t.Fatal(err)
+	}
 	return v
 }
 

@@ -157,7 +157,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 				return nil, err
 			}
 			if len(flow.Undos) == 0 || attempt == MaxAttempts {
-				flow.Attempts, flow.Discarded = attempt, discarded
+				flow.Discarded = discarded
 				rep.Flows = append(rep.Flows, flow)
 				break
 			}

@@ -212,9 +212,8 @@ type Flow struct {
 	Drop              DropStats `json:"drop"`
 	// Undos counts the reductions the kernel took back during the flow (see undoCounters).
 	Undos Undos `json:"undos,omitempty"`
-	// Attempts is how many flows Run measured for this congestion control; Discarded says why
-	// each before the last was not kept.
-	Attempts  int      `json:"attempts"`
+	// Discarded says why each flow Run measured for this congestion control before this one (at
+	// most MaxAttempts−1) was not kept.
 	Discarded []string `json:"discarded,omitempty"`
 
 	Pass     bool     `json:"pass"`

@@ -217,7 +217,7 @@ func TestReportOutput(t *testing.T) {
 	good, _, _ := feed(100, cubicKernel, cubicFlow(73)...)
 	bad, _, _ := feed(100, cubicKernel, cubicFlow(73)...)
 	kept := good.result("cubic", 717, twoDrops, nil)
-	kept.Attempts, kept.Discarded = 2, []string{"attempt 1: the kernel took a reduction back (TCPFullUndo +1)"}
+	kept.Discarded = []string{"attempt 1: the kernel took a reduction back (TCPFullUndo +1)"}
 	r := &Report{Config: Config{N: 6, RateBitsPerSecond: 30e6, ArmCwnd: 100}, Kernel: "test",
 		Flows: []Flow{kept, bad.result("wl_cubicp6", 973, twoDrops, nil)}}
 	var b bytes.Buffer

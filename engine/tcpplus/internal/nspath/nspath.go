@@ -18,13 +18,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wirelab/wirelab/engine/internal/nsthread"
 	"github.com/wirelab/wirelab/engine/tcpplus/internal/owner"
 )
 
@@ -32,7 +32,7 @@ import (
 const Prefix = "wirelab-tcpplus-"
 
 const (
-	netnsDir = "/run/netns" // where `ip netns` keeps named namespaces
+	netnsDir = nsthread.RunDir // where `ip netns` keeps named namespaces
 
 	// Interface names inside the namespaces (each namespace has its own name space).
 	SenderIf           = "snd0" // sender → router
@@ -169,10 +169,9 @@ func (p *Path) build(ctx context.Context, cfg Config) error {
 	return p.inOrder()
 }
 
-// SetSysctl writes value to /proc/sys/net/<key> in namespace ns (net.* sysctls are per
-// namespace: /proc/sys/net shows the namespace of the thread that opens it).
+// SetSysctl writes value to /proc/sys/net/<key> in namespace ns.
 func (p *Path) SetSysctl(ns, key, value string) error {
-	err := Do(ns, func() error { return os.WriteFile("/proc/sys/net/"+key, []byte(value+"\n"), 0o644) })
+	err := onNamed(ns, func(f *os.File) error { return nsthread.SetSysctl(f, key, value) })
 	if err != nil {
 		return fmt.Errorf("nspath: %s in %s: %w", key, ns, err)
 	}
@@ -180,11 +179,9 @@ func (p *Path) SetSysctl(ns, key, value string) error {
 }
 
 // Sysctl reads /proc/sys/net/<key> in namespace ns.
-func (p *Path) Sysctl(ns, key string) (string, error) {
-	var v string
-	err := Do(ns, func() error {
-		b, err := os.ReadFile("/proc/sys/net/" + key)
-		v = strings.TrimSpace(string(b))
+func (p *Path) Sysctl(ns, key string) (v string, err error) {
+	err = onNamed(ns, func(f *os.File) (err error) {
+		v, err = nsthread.Sysctl(f, key)
 		return err
 	})
 	return v, err
@@ -255,24 +252,17 @@ func (p *Path) Do(ns string, fn func() error) error { return Do(ns, fn) }
 
 // Do is Path.Do for any named namespace.
 func Do(ns string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		// Never unlocked: when this goroutine returns, the runtime ends the thread, so no other
-		// goroutine ever runs in ns by accident.
-		runtime.LockOSThread()
-		f, err := os.Open(filepath.Join(netnsDir, ns))
-		if err != nil {
-			errc <- fmt.Errorf("nspath: %w", err)
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("nspath: entering %s: %w", ns, err)
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
+	return onNamed(ns, func(f *os.File) error { return nsthread.Once(f, fn) })
+}
+
+// onNamed calls fn with the open namespace named ns.
+func onNamed(ns string, fn func(*os.File) error) error {
+	f, err := nsthread.Open(ns)
+	if err != nil {
+		return fmt.Errorf("nspath: %w", err)
+	}
+	defer f.Close()
+	return fn(f)
 }
 
 // Close removes the namespaces (and with them the veths, the TBF and any tc program) and the
