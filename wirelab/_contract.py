@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -64,10 +65,7 @@ def _validator(name: str) -> Any:
 
 
 def _where(error: Any) -> str:
-    parts: list[str] = []
-    for p in error.absolute_path:
-        parts.append(f"[{p}]" if isinstance(p, int) else (("." if parts else "") + str(p)))
-    return "".join(parts) or "(top level)"
+    return _field(error.absolute_path) or "(top level)"
 
 
 def validate(name: str, instance: Any, *, what: str = "") -> None:
@@ -243,10 +241,20 @@ def _property_names(root: Mapping[str, Any], node: Any) -> list[str]:
     return sorted(names)
 
 
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
 def _field(path: Sequence[Any]) -> str:
+    """A path as messages name fields (engine/contract's fieldPath): ``a.b[3].c``; an object's key
+    that is not a plain name (empty, a number, with dots or spaces) quoted: ``client[""]``."""
     out = ""
     for tok in path:
-        out += f"[{tok}]" if isinstance(tok, int) else (("." if out else "") + str(tok))
+        if isinstance(tok, int):
+            out += f"[{tok}]"
+        elif _PLAIN.fullmatch(str(tok)):
+            out += ("." if out else "") + str(tok)
+        else:
+            out += "[" + json.dumps(str(tok), ensure_ascii=False) + "]"
     return out
 
 

@@ -18,7 +18,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -115,29 +117,30 @@ func Decode(field string, data []byte) (any, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, &fielderr.Error{Field: field, Allowed: "invalid JSON: text after the value"}
 	}
-	if err := finite(v, nil); err != nil {
+	if err := finite(v, v, nil); err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
 // finite refuses a number no float64 holds (1e999): every number of the contract is finite, and a
-// value that would become ±Inf is bad input, named by its path.
-func finite(v any, path []string) error {
+// value that would become ±Inf is bad input, named by its path (the first in key order, so the same
+// input always gets the same message). root is the whole value, for the path's rendering.
+func finite(root, v any, path []string) error {
 	switch x := v.(type) {
 	case json.Number:
 		if f, err := strconv.ParseFloat(x.String(), 64); err != nil || math.IsInf(f, 0) {
-			return &fielderr.Error{Field: fieldPath(path), Value: fielderr.Cut(x.String()), Allowed: "must be a finite number"}
+			return &fielderr.Error{Field: fieldPath(root, path), Value: fielderr.Cut(x.String()), Allowed: "must be a finite number"}
 		}
 	case map[string]any:
-		for k, e := range x {
-			if err := finite(e, append(path, k)); err != nil {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if err := finite(root, x[k], append(path[:len(path):len(path)], k)); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for i, e := range x {
-			if err := finite(e, append(path, strconv.Itoa(i))); err != nil {
+			if err := finite(root, e, append(path[:len(path):len(path)], strconv.Itoa(i))); err != nil {
 				return err
 			}
 		}

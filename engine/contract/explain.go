@@ -51,13 +51,17 @@ func (c *compiled) explain(ve *jsonschema.ValidationError, inst any) error {
 		kept = leaves
 	}
 	// Deepest first; among problems as deep, the first by field path: the validator reports sibling
-	// properties in map order, and the same spec must always get the same message.
+	// properties in map order, and the same spec must always get the same message (two problems of
+	// one field: the first by schema location).
 	sort.SliceStable(kept, func(i, j int) bool {
 		li, lj := kept[i].InstanceLocation, kept[j].InstanceLocation
 		if len(li) != len(lj) {
 			return len(li) > len(lj)
 		}
-		return slices.Compare(li, lj) < 0
+		if c := slices.Compare(li, lj); c != 0 {
+			return c < 0
+		}
+		return kept[i].SchemaURL < kept[j].SchemaURL
 	})
 	return c.render(kept[0], inst)
 }
@@ -87,12 +91,29 @@ func (c *compiled) knownProperty(e *jsonschema.ValidationError) bool {
 	return false
 }
 
-// fieldPath renders an instance location as the engine's messages name fields: a.b[3].c.
-func fieldPath(loc []string) string {
+// fieldPath renders an instance location as the engine's messages name fields: a.b[3].c. A token
+// is an index only where the instance holds an array there; an object's key that is not a plain
+// name (empty, a number, with dots, brackets or spaces) is quoted: client[""], pages["0"].
+func fieldPath(inst any, loc []string) string {
 	var b strings.Builder
+	n := inst
 	for _, tok := range loc {
-		if _, err := strconv.Atoi(tok); err == nil {
+		if arr, ok := n.([]any); ok {
 			b.WriteString("[" + tok + "]")
+			i, _ := strconv.Atoi(tok)
+			n = nil
+			if i >= 0 && i < len(arr) {
+				n = arr[i]
+			}
+			continue
+		}
+		if m, ok := n.(map[string]any); ok {
+			n = m[tok]
+		} else {
+			n = nil
+		}
+		if !plainName(tok) {
+			b.WriteString("[" + strconv.Quote(tok) + "]")
 			continue
 		}
 		if b.Len() > 0 {
@@ -101,6 +122,22 @@ func fieldPath(loc []string) string {
 		b.WriteString(tok)
 	}
 	return b.String()
+}
+
+// plainName: a key a dotted path can show as it is (a letter or _ first, then letters, digits, _ or -).
+func plainName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
+		case i > 0 && (r == '-' || r >= '0' && r <= '9'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func valueAt(inst any, loc []string) any {
@@ -166,17 +203,18 @@ func (c *compiled) render(e *jsonschema.ValidationError, inst any) error {
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
 		names := c.propertyNames(id, node)
-		return unknownField(append(append([]string{}, loc...), k.Properties[0]), names)
+		// the first unknown name in order: the validator lists them in map order
+		return unknownField(inst, append(append([]string{}, loc...), slices.Min(k.Properties)), names)
 	case *kind.FalseSchema:
 		// unevaluatedProperties: a property no branch of the object's schema declares.
 		_, parentPtr, _ := strings.Cut(e.SchemaURL, "#")
 		parentPtr = strings.TrimSuffix(parentPtr, "/unevaluatedProperties")
-		return unknownField(loc, c.propertyNames(id, pointer(c.docs[id], parentPtr)))
+		return unknownField(inst, loc, c.propertyNames(id, pointer(c.docs[id], parentPtr)))
 	case *kind.Required:
 		if f, ok := node["x-field"].(string); ok {
 			// a rule across fields (an if/then): the branch names the field it is about.
 			fl := append(append([]string{}, loc...), strings.Split(f, ".")...)
-			return &fielderr.Error{Field: fieldPath(fl), Value: Show(valueAt(inst, fl)), Allowed: allowedText(node)}
+			return &fielderr.Error{Field: fieldPath(inst, fl), Value: Show(valueAt(inst, fl)), Allowed: allowedText(node)}
 		}
 		fl := append(append([]string{}, loc...), k.Missing[0])
 		what := "required"
@@ -185,13 +223,13 @@ func (c *compiled) render(e *jsonschema.ValidationError, inst any) error {
 				what = "required: " + strings.TrimPrefix(a, "must be ")
 			}
 		}
-		return &fielderr.Error{Field: fieldPath(fl), Allowed: what}
+		return &fielderr.Error{Field: fieldPath(inst, fl), Allowed: what}
 	case *kind.UniqueItems:
 		fl := append(append([]string{}, loc...), strconv.Itoa(k.Duplicates[1]))
-		return &fielderr.Error{Field: fieldPath(fl), Value: Show(valueAt(inst, fl)),
+		return &fielderr.Error{Field: fieldPath(inst, fl), Value: Show(valueAt(inst, fl)),
 			Allowed: fmt.Sprintf("listed twice (also at [%d]); each at most once", k.Duplicates[0])}
 	case *kind.MinItems:
-		return &fielderr.Error{Field: fieldPath(loc), Value: "[]", Allowed: "must list at least " + describeItems(c.merged(id, node), k.Want)}
+		return &fielderr.Error{Field: fieldPath(inst, loc), Value: "[]", Allowed: "must list at least " + describeItems(c.merged(id, node), k.Want)}
 	}
 	// A value the property does not allow: say what it allows.
 	if ptr := ifThenBranch(e.SchemaURL); ptr != "" {
@@ -200,7 +238,7 @@ func (c *compiled) render(e *jsonschema.ValidationError, inst any) error {
 			if f, ok := b["x-field"].(string); ok {
 				base := loc[:len(loc)-1]
 				fl := append(append([]string{}, base...), strings.Split(f, ".")...)
-				return &fielderr.Error{Field: fieldPath(fl), Value: Show(valueAt(inst, fl)), Allowed: allowedText(b)}
+				return &fielderr.Error{Field: fieldPath(inst, fl), Value: Show(valueAt(inst, fl)), Allowed: allowedText(b)}
 			}
 		}
 	}
@@ -216,7 +254,7 @@ func (c *compiled) render(e *jsonschema.ValidationError, inst any) error {
 			}
 		}
 	}
-	return &fielderr.Error{Field: fieldPath(loc), Value: Show(value), Allowed: allowed}
+	return &fielderr.Error{Field: fieldPath(inst, loc), Value: Show(value), Allowed: allowed}
 }
 
 // ifThenBranch returns the pointer of the then/else schema that holds the failed keyword, or "".
@@ -268,13 +306,13 @@ func allowedText(node map[string]any) string {
 	return "not allowed here"
 }
 
-func unknownField(loc []string, known []string) error {
+func unknownField(inst any, loc []string, known []string) error {
 	name := loc[len(loc)-1]
 	allowed := "unknown field; allowed: " + strings.Join(known, ", ")
 	if s := closest(name, known); s != "" {
 		allowed = "unknown field; did you mean " + s + "?"
 	}
-	return &fielderr.Error{Field: fielderr.Cut(fieldPath(loc)), Allowed: allowed}
+	return &fielderr.Error{Field: fielderr.Cut(fieldPath(inst, loc)), Allowed: allowed}
 }
 
 // Describe says in words what a property schema allows ("an integer 1–64", "h1, h1s or h2").

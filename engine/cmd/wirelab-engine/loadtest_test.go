@@ -155,15 +155,25 @@ func TestLoadtestLab(t *testing.T) {
 			if tot.VUsMax != 8 {
 				t.Errorf("vus_max %d, want 8", tot.VUsMax)
 			}
-			// h2: one connection per VU; h1s: the page needs more than one, at most six per VU.
+			// h2: one connection per VU; h1s: the page needs more than one, at most six per VU open
+			// at once. (A real server may close kept connections under load — Apache's event MPM
+			// stops a child when it has too many spare threads, and the child's idle keep-alive
+			// connections end with it — so the VUs may open more than six each over the run; CI saw
+			// 54 for 8 VUs. The bound is on the connections open at once.)
 			switch c.protocol {
 			case "h2":
 				if tot.ConnectionsOpened != tot.VUsMax {
 					t.Errorf("h2: %d connections for %d VUs, want one each", tot.ConnectionsOpened, tot.VUsMax)
 				}
 			case "h1s":
-				if tot.ConnectionsOpened <= tot.VUsMax || tot.ConnectionsOpened > 6*tot.VUsMax {
-					t.Errorf("h1s: %d connections for %d VUs, want more than one and at most six each", tot.ConnectionsOpened, tot.VUsMax)
+				if tot.ConnectionsOpened <= tot.VUsMax {
+					t.Errorf("h1s: %d connections for %d VUs, want more than one each", tot.ConnectionsOpened, tot.VUsMax)
+				}
+			}
+			perVU := map[string]int{"h2": 1, "h1s": 6}[c.protocol]
+			for _, iv := range o.Intervals {
+				if iv.OpenConnections > perVU*tot.VUsMax {
+					t.Errorf("interval %d: %d connections open for %d VUs, want at most %d each", iv.Index, iv.OpenConnections, tot.VUsMax, perVU)
 				}
 			}
 			// One server sample per interval, same indexes; the intervals' pages add up.
