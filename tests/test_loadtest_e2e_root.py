@@ -77,6 +77,10 @@ def test_a_short_ramp_is_stored_whole(tmp_path, engine_path):
         served = samples[samples["loadtest_id"] == run["loadtest_id"]]
         assert len(mine) >= 4 and len(served) == len(mine) == run["intervals"]
         assert mine["pages"].sum() == run["pages"] > 0 and mine["errors"].sum() == 0
+        # the connections the server ended first, counted per interval, add up to the run's
+        closed = mine["connections_closed_by_server"]
+        totals = run["summary"]["totals"]
+        assert closed.notna().all() and closed.sum() == totals["connections_closed_by_server"]
         # pages/s × an interval's length = its pages; the samples describe the same intervals
         length = mine["t_end_s"] - mine["t_start_s"]
         assert ((mine["pages_per_s"] * length - mine["pages"]).abs() < 1e-6).all()

@@ -323,6 +323,7 @@ INTERVAL_COLUMNS = (
     *(f"errors_{k}" for k in ERROR_KINDS),
     "dropped",
     "open_connections",
+    "connections_closed_by_server",
     "generator_cpu_ms",
     "generator_cpu_util",
     "generator_rss_bytes",
@@ -456,6 +457,10 @@ CREATE TABLE server_samples (
 CREATE INDEX loadtests_by_sweep ON loadtests (sweep_id, status);
 """
 
+_V7 = """
+ALTER TABLE load_intervals ADD COLUMN connections_closed_by_server INTEGER;
+"""
+
 #: Schema migrations: MIGRATIONS[i] takes a database from user_version i to i + 1.
 #: v1: sweeps, trials, loads, artifacts. v2: objects (per-request HAR timings), emulator lateness
 #: and fidelity flags on trials (back-filled from emulator_json). v3: the server under test's cost
@@ -468,7 +473,9 @@ CREATE INDEX loadtests_by_sweep ON loadtests (sweep_id, status);
 #: it repeats on one worker; NULL for planned trials).
 #: v6: load tests (sweeps.kind; loadtests, load_intervals, server_samples; ``wirelab loadtest``,
 #: ``docs/loadtest.md``).
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+#: v7: load_intervals.connections_closed_by_server (connections the server ended before the VUs
+#: closed them; NULL for intervals stored before, or from an engine that did not count them).
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 #: An artifact kept on the cluster worker that ran its trial (``--artifacts remote``): ``host:/path``.
@@ -1321,6 +1328,7 @@ def interval_values(line: Mapping[str, Any]) -> tuple[Any, ...]:
         *(int(errors.get(k, 0)) for k in ERROR_KINDS),
         line.get("dropped", 0),
         line.get("open_connections", 0),
+        line.get("connections_closed_by_server"),
         gen.get("cpu_ms"),
         gen.get("cpu_util"),
         gen.get("rss_bytes"),

@@ -32,7 +32,6 @@ type h3Conn struct {
 	closer *quicCloser
 	qconn  *quic.Conn
 	cc     *http3.ClientConn
-	ended  atomic.Bool // a request met the connection's end before its context did (endedBy)
 }
 
 func newH3Pool(s *session, o origin) *h3Pool { return &h3Pool{s: s, o: o} }
@@ -92,7 +91,7 @@ func (p *h3Pool) usable() bool { return p.single.usable((*h3Conn).broken) }
 
 // broken reports whether the QUIC connection has ended (closed by either side, idle timeout), as
 // its context says or a request has seen (endedBy).
-func (c *h3Conn) broken() bool { return c.ended.Load() || c.qconn.Context().Err() != nil }
+func (c *h3Conn) broken() bool { return c.closer.ended.Load() || c.qconn.Context().Err() != nil }
 
 // endedBy reports whether a request's error err is the end of its whole QUIC connection, and if so
 // marks the connection broken. quic-go fails the connection's streams with the close error before
@@ -109,7 +108,7 @@ func (c *h3Conn) endedBy(err error) bool {
 	_, idle := errors.AsType[*quic.IdleTimeoutError](err)
 	_, reset := errors.AsType[*quic.StatelessResetError](err)
 	if app || transport || idle || reset {
-		c.ended.Store(true)
+		c.closer.ended.Store(true)
 		return true
 	}
 	return false
@@ -238,6 +237,7 @@ type quicCloser struct {
 	udp    *net.UDPConn
 	qconn  *quic.Conn
 	closed atomic.Bool
+	ended  atomic.Bool // a request met the connection's end before its context did (endedBy)
 	gauge  *ConnGauge
 }
 
@@ -251,11 +251,16 @@ func (q *quicCloser) Close() error {
 	q.mu.Lock()
 	qconn := q.qconn
 	q.mu.Unlock()
+	// Ended before this close: by the server's CONNECTION_CLOSE (or an idle timeout, a reset).
+	ended := q.ended.Load() || qconn != nil && qconn.Context().Err() != nil
 	if qconn != nil {
 		qconn.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
 	}
 	if q.closed.CompareAndSwap(false, true) {
 		q.gauge.count(0, 1)
+		if ended && q.gauge != nil {
+			q.gauge.byPeer.Add(1)
+		}
 	}
 	return q.udp.Close()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -26,6 +27,7 @@ var _ originPool = (*spdyPool)(nil)
 
 type spdyConn struct {
 	rec     *connRecord
+	conn    net.Conn // beneath the session: goodbye before its GOAWAY
 	cc      *spdy.ClientConn
 	ctx     context.Context // bounds the readers of pushed streams
 	cancel  context.CancelFunc
@@ -63,7 +65,7 @@ func (p *spdyPool) renewal() *renewal[*spdyConn] {
 	}
 	return &renewal[*spdyConn]{
 		stale:  func(c *spdyConn) bool { return c.rec.load < p.s.load && c.broken() },
-		retire: func(c *spdyConn) { c.cc.Close(); c.cancel(); c.pushers.Wait() },
+		retire: func(c *spdyConn) { goodbye(c.conn); c.cc.Close(); c.cancel(); c.pushers.Wait() },
 	}
 }
 
@@ -79,7 +81,7 @@ func (p *spdyPool) dial(ctx context.Context, r *request) (*spdyConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &spdyConn{rec: rec}
+	c := &spdyConn{rec: rec, conn: conn}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	cfg := spdy.ClientConfig{Config: spdy.Config{
 		MaxConcurrentStreams: spdyMaxConcurrentStreams,
@@ -102,6 +104,7 @@ func (p *spdyPool) dial(ctx context.Context, r *request) (*spdyConn, error) {
 
 func (p *spdyPool) close() {
 	if c, ok := p.single.current(); ok {
+		goodbye(c.conn)
 		c.cc.Close()
 		c.cancel()
 		c.pushers.Wait()

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // session is the state shared by the origin pools of one load (Loader.Load) or of a Tab's loads:
@@ -77,28 +79,115 @@ func (s *session) track(c net.Conn) net.Conn {
 type trackedConn struct {
 	net.Conn
 	closed atomic.Bool
+	peer   atomic.Int32 // peerUnseen, peerOpen or peerEndedFirst
 	gauge  *ConnGauge
 }
 
 func (c *trackedConn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
 		c.gauge.count(0, 1)
+		if c.gauge != nil && (c.peer.Load() == peerEndedFirst || c.peer.Load() == peerUnseen && peerEnded(c.Conn)) {
+			c.gauge.byPeer.Add(1)
+		}
 	}
 	return c.Conn.Close()
 }
 
 func (c *trackedConn) isClosed() bool { return c.closed.Load() }
 
+// What trackedConn.peer knows of the server's end of the connection.
+const (
+	peerUnseen     int32 = iota // not looked at yet: Close looks
+	peerOpen                    // open when the client said goodbye
+	peerEndedFirst              // ended before the client said goodbye
+)
+
+// notePeer looks, once, whether the server has ended the connection; goodbye calls it before the
+// client's own closing message.
+func (c *trackedConn) notePeer() {
+	if c.gauge == nil || c.closed.Load() {
+		return
+	}
+	v := peerOpen
+	if peerEnded(c.Conn) {
+		v = peerEndedFirst
+	}
+	c.peer.CompareAndSwap(peerUnseen, v)
+}
+
+// goodbye is called before the client ends conn with a message of its own (TLS close_notify, SPDY
+// GOAWAY): the server may answer it with its FIN before the socket is closed, so whether the
+// server had ended the connection is looked at now.
+func goodbye(conn net.Conn) {
+	if n, ok := conn.(interface{ notePeer() }); ok {
+		n.notePeer()
+	}
+}
+
+// tlsTracked is a tracked connection's TLS: its Close sends close_notify, so it says goodbye first.
+type tlsTracked struct {
+	*tls.Conn
+	raw *trackedConn
+}
+
+func (c *tlsTracked) Close() error {
+	c.raw.notePeer()
+	return c.Conn.Close()
+}
+
+func (c *tlsTracked) notePeer() { c.raw.notePeer() }
+
+// peerEnded reports whether the server had ended a TCP connection that the client has not closed
+// yet: the kernel's state of the socket (TCP_INFO) is CLOSE_WAIT (the server's FIN came) or CLOSE
+// (its RST came). Whether the client noticed it by reading does not matter: TLS stops reading at
+// the server's close_notify, before the FIN behind it.
+func peerEnded(c net.Conn) bool {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return false
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var state uint8
+	if rc.Control(func(fd uintptr) {
+		if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+			state = info.State
+		}
+	}) != nil {
+		return false
+	}
+	return state == tcpCloseWait || state == tcpClose
+}
+
+// The kernel's TCP states (include/net/tcp_states.h) that peerEnded looks for.
+const (
+	tcpClose     = 7
+	tcpCloseWait = 8
+)
+
 // ConnGauge counts the transport connections (TCP connections; h3: QUIC connections, each on its
-// own UDP socket) that Tabs sharing it open and close. Safe for concurrent use; a nil *ConnGauge
-// counts nothing.
-type ConnGauge struct{ opened, closed atomic.Int64 }
+// own UDP socket) that Tabs sharing it open and close, and of the closed ones those the server had
+// ended first. Safe for concurrent use; a nil *ConnGauge counts nothing.
+type ConnGauge struct{ opened, closed, byPeer atomic.Int64 }
 
 func (g *ConnGauge) count(opened, closed int64) {
 	if g != nil {
 		g.opened.Add(opened)
 		g.closed.Add(closed)
 	}
+}
+
+// ClosedByServer is how many of the closed connections the server (or, for QUIC, the path: an
+// idle timeout, a stateless reset) had ended before the client closed them: a TCP connection
+// with the server's FIN or RST received, a QUIC connection with the server's CONNECTION_CLOSE.
+// Keep-alive connections a server drops under load show here (docs/loadtest.md).
+func (g *ConnGauge) ClosedByServer() int64 {
+	if g == nil {
+		return 0
+	}
+	return g.byPeer.Load()
 }
 
 // Opened is how many connections were opened so far.
@@ -290,6 +379,9 @@ func (s *session) dialTCP(ctx context.Context, o origin, r *request, alpn string
 		return nil, nil, err
 	}
 	// Abort must close the TLS conn's socket; raw is what was registered, which suffices.
+	if tr, ok := raw.(*trackedConn); ok {
+		return &tlsTracked{Conn: tc, raw: tr}, rec, nil
+	}
 	return tc, rec, nil
 }
 

@@ -73,8 +73,8 @@ func TestTabKeepsConnections(t *testing.T) {
 				t.Errorf("gauge: %d opened, %d open; the servers accepted %d", gauge.Opened(), gauge.Open(), total)
 			}
 			tab.Close()
-			if gauge.Open() != 0 {
-				t.Errorf("gauge: %d connections open after Close", gauge.Open())
+			if gauge.Open() != 0 || gauge.ClosedByServer() != 0 {
+				t.Errorf("gauge: %d connections open after Close, %d closed by the server; want none", gauge.Open(), gauge.ClosedByServer())
 			}
 		})
 	}
@@ -172,10 +172,14 @@ func TestTabServerClosedIdle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tab := l.NewTab(TabOptions{})
+			gauge := &ConnGauge{}
+			tab := l.NewTab(TabOptions{Conns: gauge})
 			defer tab.Close()
 			checkComplete(t, tabLoad(t, tab, s), s.page.want)
 			before := serverConns(s)[0]
+			if gauge.ClosedByServer() != 0 {
+				t.Errorf("%d connections closed by the server before it closed any", gauge.ClosedByServer())
+			}
 			s.servers[0].closeConns()
 			// Wait until the closed connections are seen closed on the server side.
 			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
@@ -188,8 +192,16 @@ func TestTabServerClosedIdle(t *testing.T) {
 			}
 			res := tabLoad(t, tab, s)
 			checkComplete(t, res, s.page.want)
-			if after := serverConns(s)[0]; after <= before {
+			after := serverConns(s)[0]
+			if after <= before {
 				t.Errorf("no new connection after the server closed the kept ones (%d accepted before, %d after)", before, after)
+			}
+			// Every connection the server closed counts as closed by it — the ones the second load
+			// found dead and any left idle until the tab closes — and the tab's own closes do not.
+			tab.Close()
+			if gauge.ClosedByServer() != before || gauge.Opened() != after {
+				t.Errorf("gauge: %d closed by the server, %d opened; the server closed %d and accepted %d",
+					gauge.ClosedByServer(), gauge.Opened(), before, after)
 			}
 		})
 	}

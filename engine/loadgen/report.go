@@ -8,25 +8,28 @@ import (
 // Interval is one interval's line (docs/loadtest.md): what completed in [t_start_s, t_end_s) of
 // the run. A page counts in the interval in which it ended.
 type Interval struct {
-	Event           string    `json:"event"` // "interval"
-	Index           int       `json:"index"`
-	TStartS         float64   `json:"t_start_s"` // from the run's start
-	TEndS           float64   `json:"t_end_s"`
-	VUs             int       `json:"vus"`     // active at the interval's end (closed: running; open: busy)
-	VUsMax          int       `json:"vus_max"` // most active at once during the interval
-	Pages           int64     `json:"pages"`   // pages completed without error
-	PagesFailed     int64     `json:"pages_failed"`
-	PagesPerS       float64   `json:"pages_per_s"` // pages ÷ the interval's length
-	Hits            int64     `json:"hits"`        // responses received (any status)
-	HitsPerS        float64   `json:"hits_per_s"`
-	Bytes           int64     `json:"bytes"` // response body bytes
-	BytesPerS       float64   `json:"bytes_per_s"`
-	PageMs          *Latency  `json:"page_ms"`    // successful pages (open model: from the intended start); null when none
-	RequestMs       *Latency  `json:"request_ms"` // responses' exchanges (first byte sent → complete); null when none
-	Errors          Errors    `json:"errors"`
-	Dropped         int64     `json:"dropped"`          // open model: arrivals dropped (no VU free in time)
-	OpenConnections int64     `json:"open_connections"` // at the interval's end
-	Generator       Generator `json:"generator"`
+	Event           string   `json:"event"` // "interval"
+	Index           int      `json:"index"`
+	TStartS         float64  `json:"t_start_s"` // from the run's start
+	TEndS           float64  `json:"t_end_s"`
+	VUs             int      `json:"vus"`     // active at the interval's end (closed: running; open: busy)
+	VUsMax          int      `json:"vus_max"` // most active at once during the interval
+	Pages           int64    `json:"pages"`   // pages completed without error
+	PagesFailed     int64    `json:"pages_failed"`
+	PagesPerS       float64  `json:"pages_per_s"` // pages ÷ the interval's length
+	Hits            int64    `json:"hits"`        // responses received (any status)
+	HitsPerS        float64  `json:"hits_per_s"`
+	Bytes           int64    `json:"bytes"` // response body bytes
+	BytesPerS       float64  `json:"bytes_per_s"`
+	PageMs          *Latency `json:"page_ms"`    // successful pages (open model: from the intended start); null when none
+	RequestMs       *Latency `json:"request_ms"` // responses' exchanges (first byte sent → complete); null when none
+	Errors          Errors   `json:"errors"`
+	Dropped         int64    `json:"dropped"`          // open model: arrivals dropped (no VU free in time)
+	OpenConnections int64    `json:"open_connections"` // at the interval's end
+	// ConnectionsClosedByServer: connections the VUs closed during the interval that the server had
+	// ended first (client.ConnGauge.ClosedByServer): kept connections a server drops under load.
+	ConnectionsClosedByServer int64     `json:"connections_closed_by_server"`
+	Generator                 Generator `json:"generator"`
 	// partial: the last interval, cut short when the last page ended or the run was interrupted.
 	partial bool
 }
@@ -61,6 +64,8 @@ type Totals struct {
 	Dropped           int64    `json:"dropped"`
 	VUsMax            int      `json:"vus_max"`
 	ConnectionsOpened int64    `json:"connections_opened"`
+	// ConnectionsClosedByServer: of the connections the VUs closed, those the server had ended first.
+	ConnectionsClosedByServer int64 `json:"connections_closed_by_server"`
 }
 
 // Outcomes are study N's answers; each is null when it did not happen.

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/client"
 )
 
 // Sample is what a user measured in one page load. The runner gives each VU one Sample, reset
@@ -44,10 +46,9 @@ type Config struct {
 	Start time.Time
 	// Interval, if set, receives each interval's record as it ends (from one goroutine).
 	Interval func(Interval)
-	// OpenConns, if set, is the number of connections open now (the interval records' gauge).
-	OpenConns func() int64
-	// ConnsOpened, if set, is the number of connections opened so far (the totals).
-	ConnsOpened func() int64
+	// Conns, if set, counts the VUs' connections (the gauge TabUsers' tabs share): the interval
+	// records' open and closed-by-server counts, the totals' opened and closed-by-server.
+	Conns *client.ConnGauge
 	// Probe, if set, measures the generator's own cost (NewProbe); nil reports zeros.
 	Probe *Probe
 }
@@ -105,7 +106,9 @@ type runner struct {
 	total     *window
 	probe0    probeSample
 	last      probeSample
-	end       time.Time
+	// closedByServer is the gauge's ClosedByServer at the last interval's end.
+	closedByServer int64
+	end            time.Time
 }
 
 // now is the run's time.
@@ -172,9 +175,9 @@ func (r *runner) emit(k int, end time.Time, partial bool) {
 		PageMs: latencyOf(w.page), RequestMs: latencyOf(w.request), Errors: errorsOf(&w.errors), Dropped: w.dropped,
 		partial: partial,
 	}
-	if r.cfg.OpenConns != nil {
-		iv.OpenConnections = r.cfg.OpenConns()
-	}
+	iv.OpenConnections = r.cfg.Conns.Open()
+	byServer := r.cfg.Conns.ClosedByServer()
+	iv.ConnectionsClosedByServer, r.closedByServer = byServer-r.closedByServer, byServer
 	cur := r.cfg.Probe.sample()
 	iv.Generator = r.cfg.Probe.generator(r.last, cur, secs)
 	r.last = cur
@@ -204,9 +207,7 @@ func (r *runner) summary(interrupted bool) *Summary {
 	for _, iv := range r.intervals {
 		t.VUsMax = max(t.VUsMax, iv.VUsMax)
 	}
-	if r.cfg.ConnsOpened != nil {
-		t.ConnectionsOpened = r.cfg.ConnsOpened()
-	}
+	t.ConnectionsOpened, t.ConnectionsClosedByServer = r.cfg.Conns.Opened(), r.cfg.Conns.ClosedByServer()
 	sum := &Summary{Event: "summary", Contract: Contract, LoadtestID: r.spec.LoadtestID, Spec: r.spec, DurationS: secs,
 		Interrupted: interrupted, Intervals: len(r.intervals), Totals: t,
 		Outcomes: outcomes(r.spec, r.intervals, int(r.firstError.Load()))}

@@ -102,6 +102,9 @@ var Metrics = func() []metric {
 		metric{name: "errors", doc: "errors of every kind", value: func(m *Measures) (float64, bool) { return float64(m.Totals.Errors.Total()), true }},
 		metric{name: "error_rate", doc: "failed pages ÷ pages finished", value: func(m *Measures) (float64, bool) { return m.Totals.ErrorRate, true }},
 		metric{name: "dropped", doc: "open model: arrivals dropped", value: func(m *Measures) (float64, bool) { return float64(m.Totals.Dropped), true }},
+		metric{name: "connections_closed_by_server", doc: "connections the server ended before the VUs closed them (kept connections it dropped)", value: func(m *Measures) (float64, bool) {
+			return float64(m.Totals.ConnectionsClosedByServer), true
+		}},
 		metric{name: "vus_at_first_error", doc: "active VUs at the first failed page (+Inf when none failed)", value: func(m *Measures) (float64, bool) { return vusOutcome(m.Outcomes.VUsAtFirstError) }},
 		metric{name: "vus_at_first_sla_violation", doc: "VUs of the first interval violating the SLA (+Inf when none did)", value: func(m *Measures) (float64, bool) { return vusOutcome(m.Outcomes.VUsAtFirstSLAViolation) }},
 		metric{name: "server_cpu_util_max", doc: "the server's highest interval CPU use in cores (needs server samples: `loadtest`)", server: true, value: func(m *Measures) (float64, bool) {

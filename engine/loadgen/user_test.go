@@ -26,7 +26,7 @@ func startBuiltin(t *testing.T, pg *page.Page) *server.Server {
 }
 
 // realRun runs spec's scenario against srv with Tab users, as `loadgen` does.
-func realRun(t *testing.T, srv *server.Server, spec *Spec) (*Summary, *client.ConnGauge) {
+func realRun(t *testing.T, srv *server.Server, spec *Spec, interval ...func(Interval)) (*Summary, *client.ConnGauge) {
 	t.Helper()
 	root, err := srv.RootURL(server.Protocol(spec.Protocol), page.NewToken())
 	if err != nil {
@@ -39,7 +39,11 @@ func realRun(t *testing.T, srv *server.Server, spec *Spec) (*Summary, *client.Co
 	}
 	gauge := &client.ConnGauge{}
 	sum, err := Run(context.Background(), Config{Spec: spec, Start: time.Now(), NewUser: TabUsers(l, root, spec, gauge),
-		OpenConns: gauge.Open, ConnsOpened: gauge.Opened, Probe: NewProbe()})
+		Conns: gauge, Probe: NewProbe(), Interval: func(iv Interval) {
+			for _, f := range interval {
+				f(iv)
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +94,10 @@ func TestTabUsersAgainstBuiltin(t *testing.T) {
 			if gauge.Open() != 0 {
 				t.Errorf("%d connections open after the run", gauge.Open())
 			}
+			// The built-in server keeps every connection: all closes were the VUs' own.
+			if tot.ConnectionsClosedByServer != 0 {
+				t.Errorf("%d connections closed by the server, want none", tot.ConnectionsClosedByServer)
+			}
 			if mid := sum.Outcomes.MaxPagesPerS; mid <= 0 || sum.Totals.RequestMs == nil || sum.Generator.CPUMs <= 0 {
 				t.Errorf("max pages/s %v, request times %+v, generator CPU %v ms", mid, sum.Totals.RequestMs, sum.Generator.CPUMs)
 			}
@@ -108,9 +116,10 @@ func TestServerStoppedMidRun(t *testing.T) {
 			srv := startBuiltin(t, pg)
 			spec := mustDecode(t, fmt.Sprintf(`{"protocol":%q,"interval_s":0.5,"think":{"mean_s":0.02},"client":{"timeout_s":2},
 				"scenario":{"start":3,"stages":[{"duration_s":2,"target":3}]}}`, proto))
+			var closedByServer int64
 			time.AfterFunc(700*time.Millisecond, func() { srv.Close() })
 			start := time.Now()
-			sum, _ := realRun(t, srv, spec)
+			sum, _ := realRun(t, srv, spec, func(iv Interval) { closedByServer += iv.ConnectionsClosedByServer })
 			if d := time.Since(start); d > 6*time.Second {
 				t.Errorf("the run took %v", d)
 			}
@@ -121,6 +130,11 @@ func TestServerStoppedMidRun(t *testing.T) {
 			}
 			if sum.Outcomes.VUsAtFirstError == nil || *sum.Outcomes.VUsAtFirstError != 3 {
 				t.Errorf("vus_at_first_error %v, want 3", sum.Outcomes.VUsAtFirstError)
+			}
+			// The server's close ended the VUs' kept connections (at least one each), and the
+			// intervals' counts add up to the run's.
+			if n := sum.Totals.ConnectionsClosedByServer; n < 3 || n != closedByServer {
+				t.Errorf("%d connections closed by the server (intervals: %d); want ≥ 3, the same", n, closedByServer)
 			}
 		})
 	}

@@ -49,6 +49,14 @@ def _vus(v: Any) -> str:
     return "none" if v is None or v != v else f"{int(v):,}"
 
 
+def _connections(opened: Any, closed_by_server: Any) -> str:
+    """``54 (6)``: opened over the run, and of them closed by the server first; ``—`` unknown."""
+    if _none(opened) is None:
+        return "—"
+    text = f"{int(opened):,}"
+    return text if _none(closed_by_server) is None else f"{text} ({int(closed_by_server):,})"
+
+
 class _Builder:
     def __init__(self, data: CapacityData, figures_dir: Path):
         self.data = data
@@ -213,6 +221,7 @@ class _Builder:
             "CPU max (cores)",
             "memory max (MB)",
             "busy max",
+            "connections (closed by server)",
         ]
         for count in counts:
             at = f"at {count} VUs" if count != "peak" else "at the peak"
@@ -240,6 +249,12 @@ class _Builder:
                     _fmt(r["busy_max"], 0) + (f" / {int(r['busy_limit'])}" if _none(r["busy_limit"]) else ""),
                     "num",
                     title=busy_label(r["server"]),
+                ),
+                Cell(
+                    _connections(r["connections_opened"], r["connections_closed_by_server"]),
+                    "num",
+                    title="connections the VUs opened over the run (and of them, those the server ended "
+                    "before the VUs closed them: kept connections it dropped)",
                 ),
             ]
             for count in counts:

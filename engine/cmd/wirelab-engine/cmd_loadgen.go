@@ -93,13 +93,12 @@ func runLoadgen(args []string, stdout io.Writer) error {
 	enc := json.NewEncoder(stdout)
 	gauge := &client.ConnGauge{}
 	sum, err := loadgen.Run(ctx, loadgen.Config{
-		Spec:        la.spec,
-		NewUser:     loadgen.TabUsers(loader, la.target, la.spec, gauge),
-		Start:       la.start,
-		Interval:    func(iv loadgen.Interval) { _ = enc.Encode(iv) },
-		OpenConns:   gauge.Open,
-		ConnsOpened: gauge.Opened,
-		Probe:       loadgen.NewProbe(),
+		Spec:     la.spec,
+		NewUser:  loadgen.TabUsers(loader, la.target, la.spec, gauge),
+		Start:    la.start,
+		Interval: func(iv loadgen.Interval) { _ = enc.Encode(iv) },
+		Conns:    gauge,
+		Probe:    loadgen.NewProbe(),
 	})
 	if sum == nil { // interrupted before the start
 		fmt.Fprintln(os.Stderr, "wirelab-engine: loadgen interrupted before its start")
