@@ -83,10 +83,17 @@ func (p *h1Pool) do(ctx context.Context, r *request) {
 func (p *h1Pool) submit(ctx context.Context, r *request, done func(*request)) {
 	j := h1Job{ctx: ctx, r: r, done: done}
 	p.mu.Lock()
-	if n := len(p.idle); n > 0 {
+	for n := len(p.idle); n > 0; n = len(p.idle) {
 		c := p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
+		if p.ended(c) {
+			p.open--
+			p.mu.Unlock()
+			p.drop(c)
+			p.mu.Lock()
+			continue
+		}
 		p.mu.Unlock()
 		go p.work(c, j)
 		return
@@ -110,22 +117,11 @@ func (p *h1Pool) work(c *h1Conn, j h1Job) {
 		c, retry = p.carry(c, j)
 		p.mu.Lock()
 		if retry {
-			// j's kept connection died under it: j acquires afresh (never on a kept connection) while
-			// the place goes to the longest waiter, as a new request would: with nobody waiting it
-			// opens a new connection here, in place of an idle one if there is one (closed: its place
-			// is j's); else it waits at the back of the queue.
+			// j's kept connection died under it: the place goes to the longest waiter, as a new
+			// request would. With nobody waiting j opens a new connection in it; else j waits at the
+			// back of the queue (and is sent on a new connection: carry).
 			if p.qhead == len(p.queue) {
-				var stale *h1Conn
-				if n := len(p.idle); n > 0 {
-					stale = p.idle[n-1]
-					p.idle[n-1] = nil
-					p.idle = p.idle[:n-1]
-					p.open--
-				}
 				p.mu.Unlock()
-				if stale != nil {
-					p.drop(stale)
-				}
 				continue
 			}
 			p.queue = append(p.queue, j)
@@ -209,6 +205,15 @@ func (p *h1Pool) dial(ctx context.Context, r *request) (*h1Conn, error) {
 	p.all = append(p.all, c)
 	p.mu.Unlock()
 	return c, nil
+}
+
+// ended reports whether c, idle, is a Tab's connection kept from an earlier load that the server
+// has closed meanwhile (its FIN or RST has come: serverEnded). Chromium looks at an idle socket the
+// same way before it reuses it (IsConnectedAndIdle); a request is not sent on it, so no
+// request meets the dead connection and has to be sent again. A connection that dies while a
+// request is on its way is still found by the request (carry's retry).
+func (p *h1Pool) ended(c *h1Conn) bool {
+	return c.rec.load < p.s.load && serverEnded(c.conn)
 }
 
 // drop closes a connection and removes it from the pool's list (its place is not freed).

@@ -561,6 +561,7 @@ func (c *h2Conn) handle(f http2.Frame, now time.Duration) error {
 		}
 		c.endStream(f.StreamID, now, err)
 	case *http2.GoAwayFrame:
+		serverSaidGoodbye(c.conn)
 		c.mu.Lock()
 		c.goAway, c.goAwayLastID = true, f.LastStreamID
 		c.wakeLocked() // waiters give up

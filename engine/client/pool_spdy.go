@@ -91,6 +91,7 @@ func (p *spdyPool) dial(ctx context.Context, r *request) (*spdyConn, error) {
 	if p.s.cfg.AcceptPush {
 		cfg.AcceptPush = c.acceptPush(p)
 	}
+	cfg.OnGoAway = func() { serverSaidGoodbye(conn) }
 	cc, err := spdy.NewClientConn(conn, cfg)
 	if err != nil {
 		c.cancel()

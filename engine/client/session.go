@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -115,6 +116,26 @@ func (c *trackedConn) notePeer() {
 	c.peer.CompareAndSwap(peerUnseen, v)
 }
 
+// Read notes the server's end of the connection as the client meets it: EOF (its FIN) or a reset.
+func (c *trackedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		c.peer.CompareAndSwap(peerUnseen, peerEndedFirst)
+	}
+	return n, err
+}
+
+// serverSaidGoodbye notes that the server has ended conn with a message of its own (HTTP/2 or
+// SPDY GOAWAY) — unless the client had said goodbye first.
+func serverSaidGoodbye(conn net.Conn) {
+	switch t := conn.(type) {
+	case *tlsTracked:
+		t.raw.peer.CompareAndSwap(peerUnseen, peerEndedFirst)
+	case *trackedConn:
+		t.peer.CompareAndSwap(peerUnseen, peerEndedFirst)
+	}
+}
+
 // goodbye is called before the client ends conn with a message of its own (TLS close_notify, SPDY
 // GOAWAY): the server may answer it with its FIN before the socket is closed, so whether the
 // server had ended the connection is looked at now.
@@ -136,6 +157,15 @@ func (c *tlsTracked) Close() error {
 }
 
 func (c *tlsTracked) notePeer() { c.raw.notePeer() }
+
+// Read notes the server's close_notify (io.EOF), which may come a moment before its FIN.
+func (c *tlsTracked) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if errors.Is(err, io.EOF) {
+		c.raw.peer.CompareAndSwap(peerUnseen, peerEndedFirst)
+	}
+	return n, err
+}
 
 // peerEnded reports whether the server had ended a TCP connection that the client has not closed
 // yet: the kernel's state of the socket (TCP_INFO) is CLOSE_WAIT (the server's FIN came) or CLOSE
@@ -161,6 +191,17 @@ func peerEnded(c net.Conn) bool {
 	return state == tcpCloseWait || state == tcpClose
 }
 
+// serverEnded is peerEnded for a connection as the pools hold it (a tracked one, its TLS).
+func serverEnded(c net.Conn) bool {
+	switch t := c.(type) {
+	case *tlsTracked:
+		return peerEnded(t.raw.Conn)
+	case *trackedConn:
+		return peerEnded(t.Conn)
+	}
+	return peerEnded(c)
+}
+
 // The kernel's TCP states (include/net/tcp_states.h) that peerEnded looks for.
 const (
 	tcpClose     = 7
@@ -180,9 +221,10 @@ func (g *ConnGauge) count(opened, closed int64) {
 }
 
 // ClosedByServer is how many of the closed connections the server (or, for QUIC, the path: an
-// idle timeout, a stateless reset) had ended before the client closed them: a TCP connection
-// with the server's FIN or RST received, a QUIC connection with the server's CONNECTION_CLOSE.
-// Keep-alive connections a server drops under load show here (docs/loadtest.md).
+// idle timeout, a stateless reset) had ended before the client said goodbye: a TCP connection on
+// which the server's FIN or RST came (met by a read, or the socket's state at the close), its TLS
+// close_notify or its HTTP/2 or SPDY GOAWAY; a QUIC connection that had ended (the server's
+// CONNECTION_CLOSE). Keep-alive connections a server drops show here (docs/loadtest.md).
 func (g *ConnGauge) ClosedByServer() int64 {
 	if g == nil {
 		return 0

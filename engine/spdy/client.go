@@ -35,6 +35,9 @@ type ClientConfig struct {
 	// FirstDataByte and ResponseDone (nil: none); the response is read with Pushed. A push whose
 	// SYN_STREAM lacks :scheme, :host or :path is refused with PROTOCOL_ERROR before AcceptPush.
 	AcceptPush func(p PushPromise) (trace *StreamTrace, accept bool)
+	// OnGoAway, if set, is called when the server's GOAWAY arrives (with the session locked: keep
+	// it short and never call the ClientConn from it).
+	OnGoAway func()
 }
 
 // PushPromise is a stream the server pushed (SPDY/3 §3.3): a unidirectional SYN_STREAM
@@ -193,6 +196,9 @@ func (cc *ClientConn) handle(events []Event) {
 				delete(cc.pings, e.ID)
 			}
 		case *GoAway:
+			if cc.cfg.OnGoAway != nil {
+				cc.cfg.OnGoAway()
+			}
 			for _, id := range e.Unprocessed {
 				if st, ok := cc.streams[id]; ok {
 					st.unproc = true
