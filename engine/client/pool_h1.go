@@ -54,6 +54,7 @@ type h1Conn struct {
 	buf    []byte
 	wbuf   []byte
 	served int
+	load   int // the session load it last carried a request of (guarded by the pool's mu)
 }
 
 var (
@@ -94,6 +95,7 @@ func (p *h1Pool) submit(ctx context.Context, r *request, done func(*request)) {
 			p.mu.Lock()
 			continue
 		}
+		c.load = p.s.load
 		p.mu.Unlock()
 		go p.work(c, j)
 		return
@@ -200,7 +202,7 @@ func (p *h1Pool) dial(ctx context.Context, r *request) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &h1Conn{rec: rec, conn: conn, br: bufio.NewReaderSize(conn, p.s.bufSize(32<<10)), buf: make([]byte, p.s.bufSize(32<<10))}
+	c := &h1Conn{rec: rec, conn: conn, br: bufio.NewReaderSize(conn, p.s.bufSize(32<<10)), buf: make([]byte, p.s.bufSize(32<<10)), load: p.s.load}
 	p.mu.Lock()
 	p.all = append(p.all, c)
 	p.mu.Unlock()
@@ -210,10 +212,11 @@ func (p *h1Pool) dial(ctx context.Context, r *request) (*h1Conn, error) {
 // ended reports whether c, idle, is a Tab's connection kept from an earlier load that the server
 // has closed meanwhile (its FIN or RST has come: serverEnded). Chromium looks at an idle socket the
 // same way before it reuses it (IsConnectedAndIdle); a request is not sent on it, so no
-// request meets the dead connection and has to be sent again. A connection that dies while a
-// request is on its way is still found by the request (carry's retry).
+// request meets the dead connection and has to be sent again. It looks once per load (one system
+// call at the connection's first use in the load, not one per request): within a load, and for a
+// connection that dies while a request is on its way, the request finds it (carry's retry).
 func (p *h1Pool) ended(c *h1Conn) bool {
-	return c.rec.load < p.s.load && serverEnded(c.conn)
+	return c.load < p.s.load && serverEnded(c.conn)
 }
 
 // drop closes a connection and removes it from the pool's list (its place is not freed).
