@@ -2,13 +2,16 @@ package browser
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -412,5 +415,30 @@ func TestPagesValidateAgainstSchema(t *testing.T) {
 			t.Errorf("%s: no recorded graph", name)
 		}
 		validateSchema(t, pg)
+	}
+}
+
+// A load whose tab ended (Chromium exited, its DevTools connection closed) is not reported as a
+// timeout, and a load cancelled by its caller says so.
+func TestWaitTellsWhyTheLoadEnded(t *testing.T) {
+	parent, cancelParent := context.WithCancel(context.Background())
+	defer cancelParent()
+	tab, closeTab := context.WithCancel(parent)
+	load, cancelLoad := context.WithTimeout(tab, time.Hour)
+	defer cancelLoad()
+	closeTab()
+	if err := newRecorder(false).wait(load, parent); !errors.Is(err, errBrowserGone) || strings.HasPrefix(err.Error(), "timeout") {
+		t.Errorf("tab gone: %v; want errBrowserGone", err)
+	}
+	load, cancelLoad = context.WithTimeout(parent, time.Millisecond)
+	defer cancelLoad()
+	if err := newRecorder(false).wait(load, parent); err == nil || !strings.HasPrefix(err.Error(), "timeout:") {
+		t.Errorf("deadline: %v; want a timeout", err)
+	}
+	load, cancelLoad = context.WithTimeout(parent, time.Hour)
+	defer cancelLoad()
+	cancelParent()
+	if err := newRecorder(false).wait(load, parent); err == nil || !strings.HasPrefix(err.Error(), "load cancelled") {
+		t.Errorf("caller cancelled: %v; want load cancelled", err)
 	}
 }

@@ -165,6 +165,9 @@ func Load(ctx context.Context, cfg Config, rawURL string) (*Result, error) {
 		res.Err = fmt.Errorf("navigate: %w", navErr)
 	} else {
 		res.Err = rec.wait(loadCtx, ctx)
+		if errors.Is(res.Err, errBrowserGone) {
+			res.Err = fmt.Errorf("%w%s", res.Err, stderr.tail())
+		}
 	}
 	if cfg.Trace {
 		endCtx, cancel := context.WithTimeout(tabCtx, traceEndTimeout)

@@ -182,6 +182,10 @@ func (r *recorder) inflight() int {
 	return n
 }
 
+// errBrowserGone: the load ended because Chromium's tab did (the browser exited or crashed, or its
+// DevTools connection closed) — not a timeout.
+var errBrowserGone = errors.New("chromium ended before the page had loaded")
+
 // wait returns when the page has loaded: the main frame's load event has fired, no request is in
 // flight, and the first contentful paint has been reported (or PaintGrace has passed since the
 // page was otherwise complete). loadCtx bounds the load (timeout); parent is the caller's context.
@@ -211,6 +215,10 @@ func (r *recorder) wait(loadCtx, parent context.Context) error {
 		case <-loadCtx.Done():
 			if parent.Err() != nil {
 				return fmt.Errorf("load cancelled: %w", context.Cause(parent))
+			}
+			if !errors.Is(loadCtx.Err(), context.DeadlineExceeded) {
+				// the tab's context ended, not the load's time: Chromium or its DevTools connection went away
+				return fmt.Errorf("%w (%v)", errBrowserGone, context.Cause(loadCtx))
 			}
 			return errors.New("timeout: the page did not finish loading in time (client.timeout_s)")
 		}
