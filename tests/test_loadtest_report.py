@@ -14,6 +14,7 @@ from test_report import CHROMIUM, CHROMIUM_ARGS, parse  # the report's own struc
 
 import wirelab
 from wirelab.analysis.capacity import capacity_table, load_capacity
+from wirelab.analysis.conclusions import capacity_sentences
 from wirelab.report import write_report
 from wirelab.testing import FIXTURES_DIR, FixtureEngine
 
@@ -208,3 +209,22 @@ def test_connections_cell():
     assert _connections(54, 0) == "54 (0)"
     assert _connections(54, None) == "54" and _connections(54, float("nan")) == "54"
     assert _connections(None, None) == "—"
+
+
+def test_connections_the_server_closed_are_said_when_counted(report):
+    """The findings say how many connections the server closed first — when the engine counted them."""
+    db, index = report
+    # the recordings predate the count: nothing is said
+    assert "The server closed connections" not in unescape(index.read_text())
+    with wirelab.open(db) as results:
+        table = capacity_table(load_capacity(results, "cap-grid"))
+    apache = table[table["config"] == "server apache"].copy()
+    apache["connections_closed_by_server"] = apache["protocol"].map({"h1s": 12, "h2": 0})
+    said = capacity_sentences(apache, ["h1s", "h2"])[-1]
+    h1s, h2 = (apache.set_index("protocol").loc[p] for p in ("h1s", "h2"))
+    assert said.startswith("The server closed connections before the VUs did")
+    per_page = h1s["connections_opened"] / h1s["pages"]
+    assert f"12 of {h1s['connections_opened']:,} over HTTPS ({per_page:.1f} opened per page)" in said
+    assert f"0 of {h2['connections_opened']:,} over HTTP/2" in said
+    apache["connections_closed_by_server"] = 0  # nothing closed: nothing to say
+    assert not capacity_sentences(apache, ["h1s", "h2"])[-1].startswith("The server closed")

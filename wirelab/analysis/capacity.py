@@ -148,9 +148,10 @@ def capacity_table(data: CapacityData) -> pd.DataFrame:
     highest pages/s and hits/s over the scenario's full intervals (``max_pages_per_s``, ``max_hits_per_s``:
     the engine's outcomes of those names, which define them), the engine's outcomes ``vus_at_first_error`` and
     ``vus_at_first_sla_violation``, the server's peaks over the scenario (``cpu_max``, ``memory_max``,
-    ``busy_max``; ``busy_limit`` when the server has one: Apache's MaxRequestWorkers), the VUs'
-    ``connections_opened`` and, of them, ``connections_closed_by_server`` over the run (the engine's
-    totals; None when the engine did not count them), and ``at``: for
+    ``busy_max``; ``busy_limit`` when the server has one: Apache's MaxRequestWorkers), ``pages``
+    (successful, over the run), the VUs' ``connections_opened`` and, of them,
+    ``connections_closed_by_server`` over the run (the engine's totals; None when the engine did not
+    count them), and ``at``: for
     each of the spec's ``at_vus`` (else the peak's VUs) → ``{vus, page_ms, cpu_util, memory_bytes,
     busy}`` from the engine's ``page_ms_at`` and ``server_at``."""
     rows = []
@@ -215,6 +216,7 @@ def capacity_table(data: CapacityData) -> pd.DataFrame:
                 "memory_max": _max(mine, "server_memory_bytes"),
                 "busy_max": _max(mine, "server_busy"),
                 "busy_limit": limit if limit else None,
+                "pages": int(run["pages"]) if run.get("pages") is not None else None,
                 "connections_opened": totals.get("connections_opened"),
                 "connections_closed_by_server": totals.get("connections_closed_by_server"),
                 "generator_saturated_intervals": _count_true(mine, "generator_saturated"),

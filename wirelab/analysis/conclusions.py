@@ -423,7 +423,32 @@ def capacity_sentences(table: pd.DataFrame, protocols: Sequence[str]) -> list[st
             + _or_and([f"{r['cpu_max']:.2f} cores over {_p(r['protocol'])}" for r in cpu.to_dict("records")])
             + "."
         )
+    closed = [
+        r
+        for r in rows.to_dict("records")
+        if _known(r.get("connections_closed_by_server")) and _known(r.get("connections_opened"))
+    ]
+    if any(r["connections_closed_by_server"] > 0 for r in closed):
+        parts = []
+        for r in closed:
+            pages = r.get("pages")
+            per_page = ""
+            if _known(pages) and pages > 0:
+                per_page = f" ({r['connections_opened'] / pages:.1f} opened per page)"
+            parts.append(
+                f"{r['connections_closed_by_server']:,.0f} of {r['connections_opened']:,.0f} over "
+                f"{_p(r['protocol'])}{per_page}"
+            )
+        out.append(
+            "The server closed connections before the VUs did — kept connections it dropped, which the "
+            f"next page opened again: {_or_and(parts)} (docs/loadtest.md, connections)."
+        )
     return out
+
+
+def _known(v: Any) -> bool:
+    """A count that was measured: not None, not NaN (a DataFrame's missing value)."""
+    return v is not None and v == v and v >= 0
 
 
 def capacity_quality_sentences(table: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
