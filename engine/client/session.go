@@ -125,13 +125,22 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// trackedOf is the tracked socket beneath conn as the pools hold it (itself, or under its TLS);
+// nil when conn is not tracked.
+func trackedOf(conn net.Conn) *trackedConn {
+	switch t := conn.(type) {
+	case *tlsTracked:
+		return t.raw
+	case *trackedConn:
+		return t
+	}
+	return nil
+}
+
 // serverSaidGoodbye notes that the server has ended conn with a message of its own (HTTP/2 or
 // SPDY GOAWAY) — unless the client had said goodbye first.
 func serverSaidGoodbye(conn net.Conn) {
-	switch t := conn.(type) {
-	case *tlsTracked:
-		t.raw.peer.CompareAndSwap(peerUnseen, peerEndedFirst)
-	case *trackedConn:
+	if t := trackedOf(conn); t != nil {
 		t.peer.CompareAndSwap(peerUnseen, peerEndedFirst)
 	}
 }
@@ -140,8 +149,8 @@ func serverSaidGoodbye(conn net.Conn) {
 // GOAWAY): the server may answer it with its FIN before the socket is closed, so whether the
 // server had ended the connection is looked at now.
 func goodbye(conn net.Conn) {
-	if n, ok := conn.(interface{ notePeer() }); ok {
-		n.notePeer()
+	if t := trackedOf(conn); t != nil {
+		t.notePeer()
 	}
 }
 
@@ -155,8 +164,6 @@ func (c *tlsTracked) Close() error {
 	c.raw.notePeer()
 	return c.Conn.Close()
 }
-
-func (c *tlsTracked) notePeer() { c.raw.notePeer() }
 
 // Read notes the server's close_notify (io.EOF), which may come a moment before its FIN.
 func (c *tlsTracked) Read(b []byte) (int, error) {
@@ -193,10 +200,7 @@ func peerEnded(c net.Conn) bool {
 
 // serverEnded is peerEnded for a connection as the pools hold it (a tracked one, its TLS).
 func serverEnded(c net.Conn) bool {
-	switch t := c.(type) {
-	case *tlsTracked:
-		return peerEnded(t.raw.Conn)
-	case *trackedConn:
+	if t := trackedOf(c); t != nil {
 		return peerEnded(t.Conn)
 	}
 	return peerEnded(c)

@@ -96,21 +96,10 @@ func (c *compiled) knownProperty(e *jsonschema.ValidationError) bool {
 // name (empty, a number, with dots, brackets or spaces) is quoted: client[""], pages["0"].
 func fieldPath(inst any, loc []string) string {
 	var b strings.Builder
-	n := inst
-	for _, tok := range loc {
-		if arr, ok := n.([]any); ok {
+	for i, tok := range loc {
+		if _, isList := valueAt(inst, loc[:i]).([]any); isList {
 			b.WriteString("[" + tok + "]")
-			i, _ := strconv.Atoi(tok)
-			n = nil
-			if i >= 0 && i < len(arr) {
-				n = arr[i]
-			}
 			continue
-		}
-		if m, ok := n.(map[string]any); ok {
-			n = m[tok]
-		} else {
-			n = nil
 		}
 		if !plainName(tok) {
 			b.WriteString("[" + strconv.Quote(tok) + "]")
