@@ -164,21 +164,29 @@ const Zone = "wirelab.test"
 // MaxOrigins is the largest number of origins a page can have (the topology has 64 origin addresses).
 const MaxOrigins = 64
 
-// Load resolves a page by name: a corpus name (twitter, …), a synthetic name (synthetic:64x10kB)
-// or the path of a page JSON file. seed draws the sizes of corpus pages and seeds the content of
-// corpus and synthetic pages; a file's page keeps its own seed.
+// Load resolves a page by name: a corpus name (twitter, …), a synthetic name (synthetic:64x10kB),
+// a page of a generated corpus (web200:17, gen:PROFILE:SEED:COUNT:INDEX) or the path of a page
+// JSON file. seed draws the sizes of corpus pages and seeds the content of corpus and synthetic
+// pages; a generated page is its corpus's (its name says everything) and a file's page keeps its
+// own seed.
 func Load(name string, seed int64) (*Page, error) {
 	switch {
 	case strings.HasPrefix(name, SyntheticPrefix):
 		return Synthetic(name, seed)
 	case isCorpus(name):
 		return Corpus(name, seed)
+	case IsGeneratedName(name):
+		spec, i, err := ParseGeneratedName(name)
+		if err != nil {
+			return nil, err
+		}
+		return spec.Generate(i)
 	case strings.ContainsAny(name, "/\\") || strings.HasSuffix(name, ".json"):
 		return ReadFile(name)
 	}
 	return nil, &FieldError{Field: "page", Value: fmt.Sprintf("%q", name),
 		Allowed: "must be a corpus page (" + strings.Join(CorpusNames(), ", ") +
-			"), a synthetic:NxS name (e.g. synthetic:64x10kB) or the path of a page JSON file"}
+			"), a synthetic:NxS name (e.g. synthetic:64x10kB), a generated corpus's page (web200:17) or the path of a page JSON file"}
 }
 
 // ReadFile reads and validates a page JSON file. A relative root_dir is taken relative to the
