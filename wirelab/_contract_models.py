@@ -116,7 +116,7 @@ class TrialSpecOwnFields(_Model):
 
     contract: Literal[1] = Field(1, description='contract version the spec was written for')
     trial_id: str | None = Field(None, pattern='^[a-z0-9-]{1,40}$', description='names artifacts; default random')
-    page: str = Field(min_length=1, description='corpus name (twitter), synthetic name (synthetic:64x10kB), a path to a page JSON file, or a live page: url: and an http(s) URL (url:https://h3.wirelab.test/L/fixture/; docs/live.md)')
+    page: str = Field(min_length=1, description="corpus name (twitter), synthetic name (synthetic:64x10kB), a generated corpus's page (web200:17, gen:PROFILE:SEED:COUNT:INDEX; docs/pages.md), a path to a page JSON file, or a live page: url: and an http(s) URL (url:https://h3.wirelab.test/L/fixture/; docs/live.md)")
     network: str = Field('native', description='profile string, docs/profile-grammar.md')
 
 

@@ -108,14 +108,20 @@ func ImportHAR(path string, opts RecordOptions) (*page.Page, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return ImportHARFrom(f, path, opts)
+}
+
+// ImportHARFrom is ImportHAR of a HAR read from r; label names it in errors and in the page's
+// default source.
+func ImportHARFrom(r io.Reader, label string, opts RecordOptions) (*page.Page, error) {
 	if opts.Source == "" {
-		opts.Source = "imported from the HAR file " + path
+		opts.Source = "imported from the HAR file " + label
 	}
 	im := &harImport{opts: opts, seen: map[string]bool{}}
-	if err := im.read(json.NewDecoder(bufio.NewReaderSize(f, 1<<16)), path); err != nil {
+	if err := im.read(json.NewDecoder(bufio.NewReaderSize(r, 1<<16)), label); err != nil {
 		return nil, err
 	}
-	return im.finish()
+	return PageFromEntries(im.entries, im.opts)
 }
 
 // harImport collects a HAR's entries as they are read.
@@ -344,9 +350,11 @@ func (im *harImport) add(i int, he harEntry) error {
 	return nil
 }
 
-// finish builds the page from the entries kept.
-func (im *harImport) finish() (*page.Page, error) {
-	entries, opts := im.entries, im.opts
+// PageFromEntries builds a page and its graph from requests (see the comment at the top): the
+// HAR importer's and the mahimahi importer's (engine/pageimport) last step. Entries need URL,
+// ResourceType or MimeType, BodyBytes, StartMS, EndMS, FirstByteMS and, where known, Initiator.
+func PageFromEntries(entries []Entry, opts RecordOptions) (*page.Page, error) {
+	entries = append([]Entry(nil), entries...)
 	// The root: the first document.
 	rootAt := -1
 	for i, e := range entries {
@@ -370,6 +378,15 @@ func (im *harImport) finish() (*page.Page, error) {
 	pg, objOf, err := objectsFor(entries, opts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Base == nil {
+		// The lab's URLs (https://sN.wirelab.test:port/L/<token>/…) are longer than most original
+		// references: an HTML or CSS body must hold them (page.MinSize), so it grows where needed.
+		for i := range pg.Objects {
+			if t := pg.Objects[i].Type; t == page.TypeHTML || t == page.TypeCSS {
+				pg.Objects[i].Size = max(pg.Objects[i].Size, page.MinSize(pg, i))
+			}
+		}
 	}
 	byURL := map[string]int{}
 	for i, e := range entries {

@@ -43,6 +43,7 @@ type Metric struct {
 	Ours       []string           `json:"ours,omitempty"` // knots that are ours although Source is published
 	Mean       float64            `json:"mean,omitempty"` // a published mean (0: none)
 	MeanSource string             `json:"mean_source,omitempty"`
+	MeanFigure string             `json:"mean_figure,omitempty"` // when not Figure
 	Note       string             `json:"note,omitempty"`
 
 	q *quantileFunc

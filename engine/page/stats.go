@@ -122,7 +122,7 @@ func ProfileRows(prof *Profile, pages []*Page) []ProfileRow {
 			values[i] = c.Metric(name, prof.Kilobyte)
 		}
 		sort.Float64s(values)
-		row := func(stat string, published, generated float64, source string) {
+		row := func(stat string, published, generated float64, source, figure string) {
 			dev := 0.0
 			if published != 0 {
 				dev = (generated - published) / published
@@ -130,7 +130,7 @@ func ProfileRows(prof *Profile, pages []*Page) []ProfileRow {
 				dev = math.Inf(1)
 			}
 			rows = append(rows, ProfileRow{Metric: name, Stat: stat, Unit: m.Unit, Published: published, Source: source,
-				Figure: m.Figure, Generated: generated, Deviation: dev})
+				Figure: figure, Generated: generated, Deviation: dev})
 		}
 		if m.Source != "ours" {
 			ours := map[string]bool{}
@@ -148,7 +148,7 @@ func ProfileRows(prof *Profile, pages []*Page) []ProfileRow {
 				}
 				var pct float64
 				fmt.Sscanf(stat, "p%g", &pct)
-				row(stat, v, Percentile(values, pct), m.Source)
+				row(stat, v, Percentile(values, pct), m.Source, m.Figure)
 			}
 		}
 		if m.Mean != 0 {
@@ -156,7 +156,11 @@ func ProfileRows(prof *Profile, pages []*Page) []ProfileRow {
 			for _, v := range values {
 				sum += v
 			}
-			row("mean", m.Mean, sum/float64(len(values)), m.MeanSource)
+			figure := m.Figure
+			if m.MeanFigure != "" {
+				figure = m.MeanFigure
+			}
+			row("mean", m.Mean, sum/float64(len(values)), m.MeanSource, figure)
 		}
 	}
 	if prof.ThirdParty.PagesWithSource != "ours" {

@@ -17,18 +17,20 @@ import (
 
 func init() {
 	register("pages", command{
-		Summary: "list, show, validate, record, import pages (pages ls|show|urls|schema|validate|record|import-har|mirror)",
+		Summary: "list, show, validate, generate, record, import pages (pages ls|show|urls|schema|validate|generate|profiles|record|import|import-har|mirror)",
 		Run:     runPages,
 	})
 }
 
-const pagesUsage = `usage: wirelab-engine pages ls [--seed N]
+var pagesUsage = `usage: wirelab-engine pages ls [--seed N] [--corpus CORPUS]
        wirelab-engine pages show NAME [--seed N] [--shards N] [--shard-mode round-robin|tld|domain] [--graph structural]
        wirelab-engine pages urls NAME --token T [--scheme https] [--port P] [--seed N] [--shards N] [--shard-mode M]
        wirelab-engine pages schema
        wirelab-engine pages validate FILE
 NAME is a corpus page (twitter, youtube, imgur, nytimes, flags, neoload50, unh100), a synthetic
-page (synthetic:64x10kB) or a page JSON file. Output is JSON on stdout.
+page (synthetic:64x10kB), a generated corpus's page (web200:17, gen:PROFILE:SEED:COUNT:INDEX) or a
+page JSON file. Output is JSON on stdout.
+` + pagesCorpusUsageText() + `
 
 ` + pagesImportUsage
 
@@ -37,7 +39,7 @@ var pagesExtra = map[string]func(args []string, stdout io.Writer) error{}
 
 func runPages(args []string) error {
 	if len(args) == 0 {
-		return cli.Usagef("pages: missing subcommand; want ls, show, urls, schema, validate, record, import-har or mirror (pages --help)")
+		return cli.Usagef("pages: missing subcommand; want ls, show, urls, schema, validate, generate, profiles, record, import, import-har or mirror (pages --help)")
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
@@ -65,7 +67,7 @@ func runPages(args []string) error {
 	if f, ok := pagesExtra[sub]; ok {
 		return f(rest, os.Stdout)
 	}
-	return cli.Usagef("pages: unknown subcommand %q; want ls, show, urls, schema, validate, record, import-har or mirror", sub)
+	return cli.Usagef("pages: unknown subcommand %q; want ls, show, urls, schema, validate, generate, profiles, record, import, import-har or mirror", sub)
 }
 
 // pagesFlagSet parses flags after (or before) positional arguments and maps errors to usage errors.
@@ -108,12 +110,24 @@ func usageIfField(err error) error {
 func pagesLs(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("pages ls", flag.ContinueOnError)
 	seed := fs.Int64("seed", 1, "seed of the corpus sizes")
+	corpus := fs.String("corpus", "", "a generated corpus to list")
 	pos, err := pagesFlagSet("ls", fs, args)
 	if err != nil {
 		return helpIsSuccess(err)
 	}
 	if len(pos) != 0 {
 		return cli.Usagef("pages ls: unexpected argument %q", pos[0])
+	}
+	if *corpus != "" {
+		spec, err := corpusSpec(*corpus)
+		if err != nil {
+			return err
+		}
+		l, _, err := listCorpus(spec)
+		if err != nil {
+			return err
+		}
+		return emitJSON(w, l)
 	}
 	ls, err := pagesListing(*seed)
 	if err != nil {
@@ -148,7 +162,12 @@ func pagesListing(seed int64) (map[string]any, error) {
 		out = append(out, e)
 	}
 	return map[string]any{
-		"corpus":    out,
+		"corpus": out,
+		"generated": map[string]any{
+			"corpora":  page.NamedCorpora(),
+			"profiles": page.ProfileNames(),
+			"page":     "CORPUS:INDEX (web200:17, 1-based) or gen:PROFILE:SEED:COUNT:INDEX",
+		},
 		"synthetic": "synthetic:NxS[,html=SIZE] — N PNG images of S bytes (a SIZE: units " + strings.Join(units.Names(units.Sizes), ", ") + ")",
 		"w_grid":    page.WGrid(),
 	}, nil
