@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from pydantic import TypeAdapter, ValidationError
 
 from wirelab import _contract as contract
+from wirelab import _corpus as corpus
 from wirelab import _netprofile as netprofile
 from wirelab._spec_errors import fmt, pydantic_problem, raise_problem, raise_validation, suggest
 from wirelab._spec_hash import plan_hash
@@ -102,8 +103,8 @@ def _flatten(table: Mapping[str, Any], where: str, prefix: str = "") -> list[tup
     for key, raw in table.items():
         path = f"{prefix}.{key}" if prefix else key
         here = f"{where}.{key}"
-        is_range = isinstance(raw, Mapping) and "from" in raw
-        if isinstance(raw, Mapping) and not is_range:
+        is_leaf = isinstance(raw, Mapping) and ("from" in raw or corpus.is_corpus_value(raw))
+        if isinstance(raw, Mapping) and not is_leaf:
             out.extend(_flatten(raw, here, path))
         else:
             out.append((path, here, raw))
@@ -263,8 +264,12 @@ def _expand_range(path: str, where: str, raw: Mapping[str, Any], fields: GridFie
 
 
 def _axis_values(path: str, where: str, raw: Any, fields: GridFields) -> list[Any]:
+    if path == "page" and corpus.is_corpus_value(raw):  # page = "corpus:web200" stands for its pages
+        raw = [raw]
     if isinstance(raw, Mapping) and "from" in raw:
         values = _expand_range(path, where, raw, fields)
+    elif isinstance(raw, list) and path == "page":
+        values = [p for i, v in enumerate(raw) for p in corpus.expand_page_value(v, f"{where}[{i}]")]
     elif isinstance(raw, list):
         values = list(raw)
     else:
@@ -391,7 +396,7 @@ def parse_grid(grid: Mapping[str, Any], fields: GridFields | None = None) -> lis
                     )
                 dims.append(axes)
             continue
-        if isinstance(raw, Mapping) and "from" not in raw:
+        if isinstance(raw, Mapping) and "from" not in raw and not corpus.is_corpus_value(raw):
             for p, w, r in _flatten(raw, f"grid.{key}", key):
                 dims.append([add(p, w, r)])
         else:
