@@ -349,9 +349,11 @@ def cdf_figure(
     return fig
 
 
-def ratio_cdf_figure(ratios: pd.DataFrame, *, baseline: str, metric: str = "PLT") -> Figure:
-    """CDF across configurations of W's ratio s = PLT_x / PLT_base, one line per compared protocol,
-    with the class regions (s < 0.9, s > 1.1) shaded."""
+def ratio_cdf_figure(
+    ratios: pd.DataFrame, *, baseline: str, metric: str = "PLT", unit: str = "configurations"
+) -> Figure:
+    """CDF across configurations (or pages: ``unit``) of W's ratio s = PLT_x / PLT_base, one line per
+    compared protocol, with the class regions (s < 0.9, s > 1.1) shaded."""
     fig, ax = new_figure(5.6, 3.2)
     ax.axvspan(0, 0.9, color=CLASS_STYLES["better"][1], alpha=0.07)
     ax.axvspan(
@@ -377,7 +379,7 @@ def ratio_cdf_figure(ratios: pd.DataFrame, *, baseline: str, metric: str = "PLT"
         ax.axvline(v, color="#777777", linewidth=0.7, linestyle="-" if v == 1 else ":")
     ax.set_xlim(left=max(0.0, float(ratios["s"].min()) * 0.95) if len(ratios) else 0)
     ax.set_xlabel(f"s = {metric}ₓ / {metric} of {_proto_label(baseline)} (medians)")
-    ax.set_ylabel("fraction of configurations")
+    ax.set_ylabel(f"fraction of {unit}")
     ax.set_ylim(0, 1.02)
     ax.legend(loc="lower right")
     return fig

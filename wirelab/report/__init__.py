@@ -30,6 +30,7 @@ from wirelab._registry import PHASE_ORDER, PHASE_STYLES, protocol_style
 from wirelab.analysis.sweep import load_sweep
 from wirelab.errors import UsageError
 from wirelab.report._build import CI_TEXT, SweepSection, build_sweep
+from wirelab.report._corpus import add_corpus_section
 from wirelab.report._probes import ProbeSection, build_probe_section
 from wirelab.store import DATA_FILE_MODE, Results, fix_modes
 
@@ -74,6 +75,7 @@ def _build_sections(
         data = load_sweep(results, name)
         kwargs = {} if waterfall_budget is None else {"waterfall_budget": waterfall_budget}
         sections.append(build_sweep(data, out_dir / "figures" / name, **kwargs))
+        add_corpus_section(sections[-1], data, out_dir / "figures" / name)
     return sections
 
 
