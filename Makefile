@@ -102,6 +102,7 @@ bench: setup build
 	$(ENGINE) bench servers --quick
 	$(ENGINE) bench loadgen --server nginx --rounds 1 --ramp 30s --hold 30s
 	cd engine && go test -run '^$$' -bench Loader -benchtime 30x ./client/
+	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_corpus.py
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_sweep.py
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_sweep.py --cluster
 

@@ -44,7 +44,10 @@ def test_corpus_sample_is_seeded_and_stable():
     assert a == b and len(a) == 50 and len(set(a)) == 50 and a != c
     # the documented algorithm: the pages whose sha256(corpus, seed, index) are smallest
     assert _corpus.sample_indices(_corpus.resolve_corpus("web200"), 5, 1) == [71, 82, 113, 125, 194]
-    mixed = [t.spec["page"] for t in spec.loads(HEAD + 'page = ["twitter", "corpus:gen:httparchive-2014:3:4"]\n').trials]
+    mixed = [
+        t.spec["page"]
+        for t in spec.loads(HEAD + 'page = ["twitter", "corpus:gen:httparchive-2014:3:4"]\n').trials
+    ]
     assert mixed == ["twitter", *(f"gen:httparchive-2014:3:4:{i}" for i in range(1, 5))]
 
 
@@ -109,3 +112,55 @@ def test_report_has_the_corpus_section(corpus_report):
     assert sum(n.startswith("corpus-ratio-cdf") and n.endswith(".svg") for n in figures) == 2
     for page in ("web200:71", "web200:82"):  # every page is listed
         assert page in html
+
+
+ENGINE = Path(__file__).resolve().parent.parent / "bin" / "wirelab-engine"
+needs_engine = pytest.mark.skipif(not ENGINE.exists(), reason="needs bin/wirelab-engine (make build)")
+
+
+def _cli(capsys, *args: str) -> tuple[int, str]:
+    from wirelab import cli
+
+    cli.out.width = cli.err.width = 160
+    code = cli.main([*args, "--engine", str(ENGINE)])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+@needs_engine
+def test_cli_lists_a_corpus_and_draws_its_figure(tmp_path, capsys):
+    code, output = _cli(capsys, "pages", "ls", "--corpus", "web200", "--figure", str(tmp_path))
+    assert code == 0, output
+    assert "web200:200" in output and "p10 / median / p90" in output
+    assert (tmp_path / "corpus-web200.png").stat().st_size > 10_000
+    code, _ = _cli(
+        capsys,
+        "pages",
+        "generate",
+        "--like",
+        "httparchive-2014",
+        "--count",
+        "3",
+        "--out",
+        str(tmp_path / "g"),
+        "--json",
+    )
+    assert code == 0 and len(list((tmp_path / "g").glob("*.json"))) == 3
+
+
+@needs_engine
+def test_cli_import_exit_codes(tmp_path, capsys):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "junk.bin").write_bytes(b"\x00junk")
+    code, output = _cli(capsys, "pages", "import", str(src), "--out", str(tmp_path / "out"))
+    assert code == 2 and "no page imported" in output and "junk.bin" in output
+    (src / "home.har").write_text(
+        '{"log":{"entries":[{"startedDateTime":"2026-01-01T00:00:00Z","time":3,"request":{"method":"GET",'
+        '"url":"https://a.example/"},"response":{"status":200,"headers":[],"content":{"size":5000,'
+        '"mimeType":"text/html"}},"timings":{"wait":3}}]}}'
+    )
+    code, output = _cli(capsys, "pages", "import", str(src), "--out", str(tmp_path / "out"))
+    assert code == 0, output
+    assert "imported home.har (har)" in output and "skipped junk.bin" in output
+    assert (tmp_path / "out" / "home.json").exists()

@@ -61,7 +61,8 @@ def resolve_corpus(name: str, where: str = "corpus") -> CorpusRef:
         profile, seed, count = m.group(1), int(m.group(2)), int(m.group(3))
         if profile not in _facts.page_profiles():
             raise SpecError(
-                f"{where}: {name!r} names the profile {profile!r}; profiles: {', '.join(_facts.page_profiles())}",
+                f"{where}: {name!r} names the profile {profile!r}; "
+                f"profiles: {', '.join(_facts.page_profiles())}",
                 path=where,
                 value=name,
             )

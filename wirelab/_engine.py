@@ -182,6 +182,11 @@ class Engine(ABC):
         goodput, realised loss, capacity, timer lateness; about 30 s, needs root)."""
         raise EngineNotFoundError(f"{self.name} cannot run `bench link`")
 
+    def pages_corpus(self, sub: str, args: Sequence[str]) -> Any:
+        """``wirelab-engine pages generate|ls|profiles|import ARGS…``: generated and imported corpora
+        (docs/pages.md), their JSON output parsed."""
+        raise EngineNotFoundError(f"{self.name} cannot run `pages {sub}`")
+
     def pages_bring_in(self, sub: str, args: Sequence[str]) -> str:
         """``wirelab-engine pages record|import-har|mirror ARGS…`` (writing the page with ``--out``).
 
@@ -468,6 +473,12 @@ class SubprocessEngine(Engine):
         if not isinstance(page, dict):
             raise EngineError("wirelab-engine pages show: expected an object")
         return page
+
+    def pages_corpus(self, sub: str, args: Sequence[str]) -> Any:
+        if sub not in ("generate", "ls", "profiles", "import"):
+            raise UsageError(f"pages {sub}: want generate, ls, profiles or import")
+        self.require("pages")
+        return self._json(["pages", sub, *args], timeout=COMMAND_TIMEOUT_S)
 
     def pages_bring_in(self, sub: str, args: Sequence[str]) -> str:
         if sub not in ("record", "import-har", "mirror"):

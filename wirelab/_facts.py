@@ -1,7 +1,8 @@
 """Facts the control plane takes from the engine instead of keeping copies of them.
 
 The engine owns the network profile grammar's presets, units and limits, the corpus pages (sizes,
-object and origin counts), the generated corpora's names and sizes, the fidelity limits, the probe's defaults and the live pages' bounds.
+object and origin counts), the generated corpora's names and sizes, the fidelity limits, the probe's
+defaults and the live pages' bounds.
 ``wirelab-engine facts`` prints them; the repository keeps that output in
 ``wirelab/_engine_facts.json`` (``make facts`` regenerates it, and the engine's tests fail while the
 file and the engine disagree). The file ships with the package, so these facts need neither the

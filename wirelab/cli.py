@@ -903,9 +903,22 @@ def cluster_up(
 @pages_app.command("ls")
 def pages_ls(
     as_json: bool = typer.Option(False, "--json", help="Print the engine's JSON."),
+    corpus: str | None = typer.Option(
+        None, "--corpus", help="List a generated corpus: web200, mobile200 or gen:PROFILE:SEED:COUNT."
+    ),
+    figure: Path | None = typer.Option(
+        None,
+        "--figure",
+        help="With --corpus: write its characteristics figure (PNG and SVG) into this directory.",
+    ),
     engine: Path = ENGINE_OPTION,
 ) -> None:
-    """List the engine's built-in pages."""
+    """List the engine's built-in pages, or a generated corpus's pages with their characteristics."""
+    if corpus is not None:
+        _corpus_listing(_engine(engine).pages_corpus("ls", ["--corpus", corpus]), as_json, figure)
+        return
+    if figure is not None:
+        raise UsageError("--figure: draws a corpus's characteristics; give --corpus too")
     pages = _engine(engine).pages_ls()
     if as_json:
         out.print_json(json.dumps(pages))
@@ -923,6 +936,152 @@ def pages_ls(
             shown(p.get("description", "")),
         )
     out.print(table)
+
+
+def _corpus_listing(listing: dict[str, Any], as_json: bool, figure: Path | None) -> None:
+    """Print a generated corpus (``pages ls --corpus``, ``pages generate``) and draw its figure."""
+    if as_json:
+        out.print_json(json.dumps(listing))
+    else:
+        table = Table(
+            "page",
+            "objects",
+            "size",
+            "object p10 / p50 / p90",
+            "domains",
+            "3rd-party",
+            "depth",
+            "compute",
+            title=f"{listing['corpus']}: {listing['count']} pages like {listing['profile']} "
+            f"(seed {listing['seed']})",
+        )
+        for p in listing["pages"]:
+            table.add_row(
+                shown(p["name"]),
+                str(p["objects"]),
+                f"{p['total_bytes'] / 1000:,.0f} kB",
+                f"{p['object_bytes_p10'] / 1000:,.1f} / {p['object_bytes_p50'] / 1000:,.1f} / "
+                f"{p['object_bytes_p90'] / 1000:,.1f} kB",
+                str(p["domains"]),
+                f"{p['third_party_share'] * 100:.0f} %",
+                str(p["depth"]),
+                f"{p['compute_ms']:,.0f} ms",
+            )
+        out.print(table)
+        summary = listing["summary"]
+        out.print(
+            "p10 / median / p90 over the pages: "
+            + "; ".join(
+                f"{name} {summary[key]['p10']:{fmt}} / {summary[key]['p50']:{fmt}} / "
+                f"{summary[key]['p90']:{fmt}}"
+                for key, name, fmt in (
+                    ("objects", "objects", ",.0f"),
+                    ("total_bytes", "bytes", ",.0f"),
+                    ("domains", "domains", ",.0f"),
+                )
+            ),
+            highlight=False,
+        )
+        for path in listing.get("written") or []:
+            out.print(f"wrote {path}", highlight=False)
+    if figure is not None:
+        from wirelab._figures.corpus import characteristics_figure
+        from wirelab._figures.rendering import render, slug
+
+        rendered = render(characteristics_figure(listing), slug(f"corpus-{listing['corpus']}"))
+        for path in rendered.write(figure):
+            out.print(f"wrote {path}", highlight=False)
+
+
+@pages_app.command("generate")
+def pages_generate(
+    like: str = typer.Option(..., "--like", help="Profile of published figures: httparchive-2024-desktop, …"),
+    count: int = typer.Option(..., "--count", help="Pages to generate."),
+    seed: int = typer.Option(1, "--seed", help="Seed: the same seed gives the same pages, byte for byte."),
+    out_dir: Path | None = typer.Option(None, "--out", help="Write each page as a page JSON file here."),
+    figure: Path | None = typer.Option(
+        None, "--figure", help="Write the corpus's characteristics figure here."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the engine's JSON."),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Generate COUNT pages whose distributions follow a profile of published web figures (docs/pages.md).
+
+    A generated page needs no file: gen:PROFILE:SEED:COUNT:INDEX (or web200:17) names it in a spec."""
+    args = ["--like", like, "--count", str(count), "--seed", str(seed)]
+    if out_dir is not None:
+        args += ["--out", str(out_dir)]
+    _corpus_listing(_engine(engine).pages_corpus("generate", args), as_json, figure)
+
+
+@pages_app.command("profiles")
+def pages_profiles(
+    profile: str | None = typer.Argument(None, help="One profile (default: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the engine's JSON."),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Each profile's published figures with their sources, beside the generated corpus's figures."""
+    reports = _engine(engine).pages_corpus("profiles", [profile] if profile else [])
+    if as_json:
+        out.print_json(json.dumps(reports))
+        return
+    for r in reports:
+        table = Table(
+            "metric",
+            "statistic",
+            "published",
+            "generated",
+            "deviation",
+            "source",
+            title=f"{r['profile']} (corpus {r['corpus']})",
+        )
+        for row in r["rows"]:
+            unit = " KB" if row["unit"] == "KB" else ""
+            table.add_row(
+                row["metric"],
+                row["stat"],
+                f"{row['published']:,.6g}{unit}",
+                f"{row['generated']:,.6g}{unit}",
+                f"{row['deviation'] * 100:+.1f} %",
+                shown(row["source"]),
+            )
+        out.print(table)
+        for key, text in sorted(r["sources"].items()):
+            out.print(f"  {key}: {shown(text)}", highlight=False, soft_wrap=True)
+
+
+@pages_app.command("import")
+def pages_import(
+    directory: Path = typer.Argument(
+        ..., help="A directory of HAR files (*.har) and mahimahi recording folders."
+    ),
+    out_dir: Path = typer.Option(Path("pages"), "--out", help="Write one page JSON per imported page here."),
+    prefix: str = typer.Option("", "--prefix", help="Prefix of the pages' names."),
+    as_json: bool = typer.Option(False, "--json", help="Print the engine's JSON."),
+    engine: Path = ENGINE_OPTION,
+) -> None:
+    """Bring your own corpus in: every HAR file and mahimahi recording folder directly in DIRECTORY becomes
+    a page; anything else is skipped and named with its reason. Fails (exit 2) when no page was imported."""
+    summary = _engine(engine).pages_corpus(
+        "import", [str(directory), "--out", str(out_dir), "--prefix", prefix]
+    )
+    if as_json:
+        out.print_json(json.dumps(summary))
+        return
+    for im in summary["imported"]:
+        extra = (
+            f", {im['skipped_records']} records skipped ({shown(im['first_skipped'])})"
+            if im.get("skipped_records")
+            else ""
+        )
+        out.print(
+            f"imported {shown(im['entry'])} ({im['kind']}) → {shown(im['file'])}: {im['objects']} objects, "
+            f"{im['total_bytes'] / 1000:,.1f} kB, {im['activities']} activities{extra}",
+            highlight=False,
+        )
+    for sk in summary["skipped"]:
+        out.print(f"skipped {shown(sk['entry'])}: {shown(sk['reason'])}", highlight=False)
+    out.print(f"{len(summary['imported'])} imported, {len(summary['skipped'])} skipped", highlight=False)
 
 
 def _bring_in(engine: Path | None, sub: str, args: list[str], out_path: Path) -> None:

@@ -66,7 +66,9 @@ def page_ratios(
     return out.merge(configs, on="trial_id", how="left")
 
 
-def win_shares(loads: pd.DataFrame, configs: pd.DataFrame, by: Sequence[str], protocols: Sequence[str]) -> pd.DataFrame:
+def win_shares(
+    loads: pd.DataFrame, configs: pd.DataFrame, by: Sequence[str], protocols: Sequence[str]
+) -> pd.DataFrame:
     """Per configuration (``by``) and protocol: ``pages``, ``wins`` (pages where its median PLT is the
     lowest of ``protocols``), ``share`` and its Wilson 95 % interval ``ci_low``/``ci_high``."""
     ok = ok_loads(loads)
@@ -85,8 +87,15 @@ def win_shares(loads: pd.DataFrame, configs: pd.DataFrame, by: Sequence[str], pr
             k = int((group["winner"] == p).sum())
             ci = sps.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
             rows.append(
-                {**dict(zip(by, key, strict=True)), "protocol": p, "pages": n, "wins": k, "share": k / n,
-                 "ci_low": float(ci.low), "ci_high": float(ci.high)}
+                {
+                    **dict(zip(by, key, strict=True)),
+                    "protocol": p,
+                    "pages": n,
+                    "wins": k,
+                    "share": k / n,
+                    "ci_low": float(ci.low),
+                    "ci_high": float(ci.high),
+                }
             )
     return pd.DataFrame(rows)
 
@@ -96,9 +105,15 @@ def page_features(loads: pd.DataFrame, objects: pd.DataFrame, baseline: str) -> 
     ok = ok_loads(loads)
     first = ok[ok["protocol"] == baseline].sort_values("load_index").drop_duplicates("trial_id")
     rows = []
-    by_load = {k: g for k, g in objects.groupby(["trial_id", "load_index"], sort=False)} if len(objects) else {}
+    by_load = (
+        {k: g for k, g in objects.groupby(["trial_id", "load_index"], sort=False)} if len(objects) else {}
+    )
     for r in first.to_dict("records"):
-        row = {"trial_id": r["trial_id"], "page_objects": float(r["objects"]), "page_kb": float(r["body_bytes"]) / 1000}
+        row = {
+            "trial_id": r["trial_id"],
+            "page_objects": float(r["objects"]),
+            "page_kb": float(r["body_bytes"]) / 1000,
+        }
         objs = by_load.get((r["trial_id"], int(r["load_index"])))
         if objs is not None and len(objs):
             sizes = objs["size_bytes"].dropna().astype(float).to_numpy()

@@ -65,9 +65,22 @@ def _win_figure(shares: pd.DataFrame, labels: list[str], protocols: list[str]) -
         high = [float(rows.loc[lbl, "ci_high"]) * 100 if lbl in rows.index else np.nan for lbl in labels]
         err = np.array([np.subtract(share, low), np.subtract(high, share)])
         st = protocol_style(p)
-        ax.bar(x + (k - (len(protocols) - 1) / 2) * width, share, width, yerr=err, capsize=2,
-               color=st.colour, label=st.label, error_kw={"elinewidth": 0.8, "ecolor": "#444444"})
-    ax.set_xticks(x, [plots._mpl_text(lbl) for lbl in labels], rotation=20 if len(labels) > 3 else 0, ha="right" if len(labels) > 3 else "center")
+        ax.bar(
+            x + (k - (len(protocols) - 1) / 2) * width,
+            share,
+            width,
+            yerr=err,
+            capsize=2,
+            color=st.colour,
+            label=st.label,
+            error_kw={"elinewidth": 0.8, "ecolor": "#444444"},
+        )
+    ax.set_xticks(
+        x,
+        [plots._mpl_text(lbl) for lbl in labels],
+        rotation=20 if len(labels) > 3 else 0,
+        ha="right" if len(labels) > 3 else "center",
+    )
     ax.set_ylabel("pages won (%)")
     ax.set_ylim(0, 125)
     ax.set_yticks(range(0, 101, 20))
@@ -147,7 +160,8 @@ def add_corpus_section(section: SweepSection, sd: SweepData, figures_dir: Path) 
             f"tab-{sd.name}-corpus-wins",
             "Pages won",
             f"Per configuration and protocol: pages won (lowest median PLT) with the 95 % Wilson interval; "
-            f"the median over pages of s = PLT / PLT of {base} and the shares of pages with s < 0.9 and s > 1.1.",
+            f"the median over pages of s = PLT / PLT of {base} and the shares of pages with s < 0.9 and "
+            "s > 1.1.",
             ["configuration", "protocol", "pages", "won", "95 % CI", "median s", "s < 0.9", "s > 1.1"],
             rows,
             open=True,
@@ -186,7 +200,10 @@ def add_corpus_section(section: SweepSection, sd: SweepData, figures_dir: Path) 
         except UsageError:
             continue
         section.findings.append(
-            Finding(f"What separates the pages {x} wins from those it loses", say.tree_sentences(tree, names, class_names))
+            Finding(
+                f"What separates the pages {x} wins from those it loses",
+                say.tree_sentences(tree, names, class_names),
+            )
         )
         if tree.root.is_leaf:
             continue
@@ -205,21 +222,34 @@ def add_corpus_section(section: SweepSection, sd: SweepData, figures_dir: Path) 
     page_rows = []
     for r in configs.merge(features, on="trial_id", how="left").to_dict("records"):
         cells = [Cell(str(r["page"])), Cell(r["config"])]
-        cells.append(Cell(f"{r['page_objects']:.0f}" if r.get("page_objects") == r.get("page_objects") else "—", "num"))
+        cells.append(
+            Cell(f"{r['page_objects']:.0f}" if r.get("page_objects") == r.get("page_objects") else "—", "num")
+        )
         cells.append(Cell(f"{r['page_kb']:,.0f}" if r.get("page_kb") == r.get("page_kb") else "—", "num"))
         for p in sd.compared:
             v = wide.loc[r["trial_id"], p] if r["trial_id"] in wide.index and p in wide.columns else np.nan
             cells.append(Cell(f"{v:.2f}" if v == v else "—", "num"))
-        cells.append(Cell(r["trial_id"], "muted", "open this trial under “Every load” for its loads and waterfalls"))
+        cells.append(
+            Cell(r["trial_id"], "muted", "open this trial under “Every load” for its loads and waterfalls")
+        )
         page_rows.append(cells)
     section.tables.append(
         TableBlock(
             f"tab-{sd.name}-corpus-pages",
             "Every page",
-            "Each page in each configuration: objects and size as loaded, s per protocol, and its trial: under "
+            "Each page in each configuration: objects and size as loaded, s per protocol, and its trial: "
+            "under "
             "“Every load” its loads and the waterfall of each protocol's median load; every load's HAR is in "
-            "the results directory (wirelab.report.waterfall_from_har(wirelab.open(DB).har(SWEEP, TRIAL, LOAD))).",
-            ["page", "configuration", "objects", "kB", *(f"s {protocol_style(p).label}" for p in sd.compared), "trial"],
+            "the results directory "
+            "(wirelab.report.waterfall_from_har(wirelab.open(DB).har(SWEEP, TRIAL, LOAD))).",
+            [
+                "page",
+                "configuration",
+                "objects",
+                "kB",
+                *(f"s {protocol_style(p).label}" for p in sd.compared),
+                "trial",
+            ],
             page_rows,
         )
     )
