@@ -69,12 +69,13 @@ func assertClean(t *testing.T, profiles string) {
 	}
 }
 
-// TestChromiumLoopback: corpus pages over every protocol Chromium speaks: every object loaded
-// once with its exact size, every HAR entry over the protocol asked for, the browser's load and
-// paint events, a valid HAR, and nothing left behind.
+// TestChromiumLoopback: corpus pages — and the median page (by bytes) of each named generated
+// corpus, web200:164 and mobile200:87 (docs/pages.md) — over every protocol Chromium speaks: every
+// object loaded once with its exact size, every HAR entry over the protocol asked for, the
+// browser's load and paint events, a valid HAR, and nothing left behind.
 func TestChromiumLoopback(t *testing.T) {
 	requireChromium(t)
-	for _, name := range []string{"twitter", "youtube"} {
+	for _, name := range []string{"twitter", "youtube", "web200:164", "mobile200:87"} {
 		pg, err := page.Load(name, 1)
 		if err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -236,6 +237,22 @@ func BenchmarkGenerateWeb200(b *testing.B) {
 	for range b.N {
 		if _, err := spec.GenerateAll(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// The browser's loopback test (engine/browser, TestChromiumLoopback) loads each named corpus's
+// median page by bytes by name: these.
+func TestNamedCorporaMedianPages(t *testing.T) {
+	for name, want := range map[string]string{"web200": "web200:164", "mobile200": "mobile200:87"} {
+		spec, _ := LookupCorpus(name)
+		pages, err := spec.GenerateAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sort.Slice(pages, func(a, b int) bool { return pages[a].TotalBytes() < pages[b].TotalBytes() })
+		if got := pages[len(pages)/2].Name; got != want {
+			t.Errorf("%s's median page is %s; TestChromiumLoopback loads %s", name, got, want)
 		}
 	}
 }
