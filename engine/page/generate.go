@@ -430,14 +430,12 @@ func (c CorpusSpec) build(index int, d pageDraw) (*Page, error) {
 		o := &p.Objects[i]
 		switch {
 		case i == 0:
+			continue
 		case o.Type == TypeCSS:
 			cssIdx = append(cssIdx, i)
 			continue
 		case (o.Type == TypeFont || (o.Type == TypeImage && r.Float64() < st.CSSImageShare)) && len(cssIdx) > 0:
 			o.Parent = p.Objects[cssIdx[r.IntN(len(cssIdx))]].ID
-			continue
-		}
-		if i == 0 {
 			continue
 		}
 		share := st.ScriptInitiated[o.Type]
