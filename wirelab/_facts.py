@@ -129,13 +129,23 @@ class GeneratedCorpus:
     seed: int
     count: int
     description: str
+    mean_objects: float  #: objects per page, the root included, averaged over the corpus
+    mean_bytes: float  #: bytes per page, averaged over the corpus
 
 
 @functools.cache
 def generated_corpora() -> dict[str, GeneratedCorpus]:
     """The named generated corpora (``web200``, ``mobile200``) by name."""
     return {
-        c["name"]: GeneratedCorpus(c["name"], c["profile"], int(c["seed"]), int(c["count"]), c["description"])
+        c["name"]: GeneratedCorpus(
+            c["name"],
+            c["profile"],
+            int(c["seed"]),
+            int(c["count"]),
+            c["description"],
+            float(c["mean_objects"]),
+            float(c["mean_bytes"]),
+        )
         for c in engine_facts()["pages"]["generated"]["corpora"]
     }
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from wirelab import _facts
+from wirelab import _corpus, _facts
 from wirelab import _loadplan as loadplan
 from wirelab import _netprofile as netprofile
 from wirelab import spec as spec_mod
@@ -122,12 +122,17 @@ _UNKNOWN_PAGE = (50, 500_000.0)
 
 
 def _page_size(page: str) -> tuple[int, float]:
-    """(objects, total bytes): a synthetic page's from its name, a corpus page's from the engine's facts."""
+    """(objects, total bytes): a synthetic page's from its name, a corpus page's from the engine's facts,
+    a named generated corpus's page the corpus's mean (also from the facts)."""
     synthetic = parse_synthetic(page)
     if synthetic is not None:
         return synthetic[0], synthetic[0] * synthetic[1]
     known = _facts.corpus().get(page)
-    return (known.objects, float(known.total_bytes)) if known else _UNKNOWN_PAGE
+    if known:
+        return known.objects, float(known.total_bytes)
+    generated = _corpus.corpus_of(page)  # a named generated corpus's page: the corpus's mean page
+    named = _facts.generated_corpora().get(generated[0]) if generated else None
+    return (round(named.mean_objects), named.mean_bytes) if named else _UNKNOWN_PAGE
 
 
 def _origins(spec: Mapping[str, Any]) -> int:

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -161,10 +162,34 @@ func pagesListing(seed int64) (map[string]any, error) {
 		}
 		out = append(out, e)
 	}
+	// The named corpora with their pages' mean object count and bytes (what a duration estimate needs).
+	type namedCorpus struct {
+		page.NamedCorpus
+		MeanObjects float64 `json:"mean_objects"`
+		MeanBytes   float64 `json:"mean_bytes"`
+	}
+	var corpora []namedCorpus
+	for _, c := range page.NamedCorpora() {
+		spec, err := page.LookupCorpus(c.Name)
+		if err != nil {
+			return nil, err
+		}
+		pages, err := spec.GenerateAll()
+		if err != nil {
+			return nil, err
+		}
+		n := namedCorpus{NamedCorpus: c}
+		for _, p := range pages {
+			n.MeanObjects += float64(len(p.Objects)) / float64(len(pages))
+			n.MeanBytes += float64(p.TotalBytes()) / float64(len(pages))
+		}
+		n.MeanObjects, n.MeanBytes = math.Round(n.MeanObjects*10)/10, math.Round(n.MeanBytes)
+		corpora = append(corpora, n)
+	}
 	return map[string]any{
 		"corpus": out,
 		"generated": map[string]any{
-			"corpora":  page.NamedCorpora(),
+			"corpora":  corpora,
 			"profiles": page.ProfileNames(),
 			"page":     "CORPUS:INDEX (web200:17, 1-based) or gen:PROFILE:SEED:COUNT:INDEX",
 		},
