@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"sync"
 	"time"
 
@@ -180,6 +179,3 @@ func (d *DNSResult) addrs() ([]netip.Addr, error) {
 	}
 	return out, nil
 }
-
-// portString formats a port for host:port.
-func portString(p int) string { return strconv.Itoa(p) }

@@ -112,7 +112,6 @@ var (
 	ErrFlowControl       = errors.New("spdy: data exceeds the send window")
 	ErrTooManyStreams    = errors.New("spdy: the peer's MAX_CONCURRENT_STREAMS is reached")
 	ErrGoingAway         = errors.New("spdy: the session is going away; no new streams")
-	ErrSessionClosed     = errors.New("spdy: the session is closed")
 	ErrWrongRole         = errors.New("spdy: operation not allowed for this endpoint's role")
 	ErrAlreadyReplied    = errors.New("spdy: SYN_REPLY already sent on this stream")
 	ErrStreamIDExhausted = errors.New("spdy: stream ids exhausted")

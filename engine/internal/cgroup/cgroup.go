@@ -215,9 +215,6 @@ func (g *Group) Add(pid int) error {
 	return nil
 }
 
-// Procs lists the group's processes.
-func (g *Group) Procs() ([]int, error) { return readPids(filepath.Join(g.Paths()[0], "cgroup.procs")) }
-
 // Usage reads what the group has used.
 func (g *Group) Usage() (Usage, error) {
 	u := Usage{Source: g.source}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -264,5 +263,3 @@ func httpGet(ctx context.Context, conn net.Conn, host, path string) ([]byte, err
 	}
 	return body, nil
 }
-
-var errNoStatus = errors.New("no status endpoint")

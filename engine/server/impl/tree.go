@@ -56,10 +56,6 @@ func (t *Tree) OriginRoot(i int) string { return filepath.Join(t.root, fmt.Sprin
 // Root is the directory holding every origin's document root.
 func (t *Tree) Root() string { return t.root }
 
-// IndexName is the root document's file name below /L/<token>/: the directory index a server
-// answers /L/<token>/ with.
-func (t *Tree) IndexName() string { return strings.TrimPrefix(t.pg.Objects[0].Path, "/") }
-
 // Make builds the files of one load: every object below its origin's L/<token>/, the root also
 // under its own path; scheme and port are those of the load's URLs (port 0: the scheme's default).
 func (t *Tree) Make(token, scheme string, port int) error {
