@@ -13,12 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/lab"
-	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server/impl"
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 // The servers of `bench loadgen`: the built-in server as a process of its own on 127.0.0.1, and
@@ -109,17 +108,24 @@ func CheckLoadgenServer(name string, protocols []string) error {
 // measure that, not the tool.
 const BenchKeepaliveRequests = 1_000_000_000
 
-// BenchKnobs are the knobs the benchmark runs a server with: its defaults (impl.DefaultKnobs) with
+// benchOwn are the benchmark's settings of the implementations' own tables, by implementation: no
+// per-connection request limit that ends a connection within a run.
+var benchOwn = map[string]map[string]any{"nginx": {"keepalive_requests": BenchKeepaliveRequests}}
+
+// BenchKnobs is the server object the benchmark runs a server with: its defaults with
 // max_concurrent_streams 0, each server's own (≥ 100, more than the page's 51 streams; Caddy
-// cannot set it), as bench servers runs them, and no per-connection request limit that ends a
-// connection within a run.
-func BenchKnobs(name string) impl.Knobs {
-	k := impl.DefaultKnobs(name)
-	k.MaxConcurrentStreams = 0
-	if k.Nginx != nil {
-		k.Nginx.KeepaliveRequests = BenchKeepaliveRequests
+// cannot set it), as bench servers runs them, and its own table's benchOwn.
+func BenchKnobs(name string) spec.Server {
+	obj := map[string]any{"impl": name, "max_concurrent_streams": 0}
+	if own, ok := benchOwn[name]; ok {
+		obj[name] = own
 	}
-	return k
+	b, _ := json.Marshal(obj)
+	s, err := spec.DecodeServer(b)
+	if err != nil {
+		panic(fmt.Sprintf("bench: the server object of %s: %v", name, err)) // the contract's own names
+	}
+	return s
 }
 
 // builtinServer runs `wirelab-engine serve` on 127.0.0.1 as a child process, so its CPU is its
@@ -179,23 +185,14 @@ func (b builtinServer) Start(ctx context.Context, pageName string, protocols []s
 type labServer struct{ name, engine string }
 
 func (s labServer) Start(ctx context.Context, pageName string, protocols []string) (*Served, error) {
-	pg, err := page.Load(pageName, 1)
+	// One origin, as the built-in server serves the page with --shards 1; its topology's path is
+	// never used (NoEmulator).
+	p, err := lab.Prepare(&spec.Lab{Page: pageName, Shards: 1, ShardMode: string(page.ShardRoundRobin), Network: "native",
+		Server: BenchKnobs(s.name)}, 1, protocols)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lab with %s: %w", s.name, err)
 	}
-	if len(pg.Origins) != 1 { // one origin, as the built-in server serves the page with --shards 1
-		if pg, err = pg.Shard(1, page.ShardRoundRobin); err != nil {
-			return nil, err
-		}
-	}
-	cfg, err := emulator.ConfigFromProfile(profile.Native(), 1, 1) // its topology: one origin
-	if err != nil {
-		return nil, err
-	}
-	l, err := lab.Start(ctx, lab.Config{
-		Page: pg, PageArg: pageName, Seed: 1, Shards: 1, ShardMode: string(page.ShardRoundRobin),
-		Protocols: protocols, Server: BenchKnobs(s.name), Emulator: cfg, NoEmulator: true,
-		Engine: s.engine, Env: os.Environ(),
+	l, err := lab.Start(ctx, p, lab.Options{Engine: s.engine, NoEmulator: true,
 		Log: func(format string, args ...any) {
 			if strings.HasPrefix(format, "server:") || strings.HasPrefix(format, "server cost") {
 				fmt.Fprintf(os.Stderr, format+"\n", args...)
@@ -209,7 +206,7 @@ func (s labServer) Start(ctx context.Context, pageName string, protocols []strin
 	return &Served{
 		Where: fmt.Sprintf("%s (%s) in lab %s without an emulator; the tools in its server namespace %s, reaching %s: local delivery through lo",
 			s.name, l.Version, l.Topo.ID, l.Topo.Name(netns.Server), addr),
-		Addr: addr, CAFile: l.Certs.CAPath(), LabID: l.Topo.ID,
+		Addr: addr, CAFile: l.CAFile, LabID: l.Topo.ID,
 		Command: func(argv ...string) *exec.Cmd { return l.Topo.Command(netns.Server, argv...) },
 		CPU: func() (time.Duration, bool) {
 			if l.Server.Group == nil {

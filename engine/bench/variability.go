@@ -79,7 +79,7 @@ func Variability(o VariabilityOptions) (*VariabilityResult, error) {
 	var cErr, rErr []string
 	scale := fmt.Sprint(o.ComputeScale)
 	for i := 0; i < o.Runs; i++ {
-		m, _, err := lab.Fetch(o.Protocol, "--mode", "replay", "--page", o.Page, "--compute-scale", scale)
+		m, _, err := Fetch(lab, o.Protocol, "--mode", "replay", "--page", o.Page, "--compute-scale", scale)
 		if v, ok := pltOf(m, err); ok {
 			replay = append(replay, v)
 		} else {
@@ -88,7 +88,7 @@ func Variability(o VariabilityOptions) (*VariabilityResult, error) {
 		fmt.Fprintf(o.Progress, "replay %d/%d: %s ms\n", i+1, o.Runs, last(replay, len(rErr)))
 	}
 	for i := 0; i < o.Runs; i++ {
-		m, _, err := lab.Browse(o.Protocol)
+		m, _, err := Browse(lab, o.Protocol)
 		if v, ok := pltOf(m, err); ok {
 			chromium = append(chromium, v)
 		} else {

@@ -1,409 +1,275 @@
-// Package lab is the emulated lab every measurement runs in: the topology and the emulated path
-// (engine/emulator), the run's private directory (certificates with their key 0600, the server's
-// configuration, document root and logs), the DNS server, and the server under test — any
-// implementation of engine/server/impl, in a control group of its own. trial, loadtest and bench
-// all start one with Start and end it with Close; everything a lab creates is recorded in the
-// run's state file before it exists, so Close — or `wirelab-engine gc` after a SIGKILL — removes
-// all of it.
+// Package lab is the emulated lab every measurement runs in, from preparation to cleanup: the
+// page and its shards, the server under test and its checks, the network profile and the
+// emulator's configuration (Prepare, PrepareLive: nothing created yet); then the topology and the
+// emulated path (engine/emulator), the run's private directory (certificates with their key 0600,
+// the server's configuration, document root and logs) and what stands behind the path (Far): the
+// page's server under test — any implementation of engine/server/impl, in a control group of its
+// own — with the lab's DNS server, or the local internet (engine/sites) or the host behind the
+// egress router. Trials, load tests, `sites`, the benchmarks and the conformance runs all start one
+// Lab with Start and end it with Close; everything a lab creates is recorded in the run's state
+// file before it exists, so Close — or `wirelab-engine gc` after a SIGKILL — removes all of it.
 //
-//	l, err := lab.Start(ctx, cfg)   // everything up, or nothing left
-//	l.Serve(token, protocol)        // the load's URLs servable (a file server gets the load's tree)
-//	l.Forget(token)                 // … and removed after the load
-//	mark := l.Mark()                // the server's usage now; l.CostSince(mark) after the load
-//	sum, err := l.Close()           // everything removed; the emulator's summary
+//	p, err := lab.Prepare(&spec.Lab, seed, protocols) // checked, nothing created
+//	l, err := lab.Start(ctx, p, lab.Options{…})       // everything up, or nothing left
+//	l.Serve(token, protocol)                          // the load's URLs servable (a file server gets the load's tree)
+//	l.Forget(token)                                   // … and removed after the load
+//	mark := l.Mark()                                  // the server's usage now; l.CostSince(mark) after the load
+//	sum, err := l.Close()                             // everything removed; the emulator's summary
 package lab
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
+	"github.com/wirelab/wirelab/engine/egress"
 	"github.com/wirelab/wirelab/engine/emulator"
-	"github.com/wirelab/wirelab/engine/internal/cgroup"
 	"github.com/wirelab/wirelab/engine/internal/child"
 	"github.com/wirelab/wirelab/engine/netns"
-	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
 	"github.com/wirelab/wirelab/engine/server/impl"
+	"github.com/wirelab/wirelab/engine/sites"
 )
 
-// Config is what a lab is built from.
-type Config struct {
-	Page      *page.Page // the page as served (seeded, sharded)
-	PageArg   string     // the page as `serve --page` takes it
-	Seed      int64
-	Shards    int
-	ShardMode string
-	Protocols []string   // what the run loads over
-	Server    impl.Knobs // the spec's server object
-	DNS       bool       // run the DNS server (client.dns = server)
-	Emulator  emulator.Config
-	// NoEmulator builds Emulator.Topology alone: nothing forwards between the namespaces, and the
+// Options are how a prepared lab runs.
+type Options struct {
+	Engine string   // the wirelab-engine binary run as serve, dns and sites serve (default: this one)
+	Env    []string // the environment of those children (default: this process's)
+	// Command is recorded in the run's state file (netns.Config.Command; default os.Args).
+	Command []string
+	// PacketLog keeps the emulator's packet log (Emu.Log); PcapRotation lets the run rotate
+	// per-load captures (Emu.RotatePcaps); PcapDir receives client.pcap and server.pcap of the
+	// whole run.
+	PacketLog, PcapRotation bool
+	PcapDir                 string
+	// NoEmulator builds the topology alone: nothing forwards between the namespaces, and the
 	// emulator's idle threads (each wakes every few milliseconds to keep its P, about a tenth of
 	// a core) cost nothing. For work that stays inside the server namespace — bench loadgen runs
 	// its tools beside the server. Close's summary is then empty (Topo.SentPackets counts what
-	// went into the link).
+	// went into the link). FarServer only.
 	NoEmulator bool
-	Engine     string   // the wirelab-engine binary (serve, dns)
-	Env        []string // environment of wirelab-engine children
+
+	// DNS runs the lab's DNS server for the page's origins (client.dns = server), and the client
+	// namespace's resolv.conf names it. FarServer only: a live lab's names are the egress
+	// router's forwarder's, which the client namespace's resolv.conf always names.
+	DNS bool
 	// RecordsFile and ConnsFile receive the server's request records (server/requests.jsonl: every
 	// implementation's, from its access log for the real servers) and connection records (the
 	// built-in server's); "" = none.
 	RecordsFile, ConnsFile string
-	QUICStats              bool // the built-in server reports each h3 connection's losses (OnLine)
-	// Log receives one-line messages (the server's output among them); nil = discarded.
-	Log func(format string, args ...any)
+	// QUICStats asks the server for what its QUIC stack declared lost on each h3 connection, when
+	// it reports that (Lab.QUICReports); its lines go to OnServerLine.
+	QUICStats bool
 	// OnServerLine receives the server's stdout lines after its ready line (built-in: quic_closed).
 	OnServerLine func(line string)
+
+	// OnEgress receives the egress router's DNS forwarder's admissions and refusals (live labs).
+	OnEgress func(egress.Event)
+	// Stderr receives `sites serve`'s diagnostics (FarInternet; default os.Stderr).
+	Stderr io.Writer
+
+	// Log receives one-line messages (the server's output among them); nil = discarded.
+	Log func(format string, args ...any)
 }
 
-// Lab is one running lab.
+// Lab is one running lab: the path, and what stands behind it.
 type Lab struct {
-	Topo   *netns.Topology
-	Emu    *emulator.Emulator // nil with Config.NoEmulator
+	Far  Far
+	Topo *netns.Topology
+	Emu  *emulator.Emulator // nil with Options.NoEmulator
+	Dir  string             // the private directory ("" for FarHost, which has none)
+
+	// CAFile is the CA the lab's servers' certificates are signed by (what a loader trusts; ""
+	// for FarHost: public sites are checked against the system's roots), and SPKIHash the
+	// base64 SHA-256 of their leaf's SubjectPublicKeyInfo (what Chromium trusts).
+	CAFile, SPKIHash string
+
+	// Behind FarServer: the server under test.
 	Impl   impl.Server
 	Server *impl.Instance
 	Certs  *server.Certs
-	Dir    string     // the private directory
 	Tree   *impl.Tree // the document root of a file server; nil for the built-in server
 	// Version is the server's version ("nginx/1.22.1"; the engine's for the built-in server).
 	Version string
 	// CostSource says how server cost is measured: cgroup-v1, cgroup-v2, or "" when it is not.
 	CostSource string
+	// QUICReports says that the server reports each h3 connection's losses (Options.QUICStats).
+	QUICReports bool
 
-	cfg     Config
-	dns     *child.Process
-	closed  bool
-	summary emulator.Summary
+	// Behind FarInternet: the local internet's sites.
+	Sites []sites.Site
+
+	p         *Prepared
+	o         Options
+	dns       *child.Process  // FarServer's DNS server
+	sitesProc *child.Process  // FarInternet's `sites serve`
+	forwarder *egress.Process // a live lab's DNS forwarder
+	closed    bool
+	summary   emulator.Summary
 }
 
 // PrivatePrefix names a lab's private directory in os.TempDir(): wirelab-lab-<run id>.
 const PrivatePrefix = "wirelab-lab-"
 
-// readyToken is the token of the tree a file server is probed with before the first load.
-const readyToken = "wirelab-ready"
-
-// Start builds the lab. On error, everything it created is removed again.
-func Start(ctx context.Context, cfg Config) (*Lab, error) {
-	if cfg.Log == nil {
-		cfg.Log = func(string, ...any) {}
+// Start builds the lab p describes. On error, everything it created is removed again.
+func Start(ctx context.Context, p *Prepared, o Options) (*Lab, error) {
+	if o.Log == nil {
+		o.Log = func(string, ...any) {}
 	}
-	srv, err := impl.Lookup(cfg.Server.Impl)
-	if err != nil {
+	if err := ChildDefaults(&o.Engine, &o.Env, &o.Command); err != nil {
 		return nil, err
 	}
-	if err := srv.Check(cfg.Server, cfg.Protocols); err != nil {
-		return nil, err
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if p.Far == FarServer {
+		// Checked again when the lab is built from a Prepared made elsewhere.
+		if err := p.Impl.Check(p.Spec.Server, p.Protocols); err != nil {
+			return nil, err
+		}
+	} else if o.NoEmulator {
+		return nil, errors.New("lab: NoEmulator is for a page lab")
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	l := &Lab{Impl: srv, cfg: cfg}
-	if cfg.NoEmulator {
-		if l.Topo, err = netns.Create(cfg.Emulator.Topology); err != nil {
+	cfg := p.Emulator
+	cfg.PacketLog, cfg.PcapRotation, cfg.PcapDir = o.PacketLog, o.PcapRotation, o.PcapDir
+	cfg.Topology.Command = o.Command
+	// The client namespace's resolv.conf names the run's DNS server (Chromium resolves through
+	// the system's resolver); a live lab's is the egress router's forwarder.
+	cfg.Topology.Resolver = o.DNS || p.Far != FarServer
+	switch p.Far {
+	case FarInternet:
+		cfg.Topology.Egress = &netns.Egress{Far: netns.FarInternet}
+	case FarHost:
+		cfg.Topology.Egress = &netns.Egress{Far: netns.FarHost}
+	}
+	l := &Lab{Far: p.Far, p: p, o: o}
+	var err error
+	if o.NoEmulator {
+		if l.Topo, err = netns.Create(cfg.Topology); err != nil {
 			return nil, fmt.Errorf("topology: %w", err)
 		}
 	} else {
-		if l.Emu, err = emulator.Start(cfg.Emulator); err != nil {
+		if l.Emu, err = emulator.Start(cfg); err != nil {
 			return nil, fmt.Errorf("topology: %w", err)
 		}
 		l.Topo = l.Emu.Topo
 	}
-	if err := l.start(ctx); err != nil {
+	switch p.Far {
+	case FarServer:
+		err = l.startServer(ctx)
+	case FarInternet:
+		err = l.startInternet(ctx)
+	case FarHost:
+		err = l.startForwarder()
+	}
+	if err != nil {
 		_, cerr := l.Close()
 		return nil, errors.Join(err, cerr)
 	}
 	return l, nil
 }
 
-func (l *Lab) start(ctx context.Context) error {
-	cfg := l.cfg
-	id := l.Topo.ID
-	l.Dir = filepath.Join(os.TempDir(), PrivatePrefix+id)
-	if err := l.Topo.OwnDir(l.Dir); err != nil {
-		return err
-	}
-	// 0711: the servers' unprivileged workers traverse it to their document root and run
-	// directory; nothing in it can be listed, and the key is the owner's alone (0600).
-	if err := os.Mkdir(l.Dir, 0o711); err != nil {
-		return err
-	}
-	if err := os.Chmod(l.Dir, 0o711); err != nil { // whatever the umask
-		return err
-	}
-	origins := make([]netip.Addr, len(cfg.Page.Origins))
-	for i := range origins {
-		origins[i] = netns.OriginAddr(i + 1)
-	}
-	var err error
-	if l.Certs, err = server.NewCerts(filepath.Join(l.Dir, "certs"), origins); err != nil {
-		return err
-	}
-	if cfg.DNS {
-		if err := l.startDNS(ctx, origins); err != nil {
-			return err
-		}
-	}
-	dir := filepath.Join(l.Dir, "server")
-	runDir := filepath.Join(l.Dir, "run")
-	for _, d := range []string{dir, runDir} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return err
-		}
-	}
-	if l.Impl.Name() != "builtin" {
-		uid, gid, err := impl.UserIDs()
+// ChildDefaults fills what a run gives its wirelab-engine children when its caller left it out:
+// the binary (this executable), their environment (this process's) and the command line the run
+// records as its own (os.Args).
+func ChildDefaults(engine *string, env, command *[]string) error {
+	if *engine == "" {
+		exe, err := os.Executable()
 		if err != nil {
-			return err
+			return fmt.Errorf("find own executable: %w", err)
 		}
-		if err := os.Chown(runDir, uid, gid); err != nil {
-			return err
-		}
-		if err := os.Chmod(runDir, 0o700); err != nil {
-			return err
-		}
-		if l.Tree, err = impl.NewTree(filepath.Join(l.Dir, "www"), cfg.Page); err != nil {
-			return err
-		}
+		*engine = exe
 	}
-	in := &impl.Provision{
-		Dir: dir, RunDir: runDir, Page: cfg.Page, PageArg: cfg.PageArg, Seed: cfg.Seed, Shards: cfg.Shards,
-		ShardMode: cfg.ShardMode, Origins: origins, Protocols: cfg.Protocols, Knobs: cfg.Server,
-		CertDir: l.Certs.Dir, Engine: cfg.Engine, Ports: impl.DefaultPorts,
-		ConnsFile: cfg.ConnsFile, QUICStats: cfg.QUICStats,
+	if *env == nil {
+		*env = os.Environ()
 	}
-	if l.Tree != nil {
-		in.DocRoot = l.Tree.Root()
-	} else {
-		in.RecordsFile = cfg.RecordsFile
+	if *command == nil {
+		*command = os.Args
 	}
-	launch, err := l.Impl.Provision(in)
-	if err != nil {
-		return err
-	}
-	if err := impl.TestConfig(ctx, l.Impl, launch, cfg.Server, func(argv ...string) *exec.Cmd {
-		return l.Topo.Command(netns.Server, argv...)
-	}); err != nil {
-		return err
-	}
-	cfg.Log("server %s: %s", l.Impl.Name(), strings.Join(launch.Argv, " "))
-	if launch.Config != "" {
-		cfg.Log("server %s: configuration %s", l.Impl.Name(), launch.Config)
-	}
-	group, err := l.newGroup()
-	if err != nil {
-		return err
-	}
-	env := []string(nil)
-	if l.Impl.Name() == "builtin" {
-		env = cfg.Env
-	}
-	l.Server, err = impl.Start(ctx, l.Topo, l.Impl, launch, group, impl.Options{
-		Log:    func(line string) { cfg.Log("server: %s", line) },
-		OnLine: cfg.OnServerLine,
-		Env:    env,
-	})
-	if err != nil {
-		return err
-	}
-	var probes *impl.ProbeSet
-	if l.Tree != nil {
-		if err := l.Tree.Make(readyToken, "https", 0); err != nil {
-			return err
-		}
-		probes = &impl.ProbeSet{Protocols: cfg.Protocols, Ports: impl.DefaultPorts, RootCAs: l.Certs.CAPool()}
-		for i, o := range cfg.Page.Origins {
-			t := impl.ProbeTarget{Host: o.Host, Addr: origins[i]}
-			for _, obj := range cfg.Page.Objects {
-				if obj.Origin == i {
-					t.Path, t.Size = page.LoadPrefix+readyToken+obj.Path, obj.Size
-					break
-				}
-			}
-			probes.Targets = append(probes.Targets, t)
-		}
-	}
-	if err := l.Server.Ready(ctx, impl.StartLimit, probes); err != nil {
-		return err
-	}
-	if l.Tree != nil {
-		if err := l.Tree.Remove(readyToken); err != nil {
-			return err
-		}
-	}
-	l.Version = impl.Version(l.Impl)
 	return nil
 }
 
-// newGroup makes the server's control group, recorded in the run's state first; nil (and cost
-// not measured) when the machine has no usable hierarchy.
-func (l *Lab) newGroup() (*cgroup.Group, error) {
-	src, err := cgroup.Available()
+// makePrivateDir creates the run's private directory, recorded in its state file first, with the
+// given mode whatever the umask.
+func (l *Lab) makePrivateDir(mode os.FileMode) error {
+	dir := filepath.Join(os.TempDir(), PrivatePrefix+l.Topo.ID)
+	if err := l.Topo.OwnDir(dir); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, mode); err != nil {
+		return err
+	}
+	l.Dir = dir
+	return os.Chmod(dir, mode)
+}
+
+// Env is what a command in the client namespace is given besides the lab's environment: the CA to
+// trust (WIRELAB_CA_FILE), the DNS server (WIRELAB_DNS_ADDR), and behind the local internet its
+// sites' URLs (WIRELAB_SITES).
+func (l *Lab) Env() []string {
+	env := []string{"WIRELAB_DNS_ADDR=" + netns.DNSAddr.String()}
+	if l.CAFile != "" {
+		env = append(env, "WIRELAB_CA_FILE="+l.CAFile)
+	}
+	if l.Far == FarInternet {
+		urls := make([]string, len(l.Sites))
+		for i, s := range l.Sites {
+			urls[i] = s.URL()
+		}
+		env = append(env, "WIRELAB_SITES="+strings.Join(urls, ","))
+	}
+	return env
+}
+
+// Command prepares argv in the client namespace with the lab's environment and Env.
+func (l *Lab) Command(argv ...string) *exec.Cmd {
+	cmd := l.Topo.Command(netns.Client, argv...)
+	cmd.Env = append(append([]string(nil), l.o.Env...), l.Env()...)
+	return cmd
+}
+
+// RunEngine runs `wirelab-engine ARGS…` (Options.Engine) in the client namespace and returns its
+// stdout. A non-zero exit status is an error carrying the last stderr line (the stdout is
+// returned all the same).
+func (l *Lab) RunEngine(args ...string) ([]byte, error) {
+	cmd := l.Command(append([]string{l.o.Engine}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		l.cfg.Log("server cost not measured: %v", err)
-		return nil, nil
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		return out, fmt.Errorf("%s %s: %w: %s", l.o.Engine, args[0], err, lines[len(lines)-1])
 	}
-	name := "wirelab-" + l.Topo.ID + "-server"
-	paths, err := cgroup.Plan(name)
-	if err != nil {
-		return nil, err
-	}
-	if err := l.Topo.OwnCgroups(paths...); err != nil {
-		return nil, err
-	}
-	g, err := cgroup.New(name)
-	if err != nil {
-		return nil, err
-	}
-	l.CostSource = string(src)
-	return g, nil
+	return out, nil
 }
 
-// Serve makes a load's URLs servable: for a file server, the load's tree (its HTML and CSS carry
-// the token and the scheme of the protocol); nothing for the built-in server.
-func (l *Lab) Serve(token, protocol string) error {
-	if l.Tree == nil {
-		return nil
-	}
-	scheme := "https"
-	if protocol == "h1" || protocol == "h2c" {
-		scheme = "http"
-	}
-	return l.Tree.Make(token, scheme, 0)
-}
-
-// Forget removes a load's files.
-func (l *Lab) Forget(token string) error {
-	if l.Tree == nil {
-		return nil
-	}
-	return l.Tree.Remove(token)
-}
-
-// Mark is the server's usage at one instant, the start of a load's cost.
-type Mark struct {
-	usage cgroup.Usage
-	ok    bool
-}
-
-// Mark reads the server's usage now and starts a new memory peak.
-func (l *Lab) Mark() Mark {
-	if l.Server == nil || l.Server.Group == nil {
-		return Mark{}
-	}
-	l.Server.Group.ResetPeak()
-	u, err := l.Server.Usage()
-	return Mark{usage: u, ok: err == nil}
-}
-
-// Cost is what the server used between a Mark and now.
-type Cost struct {
-	CPUMs         float64 // user + system CPU of the server's processes
-	MemPeakBytes  int64   // the highest memory charged to them (v1: since the Mark's reset)
-	Source        string  // cgroup-v1 | cgroup-v2
-	PeakSinceMark bool    // the peak was reset at the Mark (else it is the run's peak so far)
-}
-
-// CostSince is the server's cost since m; ok is false when it is not measured.
-func (l *Lab) CostSince(m Mark) (Cost, bool) {
-	if !m.ok {
-		return Cost{}, false
-	}
-	u, err := l.Server.Usage()
-	if err != nil {
-		return Cost{}, false
-	}
-	return Cost{
-		CPUMs:        float64(u.CPUNs-m.usage.CPUNs) / 1e6,
-		MemPeakBytes: u.MemoryPeakBytes,
-		Source:       string(u.Source),
-	}, true
-}
-
-// ServerAlive reports whether the server's main process still runs (and why not).
-func (l *Lab) ServerAlive() (bool, error) {
-	if l.Server == nil {
-		return false, errors.New("no server")
-	}
-	return l.Server.Alive(), l.Server.ExitErr()
-}
-
-// How long Close lets the server under test and the DNS server stop gracefully before it kills
-// what is left.
-const (
-	serverStopGrace = 10 * time.Second
-	dnsStopGrace    = 5 * time.Second
-)
-
-// Close stops the server (gracefully, then everything left in its group), converts a file
-// server's access log into request records, stops the DNS server and the emulator, and removes
+// Close stops what stands behind the path (the server under test, its access log converted into
+// request records; the DNS server; `sites serve`; the forwarder), then the emulator, and removes
 // the private directory, the control group and the topology. It is idempotent.
 func (l *Lab) Close() (emulator.Summary, error) {
 	if l.closed {
 		return l.summary, nil
 	}
 	l.closed = true
-	var errs []error
-	if l.Server != nil {
-		if err := l.Server.Stop(serverStopGrace); err != nil {
-			errs = append(errs, err)
-		}
-		if l.Tree != nil && l.Server.Launch.AccessLog != "" && l.cfg.RecordsFile != "" {
-			// The readiness probes are no load's requests: their token is left out.
-			n, err := impl.ConvertAccessLog(l.Impl.Name(), l.Server.Launch.AccessLog, l.cfg.RecordsFile, l.cfg.Page, impl.DefaultPorts, readyToken)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("server records: %w", err))
-			} else {
-				l.cfg.Log("server records: %d requests from %s's access log", n, l.Impl.Name())
-			}
-		}
-		if l.Server.Group != nil {
-			if err := l.Server.Group.Remove(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	if l.dns != nil {
-		if err := l.dns.Stop(syscall.SIGTERM, dnsStopGrace); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs := []error{l.stopServer(), l.stopLive()}
 	if l.Emu != nil {
 		sum, err := l.Emu.Stop() // closes the topology: namespaces, and what the run owns (private dir, groups)
 		l.summary = sum
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cleanup: %w", err))
 		}
-	} else if l.Topo != nil { // Config.NoEmulator
+	} else if l.Topo != nil { // Options.NoEmulator
 		if err := l.Topo.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("cleanup: %w", err))
 		}
 	}
 	return l.summary, errors.Join(errs...)
-}
-
-// startDNS runs `wirelab-engine dns` in the server namespace until Close, answering for the
-// origins.
-func (l *Lab) startDNS(ctx context.Context, origins []netip.Addr) error {
-	addrs := make([]string, len(origins))
-	for i, a := range origins {
-		addrs[i] = a.String()
-	}
-	cmd := l.Topo.Command(netns.Server, l.cfg.Engine, "dns", "--listen", netns.DNSAddr.String()+":53", "--origins", strings.Join(addrs, ","))
-	cmd.Env = l.cfg.Env
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	p, err := child.Start(ctx, "dns", cmd, impl.StartLimit, nil, nil)
-	if err != nil {
-		return fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	l.dns = p
-	return nil
 }

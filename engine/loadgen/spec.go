@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/contract"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
-	"github.com/wirelab/wirelab/engine/trial"
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 // Contract is the version of the loadtest spec (schemas/loadtest-spec.schema.json).
@@ -27,9 +26,9 @@ type Spec struct {
 	// Seed seeds the think times (and, with a page, the page's sizes and content); ≥ 0, default 1.
 	Seed int64 `json:"seed"`
 	// Lab is the page, network and server under test: the trial spec's fields of the same names
-	// (decoded by trial.DecodeSpec, their one owner). nil when the spec names no page (loadgen
-	// --target loads whatever the target serves).
-	*Lab
+	// (engine/spec, their one owner). nil when the spec names no page (loadgen --target loads
+	// whatever the target serves).
+	*spec.Lab
 	Client     Client   `json:"client"`
 	Scenario   Scenario `json:"scenario"`
 	Think      Think    `json:"think"`
@@ -38,15 +37,6 @@ type Spec struct {
 	Thresholds []string `json:"thresholds"` // METRIC OP NUMBER (threshold.go); default []
 	AtVUs      []int    `json:"at_vus"`     // VU counts whose interval's page times the outcomes report; default []
 	Limits     Limits   `json:"limits"`
-}
-
-// Lab holds the trial spec's fields a load test shares: what the lab serves and how.
-type Lab struct {
-	Page      string       `json:"page"`
-	Shards    int          `json:"shards"`
-	ShardMode string       `json:"shard_mode"`
-	Network   string       `json:"network"`
-	Server    trial.Server `json:"server"`
 }
 
 // Client holds the virtual users' loader knobs.
@@ -98,32 +88,21 @@ type Limits struct {
 // cannot state: it applies to one model only). Every other default is the schema's.
 const DefaultOpenMaxVUs = 10000
 
-// labFields are the trial spec's fields a loadtest spec shares (seed aside: it also seeds the
-// think times, so it may come alone).
-var labFields = []string{"page", "shards", "shard_mode", "network", "server"}
-
 // Decode reads a loadtest spec strictly against schemas/loadtest-spec.schema.json (engine/contract:
 // unknown fields with the closest name, types, ranges, one *fielderr.Error naming the dotted
-// path), takes its defaults from the schema, decodes the lab's fields with trial.DecodeSpec (their
-// owner), and checks what a schema cannot say: the stages against the limits, some VU or rate
-// above zero, thresholds that parse.
+// path), takes its defaults from the schema, decodes the lab's fields as a trial spec's
+// (spec.DecodeLab: their one definition), and checks what a schema cannot say: the stages against
+// the limits, some VU or rate above zero, thresholds that parse.
 func Decode(data []byte) (*Spec, error) {
-	v, err := contract.Decode("spec", data)
+	m, err := spec.Object(contract.LoadtestSpec, data)
 	if err != nil {
 		return nil, err
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, &fielderr.Error{Field: "spec", Value: contract.Show(v), Allowed: "must be a JSON object"}
-	}
-	if err := contract.Validate(contract.LoadtestSpec, m); err != nil {
-		return nil, err
-	}
-	lab, err := decodeLab(m)
+	lab, err := spec.DecodeLab(m)
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range labFields {
+	for _, f := range spec.Fields {
 		delete(m, f) // decoded above; the schema's defaults for them apply only with a page
 	}
 	sc, _ := m["scenario"].(map[string]any)
@@ -136,16 +115,9 @@ func Decode(data []byte) (*Spec, error) {
 	if err := contract.ApplyDefaults(contract.LoadtestSpec, m); err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	s := &Spec{}
-	if err := dec.Decode(s); err != nil {
-		// The schema accepted a field this engine's Spec does not have: a bug, not bad input.
-		return nil, fmt.Errorf("loadtest spec: the schema and loadgen.Spec disagree: %w", err)
+	if err := spec.Into(m, s, "loadtest spec"); err != nil {
+		return nil, err
 	}
 	s.Lab = lab
 	if err := s.check(); err != nil {
@@ -155,30 +127,6 @@ func Decode(data []byte) (*Spec, error) {
 		s.LoadtestID = randomID()
 	}
 	return s, nil
-}
-
-// decodeLab reads the lab's fields through trial.DecodeSpec: the same definitions, defaults and
-// implementation tables as in a trial spec. The seed goes with them (it seeds the page's sizes
-// and content). nil without a page (the schema requires one with the others).
-func decodeLab(m map[string]any) (*Lab, error) {
-	if _, ok := m["page"]; !ok {
-		return nil, nil
-	}
-	sub := map[string]any{}
-	for _, f := range append(labFields, "seed") {
-		if v, ok := m[f]; ok {
-			sub[f] = v
-		}
-	}
-	data, err := json.Marshal(sub)
-	if err != nil {
-		return nil, err
-	}
-	ts, err := trial.DecodeSpec(data)
-	if err != nil {
-		return nil, err
-	}
-	return &Lab{Page: ts.Page, Shards: ts.Shards, ShardMode: ts.ShardMode, Network: ts.Network, Server: ts.Server}, nil
 }
 
 // check is what the schema cannot say.

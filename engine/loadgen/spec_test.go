@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/wirelab/wirelab/engine/contract"
-	"github.com/wirelab/wirelab/engine/internal/contracttest"
-	"github.com/wirelab/wirelab/engine/trial"
+	"github.com/wirelab/wirelab/engine/contract/contracttest"
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 const minimal = `{"protocol":"h2","scenario":{"stages":[{"duration_s":60,"target":10}]}}`
@@ -47,15 +47,16 @@ func TestDecodeDefaults(t *testing.T) {
 	}
 }
 
-// The lab's fields are the trial's: decoded by trial.DecodeSpec, with its defaults.
+// The lab's fields are the trial's (engine/spec), with its defaults: a server object's are a trial
+// spec's, the implementation's own table and the knobs it cannot set included.
 func TestDecodeLab(t *testing.T) {
 	s, err := Decode([]byte(`{"protocol":"h1s","page":"neoload50","network":"rtt=85ms","seed":3,"server":{"max_concurrent_streams":50},` +
 		`"scenario":{"stages":[{"duration_s":1200,"target":1000}]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, _ := trial.DecodeSpec([]byte(`{"page":"neoload50","server":{"max_concurrent_streams":50}}`))
-	want := &Lab{Page: "neoload50", Shards: 1, ShardMode: "round-robin", Network: "rtt=85ms", Server: ts.Server}
+	server, _ := spec.DecodeServer([]byte(`{"max_concurrent_streams":50}`))
+	want := &spec.Lab{Page: "neoload50", Shards: 1, ShardMode: "round-robin", Network: "rtt=85ms", Server: server}
 	if !reflect.DeepEqual(s.Lab, want) || s.Seed != 3 {
 		t.Errorf("lab %+v seed %d; want %+v and 3", s.Lab, s.Seed, want)
 	}
@@ -64,6 +65,10 @@ func TestDecodeLab(t *testing.T) {
 		if !strings.Contains(string(b), k) {
 			t.Errorf("resolved spec lacks %s: %s", k, b)
 		}
+	}
+	caddy, err := Decode([]byte(`{"protocol":"h3","page":"twitter","server":{"impl":"caddy"},"scenario":{"stages":[{"duration_s":10,"target":1}]}}`))
+	if err != nil || caddy.Server.MaxConcurrentStreams != 0 || string(caddy.Server.Own) != `{"gomaxprocs":0}` {
+		t.Errorf("server = { impl = \"caddy\" }: %+v (%v); want Caddy's own stream limit (0) and its table", caddy.Lab, err)
 	}
 }
 

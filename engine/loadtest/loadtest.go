@@ -76,8 +76,8 @@ var ErrInterrupted = errors.New("interrupted")
 // Prepared is a load test checked against everything it refers to (the page, the profile, the
 // server's support), with what its lab needs. Nothing has been created yet.
 type Prepared struct {
-	Spec  *loadgen.Spec
-	Trial *trial.Prepared // the lab's half, prepared as a one-protocol trial of the same fields
+	Spec *loadgen.Spec
+	Lab  *lab.Prepared // the lab serving the page over the one protocol
 }
 
 // Prepare checks spec as a run would, creating nothing.
@@ -85,21 +85,14 @@ func Prepare(spec *loadgen.Spec) (*Prepared, error) {
 	if spec.Lab == nil {
 		return nil, &fielderr.Error{Field: "page", Allowed: "required: the page the load test's server serves (wirelab-engine loadtest runs the lab; loadgen --target loads a page elsewhere)"}
 	}
-	ts := &trial.Spec{Contract: trial.Contract, TrialID: "loadtest", Page: spec.Page, Shards: spec.Shards, ShardMode: spec.ShardMode,
-		Protocols: []string{spec.Protocol}, Repetitions: 1, Order: "alternate", Seed: spec.Seed, Network: spec.Network,
-		Server: spec.Server, Client: trial.Client{Impl: "engine", Mode: "flat", MaxConnectionsPerOrigin: spec.Client.MaxConnectionsPerOrigin,
-			DNS: spec.Client.DNS, ComputeScale: 1, Priority: "none", TimeoutS: spec.Client.TimeoutS}}
-	if ts.Client.DNS == "" {
-		ts.Client.DNS = "static"
+	if trial.IsLive(spec.Page) {
+		return nil, fielderr.New("page", spec.Page, "a load test serves a page model from the server under test; live pages (url:) are loaded by trials (docs/live.md)")
 	}
-	if trial.IsLive(ts.Page) {
-		return nil, fielderr.New("page", ts.Page, "a load test serves a page model from the server under test; live pages (url:) are loaded by trials (docs/live.md)")
-	}
-	tp, err := trial.Prepare(ts)
+	lp, err := lab.Prepare(spec.Lab, spec.Seed, []string{spec.Protocol})
 	if err != nil {
 		return nil, err
 	}
-	return &Prepared{Spec: spec, Trial: tp}, nil
+	return &Prepared{Spec: spec, Lab: lp}, nil
 }
 
 // Options are how a load test runs, besides its spec.
@@ -161,18 +154,8 @@ type Sample struct {
 // namespaces, processes, the server's group, the private directory — is removed before it
 // returns, also when ctx ends.
 func Run(ctx context.Context, p *Prepared, o Options) (*Result, error) {
-	if o.Engine == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		o.Engine = exe
-	}
-	if o.Env == nil {
-		o.Env = os.Environ()
-	}
-	if o.Command == nil {
-		o.Command = os.Args
+	if err := lab.ChildDefaults(&o.Engine, &o.Env, &o.Command); err != nil {
+		return nil, err
 	}
 	if o.Warn == nil {
 		o.Warn = io.Discard
@@ -231,7 +214,7 @@ func (r *runner) progress(v any) {
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	spec := r.p.Spec
-	tp := r.p.Trial
+	lp := r.p.Lab
 	if err := os.MkdirAll(r.o.OutDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -243,20 +226,14 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	prov := trial.NewProvenance(r.o.Command, r.started)
 	specJSON, _ := json.Marshal(spec)
 	fmt.Fprintf(lf, "# wirelab-engine %s (%s) loadtest %s\n# command: %s\n# spec: %s\n# network: %s\n# page: %s, %d objects, %d bytes, %d origins\n",
-		prov.EngineVersion, prov.GitSHA, spec.LoadtestID, strings.Join(r.o.Command, " "), specJSON, tp.Profile.String(),
-		tp.Page.Name, len(tp.Page.Objects), tp.Page.TotalBytes(), tp.Origins())
+		prov.EngineVersion, prov.GitSHA, spec.LoadtestID, strings.Join(r.o.Command, " "), specJSON, lp.Profile.String(),
+		lp.Page.Name, len(lp.Page.Objects), lp.Page.TotalBytes(), lp.Origins())
 
-	cfg := tp.Emulator
-	cfg.Topology.Command = r.o.Command
-	cfg.Topology.Resolver = spec.Client.DNS == "server"
 	if ctx.Err() != nil {
 		return nil, ErrInterrupted
 	}
-	r.lab, err = lab.Start(ctx, lab.Config{
-		Page: tp.Page, PageArg: tp.PageArg, Seed: spec.Seed, Shards: spec.Shards, ShardMode: spec.ShardMode,
-		Protocols: []string{spec.Protocol}, Server: spec.Server, DNS: spec.Client.DNS == "server", Emulator: cfg,
-		Engine: r.o.Engine, Env: r.o.Env, Log: r.logf,
-	})
+	r.lab, err = lab.Start(ctx, lp, lab.Options{Engine: r.o.Engine, Env: r.o.Env, Command: r.o.Command,
+		DNS: spec.Client.DNS == "server", Log: r.logf})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ErrInterrupted
@@ -266,20 +243,14 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	prov.Namespaces = netns.NamespaceName(r.lab.Topo.ID, netns.Client) + " " + netns.NamespaceName(r.lab.Topo.ID, netns.Server)
 	prov.Server = &trial.ServerProvenance{Impl: spec.Server.Impl, Version: r.lab.Version, Effective: r.lab.Server.Launch.Effective,
 		CostSource: r.lab.CostSource}
-	if prov.Server.Version == "" && spec.Server.Impl == "builtin" {
-		prov.Server.Version = prov.EngineVersion
-	}
 	// One token for the whole run: VUs load the same URLs thousands of times (the loader keeps no
 	// cache), and a file server cannot have a tree written per page.
 	r.token = page.NewToken()
 	if err := r.lab.Serve(r.token, spec.Protocol); err != nil {
 		return nil, err
 	}
-	scheme := "https"
-	if spec.Protocol == "h1" || spec.Protocol == "h2c" {
-		scheme = "http"
-	}
-	root, err := tp.Page.URL(0, page.Base{Scheme: scheme, Token: r.token})
+	scheme := page.Scheme(spec.Protocol)
+	root, err := lp.Page.URL(0, page.Base{Scheme: scheme, Token: r.token})
 	if err != nil {
 		return nil, err
 	}
@@ -300,12 +271,12 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	args := []string{r.o.Engine, "loadgen", "--spec", specFile, "--target", root, "--start-ns", strconv.FormatInt(startNs, 10),
 		"--lab", r.lab.Topo.ID}
 	if scheme == "https" {
-		args = append(args, "--ca", r.lab.Certs.CAPath())
+		args = append(args, "--ca", r.lab.CAFile)
 	}
 	if spec.Client.DNS == "server" {
 		args = append(args, "--dns", netns.DNSAddr.String())
 	} else {
-		args = append(args, "--resolve", trial.StaticMap(tp.Origins()))
+		args = append(args, "--resolve", trial.StaticMap(lp.Origins()))
 	}
 	r.logf("loadgen: %s", strings.Join(args[1:], " "))
 	res, err := r.generate(ctx, args, startNs)

@@ -43,6 +43,15 @@ func NewToken() string {
 	return hex.EncodeToString(b[:])
 }
 
+// Scheme is the scheme of a load's URLs over a protocol of the contract: http for the cleartext
+// ones (h1, h2c), https for the others.
+func Scheme(protocol string) string {
+	if protocol == "h1" || protocol == "h2c" {
+		return "http"
+	}
+	return "https"
+}
+
 // Base is what a load's URLs are built from.
 type Base struct {
 	Scheme string // "http" or "https"

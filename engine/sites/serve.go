@@ -182,3 +182,18 @@ func Names(all []Site) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// ServeReady is the ready line of `wirelab-engine sites serve`.
+type ServeReady struct {
+	Event  string     `json:"event"`
+	CAFile string     `json:"ca_file"`
+	SPKI   string     `json:"spki_sha256"` // the sites' leaf certificate's SPKI hash (Chromium)
+	DNS    string     `json:"dns"`
+	Sites  []SiteAddr `json:"sites"`
+}
+
+// SiteAddr is a site's name and the address its name resolves to.
+type SiteAddr struct {
+	Name string `json:"name"`
+	Addr string `json:"addr"`
+}

@@ -40,7 +40,7 @@ func loaderArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, e
 // for dependency).
 func fetchArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, error) {
 	s := p.Spec
-	scheme := schemeOf(l.Protocol)
+	scheme := page.Scheme(l.Protocol)
 	root, err := p.Page.URL(0, page.Base{Scheme: scheme, Token: token})
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func fetchArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, er
 // replay"). Chromium trusts the server's certificate by its SPKI hash.
 func browseArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, error) {
 	s := p.Spec
-	scheme := schemeOf(l.Protocol)
+	scheme := page.Scheme(l.Protocol)
 	root, err := p.Page.URL(0, page.Base{Scheme: scheme, Token: token})
 	if err != nil {
 		return nil, err

@@ -155,7 +155,7 @@ func builtinArgv(t *testing.T, p *Prepared) []string {
 	t.Helper()
 	l, err := impl.Builtin{}.Provision(&impl.Provision{PageArg: p.PageArg, Seed: p.Spec.Seed, Shards: p.Spec.Shards,
 		ShardMode: p.Spec.ShardMode, Origins: []netip.Addr{netns.OriginAddr(1)}, Protocols: p.Spec.Protocols,
-		Knobs: p.Spec.Server, CertDir: "/x/certs", Engine: "wirelab-engine", Ports: impl.DefaultPorts})
+		Server: p.Spec.Server, CertDir: "/x/certs", Engine: "wirelab-engine", Ports: impl.DefaultPorts})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -17,16 +16,18 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/egress"
-	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/seam"
+	"github.com/wirelab/wirelab/engine/lab"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/pktlog"
 	"github.com/wirelab/wirelab/engine/policy"
 	"github.com/wirelab/wirelab/engine/probe"
 	"github.com/wirelab/wirelab/engine/sites"
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 // Live pages (docs/live.md): `page = "url:https://…"` loads a site's page as the site serves it —
@@ -57,7 +58,7 @@ type Live struct {
 // rule as for emulated pages); host, path and query as given.
 func (l *Live) LoadURL(protocol string) string {
 	u := *l.URL
-	u.Scheme = schemeOf(protocol)
+	u.Scheme = page.Scheme(protocol)
 	return u.String()
 }
 
@@ -99,15 +100,6 @@ func ParseLive(pageName string, allowInternet bool) (*Live, error) {
 	return &Live{URL: site.URL, Host: site.Host, Local: local}, nil
 }
 
-// defaultServer is the server object of a spec that says nothing about it.
-func defaultServer() Server {
-	s, err := DecodeSpec([]byte(`{"page":"x"}`))
-	if err != nil {
-		panic(err) // the schema's own defaults
-	}
-	return s.Server
-}
-
 // checkLiveKnobs refuses the knobs a live page cannot honour: it is served by its site (no server
 // knob applies), has no page model (no shards, objects, replay or priorities) and its names are
 // the site's DNS's.
@@ -115,7 +107,7 @@ func checkLiveKnobs(s *Spec) error {
 	switch {
 	case s.Shards != 1 || s.ShardMode != "round-robin":
 		return fielderr.New("shards", s.Shards, "a live page is its site's as served: shards must be 1 (shard_mode round-robin)")
-	case !reflect.DeepEqual(s.Server, defaultServer()):
+	case !reflect.DeepEqual(s.Server, spec.DefaultServer("builtin")):
 		return fielderr.New("server", "…", "a live page is served by its site: no server knob applies; leave the server table out")
 	case s.Client.Mode != "flat":
 		return fielderr.New("client.mode", s.Client.Mode, "a live page has no page model: its objects are discovered from what the site serves; the mode must be flat")
@@ -146,8 +138,8 @@ func checkPublicKnobs(s *Spec, r profile.Resolved) error {
 	return nil
 }
 
-// prepareLive is Prepare for a live page: the path is the spec's profile — for the local internet
-// with its sites' extra round trips as origin_delay — in front of the egress router.
+// prepareLive is Prepare for a live page: the lab's path is the spec's profile — for the local
+// internet with its sites' extra round trips as origin_delay — in front of the egress router.
 func prepareLive(s *Spec) (*Prepared, error) {
 	live, err := ParseLive(s.Page, s.AllowInternet)
 	if err != nil {
@@ -156,38 +148,20 @@ func prepareLive(s *Spec) (*Prepared, error) {
 	if err := checkLiveKnobs(s); err != nil {
 		return nil, err
 	}
-	var r profile.Resolved
+	far := lab.FarHost
 	if live.Local {
-		r, err = sites.Profile(s.Network)
-	} else {
-		r, err = publicProfile(s.Network)
+		far = lab.FarInternet
 	}
+	lp, err := lab.PrepareLive(far, s.Network, s.Seed)
 	if err != nil {
-		return nil, networkError(err)
+		return nil, err
 	}
 	if !live.Local {
-		if err := checkPublicKnobs(s, r); err != nil {
+		if err := checkPublicKnobs(s, lp.Profile); err != nil {
 			return nil, err
 		}
 	}
-	if err := checkCongestionControl(r.CC); err != nil {
-		return nil, err
-	}
-	cfg, err := emulator.ConfigFromProfile(r, len(sites.Served(sites.Catalog())), uint64(s.Seed))
-	if err != nil {
-		return nil, networkError(err)
-	}
-	rs := r
-	s.NetworkRes = &rs
-	return &Prepared{Spec: s, PageArg: s.Page, Live: live, Profile: r, Emulator: cfg, Sequence: Sequence(s)}, nil
-}
-
-// publicProfile is a public site's path: the spec's profile on top of the real one (native: none).
-func publicProfile(net string) (profile.Resolved, error) {
-	if net == "" {
-		net = "native"
-	}
-	return profile.Parse(net)
+	return completed(s, lp, live), nil
 }
 
 // liveFiles are what a live load's loader needs of the local internet: its CA (the engine's
@@ -200,7 +174,7 @@ type liveFiles struct {
 // run's DNS server (the sites' zone), the sites' certificate; fetch (flat) or browse.
 func liveLoaderArgs(p *Prepared, l Load, files liveFiles) []string {
 	s := p.Spec
-	https := schemeOf(l.Protocol) == "https"
+	https := page.Scheme(l.Protocol) == "https"
 	timeout := time.Duration(s.Client.TimeoutS * float64(time.Second))
 	if s.Client.Impl == "chromium" {
 		b := seam.DefaultBrowse()
@@ -256,14 +230,6 @@ func spokenOtherwise(harPath, protocol string) (string, error) {
 	return "", nil
 }
 
-// liveFar is a live trial's far side, as its loads and its end need it.
-type liveFar struct {
-	caFile   string // the local internet's CA (the engine's loader), "" for a public site (system roots)
-	spki     string // the local internet's leaf SPKI hash (Chromium)
-	events   *egressEvents
-	shutdown func() (emulator.Summary, error)
-}
-
 // egressEvents logs the DNS forwarder's admissions and refusals and counts the refusals (the
 // admissions are the router's set: RouterCounters).
 type egressEvents struct {
@@ -288,48 +254,12 @@ func (e *egressEvents) on(ev egress.Event) {
 	}
 }
 
-// startLive starts the trial's path to the page's site — the emulated link to the egress router,
-// whose far side is the local internet or, for a public site, the host — and plans the page's
-// site in the client namespace: `probe --plan` resolves its name through the router's DNS
-// forwarder and checks every address against the probe's policy, sending nothing to the site; a
-// refusal is bad input (exit 2). The planned addresses are admitted through the router.
-func (r *runner) startLive(ctx context.Context, cfg emulator.Config) error {
-	ev := &egressEvents{log: r.log}
-	if r.p.Live.Local {
-		var stderr bytes.Buffer
-		l, err := sites.StartLab(sites.LabConfig{Engine: r.o.Engine, Env: r.o.Env, Emulator: &cfg, Stderr: &stderr, OnEgress: ev.on})
-		if stderr.Len() > 0 {
-			r.log.printf("sites serve: %s", strings.TrimSpace(stderr.String()))
-		}
-		if err != nil {
-			return fmt.Errorf("local internet: %w", err)
-		}
-		r.emu = l.E
-		r.live = &liveFar{caFile: l.CAFile, spki: l.SPKIHash, events: ev, shutdown: l.Shutdown}
-		r.log.printf("local internet %s / %s / %s up: %d sites behind the egress router, DNS forwarder %s",
-			r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.emu.Topo.Name(netns.Internet), len(sites.Served(l.Sites)), netns.DNSAddr)
-	} else {
-		cfg.Topology.Egress = &netns.Egress{Far: netns.FarHost}
-		e, err := emulator.Start(cfg)
-		if err != nil {
-			return fmt.Errorf("egress path: %w", err)
-		}
-		r.emu = e
-		proc, err := egress.Start(e.Topo, r.o.Engine, r.o.Env, ev.on)
-		if err != nil {
-			_, serr := e.Stop()
-			r.emu = nil
-			return errors.Join(fmt.Errorf("egress path: %w", err), serr)
-		}
-		r.live = &liveFar{events: ev, shutdown: func() (emulator.Summary, error) {
-			_, perr := proc.Stop()
-			sum, err := e.Stop()
-			return sum, errors.Join(perr, err)
-		}}
-		up := e.Topo.Uplink()
-		r.log.printf("egress path %s / %s up: the host's way out %s, uplink %s (router %s), DNS forwarder %s asks the host's resolver",
-			e.Topo.Name(netns.Client), e.Topo.Name(netns.Server), up.HostIface, up.Prefix, up.Router, netns.DNSAddr)
-	}
+// planLive plans the page's site in the client namespace, once the lab's path to the site exists
+// (the egress router, whose far side is the local internet or, for a public site, the host):
+// `probe --plan` resolves its name through the router's DNS forwarder and checks every address
+// against the probe's policy, sending nothing to the site; a refusal is bad input (exit 2). The
+// planned addresses are admitted through the router.
+func (r *runner) planLive(ctx context.Context) error {
 	args := []string{r.o.Engine, "probe", "--plan", "--dns", netns.DNSAddr.String()}
 	if r.p.Spec.AllowInternet {
 		args = append(args, "--allow-internet")
@@ -379,7 +309,7 @@ func (r *runner) startLive(ctx context.Context, cfg emulator.Config) error {
 
 // egressResult is trial.json's "egress" of a live trial: what the router let through and refused.
 func (r *runner) egressResult() *EgressResult {
-	if r.live == nil || r.emu == nil {
+	if r.egress == nil || r.emu == nil {
 		return nil
 	}
 	res := &EgressResult{Far: r.emu.Topo.Uplink().Far.String(), Admitted: []string{}}
@@ -393,9 +323,9 @@ func (r *runner) egressResult() *EgressResult {
 	}
 	slices.Sort(res.Admitted)
 	res.RefusedPackets = int64(rc.Refused)
-	r.live.events.mu.Lock()
-	res.RefusedByPolicy = r.live.events.refused
-	r.live.events.mu.Unlock()
+	r.egress.mu.Lock()
+	res.RefusedByPolicy = r.egress.refused
+	r.egress.mu.Unlock()
 	r.log.printf("egress: admitted %s; refused by the policy: %d answers or names; refused by the router: %d packets",
 		strings.Join(res.Admitted, ", "), res.RefusedByPolicy, res.RefusedPackets)
 	return res

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelab/wirelab/engine/internal/contracttest"
+	"github.com/wirelab/wirelab/engine/contract/contracttest"
 	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/pktlog"
 )

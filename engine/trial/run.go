@@ -1,6 +1,7 @@
 package trial
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/pktlog"
 	"github.com/wirelab/wirelab/engine/server/impl"
+	"github.com/wirelab/wirelab/engine/sites"
 )
 
 // Files of the trial directory (docs/trial-contract.md).
@@ -90,18 +92,8 @@ type EmulatorResult struct {
 // before it returns, also when ctx ends.
 func Run(ctx context.Context, p *Prepared, o Options) (*Result, error) {
 	r := &runner{p: p, o: o, started: time.Now()}
-	if r.o.Engine == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("find own executable: %w", err)
-		}
-		r.o.Engine = exe
-	}
-	if r.o.Env == nil {
-		r.o.Env = os.Environ()
-	}
-	if r.o.Command == nil {
-		r.o.Command = os.Args
+	if err := lab.ChildDefaults(&r.o.Engine, &r.o.Env, &r.o.Command); err != nil {
+		return nil, err
 	}
 	if r.o.Warn == nil {
 		r.o.Warn = io.Discard
@@ -135,9 +127,9 @@ type runner struct {
 	tmp      string // the trial's files in the lab's private directory
 	pageFile string // replay, priorities: the served page as JSON, in tmp
 	lab      *lab.Lab
-	live     *liveFar // a live page's far side (instead of lab)
-	emu      *emulator.Emulator
+	emu      *emulator.Emulator // the lab's
 	quic     *quicReports
+	egress   *egressEvents // a live page's egress router's events
 	summary  emulator.Summary
 	stopped  bool
 }
@@ -188,61 +180,71 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	defer loads.Close()
 
-	cfg := r.p.Emulator
-	cfg.PacketLog = true
-	cfg.PcapRotation = s.Capture.Pcap
-	cfg.Topology.Command = r.o.Command
-	// The client namespace's resolv.conf names the run's DNS server: Chromium resolves through the
-	// system resolver (fetch is told --dns).
-	cfg.Topology.Resolver = s.Client.DNS == "server"
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	r.quic = newQUICReports()
+	if err := r.startLab(ctx, &prov); err != nil {
+		return nil, err
+	}
 	if r.p.Live != nil {
-		if err := r.startLive(ctx, cfg); err != nil {
+		if err := r.planLive(ctx); err != nil {
 			return nil, err
 		}
-		var names []string
-		for _, side := range r.emu.Topo.Sides() {
-			names = append(names, r.emu.Topo.Name(side))
-		}
-		prov.Namespaces = strings.Join(names, " ")
-		if r.p.Live.Local {
-			prov.Server = &ServerProvenance{Impl: "builtin", Version: prov.EngineVersion}
-		}
-	} else if err := r.startLab(ctx, cfg, &prov); err != nil {
-		return nil, err
 	}
 	r.progress(map[string]any{"event": "ready"})
 	return r.loads(ctx, loads, &prov)
 }
 
-// startLab starts the emulated lab of a page model: the path, the DNS server and the server under
-// test.
-func (r *runner) startLab(ctx context.Context, cfg emulator.Config, prov *Provenance) error {
+// startLab starts the trial's lab: the path, and behind it the page's server under test and the
+// DNS server, or for a live page the egress router and its far side.
+func (r *runner) startLab(ctx context.Context, prov *Provenance) error {
 	s := r.p.Spec
-	dir := r.o.OutDir
+	o := lab.Options{Engine: r.o.Engine, Env: r.o.Env, Command: r.o.Command, PacketLog: true, PcapRotation: s.Capture.Pcap,
+		DNS: s.Client.DNS == "server", Log: r.log.printf}
+	var stderr bytes.Buffer
+	if r.p.Live == nil {
+		o.RecordsFile, o.ConnsFile = filepath.Join(r.o.OutDir, ServerReqs), filepath.Join(r.o.OutDir, ServerConns)
+		o.QUICStats = slices.Contains(s.Protocols, "h3")
+		o.OnServerLine = r.quic.line(r.log)
+	} else {
+		r.egress = &egressEvents{log: r.log}
+		o.OnEgress, o.Stderr = r.egress.on, &stderr
+	}
 	var err error
-	wantQUIC := slices.Contains(s.Protocols, "h3") && s.Server.Impl == "builtin"
-	r.lab, err = lab.Start(ctx, lab.Config{
-		Page: r.p.Page, PageArg: r.p.PageArg, Seed: s.Seed, Shards: s.Shards, ShardMode: s.ShardMode,
-		Protocols: s.Protocols, Server: s.Server, DNS: s.Client.DNS == "server", Emulator: cfg,
-		Engine: r.o.Engine, Env: r.o.Env,
-		RecordsFile: filepath.Join(dir, ServerReqs), ConnsFile: filepath.Join(dir, ServerConns), QUICStats: wantQUIC,
-		Log:          r.log.printf,
-		OnServerLine: r.quic.line(r.log),
-	})
+	r.lab, err = lab.Start(ctx, r.p.Prepared, o)
+	if stderr.Len() > 0 {
+		r.log.printf("sites serve: %s", strings.TrimSpace(stderr.String()))
+	}
 	if err != nil {
+		switch r.p.Far {
+		case lab.FarInternet:
+			return fmt.Errorf("local internet: %w", err)
+		case lab.FarHost:
+			return fmt.Errorf("egress path: %w", err)
+		}
 		return err
 	}
 	r.emu = r.lab.Emu
-	prov.Namespaces = netns.NamespaceName(r.emu.Topo.ID, netns.Client) + " " + netns.NamespaceName(r.emu.Topo.ID, netns.Server)
+	var names []string
+	for _, side := range r.emu.Topo.Sides() {
+		names = append(names, r.emu.Topo.Name(side))
+	}
+	prov.Namespaces = strings.Join(names, " ")
+	switch r.p.Far {
+	case lab.FarInternet:
+		prov.Server = &ServerProvenance{Impl: "builtin", Version: prov.EngineVersion}
+		r.log.printf("local internet %s / %s / %s up: %d sites behind the egress router, DNS forwarder %s",
+			r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.emu.Topo.Name(netns.Internet), len(sites.Served(r.lab.Sites)), netns.DNSAddr)
+		return nil
+	case lab.FarHost:
+		up := r.emu.Topo.Uplink()
+		r.log.printf("egress path %s / %s up: the host's way out %s, uplink %s (router %s), DNS forwarder %s asks the host's resolver",
+			r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), up.HostIface, up.Prefix, up.Router, netns.DNSAddr)
+		return nil
+	}
 	prov.Server = &ServerProvenance{Impl: s.Server.Impl, Version: r.lab.Version, Effective: r.lab.Server.Launch.Effective,
 		CostSource: r.lab.CostSource}
-	if prov.Server.Version == "" && s.Server.Impl == "builtin" {
-		prov.Server.Version = prov.EngineVersion
-	}
 	r.tmp = filepath.Join(r.lab.Dir, "trial")
 	if err := os.Mkdir(r.tmp, 0o700); err != nil {
 		return err
@@ -272,7 +274,7 @@ func (r *runner) loads(ctx context.Context, loads *os.File, prov *Provenance) (*
 	var between int64
 	for _, l := range r.p.Sequence {
 		// A live page's server is its site's: a site that went away is its loads' errors.
-		if r.lab != nil {
+		if r.p.Live == nil {
 			if alive, why := r.lab.ServerAlive(); !alive {
 				return nil, fmt.Errorf("the server exited during the trial (%v); see %s", why, LogFile)
 			}
@@ -341,7 +343,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 		harPath = filepath.Join(r.o.OutDir, harRel)
 	}
 	if s.Client.Mode == "objects" {
-		urls, err := r.p.Page.URLs(token, schemeOf(l.Protocol))
+		urls, err := r.p.Page.URLs(token, page.Scheme(l.Protocol))
 		if err != nil {
 			return Record{}, 0, err
 		}
@@ -360,9 +362,9 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	var args []string
 	var err error
 	if r.p.Live != nil {
-		args = liveLoaderArgs(r.p, l, liveFiles{CAFile: r.live.caFile, SPKI: r.live.spki, HAR: harPath})
+		args = liveLoaderArgs(r.p, l, liveFiles{CAFile: r.lab.CAFile, SPKI: r.lab.SPKIHash, HAR: harPath})
 	} else {
-		args, err = loaderArgs(r.p, l, token, loadFiles{CAFile: r.lab.Certs.CAPath(), SPKI: r.lab.Certs.SPKIHash,
+		args, err = loaderArgs(r.p, l, token, loadFiles{CAFile: r.lab.CAFile, SPKI: r.lab.SPKIHash,
 			PageFile: r.pageFile, URLs: urlsFile, HAR: harPath})
 		if err != nil {
 			return Record{}, 0, err
@@ -380,10 +382,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	// QUIC connections that ended since (late reports of an earlier load).
 	before := len(r.emu.Log.Take())
 	r.quic.forget()
-	var mark lab.Mark
-	if r.lab != nil {
-		mark = r.lab.Mark()
-	}
+	mark := r.lab.Mark()
 	if before > 0 {
 		r.log.printf("load %d: %d packets crossed the link between loads (not counted)", l.Index, before)
 	}
@@ -401,11 +400,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 		r.log.printf("load %d: the link did not settle within %s", l.Index, settleLimit)
 	}
 	own, stray := Own(r.emu.Log.Take())
-	var cost lab.Cost
-	costOK := false
-	if r.lab != nil {
-		cost, costOK = r.lab.CostSince(mark)
-	}
+	cost, costOK := r.lab.CostSince(mark)
 
 	f, failure, err := out.result()
 	if err != nil {
@@ -437,7 +432,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 		cpu, peak := round3(cost.CPUMs), cost.MemPeakBytes
 		rec.ServerCPUMs, rec.ServerRSSPeakBytes = &cpu, &peak
 	}
-	if l.Protocol == "h3" && s.Server.Impl == "builtin" && r.lab != nil {
+	if l.Protocol == "h3" && r.lab.QUICReports {
 		// Only the built-in server reports its QUIC stack's losses; for the others the
 		// retransmissions of an h3 load are the client's alone (docs/metrics.md).
 		r.addServerQUICLosses(ctx, &rec, own)
@@ -462,42 +457,24 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	return rec, before + stray, nil
 }
 
-func schemeOf(protocol string) string {
-	if protocol == "h1" || protocol == "h2c" {
-		return "http"
-	}
-	return "https"
-}
-
 // stop ends the server and the emulator (once) and keeps the emulator's summary.
 func (r *runner) stop() error {
 	if r.stopped {
 		return nil
 	}
 	r.stopped = true
-	var errs []error
-	var stopped bool
-	switch {
-	case r.lab != nil:
-		sum, err := r.lab.Close()
-		r.summary, stopped = sum, true
-		if err != nil {
-			errs = append(errs, err)
-		}
-	case r.live != nil:
-		sum, err := r.live.shutdown()
-		r.summary, stopped = sum, true
-		if err != nil {
-			errs = append(errs, fmt.Errorf("live path: %w", err))
-		}
+	if r.lab == nil {
+		return nil
 	}
-	if stopped {
-		sum := r.summary
-		r.log.printf("stopped: up %d packets / %d bytes, down %d packets / %d bytes, drops queue %d/%d loss %d/%d, device drops %d, lateness p50 %.1f µs p99 %.1f µs max %.1f µs",
-			sum.Up.Packets, sum.Up.Bytes, sum.Down.Packets, sum.Down.Bytes, sum.Up.DropsQueue, sum.Down.DropsQueue,
-			sum.Up.DropsLoss, sum.Down.DropsLoss, sum.DeviceDrops, sum.LatenessUS.P50, sum.LatenessUS.P99, sum.LatenessUS.Max)
+	sum, err := r.lab.Close()
+	r.summary = sum
+	if err != nil && r.p.Live != nil {
+		err = fmt.Errorf("live path: %w", err)
 	}
-	return errors.Join(errs...)
+	r.log.printf("stopped: up %d packets / %d bytes, down %d packets / %d bytes, drops queue %d/%d loss %d/%d, device drops %d, lateness p50 %.1f µs p99 %.1f µs max %.1f µs",
+		sum.Up.Packets, sum.Up.Bytes, sum.Down.Packets, sum.Down.Bytes, sum.Up.DropsQueue, sum.Down.DropsQueue,
+		sum.Up.DropsLoss, sum.Down.DropsLoss, sum.DeviceDrops, sum.LatenessUS.P50, sum.LatenessUS.P99, sum.LatenessUS.Max)
+	return err
 }
 
 // cleanup removes what the trial created outside its directory (the lab removes its private

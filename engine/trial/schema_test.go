@@ -11,6 +11,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/client"
 	"github.com/wirelab/wirelab/engine/contract"
+	"github.com/wirelab/wirelab/engine/contract/contracttest"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
@@ -19,74 +20,9 @@ import (
 // The schema is the one definition of the trial spec; the Go structs are its view. Every property
 // of the schema is a field of the struct at the same path, of a matching kind, and the other way
 // round — so a field added to the schema and not here (or here and not there) fails this test.
+// The implementation tables are the implementations' (server/impl's TestOwnKnobsAreTheSchemas).
 func TestSpecMatchesSchema(t *testing.T) {
-	checkStruct(t, reflect.TypeOf(Spec{}), nil, map[string]bool{"network_resolved": true})
-}
-
-func checkStruct(t *testing.T, typ reflect.Type, path []string, extra map[string]bool) {
-	t.Helper()
-	props, err := contract.Properties(contract.TrialSpec, path...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields := map[string]reflect.Type{}
-	for i := 0; i < typ.NumField(); i++ {
-		f := typ.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			t.Errorf("%s.%s: no json name", typ.Name(), f.Name)
-			continue
-		}
-		fields[name] = f.Type
-	}
-	where := strings.Join(path, ".")
-	for _, p := range props {
-		ft, ok := fields[p]
-		if !ok {
-			t.Errorf("schema property %s.%s has no field in %s", where, p, typ.Name())
-			continue
-		}
-		node, err := contract.Property(contract.TrialSpec, append(append([]string{}, path...), p)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkKind(t, strings.TrimPrefix(where+"."+p, "."), node, ft, append(append([]string{}, path...), p))
-	}
-	for name := range fields {
-		if !slices.Contains(props, name) && !extra[name] {
-			t.Errorf("%s field %q is not a property of the schema at %q", typ.Name(), name, where)
-		}
-	}
-}
-
-func checkKind(t *testing.T, where string, node map[string]any, ft reflect.Type, path []string) {
-	t.Helper()
-	for ft.Kind() == reflect.Pointer {
-		ft = ft.Elem()
-	}
-	typ, _ := node["type"].(string)
-	if typ == "" {
-		if en, ok := node["enum"].([]any); ok && len(en) > 0 {
-			if _, isStr := en[0].(string); isStr {
-				typ = "string"
-			}
-		}
-	}
-	want := map[string][]reflect.Kind{
-		"integer": {reflect.Int, reflect.Int64},
-		"number":  {reflect.Float64},
-		"string":  {reflect.String},
-		"boolean": {reflect.Bool},
-		"array":   {reflect.Slice},
-		"object":  {reflect.Struct},
-	}[typ]
-	if !slices.Contains(want, ft.Kind()) {
-		t.Errorf("%s: schema type %q, Go field kind %s", where, typ, ft.Kind())
-		return
-	}
-	if typ == "object" {
-		checkStruct(t, ft, path, nil)
-	}
+	contracttest.MatchStruct(t, contract.TrialSpec, reflect.TypeOf(Spec{}), nil, "network_resolved")
 }
 
 // The protocol names of the contract are the schema's; the server, the loader and the trial
@@ -144,28 +80,51 @@ func TestPushPatternIsTheServers(t *testing.T) {
 }
 
 // An implementation's table is kept, filled with its defaults, when that implementation is
-// chosen, and left out otherwise.
+// chosen, and left out otherwise; a common knob it cannot set defaults to its own behaviour.
 func TestImplTables(t *testing.T) {
 	s, err := DecodeSpec([]byte(`{"page":"twitter","server":{"impl":"apache","apache":{"mpm":"worker"},"nginx":{"worker_processes":2}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Server.Apache == nil || s.Server.Apache.MPM != "worker" || s.Server.Nginx != nil || s.Server.H2O != nil {
-		t.Errorf("apache chosen: %+v", s.Server)
+	var apache map[string]any
+	if err := json.Unmarshal(s.Server.Own, &apache); err != nil || apache["mpm"] != "worker" || apache["max_request_workers"] != 0.0 {
+		t.Errorf("apache chosen: %s (%v)", s.Server.Own, err)
+	}
+	b, _ := json.Marshal(s.Server)
+	if !strings.Contains(string(b), `"apache":{`) || strings.Contains(string(b), `"nginx"`) || s.Server.MaxConcurrentStreams != 100 {
+		t.Errorf("apache chosen: %s", b)
 	}
 	s, err = DecodeSpec([]byte(`{"page":"twitter","server":{"impl":"nginx"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Server.Nginx == nil || s.Server.Nginx.WorkerConnections != 768 || s.Server.Nginx.KeepaliveRequests != 1000 || s.Server.Apache != nil {
-		t.Errorf("nginx chosen: %+v", s.Server)
+	var nginx struct {
+		WorkerConnections int `json:"worker_connections"`
+		KeepaliveRequests int `json:"keepalive_requests"`
 	}
-	if s, _ := DecodeSpec([]byte(`{"page":"twitter"}`)); s.Server.Apache != nil || s.Server.Nginx != nil || s.Server.H2O != nil || s.Server.Caddy != nil {
+	if err := json.Unmarshal(s.Server.Own, &nginx); err != nil || nginx.WorkerConnections != 768 || nginx.KeepaliveRequests != 1000 {
+		t.Errorf("nginx chosen: %s (%v)", s.Server.Own, err)
+	}
+	if s, _ := DecodeSpec([]byte(`{"page":"twitter"}`)); s.Server.Own != nil {
 		t.Errorf("builtin has no table: %+v", s.Server)
+	}
+	s, err = DecodeSpec([]byte(`{"page":"twitter","server":{"impl":"caddy"}}`))
+	if err != nil || s.Server.MaxConcurrentStreams != 0 || string(s.Server.Own) != `{"gomaxprocs":0}` {
+		t.Errorf("caddy chosen: %+v (%v): max_concurrent_streams must default to 0, Caddy's own", s.Server, err)
+	}
+	if s, err = DecodeSpec([]byte(`{"page":"twitter","server":{"impl":"caddy","max_concurrent_streams":50}}`)); err != nil || s.Server.MaxConcurrentStreams != 50 {
+		t.Errorf("a value given is kept (Prepare refuses it): %+v (%v)", s.Server, err)
 	}
 	if _, err := DecodeSpec([]byte(`{"page":"twitter","server":{"impl":"nginx","apache":{"mpm":"evnt"}}}`)); err == nil ||
 		!strings.HasPrefix(err.Error(), `server.apache.mpm: got "evnt"; did you mean event?`) {
 		t.Errorf("a bad value in another implementation's table: %v", err)
+	}
+	// trial.json's spec reads back as it was written.
+	s, _ = DecodeSpec([]byte(`{"page":"twitter","server":{"impl":"h2o","h2o":{"num_threads":3}}}`))
+	b, _ = json.Marshal(s)
+	var back Spec
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back.Server, s.Server) {
+		t.Errorf("round trip: %+v (%v), want %+v", back.Server, err, s.Server)
 	}
 }
 

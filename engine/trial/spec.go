@@ -1,48 +1,38 @@
 package trial
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"regexp"
 
 	"github.com/wirelab/wirelab/engine/contract"
-	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/page"
-	"github.com/wirelab/wirelab/engine/server/impl"
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 // Contract is the version of docs/trial-contract.md this engine implements.
 const Contract = 1
 
 // Spec is a trial spec with every field resolved to its value or default. Marshalled, it is the
-// "spec" object of trial.json. What each field means, its range and its default are the
-// contract's schema's (engine/contract/schemas/trial-spec.schema.json; docs/trial-contract.md);
-// TestSpecMatchesSchema keeps these structs and the schema's properties the same.
+// "spec" object of trial.json. What each field means, its range and its default are the contract's
+// schema's (engine/contract/schemas/trial-spec.schema.json; docs/trial-contract.md);
+// TestSpecMatchesSchema keeps these structs and the schema's properties the same. The fields a
+// load test shares (the page, its sharding, the network, the server) are spec.Lab's.
 type Spec struct {
 	Contract      int               `json:"contract"`
 	TrialID       string            `json:"trial_id"` // random "t-" + 8 hex digits when the spec has none
-	Page          string            `json:"page"`
+	spec.Lab                        // page, shards, shard_mode, network, server
 	AllowInternet bool              `json:"allow_internet"`
-	Shards        int               `json:"shards"`
-	ShardMode     string            `json:"shard_mode"`
 	Protocols     []string          `json:"protocols"`
 	Repetitions   int               `json:"repetitions"`
 	Order         string            `json:"order"`
 	GapMs         float64           `json:"gap_ms"`
 	Seed          int64             `json:"seed"`
-	Network       string            `json:"network"` // the profile string as written
-	Server        Server            `json:"server"`
 	Client        Client            `json:"client"`
 	Capture       Capture           `json:"capture"`
 	NetworkRes    *profile.Resolved `json:"network_resolved,omitempty"` // set by Prepare
 }
-
-// Server holds the origin server's knobs: the implementation under test and its settings.
-type Server = impl.Knobs
 
 // Client holds the page loader's knobs.
 type Client struct {
@@ -85,76 +75,24 @@ var trialIDRE = regexp.MustCompile(`^[a-z0-9-]{1,40}$`)
 // and its default: unknown fields (with the closest name), wrong types and values out of range are
 // a *fielderr.Error naming the dotted path (server.max_concurrent_streams). Every absent field
 // gets the schema's default; of the implementation tables (server.apache, server.nginx, …) only
-// the chosen implementation's is kept, filled with its defaults. It checks the spec on its own;
-// Prepare checks what needs the page, the profile, the server and the machine.
+// the chosen implementation's is kept, filled with its defaults (spec.Defaults). It checks the
+// spec on its own; Prepare checks what needs the page, the profile, the server and the machine.
 func DecodeSpec(data []byte) (*Spec, error) {
-	v, err := contract.Decode("spec", data)
+	m, err := spec.Object(contract.TrialSpec, data)
 	if err != nil {
 		return nil, err
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, &fielderr.Error{Field: "spec", Value: contract.Show(v), Allowed: "must be a JSON object"}
-	}
-	if err := contract.Validate(contract.TrialSpec, m); err != nil {
+	if err := spec.Defaults(contract.TrialSpec, m); err != nil {
 		return nil, err
 	}
-	if err := selectImplTable(m); err != nil {
-		return nil, err
-	}
-	if err := contract.ApplyDefaults(contract.TrialSpec, m); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	s := &Spec{}
-	if err := dec.Decode(s); err != nil {
-		// The schema accepted a field this engine's Spec does not have: a bug, not bad input.
-		return nil, fmt.Errorf("trial spec: the schema and trial.Spec disagree: %w", err)
+	if err := spec.Into(m, s, "trial spec"); err != nil {
+		return nil, err
 	}
 	if s.TrialID == "" {
 		s.TrialID = randomTrialID()
 	}
 	return s, nil
-}
-
-// selectImplTable keeps, of the server's implementation tables (the properties the schema marks
-// with "x-impl"), the one of server.impl — created empty when absent, so that ApplyDefaults fills
-// it — and drops the others: a table configures its implementation only when that one runs.
-func selectImplTable(m map[string]any) error {
-	srv, _ := m["server"].(map[string]any)
-	if srv == nil {
-		srv = map[string]any{}
-		m["server"] = srv
-	}
-	chosen, _ := srv["impl"].(string)
-	if chosen == "" {
-		chosen = "builtin"
-	}
-	names, err := contract.Properties(contract.TrialSpec, "server")
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		p, err := contract.Property(contract.TrialSpec, "server", name)
-		if err != nil {
-			return err
-		}
-		owner, ok := p["x-impl"].(string)
-		if !ok {
-			continue
-		}
-		if owner != chosen {
-			delete(srv, name)
-		} else if _, present := srv[name]; !present {
-			srv[name] = map[string]any{}
-		}
-	}
-	return nil
 }
 
 func randomTrialID() string {

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelab/wirelab/engine/internal/contracttest"
+	"github.com/wirelab/wirelab/engine/contract/contracttest"
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 // {} plus a page is a valid spec; every default is the contract's.
@@ -23,9 +24,9 @@ func TestDecodeDefaults(t *testing.T) {
 		t.Errorf("random trial id %q does not match the contract's pattern", s.TrialID)
 	}
 	s.TrialID = "x"
-	want := &Spec{Contract: 1, TrialID: "x", Page: "twitter", Shards: 1, ShardMode: "round-robin",
-		Protocols: []string{"h1s", "h2"}, Repetitions: 5, Order: "alternate", GapMs: 0, Seed: 1, Network: "native",
-		Server:  Server{Impl: "builtin", MaxConcurrentStreams: 100, WriteChunkBytes: 0, TLSVersion: "1.3", KeepAlive: true, Push: "none"},
+	want := &Spec{Contract: 1, TrialID: "x", Lab: spec.Lab{Page: "twitter", Shards: 1, ShardMode: "round-robin", Network: "native",
+		Server: spec.Server{Impl: "builtin", MaxConcurrentStreams: 100, WriteChunkBytes: 0, TLSVersion: "1.3", KeepAlive: true, Push: "none"}},
+		Protocols: []string{"h1s", "h2"}, Repetitions: 5, Order: "alternate", GapMs: 0, Seed: 1,
 		Client:  Client{Impl: "engine", Mode: "flat", MaxConnectionsPerOrigin: 6, DNS: "server", ComputeScale: 1, Priority: "none", TimeoutS: 120},
 		Capture: Capture{HAR: true}}
 	if !reflect.DeepEqual(s, want) {

@@ -1,15 +1,10 @@
 package trial
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
-	"github.com/wirelab/wirelab/engine/page"
-	"github.com/wirelab/wirelab/engine/server/impl"
 )
 
 // notYet lists the contract's values this engine refuses because their implementation has not
@@ -28,15 +23,12 @@ var notYet = []struct {
 var chromiumProtocols = []string{"h1", "h1s", "h2", "h3"}
 
 // checkSupported returns the first value of s this engine does not implement yet, or that the
-// chosen loader cannot do.
+// chosen loader cannot do. What the server under test cannot do is lab.Prepare's to refuse.
 func checkSupported(s *Spec) error {
 	for _, n := range notYet {
 		if v, refused := n.refused(s); refused {
 			return fielderr.New(n.field, v, "not supported by this engine yet; it supports %s", n.supported)
 		}
-	}
-	if err := checkServer(s); err != nil {
-		return err
 	}
 	if s.Client.Impl == "chromium" {
 		for i, p := range s.Protocols {
@@ -59,50 +51,4 @@ func checkSupported(s *Spec) error {
 		}
 	}
 	return nil
-}
-
-// checkServer refuses what the chosen server implementation cannot serve or honour (its Check),
-// a server that is not installed, and a server.config that cannot be read.
-func checkServer(s *Spec) error {
-	srv, err := impl.Lookup(s.Server.Impl)
-	if err != nil {
-		return err
-	}
-	if err := srv.Check(s.Server, s.Protocols); err != nil {
-		return err
-	}
-	if bin := srv.Support().Binary; bin != "" {
-		if _, err := os.Stat(bin); err != nil {
-			return fielderr.New("server.impl", s.Server.Impl, "%s is not installed here (%s missing); make setup installs it (Debian package %s)",
-				s.Server.Impl, bin, srv.Support().Package)
-		}
-	}
-	if s.Server.Config != "" {
-		f, err := os.Open(s.Server.Config)
-		if err == nil {
-			var st os.FileInfo
-			if st, err = f.Stat(); err == nil && st.IsDir() {
-				err = errors.New("is a directory")
-			}
-			f.Close()
-		}
-		if err != nil {
-			return fielderr.New("server.config", s.Server.Config, "must be a readable configuration template: %v", err)
-		}
-	}
-	return nil
-}
-
-// checkServerConfig renders the user's configuration (server.config) for the page as served and
-// has the server test it, in a scratch directory removed again: a configuration the server refuses
-// is bad input, found before anything of the trial exists.
-func checkServerConfig(s *Spec, pg *page.Page) error {
-	if s.Server.Config == "" {
-		return nil
-	}
-	srv, err := impl.Lookup(s.Server.Impl)
-	if err != nil {
-		return err
-	}
-	return impl.DryRun(context.Background(), srv, s.Server, s.Protocols, pg)
 }

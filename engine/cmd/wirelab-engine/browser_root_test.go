@@ -12,6 +12,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/lab"
 	"github.com/wirelab/wirelab/engine/page"
 )
 
@@ -19,19 +20,19 @@ import (
 // namespace (with the run's DNS server), each load a `wirelab-engine browse|fetch` process in the
 // client namespace — this test binary acting as wirelab-engine — as a trial runs them.
 
-func startLab(t *testing.T, profile, pg string) *bench.Lab {
+func startLab(t *testing.T, profile, pg string) *lab.Lab {
 	t.Helper()
 	roottest.RequireTUN(t)
-	lab, err := bench.StartLab(bench.LabConfig{Profile: profile, Page: pg, Engine: os.Args[0], Env: []string{testMainEnv + "=1"}})
+	l, err := bench.StartLab(bench.LabConfig{Profile: profile, Page: pg, Engine: os.Args[0], Env: []string{testMainEnv + "=1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := lab.Close(); err != nil {
+		if _, err := l.Close(); err != nil {
 			t.Error(err)
 		}
 	})
-	return lab
+	return l
 }
 
 func requireChromium(t *testing.T) {
@@ -56,10 +57,10 @@ func TestBrowseEmulatedCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lab := startLab(t, "rtt=10ms,bw=100mbit", name)
+			l := startLab(t, "rtt=10ms,bw=100mbit", name)
 			for _, proto := range []struct{ name, wire string }{{"h1s", "HTTP/1.1"}, {"h2", "h2"}, {"h3", "h3"}} {
 				harFile := filepath.Join(t.TempDir(), proto.name+".har")
-				sum, out, err := lab.Browse(proto.name, "--har", harFile)
+				sum, out, err := bench.Browse(l, proto.name, "--har", harFile)
 				if err != nil {
 					t.Fatalf("%s: %v\n%s", proto.name, err, out)
 				}
@@ -142,13 +143,13 @@ func TestReplayCriticalPathEmulated(t *testing.T) {
 		t.Skip("real-time path")
 	}
 	file := criticalPathJSON(t)
-	lab := startLab(t, "rtt=100ms", file)
+	l := startLab(t, "rtt=100ms", file)
 	const rtt = 100.0
 	for _, scale := range []float64{1, 2, 0} {
 		want := 6*rtt + (50+80+40)*scale
 		var plts []float64
 		for range 3 {
-			sum, out, err := lab.Fetch("h2", "--mode", "replay", "--page", file, "--compute-scale", fmt.Sprint(scale))
+			sum, out, err := bench.Fetch(l, "h2", "--mode", "replay", "--page", file, "--compute-scale", fmt.Sprint(scale))
 			if err != nil {
 				t.Fatalf("scale %g: %v\n%s", scale, err, out)
 			}
@@ -174,7 +175,7 @@ func TestReplayEqualsFlatEmulated(t *testing.T) {
 		t.Skip("real-time path")
 	}
 	const pg = "synthetic:16x10kB"
-	lab := startLab(t, "rtt=40ms,bw=10mbit", pg)
+	l := startLab(t, "rtt=40ms,bw=10mbit", pg)
 	plt := map[string][]float64{}
 	for range 5 {
 		for _, mode := range []string{"flat", "replay"} {
@@ -182,7 +183,7 @@ func TestReplayEqualsFlatEmulated(t *testing.T) {
 			if mode == "replay" {
 				extra = append(extra, "--page", pg, "--compute-scale", "0")
 			}
-			sum, out, err := lab.Fetch("h2", extra...)
+			sum, out, err := bench.Fetch(l, "h2", extra...)
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", mode, err, out)
 			}

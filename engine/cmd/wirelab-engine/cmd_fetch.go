@@ -176,7 +176,7 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 	fs.SetOutput(io.Discard)
 	sf := seam.DefaultFetch()
 	sf.MaxConns, sf.Timeout = client.DefaultMaxConnectionsPerOrigin, client.DefaultTimeout
-	sf.Bind(fs)
+	sf.Bind(fs, client.MaxConnectionsPerOriginLimit)
 	proto, mode, urls, dnsAddr, resolve, caFile := &sf.Proto, &sf.Mode, &sf.URLs, &sf.DNS, &sf.Resolve, &sf.CA
 	prio, acceptPush, asJSON, harFile, keylog := &sf.Priority, &sf.AcceptPush, &sf.JSON, &sf.HAR, &sf.KeyLog
 	anyTarget, pageName, seed := &sf.AllowAnyTarget, &sf.Page, &sf.Seed

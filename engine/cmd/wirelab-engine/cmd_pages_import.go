@@ -310,19 +310,19 @@ func recordThroughPath(name, netProfile string, seed int64, p browser.Protocol, 
 			return err
 		}
 	}
-	lab, err := bench.StartLab(bench.LabConfig{Profile: netProfile, Page: abs, Seed: seed, Engine: self, Protocols: string(p),
+	l, err := bench.StartLab(bench.LabConfig{Profile: netProfile, Page: abs, Seed: seed, Engine: self, Protocols: string(p),
 		Env: []string{recordWhereEnv + "=through an emulated path (" + netProfile + ")"}})
 	if err != nil {
 		return err
 	}
-	defer lab.Close()
+	defer l.Close()
 	tmp, err := os.MkdirTemp("", "wirelab-record-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	args := []string{"pages", "record", lab.RootURL(string(p)), "--base", abs, "--seed", fmt.Sprint(seed), "--proto", string(p),
-		"--spki", lab.SPKI, "--timeout", timeout.String(), "--out", filepath.Join(tmp, "page.json")}
+	args := []string{"pages", "record", bench.RootURL(string(p)), "--base", abs, "--seed", fmt.Sprint(seed), "--proto", string(p),
+		"--spki", l.SPKIHash, "--timeout", timeout.String(), "--out", filepath.Join(tmp, "page.json")}
 	if pageName != "" {
 		args = append(args, "--name", pageName)
 	}
@@ -333,7 +333,7 @@ func recordThroughPath(name, netProfile string, seed int64, p browser.Protocol, 
 		}
 		args = append(args, "--har", h)
 	}
-	if _, err := lab.Run(args...); err != nil {
+	if _, err := l.RunEngine(args...); err != nil {
 		return fmt.Errorf("pages record --net: %w", err)
 	}
 	pg, err := page.ReadFile(filepath.Join(tmp, "page.json"))

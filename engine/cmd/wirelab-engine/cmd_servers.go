@@ -10,16 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/conformance"
 	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/lab"
-	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server/impl"
-	"github.com/wirelab/wirelab/engine/trial"
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 func init() {
@@ -71,7 +69,7 @@ func listServers() []serverInfo {
 		if info.Binary != "" {
 			_, err := os.Stat(info.Binary)
 			info.Installed = err == nil
-			info.Version = impl.Version(s)
+			info.Version = s.Version()
 		}
 		out = append(out, info)
 	}
@@ -247,12 +245,13 @@ func conformanceOf(ctx context.Context, s impl.Server) ([]conformanceResult, err
 	if len(protocols) == 0 {
 		return nil, nil
 	}
-	pg, err := page.Synthetic("synthetic:1x200kB", 1)
+	// One origin serving a 200 kB object, the server's defaults with its own stream limit (0),
+	// which every implementation accepts.
+	server, err := spec.DecodeServer([]byte(`{"impl":"` + s.Name() + `","max_concurrent_streams":0}`))
 	if err != nil {
 		return nil, err
 	}
-	r, _ := profile.Parse("native")
-	emu, err := emulator.ConfigFromProfile(r, 1, 1)
+	p, err := lab.Prepare(&spec.Lab{Page: "synthetic:1x200kB", Shards: 1, ShardMode: "round-robin", Network: "native", Server: server}, 1, protocols)
 	if err != nil {
 		return nil, err
 	}
@@ -260,22 +259,18 @@ func conformanceOf(ctx context.Context, s impl.Server) ([]conformanceResult, err
 	if err != nil {
 		return nil, err
 	}
-	knobs, err := defaultServerKnobs(s.Name())
-	if err != nil {
-		return nil, err
-	}
-	l, err := lab.Start(ctx, lab.Config{Page: pg, PageArg: pg.Name, Seed: 1, Shards: 1, ShardMode: "round-robin",
-		Protocols: protocols, Server: knobs, Emulator: emu, Engine: engine, Env: os.Environ()})
+	l, err := lab.Start(ctx, p, lab.Options{Engine: engine})
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
+	pg := p.Page
 	const token = "h2spec"
 	if err := l.Serve(token, "h2"); err != nil {
 		return nil, err
 	}
 	ver := l.Version
-	if ver == "" {
+	if s.Support().Binary == "" { // the built-in server is the engine's
 		ver = "wirelab-engine " + version.String()
 	}
 	var out []conformanceResult
@@ -303,16 +298,6 @@ func conformanceOf(ctx context.Context, s impl.Server) ([]conformanceResult, err
 			Failed: res.Failed, Skipped: res.Skipped, Failures: res.Failures})
 	}
 	return out, nil
-}
-
-// defaultServerKnobs are the contract's defaults for impl, with its own stream limit (0), which
-// every implementation accepts.
-func defaultServerKnobs(name string) (impl.Knobs, error) {
-	spec, err := trial.DecodeSpec([]byte(`{"page":"x","server":{"impl":"` + name + `","max_concurrent_streams":0}}`))
-	if err != nil {
-		return impl.Knobs{}, err
-	}
-	return spec.Server, nil
 }
 
 func init() {

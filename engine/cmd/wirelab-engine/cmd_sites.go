@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/lab"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/server"
@@ -92,12 +94,16 @@ func runSites(args []string, stdout io.Writer) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	interactive := isTerminal(os.Stdin)
-	lab, err := sites.StartLab(sites.LabConfig{Engine: self, Net: *netFlag, PcapDir: *pcapDir})
+	p, err := lab.PrepareLive(lab.FarInternet, *netFlag, 1)
 	if err != nil {
 		return fmt.Errorf("sites: %w", err)
 	}
-	status, runErr := runInLab(lab, argv, sigs, interactive)
-	closeErr := lab.Close()
+	l, err := lab.Start(context.Background(), p, lab.Options{Engine: self, PcapDir: *pcapDir})
+	if err != nil {
+		return fmt.Errorf("sites: %w", err)
+	}
+	status, runErr := runInLab(l, argv, sigs, interactive)
+	_, closeErr := l.Close()
 	if runErr != nil {
 		return errors.Join(runErr, closeErr)
 	}
@@ -115,8 +121,8 @@ func runSites(args []string, stdout io.Writer) error {
 
 // runInLab runs CMD in the lab's client namespace until it ends or a signal comes; it returns
 // CMD's exit status (128+N for a signal N).
-func runInLab(lab *sites.Lab, argv []string, sigs <-chan os.Signal, interactive bool) (int, error) {
-	cmd := lab.Command(argv...)
+func runInLab(l *lab.Lab, argv []string, sigs <-chan os.Signal, interactive bool) (int, error) {
+	cmd := l.Command(argv...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if interactive {
 		cmd.SysProcAttr.Setpgid = false // stay in the terminal's foreground process group

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -16,8 +17,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/wirelab/wirelab/engine/internal/contracttest"
+	"github.com/wirelab/wirelab/engine/contract/contracttest"
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/lab"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/probe"
 	"github.com/wirelab/wirelab/engine/sites"
@@ -81,7 +83,7 @@ func TestProbeLocalInternet(t *testing.T) {
 		t.Fatalf("CMD did not run in a run's namespace: %q", ns)
 	}
 	assertGone(t, m)
-	if _, err := os.Stat(filepath.Join(os.TempDir(), "wirelab-sites-"+m)); err == nil {
+	if _, err := os.Stat(filepath.Join(os.TempDir(), lab.PrivatePrefix+m)); err == nil {
 		t.Errorf("the lab's private directory is left")
 	}
 }
@@ -104,12 +106,16 @@ func TestProbeRefusesBeforeAnyPacket(t *testing.T) {
 	if _, err := exec.LookPath("tshark"); err != nil {
 		t.Skip("no tshark")
 	}
-	lab, err := sites.StartLab(sites.LabConfig{Engine: os.Args[0], Env: []string{testMainEnv + "=1"}, Stderr: os.Stderr})
+	p, err := lab.PrepareLive(lab.FarInternet, "", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lab.Close()
-	topo := lab.E.Topo
+	l, err := lab.Start(context.Background(), p, lab.Options{Engine: os.Args[0], Env: append(os.Environ(), testMainEnv+"=1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	topo := l.Topo
 	err = topo.Do(netns.Client, func() error {
 		link, err := netlink.LinkByName(netns.TUNName)
 		if err != nil {
@@ -184,7 +190,7 @@ func TestProbeRefusesBeforeAnyPacket(t *testing.T) {
 	}
 	control(9)
 	for _, args := range [][]string{{"doc.wirelab.test"}, {"h1.wirelab.test", "https://doc.wirelab.test/"}, {"192.0.2.1"}} {
-		probeCmd := lab.Command(append([]string{os.Args[0], "probe"}, args...)...)
+		probeCmd := l.Command(append([]string{os.Args[0], "probe"}, args...)...)
 		probeCmd.Env = append(probeCmd.Env, testMainEnv+"=1")
 		var stdout, stderr bytes.Buffer
 		probeCmd.Stdout, probeCmd.Stderr = &stdout, &stderr

@@ -373,7 +373,7 @@ func TestServersBadInput(t *testing.T) {
 		{`{"page":"twitter","protocols":["spdy3"],"server":{"impl":"apache"}}`, `protocols[0]: got "spdy3"; not served by server.impl apache`},
 		{`{"page":"twitter","server":{"impl":"nginx","nginx":{"worker_proceses":2}}}`, `server.nginx.worker_proceses: unknown field; did you mean worker_processes?`},
 		{`{"page":"twitter","server":{"impl":"apache","apache":{"mpm":"threaded"}}}`, `server.apache.mpm: got "threaded"; must be event, worker or prefork`},
-		{`{"page":"twitter","server":{"impl":"caddy"}}`, `server.max_concurrent_streams: got "100"; server.impl caddy cannot set it`},
+		{`{"page":"twitter","server":{"impl":"caddy","max_concurrent_streams":100}}`, `server.max_concurrent_streams: got "100"; server.impl caddy cannot set it`},
 		{`{"page":"twitter","server":{"impl":"h2o","push":"all"}}`, `server.push: got "all"; server.impl h2o cannot set it`},
 		{`{"page":"twitter","server":{"impl":"nginx","config":"/nonexistent/nginx.conf"}}`, `server.config: got "/nonexistent/nginx.conf"; must be a readable configuration template`},
 		{`{"page":"twitter","protocols":["h1"],"server":{"impl":"nginx","config":"` + refused + `"}}`, `server.config: got "` + refused + `"; nginx refuses it: `},

@@ -3,7 +3,8 @@
 // and whose Bind binds the child's flag set to the same fields — the flag names, their types and
 // their defaults written in one place), serve's ready line, and the JSON line a loader prints
 // (LoaderResult). Parent and child import this package; a round-trip test keeps Args and Bind in
-// step.
+// step. It imports nothing of the engine: the children's packages (the server, the loader) sit
+// above it.
 package seam
 
 import (
@@ -14,8 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/wirelab/wirelab/engine/client"
 )
 
 // Serve is `wirelab-engine serve`'s command line.
@@ -165,9 +164,10 @@ func (f Fetch) Args() []string {
 }
 
 // Bind registers fetch's flags on fs, bound to f's fields (the URL is positional). A value out of
-// its flag's domain is refused at parsing, naming the flag and what is allowed; what depends on
-// several flags is fetch's to check.
-func (f *Fetch) Bind(fs *flag.FlagSet) {
+// its flag's domain is refused at parsing, naming the flag and what is allowed — maxConns is the
+// loader's limit of --max-conns (client.MaxConnectionsPerOriginLimit: the loader's fact, given by
+// fetch, which links the loader); what depends on several flags is fetch's to check.
+func (f *Fetch) Bind(fs *flag.FlagSet, maxConns int) {
 	fs.StringVar(&f.Proto, "proto", f.Proto, "")
 	fs.StringVar(&f.Mode, "mode", f.Mode, "")
 	fs.StringVar(&f.Page, "page", f.Page, "")
@@ -183,8 +183,8 @@ func (f *Fetch) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.URLs, "urls", f.URLs, "")
 	fs.Func("max-conns", "", func(v string) error {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > client.MaxConnectionsPerOriginLimit {
-			return fmt.Errorf("allowed: an integer 1–%d", client.MaxConnectionsPerOriginLimit)
+		if err != nil || n < 1 || n > maxConns {
+			return fmt.Errorf("allowed: an integer 1–%d", maxConns)
 		}
 		f.MaxConns = n
 		return nil

@@ -31,7 +31,7 @@ func TestArgsAndBindRoundTrip(t *testing.T) {
 	fb := DefaultFetch()
 	fs = flag.NewFlagSet("fetch", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fb.Bind(fs)
+	fb.Bind(fs, 64)
 	args := fe.Args()
 	if args[0] != "fetch" || args[1] != fe.URL {
 		t.Fatalf("fetch args %q", args)

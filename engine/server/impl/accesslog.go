@@ -3,6 +3,7 @@ package impl
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -17,8 +18,9 @@ import (
 	"github.com/wirelab/wirelab/engine/server"
 )
 
-// accessEntry is one request as a real server logs it, in the JSON each one's template writes
-// (nginx, Apache and h2o: our log formats; Caddy: its own structured access log).
+// accessEntry is one request as a real server logs it, read by its implementation's parser
+// (Launch.parseAccess): nginx, Apache and h2o write the JSON of their templates
+// (parseTemplateAccess), Caddy its own structured access log (parseCaddyAccess).
 type accessEntry struct {
 	Start    float64 // Unix seconds
 	Duration float64 // seconds
@@ -37,8 +39,12 @@ type accessEntry struct {
 // start, duration, protocol (h1, h1s, h2, h2c, h3), origin, a connection id per client address
 // and port (1, 2, … in order of appearance), method, path, token, object, status and body bytes.
 // Requests of the tokens in skip (the readiness probes) are left out. It returns how many records
-// it wrote.
-func ConvertAccessLog(implName, logPath, out string, pg *page.Page, ports Ports, skip ...string) (int, error) {
+// it wrote. The log is the launch's (Launch.AccessLog), read in its implementation's format.
+func ConvertAccessLog(l *Launch, out string, pg *page.Page, ports Ports, skip ...string) (int, error) {
+	logPath := l.AccessLog
+	if logPath == "" || l.parseAccess == nil {
+		return 0, errors.New("the server keeps no access log")
+	}
 	f, err := os.Open(logPath)
 	if err != nil {
 		return 0, err
@@ -60,7 +66,7 @@ func ConvertAccessLog(implName, logPath, out string, pg *page.Page, ports Ports,
 		if text == "" {
 			continue
 		}
-		e, ok, err := parseAccess(implName, []byte(text), ports, hosts)
+		e, ok, err := l.parseAccess([]byte(text), ports, hosts)
 		if err != nil {
 			return 0, fmt.Errorf("%s line %d: %w", logPath, line, err)
 		}
@@ -144,45 +150,16 @@ func (n *num) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-func parseAccess(implName string, b []byte, ports Ports, hosts map[string]int) (accessEntry, bool, error) {
-	if implName == "caddy" {
-		var c struct {
-			Logger  string `json:"logger"`
-			TS      num    `json:"ts"`
-			Request struct {
-				RemoteIP   string          `json:"remote_ip"`
-				RemotePort string          `json:"remote_port"`
-				Proto      string          `json:"proto"`
-				Method     string          `json:"method"`
-				Host       string          `json:"host"`
-				URI        string          `json:"uri"`
-				TLS        json.RawMessage `json:"tls"`
-			} `json:"request"`
-			Duration num   `json:"duration"`
-			Size     int64 `json:"size"`
-			Status   int   `json:"status"`
-		}
-		if err := json.Unmarshal(b, &c); err != nil {
-			return accessEntry{}, false, err
-		}
-		if !strings.HasPrefix(c.Logger, "http.log.access") {
-			return accessEntry{}, false, nil
-		}
-		host := c.Request.Host
-		if h, _, ok := strings.Cut(host, ":"); ok {
-			host = h
-		}
-		origin, ok := hosts[host]
-		if !ok {
-			origin = -1
-		}
-		return accessEntry{
-			Start: float64(c.TS) - float64(c.Duration), Duration: float64(c.Duration), Proto: c.Request.Proto,
-			TLS:    len(c.Request.TLS) > 0 && string(c.Request.TLS) != "null",
-			Origin: origin, Remote: c.Request.RemoteIP + ":" + c.Request.RemotePort, Method: c.Request.Method,
-			URI: c.Request.URI, Status: c.Status, Bytes: c.Size,
-		}, true, nil
-	}
+// accessParser reads one line of an implementation's access log: ports are the run's, hosts the
+// page's origins by name (0-based); ok is false for a line that records no request.
+type accessParser func(line []byte, ports Ports, hosts map[string]int) (e accessEntry, ok bool, err error)
+
+var _ accessParser = parseTemplateAccess
+
+// parseTemplateAccess reads the JSON line wirelab's templates have nginx, Apache and h2o write:
+// start or end, duration (seconds or µs), protocol, the local and remote address, method, URI,
+// status and body bytes, numbers possibly as strings.
+func parseTemplateAccess(b []byte, ports Ports, _ map[string]int) (accessEntry, bool, error) {
 	var e struct {
 		Start      num    `json:"start"`
 		End        num    `json:"end"`

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 // Apache is Apache httpd 2.4 from Debian's apache2 package: mpm_event, mpm_worker or
@@ -31,11 +32,12 @@ func (Apache) Support() Support {
 		Binary:      "/usr/sbin/apache2",
 		Protocols:   []string{"h1", "h1s", "h2", "h2c"},
 		NotServed:   "no HTTP/3; mod_spdy is gone",
+		Files:       true,
 		Status:      "mod_status (server-status?auto): busy and idle workers, one count per scoreboard state; mod_http2's stream workers are not in it — count the threads",
 		OwnKnobs:    "server.apache: mpm, start_servers, server_limit, threads_per_child, thread_limit, max_request_workers, min/max_spare_threads, min/max_spare_servers, max_connections_per_child, h2_min_workers, h2_max_workers",
 		Knobs: []Knob{
 			{Name: "max_concurrent_streams", How: "H2MaxSessionStreams (0: mod_http2's 100)"},
-			{Name: "write_chunk_bytes", Accepts: []string{"0"}, Own: "mod_http2 sizes its own DATA frames"},
+			cannot("apache", "write_chunk_bytes", "mod_http2 sizes its own DATA frames"),
 			{Name: "tls_version", How: "SSLProtocol"},
 			{Name: "session_resumption", How: "SSLSessionCache and SSLSessionTickets"},
 			{Name: "keep_alive", How: "KeepAlive"},
@@ -45,18 +47,41 @@ func (Apache) Support() Support {
 }
 
 // Check implements Server.
-func (a Apache) Check(k Knobs, protocols []string) error {
-	return checkCommon(a.Support(), k, protocols)
+func (a Apache) Check(s spec.Server, protocols []string) error {
+	return checkCommon(a.Support(), s, protocols)
 }
+
+// Version implements Server.
+func (a Apache) Version() string {
+	return versionOf([]string{a.Support().Binary, "-v"}, afterPrefix("Server version: "))
+}
+
+// ApacheKnobs are Apache httpd's own settings: the spec's server.apache. 0 means the Debian
+// package's default for the MPM (max_connections_per_child: 0 is unlimited, which is that default).
+type ApacheKnobs struct {
+	MPM                    string `json:"mpm"` // event | worker | prefork
+	StartServers           int    `json:"start_servers"`
+	ServerLimit            int    `json:"server_limit"`
+	ThreadsPerChild        int    `json:"threads_per_child"`
+	ThreadLimit            int    `json:"thread_limit"`
+	MaxRequestWorkers      int    `json:"max_request_workers"`
+	MinSpareThreads        int    `json:"min_spare_threads"`
+	MaxSpareThreads        int    `json:"max_spare_threads"`
+	MinSpareServers        int    `json:"min_spare_servers"`
+	MaxSpareServers        int    `json:"max_spare_servers"`
+	MaxConnectionsPerChild int    `json:"max_connections_per_child"`
+	H2MinWorkers           int    `json:"h2_min_workers"`
+	H2MaxWorkers           int    `json:"h2_max_workers"`
+}
+
+// NewKnobs implements OwnKnobs.
+func (Apache) NewKnobs() any { return &ApacheKnobs{} }
 
 // resolveApache replaces the 0s of the Apache table by the Debian package's defaults for the MPM
 // (/etc/apache2/mods-available/mpm_*.conf) and Apache's own (ServerLimit, ThreadLimit), raised so
 // that the settings are consistent (Apache would otherwise lower MaxRequestWorkers itself).
-func resolveApache(k *ApacheKnobs) ApacheKnobs {
-	r := ApacheKnobs{MPM: "event"}
-	if k != nil {
-		r = *k
-	}
+func resolveApache(k ApacheKnobs) ApacheKnobs {
+	r := k
 	def := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
@@ -81,32 +106,39 @@ func resolveApache(k *ApacheKnobs) ApacheKnobs {
 
 // Provision implements Server.
 func (a Apache) Provision(in *Provision) (*Launch, error) {
-	d, err := newTemplateData(in, "apache2")
+	td, err := newTemplateData(in, "apache2")
 	if err != nil {
 		return nil, err
 	}
-	d.Apache = resolveApache(in.Knobs.Apache)
+	var own ApacheKnobs
+	if err := decodeOwn(in.Server, &own); err != nil {
+		return nil, err
+	}
+	d := struct {
+		*TemplateData
+		Apache ApacheKnobs // resolved: no 0 left (the package's defaults for the MPM)
+	}{td, resolveApache(own)}
 	conf := filepath.Join(in.Dir, "apache2.conf")
 	if err := render(in, "apache.conf.tmpl", conf, d); err != nil {
 		return nil, err
 	}
-	mcs := in.Knobs.MaxConcurrentStreams
+	mcs := in.Server.MaxConcurrentStreams
 	if mcs == 0 {
 		mcs = 100
 	}
 	status := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(d.StatusPort))
-	eff := map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": 0, "tls_version": in.Knobs.TLSVersion,
-		"session_resumption": in.Knobs.SessionResumption, "keep_alive": in.Knobs.KeepAlive, "push": in.Knobs.Push}
+	eff := map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": 0, "tls_version": in.Server.TLSVersion,
+		"session_resumption": in.Server.SessionResumption, "keep_alive": in.Server.KeepAlive, "push": in.Server.Push}
 	eff["apache"] = d.Apache
 	return &Launch{
-		Argv:       []string{a.Support().Binary, "-f", conf, "-DFOREGROUND"},
-		Test:       []string{a.Support().Binary, "-t", "-f", conf},
-		Ready:      ReadyProbe,
-		StopSignal: syscall.SIGWINCH, // graceful-stop: finish what is in flight
-		Files:      true,
-		Index:      d.Index,
-		AccessLog:  d.AccessLog,
-		Config:     conf,
+		Argv:        []string{a.Support().Binary, "-f", conf, "-DFOREGROUND"},
+		Test:        []string{a.Support().Binary, "-t", "-f", conf},
+		Ready:       ReadyProbe,
+		StopSignal:  syscall.SIGWINCH, // graceful-stop: finish what is in flight
+		Index:       d.Index,
+		AccessLog:   d.AccessLog,
+		parseAccess: parseTemplateAccess,
+		Config:      conf,
 		Status: func(ctx context.Context, in *Instance) (map[string]float64, error) {
 			var topo *netns.Topology
 			if in != nil {

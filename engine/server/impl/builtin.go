@@ -4,7 +4,9 @@ import (
 	"syscall"
 
 	"github.com/wirelab/wirelab/engine/internal/seam"
+	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/server"
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 // Builtin is wirelab's own origin server (engine/server, `wirelab-engine serve`): x/net/http2,
@@ -25,6 +27,7 @@ func (Builtin) Support() Support {
 		Protocols:   []string{"h1", "h1s", "h2", "h2c", "h3", "spdy3"},
 		NotServed:   "it serves every protocol of the contract",
 		Status:      "none (its process tree's CPU, memory and threads)",
+		QUICLosses:  true,
 		Knobs: []Knob{
 			all("max_concurrent_streams", "SETTINGS_MAX_CONCURRENT_STREAMS, QUIC max streams (0: 100)"),
 			all("write_chunk_bytes", "body writes and DATA frames of at most N bytes"),
@@ -37,14 +40,17 @@ func (Builtin) Support() Support {
 }
 
 // Check implements Server.
-func (b Builtin) Check(k Knobs, protocols []string) error {
-	return checkCommon(b.Support(), k, protocols)
+func (b Builtin) Check(s spec.Server, protocols []string) error {
+	return checkCommon(b.Support(), s, protocols)
 }
+
+// Version implements Server: the engine's own.
+func (Builtin) Version() string { return version.Version }
 
 // Provision implements Server: `wirelab-engine serve` with the knobs as flags, serving the run's
 // certificates, printing a ready line once every listener is up.
 func (Builtin) Provision(in *Provision) (*Launch, error) {
-	k := in.Knobs
+	k := in.Server
 	mcs := k.MaxConcurrentStreams
 	if mcs == 0 {
 		mcs = server.DefaultConfig().MaxConcurrentStreams
@@ -62,7 +68,7 @@ func (Builtin) Provision(in *Provision) (*Launch, error) {
 	sv.Certs, sv.Records, sv.Conns, sv.QUICStats = in.CertDir, in.RecordsFile, in.ConnsFile, in.QUICStats
 	argv := append([]string{in.Engine}, sv.Args()...)
 	return &Launch{
-		Argv: argv, Ready: ReadyLine, StopSignal: syscall.SIGTERM,
+		Argv: argv, Env: in.Env, Ready: ReadyLine, StopSignal: syscall.SIGTERM,
 		Effective: map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": k.WriteChunkBytes, "tls_version": k.TLSVersion,
 			"session_resumption": k.SessionResumption, "keep_alive": k.KeepAlive, "push": k.Push},
 	}, nil

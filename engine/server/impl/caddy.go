@@ -3,10 +3,13 @@ package impl
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 // Caddy is Caddy 2.6 from Debian's package: one Go process; HTTP/3 over QUIC (quic-go); its JSON
@@ -28,32 +31,55 @@ func (Caddy) Support() Support {
 		Binary:      "/usr/bin/caddy",
 		Protocols:   []string{"h1", "h1s", "h2", "h2c", "h3"},
 		NotServed:   "no SPDY",
+		Files:       true,
 		Status:      "its metrics endpoint (Prometheus text): requests in flight and served, goroutines, resident memory",
 		OwnKnobs:    "server.caddy: gomaxprocs",
 		Knobs: []Knob{
-			{Name: "max_concurrent_streams", Accepts: []string{"0"}, Own: "Caddy 2.6 cannot set it: its HTTP/2 server allows 250 concurrent streams, its HTTP/3 server 100"},
-			{Name: "write_chunk_bytes", Accepts: []string{"0"}, Own: "Go's servers size their own writes and frames"},
+			cannot("caddy", "max_concurrent_streams", "Caddy 2.6 cannot set it: its HTTP/2 server allows 250 concurrent streams, its HTTP/3 server 100"),
+			cannot("caddy", "write_chunk_bytes", "Go's servers size their own writes and frames"),
 			{Name: "tls_version", How: "protocol_min and protocol_max of its TLS connection policy"},
 			{Name: "session_resumption", How: "session tickets on or off"},
-			{Name: "keep_alive", Accepts: []string{"true"}, Own: "Caddy 2.6 always keeps HTTP/1.1 connections alive"},
-			{Name: "push", Accepts: []string{"none"}, Own: "Caddy 2.6's push handler is left out (Go is dropping server push)"},
+			cannot("caddy", "keep_alive", "Caddy 2.6 always keeps HTTP/1.1 connections alive"),
+			cannot("caddy", "push", "Caddy 2.6's push handler is left out (Go is dropping server push)"),
 		},
 	}
 }
 
 // Check implements Server.
-func (c Caddy) Check(k Knobs, protocols []string) error {
-	return checkCommon(c.Support(), k, protocols)
+func (c Caddy) Check(s spec.Server, protocols []string) error {
+	return checkCommon(c.Support(), s, protocols)
 }
+
+// Version implements Server: "caddy/" and the first word of `caddy version` ("v2.6.2").
+func (c Caddy) Version() string {
+	return versionOf([]string{c.Support().Binary, "version"}, func(line string) (string, bool) {
+		if line == "" {
+			return "", false
+		}
+		return "caddy/" + strings.Fields(line)[0], true
+	})
+}
+
+// CaddyKnobs are Caddy's own settings: the spec's server.caddy.
+type CaddyKnobs struct {
+	GOMAXPROCS int `json:"gomaxprocs"` // 0 = one per CPU
+}
+
+// NewKnobs implements OwnKnobs.
+func (Caddy) NewKnobs() any { return &CaddyKnobs{} }
 
 // Provision implements Server.
 func (c Caddy) Provision(in *Provision) (*Launch, error) {
-	d, err := newTemplateData(in, "caddy")
+	td, err := newTemplateData(in, "caddy")
 	if err != nil {
 		return nil, err
 	}
-	if in.Knobs.Caddy != nil {
-		d.Caddy = *in.Knobs.Caddy
+	d := struct {
+		*TemplateData
+		Caddy CaddyKnobs
+	}{TemplateData: td}
+	if err := decodeOwn(in.Server, &d.Caddy); err != nil {
+		return nil, err
 	}
 	conf := filepath.Join(in.Dir, "caddy.json")
 	if err := render(in, "caddy.json.tmpl", conf, d); err != nil {
@@ -64,15 +90,15 @@ func (c Caddy) Provision(in *Provision) (*Launch, error) {
 		env = append(env, "GOMAXPROCS="+strconv.Itoa(d.Caddy.GOMAXPROCS))
 	}
 	return &Launch{
-		Argv:       []string{c.Support().Binary, "run", "--config", conf},
-		Env:        env,
-		Test:       []string{c.Support().Binary, "validate", "--config", conf},
-		Ready:      ReadyProbe,
-		StopSignal: syscall.SIGINT, // Caddy's graceful stop
-		Files:      true,
-		Index:      d.Index,
-		AccessLog:  d.AccessLog,
-		Config:     conf,
+		Argv:        []string{c.Support().Binary, "run", "--config", conf},
+		Env:         env,
+		Test:        []string{c.Support().Binary, "validate", "--config", conf},
+		Ready:       ReadyProbe,
+		StopSignal:  syscall.SIGINT, // Caddy's graceful stop
+		Index:       d.Index,
+		AccessLog:   d.AccessLog,
+		parseAccess: parseCaddyAccess,
+		Config:      conf,
 		Status: func(ctx context.Context, _ *Instance) (map[string]float64, error) {
 			body, err := unixGet(ctx, d.StatusSocket, "localhost", "/metrics")
 			if err != nil {
@@ -81,7 +107,7 @@ func (c Caddy) Provision(in *Provision) (*Launch, error) {
 			return ParsePrometheus(string(body), caddyMetrics), nil
 		},
 		Effective: map[string]any{"max_concurrent_streams": map[string]int{"h2": 250, "h3": 100}, "write_chunk_bytes": 0,
-			"tls_version": in.Knobs.TLSVersion, "session_resumption": in.Knobs.SessionResumption, "keep_alive": true, "push": "none",
+			"tls_version": in.Server.TLSVersion, "session_resumption": in.Server.SessionResumption, "keep_alive": true, "push": "none",
 			"gomaxprocs": d.Caddy.GOMAXPROCS},
 	}, nil
 }
@@ -130,4 +156,47 @@ func ParsePrometheus(text string, keep map[string]string) map[string]float64 {
 		}
 	}
 	return out
+}
+
+var _ accessParser = parseCaddyAccess
+
+// parseCaddyAccess reads a line of Caddy's structured log: the access logger's entries
+// (http.log.access…) are requests, every other logger's line is not.
+func parseCaddyAccess(b []byte, _ Ports, hosts map[string]int) (accessEntry, bool, error) {
+	var c struct {
+		Logger  string `json:"logger"`
+		TS      num    `json:"ts"`
+		Request struct {
+			RemoteIP   string          `json:"remote_ip"`
+			RemotePort string          `json:"remote_port"`
+			Proto      string          `json:"proto"`
+			Method     string          `json:"method"`
+			Host       string          `json:"host"`
+			URI        string          `json:"uri"`
+			TLS        json.RawMessage `json:"tls"`
+		} `json:"request"`
+		Duration num   `json:"duration"`
+		Size     int64 `json:"size"`
+		Status   int   `json:"status"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return accessEntry{}, false, err
+	}
+	if !strings.HasPrefix(c.Logger, "http.log.access") {
+		return accessEntry{}, false, nil
+	}
+	host := c.Request.Host
+	if h, _, ok := strings.Cut(host, ":"); ok {
+		host = h
+	}
+	origin, ok := hosts[host]
+	if !ok {
+		origin = -1
+	}
+	return accessEntry{
+		Start: float64(c.TS) - float64(c.Duration), Duration: float64(c.Duration), Proto: c.Request.Proto,
+		TLS:    len(c.Request.TLS) > 0 && string(c.Request.TLS) != "null",
+		Origin: origin, Remote: c.Request.RemoteIP + ":" + c.Request.RemotePort, Method: c.Request.Method,
+		URI: c.Request.URI, Status: c.Status, Bytes: c.Size,
+	}, true, nil
 }

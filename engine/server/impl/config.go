@@ -3,7 +3,6 @@ package impl
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/user"
@@ -13,7 +12,6 @@ import (
 	"strconv"
 	"text/template"
 
-	"github.com/wirelab/wirelab/engine/contract"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/server"
 )
@@ -51,12 +49,12 @@ type TemplateData struct {
 	StatusSocket         string // a unix socket for the status endpoint (nginx, h2o, Caddy's admin)
 	StatusPort           int    // a loopback port for it in the server namespace (Apache)
 	CPUs                 int
-	Apache               ApacheKnobs // resolved: no 0 left (the package's defaults for the MPM)
-	ModulesDir           string      // Apache's modules
-	Nginx                NginxKnobs
-	H2O                  H2OKnobs
-	Caddy                CaddyKnobs
+	ModulesDir           string // Apache's modules
 }
+
+// An implementation's own knobs are rendered beside TemplateData, under its name: each
+// implementation's template data embeds *TemplateData and adds its table ({{.Apache.MPM}},
+// {{.Nginx.WorkerProcesses}}, …).
 
 // OriginData is one origin.
 type OriginData struct {
@@ -77,8 +75,8 @@ func newTemplateData(in *Provision, name string) (*TemplateData, error) {
 		Ports:    in.Ports,
 		CertFile: filepath.Join(in.CertDir, server.CertFile), KeyFile: filepath.Join(in.CertDir, server.KeyFile),
 		CAFile:     filepath.Join(in.CertDir, server.CAFile),
-		TLSVersion: in.Knobs.TLSVersion, MaxConcurrentStreams: in.Knobs.MaxConcurrentStreams,
-		SessionResumption: in.Knobs.SessionResumption, KeepAlive: in.Knobs.KeepAlive,
+		TLSVersion: in.Server.TLSVersion, MaxConcurrentStreams: in.Server.MaxConcurrentStreams,
+		SessionResumption: in.Server.SessionResumption, KeepAlive: in.Server.KeepAlive,
 		Index: pathIndex(in), IndexRegexp: regexp.QuoteMeta(pathIndex(in)), Types: sortedTypes(in.Page),
 		AccessLog:    filepath.Join(in.Dir, "logs", "access.log"),
 		ErrorLog:     filepath.Join(in.Dir, "logs", "error.log"),
@@ -106,8 +104,8 @@ func newTemplateData(in *Provision, name string) (*TemplateData, error) {
 		d.Origins = append(d.Origins, OriginData{N: i + 1, Host: in.Page.Origins[i].Host, Addr: a.String(),
 			Root: filepath.Join(in.DocRoot, fmt.Sprintf("s%d", i+1))})
 	}
-	if in.Knobs.Push != "" && in.Knobs.Push != "none" {
-		pol, err := server.ParsePushPolicy(in.Knobs.Push)
+	if in.Server.Push != "" && in.Server.Push != "none" {
+		pol, err := server.ParsePushPolicy(in.Server.Push)
 		if err != nil {
 			return nil, fielderr.Prefix("server.", err)
 		}
@@ -134,17 +132,17 @@ func pathIndex(in *Provision) string {
 
 // render writes a configuration: the user's template (server.config) when given, else wirelab's
 // templates/<name>; the file is written to path (0644).
-func render(in *Provision, name, path string, data *TemplateData) error {
+func render(in *Provision, name, path string, data any) error {
 	var tmpl *template.Template
 	var err error
-	if in.Knobs.Config != "" {
-		src, rerr := os.ReadFile(in.Knobs.Config)
+	if in.Server.Config != "" {
+		src, rerr := os.ReadFile(in.Server.Config)
 		if rerr != nil {
-			return fielderr.New("server.config", in.Knobs.Config, "must be a readable file: %v", rerr)
+			return fielderr.New("server.config", in.Server.Config, "must be a readable file: %v", rerr)
 		}
-		tmpl, err = template.New(filepath.Base(in.Knobs.Config)).Option("missingkey=error").Parse(string(src))
+		tmpl, err = template.New(filepath.Base(in.Server.Config)).Option("missingkey=error").Parse(string(src))
 		if err != nil {
-			return fielderr.New("server.config", in.Knobs.Config, "is not a valid template: %v", err)
+			return fielderr.New("server.config", in.Server.Config, "is not a valid template: %v", err)
 		}
 	} else {
 		tmpl, err = template.New(name).Option("missingkey=error").ParseFS(templates, "templates/"+name)
@@ -154,52 +152,12 @@ func render(in *Provision, name, path string, data *TemplateData) error {
 	}
 	var buf bytes.Buffer
 	if err := tmpl.Execute(&buf, data); err != nil {
-		if in.Knobs.Config != "" {
-			return fielderr.New("server.config", in.Knobs.Config, "cannot be rendered: %v", err)
+		if in.Server.Config != "" {
+			return fielderr.New("server.config", in.Server.Config, "cannot be rendered: %v", err)
 		}
 		return err
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
-}
-
-// DefaultKnobs are the contract's defaults of the server knobs for implementation name, with its
-// own table (when it has one) at its defaults.
-func DefaultKnobs(name string) Knobs {
-	k := defaultKnobs()
-	k.Impl = name
-	table, err := contract.Property(contract.TrialSpec, "server", name)
-	if err != nil {
-		return k
-	}
-	m := map[string]any{}
-	for key, prop := range asMap(table["properties"]) {
-		if d, ok := asMap(prop)["default"]; ok {
-			m[key] = d
-		}
-	}
-	b, _ := json.Marshal(map[string]any{name: m})
-	_ = json.Unmarshal(b, &k)
-	return k
-}
-
-func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
-
-// defaultKnobs are the contract's defaults of the common server knobs (the schema's).
-func defaultKnobs() Knobs {
-	m := map[string]any{}
-	for _, name := range []string{"impl", "max_concurrent_streams", "write_chunk_bytes", "tls_version", "session_resumption", "keep_alive", "push"} {
-		p, err := contract.Property(contract.TrialSpec, "server", name)
-		if err != nil {
-			panic(err)
-		}
-		m[name] = p["default"]
-	}
-	b, _ := json.Marshal(m)
-	var k Knobs
-	if err := json.Unmarshal(b, &k); err != nil {
-		panic(err)
-	}
-	return k
 }
 
 // UserIDs returns the uid and gid of the unprivileged user the real servers' workers run as.

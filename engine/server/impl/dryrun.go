@@ -14,6 +14,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 // TestConfig runs a launch's configuration test (Launch.Test) with command, which runs an argv
@@ -21,7 +22,7 @@ import (
 // namespace, or a throwaway one (DryRun). A configuration the server refuses is, for the user's
 // own (server.config), a *fielderr.Error quoting the server's own error line; for one wirelab
 // generated, an error (a bug).
-func TestConfig(ctx context.Context, srv Server, l *Launch, k Knobs, command func(argv ...string) *exec.Cmd) error {
+func TestConfig(ctx context.Context, srv Server, l *Launch, s spec.Server, command func(argv ...string) *exec.Cmd) error {
 	if len(l.Test) == 0 {
 		return nil
 	}
@@ -45,10 +46,10 @@ func TestConfig(ctx context.Context, srv Server, l *Launch, k Knobs, command fun
 		return nil
 	}
 	line := lastErrorLine(string(out))
-	if k.Config != "" {
+	if s.Config != "" {
 		// The server names the rendered file; the user knows their template (same lines).
-		line = strings.ReplaceAll(line, l.Config, k.Config)
-		return fielderr.New("server.config", k.Config, "%s refuses it: %s", srv.Name(), line)
+		line = strings.ReplaceAll(line, l.Config, s.Config)
+		return fielderr.New("server.config", s.Config, "%s refuses it: %s", srv.Name(), line)
 	}
 	return fmt.Errorf("server %s refuses the configuration wirelab generated (%s): %s", srv.Name(), l.Config, line)
 }
@@ -85,7 +86,7 @@ func lastErrorLine(out string) string {
 // document roots) and tests its configuration, then removes everything: what a run's
 // configuration would be checked for before anything of the run exists (a server.config the
 // server refuses is exit 2, before the topology is built).
-func DryRun(ctx context.Context, srv Server, k Knobs, protocols []string, pg *page.Page) (err error) {
+func DryRun(ctx context.Context, srv Server, s spec.Server, protocols []string, pg *page.Page) (err error) {
 	if len(protocols) == 0 || srv.Support().Binary == "" {
 		return nil
 	}
@@ -106,7 +107,7 @@ func DryRun(ctx context.Context, srv Server, k Knobs, protocols []string, pg *pa
 		return err
 	}
 	in := &Provision{Dir: filepath.Join(dir, "server"), RunDir: filepath.Join(dir, "run"), DocRoot: filepath.Join(dir, "www"),
-		Page: pg, Origins: origins, Protocols: protocols, Knobs: k, CertDir: certs.Dir, Ports: DefaultPorts}
+		Page: pg, Origins: origins, Protocols: protocols, Server: s, CertDir: certs.Dir, Ports: DefaultPorts}
 	for _, d := range []string{in.Dir, in.RunDir, in.DocRoot} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return err
@@ -129,7 +130,7 @@ func DryRun(ctx context.Context, srv Server, k Knobs, protocols []string, pg *pa
 	for _, a := range origins {
 		setup += " && ip addr add " + a.String() + "/32 dev lo"
 	}
-	return TestConfig(ctx, srv, l, k, func(argv ...string) *exec.Cmd {
+	return TestConfig(ctx, srv, l, s, func(argv ...string) *exec.Cmd {
 		return exec.Command("unshare", append([]string{"--net", "--", "/bin/sh", "-c", setup + ` && exec "$@"`, "wirelab-dryrun"}, argv...)...)
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"syscall"
+
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 // H2O is h2o 2.2 from Debian's package: one process, num-threads event loops, its status handler
@@ -25,36 +27,56 @@ func (H2O) Support() Support {
 		Binary:      "/usr/bin/h2o",
 		Protocols:   []string{"h1", "h1s", "h2", "h2c"},
 		NotServed:   "2.2 has no HTTP/3 (h2o added QUIC in 2.3); no SPDY",
+		Files:       true,
 		Status:      "its status handler (JSON): connections, worker threads, requests in flight",
 		OwnKnobs:    "server.h2o: num_threads",
 		Knobs: []Knob{
 			{Name: "max_concurrent_streams", How: "http2-max-concurrent-requests-per-connection (0: h2o's 100)"},
-			{Name: "write_chunk_bytes", Accepts: []string{"0"}, Own: "h2o sizes its own writes and DATA frames"},
+			cannot("h2o", "write_chunk_bytes", "h2o sizes its own writes and DATA frames"),
 			{Name: "tls_version", How: "minimum-version and max-version"},
 			{Name: "session_resumption", How: "ssl-session-resumption mode all or off"},
-			{Name: "keep_alive", Accepts: []string{"true"}, Own: "h2o 2.2 always keeps HTTP/1.1 connections alive"},
-			{Name: "push", Accepts: []string{"none"}, Own: "h2o pushes only what Link headers name, and 2.2 cannot put a load's token into one"},
+			cannot("h2o", "keep_alive", "h2o 2.2 always keeps HTTP/1.1 connections alive"),
+			cannot("h2o", "push", "h2o pushes only what Link headers name, and 2.2 cannot put a load's token into one"),
 		},
 	}
 }
 
 // Check implements Server.
-func (h H2O) Check(k Knobs, protocols []string) error { return checkCommon(h.Support(), k, protocols) }
+func (h H2O) Check(s spec.Server, protocols []string) error {
+	return checkCommon(h.Support(), s, protocols)
+}
+
+// Version implements Server.
+func (h H2O) Version() string {
+	return versionOf([]string{h.Support().Binary, "--version"}, afterPrefix("h2o version "))
+}
+
+// H2OKnobs are h2o's own settings: the spec's server.h2o.
+type H2OKnobs struct {
+	NumThreads int `json:"num_threads"` // 0 = one per CPU
+}
+
+// NewKnobs implements OwnKnobs.
+func (H2O) NewKnobs() any { return &H2OKnobs{} }
 
 // Provision implements Server.
 func (h H2O) Provision(in *Provision) (*Launch, error) {
-	d, err := newTemplateData(in, "h2o")
+	td, err := newTemplateData(in, "h2o")
 	if err != nil {
 		return nil, err
 	}
-	if in.Knobs.H2O != nil {
-		d.H2O = *in.Knobs.H2O
+	d := struct {
+		*TemplateData
+		H2O H2OKnobs
+	}{TemplateData: td}
+	if err := decodeOwn(in.Server, &d.H2O); err != nil {
+		return nil, err
 	}
 	conf := filepath.Join(in.Dir, "h2o.conf")
 	if err := render(in, "h2o.conf.tmpl", conf, d); err != nil {
 		return nil, err
 	}
-	mcs := in.Knobs.MaxConcurrentStreams
+	mcs := in.Server.MaxConcurrentStreams
 	if mcs == 0 {
 		mcs = 100
 	}
@@ -63,14 +85,14 @@ func (h H2O) Provision(in *Provision) (*Launch, error) {
 		threads = d.CPUs
 	}
 	return &Launch{
-		Argv:       []string{h.Support().Binary, "-c", conf},
-		Test:       []string{h.Support().Binary, "-t", "-c", conf},
-		Ready:      ReadyProbe,
-		StopSignal: syscall.SIGTERM, // h2o's graceful shutdown
-		Files:      true,
-		Index:      d.Index,
-		AccessLog:  d.AccessLog,
-		Config:     conf,
+		Argv:        []string{h.Support().Binary, "-c", conf},
+		Test:        []string{h.Support().Binary, "-t", "-c", conf},
+		Ready:       ReadyProbe,
+		StopSignal:  syscall.SIGTERM, // h2o's graceful shutdown
+		Index:       d.Index,
+		AccessLog:   d.AccessLog,
+		parseAccess: parseTemplateAccess,
+		Config:      conf,
 		Status: func(ctx context.Context, _ *Instance) (map[string]float64, error) {
 			body, err := unixGet(ctx, d.StatusSocket, "status", "/status/json")
 			if err != nil {
@@ -78,8 +100,8 @@ func (h H2O) Provision(in *Provision) (*Launch, error) {
 			}
 			return ParseH2OStatus(body)
 		},
-		Effective: map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": 0, "tls_version": in.Knobs.TLSVersion,
-			"session_resumption": in.Knobs.SessionResumption, "keep_alive": true, "push": "none", "num_threads": threads},
+		Effective: map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": 0, "tls_version": in.Server.TLSVersion,
+			"session_resumption": in.Server.SessionResumption, "keep_alive": true, "push": "none", "num_threads": threads},
 	}, nil
 }
 

@@ -6,7 +6,7 @@
 //
 // The life of a server in a run:
 //
-//	Check(knobs, protocols)   before anything exists: a protocol or knob it cannot serve or honour
+//	Check(server, protocols)  before anything exists: a protocol or knob it cannot serve or honour
 //	                          is a *fielderr.Error naming server.impl (exit 2)
 //	Provision(in) → *Launch   its configuration written into the run's private directory from
 //	                          typed knobs and a template (or the user's template, server.config)
@@ -18,7 +18,9 @@
 package impl
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os/exec"
@@ -29,18 +31,32 @@ import (
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
-// Server is one implementation under test.
+// Server is one implementation under test: one file here, listed once in All. Besides the
+// methods, an implementation with a table of its own in the spec (server.<name>) implements
+// OwnKnobs.
 type Server interface {
 	// Name is its server.impl value.
 	Name() string
 	// Support says what it serves and which knobs it honours, and how.
 	Support() Support
-	// Check refuses what it cannot do with these knobs and protocols, before anything exists.
-	Check(k Knobs, protocols []string) error
+	// Check refuses what it cannot do with this server object and these protocols, before
+	// anything exists.
+	Check(s spec.Server, protocols []string) error
 	// Provision writes its configuration into in.Dir and says how to run it.
 	Provision(in *Provision) (*Launch, error)
+	// Version is the version installed here ("nginx/1.22.1"; "" when its binary is missing).
+	Version() string
+}
+
+// OwnKnobs is implemented by an implementation with a table of its own in the spec
+// (server.<name>, defined by the schema): its knobs, decoded by it alone.
+type OwnKnobs interface {
+	// NewKnobs returns a pointer to a new value of its table's type, for the table to be decoded
+	// into.
+	NewKnobs() any
 }
 
 // Support is what an implementation can do: the table of docs/server.md and `servers ls`.
@@ -49,11 +65,18 @@ type Support struct {
 	Description string   `json:"description"`
 	Package     string   `json:"package,omitempty"` // the Debian package it comes from ("" = wirelab's own)
 	Binary      string   `json:"binary,omitempty"`
-	Protocols   []string `json:"protocols"`           // what it serves, in the contract's order
-	NotServed   string   `json:"not_served"`          // why the others are not
-	Status      string   `json:"status,omitempty"`    // its own gauges (mod_status, stub_status, …)
-	Knobs       []Knob   `json:"knobs"`               // how each common knob is honoured
-	OwnKnobs    string   `json:"own_knobs,omitempty"` // its table in the spec (server.apache …)
+	Protocols   []string `json:"protocols"`        // what it serves, in the contract's order
+	NotServed   string   `json:"not_served"`       // why the others are not
+	Status      string   `json:"status,omitempty"` // its own gauges (mod_status, stub_status, …)
+	// Files says that it serves files from a document root (DocRoot), so a Tree is made per load
+	// and it runs as an unprivileged user; false for the built-in server, which generates every
+	// response.
+	Files bool `json:"-"`
+	// QUICLosses says that it reports what its QUIC stack declared lost on each h3 connection
+	// (Provision.QUICStats): the built-in server.
+	QUICLosses bool   `json:"-"`
+	Knobs      []Knob `json:"knobs"`               // how each common knob is honoured
+	OwnKnobs   string `json:"own_knobs,omitempty"` // its table in the spec (server.apache …)
 }
 
 // Knob says how an implementation honours one of the common server knobs.
@@ -61,7 +84,9 @@ type Knob struct {
 	Name string `json:"name"` // max_concurrent_streams, write_chunk_bytes, tls_version, session_resumption, keep_alive, push
 	// How it is set ("H2MaxSessionStreams"); "" when the implementation cannot set it.
 	How string `json:"how"`
-	// Accepts are the values accepted when it cannot be set (its own behaviour), e.g. ["0"].
+	// Accepts are the values accepted when it cannot be set: the one that stands for its own
+	// behaviour, which is also the knob's default with this implementation (the schema's
+	// "x-cannot-set" on its table), e.g. ["0"].
 	Accepts []string `json:"accepts,omitempty"`
 	// Own describes the implementation's own behaviour (its default).
 	Own string `json:"own,omitempty"`
@@ -79,9 +104,10 @@ type Provision struct {
 	ShardMode string       //
 	Origins   []netip.Addr // one address per origin (s1, s2, …)
 	Protocols []string     // what the run loads over
-	Knobs     Knobs        // the spec's server object
+	Server    spec.Server  // the spec's server object (its own table decoded by the implementation)
 	CertDir   string       // ca.pem, cert.pem, key.pem (key 0600)
 	Engine    string       // the wirelab-engine binary (the built-in server runs as `serve`)
+	Env       []string     // the environment of wirelab-engine children (the built-in server's)
 	Ports     Ports
 	// RecordsFile and ConnsFile are where the request and connection records go (the trial's
 	// server/requests.jsonl and server/conns.jsonl); "" = none.
@@ -107,7 +133,9 @@ const (
 // Launch is how to run a provisioned server.
 type Launch struct {
 	Argv []string
-	Env  []string // added to a minimal environment
+	// Env is added to a minimal environment (PATH): the built-in server's is the engine's children's
+	// (Provision.Env), a real server's its own settings.
+	Env []string
 	// Test checks the configuration without serving (nginx -t, apache2 -t, h2o -t, caddy
 	// validate); nil when there is nothing to check. It runs where the configuration's files are,
 	// in any namespace.
@@ -115,15 +143,14 @@ type Launch struct {
 	Ready ReadyBy
 	// StopSignal asks for a graceful stop (nginx SIGQUIT, Apache SIGWINCH graceful-stop, …).
 	StopSignal syscall.Signal
-	// Files lists what the server serves from DocRoot: a Tree must be made per load. False for
-	// the built-in server, which generates every response.
-	Files bool
 	// Index is the root document's file name below /L/<token>/ (the directory index).
 	Index string
 	// Status reads the implementation's own gauges; nil when it has none.
 	Status func(ctx context.Context, in *Instance) (map[string]float64, error)
-	// AccessLog is the file the server logs requests to, in the format Records reads; "" = none.
-	AccessLog string
+	// AccessLog is the file the server logs requests to ("" = none), each line in the format
+	// parseAccess reads (ConvertAccessLog).
+	AccessLog   string
+	parseAccess accessParser
 	// Effective are the values of the common knobs the server runs with (its own defaults
 	// resolved), recorded in trial.json.
 	Effective map[string]any
@@ -150,21 +177,14 @@ func Lookup(name string) (Server, error) {
 
 // checkCommon refuses a protocol the implementation does not serve and a common knob it cannot
 // honour: the one rule every implementation applies, from its Support table.
-func checkCommon(sup Support, k Knobs, protocols []string) error {
+func checkCommon(sup Support, s spec.Server, protocols []string) error {
 	for i, p := range protocols {
 		if !slices.Contains(sup.Protocols, p) {
 			return fielderr.New(fmt.Sprintf("protocols[%d]", i), p, "not served by server.impl %s, which serves %s (%s)",
 				sup.Name, strings.Join(sup.Protocols, ", "), sup.NotServed)
 		}
 	}
-	values := map[string]string{
-		"max_concurrent_streams": fmt.Sprint(k.MaxConcurrentStreams),
-		"write_chunk_bytes":      fmt.Sprint(k.WriteChunkBytes),
-		"tls_version":            k.TLSVersion,
-		"session_resumption":     fmt.Sprint(k.SessionResumption),
-		"keep_alive":             fmt.Sprint(k.KeepAlive),
-		"push":                   k.Push,
-	}
+	values := commonValues(s)
 	for _, kn := range sup.Knobs {
 		v := values[kn.Name]
 		if kn.How != "" || slices.Contains(kn.Accepts, v) {
@@ -176,36 +196,85 @@ func checkCommon(sup Support, k Knobs, protocols []string) error {
 		}
 		return fielderr.New("server."+kn.Name, v, "server.impl %s cannot set it%s; use %s", sup.Name, own, orList(kn.Accepts))
 	}
-	if k.Config != "" {
-		if err := checkUserConfig(sup, k); err != nil {
+	if s.Config != "" {
+		if err := checkUserConfig(sup, s); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// checkUserConfig: with the user's own configuration wirelab applies none of its knobs, so they
-// must stay at the contract's defaults (the configuration is then the whole truth).
-func checkUserConfig(sup Support, k Knobs) error {
-	if sup.Name == "builtin" {
-		return fielderr.New("server.config", k.Config, "the built-in server has no configuration file; server.config is for apache, nginx, h2o and caddy")
+// commonKnobs are the common server knobs, in the contract's order.
+var commonKnobs = []string{"max_concurrent_streams", "write_chunk_bytes", "tls_version", "session_resumption", "keep_alive", "push"}
+
+// commonValues are the common knobs' values as their refusals show them.
+func commonValues(s spec.Server) map[string]string {
+	return map[string]string{
+		"max_concurrent_streams": fmt.Sprint(s.MaxConcurrentStreams),
+		"write_chunk_bytes":      fmt.Sprint(s.WriteChunkBytes),
+		"tls_version":            s.TLSVersion,
+		"session_resumption":     fmt.Sprint(s.SessionResumption),
+		"keep_alive":             fmt.Sprint(s.KeepAlive),
+		"push":                   s.Push,
 	}
-	d := defaultKnobs()
-	for _, c := range []struct {
-		name     string
-		got, def any
-	}{
-		{"max_concurrent_streams", k.MaxConcurrentStreams, d.MaxConcurrentStreams},
-		{"write_chunk_bytes", k.WriteChunkBytes, d.WriteChunkBytes},
-		{"tls_version", k.TLSVersion, d.TLSVersion},
-		{"session_resumption", k.SessionResumption, d.SessionResumption},
-		{"keep_alive", k.KeepAlive, d.KeepAlive},
-		{"push", k.Push, d.Push},
-	} {
-		if c.got != c.def {
-			return fielderr.New("server."+c.name, fmt.Sprint(c.got), "with server.config your configuration sets it; leave server.%s at its default (%v)", c.name, c.def)
+}
+
+// checkUserConfig: with the user's own configuration wirelab applies none of its knobs, so they
+// must stay at their defaults for the implementation (the configuration is then the whole truth).
+func checkUserConfig(sup Support, s spec.Server) error {
+	if !sup.Files {
+		return fielderr.New("server.config", s.Config, "the built-in server has no configuration file; server.config is for apache, nginx, h2o and caddy")
+	}
+	got, def := commonValues(s), commonValues(spec.DefaultServer(sup.Name))
+	for _, name := range commonKnobs {
+		if got[name] != def[name] {
+			return fielderr.New("server."+name, got[name], "with server.config your configuration sets it; leave server.%s at its default (%s)", name, def[name])
 		}
 	}
+	return nil
+}
+
+// cannot describes a common knob implementation impl cannot set: own says what it does instead.
+// The one value it accepts, standing for that behaviour, is the schema's (spec.CannotSet).
+func cannot(impl, knob, own string) Knob {
+	return Knob{Name: knob, Accepts: []string{fmt.Sprint(spec.CannotSet(impl)[knob])}, Own: own}
+}
+
+// decodeOwn decodes the implementation's own table (server.<name>) into dst strictly: the spec's,
+// or the schema's defaults for a server object made without one.
+func decodeOwn(s spec.Server, dst any) error {
+	raw := s.Own
+	if raw == nil {
+		raw = spec.DefaultServer(s.Impl).Own
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return fmt.Errorf("server.%s: the schema and the engine's knobs disagree: %w", s.Impl, err)
+	}
+	return nil
+}
+
+// Canonical decodes the implementation's own table of s and writes it back in the form the
+// implementation reads it (its fields in its order): the form a run records.
+func Canonical(s *spec.Server) error {
+	srv, err := Lookup(s.Impl)
+	if err != nil {
+		return err
+	}
+	own, ok := srv.(OwnKnobs)
+	if !ok {
+		return nil
+	}
+	k := own.NewKnobs()
+	if err := decodeOwn(*s, k); err != nil {
+		return err
+	}
+	b, err := json.Marshal(k)
+	if err != nil {
+		return err
+	}
+	s.Own = b
 	return nil
 }
 
@@ -219,39 +288,27 @@ func orList(items []string) string {
 	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
-// Version runs the implementation's version command and returns its first line that names a
-// version ("nginx/1.22.1"); "" when the binary is missing.
-func Version(s Server) string {
-	sup := s.Support()
-	var argv []string
-	switch sup.Name {
-	case "apache":
-		argv = []string{sup.Binary, "-v"}
-	case "nginx":
-		argv = []string{sup.Binary, "-v"}
-	case "h2o":
-		argv = []string{sup.Binary, "--version"}
-	case "caddy":
-		argv = []string{sup.Binary, "version"}
-	default:
-		return ""
-	}
+// versionOf runs an implementation's version command and returns the version its output names,
+// as parse reads a line ("nginx/1.22.1"); "" when the binary is missing or names none.
+func versionOf(argv []string, parse func(line string) (string, bool)) string {
 	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {
 		return ""
 	}
 	for _, line := range strings.Split(string(out), "\n") {
-		line = strings.TrimSpace(line)
-		for _, prefix := range []string{"Server version: ", "nginx version: ", "h2o version "} {
-			if v, ok := strings.CutPrefix(line, prefix); ok {
-				return strings.TrimSpace(v)
-			}
-		}
-		if sup.Name == "caddy" && line != "" {
-			return "caddy/" + strings.Fields(line)[0]
+		if v, ok := parse(strings.TrimSpace(line)); ok {
+			return v
 		}
 	}
 	return ""
+}
+
+// afterPrefix is a versionOf parser: what follows prefix on a line.
+func afterPrefix(prefix string) func(string) (string, bool) {
+	return func(line string) (string, bool) {
+		v, ok := strings.CutPrefix(line, prefix)
+		return strings.TrimSpace(v), ok
+	}
 }
 
 // Names lists the implementations' names, sorted as registered.

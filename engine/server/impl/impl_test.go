@@ -7,14 +7,17 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/wirelab/wirelab/engine/contract"
+	"github.com/wirelab/wirelab/engine/contract/contracttest"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 // The registry is the contract's enum of server.impl, in its order.
@@ -58,13 +61,18 @@ func TestSupportTables(t *testing.T) {
 			t.Errorf("%s: Support().Name %q", s.Name(), sup.Name)
 		}
 		var knobs []string
+		own := spec.CannotSet(s.Name())
 		for _, k := range sup.Knobs {
 			knobs = append(knobs, k.Name)
-			if k.How == "" && len(k.Accepts) == 0 {
-				t.Errorf("%s: knob %s neither set nor accepted", s.Name(), k.Name)
+			_, cannot := own[k.Name]
+			switch {
+			case k.How == "" && (len(k.Accepts) != 1 || !cannot):
+				t.Errorf("%s: knob %s cannot be set; it must accept one value, the schema's x-cannot-set (accepts %v, schema %v)", s.Name(), k.Name, k.Accepts, own[k.Name])
+			case k.How != "" && (len(k.Accepts) != 0 || cannot):
+				t.Errorf("%s: knob %s is set (%s), yet accepts %v and the schema's x-cannot-set says %v", s.Name(), k.Name, k.How, k.Accepts, own[k.Name])
 			}
 		}
-		if !slices.Equal(knobs, want) {
+		if !slices.Equal(knobs, want) || !slices.Equal(knobs, commonKnobs) {
 			t.Errorf("%s: knobs %v, want %v", s.Name(), knobs, want)
 		}
 		for _, p := range sup.Protocols {
@@ -77,44 +85,100 @@ func TestSupportTables(t *testing.T) {
 
 // Asking for what a server cannot do is one field error naming server.impl, before anything.
 func TestCheckRefusesWhatAServerCannotDo(t *testing.T) {
-	def := defaultKnobs()
 	for _, tc := range []struct {
 		impl      string
 		protocols []string
-		edit      func(*Knobs)
+		server    string // the server object
 		want      string
 	}{
-		{"nginx", []string{"h1s", "h3"}, nil, `protocols[1]: got "h3"; not served by server.impl nginx, which serves h1, h1s, h2`},
-		{"nginx", []string{"h2c"}, nil, `protocols[0]: got "h2c"; not served by server.impl nginx`},
-		{"apache", []string{"spdy3"}, nil, `protocols[0]: got "spdy3"; not served by server.impl apache`},
-		{"caddy", []string{"h2"}, nil, `server.max_concurrent_streams: got "100"; server.impl caddy cannot set it (Caddy 2.6 cannot set it: its HTTP/2 server allows 250`},
-		{"apache", []string{"h2"}, func(k *Knobs) { k.WriteChunkBytes = 4096 }, `server.write_chunk_bytes: got "4096"; server.impl apache cannot set it`},
-		{"h2o", []string{"h1"}, func(k *Knobs) { k.KeepAlive = false }, `server.keep_alive: got "false"; server.impl h2o cannot set it`},
-		{"h2o", []string{"h2"}, func(k *Knobs) { k.Push = "all" }, `server.push: got "all"; server.impl h2o cannot set it`},
-		{"builtin", []string{"h2"}, func(k *Knobs) { k.Config = "/x.conf" }, `server.config: got "/x.conf"; the built-in server has no configuration file`},
-		{"nginx", []string{"h2"}, func(k *Knobs) { k.Config = "/x.conf"; k.TLSVersion = "1.2" }, `server.tls_version: got "1.2"; with server.config your configuration sets it`},
+		{"nginx", []string{"h1s", "h3"}, `{"impl":"nginx"}`, `protocols[1]: got "h3"; not served by server.impl nginx, which serves h1, h1s, h2`},
+		{"nginx", []string{"h2c"}, `{"impl":"nginx"}`, `protocols[0]: got "h2c"; not served by server.impl nginx`},
+		{"apache", []string{"spdy3"}, `{"impl":"apache"}`, `protocols[0]: got "spdy3"; not served by server.impl apache`},
+		{"caddy", []string{"h2"}, `{"impl":"caddy","max_concurrent_streams":100}`, `server.max_concurrent_streams: got "100"; server.impl caddy cannot set it (Caddy 2.6 cannot set it: its HTTP/2 server allows 250`},
+		{"apache", []string{"h2"}, `{"impl":"apache","write_chunk_bytes":4096}`, `server.write_chunk_bytes: got "4096"; server.impl apache cannot set it`},
+		{"h2o", []string{"h1"}, `{"impl":"h2o","keep_alive":false}`, `server.keep_alive: got "false"; server.impl h2o cannot set it`},
+		{"h2o", []string{"h2"}, `{"impl":"h2o","push":"all"}`, `server.push: got "all"; server.impl h2o cannot set it`},
+		{"builtin", []string{"h2"}, `{"impl":"builtin","config":"/x.conf"}`, `server.config: got "/x.conf"; the built-in server has no configuration file`},
+		{"nginx", []string{"h2"}, `{"impl":"nginx","config":"/x.conf","tls_version":"1.2"}`, `server.tls_version: got "1.2"; with server.config your configuration sets it`},
+		{"caddy", []string{"h2"}, `{"impl":"caddy","config":"/x.conf","max_concurrent_streams":100}`, `server.max_concurrent_streams: got "100"; server.impl caddy cannot set it`},
 	} {
-		k := def
-		k.Impl = tc.impl
-		if tc.edit != nil {
-			tc.edit(&k)
+		s, err := spec.DecodeServer([]byte(tc.server))
+		if err != nil {
+			t.Fatal(err)
 		}
 		srv, _ := Lookup(tc.impl)
-		err := srv.Check(k, tc.protocols)
+		err = srv.Check(s, tc.protocols)
 		if _, ok := fielderr.As(err); !ok || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("%s %v: %v\nwant %s…", tc.impl, tc.protocols, err, tc.want)
+			t.Errorf("%s %v: %v\nwant %s…", tc.server, tc.protocols, err, tc.want)
 		}
 	}
-	k := def
-	k.Impl, k.MaxConcurrentStreams = "caddy", 0
-	if err := (Caddy{}).Check(k, []string{"h1", "h1s", "h2", "h2c", "h3"}); err != nil {
-		t.Errorf("caddy with its own stream limit: %v", err)
-	}
+	// server = { impl = X } and nothing else: every implementation runs with the defaults, over
+	// every protocol it serves, with wirelab's configuration or the user's.
 	for _, s := range All {
-		k := def
-		k.Impl, k.MaxConcurrentStreams = s.Name(), 0
-		if err := s.Check(k, s.Support().Protocols); err != nil {
+		def := spec.DefaultServer(s.Name())
+		if err := s.Check(def, s.Support().Protocols); err != nil {
 			t.Errorf("%s with the defaults and every protocol it serves: %v", s.Name(), err)
+		}
+		own := def
+		own.MaxConcurrentStreams = 0
+		if err := s.Check(own, s.Support().Protocols); err != nil {
+			t.Errorf("%s with its own stream limit: %v", s.Name(), err)
+		}
+		if s.Support().Files {
+			def.Config = "/x.conf"
+			if err := s.Check(def, s.Support().Protocols); err != nil {
+				t.Errorf("%s with server.config and the defaults: %v", s.Name(), err)
+			}
+		}
+	}
+	if got := spec.DefaultServer("caddy").MaxConcurrentStreams; got != 0 {
+		t.Errorf("caddy's default max_concurrent_streams %d, want 0 (its own)", got)
+	}
+	if got := spec.DefaultServer("nginx").MaxConcurrentStreams; got != 100 {
+		t.Errorf("nginx's default max_concurrent_streams %d, want the contract's 100", got)
+	}
+}
+
+// Each implementation's own table is the schema's server.<name>: the same fields, decoded by the
+// implementation alone, written back in its order (Canonical).
+func TestOwnKnobsAreTheSchemas(t *testing.T) {
+	for _, s := range All {
+		own, ok := s.(OwnKnobs)
+		_, err := contract.Property(contract.TrialSpec, "server", s.Name())
+		if ok != (err == nil) {
+			t.Errorf("%s: a table of its own %v, the schema's server.%s: %v", s.Name(), ok, s.Name(), err)
+		}
+		if !ok {
+			continue
+		}
+		contracttest.MatchStruct(t, contract.TrialSpec, reflect.TypeOf(own.NewKnobs()).Elem(), []string{"server", s.Name()})
+	}
+	srv, err := spec.DecodeServer([]byte(`{"impl":"apache","apache":{"max_request_workers":600,"mpm":"worker"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Canonical(&srv); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"mpm":"worker","start_servers":0,"server_limit":0,"threads_per_child":0,"thread_limit":0,"max_request_workers":600,`; !strings.HasPrefix(string(srv.Own), want) {
+		t.Errorf("canonical apache table %s, want %s…", srv.Own, want)
+	}
+}
+
+// Each implementation reports the version installed here (the built-in server: the engine's).
+func TestVersions(t *testing.T) {
+	for _, s := range All {
+		v := s.Version()
+		if bin := s.Support().Binary; bin != "" {
+			if _, err := os.Stat(bin); err != nil {
+				if v != "" {
+					t.Errorf("%s is not installed, yet its version is %q", s.Name(), v)
+				}
+				continue
+			}
+		}
+		if v == "" || strings.Contains(v, "\n") {
+			t.Errorf("%s: version %q", s.Name(), v)
 		}
 	}
 }
@@ -202,7 +266,15 @@ func TestAccessLogConversion(t *testing.T) {
 		in := filepath.Join(dir, name+".log")
 		out := filepath.Join(dir, name+".jsonl")
 		os.WriteFile(in, []byte(text+"\n"), 0o644)
-		n, err := ConvertAccessLog(name, in, out, pg, DefaultPorts, "wirelab-ready")
+		srv, _ := Lookup(name)
+		l, err := srv.Provision(&Provision{Dir: filepath.Join(dir, name), RunDir: dir, DocRoot: dir, Page: pg,
+			Origins: []netip.Addr{netip.MustParseAddr("10.77.1.1")}, Protocols: []string{"h1"}, Server: spec.DefaultServer(name),
+			CertDir: dir, Ports: DefaultPorts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.AccessLog = in
+		n, err := ConvertAccessLog(l, out, pg, DefaultPorts, "wirelab-ready")
 		if err != nil || n != 1 {
 			t.Fatalf("%s: %d records, %v", name, n, err)
 		}
@@ -228,15 +300,15 @@ func TestGeneratedConfigurationsPassTheServersOwnTests(t *testing.T) {
 			t.Errorf("%s is not installed (make setup): %v", s.Name(), err)
 			continue
 		}
-		for _, edit := range []func(*Knobs){
-			func(k *Knobs) {},
-			func(k *Knobs) { k.TLSVersion, k.SessionResumption = "1.2", true },
+		for _, edit := range []func(*spec.Server){
+			func(k *spec.Server) {},
+			func(k *spec.Server) { k.TLSVersion, k.SessionResumption = "1.2", true },
+			func(k *spec.Server) { k.MaxConcurrentStreams = 0 },
 		} {
-			k := defaultKnobs()
-			k.Impl, k.MaxConcurrentStreams = s.Name(), 0
+			k := spec.DefaultServer(s.Name())
 			edit(&k)
 			if s.Name() == "apache" {
-				k.Apache = &ApacheKnobs{MPM: "worker", ThreadsPerChild: 50, MaxRequestWorkers: 600, StartServers: 5, MinSpareThreads: 50, MaxSpareThreads: 150}
+				k.Own = []byte(`{"mpm":"worker","threads_per_child":50,"max_request_workers":600,"start_servers":5,"min_spare_threads":50,"max_spare_threads":150}`)
 			}
 			if err := DryRun(context.Background(), s, k, s.Support().Protocols, pg); err != nil {
 				t.Errorf("%s %+v: %v", s.Name(), k, err)
@@ -254,8 +326,8 @@ func TestUserConfigurationRefused(t *testing.T) {
 	pg, _ := page.Load("twitter", 1)
 	bad := filepath.Join(t.TempDir(), "bad.conf")
 	os.WriteFile(bad, []byte("events {}\nhttp { server { listen {{(index .Origins 0).Addr}}:80; frobnicate on; } }\n"), 0o644)
-	k := defaultKnobs()
-	k.Impl, k.Config = "nginx", bad
+	k := spec.DefaultServer("nginx")
+	k.Config = bad
 	err := DryRun(context.Background(), Nginx{}, k, []string{"h1"}, pg)
 	fe, ok := fielderr.As(err)
 	if !ok || fe.Field != "server.config" || !strings.Contains(fe.Allowed, `unknown directive "frobnicate"`) {
@@ -278,14 +350,16 @@ func TestUserConfigurationRefused(t *testing.T) {
 func TestNginxKeepaliveRequests(t *testing.T) {
 	pg, _ := page.Load("twitter", 1)
 	for _, tc := range []struct {
-		knobs *NginxKnobs
+		knobs string // the table; "" = none (a server object made in code)
 		want  int
-	}{{nil, 1000}, {&NginxKnobs{WorkerConnections: 768, KeepaliveRequests: 12345}, 12345}} {
+	}{{"", 1000}, {`{"worker_connections":768,"keepalive_requests":12345}`, 12345}} {
 		dir := t.TempDir()
-		k := DefaultKnobs("nginx")
-		k.Nginx = tc.knobs
+		k := spec.Server{Impl: "nginx", MaxConcurrentStreams: 100, TLSVersion: "1.3", KeepAlive: true, Push: "none"}
+		if tc.knobs != "" {
+			k.Own = []byte(tc.knobs)
+		}
 		in := &Provision{Dir: dir, RunDir: dir, DocRoot: dir, Page: pg, Origins: []netip.Addr{netip.MustParseAddr("10.77.1.1")},
-			Protocols: []string{"h1", "h2"}, Knobs: k, CertDir: dir, Ports: DefaultPorts}
+			Protocols: []string{"h1", "h2"}, Server: k, CertDir: dir, Ports: DefaultPorts}
 		l, err := Nginx{}.Provision(in)
 		if err != nil {
 			t.Fatal(err)

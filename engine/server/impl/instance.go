@@ -43,8 +43,6 @@ type Options struct {
 	// OnLine receives its stdout lines after the ready line (the built-in server's
 	// {"event":"quic_closed",…}); nil: they go to Log.
 	OnLine func(line string)
-	// Env is the environment of the process (default: PATH and HOME, plus Launch.Env).
-	Env []string
 }
 
 // Start runs a provisioned server in the server namespace, in group g (nil: no group), and
@@ -59,11 +57,7 @@ func Start(ctx context.Context, topo *netns.Topology, srv Server, l *Launch, g *
 	}
 	argv := append([]string{"/bin/sh", "-c", `read -r _ && exec "$@"`, "wirelab-" + srv.Name()}, l.Argv...)
 	cmd := topo.Command(netns.Server, argv...)
-	if o.Env != nil {
-		cmd.Env = append(append([]string(nil), o.Env...), l.Env...)
-	} else {
-		cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, l.Env...)
-	}
+	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, l.Env...)
 	gate, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 // Nginx is nginx 1.22 from Debian's package: the master and its workers (worker_processes), one
@@ -27,11 +29,12 @@ func (Nginx) Support() Support {
 		Binary:      "/usr/sbin/nginx",
 		Protocols:   []string{"h1", "h1s", "h2"},
 		NotServed:   "1.22 speaks h2c only on a port without HTTP/1.1 and has no HTTP/3; no SPDY",
+		Files:       true,
 		Status:      "stub_status: active, reading, writing, waiting connections; accepts, handled, requests",
 		OwnKnobs:    "server.nginx: worker_processes, worker_connections, keepalive_requests",
 		Knobs: []Knob{
 			{Name: "max_concurrent_streams", How: "http2_max_concurrent_streams (0: nginx's 128)"},
-			{Name: "write_chunk_bytes", Accepts: []string{"0"}, Own: "nginx writes bodies with sendfile; its http2_chunk_size (8k) applies to HTTP/2 only"},
+			cannot("nginx", "write_chunk_bytes", "nginx writes bodies with sendfile; its http2_chunk_size (8k) applies to HTTP/2 only"),
 			{Name: "tls_version", How: "ssl_protocols"},
 			{Name: "session_resumption", How: "ssl_session_cache and ssl_session_tickets"},
 			{Name: "keep_alive", How: "keepalive_timeout 0 when off"},
@@ -41,38 +44,55 @@ func (Nginx) Support() Support {
 }
 
 // Check implements Server.
-func (n Nginx) Check(k Knobs, protocols []string) error {
-	return checkCommon(n.Support(), k, protocols)
+func (n Nginx) Check(s spec.Server, protocols []string) error {
+	return checkCommon(n.Support(), s, protocols)
 }
+
+// Version implements Server.
+func (n Nginx) Version() string {
+	return versionOf([]string{n.Support().Binary, "-v"}, afterPrefix("nginx version: "))
+}
+
+// NginxKnobs are nginx's own settings: the spec's server.nginx.
+type NginxKnobs struct {
+	WorkerProcesses   int `json:"worker_processes"` // 0 = auto
+	WorkerConnections int `json:"worker_connections"`
+	KeepaliveRequests int `json:"keepalive_requests"`
+}
+
+// NewKnobs implements OwnKnobs.
+func (Nginx) NewKnobs() any { return &NginxKnobs{} }
 
 // Provision implements Server.
 func (n Nginx) Provision(in *Provision) (*Launch, error) {
-	d, err := newTemplateData(in, "nginx")
+	td, err := newTemplateData(in, "nginx")
 	if err != nil {
 		return nil, err
 	}
-	if in.Knobs.Nginx != nil {
-		d.Nginx = *in.Knobs.Nginx
-	} else {
-		d.Nginx = *DefaultKnobs("nginx").Nginx
+	d := struct {
+		*TemplateData
+		Nginx NginxKnobs
+	}{TemplateData: td}
+	if err := decodeOwn(in.Server, &d.Nginx); err != nil {
+		return nil, err
 	}
 	conf := filepath.Join(in.Dir, "nginx.conf")
 	if err := render(in, "nginx.conf.tmpl", conf, d); err != nil {
 		return nil, err
 	}
-	mcs := in.Knobs.MaxConcurrentStreams
+	mcs := in.Server.MaxConcurrentStreams
 	if mcs == 0 {
 		mcs = 128
 	}
 	return &Launch{
-		Argv:       []string{n.Support().Binary, "-c", conf, "-p", in.Dir, "-e", d.ErrorLog},
-		Test:       []string{n.Support().Binary, "-t", "-q", "-c", conf, "-p", in.Dir},
-		Ready:      ReadyProbe,
-		StopSignal: syscall.SIGQUIT, // graceful: finish what is in flight, then exit
-		Files:      true,
-		Index:      d.Index,
-		AccessLog:  d.AccessLog,
-		Config:     conf,
+		Argv:        []string{n.Support().Binary, "-c", conf, "-p", in.Dir, "-e", d.ErrorLog},
+		Test:        []string{n.Support().Binary, "-t", "-q", "-c", conf, "-p", in.Dir},
+		Ready:       ReadyProbe,
+		StopSignal:  syscall.SIGQUIT, // graceful: finish what is in flight, then exit
+		Index:       d.Index,
+		AccessLog:   d.AccessLog,
+		parseAccess: parseTemplateAccess,
+		Config:      conf,
 		Status: func(ctx context.Context, _ *Instance) (map[string]float64, error) {
 			body, err := unixGet(ctx, d.StatusSocket, "localhost", "/status")
 			if err != nil {
@@ -80,8 +100,8 @@ func (n Nginx) Provision(in *Provision) (*Launch, error) {
 			}
 			return ParseStubStatus(string(body))
 		},
-		Effective: map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": 0, "tls_version": in.Knobs.TLSVersion,
-			"session_resumption": in.Knobs.SessionResumption, "keep_alive": in.Knobs.KeepAlive, "push": in.Knobs.Push,
+		Effective: map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": 0, "tls_version": in.Server.TLSVersion,
+			"session_resumption": in.Server.SessionResumption, "keep_alive": in.Server.KeepAlive, "push": in.Server.Push,
 			"worker_processes": d.Nginx.WorkerProcesses, "worker_connections": d.Nginx.WorkerConnections,
 			"keepalive_requests": d.Nginx.KeepaliveRequests},
 	}, nil
