@@ -177,6 +177,25 @@ def test_load_prints_table_and_waterfall(capsys, tmp_path, fake_engine):
     assert "stored as sweep load-" in out
 
 
+def test_load_leaves_the_servers_defaults_to_the_library(capsys, tmp_path, monkeypatch):
+    """`wirelab load --server X` passes server = { impl = X } and nothing else: the library holds every
+    rule (a knob X cannot set defaults to its own, docs/server.md), so it is `wirelab.load` exactly."""
+    calls = []
+
+    def fake_load(page, **kwargs):
+        calls.append(kwargs)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(cli.api, "load", fake_load)
+    for server in ("caddy", "nginx"):
+        with pytest.raises(SystemExit):
+            main(["load", "twitter", "--server", server, "--db", str(tmp_path / "w.db")])
+    assert [c["server"] for c in calls] == [{"impl": "caddy"}, {"impl": "nginx"}]
+    with pytest.raises(SystemExit):
+        main(["load", "twitter", "--server", "caddy", "--max-streams", "0", "--db", str(tmp_path / "w.db")])
+    assert calls[-1]["server"] == {"impl": "caddy", "max_concurrent_streams": 0}
+
+
 def test_demo_prints_summary_and_report(capsys, tmp_path, fake_engine, monkeypatch):
     monkeypatch.chdir(tmp_path)
     # the real report is tested in tests/test_reproduce.py and tests/test_report.py; here the demo's

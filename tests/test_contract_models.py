@@ -53,6 +53,30 @@ def test_implementation_tables():
     contract.validate("trial-spec", apache)
 
 
+def test_each_implementation_alone_runs_with_the_defaults():
+    """``server = { impl = X }`` and nothing else: a common knob X cannot set defaults to the value that
+    stands for its own behaviour (the schema's ``x-cannot-set``, as the engine reads it), in a trial and
+    in a load test alike; a value given is kept (the engine refuses one X cannot set)."""
+    from wirelab._contract_models import ServerConfig
+    from wirelab._loadplan import _server
+
+    impls = ServerConfig.model_fields["impl"].annotation.__args__
+    assert (
+        set(ServerConfig.CANNOT_SET) <= set(impls)
+        and ServerConfig.CANNOT_SET["caddy"]["max_concurrent_streams"] == 0
+    )
+    for impl in impls:
+        server = spec.resolve_trial({"page": "twitter", "server": {"impl": impl}})["server"]
+        own = ServerConfig.CANNOT_SET.get(impl, {})
+        assert server["max_concurrent_streams"] == own.get("max_concurrent_streams", 100), impl
+        assert all(server[k] == v for k, v in own.items()), (impl, server)
+        assert _server({"impl": impl}) == server
+    kept = spec.resolve_trial({"page": "twitter", "server": {"impl": "caddy", "max_concurrent_streams": 7}})
+    assert kept["server"]["max_concurrent_streams"] == 7
+    grid = spec.loads('[sweep]\nname = "s"\n[base]\npage = "p"\n[grid]\n"server.impl" = ["nginx", "caddy"]\n')
+    assert [t.spec["server"]["max_concurrent_streams"] for t in grid.trials] == [100, 0]
+
+
 def test_grid_over_implementations_and_their_knobs():
     """An implementation's knob varies with a zip group; crossed with other implementations it would give
     the same trial twice (the table applies only to its implementation), which is refused."""

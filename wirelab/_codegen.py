@@ -115,6 +115,7 @@ class _Gen:
         lines.append("")
         required = set(node.get("required", []))
         impl_tables: dict[str, str] = {}
+        cannot_set: dict[str, dict[str, Any]] = {}
         for key, raw in node.get("properties", {}).items():
             if key in skip:
                 continue
@@ -124,6 +125,8 @@ class _Gen:
             args = []
             if "x-impl" in prop:
                 impl_tables[key] = prop["x-impl"]
+                if "x-cannot-set" in prop:
+                    cannot_set[prop["x-impl"]] = prop["x-cannot-set"]
                 ann = f"{ann} | None"
                 args.append("None")
             elif prop.get("type") == "object":
@@ -145,6 +148,26 @@ class _Gen:
                 "    #: the implementation tables (``x-impl``): field name → the server.impl it configures"
             )
             lines.append(f"    IMPL_TABLES: ClassVar[dict[str, str]] = {impl_tables!r}")
+        if cannot_set:
+            impl_default = _resolve(self.doc, node["properties"]["impl"])["default"]
+            lines += [
+                "",
+                "    #: per implementation, the common knobs it cannot set, each with the value that stands",
+                "    #: for its own behaviour (``x-cannot-set``): their default when it is ``impl``, and the",
+                "    #: only value it accepts",
+                f"    CANNOT_SET: ClassVar[dict[str, dict[str, Any]]] = {cannot_set!r}",
+                "",
+                '    @model_validator(mode="before")',
+                "    @classmethod",
+                "    def _own_defaults(cls, data: Any) -> Any:",
+                '        """A common knob the chosen implementation cannot set, left out, is its own."""',
+                "        if not isinstance(data, dict):",
+                "            return data",
+                f'        impl = data.get("impl", {impl_default!r})',
+                "        own = cls.CANNOT_SET.get(impl, {}) if isinstance(impl, str) else {}",
+                "        missing = {k: v for k, v in own.items() if k not in data}",
+                "        return {**data, **missing} if missing else data",
+            ]
         self.classes.append("\n".join(lines))
         return name
 
@@ -172,7 +195,7 @@ def generate(schema: dict[str, Any] | None = None) -> str:
         '"""\n\n'
         "from __future__ import annotations\n\n"
         "from typing import Any, ClassVar, Literal\n\n"
-        "from pydantic import BaseModel, ConfigDict, Field\n\n"
+        "from pydantic import BaseModel, ConfigDict, Field, model_validator\n\n"
         '__all__ = ["CONTRACT_MODELS", "TrialSpecFields", "TrialSpecOwnFields"]\n\n\n'
         "class _Model(BaseModel):\n"
         '    model_config = ConfigDict(extra="forbid", strict=True, validate_default=True)\n'
@@ -189,6 +212,8 @@ def generate(schema: dict[str, Any] | None = None) -> str:
         )
     if "ClassVar" not in body:
         text = text.replace("ClassVar, ", "")
+    if "@model_validator" not in body:
+        text = text.replace(", model_validator", "")
     return text
 
 

@@ -7,9 +7,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["CONTRACT_MODELS", "TrialSpecFields", "TrialSpecOwnFields"]
 
@@ -57,7 +57,7 @@ class CaddyConfig(_Model):
 
 
 class ServerConfig(_Model):
-    """the origin server under test and its knobs (docs/server.md); the table of server.impl's name applies when that implementation is chosen and is left out of the resolved spec otherwise"""
+    """the origin server under test and its knobs (docs/server.md); the table of server.impl's name applies when that implementation is chosen and is left out of the resolved spec otherwise; a common knob the implementation cannot set (its table's x-cannot-set) defaults to the value that stands for its own behaviour, the only one it accepts"""
 
     impl: Literal["builtin", "apache", "nginx", "h2o", "caddy"] = Field('builtin', description="the origin server implementation under test (docs/server.md): wirelab's own, or Apache httpd, nginx, h2o or Caddy from Debian's packages")
     max_concurrent_streams: int = Field(100, ge=0, le=1000, description="h2/h3 SETTINGS_MAX_CONCURRENT_STREAMS / QUIC max streams; 0 = the implementation's own default")
@@ -74,6 +74,22 @@ class ServerConfig(_Model):
 
     #: the implementation tables (``x-impl``): field name → the server.impl it configures
     IMPL_TABLES: ClassVar[dict[str, str]] = {'apache': 'apache', 'nginx': 'nginx', 'h2o': 'h2o', 'caddy': 'caddy'}
+
+    #: per implementation, the common knobs it cannot set, each with the value that stands
+    #: for its own behaviour (``x-cannot-set``): their default when it is ``impl``, and the
+    #: only value it accepts
+    CANNOT_SET: ClassVar[dict[str, dict[str, Any]]] = {'apache': {'write_chunk_bytes': 0}, 'nginx': {'write_chunk_bytes': 0}, 'h2o': {'write_chunk_bytes': 0, 'keep_alive': True, 'push': 'none'}, 'caddy': {'max_concurrent_streams': 0, 'write_chunk_bytes': 0, 'keep_alive': True, 'push': 'none'}}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_defaults(cls, data: Any) -> Any:
+        """A common knob the chosen implementation cannot set, left out, is its own."""
+        if not isinstance(data, dict):
+            return data
+        impl = data.get("impl", 'builtin')
+        own = cls.CANNOT_SET.get(impl, {}) if isinstance(impl, str) else {}
+        missing = {k: v for k, v in own.items() if k not in data}
+        return {**data, **missing} if missing else data
 
 
 class ClientConfig(_Model):
@@ -106,7 +122,7 @@ class TrialSpecFields(_Model):
     order: Literal["alternate", "random"] = Field('alternate', description='A B A B … or a seeded shuffle')
     gap_ms: float = Field(0, ge=0, description='idle time between loads')
     seed: int = Field(1, ge=0, le=9223372036854775807, description='seeds loss, jitter, random order and page generation')
-    server: ServerConfig = Field(default_factory=ServerConfig, description="the origin server under test and its knobs (docs/server.md); the table of server.impl's name applies when that implementation is chosen and is left out of the resolved spec otherwise")
+    server: ServerConfig = Field(default_factory=ServerConfig, description="the origin server under test and its knobs (docs/server.md); the table of server.impl's name applies when that implementation is chosen and is left out of the resolved spec otherwise; a common knob the implementation cannot set (its table's x-cannot-set) defaults to the value that stands for its own behaviour, the only one it accepts")
     client: ClientConfig = Field(default_factory=ClientConfig, description='the page loader and its knobs (docs/client.md, docs/browser.md)')
     capture: CaptureConfig = Field(default_factory=CaptureConfig, description='what the engine writes besides load records')
 

@@ -278,8 +278,8 @@ def load(
     max_streams: int | None = typer.Option(
         None,
         "--max-streams",
-        help="HTTP/2 and HTTP/3 concurrent streams the server allows; default: 100 for builtin, "
-        "the server's own for the others.",
+        help="HTTP/2 and HTTP/3 concurrent streams the server allows; default: the spec's (100, or the "
+        "server's own where it cannot set it: wirelab-engine servers ls).",
     ),
     waterfall_proto: str | None = typer.Option(
         None, "--waterfall", help="Protocol whose median-PLT load is drawn (default: the last of --proto)."
@@ -320,8 +320,6 @@ def load(
         )
     if max_streams is not None:
         server_fields["max_concurrent_streams"] = max_streams
-    elif server != "builtin":
-        server_fields["max_concurrent_streams"] = 0  # the implementation's own (Caddy cannot set it)
     if gap_ms is None:
         gap_ms = _default_gap_ms(page, allow_internet)
     result = api.load(
