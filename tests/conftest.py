@@ -1,6 +1,7 @@
 import os
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,30 @@ def fake_engine(tmp_path) -> Path:
     path.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{TESTS / "fake_engine.py"}" "$@"\n')
     path.chmod(0o755)
     return path
+
+
+@pytest.fixture
+def real_engine() -> Callable[[str], Path]:
+    """The real engine of a root end-to-end test, asked for a command it must have: the test is skipped
+    without root, without an engine ($WIRELAB_E2E_ENGINE, else bin/wirelab-engine) and while the engine
+    has no such command."""
+
+    def get(command: str) -> Path:
+        from wirelab._engine import SubprocessEngine
+        from wirelab.errors import EngineNotFoundError
+
+        if os.geteuid() != 0:
+            pytest.skip("needs root (network namespaces)")
+        candidate = os.environ.get("WIRELAB_E2E_ENGINE") or str(ROOT / "bin" / "wirelab-engine")
+        try:
+            engine = SubprocessEngine(candidate)
+        except EngineNotFoundError as e:
+            pytest.skip(f"no engine: {e}")
+        if command not in engine.commands():
+            pytest.skip(f"{engine.path} has no `{command}` command yet ({engine.version()})")
+        return engine.path
+
+    return get
 
 
 @pytest.fixture

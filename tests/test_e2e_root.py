@@ -2,7 +2,6 @@
 loads and no wirelab namespace left. Skipped without root, and while the engine has no `trial` command."""
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -13,8 +12,6 @@ from pathlib import Path
 import pytest
 
 from wirelab import spec
-from wirelab._engine import SubprocessEngine
-from wirelab.errors import EngineNotFoundError
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -33,17 +30,8 @@ network = { bw = "10mbit" }
 
 
 @pytest.fixture
-def engine_path() -> Path:
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces)")
-    candidate = os.environ.get("WIRELAB_E2E_ENGINE") or str(ROOT / "bin" / "wirelab-engine")
-    try:
-        engine = SubprocessEngine(candidate)
-    except EngineNotFoundError as e:
-        pytest.skip(f"no engine: {e}")
-    if "trial" not in engine.commands():
-        pytest.skip(f"{engine.path} has no `trial` command yet ({engine.version()})")
-    return engine.path
+def engine_path(real_engine) -> Path:
+    return real_engine("trial")
 
 
 def _namespaces() -> list[str]:

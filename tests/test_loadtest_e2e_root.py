@@ -7,7 +7,6 @@ while the engine has no `loadtest` command."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -17,8 +16,6 @@ from pathlib import Path
 import pytest
 
 import wirelab
-from wirelab._engine import SubprocessEngine
-from wirelab.errors import EngineNotFoundError
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.root]
@@ -40,17 +37,8 @@ thresholds = ["errors == 0", "server_cpu_util_max < 2"]
 
 
 @pytest.fixture
-def engine_path() -> Path:
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces)")
-    candidate = os.environ.get("WIRELAB_E2E_ENGINE") or str(ROOT / "bin" / "wirelab-engine")
-    try:
-        engine = SubprocessEngine(candidate)
-    except EngineNotFoundError as e:
-        pytest.skip(f"no engine: {e}")
-    if "loadtest" not in engine.commands():
-        pytest.skip(f"{engine.path} has no `loadtest` command yet ({engine.version()})")
-    return engine.path
+def engine_path(real_engine) -> Path:
+    return real_engine("loadtest")
 
 
 def _gone(run_dir: Path) -> None:

@@ -7,50 +7,35 @@ and while the engine has no `trial` command."""
 
 from __future__ import annotations
 
-import os
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
 import wirelab
 from wirelab._contract_models import ServerConfig
-from wirelab._engine import SubprocessEngine
-from wirelab.errors import EngineNotFoundError
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 IMPLS = list(ServerConfig.model_fields["impl"].annotation.__args__)  # the contract's enum
-BINARIES = {
-    "apache": "/usr/sbin/apache2",
-    "nginx": "/usr/sbin/nginx",
-    "h2o": "/usr/bin/h2o",
-    "caddy": "/usr/bin/caddy",
-}
 PAGE = "synthetic:4x10kB"
 
 
 @pytest.fixture
-def engine_path() -> Path:
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces)")
-    candidate = os.environ.get("WIRELAB_E2E_ENGINE") or str(ROOT / "bin" / "wirelab-engine")
-    try:
-        engine = SubprocessEngine(candidate)
-    except EngineNotFoundError as e:
-        pytest.skip(f"no engine: {e}")
-    if "trial" not in engine.commands():
-        pytest.skip(f"{engine.path} has no `trial` command yet ({engine.version()})")
-    return engine.path
+def engine_path(real_engine) -> Path:
+    return real_engine("trial")
 
 
-def _installed() -> list[str]:
-    return [impl for impl in IMPLS if impl not in BINARIES or Path(BINARIES[impl]).exists()]
+def _installed(engine: Path) -> list[str]:
+    """The implementations installed here, as the engine's registry says (`servers ls --json`)."""
+    out = subprocess.run([str(engine), "servers", "ls", "--json"], capture_output=True, text=True, check=True)
+    return [s["name"] for s in json.loads(out.stdout) if s["installed"]]
 
 
 @pytest.mark.parametrize("impl", IMPLS)
 def test_load_with_the_impl_alone(impl, tmp_path, engine_path):
-    if impl not in _installed():
+    if impl not in _installed(engine_path):
         pytest.skip(f"{impl} is not installed (make setup)")
     result = wirelab.load(
         PAGE, repetitions=1, server={"impl": impl}, db=tmp_path / "w.db", engine=engine_path
@@ -64,7 +49,7 @@ def test_load_with_the_impl_alone(impl, tmp_path, engine_path):
 
 
 def test_run_with_every_impl_alone(tmp_path, engine_path):
-    impls = _installed()
+    impls = _installed(engine_path)
     spec = tmp_path / "servers.toml"
     spec.write_text(
         f'[sweep]\nname = "servers"\n[base]\npage = "{PAGE}"\nprotocols = ["h1s", "h2"]\nrepetitions = 1\n'

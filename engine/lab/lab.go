@@ -251,6 +251,15 @@ func (l *Lab) RunEngine(args ...string) ([]byte, error) {
 	return out, nil
 }
 
+// Namespaces names the lab's network namespaces, space-separated (a run's provenance).
+func (l *Lab) Namespaces() string {
+	var names []string
+	for _, side := range l.Topo.Sides() {
+		names = append(names, l.Topo.Name(side))
+	}
+	return strings.Join(names, " ")
+}
+
 // Close stops what stands behind the path (the server under test, its access log converted into
 // request records; the DNS server; `sites serve`; the forwarder), then the emulator, and removes
 // the private directory, the control group and the topology. It is idempotent.

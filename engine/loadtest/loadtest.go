@@ -29,15 +29,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wirelab/wirelab/engine/internal/atomicfile"
 	"github.com/wirelab/wirelab/engine/internal/cgroup"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/tail"
 	"github.com/wirelab/wirelab/engine/lab"
 	"github.com/wirelab/wirelab/engine/loadgen"
 	"github.com/wirelab/wirelab/engine/netns"
@@ -167,16 +166,16 @@ func Run(ctx context.Context, p *Prepared, o Options) (*Result, error) {
 	}
 	var exited *ServerExitError
 	if res != nil && (err == nil || errors.Is(err, ErrInterrupted) || errors.As(err, &exited)) {
-		if werr := writeJSON(filepath.Join(o.OutDir, ResultFile), res); werr != nil {
+		if werr := trial.WriteJSON(filepath.Join(o.OutDir, ResultFile), res); werr != nil {
 			return nil, werr
 		}
-		r.logf("%s written: %d intervals, %d server samples, thresholds passed %v, interrupted %v",
+		r.log.Printf("%s written: %d intervals, %d server samples, thresholds passed %v, interrupted %v",
 			ResultFile, res.Intervals, res.ServerSamples, res.ThresholdsPassed, res.Interrupted)
 		r.progress(map[string]any{"event": "done"})
 	}
 	if r.logFile != nil {
 		if err != nil {
-			r.logf("error: %v", err)
+			r.log.Printf("error: %v", err)
 		}
 		r.logFile.Close()
 	}
@@ -188,29 +187,14 @@ type runner struct {
 	o       Options
 	started time.Time
 	logFile *os.File
-	logMu   sync.Mutex
+	log     *trial.EngineLog
 	lab     *lab.Lab
 	token   string
 	closed  bool
 	summary any
 }
 
-func (r *runner) logf(format string, args ...any) {
-	if r.logFile == nil {
-		return
-	}
-	r.logMu.Lock()
-	defer r.logMu.Unlock()
-	fmt.Fprintf(r.logFile, "%10.6f %s\n", time.Since(r.started).Seconds(), fmt.Sprintf(format, args...))
-}
-
-func (r *runner) progress(v any) {
-	if r.o.Progress == nil {
-		return
-	}
-	b, _ := json.Marshal(v)
-	_, _ = r.o.Progress.Write(append(b, '\n'))
-}
+func (r *runner) progress(v any) { trial.WriteEvent(r.o.Progress, v) }
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	spec := r.p.Spec
@@ -222,27 +206,30 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.logFile = lf
+	r.logFile, r.log = lf, trial.NewEngineLog(lf, r.started)
 	prov := trial.NewProvenance(r.o.Command, r.started)
 	specJSON, _ := json.Marshal(spec)
-	fmt.Fprintf(lf, "# wirelab-engine %s (%s) loadtest %s\n# command: %s\n# spec: %s\n# network: %s\n# page: %s, %d objects, %d bytes, %d origins\n",
-		prov.EngineVersion, prov.GitSHA, spec.LoadtestID, strings.Join(r.o.Command, " "), specJSON, lp.Profile.String(),
-		lp.Page.Name, len(lp.Page.Objects), lp.Page.TotalBytes(), lp.Origins())
+	r.log.Header(
+		fmt.Sprintf("wirelab-engine %s (%s) loadtest %s", prov.EngineVersion, prov.GitSHA, spec.LoadtestID),
+		"command: "+strings.Join(r.o.Command, " "),
+		"spec: "+string(specJSON),
+		"network: "+lp.Profile.String(),
+		fmt.Sprintf("page: %s, %d objects, %d bytes, %d origins", lp.Page.Name, len(lp.Page.Objects), lp.Page.TotalBytes(), lp.Origins()),
+	)
 
 	if ctx.Err() != nil {
 		return nil, ErrInterrupted
 	}
 	r.lab, err = lab.Start(ctx, lp, lab.Options{Engine: r.o.Engine, Env: r.o.Env, Command: r.o.Command,
-		DNS: spec.Client.DNS == "server", Log: r.logf})
+		DNS: spec.Client.DNS == "server", Log: r.log.Printf})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ErrInterrupted
 		}
 		return nil, err
 	}
-	prov.Namespaces = netns.NamespaceName(r.lab.Topo.ID, netns.Client) + " " + netns.NamespaceName(r.lab.Topo.ID, netns.Server)
-	prov.Server = &trial.ServerProvenance{Impl: spec.Server.Impl, Version: r.lab.Version, Effective: r.lab.Server.Launch.Effective,
-		CostSource: r.lab.CostSource}
+	prov.Namespaces = r.lab.Namespaces()
+	prov.Server = trial.ServerProvenanceOf(r.lab)
 	// One token for the whole run: VUs load the same URLs thousands of times (the loader keeps no
 	// cache), and a file server cannot have a tree written per page.
 	r.token = page.NewToken()
@@ -262,7 +249,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err := os.WriteFile(specFile, specJSON, 0o600); err != nil {
 		return nil, err
 	}
-	r.logf("topology %s / %s up: server %s (%s) ready; server samples from %s; target %s",
+	r.log.Printf("topology %s / %s up: server %s (%s) ready; server samples from %s; target %s",
 		r.lab.Topo.Name(netns.Client), r.lab.Topo.Name(netns.Server), spec.Server.Impl, prov.Server.Version, trial.CostSource(r.lab.CostSource), root)
 	r.progress(map[string]any{"event": "ready"})
 
@@ -278,7 +265,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	} else {
 		args = append(args, "--resolve", trial.StaticMap(lp.Origins()))
 	}
-	r.logf("loadgen: %s", strings.Join(args[1:], " "))
+	r.log.Printf("loadgen: %s", strings.Join(args[1:], " "))
 	res, err := r.generate(ctx, args, startNs)
 	if res != nil {
 		prov.Finish()
@@ -318,8 +305,8 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 	if err != nil {
 		return nil, err
 	}
-	var stderr tail
-	cmd.Stderr = &stderr
+	stderr := tail.New(8, "no stderr")
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
 	}
@@ -375,7 +362,7 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 				Event string `json:"event"`
 			}
 			if json.Unmarshal(line, &ev) != nil {
-				r.logf("loadgen: %s", line)
+				r.log.Printf("loadgen: %s", line)
 				continue
 			}
 			switch ev.Event {
@@ -426,7 +413,7 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 		if e := r.lab.Server.ExitErr(); e != nil {
 			serverExit.Error = e.Error()
 		}
-		r.logf("the server exited during the load test at %.3f s: %s; the VUs run one more interval (what they see is recorded), then stop", serverExit.TS, serverExit.Error)
+		r.log.Printf("the server exited during the load test at %.3f s: %s; the VUs run one more interval (what they see is recorded), then stop", serverExit.TS, serverExit.Error)
 		select {
 		case werr = <-waitErr: // the scenario ended meanwhile
 		case <-time.After(spec.Interval()):
@@ -437,7 +424,7 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 	}
 	<-samplerDone
 	code := exitCode(werr)
-	r.logf("loadgen exited: %v; %s", werr, stderr.String())
+	r.log.Printf("loadgen exited: %v; %s", werr, stderr.String())
 	if summary == nil {
 		if interrupted {
 			return nil, ErrInterrupted
@@ -541,9 +528,7 @@ func (r *runner) cleanup() error {
 	}
 	sum, err := r.lab.Close()
 	r.summary = sum
-	r.logf("stopped: up %d packets / %d bytes, down %d packets / %d bytes, drops queue %d/%d loss %d/%d, lateness p99 %.1f µs",
-		sum.Up.Packets, sum.Up.Bytes, sum.Down.Packets, sum.Down.Bytes, sum.Up.DropsQueue, sum.Down.DropsQueue,
-		sum.Up.DropsLoss, sum.Down.DropsLoss, sum.LatenessUS.P99)
+	r.log.Printf("%s", trial.StoppedLine(sum))
 	return err
 }
 
@@ -564,44 +549,4 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
-}
-
-// tail keeps the last lines a child wrote to stderr.
-type tail struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (t *tail) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		t.lines = append(t.lines, l)
-		if len(t.lines) > 8 {
-			t.lines = t.lines[1:]
-		}
-	}
-	return len(b), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.lines) == 0 {
-		return "no stderr"
-	}
-	return strings.Join(t.lines, " | ")
-}
-
-// writeJSON writes v as indented JSON to path (mode 0644) through internal/atomicfile: a reader
-// sees the whole file or none, and it is on disk once written.
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", " ")
-	if err != nil {
-		return fmt.Errorf("loadtest: %s: %w", filepath.Base(path), err)
-	}
-	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
 }

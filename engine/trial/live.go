@@ -234,7 +234,7 @@ func spokenOtherwise(harPath, protocol string) (string, error) {
 // admissions are the router's set: RouterCounters).
 type egressEvents struct {
 	mu      sync.Mutex
-	log     *engineLog
+	log     *EngineLog
 	refused int
 }
 
@@ -243,14 +243,14 @@ func (e *egressEvents) on(ev egress.Event) {
 	defer e.mu.Unlock()
 	switch ev.Event {
 	case "admitted":
-		e.log.printf("egress: admitted %s (%s)", ev.Addr, ev.Name)
+		e.log.Printf("egress: admitted %s (%s)", ev.Addr, ev.Name)
 	case "refused":
 		e.refused++
 		what := ev.Name
 		if ev.Addr != "" {
 			what = ev.Addr + " (" + ev.Name + ")"
 		}
-		e.log.printf("egress: refused %s: %s", what, ev.Reason)
+		e.log.Printf("egress: refused %s: %s", what, ev.Reason)
 	}
 }
 
@@ -270,7 +270,7 @@ func (r *runner) planLive(ctx context.Context) error {
 	runErr := cmd.Run()
 	cmd.Stdout, cmd.Stderr = nil, nil
 	recs := r.emu.Log.Take()
-	r.log.printf("planning: %s", describePackets(recs))
+	r.log.Printf("planning: %s", describePackets(recs))
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -303,7 +303,7 @@ func (r *runner) planLive(ctx context.Context) error {
 	if err := r.emu.Topo.Admit(admit...); err != nil {
 		return fmt.Errorf("admit the planned addresses: %w", err)
 	}
-	r.log.printf("live page %s: %s resolves to %s; every address passed the policy and is admitted", r.p.Live.URL, pl.Host, strings.Join(pl.Addrs, ", "))
+	r.log.Printf("live page %s: %s resolves to %s; every address passed the policy and is admitted", r.p.Live.URL, pl.Host, strings.Join(pl.Addrs, ", "))
 	return nil
 }
 
@@ -315,7 +315,7 @@ func (r *runner) egressResult() *EgressResult {
 	res := &EgressResult{Far: r.emu.Topo.Uplink().Far.String(), Admitted: []string{}}
 	rc, err := r.emu.Topo.RouterCounters()
 	if err != nil {
-		r.log.printf("egress: counters: %v", err)
+		r.log.Printf("egress: counters: %v", err)
 		return nil
 	}
 	for _, a := range rc.Admitted {
@@ -326,7 +326,7 @@ func (r *runner) egressResult() *EgressResult {
 	r.egress.mu.Lock()
 	res.RefusedByPolicy = r.egress.refused
 	r.egress.mu.Unlock()
-	r.log.printf("egress: admitted %s; refused by the policy: %d answers or names; refused by the router: %d packets",
+	r.log.Printf("egress: admitted %s; refused by the policy: %d answers or names; refused by the router: %d packets",
 		strings.Join(res.Admitted, ", "), res.RefusedByPolicy, res.RefusedPackets)
 	return res
 }

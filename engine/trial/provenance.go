@@ -2,9 +2,11 @@ package trial
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -12,7 +14,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wirelab/wirelab/engine/emulator"
+	"github.com/wirelab/wirelab/engine/internal/atomicfile"
 	"github.com/wirelab/wirelab/engine/internal/version"
+	"github.com/wirelab/wirelab/engine/lab"
 )
 
 // Provenance is trial.json's "provenance": what ran, where and when.
@@ -114,16 +119,21 @@ func loadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// engineLog is DIR/engine.log: a header with the command line and the settings, then one line per
-// event, each stamped with the seconds since the trial started. Safe for concurrent use (the
-// server's output is copied in from another goroutine).
-type engineLog struct {
+// EngineLog is a run's DIR/engine.log (a trial's, a load test's): a header with the command line
+// and the settings, then one line per event, each stamped with the seconds since the run started.
+// Safe for concurrent use (the server's output is copied in from another goroutine); a nil
+// EngineLog discards.
+type EngineLog struct {
 	mu    sync.Mutex
 	w     io.Writer
 	start time.Time
 }
 
-func (l *engineLog) printf(format string, args ...any) {
+// NewEngineLog writes a run's log to w, its lines stamped from start.
+func NewEngineLog(w io.Writer, start time.Time) *EngineLog { return &EngineLog{w: w, start: start} }
+
+// Printf writes one event.
+func (l *EngineLog) Printf(format string, args ...any) {
 	if l == nil {
 		return
 	}
@@ -132,10 +142,46 @@ func (l *engineLog) printf(format string, args ...any) {
 	fmt.Fprintf(l.w, "%10.6f %s\n", time.Since(l.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-func (l *engineLog) header(lines ...string) {
+// Header writes the header's lines ("# …").
+func (l *EngineLog) Header(lines ...string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range lines {
 		fmt.Fprintf(l.w, "# %s\n", s)
 	}
+}
+
+// StoppedLine is the log's line for a stopped path: what crossed it, what it dropped, how late
+// its timers were.
+func StoppedLine(sum emulator.Summary) string {
+	return fmt.Sprintf("stopped: up %d packets / %d bytes, down %d packets / %d bytes, drops queue %d/%d loss %d/%d, device drops %d, lateness p50 %.1f µs p99 %.1f µs max %.1f µs",
+		sum.Up.Packets, sum.Up.Bytes, sum.Down.Packets, sum.Down.Bytes, sum.Up.DropsQueue, sum.Down.DropsQueue,
+		sum.Up.DropsLoss, sum.Down.DropsLoss, sum.DeviceDrops, sum.LatenessUS.P50, sum.LatenessUS.P99, sum.LatenessUS.Max)
+}
+
+// WriteEvent writes v as one JSON line to a run's progress stream (nil: none); write errors (a
+// closed pipe) are ignored.
+func WriteEvent(w io.Writer, v any) {
+	if w == nil {
+		return
+	}
+	b, _ := json.Marshal(v)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// WriteJSON writes v as indented JSON to path, atomically (internal/atomicfile), with a result's
+// mode 0644 (docs/results.md: results have fixed modes and hold no secrets): trial.json,
+// loadtest.json.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ServerProvenanceOf is the provenance of a page lab's server under test: its implementation,
+// version, effective knobs and how its cost was measured.
+func ServerProvenanceOf(l *lab.Lab) *ServerProvenance {
+	return &ServerProvenance{Impl: l.Impl.Name(), Version: l.Version, Effective: l.Server.Launch.Effective, CostSource: l.CostSource}
 }

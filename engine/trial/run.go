@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/emulator"
-	"github.com/wirelab/wirelab/engine/internal/atomicfile"
 	"github.com/wirelab/wirelab/engine/internal/shellquote"
 	"github.com/wirelab/wirelab/engine/lab"
 	"github.com/wirelab/wirelab/engine/netns"
@@ -108,10 +107,10 @@ func Run(ctx context.Context, p *Prepared, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(filepath.Join(o.OutDir, TrialFile), res); err != nil {
+	if err := WriteJSON(filepath.Join(o.OutDir, TrialFile), res); err != nil {
 		return nil, err
 	}
-	r.log.printf("trial.json written: %d loads, %d errors", res.Loads, res.Errors)
+	r.log.Printf("trial.json written: %d loads, %d errors", res.Loads, res.Errors)
 	r.progress(map[string]any{"event": "done"})
 	return res, nil
 }
@@ -123,7 +122,7 @@ type runner struct {
 	started time.Time
 
 	logFile  *os.File
-	log      *engineLog
+	log      *EngineLog
 	tmp      string // the trial's files in the lab's private directory
 	pageFile string // replay, priorities: the served page as JSON, in tmp
 	lab      *lab.Lab
@@ -134,13 +133,7 @@ type runner struct {
 	stopped  bool
 }
 
-func (r *runner) progress(v any) {
-	if r.o.Progress == nil {
-		return
-	}
-	b, _ := json.Marshal(v)
-	_, _ = r.o.Progress.Write(append(b, '\n'))
-}
+func (r *runner) progress(v any) { WriteEvent(r.o.Progress, v) }
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	s := r.p.Spec
@@ -152,10 +145,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.logFile, r.log = lf, &engineLog{w: lf, start: r.started}
+	r.logFile, r.log = lf, NewEngineLog(lf, r.started)
 	specJSON, _ := json.Marshal(s)
 	prov := NewProvenance(r.o.Command, r.started)
-	r.log.header(
+	r.log.Header(
 		fmt.Sprintf("wirelab-engine %s (%s) trial %s", prov.EngineVersion, prov.GitSHA, s.TrialID),
 		"command: "+shellquote.Join(r.o.Command),
 		fmt.Sprintf("started: %s  host: %s  kernel: %s  cpu: %s  loadavg: %s  pid: %d", prov.StartedAt, prov.Hostname, prov.Kernel, prov.CPU, prov.LoadAvgStart, os.Getpid()),
@@ -201,7 +194,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 func (r *runner) startLab(ctx context.Context, prov *Provenance) error {
 	s := r.p.Spec
 	o := lab.Options{Engine: r.o.Engine, Env: r.o.Env, Command: r.o.Command, PacketLog: true, PcapRotation: s.Capture.Pcap,
-		DNS: s.Client.DNS == "server", Log: r.log.printf}
+		DNS: s.Client.DNS == "server", Log: r.log.Printf}
 	var stderr bytes.Buffer
 	if r.p.Live == nil {
 		o.RecordsFile, o.ConnsFile = filepath.Join(r.o.OutDir, ServerReqs), filepath.Join(r.o.OutDir, ServerConns)
@@ -214,7 +207,7 @@ func (r *runner) startLab(ctx context.Context, prov *Provenance) error {
 	var err error
 	r.lab, err = lab.Start(ctx, r.p.Prepared, o)
 	if stderr.Len() > 0 {
-		r.log.printf("sites serve: %s", strings.TrimSpace(stderr.String()))
+		r.log.Printf("sites serve: %s", strings.TrimSpace(stderr.String()))
 	}
 	if err != nil {
 		switch r.p.Far {
@@ -226,25 +219,20 @@ func (r *runner) startLab(ctx context.Context, prov *Provenance) error {
 		return err
 	}
 	r.emu = r.lab.Emu
-	var names []string
-	for _, side := range r.emu.Topo.Sides() {
-		names = append(names, r.emu.Topo.Name(side))
-	}
-	prov.Namespaces = strings.Join(names, " ")
+	prov.Namespaces = r.lab.Namespaces()
 	switch r.p.Far {
 	case lab.FarInternet:
 		prov.Server = &ServerProvenance{Impl: "builtin", Version: prov.EngineVersion}
-		r.log.printf("local internet %s / %s / %s up: %d sites behind the egress router, DNS forwarder %s",
+		r.log.Printf("local internet %s / %s / %s up: %d sites behind the egress router, DNS forwarder %s",
 			r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.emu.Topo.Name(netns.Internet), len(sites.Served(r.lab.Sites)), netns.DNSAddr)
 		return nil
 	case lab.FarHost:
 		up := r.emu.Topo.Uplink()
-		r.log.printf("egress path %s / %s up: the host's way out %s, uplink %s (router %s), DNS forwarder %s asks the host's resolver",
+		r.log.Printf("egress path %s / %s up: the host's way out %s, uplink %s (router %s), DNS forwarder %s asks the host's resolver",
 			r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), up.HostIface, up.Prefix, up.Router, netns.DNSAddr)
 		return nil
 	}
-	prov.Server = &ServerProvenance{Impl: s.Server.Impl, Version: r.lab.Version, Effective: r.lab.Server.Launch.Effective,
-		CostSource: r.lab.CostSource}
+	prov.Server = ServerProvenanceOf(r.lab)
 	r.tmp = filepath.Join(r.lab.Dir, "trial")
 	if err := os.Mkdir(r.tmp, 0o700); err != nil {
 		return err
@@ -256,11 +244,11 @@ func (r *runner) startLab(ctx context.Context, prov *Provenance) error {
 			return err
 		}
 	}
-	r.log.printf("topology %s / %s up: %d origins", r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.p.Origins())
+	r.log.Printf("topology %s / %s up: %d origins", r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.p.Origins())
 	if r.lab.Server.ReadyLine != "" {
-		r.log.printf("serve ready: %s", r.lab.Server.ReadyLine)
+		r.log.Printf("serve ready: %s", r.lab.Server.ReadyLine)
 	} else {
-		r.log.printf("server %s (%s) ready; server cost from %s", s.Server.Impl, r.lab.Version, CostSource(r.lab.CostSource))
+		r.log.Printf("server %s (%s) ready; server cost from %s", s.Server.Impl, r.lab.Version, CostSource(r.lab.CostSource))
 	}
 	return nil
 }
@@ -328,7 +316,7 @@ func (r *runner) addServerQUICLosses(ctx context.Context, rec *Record, own []pkt
 	rec.Client["quic_server_packets_lost"] = lost
 	if missing > 0 {
 		rec.Client["quic_server_unreported"] = missing
-		r.log.printf("load %d: %d of %d QUIC connections did not report their end within %s; their server-side losses are not counted", rec.Index, missing, len(remotes), quicReportLimit)
+		r.log.Printf("load %d: %d of %d QUIC connections did not report their end within %s; their server-side losses are not counted", rec.Index, missing, len(remotes), quicReportLimit)
 	}
 }
 
@@ -374,7 +362,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 		}
 		defer func() {
 			if err := r.lab.Forget(token); err != nil {
-				r.log.printf("load %d: %v", l.Index, err)
+				r.log.Printf("load %d: %v", l.Index, err)
 			}
 		}()
 	}
@@ -384,7 +372,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	r.quic.forget()
 	mark := r.lab.Mark()
 	if before > 0 {
-		r.log.printf("load %d: %d packets crossed the link between loads (not counted)", l.Index, before)
+		r.log.Printf("load %d: %d packets crossed the link between loads (not counted)", l.Index, before)
 	}
 	started := time.Now()
 	clock := newClockMap(r.emu)
@@ -397,7 +385,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 		return Record{}, 0, ctx.Err()
 	}
 	if !settled {
-		r.log.printf("load %d: the link did not settle within %s", l.Index, settleLimit)
+		r.log.Printf("load %d: the link did not settle within %s", l.Index, settleLimit)
 	}
 	own, stray := Own(r.emu.Log.Take())
 	cost, costOK := r.lab.CostSince(mark)
@@ -413,7 +401,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	}
 	if len(out.stderr) > 0 && (failure != "" || out.exitCode != 0) {
 		for _, line := range strings.Split(strings.TrimSpace(string(out.stderr)), "\n") {
-			r.log.printf("load %d %s: %s", l.Index, out.name, line)
+			r.log.Printf("load %d %s: %s", l.Index, out.name, line)
 		}
 	}
 	// ToW ends with the last response packet the client had when its load completed: what arrives
@@ -451,7 +439,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	if costOK {
 		serverCost = fmt.Sprintf("server cpu %.1f ms, mem peak %d B", cost.CPUMs, cost.MemPeakBytes)
 	}
-	r.log.printf("load %d %s rep %d: plt %.1f ms, tow %.1f ms, tow_first_packet %.1f ms, %d objects, %d body bytes, %d connections, down %d B / %d pkts, up %d B / %d pkts, retransmissions %d, drops %d+%d, stray %d, %s; %s",
+	r.log.Printf("load %d %s rep %d: plt %.1f ms, tow %.1f ms, tow_first_packet %.1f ms, %d objects, %d body bytes, %d connections, down %d B / %d pkts, up %d B / %d pkts, retransmissions %d, drops %d+%d, stray %d, %s; %s",
 		l.Index, l.Protocol, l.Repetition, rec.PltMs, rec.TowMs, rec.TowFirstPacketMs, rec.Objects, rec.BodyBytes, rec.Connections,
 		rec.BytesDown, rec.PacketsDown, rec.BytesUp, rec.PacketsUp, rec.Retransmissions, rec.DropsQueue, rec.DropsLoss, stray, serverCost, errText)
 	return rec, before + stray, nil
@@ -471,9 +459,7 @@ func (r *runner) stop() error {
 	if err != nil && r.p.Live != nil {
 		err = fmt.Errorf("live path: %w", err)
 	}
-	r.log.printf("stopped: up %d packets / %d bytes, down %d packets / %d bytes, drops queue %d/%d loss %d/%d, device drops %d, lateness p50 %.1f µs p99 %.1f µs max %.1f µs",
-		sum.Up.Packets, sum.Up.Bytes, sum.Down.Packets, sum.Down.Bytes, sum.Up.DropsQueue, sum.Down.DropsQueue,
-		sum.Up.DropsLoss, sum.Down.DropsLoss, sum.DeviceDrops, sum.LatenessUS.P50, sum.LatenessUS.P99, sum.LatenessUS.Max)
+	r.log.Printf("%s", StoppedLine(sum))
 	return err
 }
 
@@ -483,7 +469,7 @@ func (r *runner) cleanup() error {
 	err := r.stop()
 	if r.logFile != nil {
 		if err != nil {
-			r.log.printf("error: %v", err)
+			r.log.Printf("error: %v", err)
 		}
 		r.logFile.Close()
 	}
@@ -502,16 +488,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// writeAtomic writes v as JSON to path, atomically (internal/atomicfile), with a result's mode
-// 0644 (docs/results.md: results have fixed modes and hold no secrets).
-func writeAtomic(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", " ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // writeServedPage writes pg (as the server serves it: seeded, sharded) to dir/page.json for replay

@@ -28,14 +28,14 @@ func newQUICReports() *quicReports {
 }
 
 // line is the lab's OnServerLine: quic_closed lines are kept, the rest logged.
-func (q *quicReports) line(log *engineLog) func(string) {
+func (q *quicReports) line(log *EngineLog) func(string) {
 	return func(l string) {
 		var ev quicClosed
 		if json.Unmarshal([]byte(l), &ev) == nil && ev.Event == "quic_closed" {
 			q.add(ev)
 			return
 		}
-		log.printf("serve: %s", l)
+		log.Printf("serve: %s", l)
 	}
 }
 

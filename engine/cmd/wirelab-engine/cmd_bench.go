@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -93,8 +92,8 @@ func runBenchLink(args []string) error {
 	default:
 		return cli.Usagef("peers: %q is not a scheduling; use auto, rt or normal", *peers)
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("bench link: needs root (network namespaces and TUN devices)")
+	if err := cli.NeedRoot("bench link"); err != nil {
+		return err
 	}
 	started := time.Now()
 	res, err := bench.Link(bench.LinkOptions{

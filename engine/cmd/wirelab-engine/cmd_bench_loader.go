@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/bench"
@@ -29,11 +26,10 @@ func runBenchLoader(args []string) error {
 	if fs.NArg() != 0 {
 		return cli.Usagef("bench loader: unexpected argument %q", fs.Arg(0))
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("bench loader: needs root (network namespaces and TUN devices)")
+	if err := cli.NeedRoot("bench loader"); err != nil {
+		return err
 	}
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := cli.RunContext()
 	defer stop()
 	started := time.Now()
 	res, err := bench.Loader(ctx, bench.LoaderOptions{Quick: *quick, Progress: os.Stderr})

@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/bench"
@@ -117,8 +115,7 @@ flags:`)
 	if err != nil {
 		return err
 	}
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := cli.RunContext()
 	defer stop()
 	started := time.Now()
 	res, err := bench.Loadgen(ctx, bench.LoadgenOptions{Engine: self, H2load: *h2load, Server: *serverName, Parts: partList,

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/bench"
@@ -41,11 +38,10 @@ func runBenchServers(args []string) error {
 			names = append(names, strings.TrimSpace(n))
 		}
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("bench servers: needs root (network namespaces and TUN devices)")
+	if err := cli.NeedRoot("bench servers"); err != nil {
+		return err
 	}
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := cli.RunContext()
 	defer stop()
 	started := time.Now()
 	res, err := bench.Servers(ctx, bench.ServersOptions{Quick: *quick, Servers: names, Progress: os.Stderr})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -45,8 +44,8 @@ func runBenchVariability(args []string) error {
 	if *scale < 0 {
 		return cli.Usagef("compute-scale: got %v; must be ≥ 0", *scale)
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("bench variability: needs root (network namespaces and TUN devices)")
+	if err := cli.NeedRoot("bench variability"); err != nil {
+		return err
 	}
 	self, err := os.Executable()
 	if err != nil {

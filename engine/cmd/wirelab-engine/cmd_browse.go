@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -85,15 +84,9 @@ func runBrowse(args []string, stdout io.Writer) error {
 		}
 	}
 	if ba.json {
-		r, err := seam.NewLoaderResult(res.Summary(), clock.ns(res.StartedAt), clock.ns(res.StartedAt)+res.PLT.Nanoseconds())
-		if err != nil {
+		if err := clock.printLoaderLine(stdout, res.Summary(), res.StartedAt, res.PLT); err != nil {
 			return err
 		}
-		line, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, string(line))
 	} else {
 		printBrowseResult(stdout, res)
 	}

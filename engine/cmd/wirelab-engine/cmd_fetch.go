@@ -116,15 +116,9 @@ func runFetch(args []string, stdin io.Reader, stdout io.Writer) error {
 		}
 	}
 	if fa.json {
-		r, err := seam.NewLoaderResult(res.Summary(), clock.ns(res.StartedAt), clock.ns(res.StartedAt)+res.PLT.Nanoseconds())
-		if err != nil {
+		if err := clock.printLoaderLine(stdout, res.Summary(), res.StartedAt, res.PLT); err != nil {
 			return err
 		}
-		line, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, string(line))
 	} else {
 		printResult(stdout, res)
 	}
@@ -153,6 +147,21 @@ func newMonotonicRef() monotonicRef {
 
 // ns is t on CLOCK_MONOTONIC (t must carry a monotonic reading: taken with time.Now, not UTC()).
 func (r monotonicRef) ns(t time.Time) int64 { return r.mono + t.Sub(r.t).Nanoseconds() }
+
+// printLoaderLine prints a load's result as the one JSON line of fetch --json and browse --json
+// (seam.LoaderResult): the load record's loader fields, its start and end on CLOCK_MONOTONIC.
+func (r monotonicRef) printLoaderLine(w io.Writer, summary any, started time.Time, plt time.Duration) error {
+	res, err := seam.NewLoaderResult(summary, r.ns(started), r.ns(started)+plt.Nanoseconds())
+	if err != nil {
+		return err
+	}
+	line, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, string(line))
+	return nil
+}
 
 func writeHAR(path string, res *client.Result) error {
 	f, err := os.Create(path)

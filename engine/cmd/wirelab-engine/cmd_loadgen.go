@@ -11,10 +11,8 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -86,9 +84,7 @@ func runLoadgen(args []string, stdout io.Writer) error {
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
-	// A parent that died leaves stdout a broken pipe: writes must fail, not kill the process.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := cli.RunContext()
 	defer stop()
 	enc := json.NewEncoder(stdout)
 	gauge := &client.ConnGauge{}

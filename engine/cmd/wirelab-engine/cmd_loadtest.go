@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
@@ -91,11 +88,10 @@ func runLoadtest(args []string) error {
 			return cli.Usagef("--out %s: already holds %s of another run; give a new directory", *out, loadtest.ResultFile)
 		}
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("loadtest: needs root (network namespaces and TUN devices)")
+	if err := cli.NeedRoot("loadtest"); err != nil {
+		return err
 	}
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := cli.RunContext()
 	defer stop()
 	opts := loadtest.Options{OutDir: *out, Warn: os.Stderr}
 	if *progress {

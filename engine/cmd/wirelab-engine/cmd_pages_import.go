@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -288,8 +287,8 @@ const recordWhereEnv = "WIRELAB_RECORD_WHERE"
 // recordThroughPath records page name through an emulated path: the built-in server in the
 // server namespace, `pages record URL --base NAME` in the client namespace.
 func recordThroughPath(name, netProfile string, seed int64, p browser.Protocol, pageName, out, harOut string, timeout time.Duration, stdout io.Writer) error {
-	if os.Geteuid() != 0 {
-		return errors.New("pages record --net: needs root (network namespaces and TUN devices)")
+	if err := cli.NeedRoot("pages record --net"); err != nil {
+		return err
 	}
 	if st, err := os.Stat(name); err == nil && st.IsDir() {
 		return cli.Usagef("--net: record a mirrored DIR through a path by mirroring it first (pages mirror DIR --out PAGE.json) and recording PAGE.json")

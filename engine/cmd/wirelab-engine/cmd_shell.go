@@ -130,8 +130,8 @@ func runShell(args []string) error {
 	if err != nil {
 		return helpOK(err)
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("shell: needs root (network namespaces and TUN devices)")
+	if err := cli.NeedRoot("shell"); err != nil {
+		return err
 	}
 	log, closeLog, err := openEngineLog(o.logFile)
 	if err != nil {

@@ -83,8 +83,8 @@ func runSites(args []string, stdout io.Writer) error {
 			return cli.Usagef("pcap: %q is a file; give a directory (created if missing)", *pcapDir)
 		}
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("sites: needs root (network namespaces and TUN devices)")
+	if err := cli.NeedRoot("sites"); err != nil {
+		return err
 	}
 	self, err := os.Executable()
 	if err != nil {

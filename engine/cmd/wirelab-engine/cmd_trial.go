@@ -3,16 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
@@ -80,13 +77,10 @@ func runTrial(args []string) error {
 	if err != nil {
 		return err
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("trial: needs root (network namespaces and TUN devices)")
+	if err := cli.NeedRoot("trial"); err != nil {
+		return err
 	}
-	// The control plane may die and leave stdout and stderr as broken pipes while this process
-	// cleans up (it gets SIGTERM then): writes must fail with EPIPE instead of killing it.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := cli.RunContext()
 	defer stop()
 	opts := trial.Options{OutDir: *out, Warn: os.Stderr}
 	if *progress {

@@ -1,5 +1,6 @@
-// Package cli holds what every wirelab-engine subcommand shares: usage errors that exit 2 and a
-// context that is cancelled on SIGINT/SIGTERM.
+// Package cli holds what every wirelab-engine subcommand shares: usage errors that exit 2, the
+// contexts cancelled by signals (SignalContext; RunContext for a command that must clean up) and
+// the root check.
 package cli
 
 import (
@@ -36,4 +37,22 @@ func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code
 // restores default signal handling.
 func SignalContext(parent context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}
+
+// RunContext is the context of a command that creates what it must remove (a trial, a load test,
+// a benchmark, a lab): cancelled on SIGINT, SIGTERM and SIGHUP, so that the command cleans up
+// instead of dying, and SIGPIPE ignored — a control plane that died leaves stdout and stderr as
+// broken pipes while this process cleans up, and writes must fail with EPIPE instead of killing it.
+func RunContext() (context.Context, context.CancelFunc) {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+}
+
+// NeedRoot is nil when the process runs as root, and otherwise the error of a command that builds
+// network namespaces and TUN devices.
+func NeedRoot(command string) error {
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	return errors.New(command + ": needs root (network namespaces and TUN devices)")
 }

@@ -8,11 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/cgroup"
+	"github.com/wirelab/wirelab/engine/internal/tail"
 	"github.com/wirelab/wirelab/engine/netns"
 )
 
@@ -32,7 +31,7 @@ type Instance struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	err     error // exit error, valid once exited is closed
-	tail    *lineTail
+	tail    *tail.Lines
 	readyCh <-chan string
 }
 
@@ -73,7 +72,7 @@ func Start(ctx context.Context, topo *netns.Topology, srv Server, l *Launch, g *
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("server %s: %w", srv.Name(), err)
 	}
-	in := &Instance{Server: srv, Launch: l, Group: g, topo: topo, cmd: cmd, exited: make(chan struct{}), tail: &lineTail{max: 6}}
+	in := &Instance{Server: srv, Launch: l, Group: g, topo: topo, cmd: cmd, exited: make(chan struct{}), tail: tail.New(6, "no output")}
 	if g != nil {
 		if err := g.Add(cmd.Process.Pid); err != nil {
 			gate.Close()
@@ -85,7 +84,7 @@ func Start(ctx context.Context, topo *netns.Topology, srv Server, l *Launch, g *
 	readyCh := make(chan string, 1)
 	pipes := make(chan struct{}, 2)
 	go func() {
-		copyLines(stderr, func(line string) { in.tail.add(line); o.Log(line) })
+		copyLines(stderr, func(line string) { in.tail.Add(line); o.Log(line) })
 		pipes <- struct{}{}
 	}()
 	go func() {
@@ -96,7 +95,7 @@ func Start(ctx context.Context, topo *netns.Topology, srv Server, l *Launch, g *
 				readyCh <- line
 				return
 			}
-			in.tail.add(line)
+			in.tail.Add(line)
 			if o.OnLine != nil {
 				o.OnLine(line)
 			} else {
@@ -254,34 +253,6 @@ func copyLines(r io.Reader, fn func(string)) {
 		fn(sc.Text())
 	}
 	_, _ = io.Copy(io.Discard, r)
-}
-
-// lineTail keeps the last lines written (for error messages).
-type lineTail struct {
-	max   int
-	mu    sync.Mutex
-	lines []string
-}
-
-func (t *lineTail) add(l string) {
-	if strings.TrimSpace(l) == "" {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.lines = append(t.lines, l)
-	if len(t.lines) > t.max {
-		t.lines = t.lines[1:]
-	}
-}
-
-func (t *lineTail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.lines) == 0 {
-		return "no output"
-	}
-	return strings.Join(t.lines, " | ")
 }
 
 // Exited is closed when the server's main process has ended.
