@@ -23,7 +23,7 @@ const (
 	// egress router's forwarder.
 	Host
 	// Endpoint: what speaks over the path — the loaders, the built-in server, the browser driver,
-	// the probe, the load generator.
+	// the probe, the load generator — and what reads their records (page import).
 	Endpoint
 	// UnderTest: what stands behind the path — the servers under test, the local internet.
 	UnderTest
@@ -74,6 +74,7 @@ var Of = map[string]Floor{
 	"probe":           Endpoint,
 	"loadgen":         Endpoint,
 	"tcpplus/backoff": Endpoint,
+	"pageimport":      Endpoint,
 
 	"server/impl": UnderTest,
 	"sites":       UnderTest,
