@@ -18,9 +18,10 @@ import pytest
 
 import wirelab
 from wirelab import runner, spec
+from wirelab._sweep import sweep_lock
 from wirelab.errors import EngineNotFoundError, Interrupted, SweepConflictError, UsageError
-from wirelab.runner import BROWSER_IN_PARALLEL_FLAG, Observer, _sweep_lock
-from wirelab.store import LATENESS_FLAG, results_dir
+from wirelab.runner import BROWSER_IN_PARALLEL_FLAG, LATENESS_FLAG, Observer
+from wirelab.store import results_dir
 from wirelab.testing import FIXTURES_DIR, FixtureEngine, FixtureFailure
 
 TESTS = Path(__file__).resolve().parent
@@ -242,7 +243,7 @@ def test_parallel_must_be_positive(tmp_path, small):
 
 def test_a_sweep_runs_once_at_a_time(tmp_path, small):
     with (
-        _sweep_lock(results_dir(tmp_path / "w.db") / "small", "small"),
+        sweep_lock(results_dir(tmp_path / "w.db") / "small", "small"),
         pytest.raises(UsageError, match=f"another wirelab \\(pid {os.getpid()}\\)"),
     ):
         wirelab.run(small, db=tmp_path / "w.db", engine=FixtureEngine())
@@ -414,7 +415,18 @@ def test_live_progress_shows_the_worker_of_each_running_trial(small):
         progress.trial_placed(second, "evil\x1b[2J", 1)  # a worker names itself: shown escaped
         evil = progress._status().plain
     finally:
-        progress.sweep_ended(runner.RunSummary("small", Path("w.db"), Path("w.db.d"), "", 2, 6, 24, 0))
+        progress.sweep_ended(
+            runner.RunSummary(
+                sweep="small",
+                db=Path("w.db"),
+                results_dir=Path("w.db.d"),
+                spec_hash="",
+                parallel=2,
+                planned=6,
+                planned_loads=24,
+                already_complete=0,
+            )
+        )
     assert f"{first.label}  @ node-a  0/{first.loads} loads" in status
     assert f"{second.label}  @ node-b (attempt 2)  0/{second.loads} loads" in status
     assert "@ evil\\x1b[2J" in evil and "\x1b" not in evil

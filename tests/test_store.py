@@ -284,7 +284,7 @@ def test_repeats_on_each_worker_stay_out_of_the_sweeps_tables_unless_asked_for(t
         directory = store.results_dir / plan.name / repeats[0].id
         FixtureEngine().start_trial(repeats[0].spec, directory, lambda event: None).wait()
         ingest(store, plan.name, repeats[0], directory, control_provenance(FixtureEngine(), 1))
-        assert store.trial_statuses(plan.name)[repeats[1].id] == "planned"
+        assert store.statuses(plan.name)[repeats[1].id] == "planned"
     with Results(db) as results:
         sweeps = results.sweeps()
         trials, every = results.trials("demo"), results.trials("demo", repeats=True)

@@ -20,11 +20,12 @@ from wirelab import _loadplan as loadplan
 from wirelab import spec as spec_mod
 from wirelab._cluster_options import DEFAULT_ARTIFACTS, DEFAULT_RETRIES
 from wirelab._engine import Engine, SubprocessEngine
+from wirelab._har import objects_from_har
 from wirelab._loadrunner import LoadObserver, LoadtestSummary, run_loadtests
 from wirelab._summary import protocol_table
 from wirelab.errors import EngineNotFoundError, NoResultsError, SpecError, TrialFailedError
 from wirelab.runner import Observer, RunSummary, run_plan
-from wirelab.store import DEFAULT_DB, Results, objects_from_har
+from wirelab.store import DEFAULT_DB, Results
 
 __all__ = ["LoadResult", "load", "loadtest", "open", "plan", "plan_loadtest", "run"]
 

@@ -15,33 +15,41 @@ Guarantees (tested with the fixture double and, as root, with the real engine):
   ``wirelab-engine gc --owner PID`` removes what it left, and the intervals written so far are stored.
 - A run whose thresholds failed is complete (its numbers are good); the summary says which failed and
   the CLI exits 1.
+
+The machinery these runs share with a sweep's trials (the lock, signals, the sweep's row, leftovers,
+the summary and observer bases) is :mod:`wirelab._sweep`'s.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import functools
 import json
 import queue
 import signal
-import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from wirelab._db.files import fix_modes
+from wirelab._db.writer import Store
 from wirelab._engine import Engine, TrialEvent, TrialRun
 from wirelab._loadplan import LoadPlan, PlannedLoadtest
-from wirelab.errors import ContractError, Interrupted, SpecError, UsageError
-from wirelab.runner import (
-    _discard,
-    _prepare_sweep,
-    _sigterm_as_interrupt,
-    _sweep_lock,
-    collect_leftovers,
-    control_provenance,
+from wirelab._sweep import (
+    Outcome,
+    Summary,
+    Sweep,
+    SweepLoop,
+    SweepObserver,
+    check_specs,
+    exit_error,
+    interrupts_held,
+    last_line,
+    read_json,
+    read_jsonl,
 )
-from wirelab.store import Store, fix_modes, results_dir
+from wirelab.errors import ContractError, UsageError
 
 __all__ = ["LoadObserver", "LoadtestOutcome", "LoadtestSummary", "ingest_loadtest", "run_loadtests"]
 
@@ -58,72 +66,59 @@ KILLED_WAIT_S = 30.0
 EXIT_EVENT_WAIT_S = 5.0
 
 
-@dataclasses.dataclass
-class LoadtestOutcome:
+@dataclasses.dataclass(kw_only=True)
+class LoadtestOutcome(Outcome):
     """How one run of this invocation ended."""
 
     run: PlannedLoadtest
-    status: str  #: complete | interrupted | failed
     intervals: int = 0
     outcomes: dict[str, Any] = dataclasses.field(default_factory=dict)
     totals: dict[str, Any] = dataclasses.field(default_factory=dict)
     failed_thresholds: list[str] = dataclasses.field(default_factory=list)
     generator_saturated: bool = False
-    error: str | None = None
-    seconds: float = 0.0
-    recovered: bool = False  #: finished by a previous, killed invocation and stored by this one
+
+    @property
+    def item(self) -> PlannedLoadtest:
+        return self.run
 
 
-@dataclasses.dataclass
-class LoadtestSummary:
+@dataclasses.dataclass(kw_only=True)
+class LoadtestSummary(Summary[LoadtestOutcome]):
     """What an invocation did; ``lines()`` is the text the CLI prints."""
 
-    sweep: str
-    db: Path
-    results_dir: Path
-    spec_hash: str
-    planned_runs: int
-    already_complete: int
-    outcomes: list[LoadtestOutcome] = dataclasses.field(default_factory=list)
-    interrupted: bool = False
-    elapsed_s: float = 0.0
-    report: Path | None = None
+    ITEM = "run"
+    ITEMS = "runs"
+    INVOCATION = "invocation"
+    INTERRUPTED = "what was measured is stored"
 
     @property
-    def completed(self) -> list[LoadtestOutcome]:
-        return [o for o in self.outcomes if o.status == "complete"]
+    def planned_runs(self) -> int:
+        return self.planned
 
     @property
-    def failed(self) -> list[LoadtestOutcome]:
-        return [o for o in self.outcomes if o.status == "failed"]
+    def complete_runs(self) -> int:
+        return self.complete
 
     @property
     def thresholds_failed(self) -> list[LoadtestOutcome]:
         return [o for o in self.completed if o.failed_thresholds]
 
     @property
-    def complete_runs(self) -> int:
-        return self.already_complete + len(self.completed)
-
-    @property
     def ok(self) -> bool:
         """Every run complete and every threshold passed (the CLI's exit 0)."""
-        return not self.interrupted and self.complete_runs == self.planned_runs and not self.thresholds_failed
+        return super().ok and not self.thresholds_failed
 
-    def lines(self) -> list[str]:
-        out = [
+    def headline(self) -> str:
+        return (
             f"load test {self.sweep}: {self.complete_runs}/{self.planned_runs} runs complete; this run: "
-            f"{len(self.completed)} complete, {len(self.failed)} failed, {self.elapsed_s:.1f} s",
+            f"{len(self.completed)} complete, {len(self.failed)} failed, {self.elapsed_s:.1f} s"
+        )
+
+    def warnings(self) -> list[str]:
+        out = [
+            f"thresholds failed: {o.run.id} ({o.run.label}): {'; '.join(o.failed_thresholds)}"
+            for o in self.thresholds_failed
         ]
-        if self.already_complete:
-            out.append(f"resumed: {self.already_complete} runs were already complete in {self.db}")
-        recovered = [o for o in self.completed if o.recovered]
-        if recovered:
-            out.append(f"stored {len(recovered)} runs that a killed invocation had finished")
-        for o in self.failed:
-            out.append(f"failed: {o.run.id} ({o.run.label}): {o.error}")
-        for o in self.thresholds_failed:
-            out.append(f"thresholds failed: {o.run.id} ({o.run.label}): {'; '.join(o.failed_thresholds)}")
         saturated = [o for o in self.completed if o.generator_saturated]
         if saturated:
             out.append(
@@ -131,15 +126,10 @@ class LoadtestSummary:
                 "the load generator itself was short of CPU; their page times include its delay "
                 "(docs/loadtest.md)"
             )
-        if self.interrupted:
-            out.append("interrupted: what was measured is stored; run the same command again to resume")
-        out.append(f"results: {self.db} (sweep {self.sweep}), run directories in {self.results_dir}")
-        if self.report is not None:
-            out.append(f"report: {self.report}")
         return out
 
 
-class LoadObserver:
+class LoadObserver(SweepObserver[LoadtestSummary]):
     """Receives a load test's progress; the default does nothing. The CLI's rich display is one."""
 
     def sweep_started(self, plan: LoadPlan, todo: list[PlannedLoadtest], already_complete: int) -> None:
@@ -157,32 +147,16 @@ class LoadObserver:
     def run_ended(self, outcome: LoadtestOutcome) -> None:
         """A run was stored, failed or was interrupted."""
 
-    def message(self, text: str) -> None:
-        """Something worth telling the user."""
 
-    def sweep_ended(self, summary: LoadtestSummary) -> None:
-        """After the last run (also after an interruption)."""
-
-
-def _read_lines(path: Path, what: str, *, partial_ok: bool) -> list[dict[str, Any]]:
-    """A JSONL file's objects; with ``partial_ok`` a last line cut short (an engine killed while writing
-    it) is left out instead of refused."""
+def _read_lines(path: Path, *, partial_ok: bool) -> list[dict[str, Any]]:
+    """A run's JSONL output (none when the file is missing), each line an object whose ``index`` is
+    its position; with ``partial_ok`` a last line cut short is left out (:func:`read_jsonl`)."""
     if not path.exists():
         return []
-    lines = path.read_text().splitlines()
-    out = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            if partial_ok and n == len(lines):
-                break
-            raise ContractError(f"{what} line {n}: not JSON ({e.msg})") from None
+    out = read_jsonl(path, partial_ok=partial_ok)
     for i, item in enumerate(out):
         if not isinstance(item, dict) or item.get("index") != i:
-            raise ContractError(f"{what} line {i + 1}: its index is not {i}")
+            raise ContractError(f"{path.name} line {i + 1}: its index is not {i}")
     return out
 
 
@@ -206,10 +180,7 @@ def ingest_loadtest(
     result: dict[str, Any] | None = None
     path = directory / RESULT_FILE
     if path.exists():
-        try:
-            result = json.loads(path.read_text())
-        except json.JSONDecodeError as e:
-            raise ContractError(f"{RESULT_FILE}: not JSON ({e.msg})") from None
+        result = read_json(path)
         if not isinstance(result, dict) or not isinstance(result.get("summary"), dict):
             raise ContractError(f"{RESULT_FILE}: has no summary")
         got = result.get("spec") or {}
@@ -218,8 +189,8 @@ def ingest_loadtest(
                 f"{RESULT_FILE}: it is load test {got.get('loadtest_id')} ({got.get('protocol')}), "
                 f"not the planned {run.id} ({run.protocol})"
             )
-    intervals = _read_lines(directory / INTERVALS_FILE, INTERVALS_FILE, partial_ok=result is None)
-    samples = _read_lines(directory / SERVER_FILE, SERVER_FILE, partial_ok=result is None)
+    intervals = _read_lines(directory / INTERVALS_FILE, partial_ok=result is None)
+    samples = _read_lines(directory / SERVER_FILE, partial_ok=result is None)
     if result is not None and result.get("intervals") not in (None, len(intervals)):
         raise ContractError(
             f"{RESULT_FILE} says {result['intervals']} intervals; {INTERVALS_FILE} has {len(intervals)}"
@@ -263,32 +234,7 @@ def ingest_loadtest(
 
 def check_runs(engine: Engine, runs: tuple[PlannedLoadtest, ...]) -> None:
     """Have the engine check every run's spec (``loadtest --check``) before anything exists."""
-    try:
-        engine.check_loadtests([r.spec for r in runs])
-    except SpecError as e:
-        run = runs[min(getattr(e, "index", 0), len(runs) - 1)]
-        raise SpecError(f"run {run.index} ({run.label}): {e}", path=e.path, value=e.value) from None
-
-
-@contextlib.contextmanager
-def _interrupts_held() -> Iterator[list[int]]:
-    """In the main thread, SIGINT and SIGTERM are recorded instead of raising while the block runs (an
-    engine is being started: interrupted half-way, nobody would stop it); the list holds what came."""
-    held: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield held
-        return
-    signals = (signal.SIGINT, signal.SIGTERM)
-    previous = {s: signal.getsignal(s) for s in signals}
-    for s in signals:
-        if previous[s] not in (signal.SIG_IGN, None):
-            signal.signal(s, lambda signum, frame: held.append(signum))
-    try:
-        yield held
-    finally:
-        for s in signals:
-            if previous[s] is not None:
-                signal.signal(s, previous[s])
+    check_specs(engine.check_loadtests, runs, lambda r: f"run {r.index} ({r.label})")
 
 
 class _Tail:
@@ -332,94 +278,63 @@ def run_loadtests(
     if not plan.runs:
         raise UsageError(f"load test {plan.name}: no runs planned")
     check_runs(engine, plan.runs)
-    started = time.monotonic()
-    store = Store(db)
-    sweep_dir = results_dir(store.path) / plan.name
-    control = control_provenance(engine, 1)
-    try:
-        with _sweep_lock(sweep_dir, plan.name), _sigterm_as_interrupt():
-            _prepare_sweep(
-                store,
-                plan,
-                resume,
-                control,
-                sweep_dir,
-                kind="loadtest",
-                create=lambda: store.create_loadtest_sweep(plan, control),
-            )
-            statuses = store.loadtest_statuses(plan.name)
-            done = sum(1 for r in plan.runs if statuses.get(r.id) == "complete")
-            summary = LoadtestSummary(
-                sweep=plan.name,
-                db=store.path,
-                results_dir=sweep_dir,
-                spec_hash=plan.spec_hash,
-                planned_runs=len(plan.runs),
-                already_complete=done,
-            )
-            todo = [r for r in plan.runs if statuses.get(r.id) != "complete"]
-            observer.sweep_started(plan, todo, done)
-            try:
-                loop = _Loop(store, plan.name, engine, observer, control, sweep_dir, summary, grace_s)
-                loop.run(todo, statuses)
-            finally:
-                summary.elapsed_s = time.monotonic() - started
-                store.touch_sweep(plan.name)
-                observer.sweep_ended(summary)
-    finally:
-        store.close()
-    if summary.interrupted:
-        error = Interrupted(f"load test {plan.name}: interrupted; run the same spec again to resume")
-        error.summary = summary  # type: ignore[attr-defined]
-        raise error
+    create = lambda store, control: store.create_loadtest_sweep(plan, control)  # noqa: E731
+    with Sweep(
+        plan, db=db, engine=engine, parallel=1, resume=resume, kind="loadtest", create=create
+    ) as sweep:
+        statuses = sweep.statuses()
+        done = sum(1 for r in plan.runs if statuses.get(r.id) == "complete")
+        summary = LoadtestSummary(
+            sweep=plan.name,
+            db=sweep.store.path,
+            results_dir=sweep.dir,
+            spec_hash=plan.spec_hash,
+            planned=len(plan.runs),
+            already_complete=done,
+        )
+        todo = [r for r in plan.runs if statuses.get(r.id) != "complete"]
+        observer.sweep_started(plan, todo, done)
+        with sweep.running(summary, observer, f"load test {plan.name}"):
+            _Loop(sweep, engine, observer, summary, grace_s).run(todo, statuses)
     return summary
 
 
-class _Loop:
+class _Loop(SweepLoop[LoadtestOutcome]):
     """The runs of one invocation, one at a time (main thread)."""
 
     def __init__(
         self,
-        store: Store,
-        sweep: str,
+        sweep: Sweep,
         engine: Engine,
         observer: LoadObserver,
-        control: Mapping[str, Any],
-        sweep_dir: Path,
         summary: LoadtestSummary,
         grace_s: float | None,
     ):
-        self.store, self.sweep, self.engine, self.observer = store, sweep, engine, observer
-        self.control, self.sweep_dir, self.summary, self.grace_s = control, sweep_dir, summary, grace_s
+        super().__init__(sweep, engine, summary, observer, observer.run_ended)
+        self.observer: LoadObserver = observer
+        self.grace_s = grace_s
 
     def run(self, todo: list[PlannedLoadtest], statuses: Mapping[str, str]) -> None:
         for run in todo:
-            directory = self.sweep_dir / run.id
-            if statuses.get(run.id) == "running" and (directory / RESULT_FILE).exists():
-                # a killed invocation left a run the engine had finished, never stored
-                outcome = self._ingest(run, directory, 0, stopped=False, error=None, t0=time.monotonic())
-                if outcome.status == "complete":
-                    outcome.recovered = True
-                    self._record(outcome)
-                    continue
-            if directory.exists():
-                self.observer.message(f"discarding the incomplete attempt at {run.id} ({run.label})")
-                _discard(directory)
-            self._run_one(run, directory)
+            recover = functools.partial(self._ingest, run, 0, stopped=False, error=None, t0=time.monotonic())
+            if self.recovered(run, statuses.get(run.id), RESULT_FILE, recover):
+                continue
+            self._run_one(run)
             if self.summary.interrupted:
                 return
 
-    def _run_one(self, run: PlannedLoadtest, directory: Path) -> None:
+    def _run_one(self, run: PlannedLoadtest) -> None:
         events: queue.Queue[TrialEvent] = queue.Queue()
-        self.store.mark_loadtest_running(self.sweep, run.id)
+        self.store.mark_running(self.name, run.id)
+        directory = self.directory(run)
         tail = _Tail(directory / SERVER_FILE)
         stopped = False
         t0 = time.monotonic()
         try:
-            with _interrupts_held() as held:  # an interrupt now must not lose the engine being started
+            with interrupts_held() as held:  # an interrupt now must not lose the engine being started
                 proc = self.engine.start_loadtest(run.spec, directory, events.put)
         except BaseException as e:
-            self.store.mark_loadtest_ended(self.sweep, run.id, "failed", str(e))
+            self.store.mark_ended(self.name, run.id, "failed", str(e))
             raise
         try:  # from here on an interrupt stops the engine: it may come before the first event
             if held:
@@ -430,21 +345,15 @@ class _Loop:
             stopped = True
             self.summary.interrupted = True
             exit_event = self._stop(run, proc, events, tail)
-        if exit_event.returncode not in (0, 1) and proc.owner_pid is not None:
-            collect_leftovers(self.engine, self.observer, run.id, proc.owner_pid, exit_event.returncode)
-        last = (exit_event.stderr_tail.strip().splitlines() or [""])[-1].removeprefix("wirelab-engine: ")
+        code = exit_event.returncode
+        if code not in (0, 1) and proc.owner_pid is not None:
+            self.collect(run, proc.owner_pid, code)
         error = None
-        if exit_event.returncode == 2:
-            error = f"the engine refused the load test: {last or 'exit status 2'}"
-        elif exit_event.returncode is not None and exit_event.returncode < 0 and not stopped:
-            error = f"the engine was killed by signal {-exit_event.returncode}" + (
-                f": {last}" if last else ""
-            )
-        elif exit_event.returncode not in (0, 1, 130):
-            error = last or f"the engine exited with status {exit_event.returncode}"
-        elif exit_event.returncode == 1:
-            error = last or None
-        self._record(self._ingest(run, directory, exit_event.returncode, stopped=stopped, error=error, t0=t0))
+        if code == 1:  # the thresholds failed, or the engine's one line says what did
+            error = last_line(exit_event.stderr_tail) or None
+        elif code not in (0, 130):  # a run killed after it was stopped says so
+            error = exit_error(code, exit_event.stderr_tail, "the load test")
+        self.record(self._ingest(run, code, stopped=stopped, error=error, t0=t0))
 
     def _follow(self, run: PlannedLoadtest, events: queue.Queue[TrialEvent], tail: _Tail) -> TrialEvent:
         """Hand the run's progress to the observer until the engine exits; its exit event."""
@@ -497,7 +406,6 @@ class _Loop:
     def _ingest(
         self,
         run: PlannedLoadtest,
-        directory: Path,
         returncode: int | None,
         *,
         stopped: bool,
@@ -507,9 +415,9 @@ class _Loop:
         try:
             outcome = ingest_loadtest(
                 self.store,
-                self.sweep,
+                self.name,
                 run,
-                directory,
+                self.directory(run),
                 self.control,
                 returncode=returncode,
                 stopped=stopped,
@@ -517,11 +425,7 @@ class _Loop:
             )
         except (ContractError, OSError) as e:
             message = f"engine output breaks the load test's outputs: {e}"
-            self.store.mark_loadtest_ended(self.sweep, run.id, "failed", message)
+            self.store.mark_ended(self.name, run.id, "failed", message)
             outcome = LoadtestOutcome(run=run, status="failed", error=message)
         outcome.seconds = time.monotonic() - t0
         return outcome
-
-    def _record(self, outcome: LoadtestOutcome) -> None:
-        self.summary.outcomes.append(outcome)
-        self.observer.run_ended(outcome)

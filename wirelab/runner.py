@@ -25,136 +25,113 @@ Guarantees (tested with the fixture double and, as root, with the real engine):
   packets) is flagged in the database and reported in the summary; so is a Chromium trial that ran
   while another trial ran (Chromium's CPU use disturbs parallel trials' timings without making the
   emulator late: docs/running.md has the measurement).
+
+The machinery a load test's runs share with trials (the lock, signals, the sweep's row, leftovers,
+the summary and observer bases) is :mod:`wirelab._sweep`'s.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
-import fcntl
 import functools
 import json
-import os
-import platform
 import queue
-import shutil
 import signal
-import subprocess
-import sys
-import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from wirelab import __version__
+from wirelab import _facts
 from wirelab import spec as spec_mod
-from wirelab._contract import CONTRACT_VERSION, validate
+from wirelab._contract import validate
+from wirelab._db.files import fix_modes
+from wirelab._db.writer import Store
 from wirelab._engine import SPEC_FILE, STDERR_FILE, WORKER_FILE, Engine, TrialEvent, TrialRun
+from wirelab._har import objects_from_har
 from wirelab._machine import machine_provenance
-from wirelab._paths import REPO_ROOT
-from wirelab.errors import (
-    ContractError,
-    Interrupted,
-    SpecError,
-    SweepConflictError,
-    UsageError,
-    WirelabError,
+from wirelab._sweep import (
+    Outcome,
+    Summary,
+    Sweep,
+    SweepLoop,
+    SweepObserver,
+    check_specs,
+    control_provenance,
+    exit_error,
+    read_json,
+    read_jsonl,
 )
+from wirelab.errors import ContractError, UsageError, WirelabError
 from wirelab.spec import Plan, PlannedTrial
-from wirelab.store import (
-    DATA_FILE_MODE,
-    LATENESS_FLAG,
-    LATENESS_LIMIT_US,
-    Store,
-    fix_modes,
-    objects_from_har,
-    results_dir,
-)
-
-if TYPE_CHECKING:
-    from wirelab._loadplan import LoadPlan
 
 __all__ = [
     "BROWSER_IN_PARALLEL_FLAG",
     "DEVICE_DROPS_FLAG",
     "EGRESS_REFUSED_FLAG",
+    "LATENESS_FLAG",
+    "LATENESS_LIMIT_US",
     "Observer",
     "RunSummary",
     "TrialOutcome",
+    "control_provenance",
+    "ingest",
     "run_plan",
 ]
 
+#: Fidelity flag set on a trial whose emulator timer lateness p99 exceeded the engine's limit (a
+#: stored name: it stays as it is even if the limit changes).
+LATENESS_FLAG = "lateness_p99_over_1ms"
+#: The engine's fidelity bar (emulator.LatenessLimit), from the engine's facts.
+LATENESS_LIMIT_US = _facts.lateness_p99_limit_us()
 DEVICE_DROPS_FLAG = "device_drops"
 #: a trial that loaded its pages in Chromium while another trial ran
 BROWSER_IN_PARALLEL_FLAG = "browser_in_parallel"
 #: a live trial whose loads sent packets the egress router rejected (docs/egress.md)
 EGRESS_REFUSED_FLAG = "egress_refused"
-LOCK_FILE = ".lock"
 
 
-@dataclasses.dataclass
-class TrialOutcome:
+@dataclasses.dataclass(kw_only=True)
+class TrialOutcome(Outcome):
     """How one trial of this run ended."""
 
     trial: PlannedTrial
-    status: str  #: complete | failed | interrupted
     loads: int = 0
     load_errors: int = 0
     lateness_p99_us: float | None = None
     flags: list[str] = dataclasses.field(default_factory=list)
-    error: str | None = None
-    seconds: float = 0.0
-    recovered: bool = False  #: finished by a previous, killed run and stored by this one
+
+    @property
+    def item(self) -> PlannedTrial:
+        return self.trial
 
 
-@dataclasses.dataclass
-class RunSummary:
+@dataclasses.dataclass(kw_only=True)
+class RunSummary(Summary[TrialOutcome]):
     """What a run did; ``lines()`` is the text the CLI prints."""
 
-    sweep: str
-    db: Path
-    results_dir: Path
-    spec_hash: str
     parallel: int
-    planned_trials: int
     planned_loads: int
-    already_complete: int
-    outcomes: list[TrialOutcome] = dataclasses.field(default_factory=list)
-    interrupted: bool = False
-    elapsed_s: float = 0.0
     #: the scheduler's address when the trials ran on a cluster (``parallel`` is then its trial slots)
     cluster: str | None = None
-    #: set by the CLI's report hook when a report was written
-    report: Path | None = None
 
     @property
-    def completed(self) -> list[TrialOutcome]:
-        return [o for o in self.outcomes if o.status == "complete"]
+    def planned_trials(self) -> int:
+        return self.planned
 
     @property
-    def failed(self) -> list[TrialOutcome]:
-        return [o for o in self.outcomes if o.status == "failed"]
+    def complete_trials(self) -> int:
+        return self.complete
 
     @property
     def fidelity_warnings(self) -> list[TrialOutcome]:
         return [o for o in self.completed if o.flags]
 
-    @property
-    def complete_trials(self) -> int:
-        return self.already_complete + len(self.completed)
-
-    @property
-    def ok(self) -> bool:
-        return not self.interrupted and self.complete_trials == self.planned_trials
-
-    def lines(self) -> list[str]:
+    def headline(self) -> str:
         loads = sum(o.loads for o in self.completed)
         load_errors = sum(o.load_errors for o in self.completed)
-        out = [
+        return (
             f"sweep {self.sweep}: {self.complete_trials}/{self.planned_trials} trials complete "
             f"({self.planned_loads} loads planned); this run: {len(self.completed)} trials, {loads} loads"
             f"{f' ({load_errors} with errors)' if load_errors else ''}, {len(self.failed)} failed, "
@@ -163,15 +140,11 @@ class RunSummary:
                 f"on cluster {self.cluster} ({self.parallel} trial slots)"
                 if self.cluster
                 else f"at --parallel {self.parallel}"
-            ),
-        ]
-        if self.already_complete:
-            out.append(f"resumed: {self.already_complete} trials were already complete in {self.db}")
-        recovered = [o for o in self.completed if o.recovered]
-        if recovered:
-            out.append(f"stored {len(recovered)} trials that a killed run had finished")
-        for o in self.failed:
-            out.append(f"failed: {o.trial.id} ({o.trial.label}): {o.error}")
+            )
+        )
+
+    def warnings(self) -> list[str]:
+        out = []
         timing = [o for o in self.completed if {LATENESS_FLAG, DEVICE_DROPS_FLAG} & set(o.flags)]
         if timing:
             worst = max((o.lateness_p99_us or 0.0) for o in timing)
@@ -203,15 +176,10 @@ class RunSummary:
                 "the policy refused); those requests failed and their pages may be incomplete — each "
                 "trial's engine.log lists the refusals (docs/egress.md)"
             )
-        if self.interrupted:
-            out.append("interrupted: running trials were stopped; run the same command again to resume")
-        out.append(f"results: {self.db} (sweep {self.sweep}), trial directories in {self.results_dir}")
-        if self.report is not None:
-            out.append(f"report: {self.report}")
         return out
 
 
-class Observer:
+class Observer(SweepObserver[RunSummary]):
     """Receives progress; the default does nothing. The CLI's rich display is one."""
 
     def sweep_started(
@@ -231,110 +199,6 @@ class Observer:
 
     def trial_ended(self, outcome: TrialOutcome) -> None:
         """A trial was stored, failed or was interrupted."""
-
-    def message(self, text: str) -> None:
-        """Something worth telling the user (a discarded leftover directory, stopping on Ctrl-C …)."""
-
-    def sweep_ended(self, summary: RunSummary) -> None:
-        """After the last trial (also after an interruption)."""
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-@functools.cache
-def _git_sha() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return out.stdout.strip() if out.returncode == 0 else "unknown"
-
-
-def control_provenance(engine: Engine, parallel: int) -> dict[str, Any]:
-    """Who ran the sweep with what: stored with the sweep and with every trial."""
-    cluster = {"cluster": engine.cluster} if engine.cluster is not None else {}
-    return {
-        "wirelab_version": __version__,
-        "git_sha": _git_sha(),
-        "python": platform.python_version(),
-        "hostname": platform.node(),
-        "argv": list(sys.argv),
-        "engine": engine.name,
-        "engine_version": engine.version(),
-        "contract": CONTRACT_VERSION,
-        "parallel": parallel,
-        **cluster,
-        "started_at": _now(),
-    }
-
-
-@contextlib.contextmanager
-def _sweep_lock(directory: Path, sweep: str) -> Iterator[None]:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, DATA_FILE_MODE)
-    os.fchmod(fd, DATA_FILE_MODE)  # whatever the umask
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            raise UsageError(
-                f"sweep {sweep}: another wirelab (pid {holder}) is running it ({path})"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)  # releases the lock; the kernel does the same if we are killed
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """In the main thread, SIGTERM raises KeyboardInterrupt like Ctrl-C does."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _discard(directory: Path) -> None:
-    """Remove a trial directory left by an incomplete attempt.
-
-    Renamed first, so that an engine still winding down (a killed run's child gets SIGTERM) writes into
-    the renamed directory and never into the new attempt's."""
-    if not directory.exists():
-        return
-    graveyard = directory.with_name(f".discarded-{directory.name}-{uuid.uuid4().hex[:8]}")
-    os.replace(directory, graveyard)
-    shutil.rmtree(graveyard, ignore_errors=True)
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    records = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise ContractError(f"{path.name} line {n}: not JSON ({e.msg})") from None
-    return records
 
 
 def _fidelity_flags(trial_json: Mapping[str, Any], ran_beside_others: bool) -> list[str]:
@@ -372,10 +236,7 @@ def ingest(
     The directory gets the results' fixed modes first, whatever the umask it was written with."""
     fix_modes(directory, up_to=store.path.parent)
     trial_path = directory / "trial.json"
-    try:
-        trial_json = json.loads(trial_path.read_text())
-    except json.JSONDecodeError as e:
-        raise ContractError(f"trial.json: not JSON ({e.msg})") from None
+    trial_json = read_json(trial_path)
     validate("trial-result", trial_json, what="trial.json")
     got_spec = {k: v for k, v in trial_json["spec"].items() if k != "network_resolved"}
     if got_spec != trial.spec:
@@ -386,12 +247,9 @@ def ingest(
         raise ContractError("loads.jsonl is missing")
     worker_path = directory / WORKER_FILE
     if worker_path.exists():
-        try:
-            worker = json.loads(worker_path.read_text())
-        except json.JSONDecodeError as e:
-            raise ContractError(f"{WORKER_FILE}: not JSON ({e.msg})") from None
+        worker = read_json(worker_path)
     remote_dir = (worker or {}).get("remote_dir")
-    records = _read_jsonl(loads_path)
+    records = read_jsonl(loads_path)
     for n, rec in enumerate(records, 1):
         validate("load-record", rec, what=f"loads.jsonl line {n}")
         if rec["trial_id"] != trial.id:
@@ -423,12 +281,9 @@ def ingest(
     for rec in records:
         if rec["har"] is not None:
             har_path = directory / rec["har"]
-            try:
-                har = json.loads(har_path.read_text())
-            except FileNotFoundError:
-                raise ContractError(f"load {rec['index']}: HAR {rec['har']} is missing") from None
-            except json.JSONDecodeError as e:
-                raise ContractError(f"load {rec['index']}: HAR {rec['har']} is not JSON ({e.msg})") from None
+            if not har_path.exists():
+                raise ContractError(f"load {rec['index']}: HAR {rec['har']} is missing")
+            har = read_json(har_path, f"load {rec['index']}: HAR {rec['har']}")
             try:
                 objects[rec["index"]] = objects_from_har(har)
             except (KeyError, TypeError, ValueError) as e:
@@ -474,54 +329,7 @@ def check_trials(engine: Engine, trials: Sequence[PlannedTrial]) -> None:
     for t in trials:
         key = json.dumps({k: v for k, v in t.spec.items() if k != "trial_id"}, sort_keys=True)
         distinct.setdefault(key, t)
-    checked = list(distinct.values())
-    try:
-        engine.check_trials([t.spec for t in checked])
-    except SpecError as e:
-        t = checked[min(getattr(e, "index", 0), len(checked) - 1)]
-        raise SpecError(f"trial {t.id} ({t.label}): {e}", path=e.path, value=e.value) from None
-
-
-def _prepare_sweep(
-    store: Store,
-    plan: Plan | LoadPlan,
-    resume: bool,
-    control: Mapping[str, Any],
-    sweep_dir: Path,
-    *,
-    kind: str = "trials",
-    create: Callable[[], object] | None = None,
-) -> None:
-    """The sweep's row, created (``create``, default: a trial sweep's) or kept to resume, or replaced
-    (``resume`` False); a sweep of that name made from another spec, or of the other kind (``kind``:
-    ``trials`` or ``loadtest``), is refused."""
-    existing = store.sweep_row(plan.name)
-    if existing is not None and existing["kind"] != kind:
-        other = {"trials": "a trial sweep (wirelab run)", "loadtest": "a load test (wirelab loadtest)"}
-        raise SweepConflictError(
-            f"sweep {plan.name}: {store.path} holds {other[existing['kind']]} of that name; "
-            "rename [sweep].name"
-        )
-    if existing is not None and existing["spec_hash"] != plan.spec_hash and resume:
-        raise SweepConflictError(
-            f"sweep {plan.name}: {store.path} holds results of a different spec "
-            f"(hash {existing['spec_hash']}, "
-            f"this spec {plan.spec_hash}); rename [sweep].name, or pass --no-resume to replace them"
-        )
-    if existing is not None and not resume:
-        store.delete_sweep(plan.name)
-        for child in sweep_dir.iterdir():
-            if child.name != LOCK_FILE:
-                _discard(child) if child.is_dir() else child.unlink()
-        existing = None
-    if existing is None:
-        if create is not None:
-            create()
-        else:
-            assert isinstance(plan, Plan), "a load test's sweep is made by its create callback"
-            store.create_sweep(plan, control)
-    else:
-        store.touch_sweep(plan.name)
+    check_specs(engine.check_trials, list(distinct.values()), lambda t: f"trial {t.id} ({t.label})")
 
 
 def run_plan(
@@ -545,48 +353,35 @@ def run_plan(
     # Everything the engine would refuse is refused now, before the database, the sweep, a trial row
     # or a directory exists.
     check_trials(engine, plan.trials)
-    started = time.monotonic()
-    store = Store(db)
-    sweep_dir = results_dir(store.path) / plan.name
-    control = control_provenance(engine, parallel)
     # a local run describes this machine once; a cluster's workers describe themselves
     worker = machine_provenance(engine) if engine.cluster is None else None
-    try:
-        with _sweep_lock(sweep_dir, plan.name), _sigterm_as_interrupt():
-            _prepare_sweep(store, plan, resume, control, sweep_dir)
-            repeats = _worker_repeats(store, plan, engine, observer)
-            planned = [*plan.trials, *repeats]
-            statuses = store.trial_statuses(plan.name)
-            done = sum(1 for t in planned if statuses.get(t.id) == "complete")
-            summary = RunSummary(
-                sweep=plan.name,
-                db=store.path,
-                results_dir=sweep_dir,
-                spec_hash=plan.spec_hash,
-                parallel=parallel,
-                planned_trials=len(planned),
-                planned_loads=sum(t.loads for t in planned),
-                already_complete=done,
-                cluster=engine.cluster,
-            )
-            todo = [t for t in planned if statuses.get(t.id) != "complete"]
-            # the observer counts the repeats of repeat_on_each_worker with the plan's trials
-            observer.sweep_started(dataclasses.replace(plan, trials=tuple(planned)), todo, done, parallel)
-            try:
-                in_flight = parallel if engine.cluster is None else max(1, len(todo))
-                loop = _Loop(store, plan, engine, in_flight, observer, control, sweep_dir, summary, grace_s)
-                loop.worker = worker
-                loop.run(todo, statuses)
-            finally:
-                summary.elapsed_s = time.monotonic() - started
-                store.touch_sweep(plan.name)
-                observer.sweep_ended(summary)
-    finally:
-        store.close()
-    if summary.interrupted:
-        error = Interrupted(f"sweep {plan.name}: interrupted; run the same spec again to resume")
-        error.summary = summary  # type: ignore[attr-defined]
-        raise error
+    create = lambda store, control: store.create_sweep(plan, control)  # noqa: E731
+    with Sweep(
+        plan, db=db, engine=engine, parallel=parallel, resume=resume, kind="trials", create=create
+    ) as sweep:
+        repeats = _worker_repeats(sweep.store, plan, engine, observer)
+        planned = [*plan.trials, *repeats]
+        statuses = sweep.statuses()
+        done = sum(1 for t in planned if statuses.get(t.id) == "complete")
+        summary = RunSummary(
+            sweep=plan.name,
+            db=sweep.store.path,
+            results_dir=sweep.dir,
+            spec_hash=plan.spec_hash,
+            parallel=parallel,
+            planned=len(planned),
+            planned_loads=sum(t.loads for t in planned),
+            already_complete=done,
+            cluster=engine.cluster,
+        )
+        todo = [t for t in planned if statuses.get(t.id) != "complete"]
+        # the observer counts the repeats of repeat_on_each_worker with the plan's trials
+        observer.sweep_started(dataclasses.replace(plan, trials=tuple(planned)), todo, done, parallel)
+        with sweep.running(summary, observer, f"sweep {plan.name}"):
+            in_flight = parallel if engine.cluster is None else max(1, len(todo))
+            loop = _Loop(sweep, plan, engine, in_flight, observer, summary, grace_s)
+            loop.worker = worker
+            loop.run(todo, statuses)
     return summary
 
 
@@ -617,38 +412,22 @@ def _worker_repeats(store: Store, plan: Plan, engine: Engine, observer: Observer
     return repeats
 
 
-def collect_leftovers(engine: Engine, observer: Any, what: str, pid: int, returncode: int | None) -> None:
-    """Remove what the dead engine ``pid`` left (``gc --owner``: the same code as ``gc``, scoped to
-    that process's runs) before going on. An engine that exited on its own has removed everything
-    already and this finds nothing; one killed by a signal leaves namespaces and files. ``observer``
-    is told (its ``message``) what happened; ``what`` names the trial or load test."""
-    try:
-        report = engine.gc_owner(pid)
-    except WirelabError as e:
-        observer.message(f"{what}: could not remove what the engine left ({e}); run wirelab gc")
-        return
-    if report and returncode is not None and returncode < 0:
-        observer.message(f"{what}: the engine was killed; removed what it left")
-
-
-class _Loop:
+class _Loop(SweepLoop[TrialOutcome]):
     """The event loop of one run (main thread): start trials, handle their events, stop them."""
 
     def __init__(
         self,
-        store: Store,
+        sweep: Sweep,
         plan: Plan,
         engine: Engine,
         parallel: int,
         observer: Observer,
-        control: Mapping[str, Any],
-        sweep_dir: Path,
         summary: RunSummary,
         grace_s: float,
     ):
-        self.store, self.plan, self.engine, self.parallel = store, plan, engine, parallel
-        self.observer, self.control, self.sweep_dir, self.summary = observer, control, sweep_dir, summary
-        self.grace_s = grace_s
+        super().__init__(sweep, engine, summary, observer, observer.trial_ended)
+        self.plan, self.parallel, self.grace_s = plan, parallel, grace_s
+        self.observer: Observer = observer
         #: the machine trials run on (local runs); None when the trial directory says (cluster)
         self.worker: Mapping[str, Any] | None = None
         self.events: queue.Queue[TrialEvent] = queue.Queue()
@@ -660,18 +439,9 @@ class _Loop:
     def run(self, todo: list[PlannedTrial], statuses: Mapping[str, str]) -> None:
         pending: collections.deque[PlannedTrial] = collections.deque()
         for trial in todo:
-            directory = self.sweep_dir / trial.id
-            if statuses.get(trial.id) == "running" and (directory / "trial.json").exists():
-                # a killed run left a finished trial that was never stored
-                outcome = self._finish(trial, directory, returncode=0, stderr_tail="", t0=time.monotonic())
-                if outcome.status == "complete":
-                    outcome.recovered = True
-                    self._record(outcome)
-                    continue
-            if directory.exists():
-                self.observer.message(f"discarding the incomplete attempt at {trial.id} ({trial.label})")
-                _discard(directory)
-            pending.append(trial)
+            recover = functools.partial(self._finish, trial, 0, "", time.monotonic())
+            if not self.recovered(trial, statuses.get(trial.id), "trial.json", recover):
+                pending.append(trial)
         try:
             while pending or self.running:
                 while pending and len(self.running) < self.parallel:
@@ -685,15 +455,14 @@ class _Loop:
             raise
 
     def _start(self, trial: PlannedTrial) -> None:
-        directory = self.sweep_dir / trial.id
         # a cluster's trial is queued until a worker starts it (its ``started`` event)
         queued = self.engine.cluster is not None
         if not queued:
-            self.store.mark_running(self.plan.name, trial.id)
+            self.store.mark_running(self.name, trial.id)
         try:
-            run = self.engine.start_trial(trial.spec, directory, self.events.put)
+            run = self.engine.start_trial(trial.spec, self.directory(trial), self.events.put)
         except WirelabError as e:
-            self.store.mark_ended(self.plan.name, trial.id, "failed", str(e))
+            self.store.mark_ended(self.name, trial.id, "failed", str(e))
             raise
         if self.running and not queued:
             self.overlapped.update(self.running, (trial.id,))
@@ -709,7 +478,7 @@ class _Loop:
         if event.kind == "load":
             self.observer.load_done(trial, event.data)
         elif event.kind == "started":
-            self.store.mark_running(self.plan.name, trial.id)
+            self.store.mark_running(self.name, trial.id)
             self.running[trial.id] = (trial, run, time.monotonic())
             self.observer.trial_started(trial)
             self.observer.trial_placed(
@@ -720,22 +489,22 @@ class _Loop:
         elif event.kind == "exit":
             del self.running[event.trial_id]
             if event.returncode != 0 and run.owner_pid is not None:
-                self._collect(trial, run.owner_pid, event.returncode)
+                self.collect(trial, run.owner_pid, event.returncode)
             if run.beside_others is not None:
                 (self.overlapped.add if run.beside_others else self.overlapped.discard)(trial.id)
-            directory = self.sweep_dir / trial.id
-            self._record(self._finish(trial, directory, event.returncode, event.stderr_tail, t0))
+            self.record(self._finish(trial, event.returncode, event.stderr_tail, t0))
 
     def _finish(
-        self, trial: PlannedTrial, directory: Path, returncode: int | None, stderr_tail: str, t0: float
+        self, trial: PlannedTrial, returncode: int | None, stderr_tail: str, t0: float
     ) -> TrialOutcome:
+        """Store a trial whose engine exited (``returncode``), or mark it failed or interrupted."""
         seconds = time.monotonic() - t0
-        last = (stderr_tail.strip().splitlines() or [""])[-1].removeprefix("wirelab-engine: ")
+        directory = self.directory(trial)
         if returncode == 0 and (directory / "trial.json").exists():
             try:
                 outcome = ingest(
                     self.store,
-                    self.plan.name,
+                    self.name,
                     trial,
                     directory,
                     self.control,
@@ -747,27 +516,16 @@ class _Loop:
             except (ContractError, OSError) as e:
                 error = f"engine output breaks the trial contract: {e}"
         elif self.stopping and returncode in (130, -signal.SIGINT, -signal.SIGKILL, -signal.SIGTERM):
-            self.store.mark_ended(self.plan.name, trial.id, "interrupted", "stopped by wirelab")
+            self.store.mark_ended(self.name, trial.id, "interrupted", "stopped by wirelab")
             return TrialOutcome(trial=trial, status="interrupted", seconds=seconds, error="stopped")
         elif returncode == 0:
             error = "the engine exited 0 without writing trial.json"
-        elif returncode == 2:
-            error = f"the engine refused the trial spec: {last or 'exit status 2'}"
-        elif returncode is not None and returncode < 0:
-            error = f"the engine was killed by signal {-returncode}" + (f": {last}" if last else "")
         else:
-            error = last or f"the engine exited with status {returncode}"
+            error = exit_error(returncode, stderr_tail, "the trial spec")
         if directory.is_dir():  # kept for its logs
             fix_modes(directory, up_to=self.store.path.parent)
-        self.store.mark_ended(self.plan.name, trial.id, "failed", error)
+        self.store.mark_ended(self.name, trial.id, "failed", error)
         return TrialOutcome(trial=trial, status="failed", error=error, seconds=seconds)
-
-    def _collect(self, trial: PlannedTrial, pid: int, returncode: int | None) -> None:
-        collect_leftovers(self.engine, self.observer, trial.id, pid, returncode)
-
-    def _record(self, outcome: TrialOutcome) -> None:
-        self.summary.outcomes.append(outcome)
-        self.observer.trial_ended(outcome)
 
     def _stop_all(self) -> None:
         """SIGINT every running trial, wait up to grace_s, SIGKILL the rest, then store what finished."""

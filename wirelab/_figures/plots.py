@@ -1047,8 +1047,8 @@ def waterfall_figure(objects: Sequence[Mapping[str, Any]], *, title: str = "") -
 
 def waterfall_from_har(har: Mapping[str, Any], *, title: str = "") -> Figure:
     """The waterfall of one load straight from its HAR (``Results.har(sweep, trial_id, load_index)`` or a
-    file of a trial directory), via :func:`wirelab.store.objects_from_har`."""
-    from wirelab.store import objects_from_har
+    file of a trial directory), via :func:`wirelab._har.objects_from_har`."""
+    from wirelab._har import objects_from_har
 
     objects = objects_from_har(har)
     if not objects:
