@@ -43,7 +43,7 @@ def test_version(capsys):
         (["load", "twitter", "--waterfall", "h3"], 'wirelab: --waterfall: "h3" is not one of --proto'),
         (
             ["profiles", "show", "cabel"],
-            'wirelab: profile: cabel: "cabel" is not a preset; did you mean cable?',
+            'wirelab: profile: cabel: "cabel" is not a known preset; did you mean cable?',
         ),
         (["results", "ls", "--db", "/nonexistent/x.db"], "wirelab: --db: /nonexistent/x.db does not exist"),
         (["results", "export", "demo", "--format", "xlsx"], 'wirelab: --format: "xlsx" is not a format'),

@@ -119,17 +119,16 @@ def test_protocols_may_be_an_axis_and_ranges_use_the_schemas_types():
         ("think = { mean_s = -1 }\n", "load.think.mean_s: -1 is not allowed; must be a number ≥ 0"),
         (
             '[grid]\n"think.mean_s" = [1, -2]\n',
-            "grid.think.mean_s[1]: -2 is not allowed; must be a number ≥ 0",
+            "grid.think.mean_s[1]: got -2; must be a number ≥ 0",
         ),
         (
             '[grid]\n"server.apache.mpm" = ["worker", "evnt"]\n',
-            'grid.server.apache.mpm[1]: "evnt" is not allowed; did you mean event? '
-            "must be event, worker or prefork",
+            'grid.server.apache.mpm[1]: got "evnt"; did you mean event? must be event, worker or prefork',
         ),
         (
             '[grid]\n"scenario.stages" = [[{ duration_s = 20, target = 10 }],'
             " [{ duration_s = 0, target = 1 }]]\n",
-            "grid.scenario.stages[1][0].duration_s: 0 is not allowed; must be a number > 0 and ≤ 604800",
+            "grid.scenario.stages[1][0].duration_s: got 0; must be a number > 0 and ≤ 604800",
         ),
         (
             '[grid]\n"scenario.model" = ["closed", "open"]\n',
@@ -184,7 +183,7 @@ def test_bad_values_are_named_where_they_are_written(extra, message):
         ('[sweep]\nname = "x"\n[load]\npage = "p"\nprotocols = []\n', "load.protocols: [] is not allowed"),
         (
             '[sweep]\nname = "x"\n[load]\npage = "p"\nprotocols = ["h2", "h4"]\n',
-            'load.protocols[1]: "h4" is not allowed; did you mean h1? must be h1, h1s, h2, h2c, h3 or spdy3',
+            'load.protocols[1]: got "h4"; did you mean h1? must be h1, h1s, h2, h2c, h3 or spdy3',
         ),
         ('[sweep]\nname = "x"\n[load]\npage = "p"\nprotocols = ["h2"]\n', "load.scenario: required"),
         ('[sweep]\nname = "Bad Name"\n[load]\n', 'sweep.name: "Bad Name" is not allowed'),

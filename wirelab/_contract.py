@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from wirelab._paths import schemas_dir
+from wirelab._suggest import closest
 from wirelab.errors import MAX_SHOWN, SHOWN_PREFIX, ContractError, cut
 
 __all__ = [
@@ -267,36 +268,6 @@ def _value_at(instance: Any, path: Sequence[Any]) -> Any:
     return instance
 
 
-def _edit_distance(a: str, b: str) -> int:
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    while n < len(a) and n < len(b) and a[n] == b[n]:
-        n += 1
-    return n
-
-
-def _closest(word: str, options: list[str]) -> str | None:
-    """The option nearest ``word``: at most 2 edits, ties to the longer common prefix, then to the
-    first — the engine's ``contract.Closest``, so both halves suggest the same name."""
-    if len(word) > 64:
-        return None
-    best, best_d, best_p = None, 3, -1
-    for option in options:
-        d, p = _edit_distance(word, option), _common_prefix(word, option)
-        if d <= 2 and (d < best_d or (d == best_d and p > best_p)):
-            best, best_d, best_p = option, d, p
-    return best
-
-
 @dataclasses.dataclass(frozen=True)
 class Problem:
     """The first problem of an instance against a schema: the field's path, its value (``MISSING``
@@ -309,6 +280,15 @@ class Problem:
     @property
     def field(self) -> str:
         return _field(self.path)
+
+    def message(self, prefix: str = "") -> str:
+        """The one line the engine prints for this problem (its fielderr: ``<field>: got <value>;
+        <allowed>``, or ``<field>: <allowed>`` for a missing or unknown field), the field under
+        ``prefix`` (``base``, ``grid.shards[1]``)."""
+        where = ".".join(p for p in (prefix, self.field) if p).replace(".[", "[")
+        if self.value is MISSING:
+            return f"{where}: {self.allowed}"
+        return f"{where}: got {show(self.value)}; {self.allowed}"
 
 
 MISSING = object()
@@ -343,7 +323,7 @@ def problem(name: str, instance: Any, *, root_path: Sequence[str] = ()) -> Probl
         here = _value_at(instance, path)
         extra = sorted(k for k in (here if isinstance(here, Mapping) else {}) if k not in known)
         name_ = extra[0] if extra else "?"
-        near = _closest(name_, known)
+        near = closest(name_, known)
         allowed = (
             f"unknown field; did you mean {near}?" if near else f"unknown field; allowed: {', '.join(known)}"
         )
@@ -382,7 +362,7 @@ def problem(name: str, instance: Any, *, root_path: Sequence[str] = ()) -> Probl
     # engine's explain says it.
     allowed = prop["x-allowed"] if isinstance(prop.get("x-allowed"), str) else "must be " + describe(prop)
     if isinstance(value, str) and "enum" in node:
-        near = _closest(value, [v for v in node["enum"] if isinstance(v, str)])
+        near = closest(value, [v for v in node["enum"] if isinstance(v, str)])
         if near and near != value:
             allowed = f"did you mean {near}? {allowed}"
     return Problem(path, value, allowed)

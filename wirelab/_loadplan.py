@@ -37,10 +37,11 @@ from pydantic import ValidationError
 from wirelab import _contract as contract
 from wirelab import _netprofile as netprofile
 from wirelab import spec as spec_mod
-from wirelab._spec_errors import raise_problem, raise_validation, refuse_non_finite, suggest
+from wirelab._spec_errors import parse_toml, raise_problem, raise_validation, read_spec, refuse_non_finite
 from wirelab._spec_hash import canonical
 from wirelab._spec_models import show_value
 from wirelab._spec_trial import select_impl_table
+from wirelab._suggest import did_you_mean
 from wirelab.errors import SpecError, cut
 
 __all__ = [
@@ -299,7 +300,7 @@ def _page_required(where: str) -> SpecError:
 def _check_tables(data: Mapping[str, Any]) -> None:
     for key in data:
         if key not in _TABLES:
-            hint = suggest(str(key), list(_TABLES))
+            hint = did_you_mean(str(key), list(_TABLES))
             what = " (a trial sweep's table: load tests write [load])" if key == "base" else ""
             raise SpecError(
                 f"{cut(str(key))}: is not a table of a load-test spec{what}; {hint}tables: sweep, load, grid",
@@ -390,23 +391,12 @@ def from_dict(data: Mapping[str, Any], *, source: str = "") -> LoadPlan:
 
 def loads(text: str, *, origin: str = "spec") -> LoadPlan:
     """Parse, validate and expand TOML text. ``origin`` names the text in syntax errors."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError(f"{origin}: TOML syntax error: {e}", path=origin) from None
-    return from_dict(data, source=text)
+    return from_dict(parse_toml(text, origin), source=text)
 
 
 def load(path: str | Path) -> LoadPlan:
     """Read, validate and expand a load-test spec file."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such spec file", path=str(path)) from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
-        raise SpecError(f"{path}: cannot read the spec ({e.__class__.__name__})", path=str(path)) from None
-    return loads(text, origin=str(path))
+    return loads(read_spec(path), origin=str(path))
 
 
 def is_loadtest(path: str | Path) -> bool:

@@ -1,4 +1,5 @@
-"""The network profile grammar: the Python twin of the engine's ``link/profile``.
+"""The network profile grammar: the Python twin of the engine's ``link/profile``, and the one place the
+control plane parses it.
 
 A profile is a comma-separated list of presets and ``key=value`` items, applied left to right
 (``docs/profile-grammar.md``)::
@@ -8,26 +9,34 @@ A profile is a comma-separated list of presets and ``key=value`` items, applied 
     (75000000, 1000000, {'model': 'bernoulli', 'p': 0.005})
 
 :func:`parse` returns the *resolved form*, the JSON object the engine also produces, and raises
-:class:`~wirelab.errors.ProfileError` (one line: ``<field>: <value> <what is wrong>; <what is allowed>``)
-on bad input. Both parsers are held to the same golden cases in ``testdata/netprofile_golden.json``.
+:class:`~wirelab.errors.ProfileError` (one line: ``<field>: "<value>" <what is wrong>; <what is
+allowed>``) on bad input. Both parsers are held to the same golden cases in
+``testdata/netprofile_golden.json`` — the resolved forms, and every error's whole message, its "did
+you mean" included (:mod:`wirelab._suggest`, the rule both languages share).
 
 The value parsers (:func:`parse_duration`, :func:`parse_rate`, :func:`parse_loss`,
-:func:`parse_queue`) are public because experiment specs reuse them for ranges of profile keys.
+:func:`parse_queue`) are public because experiment specs reuse them for ranges of profile keys;
+:func:`check_key`, :func:`check_preset` and :func:`check_value` are the grammar's own checks of a key,
+a preset or a value that a spec writes apart from a profile string (a table of keys, a grid axis).
 """
 
 from __future__ import annotations
 
-import difflib
-import re
+import unicodedata
+from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from wirelab import _facts
+from wirelab._suggest import closest, did_you_mean
 from wirelab.errors import ProfileError
 
 __all__ = [
     "KEYS",
     "PRESETS",
+    "check_key",
+    "check_preset",
+    "check_value",
     "format_duration",
     "format_rate",
     "parse",
@@ -67,6 +76,8 @@ KEYS: tuple[str, ...] = (
     "tcpplus",
     "origin_delay",
 )
+#: The keys in the documented order (the engine's): how errors list them.
+_DOC_KEYS = _facts.profile_keys()
 
 CONGESTION_CONTROLS = _facts.congestion_controls()
 _LIMITS = _facts.profile_limits()
@@ -74,328 +85,31 @@ _LIMITS = _facts.profile_limits()
 MAX_TCPPLUS = _LIMITS["max_tcpplus"]
 DEFAULT_QUEUE_PACKETS = _LIMITS["default_queue_packets"]
 
-_NUMBER = r"(?:[0-9]+(?:\.[0-9]+)?)"
-_NUM_UNIT = re.compile(rf"^({_NUMBER})([A-Za-z%]*)$")
 # Units and limits are the engine's (docs/profile-grammar.md, "Units").
-_DURATION_UNITS = {name: Decimal(f) for name, f in _facts.units("duration").items()}
-_RATE_UNITS = {name: Decimal(f) for name, f in _facts.units("rate").items()}
+_DURATION_UNITS = _facts.units("duration")
+_RATE_UNITS = _facts.units("rate")
 _BYTE_RATE_UNITS = _facts.byte_rate_units()
 _SIZE_UNITS = _facts.units("size")
-_COUNT = re.compile(r"^([0-9]+)(p|pkt|packets)?$")
+_COUNT_UNITS = ("", "p", "pkt", "packets")
 _MIN_RATE, _MAX_RATE = _LIMITS["min_rate_bps"], _LIMITS["max_rate_bps"]
 _MIN_QUEUE_BYTES, _MAX_QUEUE_BYTES = _LIMITS["min_queue_bytes"], _LIMITS["max_queue_bytes"]
 _MAX_QUEUE_PACKETS = _LIMITS["max_queue_packets"]
 _MAX_WINDOW, _MAX_ORIGIN = _LIMITS["max_window"], _LIMITS["max_origin"]
 _MAX_DURATION_NS = _LIMITS["max_duration_ns"]
-_MAX_DURATION_TEXT = f"{_MAX_DURATION_NS // 10**9}s"
+_DIGITS = frozenset("0123456789")
+
+#: The longest value an error repeats (the engine's maxQuotedValue).
+_MAX_QUOTED = 200
 
 
-_DURATION_ALLOWED = f"use a number with us, ms or s (e.g. 150ms), from 0 to {_MAX_DURATION_TEXT}"
-_PROB_ALLOWED = "use a probability in [0, 1] as a percentage (0.5%) or a fraction (0.005)"
-_LOSS_ALLOWED = _PROB_ALLOWED + ", or ge:P:R[:1-H[:1-K]] (Gilbert–Elliott)"
-_QUEUE_ALLOWED = (
-    f"use a packet count ≥ 1 (64, 64p), a size ≥ {_MIN_QUEUE_BYTES}B (64kB, 64KiB), both (100/150000B), "
-    "or infinite"
-)
+def _or_list(items: tuple[str, ...] | list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
-def _round_int(value: Decimal) -> int:
-    return int(value.to_integral_value(rounding=ROUND_HALF_UP))
-
-
-def _fail(field: str, value: str, problem: str, allowed: str) -> ProfileError:
-    return ProfileError(f'{field}: "{value}" {problem}; {allowed}', field=field, value=value)
-
-
-def parse_duration(text: str, field: str = "duration") -> int:
-    """A DURATION (``150ms``, ``1.5s``, ``250us``, bare ``0``) → integer nanoseconds."""
-    text = text.strip()
-    if text == "0":
-        return 0
-    if text.startswith("-"):
-        raise _fail(field, text, "is negative", _DURATION_ALLOWED)
-    m = _NUM_UNIT.match(text)
-    if not m:
-        raise _fail(field, text, "is not a duration", _DURATION_ALLOWED)
-    number, unit = m.groups()
-    if unit == "":
-        raise _fail(field, text, "has no unit", _DURATION_ALLOWED)
-    if unit not in _DURATION_UNITS:
-        raise _fail(field, text, f'has an unknown unit "{unit}"', _DURATION_ALLOWED)
-    exact = Decimal(number) * _DURATION_UNITS[unit]
-    if exact > _MAX_DURATION_NS:
-        raise _fail(field, text, f"is longer than {_MAX_DURATION_TEXT}", _DURATION_ALLOWED)
-    return _round_int(exact)
-
-
-def parse_rate(text: str, field: str = "bw") -> int:
-    """A RATE (``10mbit``, ``64kbit``, ``unlimited``) → integer bits/s, 0 meaning unlimited."""
-    text = text.strip()
-    if text.lower() == "unlimited":
-        return 0
-    if text.startswith("-"):
-        raise _fail(field, text, "is negative", _RATE_ALLOWED)
-    m = _NUM_UNIT.match(text)
-    if not m:
-        raise _fail(field, text, "is not a rate", _RATE_ALLOWED)
-    number, unit = m.groups()
-    unit = unit.lower()
-    if unit == "":
-        raise _fail(field, text, "has no unit", _RATE_ALLOWED)
-    if unit in _BYTE_RATE_UNITS:
-        raise _fail(field, text, "is in bytes per second, which tc-style tools misread", _RATE_ALLOWED)
-    if unit not in _RATE_UNITS:
-        raise _fail(field, text, f'has an unknown unit "{unit}"', _RATE_ALLOWED)
-    bps = _round_int(Decimal(number) * _RATE_UNITS[unit])
-    if bps < _MIN_RATE:
-        raise _fail(field, text, f"is below {format_rate(_MIN_RATE)}", _RATE_ALLOWED)
-    if bps > _MAX_RATE:
-        raise _fail(field, text, f"is above {format_rate(_MAX_RATE)}", _RATE_ALLOWED)
-    return bps
-
-
-def _parse_probability(text: str, field: str, whole: str, allowed: str) -> Decimal:
-    text = text.strip()
-    if text.startswith("-"):
-        raise _fail(field, whole, "is negative", allowed)
-    m = _NUM_UNIT.match(text)
-    if not m or m.group(2) not in ("", "%"):
-        raise _fail(field, whole, "is not a probability", allowed)
-    p = Decimal(m.group(1))
-    if m.group(2) == "%":
-        p /= 100
-    if p > 1:
-        raise _fail(field, whole, "is outside [0, 1]", allowed)
-    return p
-
-
-def parse_loss(text: str, field: str = "loss") -> dict[str, Any]:
-    """A LOSS (``0.5%``, ``0.005``, ``ge:1%:30%``) → the resolved loss object."""
-    text = text.strip()
-    if text.startswith("ge:"):
-        parts = text[3:].split(":")
-        if not 2 <= len(parts) <= 4:
-            problem = f"has {len(parts)} Gilbert–Elliott parameter(s)"
-            raise _fail(field, text, problem, "use ge:P:R[:1-H[:1-K]] (2 to 4)")
-        probs = [_parse_probability(p, field, text, _LOSS_ALLOWED) for p in parts]
-        probs += [Decimal(1), Decimal(0)][len(probs) - 2 :]
-        p, r, one_minus_h, one_minus_k = (float(x) for x in probs)
-        return {
-            "model": "gilbert-elliott",
-            "p": p,
-            "r": r,
-            "one_minus_h": one_minus_h,
-            "one_minus_k": one_minus_k,
-        }
-    prob = _parse_probability(text, field, text, _LOSS_ALLOWED)
-    if prob == 0:
-        return {"model": "none"}
-    return {"model": "bernoulli", "p": float(prob)}
-
-
-def _parse_size(text: str, field: str, whole: str) -> int:
-    m = _NUM_UNIT.match(text)
-    if not m or m.group(2) not in _SIZE_UNITS:
-        raise _fail(field, whole, "is not a queue size", _QUEUE_ALLOWED)
-    exact = Decimal(m.group(1)) * _SIZE_UNITS[m.group(2)]
-    if exact != exact.to_integral_value():
-        raise _fail(field, whole, "is not a whole number of bytes", _QUEUE_ALLOWED)
-    size = int(exact)
-    if size > _MAX_QUEUE_BYTES:
-        raise _fail(field, whole, f"is larger than {_MAX_QUEUE_BYTES} bytes", _QUEUE_ALLOWED)
-    if size < _MIN_QUEUE_BYTES:
-        raise _fail(field, whole, f"holds less than one {_MIN_QUEUE_BYTES}-byte packet", _QUEUE_ALLOWED)
-    return size
-
-
-def _parse_count(text: str, field: str, whole: str) -> int:
-    m = _COUNT.match(text)
-    if not m:
-        raise _fail(field, whole, "is not a packet count", _QUEUE_ALLOWED)
-    count = int(m.group(1))
-    if count < 1:
-        raise _fail(field, whole, "drops every packet", _QUEUE_ALLOWED)
-    if count > _MAX_QUEUE_PACKETS:
-        raise _fail(field, whole, f"is more than {_MAX_QUEUE_PACKETS} packets", _QUEUE_ALLOWED)
-    return count
-
-
-def parse_queue(text: str, field: str = "queue") -> dict[str, int]:
-    """A QUEUE (``256``, ``64kB``, ``100/150000B``, ``infinite``) → ``{"packets": N, "bytes": B}``."""
-    text = text.strip()
-    if text == "infinite":
-        return {"packets": 0, "bytes": 0}
-    if text.startswith("-"):
-        raise _fail(field, text, "is negative", _QUEUE_ALLOWED)
-    if "/" in text:
-        count, _, size = text.partition("/")
-        return {"packets": _parse_count(count, field, text), "bytes": _parse_size(size, field, text)}
-    if _COUNT.match(text):
-        return {"packets": _parse_count(text, field, text), "bytes": 0}
-    m = _NUM_UNIT.match(text)
-    if m and m.group(2) in _SIZE_UNITS:
-        return {"packets": 0, "bytes": _parse_size(text, field, text)}
-    raise _fail(field, text, "is not a queue", _QUEUE_ALLOWED)
-
-
-def _parse_int(text: str, field: str, low: int, high: int) -> int:
-    text = text.strip()
-    allowed = f"use an integer from {low} to {high}"
-    if not re.fullmatch(r"[0-9]+", text):
-        raise _fail(field, text, "is not an integer", allowed)
-    n = int(text)
-    if not low <= n <= high:
-        raise _fail(field, text, "is out of range", allowed)
-    return n
-
-
-def _parse_origin_delay(text: str, field: str) -> dict[str, int]:
-    allowed = f"use N:DURATION[/N:DURATION…] with origins N from 1 to {_MAX_ORIGIN} (e.g. 2:40ms/3:80ms)"
-    out: dict[str, int] = {}
-    for part in text.strip().split("/"):
-        origin, sep, duration = part.partition(":")
-        if not sep or not re.fullmatch(r"[0-9]+", origin.strip()):
-            raise _fail(field, text, "is not a list of origin delays", allowed)
-        n = int(origin)
-        if not 1 <= n <= _MAX_ORIGIN:
-            raise _fail(field, text, f"names origin {n}", allowed)
-        if str(n) in out:
-            raise _fail(field, text, f"gives origin {n} twice", allowed)
-        try:
-            out[str(n)] = parse_duration(duration, field)
-        except ProfileError:
-            raise _fail(field, text, f'has a bad duration "{duration}"', allowed) from None
-    return out
-
-
-def _direction() -> dict[str, Any]:
-    return {
-        "delay_ns": 0,
-        "jitter_ns": 0,
-        "rate_bps": 0,
-        "trace": None,
-        "loss": {"model": "none"},
-        "queue": {"packets": DEFAULT_QUEUE_PACKETS, "bytes": 0},
-    }
-
-
-def _apply(state: dict[str, Any], key: str, value: str, field: str) -> None:
-    up, down = state["up"], state["down"]
-    both = (up, down)
-    base, _, side = key.partition("_")
-    targets = {"up": (up,), "down": (down,), "": both}.get(side, both)
-    if key == "rtt":
-        ns = parse_duration(value, field)
-        up["delay_ns"], down["delay_ns"] = ns // 2, ns - ns // 2
-    elif base == "delay":
-        for d in targets:
-            d["delay_ns"] = parse_duration(value, field)
-    elif base == "bw":
-        # A rate and a trace both serve the direction's queue: the later one wins.
-        for d in targets:
-            d["rate_bps"] = parse_rate(value, field)
-            d["trace"] = None
-    elif base == "loss":
-        for d in targets:
-            d["loss"] = parse_loss(value, field)
-    elif base == "queue":
-        for d in targets:
-            d["queue"] = parse_queue(value, field)
-    elif base == "jitter":
-        for d in targets:
-            d["jitter_ns"] = parse_duration(value, field)
-    elif base == "trace":
-        if value.strip() == "":
-            raise _fail(field, value, "is an empty path", "give the path of a mahimahi trace file")
-        targets[0]["trace"] = value.strip()
-        targets[0]["rate_bps"] = 0
-    elif key in ("iw", "irw"):
-        state[key] = _parse_int(value, field, 1, _MAX_WINDOW)
-    elif key == "cc":
-        if value.strip() not in CONGESTION_CONTROLS:
-            raise _fail(field, value, "is not a congestion control", "use " + ", ".join(CONGESTION_CONTROLS))
-        state["cc"] = value.strip()
-    elif key == "tcpplus":
-        state["tcpplus"] = _parse_int(value, field, 1, MAX_TCPPLUS)
-    elif key == "origin_delay":
-        state["origin_extra_rtt_ns"] = _parse_origin_delay(value, field)
-    else:  # pragma: no cover - KEYS and this function are kept in step by the golden tests
-        raise AssertionError(key)
-
-
-def _suggest(word: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f"did you mean {close[0]}? " if close else ""
-
-
-def _items(profile: str) -> list[str]:
-    return [item.strip() for item in profile.split(",")]
-
-
-def parse(profile: str, *, path: str = "") -> dict[str, Any]:
-    """Parse a profile string into the resolved form of ``docs/profile-grammar.md``.
-
-    ``path`` is the dotted path of the profile in a spec (``base.network``); errors then name
-    ``base.network.rtt`` instead of ``rtt``.
-    """
-
-    def field(name: str) -> str:
-        return f"{path}.{name}" if path else name
-
-    state: dict[str, Any] = {
-        "up": _direction(),
-        "down": _direction(),
-        "iw": 0,
-        "irw": 0,
-        "cc": "cubic",
-        "tcpplus": 0,
-        "origin_extra_rtt_ns": {},
-    }
-    if profile.strip() == "":
-        return state
-    items = _items(profile)
-    for position, item in enumerate(items, 1):
-        if item == "":
-            raise _fail(
-                path or "profile",
-                "",
-                f"is an empty item (item {position} of {profile!r})",
-                "separate items with single commas",
-            )
-        if "=" not in item:
-            if item in PRESETS:
-                for sub in (s for s in _items(PRESETS[item][0]) if s):
-                    key, _, value = sub.partition("=")
-                    _apply(state, key, value, field(key))
-                continue
-            if item in KEYS:
-                problem = "is a key without a value, not a preset"
-                raise _fail(field(item), item, problem, f"write {item}=VALUE")
-            raise ProfileError(
-                f'{field(item)}: "{item}" is not a preset; {_suggest(item, list(PRESETS))}'
-                f"presets: {', '.join(PRESETS)}",
-                field=field(item),
-                value=item,
-            )
-        key, _, value = item.partition("=")
-        key = key.strip()
-        if key not in KEYS:
-            raise ProfileError(
-                f'{field(key)}: "{key}" is not a profile key; '
-                f"{_suggest(key, list(KEYS))}keys: {', '.join(KEYS)}",
-                field=field(key),
-                value=key,
-            )
-        _apply(state, key, value.strip(), field(key))
-    if state["tcpplus"] and state["cc"] != "cubic":
-        # wl_cubicp<N> is cubic with TCP+'s backoff: it replaces cc on the server's routes.
-        raise _fail(
-            field("tcpplus"),
-            str(state["tcpplus"]),
-            f"cannot be combined with cc={state['cc']}",
-            "TCP+ is cubic with a smaller backoff (wl_cubicp<N>): use cc=cubic (the default) or drop tcpplus",
-        )
-    return state
+def _power_of_ten(n: int) -> str:
+    """``10^9`` for 1000000000 (the limits as the engine writes them)."""
+    text = str(n)
+    return f"10^{len(text) - 1}" if text.strip("0") == "1" and text.startswith("1") else text
 
 
 def format_duration(ns: int) -> str:
@@ -421,11 +135,542 @@ def format_rate(bps: int) -> str:
 
 
 def _format_decimal(value: Decimal) -> str:
-    text = format(value.normalize(), "f")
-    return text
+    return format(value.normalize(), "f")
 
 
+# What each kind of value allows, in the engine's words (link/profile/values.go).
+_DURATION_ALLOWED = f"use a number with us, ms or s (e.g. 150ms), at most {format_duration(_MAX_DURATION_NS)}"
 _RATE_ALLOWED = (
-    f"use a number with bit, kbit, mbit or gbit (e.g. 10mbit) from {format_rate(_MIN_RATE)} to "
-    f"{format_rate(_MAX_RATE)}, or unlimited"
+    f"use a number with {_or_list(list(_RATE_UNITS))} from {format_rate(_MIN_RATE)} to "
+    f"{format_rate(_MAX_RATE)} (e.g. 10mbit), or unlimited"
 )
+_LOSS_ALLOWED = (
+    "use a percentage (0.5%) or a fraction (0.005) between 0 and 1, or ge:P:R[:1-H[:1-K]] (e.g. ge:1%:30%)"
+)
+_GE_ALLOWED = "write ge:P:R[:1-H[:1-K]] as in netem's gemodel (e.g. ge:1%:30%)"
+_QUEUE_ALLOWED = (
+    "use packets (256, 256p, 256pkt, 256packets), bytes (64kB, 64KiB, 1MB, 1MiB, 150000B, at least "
+    f"{_MIN_QUEUE_BYTES}B), both (100/150000B), or infinite"
+)
+_QUEUE_ZERO = "is zero: a queue that drops everything is not a network"
+_QUEUE_PAIR_ALLOWED = "write COUNT/SIZE, e.g. 100/150000B"
+_WINDOW_ALLOWED = f"use a whole number of segments from 1 to {_MAX_WINDOW}"
+_CC_ALLOWED = f"use {_or_list(CONGESTION_CONTROLS)}"
+_TCPPLUS_ALLOWED = (
+    f"use a whole number of connections N from 1 to {MAX_TCPPLUS} (TCP+ makes one connection behave like N)"
+)
+_ORIGIN_ALLOWED = f"use N:DURATION entries separated by / with N from 1 to {_MAX_ORIGIN} (e.g. 2:40ms/3:80ms)"
+_PATH_ALLOWED = "give the path of a mahimahi trace file"
+
+
+# --------------------------------------------------------------------------------------------------
+# Errors, as the engine prints them
+
+
+def _quote(value: str) -> str:
+    """``value`` in double quotes as Go's ``strconv.Quote`` writes it (the engine's messages)."""
+    out = ['"']
+    for ch in value:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch.isprintable():  # Go's unicode.IsPrint: letters, marks, numbers, punctuation, symbols, " "
+            out.append(ch)
+        elif 0xDC80 <= code <= 0xDCFF:  # a byte of a character the cut split (surrogateescape)
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif ch in "\a\b\f\n\r\t\v":
+            out.append("\\" + "abfnrtv"["\a\b\f\n\r\t\v".index(ch)])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def _shown(value: str) -> str:
+    """The value as an error repeats it: quoted, cut to the engine's length (bytes)."""
+    data = value.encode(errors="surrogateescape")
+    if len(data) > _MAX_QUOTED:
+        value = data[: _MAX_QUOTED - 3].decode(errors="surrogateescape") + "..."
+    return _quote(value)
+
+
+def _name_field(word: str, fallback: str) -> str:
+    """``word`` as an error's field when it looks like a name, else ``fallback``."""
+    ok = word and all(c.isascii() and (c.isalnum() or c in "_-.") for c in word)
+    return word if ok else fallback
+
+
+class _Fail(Exception):
+    """A problem found while parsing, before the spec path is put in front of its field."""
+
+    def __init__(self, field: str, value: str, problem: str, allowed: str):
+        super().__init__(field, value, problem, allowed)
+        self.field, self.value, self.problem, self.allowed = field, value, problem, allowed
+
+    def error(self, path: str = "", *, at_path: bool = False) -> ProfileError:
+        """The one-line error, its field under ``path`` (``base.network.rtt``; ``base.network`` for the
+        string as a whole, or for any problem when ``at_path``: a value the spec wrote alone)."""
+        field = self.field
+        if path:
+            field = path if field == "profile" or at_path else f"{path}.{field}"
+        message = f"{field}: {_shown(self.value)} {self.problem}"
+        if self.allowed:
+            message += f"; {self.allowed}"
+        return ProfileError(message, field=field, value=self.value)
+
+
+def _public(parser: Callable[[str, str], Any], default_field: str) -> Callable[..., Any]:
+    """A value parser as the public API offers it: ``(text, field)``, raising :class:`ProfileError`."""
+
+    def parse_value(text: str, field: str = default_field) -> Any:
+        try:
+            return parser(field, _trim(text))
+        except _Fail as e:
+            raise e.error() from None
+
+    parse_value.__doc__ = parser.__doc__
+    return parse_value
+
+
+# --------------------------------------------------------------------------------------------------
+# Values (the engine's link/profile/values.go and internal/units)
+
+
+def _trim(s: str) -> str:
+    """Spaces and tabs around an item, a key or a value are not part of it."""
+    return s.strip(" \t")
+
+
+def _split_number(s: str) -> tuple[str, str]:
+    i = 0
+    while i < len(s) and (s[i] in _DIGITS or s[i] == "."):
+        i += 1
+    return s[:i], s[i:]
+
+
+def _all_digits(s: str) -> bool:
+    return s != "" and all(c in _DIGITS for c in s)
+
+
+def _exponent(rest: str) -> bool:
+    return len(rest) > 1 and rest[0] in "eE" and (rest[1] in _DIGITS or rest[1] in "+-")
+
+
+def _number_problem(s: str) -> str:
+    """Why the number before a value's unit is not a NUMBER (digits, at most one point)."""
+    if s.startswith("-"):
+        return "is negative"
+    if s.startswith("+"):
+        return "has a sign (numbers are written without one)"
+    number, rest = _split_number(s)
+    if number and _exponent(rest):
+        return "uses an exponent (write plain decimals: 1000, not 1e3)"
+    if number == "":
+        return "is not a number"
+    return "is not a plain decimal number (digits with at most one point, e.g. 1.5)"
+
+
+def _number_unit(field: str, whole: str, s: str, allowed: str, prefix: str = "") -> tuple[Decimal, str]:
+    """``s`` as a NUMBER and its unit; anything else fails naming ``whole``."""
+    number, unit = _split_number(s)
+    int_part, point, frac_part = number.partition(".")
+    if not _all_digits(int_part) or (point and not _all_digits(frac_part)) or _exponent(unit):
+        raise _Fail(field, whole, prefix + _number_problem(s), allowed)
+    return Decimal(number), unit
+
+
+def _round(value: Decimal) -> int:
+    return int(value.to_integral_value(rounding=ROUND_HALF_UP))
+
+
+def _duration(field: str, s: str) -> int:
+    """A DURATION (``150ms``, ``1.5s``, ``250us``, a bare zero) → integer nanoseconds."""
+    if s == "":
+        raise _Fail(field, s, "is empty", _DURATION_ALLOWED)
+    d, unit = _number_unit(field, s, s, _DURATION_ALLOWED)
+    if unit == "":
+        if d == 0:
+            return 0
+        raise _Fail(field, s, "has no unit", _DURATION_ALLOWED)
+    if unit not in _DURATION_UNITS:
+        raise _Fail(field, s, f"has an unknown unit {_quote(unit)}", _DURATION_ALLOWED)
+    exact = d * _DURATION_UNITS[unit]
+    if exact > _MAX_DURATION_NS:
+        raise _Fail(field, s, "is too long", _DURATION_ALLOWED)
+    return _round(exact)
+
+
+def _rate(field: str, s: str) -> int:
+    """A RATE (``10mbit``, ``64kbit``, ``unlimited``) → integer bits/s, 0 meaning unlimited."""
+    if s == "":
+        raise _Fail(field, s, "is empty", _RATE_ALLOWED)
+    if s == "unlimited":
+        return 0
+    d, unit = _number_unit(field, s, s, _RATE_ALLOWED)
+    if unit == "":
+        raise _Fail(field, s, "has no unit", _RATE_ALLOWED)
+    lower = unit.lower()
+    if lower not in _RATE_UNITS:
+        base = lower.removesuffix("/s")
+        if base != lower and base in _RATE_UNITS:
+            raise _Fail(
+                field,
+                s,
+                f"writes the unit as {_quote(unit)}",
+                f"write it without /s: {_or_list(list(_RATE_UNITS))} (e.g. 10{base})",
+            )
+        if lower in _BYTE_RATE_UNITS:
+            raise _Fail(
+                field,
+                s,
+                f"uses {_quote(unit)}, which tc reads as bytes (per second) and others as bits",
+                f"write rates in {_or_list(list(_RATE_UNITS))} (e.g. 10mbit), from {format_rate(_MIN_RATE)} "
+                f"to {format_rate(_MAX_RATE)}",
+            )
+        raise _Fail(field, s, f"has an unknown unit {_quote(unit)}", _RATE_ALLOWED)
+    exact = d * _RATE_UNITS[lower]
+    if exact < _MIN_RATE:
+        raise _Fail(field, s, f"is below {format_rate(_MIN_RATE)}", _RATE_ALLOWED)
+    if exact > _MAX_RATE:
+        raise _Fail(field, s, f"is above {format_rate(_MAX_RATE)}", _RATE_ALLOWED)
+    return _round(exact)
+
+
+def _probability(field: str, whole: str, s: str, what: str = "") -> float:
+    """A PROB (``0.5%`` or a fraction) in [0, 1]; ``what`` names the part of a larger value."""
+    prefix = f"{what} " if what else ""
+    if s == "":
+        raise _Fail(field, whole, prefix + "is empty", _LOSS_ALLOWED)
+    number, shift = (s[:-1], 2) if s.endswith("%") else (s, 0)
+    d, unit = _number_unit(field, whole, number, _LOSS_ALLOWED, prefix)
+    if unit != "":
+        raise _Fail(field, whole, f"{prefix}has an unknown unit {_quote(unit)}", _LOSS_ALLOWED)
+    if d > (100 if shift else 1):
+        raise _Fail(field, whole, prefix + "is more than 100%", _LOSS_ALLOWED)
+    return float(d.scaleb(-shift))
+
+
+def _loss(field: str, s: str) -> dict[str, Any]:
+    """A LOSS (``0.5%``, ``0.005``, ``ge:1%:30%``) → the resolved loss object."""
+    if s.startswith("ge:"):
+        parts = s[3:].split(":")
+        if len(parts) < 2:
+            raise _Fail(field, s, "needs at least p and r", _GE_ALLOWED)
+        if len(parts) > 4:
+            raise _Fail(field, s, f"has {len(parts)} parameters, more than four", _GE_ALLOWED)
+        values = [0.0, 0.0, 1.0, 0.0]  # netem's defaults for 1-h (100 %) and 1-k (0 %)
+        for i, (part, name) in enumerate(zip(parts, ("p", "r", "1-h", "1-k"), strict=False)):
+            values[i] = _probability(field, s, part, f"parameter {name}")
+        p, r, one_minus_h, one_minus_k = values
+        return {
+            "model": "gilbert-elliott",
+            "p": p,
+            "r": r,
+            "one_minus_h": one_minus_h,
+            "one_minus_k": one_minus_k,
+        }
+    p = _probability(field, s, s)
+    return {"model": "none"} if p == 0 else {"model": "bernoulli", "p": p}
+
+
+def _queue(field: str, s: str) -> dict[str, int]:
+    """A QUEUE (``256``, ``64kB``, ``100/150000B``, ``infinite``) → ``{"packets": N, "bytes": B}``."""
+    if s == "":
+        raise _Fail(field, s, "is empty", _QUEUE_ALLOWED)
+    if s == "infinite":
+        return {"packets": 0, "bytes": 0}
+    if s.startswith("-"):
+        raise _Fail(field, s, "is negative", _QUEUE_ALLOWED)
+    parts = s.split("/")
+    if len(parts) > 2:
+        raise _Fail(field, s, "has more than one /", _QUEUE_ALLOWED)
+    queue = {"packets": 0, "bytes": 0}
+    for i, part in enumerate(parts):
+        d, unit = _number_unit(field, s, part, _QUEUE_ALLOWED)
+        is_size, is_count = unit in _SIZE_UNITS, unit in _COUNT_UNITS
+        if not is_count and not is_size:
+            raise _Fail(
+                field, s, f"has an unknown unit {_quote(unit)} (units are case-sensitive)", _QUEUE_ALLOWED
+            )
+        if len(parts) == 2 and i == 0 and not is_count:
+            raise _Fail(field, s, "has a size before the /", _QUEUE_PAIR_ALLOWED)
+        if len(parts) == 2 and i == 1 and not is_size:
+            raise _Fail(field, s, "has no size unit after the /", _QUEUE_PAIR_ALLOWED)
+        if is_count:
+            if d.as_tuple().exponent != 0:  # digits after the point, even zeros
+                raise _Fail(field, s, "is not a whole number of packets", _QUEUE_ALLOWED)
+            if d == 0:
+                raise _Fail(field, s, _QUEUE_ZERO, _QUEUE_ALLOWED)
+            if d > _MAX_QUEUE_PACKETS:
+                raise _Fail(
+                    field, s, f"is more than {_power_of_ten(_MAX_QUEUE_PACKETS)} packets", _QUEUE_ALLOWED
+                )
+            queue["packets"] = int(d)
+            continue
+        if d == 0:
+            raise _Fail(field, s, _QUEUE_ZERO, _QUEUE_ALLOWED)
+        exact = d * _SIZE_UNITS[unit]
+        if exact < _MIN_QUEUE_BYTES:
+            raise _Fail(field, s, f"is smaller than one {_MIN_QUEUE_BYTES}-byte packet", _QUEUE_ALLOWED)
+        if exact > _MAX_QUEUE_BYTES:
+            raise _Fail(field, s, f"is more than {_power_of_ten(_MAX_QUEUE_BYTES)} bytes", _QUEUE_ALLOWED)
+        if exact != exact.to_integral_value():
+            raise _Fail(field, s, "is not a whole number of bytes", _QUEUE_ALLOWED)
+        queue["bytes"] = int(exact)
+    return queue
+
+
+def _whole(field: str, s: str, high: int, allowed: str) -> int:
+    """A whole number from 1 to ``high`` (iw, irw, tcpplus)."""
+    if s == "":
+        raise _Fail(field, s, "is empty", allowed)
+    if not _all_digits(s):
+        raise _Fail(field, s, "is not a whole number", allowed)
+    if len(s.lstrip("0")) > len(str(high)) or not 1 <= int(s) <= high:
+        raise _Fail(field, s, "is out of range", allowed)
+    return int(s)
+
+
+def _cc(field: str, s: str) -> str:
+    if s not in CONGESTION_CONTROLS:
+        raise _Fail(field, s, "is not a supported congestion control", _CC_ALLOWED)
+    return s
+
+
+def _origin_delay(field: str, s: str) -> dict[str, int]:
+    """N:DURATION ("/" N:DURATION)* → extra RTT (ns) per origin, keyed by the origin as a string."""
+    if s == "":
+        raise _Fail(field, s, "is empty", _ORIGIN_ALLOWED)
+    out: dict[str, int] = {}
+    for entry in s.split("/"):
+        n, sep, duration = entry.partition(":")
+        if not sep:
+            raise _Fail(field, s, f"has an entry {_quote(entry)} without a colon", _ORIGIN_ALLOWED)
+        if not _all_digits(n):
+            raise _Fail(field, s, f"has an origin {_quote(n)} that is not a whole number", _ORIGIN_ALLOWED)
+        origin = int(n) if len(n.lstrip("0")) <= 3 else _MAX_ORIGIN + 1
+        if not 1 <= origin <= _MAX_ORIGIN:
+            raise _Fail(
+                field, s, f"names origin {n} (origins are numbered from 1 to {_MAX_ORIGIN})", _ORIGIN_ALLOWED
+            )
+        if str(origin) in out:
+            raise _Fail(field, s, f"names origin {origin} twice", _ORIGIN_ALLOWED)
+        try:
+            out[str(origin)] = _duration(field, duration)
+        except _Fail as e:
+            problem = f"has a delay {_quote(duration)} for origin {origin} that {e.problem}"
+            raise _Fail(field, s, problem, _ORIGIN_ALLOWED) from None
+    return out
+
+
+def _trace_path(field: str, s: str) -> str:
+    if s == "":
+        problem = "is an empty path"
+    elif any(unicodedata.category(c) == "Cc" for c in s):
+        problem = "contains a control character"
+    elif "," in s:
+        problem = "contains a comma, which a profile string cannot carry"
+    elif _trim(s) != s:
+        problem = "has blanks around it, which a profile string cannot carry"
+    else:
+        return s
+    raise _Fail(field, s, problem, _PATH_ALLOWED)
+
+
+parse_duration = _public(_duration, "duration")
+parse_rate = _public(_rate, "bw")
+parse_loss = _public(_loss, "loss")
+parse_queue = _public(_queue, "queue")
+
+
+# --------------------------------------------------------------------------------------------------
+# Profiles (the engine's link/profile/profile.go)
+
+
+def _directions(state: dict[str, Any], key: str) -> tuple[dict[str, Any], ...]:
+    """The directions a key sets: ``<name>_up``, ``<name>_down`` or, without a side, both."""
+    side = key.rpartition("_")[2]
+    return {"up": (state["up"],), "down": (state["down"],)}.get(side, (state["up"], state["down"]))
+
+
+def _set_rtt(state: dict[str, Any], field: str, value: str) -> None:
+    ns = _duration(field, value)
+    state["up"]["delay_ns"], state["down"]["delay_ns"] = ns // 2, ns - ns // 2  # an odd ns goes down
+
+
+def _per_direction(
+    name: str, parse_value: Callable[[str, str], Any]
+) -> Callable[[dict[str, Any], str, str], None]:
+    def apply(state: dict[str, Any], key: str, value: str) -> None:
+        parsed = parse_value(key, value)
+        for d in _directions(state, key):
+            d[name] = parsed
+            if name == "rate_bps":  # a rate and a trace both serve the queue: the later one wins
+                d["trace"] = None
+            elif name == "trace":
+                d["rate_bps"] = 0
+
+    return apply
+
+
+def _setting(name: str, parse_value: Callable[[str, str], Any]) -> Callable[[dict[str, Any], str, str], None]:
+    def apply(state: dict[str, Any], field: str, value: str) -> None:
+        state[name] = parse_value(field, value)
+
+    return apply
+
+
+_delay = _per_direction("delay_ns", _duration)
+_bw = _per_direction("rate_bps", _rate)
+_loss_key = _per_direction("loss", _loss)
+_queue_key = _per_direction("queue", _queue)
+_jitter = _per_direction("jitter_ns", _duration)
+_trace = _per_direction("trace", _trace_path)
+
+#: Each key and how it sets the profile being built.
+_APPLY: dict[str, Callable[[dict[str, Any], str, str], None]] = {
+    "rtt": _set_rtt,
+    "delay_up": _delay,
+    "delay_down": _delay,
+    "bw": _bw,
+    "bw_up": _bw,
+    "bw_down": _bw,
+    "loss": _loss_key,
+    "loss_up": _loss_key,
+    "loss_down": _loss_key,
+    "queue": _queue_key,
+    "queue_up": _queue_key,
+    "queue_down": _queue_key,
+    "jitter": _jitter,
+    "jitter_up": _jitter,
+    "jitter_down": _jitter,
+    "trace_up": _trace,
+    "trace_down": _trace,
+    "iw": _setting("iw", lambda f, v: _whole(f, v, _MAX_WINDOW, _WINDOW_ALLOWED)),
+    "irw": _setting("irw", lambda f, v: _whole(f, v, _MAX_WINDOW, _WINDOW_ALLOWED)),
+    "cc": _setting("cc", _cc),
+    "tcpplus": _setting("tcpplus", lambda f, v: _whole(f, v, MAX_TCPPLUS, _TCPPLUS_ALLOWED)),
+    "origin_delay": _setting("origin_extra_rtt_ns", _origin_delay),
+}
+assert set(_APPLY) == set(KEYS) == set(_DOC_KEYS), "the grammar's keys are the engine's"
+
+
+def _unknown_key(key: str, also: tuple[str, ...] = ()) -> _Fail:
+    if key in PRESETS:
+        return _Fail(key, key, "is a preset, not a key", f"write the preset alone (e.g. {key},rtt=50ms)")
+    keys = (*also, *_DOC_KEYS)
+    allowed = did_you_mean(key, keys) + f"keys are {', '.join(keys)}"
+    return _Fail(_name_field(key, "profile"), key, "is not a known key", allowed)
+
+
+def _unknown_preset(name: str) -> _Fail:
+    presets = ", ".join(PRESETS)
+    if name in _APPLY:
+        allowed = f"write {name}=VALUE (a bare name must be a preset: {presets})"
+        return _Fail(name, name, "is a key without a value", allowed)
+    # A bare word is compared with the presets first, then with the keys (rt → rtt=VALUE).
+    allowed = f"presets are {presets}"
+    if (near := closest(name, PRESETS)) is not None:
+        allowed = f"did you mean {near}? {allowed}"
+    elif (near := closest(name, _DOC_KEYS)) is not None:
+        allowed = f"did you mean {near}=VALUE? {allowed}"
+    return _Fail(_name_field(name, "profile"), name, "is not a known preset", allowed)
+
+
+def check_key(key: str, *, path: str = "", also: tuple[str, ...] = ()) -> None:
+    """Refuse ``key`` unless it is a key of the grammar (or one of ``also``, listed first), as
+    :func:`parse` would: a spec's table of profile keys (``also``: its ``preset``)."""
+    if key not in _APPLY and key not in also:
+        raise _unknown_key(key, also).error(path) from None
+
+
+def check_preset(name: str, *, path: str = "") -> None:
+    """Refuse ``name`` unless it is a preset, as :func:`parse` refuses a bare item; the error names
+    ``path`` (a spec's ``network.preset``)."""
+    if name not in PRESETS:
+        raise _unknown_preset(name).error(path, at_path=True) from None
+
+
+def check_value(key: str, value: str, *, path: str) -> None:
+    """Refuse ``value`` unless :func:`parse` takes it for ``key`` (a grid axis of one profile key);
+    the error names ``path``."""
+    try:
+        _APPLY[key](_native(), key, _trim(value))
+    except _Fail as e:
+        raise e.error(path, at_path=True) from None
+
+
+def _native() -> dict[str, Any]:
+    def direction() -> dict[str, Any]:
+        return {
+            "delay_ns": 0,
+            "jitter_ns": 0,
+            "rate_bps": 0,
+            "trace": None,
+            "loss": {"model": "none"},
+            "queue": {"packets": DEFAULT_QUEUE_PACKETS, "bytes": 0},
+        }
+
+    return {
+        "up": direction(),
+        "down": direction(),
+        "iw": 0,
+        "irw": 0,
+        "cc": "cubic",
+        "tcpplus": 0,
+        "origin_extra_rtt_ns": {},
+    }
+
+
+def _apply(state: dict[str, Any], profile: str) -> None:
+    if _trim(profile) == "":
+        return
+    items = profile.split(",")
+    for position, raw in enumerate(items, 1):
+        item = _trim(raw)
+        if item == "":
+            raise _Fail(
+                "profile",
+                profile,
+                f"has an empty item (item {position} of {len(items)})",
+                "separate items with single commas (each item is KEY=VALUE or a preset name)",
+            )
+        key, sep, value = item.partition("=")
+        if not sep:
+            if item not in PRESETS:
+                raise _unknown_preset(item)
+            _apply(state, PRESETS[item][0])
+            continue
+        key, value = _trim(key), _trim(value)
+        if key == "":
+            raise _Fail("profile", item, "has no key before =", "write KEY=VALUE, e.g. rtt=100ms")
+        if key not in _APPLY:
+            raise _unknown_key(key)
+        _APPLY[key](state, key, value)
+
+
+def parse(profile: str, *, path: str = "") -> dict[str, Any]:
+    """Parse a profile string into the resolved form of ``docs/profile-grammar.md``.
+
+    ``path`` is the dotted path of the profile in a spec (``base.network``); errors then name
+    ``base.network.rtt`` instead of ``rtt`` (and ``base.network`` for the string as a whole).
+    """
+    state = _native()
+    try:
+        _apply(state, profile)
+        if state["tcpplus"] and state["cc"] != "cubic":
+            # wl_cubicp<N> is cubic with TCP+'s backoff: it replaces cc on the server's routes.
+            raise _Fail(
+                "tcpplus",
+                str(state["tcpplus"]),
+                f"cannot be combined with cc={state['cc']}",
+                "TCP+ is cubic with a smaller backoff (wl_cubicp<N>): use cc=cubic (the default) "
+                "or drop tcpplus",
+            )
+    except _Fail as e:
+        raise e.error(path) from None
+    return state

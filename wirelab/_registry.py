@@ -19,7 +19,6 @@ __all__ = [
     "PROTOCOL_STYLES",
     "PhaseStyle",
     "ProtocolStyle",
-    "phase_style",
     "protocol_style",
 ]
 
@@ -86,10 +85,6 @@ PHASE_STYLES: dict[str, PhaseStyle] = {
         PhaseStyle("receive", "receive", "#332288", "receiving the response body"),
     )
 }
-
-
-def phase_style(name: str) -> PhaseStyle:
-    return PHASE_STYLES[name]
 
 
 #: W's ratio classes (s = PLT_x / PLT_baseline): key → (label template, colour). ``{x}`` and ``{base}``

@@ -12,7 +12,6 @@ repetitions) and ``NAME.quick.toml`` (a few points, 3 repetitions) — described
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import os
 import tomllib
@@ -27,6 +26,7 @@ from wirelab import spec as spec_mod
 from wirelab._engine import Engine
 from wirelab._loadrunner import LoadObserver, LoadtestSummary, run_loadtests
 from wirelab._paths import experiments_dir
+from wirelab._suggest import did_you_mean
 from wirelab.analysis.sweep import parse_synthetic
 from wirelab.errors import UsageError, WirelabError
 from wirelab.runner import Observer, RunSummary, run_plan
@@ -112,8 +112,7 @@ def experiment(name: str, directory: Path | None = None) -> Experiment:
         if e.name == name:
             return e
     names = [e.name for e in entries]
-    close = difflib.get_close_matches(name, names, n=1)
-    hint = f"did you mean {close[0]}? " if close else ""
+    hint = did_you_mean(name, names)
     raise UsageError(f"reproduce: {name!r} is not an experiment; {hint}experiments: {', '.join(names)}")
 
 

@@ -5,30 +5,34 @@ contract has them (``x-allowed``), with "did you mean" for a misspelt field. Par
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
+import tomllib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from wirelab import _contract as contract
 from wirelab._spec_models import TRIAL_SCHEMA, BaseTrial, ExperimentSpec, SweepInfo, submodel
+from wirelab._suggest import did_you_mean
 from wirelab.errors import SpecError, cut
 
-__all__ = ["fmt", "pydantic_problem", "raise_problem", "raise_validation", "refuse_non_finite", "suggest"]
+__all__ = [
+    "fmt",
+    "parse_toml",
+    "pydantic_problem",
+    "raise_problem",
+    "raise_validation",
+    "read_spec",
+    "refuse_non_finite",
+]
 
 
 def fmt(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, float) else repr(value)
     return cut(text)
-
-
-def suggest(word: str, options: list[str]) -> str:
-    """``"did you mean X? "`` for the closest option, or ``""``."""
-    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f"did you mean {close[0]}? " if close else ""
 
 
 def _schema_pattern_words(node: Any) -> dict[str, str]:
@@ -69,7 +73,7 @@ def pydantic_problem(error: Mapping[str, Any], model_fields: list[str] | None = 
     if kind == "extra_forbidden":
         name = str(error["loc"][-1]) if error["loc"] else ""
         options = model_fields or []
-        hint = suggest(name, options) or (f"fields: {', '.join(options)}" if options else "")
+        hint = did_you_mean(name, options) or (f"fields: {', '.join(options)}" if options else "")
         return f"is not a field; {hint}".rstrip("; ")
     if kind == "missing":
         return "is missing; it is required"
@@ -129,15 +133,11 @@ def _field_names(parent: str) -> list[str]:
 
 
 def raise_problem(found: contract.Problem, prefix: str) -> None:
-    """A schema problem as a SpecError at ``prefix`` (``base``, ``grid.shards[1]``, …)."""
+    """A schema problem as a SpecError at ``prefix`` (``base``, ``grid.shards[1]``, …), in the words
+    and the line the engine prints for it."""
     where = ".".join(p for p in (prefix, found.field) if p).replace(".[", "[")
-    if found.value is contract.MISSING:
-        raise SpecError(f"{where}: {found.allowed}", path=where, value=None) from None
-    raise SpecError(
-        f"{where}: {contract.show(found.value)} is not allowed; {found.allowed}",
-        path=where,
-        value=found.value,
-    ) from None
+    value = None if found.value is contract.MISSING else found.value
+    raise SpecError(found.message(prefix), path=where, value=value) from None
 
 
 def refuse_non_finite(value: Any, path: str) -> None:
@@ -150,3 +150,21 @@ def refuse_non_finite(value: Any, path: str) -> None:
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
             refuse_non_finite(v, f"{path}[{i}]")
+
+
+def parse_toml(text: str, origin: str) -> dict[str, Any]:
+    """A spec's TOML text as a dict; ``origin`` names the text in a syntax error."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{origin}: TOML syntax error: {e}", path=origin) from None
+
+
+def read_spec(path: str | Path) -> str:
+    """A spec file's text; a missing or unreadable file is one line naming it."""
+    try:
+        return Path(path).read_text()
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such spec file", path=str(path)) from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
+        raise SpecError(f"{path}: cannot read the spec ({e.__class__.__name__})", path=str(path)) from None

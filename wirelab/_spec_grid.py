@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 from wirelab import _contract as contract
 from wirelab import _corpus as corpus
 from wirelab import _netprofile as netprofile
-from wirelab._spec_errors import fmt, pydantic_problem, raise_problem, raise_validation, suggest
+from wirelab._spec_errors import fmt, pydantic_problem, raise_problem, raise_validation
 from wirelab._spec_hash import plan_hash
 from wirelab._spec_models import (
     FIELD_PATHS,
@@ -30,6 +30,7 @@ from wirelab._spec_models import (
     show_value,
 )
 from wirelab._spec_trial import check_shards, network_string, network_value_text, resolve_trial
+from wirelab._suggest import did_you_mean
 from wirelab.errors import ProfileError, SpecError
 
 __all__ = [
@@ -132,7 +133,7 @@ class GridFields:
                 f"{where}: {path} {self.reserved[path]}; it cannot be a grid axis", path=where, value=path
             )
         raise SpecError(
-            f"{where}: {path!r} is not a field of {self.table}; {suggest(path, list(self.paths))}"
+            f"{where}: {path!r} is not a field of {self.table}; {did_you_mean(path, list(self.paths))}"
             f"axes are dotted paths such as {self.examples}",
             path=where,
             value=path,
@@ -294,13 +295,13 @@ def _check_value(path: str, where: str, value: Any) -> None:
     if path.startswith("network."):
         key = path.split(".", 1)[1]
         if key == "preset":
-            if not isinstance(value, str) or value not in netprofile.PRESETS:
-                hint = suggest(str(value), list(netprofile.PRESETS))
+            if not isinstance(value, str):
                 raise SpecError(
-                    f"{where}: {fmt(value)} is not a preset{hint}; presets: {', '.join(netprofile.PRESETS)}",
+                    f"{where}: {fmt(value)} is not a preset; presets are {', '.join(netprofile.PRESETS)}",
                     path=where,
                     value=value,
                 )
+            netprofile.check_preset(value, path=where)
             return
         try:
             text = network_value_text(value)
@@ -310,11 +311,7 @@ def _check_value(path: str, where: str, value: Any) -> None:
                 path=where,
                 value=value,
             ) from None
-        try:
-            netprofile.parse(f"{key}={text}")
-        except ProfileError as e:
-            message = str(e).split(": ", 1)[1]
-            raise SpecError(f"{where}: {message}", path=where, value=value) from None
+        netprofile.check_value(key, text, path=where)
         return
     info = FIELD_PATHS[path]
     # Annotated needs at least one annotation: fields without constraints (a Literal) have none.

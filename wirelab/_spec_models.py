@@ -29,7 +29,6 @@ __all__ = [
     "TRIAL_SCHEMA",
     "BaseTrial",
     "ExperimentSpec",
-    "GridValue",
     "NetworkValue",
     "Plan",
     "PlannedTrial",
@@ -124,9 +123,6 @@ class RangeSpec(_Model):
     to: NetworkValue = Field(description="last value (included when the steps land on it)")
     step: NetworkValue | None = Field(None, description="increment, in the field's units")
     factor: float | int | None = Field(None, description="multiplier (> 1) for a geometric range")
-
-
-GridValue = list[Any] | RangeSpec
 
 
 class ExperimentSpec(_Model):

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from wirelab import _contract as contract
 from wirelab import _netprofile as netprofile
 from wirelab._contract_models import ServerConfig
-from wirelab._spec_errors import fmt, raise_problem, raise_validation, suggest
+from wirelab._spec_errors import fmt, raise_problem, raise_validation
 from wirelab._spec_hash import config_id
 from wirelab._spec_models import FIELDS_SCHEMA, TRIAL_FIELDS, NetworkValue, TrialSpec, submodel
 from wirelab.errors import SpecError
@@ -58,14 +58,7 @@ def network_string(
         if preset is not None:
             items.append(str(preset))
         for key in table:
-            if key not in netprofile.KEYS:
-                hint = suggest(key, [*netprofile.KEYS, "preset"])
-                raise SpecError(
-                    f'{path}.{key}: "{key}" is not a profile key; {hint}'
-                    f"keys: preset, {', '.join(netprofile.KEYS)}",
-                    path=f"{path}.{key}",
-                    value=key,
-                )
+            netprofile.check_key(key, path=path, also=("preset",))
         for key in netprofile.KEYS:
             if key in table:
                 try:

@@ -31,7 +31,6 @@ This module is the public face; the work is done, one job each, by private modul
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from wirelab._contract_models import CaptureConfig, ClientConfig, ServerConfig
-from wirelab._spec_errors import raise_validation, refuse_non_finite
+from wirelab._spec_errors import parse_toml, raise_validation, read_spec, refuse_non_finite
 from wirelab._spec_grid import (
     MAX_TRIALS,
     TRIAL_GRID,
@@ -69,7 +68,6 @@ from wirelab._spec_models import (
     experiment_json_schema,
 )
 from wirelab._spec_trial import network_string, resolve_trial
-from wirelab.errors import SpecError
 
 __all__ = [
     "GRID_PATHS",
@@ -110,11 +108,7 @@ __all__ = [
 
 def loads(text: str, *, origin: str = "spec") -> Plan:
     """Parse, validate and expand TOML text. ``origin`` names the text in syntax errors."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError(f"{origin}: TOML syntax error: {e}", path=origin) from None
-    return from_dict(data, source=text)
+    return from_dict(parse_toml(text, origin), source=text)
 
 
 def from_dict(data: Mapping[str, Any], *, source: str = "") -> Plan:
@@ -129,11 +123,4 @@ def from_dict(data: Mapping[str, Any], *, source: str = "") -> Plan:
 
 def load(path: str | Path) -> Plan:
     """Read, validate and expand an experiment spec file."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such spec file", path=str(path)) from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
-        raise SpecError(f"{path}: cannot read the spec ({e.__class__.__name__})", path=str(path)) from None
-    return loads(text, origin=str(path))
+    return loads(read_spec(path), origin=str(path))

@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/suggest"
 )
 
 // explain turns the validator's error tree into the one problem a user is told about.
@@ -238,7 +239,7 @@ func (c *compiled) render(e *jsonschema.ValidationError, inst any) error {
 	}
 	if en, ok := prop["enum"].([]any); ok {
 		if s, ok := value.(string); ok {
-			if near := closest(s, enumStrings(en)); near != "" && near != s {
+			if near := suggest.Closest(s, enumStrings(en)); near != "" && near != s {
 				allowed = "did you mean " + near + "? " + allowed
 			}
 		}
@@ -298,7 +299,7 @@ func allowedText(node map[string]any) string {
 func unknownField(inst any, loc []string, known []string) error {
 	name := loc[len(loc)-1]
 	allowed := "unknown field; allowed: " + strings.Join(known, ", ")
-	if s := closest(name, known); s != "" {
+	if s := suggest.Closest(name, known); s != "" {
 		allowed = "unknown field; did you mean " + s + "?"
 	}
 	return &fielderr.Error{Field: fielderr.Cut(fieldPath(inst, loc)), Allowed: allowed}
@@ -408,54 +409,6 @@ func orList(items []string) string {
 	}
 	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
-
-// closest returns the candidate within edit distance 2 of s, if any; among equally close ones the
-// one sharing the longest prefix with s (h2s → h2 rather than h1s).
-func closest(s string, candidates []string) string {
-	if len(s) > 64 {
-		return ""
-	}
-	best, bestD, bestP := "", 3, -1
-	for _, c := range candidates {
-		d, p := editDistance(s, c), commonPrefix(s, c)
-		if d <= 2 && (d < bestD || (d == bestD && p > bestP)) {
-			best, bestD, bestP = c, d, p
-		}
-	}
-	return best
-}
-
-func commonPrefix(a, b string) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
-// Closest is the candidate within edit distance 2 of s, if any (the did-you-mean of field errors),
-// for checks the engine makes beside the schema's.
-func Closest(s string, candidates []string) string { return closest(s, candidates) }
 
 // OrList renders a, b or c, as field errors list what is allowed.
 func OrList(items []string) string { return orList(items) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/contract"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/suggest"
 )
 
 // Thresholds are k6-like pass/fail checks on a run's figures: `METRIC OP NUMBER`, e.g.
@@ -144,7 +145,7 @@ func ParseThreshold(expr string) (Threshold, error) {
 	}
 	if _, ok := findMetric(m[1]); !ok {
 		allowed := "unknown metric; allowed: " + contract.OrList(MetricNames())
-		if c := contract.Closest(m[1], MetricNames()); c != "" {
+		if c := suggest.Closest(m[1], MetricNames()); c != "" {
 			allowed = "unknown metric " + strconv.Quote(m[1]) + "; did you mean " + c + "?"
 		}
 		return Threshold{}, &fielderr.Error{Value: strconv.Quote(expr), Allowed: allowed}

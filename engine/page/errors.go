@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/suggest"
 )
 
 // FieldError is bad input: it names the field (a path such as objects[3].size), the value found
@@ -102,7 +103,7 @@ func unknownIn(prefix, kind string, m map[string]any) error {
 	for _, k := range keys {
 		if !contains(knownFields[kind], k) {
 			allowed := "unknown field; allowed: " + strings.Join(knownFields[kind], ", ")
-			if s := closest(k, knownFields[kind]); s != "" {
+			if s := suggest.Closest(k, knownFields[kind]); s != "" {
 				allowed = "unknown field; did you mean " + s + "?"
 			}
 			return &FieldError{Field: prefix + k, Allowed: allowed}
@@ -118,37 +119,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// closest returns the candidate within edit distance 2 of s, if any.
-func closest(s string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := editDistance(s, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // decodeError turns encoding/json errors into FieldErrors where the field is known.

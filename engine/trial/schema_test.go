@@ -128,7 +128,7 @@ func TestImplTables(t *testing.T) {
 	}
 }
 
-// The engine reports the same field and words for a bad spec as the control plane
+// The engine reports the same field, words and line for a bad spec as the control plane
 // (testdata/trial_spec_errors.json, read by tests/test_contract_models.py too).
 func TestSharedErrorCases(t *testing.T) {
 	b, err := os.ReadFile("../../testdata/trial_spec_errors.json")
@@ -141,6 +141,7 @@ func TestSharedErrorCases(t *testing.T) {
 			Field   string          `json:"field"`
 			Value   json.RawMessage `json:"value"`
 			Allowed string          `json:"allowed"`
+			Message string          `json:"message"`
 		} `json:"cases"`
 	}
 	if err := json.Unmarshal(b, &file); err != nil {
@@ -155,6 +156,9 @@ func TestSharedErrorCases(t *testing.T) {
 		}
 		if fe.Field != c.Field || fe.Allowed != c.Allowed {
 			t.Errorf("%s:\n got %s | %s\nwant %s | %s", c.Spec, fe.Field, fe.Allowed, c.Field, c.Allowed)
+		}
+		if err.Error() != c.Message {
+			t.Errorf("%s:\n got %s\nwant %s", c.Spec, err, c.Message)
 		}
 		if c.Value != nil {
 			var v any

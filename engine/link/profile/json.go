@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/internal/suggest"
 )
 
 // The resolved form (docs/profile-grammar.md, part of the trial contract) is written by
@@ -125,10 +127,7 @@ func objectOptional(path string, data []byte, optional []string, required ...str
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		allowed := "fields are " + strings.Join(fields, ", ")
-		if s, ok := closest(unknown[0], fields); ok {
-			allowed = fmt.Sprintf("did you mean %s? %s", s, allowed)
-		}
+		allowed := suggest.DidYouMean(unknown[0], fields) + "fields are " + strings.Join(fields, ", ")
 		return nil, newError(nameField(join(path, unknown[0]), nameField(path, "profile")), unknown[0], "is not a known field", allowed)
 	}
 	for _, f := range required {

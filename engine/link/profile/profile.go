@@ -1,8 +1,8 @@
 // Package profile parses wirelab's network profile strings — `rtt=150ms,bw=1mbit,loss=0.5%` or a
 // preset name such as `cable` — into the resolved form that the link model and the trial contract
 // use. The grammar, the presets and the resolved JSON form are specified in
-// docs/profile-grammar.md; the Python control plane has a twin parser (wirelab/netprofile.py) and
-// both are tested against testdata/netprofile_golden.json.
+// docs/profile-grammar.md; the Python control plane has a twin parser (wirelab/_netprofile.py) and
+// both are held to testdata/netprofile_golden.json, every error to its full message.
 //
 //	r, err := profile.Parse("cable,loss=1%")  // err is a *profile.Error: one line naming field and value
 //	r.Down.RateBPS                            // 5000000
@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/internal/suggest"
 )
 
 // Loss model names, as in the resolved form.
@@ -153,12 +155,11 @@ func (r *Resolved) applyPreset(name string) error {
 	if _, isKey := keyIndex[name]; isKey {
 		return newError(name, name, "is a key without a value", fmt.Sprintf("write %s=VALUE (a bare name must be a preset: %s)", name, strings.Join(PresetNames(), ", ")))
 	}
+	// A bare word is compared with the presets first, then with the keys (rt → rtt=VALUE).
 	allowed := "presets are " + strings.Join(PresetNames(), ", ")
-	if _, ok := presetIndex[strings.ToLower(name)]; ok {
-		allowed = fmt.Sprintf("did you mean %s? Names are lowercase", strings.ToLower(name))
-	} else if s, ok := closest(name, PresetNames()); ok {
+	if s := suggest.Closest(name, PresetNames()); s != "" {
 		allowed = fmt.Sprintf("did you mean %s? %s", s, allowed)
-	} else if s, ok := closest(name, KeyNames()); ok {
+	} else if s := suggest.Closest(name, KeyNames()); s != "" {
 		allowed = fmt.Sprintf("did you mean %s=VALUE? %s", s, allowed)
 	}
 	return newError(nameField(name, "profile"), name, "is not a known preset", allowed)
@@ -168,12 +169,7 @@ func unknownKey(key string) error {
 	if _, isPreset := presetIndex[key]; isPreset {
 		return newError(key, key, "is a preset, not a key", fmt.Sprintf("write the preset alone (e.g. %s,rtt=50ms)", key))
 	}
-	allowed := "keys are " + strings.Join(KeyNames(), ", ")
-	if _, ok := keyIndex[strings.ToLower(key)]; ok {
-		allowed = fmt.Sprintf("did you mean %s? Keys are lowercase", strings.ToLower(key))
-	} else if s, ok := closest(key, KeyNames()); ok {
-		allowed = fmt.Sprintf("did you mean %s? %s", s, allowed)
-	}
+	allowed := suggest.DidYouMean(key, KeyNames()) + "keys are " + strings.Join(KeyNames(), ", ")
 	return newError(nameField(key, "profile"), key, "is not a known key", allowed)
 }
 
