@@ -9,7 +9,7 @@ import (
 	"sort"
 )
 
-// The built-in corpus. Object counts and means come from the studies (STUDIES.md; docs/pages.md
+// The built-in corpus. Object counts and means come from the studies (docs/studies.md; docs/pages.md
 // gives the details); structure, domains and size spreads are our documented choices. Sizes are
 // drawn from seeded log-normal distributions and then fitted so the stated total (count × mean,
 // rounded to bytes) holds exactly.
