@@ -274,19 +274,10 @@ class _ProcessTrialRun(TrialRun):
         self._returncode: int | None = None
         self._stderr_file = open(out_dir / STDERR_FILE, "w")  # noqa: SIM115 - closed by the reader
         try:
-            self._proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                process_group=0,
-                preexec_fn=_pdeathsig_preexec(),
-                text=True,
-                bufsize=1,
-            )
-        except OSError as e:
+            self._proc = _spawn(argv)
+        except EngineNotFoundError:
             self._stderr_file.close()
-            raise EngineNotFoundError(f"{argv[0]}: cannot run ({e.strerror})") from None
+            raise
         self._stderr_thread = threading.Thread(
             target=self._read_stderr, daemon=True, name=f"stderr-{trial_id}"
         )
@@ -525,19 +516,7 @@ class SubprocessEngine(Engine):
         if local:
             self.require("sites")
             argv = [str(self.path), "sites", "--", *argv]
-        try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                process_group=0,
-                preexec_fn=_pdeathsig_preexec(),
-                text=True,
-                bufsize=1,
-            )
-        except OSError as e:
-            raise EngineNotFoundError(f"{argv[0]}: cannot run ({e.strerror})") from None
+        proc = _spawn(argv)
         tail: collections.deque[str] = collections.deque(maxlen=20)
 
         def read_stderr() -> None:
@@ -598,6 +577,24 @@ class SubprocessEngine(Engine):
             raise Interrupted("probe interrupted; the records so far are kept")
         if code != 0:
             raise EngineError(f"wirelab-engine probe: {last}")
+
+
+def _spawn(argv: list[str]) -> subprocess.Popen[str]:
+    """An engine process in a process group of its own (wirelab decides what a Ctrl-C does to it), given
+    SIGTERM if wirelab dies, its stdout and stderr read line by line as text."""
+    try:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            process_group=0,
+            preexec_fn=_pdeathsig_preexec(),
+            text=True,
+            bufsize=1,
+        )
+    except OSError as e:
+        raise EngineNotFoundError(f"{argv[0]}: cannot run ({e.strerror})") from None
 
 
 def _stop(proc: subprocess.Popen[str], grace: float = 30) -> None:

@@ -16,8 +16,7 @@ Guarantees (tested with the fixture double and, as root, with the real engine):
 - A run whose thresholds failed is complete (its numbers are good); the summary says which failed and
   the CLI exits 1.
 
-The machinery these runs share with a sweep's trials (the lock, signals, the sweep's row, leftovers,
-the summary and observer bases) is :mod:`wirelab._sweep`'s.
+:mod:`wirelab.runner` is this module's peer for trials; what both do alike is :mod:`wirelab._sweep`.
 """
 
 from __future__ import annotations

@@ -69,6 +69,13 @@ class Results(Database):
         df["axes"] = df.pop("axes_json").map(json.loads)
         return df
 
+    def sweep_spec(self, sweep: str) -> tuple[dict[str, Any], str]:
+        """A stored sweep's spec: as stored (the TOML's structure) and the TOML text it came from ("" when
+        it came from a dict)."""
+        self._sweep_filter(sweep)  # an unknown name is one line naming the sweeps there are
+        row = self.conn.execute("SELECT spec_json, spec_toml FROM sweeps WHERE name = ?", (sweep,)).fetchone()
+        return json.loads(row["spec_json"]), row["spec_toml"] or ""
+
     def trials(
         self, sweep: str | None = None, *, status: str | None = None, repeats: bool = False
     ) -> pd.DataFrame:

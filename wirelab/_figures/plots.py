@@ -672,6 +672,35 @@ def gateway_figure(
     return fig
 
 
+def _scenario_bars(
+    ax: Any,
+    stats: pd.DataFrame,
+    scenario: str,
+    scenarios: list[Any],
+    protos: list[str],
+    width: float,
+    scale: float = 1.0,
+) -> None:
+    """Grouped bars per scenario: each protocol's mean (× ``scale``) with its 95 % CI, scenarios on the
+    x axis."""
+    for pi, proto in enumerate(protos):
+        st = protocol_style(proto)
+        mine = stats[stats["protocol"] == proto].set_index(scenario).reindex(scenarios)
+        xpos = np.arange(len(scenarios)) + (pi - (len(protos) - 1) / 2) * width
+        err = np.vstack([mine["mean"] - mine["ci_low"], mine["ci_high"] - mine["mean"]]) * scale
+        ax.bar(
+            xpos,
+            mine["mean"] * scale,
+            width * 0.9,
+            color=st.colour,
+            label=st.label,
+            yerr=err,
+            capsize=2,
+            error_kw={"elinewidth": 0.8, "ecolor": "#333333"},
+        )
+    ax.set_xticks(range(len(scenarios)), [str(x) for x in scenarios], fontsize=7.5, rotation=12)
+
+
 def scenario_figure(
     stats: pd.DataFrame,
     *,
@@ -688,22 +717,7 @@ def scenario_figure(
     fig, axes = new_figure(7.0 if ncols == 2 else 5.0, 3.2, ncols=ncols, squeeze=False)
     width = 0.8 / max(1, len(protos))
     ax = axes[0][0]
-    for pi, proto in enumerate(protos):
-        st = protocol_style(proto)
-        mine = stats[stats["protocol"] == proto].set_index(scenario).reindex(scenarios)
-        xpos = np.arange(len(scenarios)) + (pi - (len(protos) - 1) / 2) * width
-        err = np.vstack([mine["mean"] - mine["ci_low"], mine["ci_high"] - mine["mean"]])
-        ax.bar(
-            xpos,
-            mine["mean"],
-            width * 0.9,
-            color=st.colour,
-            label=st.label,
-            yerr=err,
-            capsize=2,
-            error_kw={"elinewidth": 0.8, "ecolor": "#333333"},
-        )
-    ax.set_xticks(range(len(scenarios)), [str(s) for s in scenarios], fontsize=7.5, rotation=12)
+    _scenario_bars(ax, stats, scenario, scenarios, protos, width)
     ax.set_ylabel(metric_label)
     ax.legend(loc="upper left")
     if throughput is not None:
@@ -732,22 +746,7 @@ def server_cost_figure(
         (axes[0][0], cpu, "server CPU per load (ms)", 1.0),
         (axes[0][1], memory, "server peak memory (MB)", 1e-6),
     ):
-        for pi, proto in enumerate(protos):
-            st = protocol_style(proto)
-            mine = stats[stats["protocol"] == proto].set_index(scenario).reindex(scenarios)
-            xpos = np.arange(len(scenarios)) + (pi - (len(protos) - 1) / 2) * width
-            err = np.vstack([mine["mean"] - mine["ci_low"], mine["ci_high"] - mine["mean"]]) * scale
-            ax.bar(
-                xpos,
-                mine["mean"] * scale,
-                width * 0.9,
-                color=st.colour,
-                label=st.label,
-                yerr=err,
-                capsize=2,
-                error_kw={"elinewidth": 0.8, "ecolor": "#333333"},
-            )
-        ax.set_xticks(range(len(scenarios)), [str(x) for x in scenarios], fontsize=7.5, rotation=12)
+        _scenario_bars(ax, stats, scenario, scenarios, protos, width, scale)
         ax.set_ylabel(label)
     axes[0][0].legend(loc="upper left")
     fig.tight_layout()

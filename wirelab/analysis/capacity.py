@@ -15,7 +15,6 @@ the spec's ``at_vus``) and the server's peaks.
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 import numpy as np
@@ -81,8 +80,7 @@ def load_capacity(results: Results, sweep: str) -> CapacityData:
     """Read the load-test sweep ``sweep`` from ``results``."""
     runs = results.loadtests(sweep)
     info = results.sweeps().set_index("sweep").loc[sweep]
-    row = results.conn.execute("SELECT spec_json, spec_toml FROM sweeps WHERE name = ?", (sweep,)).fetchone()
-    spec = json.loads(row[0])
+    spec, source = results.sweep_spec(sweep)
     written = (spec.get("load") or {}).get("protocols") or []
     protocols = [p for p in written if p in set(runs["protocol"])]
     protocols += [p for p in dict.fromkeys(runs["protocol"]) if p not in protocols]
@@ -114,7 +112,7 @@ def load_capacity(results: Results, sweep: str) -> CapacityData:
         description=str(info["description"] or ""),
         spec_hash=str(info["spec_hash"]),
         spec=spec,
-        source=row[1] or "",
+        source=source,
         runs=runs,
         intervals=frame,
         axes=axes,

@@ -359,8 +359,7 @@ def load_sweep(results: Results, sweep: str) -> SweepData:
     trials = results.trials(sweep)
     loads = _derive(results.loads(sweep))
     info = results.sweeps().set_index("sweep").loc[sweep]
-    row = results.conn.execute("SELECT spec_json, spec_toml FROM sweeps WHERE name = ?", (sweep,)).fetchone()
-    spec = json.loads(row[0])
+    spec, source = results.sweep_spec(sweep)
     protocols: list[str] = []
     for s in trials["spec"]:
         protocols.extend(p for p in s["protocols"] if p not in protocols)
@@ -400,7 +399,7 @@ def load_sweep(results: Results, sweep: str) -> SweepData:
         description=str(info["description"] or ""),
         spec_hash=str(info["spec_hash"]),
         spec=spec,
-        source=row[1] or "",
+        source=source,
         trials=trials,
         loads=loads,
         configs=configs,

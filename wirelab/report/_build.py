@@ -143,6 +143,43 @@ class SweepSection:
     waterfalls: dict[str, Any]
 
 
+def sweep_section(
+    data: Any,
+    *,
+    quality: list[str],
+    findings: list[Finding],
+    fixed: dict[str, str],
+    counts: dict[str, str],
+    figures: list[FigureBlock],
+    tables: list[TableBlock],
+    notes: list[str],
+    provenance: dict[str, str],
+    trials: list[TrialView] | None = None,
+    waterfalls: dict[str, Any] | None = None,
+) -> SweepSection:
+    """A sweep's section (a trial sweep's ``SweepData`` or a load test's ``CapacityData``: its name,
+    description, axes and spec) with what its builder made; ``quality``, when it says anything, is the
+    last finding ("Data quality")."""
+    if quality:
+        findings.append(Finding("Data quality", quality))
+    return SweepSection(
+        name=data.name,
+        anchor=f"sweep-{slug(data.name)}",
+        description=data.description,
+        varied=[(a.label, ", ".join(a.format(v) for v in a.values)) for a in data.axes],
+        fixed=fixed,
+        counts=counts,
+        findings=findings,
+        figures=figures,
+        tables=tables,
+        trials=trials or [],
+        notes=notes,
+        spec_toml=data.source or json.dumps(data.spec, indent=1),
+        provenance=provenance,
+        waterfalls=waterfalls or {},
+    )
+
+
 def _mpl(text: Any) -> str:
     """A string safe for matplotlib text (no mathtext from a page's '$')."""
     return str(text).replace("$", r"\$")
@@ -1054,24 +1091,29 @@ def _trial_views(
     return views, waterfalls, note
 
 
-def _provenance(sd: SweepData) -> dict[str, str]:
+def provenance_rows(provenances: Any, spec_hash: str, *, servers: bool = False) -> dict[str, str]:
+    """A sweep's provenance table: its spec hash, the engines (version, commit) and kernels its items
+    ran on, with ``servers`` the servers under test (a load test's), and the control plane's settings
+    of the first item that has them."""
     engines: dict[str, None] = {}
     kernels: dict[str, None] = {}
-    for p in sd.trials["provenance"].dropna():
+    impls: dict[str, None] = {}
+    control: dict[str, Any] = {}
+    for p in provenances:
         engine = (p or {}).get("engine") or {}
         if engine.get("engine_version"):
             engines[f"{engine['engine_version']} ({engine.get('git_sha', '?')})"] = None
         if engine.get("kernel"):
             kernels[str(engine["kernel"])] = None
-    control: dict[str, Any] = {}
-    for p in sd.trials["provenance"].dropna():
-        control = (p or {}).get("control") or {}
-        if control:
-            break
+        server = engine.get("server") or {}
+        if server.get("impl"):
+            impls[f"{server['impl']} {server.get('version', '')}".strip()] = None
+        control = control or (p or {}).get("control") or {}
     out = {
-        "spec hash": sd.spec_hash,
+        "spec hash": spec_hash,
         "engine": ", ".join(engines) or "—",
         "kernel": ", ".join(kernels) or "—",
+        **({"servers": ", ".join(impls) or "—"} if servers else {}),
     }
     for k, v in control.items():
         if isinstance(v, str | int | float):
@@ -1214,24 +1256,16 @@ def build_sweep(
     trial_views, waterfalls, wf_note = (
         _trial_views(sd, builder, waterfall_budget) if len(sd.loads) else ([], {}, None)
     )
-    notes = builder.notes + ([wf_note] if wf_note else [])
-    findings = builder.findings
-    if quality:
-        findings.append(Finding("Data quality", quality))
-    varied = [(a.label, ", ".join(a.format(v) for v in a.values)) for a in sd.axes]
-    return SweepSection(
-        name=sd.name,
-        anchor=f"sweep-{slug(sd.name)}",
-        description=sd.description,
-        varied=varied,
+    return sweep_section(
+        sd,
+        quality=quality,
+        findings=builder.findings,
         fixed=sd.fixed(),
         counts=counts,
-        findings=findings,
         figures=builder.figures,
         tables=builder.tables,
+        notes=builder.notes + ([wf_note] if wf_note else []),
+        provenance=provenance_rows(sd.trials["provenance"].dropna(), sd.spec_hash),
         trials=trial_views,
-        notes=notes,
-        spec_toml=sd.source or json.dumps(sd.spec, indent=1),
-        provenance=_provenance(sd),
         waterfalls=waterfalls,
     )

@@ -30,7 +30,15 @@ from wirelab._figures.rendering import render, slug
 from wirelab._registry import protocol_style
 from wirelab.analysis import conclusions as say
 from wirelab.analysis.capacity import CapacityData, busy_label, capacity_table, scenario_text, sla_of
-from wirelab.report._build import Cell, FigureBlock, Finding, SweepSection, TableBlock
+from wirelab.report._build import (
+    Cell,
+    FigureBlock,
+    Finding,
+    SweepSection,
+    TableBlock,
+    provenance_rows,
+    sweep_section,
+)
 from wirelab.store import ERROR_KINDS
 
 __all__ = ["MAX_COLUMNS", "build_capacity"]
@@ -392,33 +400,6 @@ def _none(v: Any) -> Any:
     return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
 
 
-def _provenance(data: CapacityData) -> dict[str, str]:
-    engines: dict[str, None] = {}
-    kernels: dict[str, None] = {}
-    servers: dict[str, None] = {}
-    control: dict[str, Any] = {}
-    for p in data.runs["provenance"].dropna():
-        engine = (p or {}).get("engine") or {}
-        if engine.get("engine_version"):
-            engines[f"{engine['engine_version']} ({engine.get('git_sha', '?')})"] = None
-        if engine.get("kernel"):
-            kernels[str(engine["kernel"])] = None
-        server = engine.get("server") or {}
-        if server.get("impl"):
-            servers[f"{server['impl']} {server.get('version', '')}".strip()] = None
-        control = control or (p or {}).get("control") or {}
-    out = {
-        "spec hash": data.spec_hash,
-        "engine": ", ".join(engines) or "—",
-        "kernel": ", ".join(kernels) or "—",
-        "servers": ", ".join(servers) or "—",
-    }
-    for k, v in control.items():
-        if isinstance(v, str | int | float):
-            out[f"control {k}"] = str(v)
-    return out
-
-
 def build_capacity(data: CapacityData, figures_dir: Path) -> SweepSection:
     """Everything the report shows about one load test; figures are written to ``figures_dir``."""
     builder = _Builder(data, figures_dir)
@@ -440,23 +421,14 @@ def build_capacity(data: CapacityData, figures_dir: Path) -> SweepSection:
             "This load test has no measured intervals yet: run it (wirelab loadtest) and build the report "
             "again."
         )
-    findings = builder.findings
-    if quality:
-        findings.append(Finding("Data quality", quality))
-    varied = [(a.label, ", ".join(a.format(v) for v in a.values)) for a in data.axes]
-    return SweepSection(
-        name=data.name,
-        anchor=f"sweep-{slug(data.name)}",
-        description=data.description,
-        varied=varied,
+    return sweep_section(
+        data,
+        quality=quality,
+        findings=builder.findings,
         fixed=builder.fixed() if len(runs) else {},
         counts=counts,
-        findings=findings,
         figures=builder.figures,
         tables=builder.tables,
-        trials=[],
         notes=builder.notes,
-        spec_toml=data.source or json.dumps(data.spec, indent=1),
-        provenance=_provenance(data),
-        waterfalls={},
+        provenance=provenance_rows(data.runs["provenance"].dropna(), data.spec_hash, servers=True),
     )
