@@ -13,6 +13,8 @@ GO_SRC  := $(shell find engine -name '*.go' -o -name 'go.mod' -o -name 'go.sum' 
 # real-time (SCHED_RR) while they run (docs/network.md); two at once on a 2-core machine starve the loaders.
 GOTEST_FLAGS ?= -count=1 -p 1 -timeout 40m
 PYTEST_FLAGS ?= -q
+# Each test's time, for the list of the 10 slowest that `make test` ends with (scripts/test_times.py).
+TIMES   := $(STAMPS)/test-times
 # As root (CI), every test runs in a network namespace of its own holding only a loopback device: no
 # test can send a packet off the machine, even through a broken guard. The tests that give a guard
 # a target off the machine (a public name, a documentation address) run only there and skip
@@ -22,7 +24,8 @@ ISOLATE := $(if $(filter 0,$(shell id -u)),unshare --net -- sh -c 'ip link set l
 .PHONY: help setup build test test-go test-py fuzz-short lint bench demo clean bpf conformance facts
 help:
 	@echo "make demo    set up, build and run the demo sweep (report path printed at the end)"
-	@echo "make test    set up, build, lint and run every test (root tests too when run as root), fuzzing included"
+	@echo "make test    set up, build, lint and run every test (root tests too when run as root), fuzzing included;"
+	@echo "             ends with its 10 slowest tests"
 	@echo "make fuzz-short  run each Go fuzz target for FUZZTIME (default 3s)"
 	@echo "make setup   install Debian, Python and Go dependencies (idempotent)"
 	@echo "make build   build bin/wirelab-engine"
@@ -58,6 +61,7 @@ $(ENGINE): $(STAMPS)/gomod $(GO_SRC)
 	cd engine && go build -trimpath -ldflags "$(LDFLAGS)" -o ../$(ENGINE) ./cmd/wirelab-engine
 
 test: setup build lint test-go fuzz-short test-py
+	@$(PY) scripts/test_times.py slowest 10 $(TIMES)/go.jsonl $(TIMES)/pytest-parallel.xml $(TIMES)/pytest-serial.xml
 
 # Every native Go fuzz target of engine/ (parsers, the SPDY session, the link model, the HTTP/2
 # observer, page JSON, HAR import, the trial spec decoder, mahimahi traces), each for FUZZTIME:
@@ -73,8 +77,10 @@ fuzz-short: $(STAMPS)/gomod
 # h2spec (the HTTP/2 conformance suite) runs on its own with -v so that its pass count is printed.
 GO_PKGS_NOROOT = go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
                  awk '{r=0; for (i = 2; i <= NF; i++) if ($$i ~ /engine\/internal\/roottest$$/) r=1; if (!r) print $$1}'
-test-go: $(ENGINE)
-	cd engine && $(ISOLATE) go test $(GOTEST_FLAGS) -skip '^TestH2Spec$$' ./...
+test-go: $(ENGINE) $(STAMPS)/venv
+	@mkdir -p $(TIMES)
+	set -o pipefail; cd engine && $(ISOLATE) go test $(GOTEST_FLAGS) -json -skip '^TestH2Spec$$' ./... | \
+	  ../$(PY) ../scripts/test_times.py go ../$(TIMES)/go.jsonl
 	cd engine && $(ISOLATE) go test $(GOTEST_FLAGS) -race -short $$($(GO_PKGS_NOROOT))
 	@cd engine && out=$$($(ISOLATE) go test $(GOTEST_FLAGS) -run '^TestH2Spec$$' -v ./server 2>&1); rc=$$?; \
 	  echo "$$out" | grep -E 'h2spec against|failed:|^(ok|FAIL|---)'; exit $$rc
@@ -83,8 +89,11 @@ test-go: $(ENGINE)
 # real-time emulators, which must not compete) and those that signal their own process run after,
 # one at a time.
 test-py: $(STAMPS)/venv $(ENGINE)
-	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "not root and not serial" -n 2 tests
-	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "root or serial" tests
+	@mkdir -p $(TIMES)
+	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "not root and not serial" -n 2 \
+	  --junitxml=$(TIMES)/pytest-parallel.xml tests
+	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "root or serial" \
+	  --junitxml=$(TIMES)/pytest-serial.xml tests
 
 # Static checks of both halves: go vet and gofmt; ruff (lint and format) and mypy (the package ships
 # py.typed, so its annotations are checked as its users' type checkers read them).
