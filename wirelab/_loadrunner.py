@@ -41,6 +41,7 @@ from wirelab._sweep import (
     Sweep,
     SweepLoop,
     SweepObserver,
+    alias,
     check_specs,
     exit_error,
     interrupts_held,
@@ -90,13 +91,8 @@ class LoadtestSummary(Summary[LoadtestOutcome]):
     INVOCATION = "invocation"
     INTERRUPTED = "what was measured is stored"
 
-    @property
-    def planned_runs(self) -> int:
-        return self.planned
-
-    @property
-    def complete_runs(self) -> int:
-        return self.complete
+    planned_runs = alias("planned", "Runs planned (grid points × protocols).")
+    complete_runs = alias("complete", "Runs complete in the database now.")
 
     @property
     def thresholds_failed(self) -> list[LoadtestOutcome]:

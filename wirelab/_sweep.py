@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCK_FILE",
+    "alias",
     "Outcome",
     "Summary",
     "Sweep",
@@ -100,6 +101,12 @@ class Plan(Protocol):
 
 # --------------------------------------------------------------------------------------------------
 # What an invocation did
+
+
+def alias(name: str, doc: str) -> Any:
+    """A read-only attribute that is another's under the name a kind's users know (``planned_trials``
+    of a trial run's summary is its ``planned``)."""
+    return property(lambda self: getattr(self, name), doc=doc)
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -57,6 +57,7 @@ from wirelab._sweep import (
     Sweep,
     SweepLoop,
     SweepObserver,
+    alias,
     check_specs,
     control_provenance,
     exit_error,
@@ -116,13 +117,8 @@ class RunSummary(Summary[TrialOutcome]):
     #: the scheduler's address when the trials ran on a cluster (``parallel`` is then its trial slots)
     cluster: str | None = None
 
-    @property
-    def planned_trials(self) -> int:
-        return self.planned
-
-    @property
-    def complete_trials(self) -> int:
-        return self.complete
+    planned_trials = alias("planned", "Trials planned (the repeats of repeat_on_each_worker included).")
+    complete_trials = alias("complete", "Trials complete in the database now.")
 
     @property
     def fidelity_warnings(self) -> list[TrialOutcome]:

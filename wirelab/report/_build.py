@@ -143,6 +143,28 @@ class SweepSection:
     waterfalls: dict[str, Any]
 
 
+def add_figure(
+    figures: list[FigureBlock],
+    figures_dir: Path,
+    sweep: str,
+    kind: str,
+    title: str,
+    caption: str,
+    make: Callable[[], Any],
+    config: dict[str, str],
+) -> None:
+    """Render ``make()`` into ``figures_dir`` under a name of its own (``kind-title``, numbered when
+    taken) and append it to ``figures`` (a sweep's section's figures, anchored under ``sweep``)."""
+    name = slug(f"{kind}-{title}")
+    taken = {f.rendered.name for f in figures}
+    base, i = name, 2
+    while name in taken:
+        name, i = f"{base}-{i}", i + 1
+    rendered = render(make(), name)
+    rendered.write(figures_dir)
+    figures.append(FigureBlock(f"fig-{sweep}-{name}", title, caption, config, rendered, kind))
+
+
 def sweep_section(
     data: Any,
     *,
@@ -227,14 +249,7 @@ class _Builder:
     def add_figure(
         self, kind: str, title: str, caption: str, make: Callable[[], Any], config: dict[str, str]
     ) -> None:
-        name = slug(f"{kind}-{title}")
-        taken = {f.rendered.name for f in self.figures}
-        base, i = name, 2
-        while name in taken:
-            name, i = f"{base}-{i}", i + 1
-        rendered = render(make(), name)
-        rendered.write(self.figures_dir)
-        self.figures.append(FigureBlock(f"fig-{self.sd.name}-{name}", title, caption, config, rendered, kind))
+        add_figure(self.figures, self.figures_dir, self.sd.name, kind, title, caption, make, config)
 
     def config_text(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {**self.fixed, **(extra or {})}

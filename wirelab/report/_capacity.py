@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from wirelab._figures import plots
-from wirelab._figures.rendering import render, slug
 from wirelab._registry import protocol_style
 from wirelab.analysis import conclusions as say
 from wirelab.analysis.capacity import CapacityData, busy_label, capacity_table, scenario_text, sla_of
@@ -36,6 +35,7 @@ from wirelab.report._build import (
     Finding,
     SweepSection,
     TableBlock,
+    add_figure,
     provenance_rows,
     sweep_section,
 )
@@ -76,16 +76,7 @@ class _Builder:
         self.table = capacity_table(data)
 
     def add_figure(self, kind: str, title: str, caption: str, make: Any, config: dict[str, str]) -> None:
-        name = slug(f"{kind}-{title}")
-        taken = {f.rendered.name for f in self.figures}
-        base, i = name, 2
-        while name in taken:
-            name, i = f"{base}-{i}", i + 1
-        rendered = render(make(), name)
-        rendered.write(self.figures_dir)
-        self.figures.append(
-            FigureBlock(f"fig-{self.data.name}-{name}", title, caption, config, rendered, kind)
-        )
+        add_figure(self.figures, self.figures_dir, self.data.name, kind, title, caption, make, config)
 
     # ------------------------------------------------------------------------------------------
     def fixed(self) -> dict[str, str]:
