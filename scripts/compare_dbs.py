@@ -2,8 +2,9 @@
 """Two results databases of the same sweep, compared: is a change's "behaviour unchanged" true of what
 it stores? The schema (every table's and index's SQL) must be the same to the byte; then every table's
 rows, matched by their natural key, column by column. Columns that hold measurements or times of day
-(timing noise: ToW, PLT, packet counts, phases, lateness, timestamps, provenance) are compared as
-"present in both, same type"; every other column must be equal.
+(timing noise: ToW, PLT, packet counts, phases, lateness and the flags it raises, timestamps,
+provenance) are compared as "present in both, same type"; every other column must be equal, once the
+databases' own names and the per-run URL token are taken out of paths and URLs.
 
 Usage: scripts/compare_dbs.py BEFORE.db AFTER.db
 Prints one line per table (rows, columns compared exactly, columns that differ) and exits 1 when the
@@ -26,11 +27,14 @@ KEYS = {
     "objects": ("load_id", "entry_index"),
     "artifacts": ("trial_row", "load_id", "kind", "path"),
 }
-#: Columns whose values are measurements or clock readings: each run has its own.
+#: Columns whose values are measurements or clock readings: each run has its own (fidelity flags are
+#: the emulator's measured lateness over its limit).
 NOISE = re.compile(
     r"(_ms|_us|_at)$|^(tow|plt|bytes_|packets_|retransmissions|drops_|server_|provenance_json|emulator_json|"
-    r"client_json|attempts$|connection$|stream_id$)"
+    r"client_json|attempts$|connection$|stream_id$|fidelity_flags_json$)"
 )
+#: Each run serves its page under a token of its own (docs/pages.md: /L/<token>/).
+TOKEN = re.compile(r"/L/[0-9a-f]{16}/")
 
 
 def schema(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
@@ -47,7 +51,10 @@ def rows(conn: sqlite3.Connection, table: str, db: str) -> tuple[list[str], dict
     out = {}
     for r in cur:
         rec = dict(zip(cols, r, strict=True))
-        rec = {c: v.replace(own, "<db>.d/") if isinstance(v, str) else v for c, v in rec.items()}
+        rec = {
+            c: TOKEN.sub("/L/<token>/", v.replace(own, "<db>.d/")) if isinstance(v, str) else v
+            for c, v in rec.items()
+        }
         out[tuple(rec[k] for k in KEYS[table])] = rec
     return cols, out
 
