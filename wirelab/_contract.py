@@ -281,11 +281,12 @@ class Problem:
     def field(self) -> str:
         return _field(self.path)
 
-    def message(self, prefix: str = "") -> str:
+    def message(self, prefix: str = "", *, where: str | None = None) -> str:
         """The one line the engine prints for this problem (its fielderr: ``<field>: got <value>;
         <allowed>``, or ``<field>: <allowed>`` for a missing or unknown field), the field under
-        ``prefix`` (``base``, ``grid.shards[1]``)."""
-        where = ".".join(p for p in (prefix, self.field) if p).replace(".[", "[")
+        ``prefix`` (``base``, ``grid.shards[1]``) — or named ``where`` (the place a spec wrote it)."""
+        if where is None:
+            where = ".".join(p for p in (prefix, self.field) if p).replace(".[", "[")
         if self.value is MISSING:
             return f"{where}: {self.allowed}"
         return f"{where}: got {show(self.value)}; {self.allowed}"

@@ -112,7 +112,7 @@ def _check_protocols(value: Any, where: str) -> list[str]:
     """``protocols``: a non-empty list of the contract's protocols, each once."""
     if not isinstance(value, list) or not value:
         raise SpecError(
-            f"{where}: {contract.show(value)} is not allowed; must be a list of protocols, e.g. "
+            f"{where}: got {contract.show(value)}; must be a list of protocols, e.g. "
             '["h1s", "h2"] (each runs in turn, on a fresh server)',
             path=where,
             value=value,
@@ -123,7 +123,7 @@ def _check_protocols(value: Any, where: str) -> list[str]:
             raise_problem(found, f"{where}[{i}]")
         if p in value[:i]:
             raise SpecError(
-                f"{where}[{i}]: {contract.show(p)} is not allowed; listed twice (also at "
+                f"{where}[{i}]: got {contract.show(p)}; listed twice (also at "
                 f"[{value.index(p)}]); each at most once",
                 path=f"{where}[{i}]",
                 value=p,
@@ -250,13 +250,8 @@ def _place(found: contract.Problem, written: Mapping[str, str]) -> str:
 
 def _raise_at(found: contract.Problem, written: Mapping[str, str]) -> None:
     where = _place(found, written)
-    if found.value is contract.MISSING:
-        raise SpecError(f"{where}: {found.allowed}", path=where, value=None) from None
-    raise SpecError(
-        f"{where}: {contract.show(found.value)} is not allowed; {found.allowed}",
-        path=where,
-        value=found.value,
-    ) from None
+    value = None if found.value is contract.MISSING else found.value
+    raise SpecError(found.message(where=where), path=where, value=value) from None
 
 
 def _server(server: Any) -> Any:
