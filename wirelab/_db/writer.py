@@ -181,7 +181,7 @@ class Store(Database):
         return {r["id"]: r["status"] for r in rows}
 
     def _row(self, sweep: str, item_id: str) -> tuple[ItemKind, int]:
-        kind = ITEM_KINDS.get(self.sweep_kind(sweep) or "trials", ITEM_KINDS["trials"])
+        kind = ITEM_KINDS[self.sweep_kind(sweep) or "trials"]  # no such sweep: "trial … is not planned"
         row = self.conn.execute(
             f"SELECT x.id FROM {kind.table} x JOIN sweeps s ON s.id = x.sweep_id"
             f" WHERE s.name = ? AND x.{kind.id} = ?",
