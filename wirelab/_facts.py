@@ -97,6 +97,18 @@ def congestion_controls() -> tuple[str, ...]:
     return tuple(engine_facts()["profiles"]["congestion_controls"])
 
 
+def disciplines() -> dict[str, dict[str, Any]]:
+    """The queue disciplines in documented order: name → ``{"about", "default_limit", "defaults",
+    "keys"}`` (``defaults`` is the discipline's resolved form)."""
+    return {d["name"]: d for d in engine_facts()["profiles"]["disciplines"]}
+
+
+def discipline_keys() -> dict[str, dict[str, Any]]:
+    """The discipline parameter keys in documented order: name → ``{"kind", "min", "max", "field",
+    "disciplines"}`` (kinds: duration (ns), int, sixteenths, probability, size (bytes), switch)."""
+    return {k["name"]: k for k in engine_facts()["profiles"]["discipline_keys"]}
+
+
 @dataclasses.dataclass(frozen=True)
 class CorpusPage:
     """A page of the engine's built-in corpus, as ``wirelab-engine pages ls`` describes it."""

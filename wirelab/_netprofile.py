@@ -15,7 +15,8 @@ allowed>``) on bad input. Both parsers are held to the same golden cases in
 you mean" included (:mod:`wirelab._suggest`, the rule both languages share).
 
 The value parsers (:func:`parse_duration`, :func:`parse_rate`, :func:`parse_loss`,
-:func:`parse_queue`) are public because experiment specs reuse them for ranges of profile keys;
+:func:`parse_queue`, :func:`parse_queue_item`) are public because experiment specs reuse them for
+ranges of profile keys;
 :func:`check_key`, :func:`check_preset` and :func:`check_value` are the grammar's own checks of a key,
 a preset or a value that a spec writes apart from a profile string (a table of keys, a grid axis).
 """
@@ -43,6 +44,7 @@ __all__ = [
     "parse_duration",
     "parse_loss",
     "parse_queue",
+    "parse_queue_item",
     "parse_rate",
 ]
 
@@ -66,6 +68,22 @@ KEYS: tuple[str, ...] = (
     "loss_down",
     "queue_up",
     "queue_down",
+    # Discipline parameters and ECN after every queue item: a later queue= resets its direction's.
+    "codel_target",
+    "codel_interval",
+    "fq_flows",
+    "fq_quantum",
+    "pie_target",
+    "pie_tupdate",
+    "pie_alpha",
+    "pie_beta",
+    "pie_burst",
+    "red_min",
+    "red_max",
+    "red_probability",
+    "red_weight",
+    "red_adaptive",
+    "ecn",
     "jitter_up",
     "jitter_down",
     "trace_up",
@@ -97,6 +115,12 @@ _MAX_QUEUE_PACKETS = _LIMITS["max_queue_packets"]
 _MAX_WINDOW, _MAX_ORIGIN = _LIMITS["max_window"], _LIMITS["max_origin"]
 _MAX_DURATION_NS = _LIMITS["max_duration_ns"]
 _DIGITS = frozenset("0123456789")
+
+#: Queue disciplines (``queue=NAME[:LIMIT]``): name → default limit, default parameters, keys.
+DISCIPLINES = _facts.disciplines()
+#: Discipline parameter keys: name → kind, range, the resolved form's field, the disciplines, and
+#: what an error about its value says is allowed (the engine's words).
+DISCIPLINE_KEYS = _facts.discipline_keys()
 
 #: The longest value an error repeats (the engine's maxQuotedValue).
 _MAX_QUOTED = 200
@@ -161,6 +185,15 @@ _TCPPLUS_ALLOWED = (
 )
 _ORIGIN_ALLOWED = f"use N:DURATION entries separated by / with N from 1 to {_MAX_ORIGIN} (e.g. 2:40ms/3:80ms)"
 _PATH_ALLOWED = "give the path of a mahimahi trace file"
+_QUEUE_ITEM_ALLOWED = (
+    f"use a discipline ({', '.join(DISCIPLINES)}) with an optional :LIMIT, or a drop-tail LIMIT alone: "
+    f"packets (256, 256p), bytes (64kB, 64KiB, 1MB, at least {_MIN_QUEUE_BYTES}B), both (100/150000B), "
+    "or infinite"
+)
+_SWITCH_ALLOWED = "use 1 (on) or 0 (off)"
+_DOCSIS_BUFFER_ALLOWED = (
+    "docsis_pie needs a buffer: give a limit (docsis_pie:100kB) or none (100 ms at the link's rate)"
+)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -481,10 +514,132 @@ def _trace_path(field: str, s: str) -> str:
     raise _Fail(field, s, problem, _PATH_ALLOWED)
 
 
+def _starts_numeric(s: str) -> bool:
+    return s != "" and (s[0] in _DIGITS or s[0] in "-+.")
+
+
+def _queue_item(field: str, s: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """A QUEUE item (``256``, ``codel``, ``fq_codel:2000``, ``red:64kB``) → (the discipline's resolved
+    form with its default parameters, the limit)."""
+    name, colon, limit = s.partition(":")
+    if name not in DISCIPLINES:
+        # A word that is not a limit: an unknown discipline when a limit follows it or it looks like
+        # a discipline's name, else the limit's own error ("is not a number").
+        near = closest(name, DISCIPLINES) is not None
+        if (colon and not _starts_numeric(name)) or (near and not _starts_numeric(s)):
+            allowed = did_you_mean(name, DISCIPLINES) + _QUEUE_ITEM_ALLOWED
+            raise _Fail(field, s, f"names an unknown discipline {_quote(name)}", allowed)
+        return {"name": "droptail"}, _queue(field, s)
+    info = DISCIPLINES[name]
+    queue = dict(info["default_limit"])
+    if colon:
+        try:
+            queue = _queue(field, limit)
+        except _Fail as e:
+            raise _Fail(field, s, "has a limit that " + e.problem, e.allowed) from None
+        if name == "docsis_pie" and queue == {"packets": 0, "bytes": 0}:
+            raise _Fail(field, s, "has no buffer size", _DOCSIS_BUFFER_ALLOWED)
+    return dict(info["defaults"]), queue
+
+
+def _switch(field: str, s: str, allowed: str = _SWITCH_ALLOWED) -> bool:
+    if s in ("0", "1"):
+        return s == "1"
+    raise _Fail(field, s, "is empty" if s == "" else "is not 0 or 1", allowed)
+
+
+def _param(key: str, s: str) -> Any:
+    """A discipline parameter's value (link/profile/discipline.go's paramKeys)."""
+    spec = DISCIPLINE_KEYS[key]
+    kind, low, high, allowed = spec["kind"], spec["min"], spec["max"], spec["allowed"]
+    if kind == "duration":
+        try:
+            ns = _duration(key, s)
+        except _Fail as e:
+            raise _Fail(key, s, e.problem, allowed) from None
+        if not low <= ns <= high:
+            raise _Fail(key, s, "is out of range", allowed)
+        return ns
+    if kind == "probability":
+        try:
+            p = _probability(key, s, s)
+        except _Fail as e:
+            raise _Fail(key, s, e.problem, allowed) from None
+        if p == 0:
+            raise _Fail(key, s, "is zero", allowed)
+        return p
+    if kind == "switch":
+        return _switch(key, s, allowed)
+    if s == "":
+        raise _Fail(key, s, "is empty", allowed)
+    if kind == "int":
+        if not _all_digits(s):
+            raise _Fail(key, s, "is not a whole number", allowed)
+        n = int(s) if len(s.lstrip("0")) <= 9 else high + 1
+        if not low <= n <= high:
+            raise _Fail(key, s, "is out of range", allowed)
+        return n
+    d, unit = _number_unit(key, s, s, allowed)
+    if kind == "sixteenths":  # PIE's alpha and beta: Linux counts them in sixteenths
+        if unit != "":
+            raise _Fail(key, s, f"has an unknown unit {_quote(unit)}", allowed)
+        if d == 0 or d * 16 > high:
+            raise _Fail(key, s, "is out of range", allowed)
+        if d * 16 != (d * 16).to_integral_value():
+            raise _Fail(key, s, "is not a multiple of 1/16", allowed)
+        return float(d)
+    assert kind == "size", kind
+    if unit not in _SIZE_UNITS:
+        problem = (
+            "has no unit" if unit == "" else f"has an unknown unit {_quote(unit)} (units are case-sensitive)"
+        )
+        raise _Fail(key, s, problem, allowed)
+    exact = d * _SIZE_UNITS[unit]
+    if not low <= exact <= high:
+        raise _Fail(key, s, "is out of range", allowed)
+    if exact != exact.to_integral_value():
+        raise _Fail(key, s, "is not a whole number of bytes", allowed)
+    return int(exact)
+
+
+def _go_duration(ns: int) -> str:
+    """A duration as the engine's messages write it (link/profile's formatDuration: 1500ms, 250us)."""
+    if ns == 0:
+        return "0"
+    if ns % 1_000_000_000 == 0:
+        return f"{ns // 1_000_000_000}s"
+    if ns >= 1_000_000:
+        return _format_decimal(Decimal(ns).scaleb(-6)) + "ms"
+    return _format_decimal(Decimal(ns).scaleb(-3)) + "us"
+
+
+def _format_size(n: int) -> str:
+    """Bytes in the largest unit that divides them (the engine's units.FormatSize)."""
+    for unit in ("MB", "MiB", "kB", "KiB"):
+        if n and n % _SIZE_UNITS[unit] == 0:
+            return f"{n // _SIZE_UNITS[unit]}{unit}"
+    return f"{n}B"
+
+
+def _format_param(key: str, value: Any) -> str:
+    """A parameter's value as the engine writes it in a message."""
+    kind = DISCIPLINE_KEYS[key]["kind"]
+    if kind == "duration":
+        return _go_duration(value)
+    if kind == "size":
+        return _format_size(value)
+    if kind == "switch":
+        return "1" if value else "0"
+    if kind == "int":
+        return str(value)
+    return _format_decimal(Decimal(repr(float(value))))  # strconv.FormatFloat(v, 'f', -1, 64)
+
+
 parse_duration = _public(_duration, "duration")
 parse_rate = _public(_rate, "bw")
 parse_loss = _public(_loss, "loss")
 parse_queue = _public(_queue, "queue")
+parse_queue_item = _public(_queue_item, "queue")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -527,7 +682,33 @@ def _setting(name: str, parse_value: Callable[[str, str], Any]) -> Callable[[dic
 _delay = _per_direction("delay_ns", _duration)
 _bw = _per_direction("rate_bps", _rate)
 _loss_key = _per_direction("loss", _loss)
-_queue_key = _per_direction("queue", _queue)
+
+
+def _queue_key(state: dict[str, Any], key: str, value: str) -> None:
+    """The queue of the key's directions: its discipline, with that discipline's default parameters
+    (parameter keys apply after it), and its limit."""
+    discipline, queue = _queue_item(key, value)
+    for d in _directions(state, key):
+        d["queue"], d["discipline"] = dict(queue), dict(discipline)
+
+
+def _set_param(state: dict[str, Any], key: str, value: str) -> None:
+    """A discipline parameter, in every direction whose discipline takes it."""
+    parsed = _param(key, value)
+    spec = DISCIPLINE_KEYS[key]
+    hit = [d for d in (state["up"], state["down"]) if d["discipline"]["name"] in spec["disciplines"]]
+    if not hit:
+        names = spec["disciplines"]
+        raise _Fail(
+            key,
+            value,
+            f"applies to queue={' or queue='.join(names)}, which neither direction uses",
+            f"set queue={names[0]} before it (items apply left to right)",
+        )
+    for d in hit:
+        d["discipline"][spec["field"]] = parsed
+
+
 _jitter = _per_direction("jitter_ns", _duration)
 _trace = _per_direction("trace", _trace_path)
 
@@ -545,6 +726,8 @@ _APPLY: dict[str, Callable[[dict[str, Any], str, str], None]] = {
     "queue": _queue_key,
     "queue_up": _queue_key,
     "queue_down": _queue_key,
+    **dict.fromkeys(DISCIPLINE_KEYS, _set_param),
+    "ecn": _setting("ecn", _switch),
     "jitter": _jitter,
     "jitter_up": _jitter,
     "jitter_down": _jitter,
@@ -599,7 +782,10 @@ def check_value(key: str, value: str, *, path: str) -> None:
     """Refuse ``value`` unless :func:`parse` takes it for ``key`` (a grid axis of one profile key);
     the error names ``path``."""
     try:
-        _APPLY[key](_native(), key, _trim(value))
+        if key in DISCIPLINE_KEYS:  # the value alone: the queue it applies to is another key's
+            _param(key, _trim(value))
+        else:
+            _APPLY[key](_native(), key, _trim(value))
     except _Fail as e:
         raise e.error(path, at_path=True) from None
 
@@ -613,6 +799,7 @@ def _native() -> dict[str, Any]:
             "trace": None,
             "loss": {"model": "none"},
             "queue": {"packets": DEFAULT_QUEUE_PACKETS, "bytes": 0},
+            "discipline": {"name": "droptail"},
         }
 
     return {
@@ -623,6 +810,7 @@ def _native() -> dict[str, Any]:
         "cc": "cubic",
         "tcpplus": 0,
         "origin_extra_rtt_ns": {},
+        "ecn": False,
     }
 
 
@@ -671,6 +859,34 @@ def parse(profile: str, *, path: str = "") -> dict[str, Any]:
                 "TCP+ is cubic with a smaller backoff (wl_cubicp<N>): use cc=cubic (the default) "
                 "or drop tcpplus",
             )
+        _check_disciplines(state)
     except _Fail as e:
         raise e.error(path) from None
     return state
+
+
+def _check_disciplines(state: dict[str, Any]) -> None:
+    """What needs the whole profile (link/profile's checkDisciplines and checkShared): RED's thresholds
+    in order, CoDel's target below its interval, and one value per parameter key across the
+    directions (a key sets every direction that takes it)."""
+    for d in (state["up"]["discipline"], state["down"]["discipline"]):
+        if d["name"] == "red" and d["min_bytes"] and d["max_bytes"] and d["min_bytes"] >= d["max_bytes"]:
+            problem = f"is not below red_max {_format_size(d['max_bytes'])}"
+            raise _Fail("red_min", _format_size(d["min_bytes"]), problem, "RED needs red_min < red_max")
+        if d["name"] in ("codel", "fq_codel") and d["target_ns"] >= d["interval_ns"]:
+            raise _Fail(
+                "codel_target",
+                _go_duration(d["target_ns"]),
+                f"is not below codel_interval {_go_duration(d['interval_ns'])}",
+                "CoDel's target must be shorter than its interval (defaults 5ms and 100ms)",
+            )
+    up, down = state["up"]["discipline"], state["down"]["discipline"]
+    for key, spec in DISCIPLINE_KEYS.items():
+        both = up["name"] in spec["disciplines"] and down["name"] in spec["disciplines"]
+        if both and up[spec["field"]] != down[spec["field"]]:
+            raise _Fail(
+                key,
+                _format_param(key, up[spec["field"]]),
+                f"is the up direction's, and {_format_param(key, down[spec['field']])} the down direction's",
+                f"{key} sets both directions: write it after the queue items it applies to",
+            )

@@ -30,8 +30,14 @@ def config_id(spec: Mapping[str, Any]) -> str:
     body["network"] = netprofile.parse(spec.get("network", "native"))
     # Keys added to the resolved form later are left out at their default, so that a configuration
     # keeps its id across versions (a sweep stored before them resumes without running again).
-    if body["network"].get("tcpplus") == 0:
-        del body["network"]["tcpplus"]
+    network = body["network"]
+    if network.get("tcpplus") == 0:
+        del network["tcpplus"]
+    if network.get("ecn") is False:
+        del network["ecn"]
+    for side in ("up", "down"):
+        if network[side].get("discipline") == {"name": "droptail"}:
+            del network[side]["discipline"]
     return "c" + hashlib.sha256(canonical(body).encode()).hexdigest()[:15]
 
 

@@ -30,8 +30,8 @@ __all__ = [
 
 
 def network_value_text(value: NetworkValue) -> str:
-    if isinstance(value, bool):
-        raise TypeError
+    if isinstance(value, bool):  # switches (ecn, red_adaptive): true/false as 1/0
+        return "1" if value else "0"
     if isinstance(value, float):
         return format(Decimal(repr(value)).normalize(), "f")
     return str(value)

@@ -135,24 +135,31 @@ func TestUnlimitedRateHasNoQueue(t *testing.T) {
 	}
 }
 
-// TestDropTailQueueStage exercises the queue on its own, through its interface.
+// TestDropTailQueueStage exercises the queue on its own, through the Discipline interface: the
+// packets the rate stage holds count against the limit.
 func TestDropTailQueueStage(t *testing.T) {
-	var q Queue = NewDropTailQueue(profile.QueueLimit{Packets: 3})
-	for i := 0; i < 3; i++ {
-		if !q.Admit(0, 100) {
-			t.Fatal("refused below the limit")
+	var q Discipline = NewDropTailQueue(profile.QueueLimit{Packets: 3})
+	for i := 0; i < 2; i++ {
+		if f := q.Enqueue(0, packet(100), Backlog{Packets: 1, Bytes: 100}); f != Accepted {
+			t.Fatalf("refused below the limit: %v", f)
 		}
-		q.Hold(100, time.Duration(i+1)*time.Second)
 	}
-	if q.Admit(time.Second-1, 100) {
-		t.Fatal("admitted above the limit")
+	if f := q.Enqueue(0, packet(100), Backlog{Packets: 1, Bytes: 100}); f != DroppedQueue {
+		t.Fatalf("above the limit: %v", f)
 	}
-	if !q.Admit(time.Second, 100) {
-		t.Fatal("refused after a packet left")
+	if f := q.Enqueue(0, packet(100), Backlog{}); f != Accepted {
+		t.Fatalf("refused once the wire was free: %v", f)
 	}
-	s := q.Stats()
-	if s.Packets != 2 || s.Bytes != 200 || s.MaxPackets != 3 || s.MaxBytes != 300 || s.Drops != 1 || s.DropBytes != 100 {
-		t.Errorf("stats %+v", s)
+	if b := q.Backlog(); b != (Backlog{Packets: 3, Bytes: 300}) {
+		t.Errorf("backlog %+v", b)
+	}
+	for i := 0; i < 3; i++ {
+		if q.Dequeue(0) == nil {
+			t.Fatal("empty too soon")
+		}
+	}
+	if q.Dequeue(0) != nil || q.Backlog() != (Backlog{}) {
+		t.Error("not empty")
 	}
 }
 

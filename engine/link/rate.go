@@ -5,13 +5,19 @@ import (
 	"time"
 )
 
-// Serializer is the bottleneck that puts packets on the wire one after another, in arrival order
-// (the "server" of the queue, in queueing terms): a constant bit rate or a mahimahi trace.
-// Because service is FIFO and deterministic, a packet's departure is known when it arrives.
+// Serializer is the bottleneck that puts packets on the wire one after another (the "server" of
+// the queue, in queueing terms): a constant bit rate or a mahimahi trace. The queue discipline
+// chooses which packet goes next; the Direction asks Start when the rate stage can begin one and
+// Depart when that packet's last bit leaves.
 type Serializer interface {
-	// Depart returns when the last bit of a size-byte packet arriving at arrival has been sent.
-	// Calls come in arrival order; arrival never decreases (a smaller value is treated as equal
-	// to the previous one). The result is ≥ arrival and never decreases.
+	// Start returns when a packet that arrived at arrival can begin to be sent: at its arrival,
+	// or once the previous packet has left (a trace: at the first opportunity with room). It does
+	// not change the serialiser.
+	Start(arrival time.Duration) time.Duration
+	// Depart sends a size-byte packet that arrived at arrival and returns when its last bit has
+	// left. Calls come in the order packets are sent; arrival may be earlier than a previous
+	// call's when a discipline serves a later arrival first, but never later than the Start that
+	// preceded the call. The result is ≥ arrival and never decreases.
 	Depart(arrival time.Duration, size int) time.Duration
 }
 
@@ -41,6 +47,14 @@ func NewConstantRate(bps int64) *ConstantRate {
 		panic("link: NewConstantRate needs a positive rate")
 	}
 	return &ConstantRate{bps: uint64(bps)}
+}
+
+// Start implements Serializer.
+func (c *ConstantRate) Start(arrival time.Duration) time.Duration {
+	if !c.started || arrival >= c.busyUntil {
+		return arrival
+	}
+	return c.busyUntil
 }
 
 // Depart implements Serializer.

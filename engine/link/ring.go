@@ -41,7 +41,8 @@ func (r *ring[T]) pop() T {
 }
 
 func (r *ring[T]) grow() {
-	buf := make([]T, 2*len(r.buf))
+	buf := make([]T, max(2*len(r.buf), 16)) // the zero ring starts at 16
+
 	k := copy(buf, r.buf[r.head:])
 	copy(buf[k:], r.buf[:r.head])
 	r.buf, r.head = buf, 0

@@ -50,6 +50,18 @@ func NewTraceRate(t *profile.Trace) *TraceRate {
 	return r
 }
 
+// Start implements Serializer: the opportunity that would carry the packet's first byte.
+func (r *TraceRate) Start(arrival time.Duration) time.Duration {
+	c := *r // the cursor moves on a copy
+	switch {
+	case !c.started || arrival > c.when:
+		c.seek(arrival)
+	case c.spare == 0:
+		c.advance()
+	}
+	return c.when
+}
+
 // Depart implements Serializer.
 func (r *TraceRate) Depart(arrival time.Duration, size int) time.Duration {
 	if !r.started || arrival > r.when {

@@ -19,16 +19,29 @@ func init() {
 const profilesUsage = `usage: wirelab-engine profiles ls
 Prints, as JSON on stdout, what the network profile grammar (docs/profile-grammar.md) knows:
 every preset with its expansion and resolved form, the keys, the units of durations, rates and
-sizes, the value limits and the congestion controls. The control plane reads the same facts from
+sizes, the value limits, the congestion controls and the queue disciplines (each one's default
+limit, parameters and keys). The control plane reads the same facts from
 wirelab/_engine_facts.json (wirelab-engine facts).`
 
 // profileFacts is the output of `profiles ls`.
 type profileFacts struct {
-	Presets            []presetFacts `json:"presets"`
-	Keys               []string      `json:"keys"`
-	Units              unitFacts     `json:"units"`
-	Limits             limitFacts    `json:"limits"`
-	CongestionControls []string      `json:"congestion_controls"`
+	Presets            []presetFacts       `json:"presets"`
+	Keys               []string            `json:"keys"`
+	Units              unitFacts           `json:"units"`
+	Limits             limitFacts          `json:"limits"`
+	CongestionControls []string            `json:"congestion_controls"`
+	Disciplines        []disciplineFacts   `json:"disciplines"`
+	DisciplineKeys     []profile.ParamInfo `json:"discipline_keys"`
+}
+
+// disciplineFacts is one queue discipline: its default limit and parameters (in the resolved
+// form) and the parameter keys it takes.
+type disciplineFacts struct {
+	Name         string             `json:"name"`
+	About        string             `json:"about"`
+	DefaultLimit profile.QueueLimit `json:"default_limit"`
+	Defaults     profile.Discipline `json:"defaults"`
+	Keys         []string           `json:"keys"`
 }
 
 type presetFacts struct {
@@ -56,6 +69,16 @@ type limitFacts struct {
 	MaxWindow           int   `json:"max_window"`
 	MaxTCPPlus          int   `json:"max_tcpplus"`
 	MaxOrigin           int   `json:"max_origin"`
+	// Discipline parameters (docs/profile-grammar.md).
+	MinCoDelNS      int64 `json:"min_codel_ns"`
+	MaxCoDelNS      int64 `json:"max_codel_ns"`
+	MaxFQFlows      int   `json:"max_fq_flows"`
+	MinFQQuantum    int   `json:"min_fq_quantum"`
+	MaxFQQuantum    int   `json:"max_fq_quantum"`
+	MinPIETUpdateNS int64 `json:"min_pie_tupdate_ns"`
+	MaxPIENS        int64 `json:"max_pie_ns"`
+	MaxPIEWeight    int   `json:"max_pie_weight"`
+	MinREDBytes     int64 `json:"min_red_bytes"`
 }
 
 func runProfiles(args []string) error {
@@ -83,8 +106,15 @@ func profilesFacts() (profileFacts, error) {
 			MaxQueuePackets: profile.MaxQueuePackets, MinQueueBytes: profile.MinQueueBytes,
 			MaxQueueBytes: profile.MaxQueueBytes, DefaultQueuePackets: profile.DefaultQueueSize,
 			MaxWindow: profile.MaxWindow, MaxTCPPlus: profile.MaxTCPPlus, MaxOrigin: profile.MaxOrigin,
+			MinCoDelNS: int64(profile.MinCoDelTime), MaxCoDelNS: int64(profile.MaxCoDelTime), MaxFQFlows: profile.MaxFQFlows,
+			MinFQQuantum: profile.MinFQQuantum, MaxFQQuantum: profile.MaxFQQuantum, MinPIETUpdateNS: int64(profile.MinPIETUpdate),
+			MaxPIENS: int64(profile.MaxPIETime), MaxPIEWeight: profile.MaxPIEWeight, MinREDBytes: profile.MinREDBytes,
 		},
 		CongestionControls: profile.CongestionControls,
+	}
+	f.DisciplineKeys = profile.ParamKeys()
+	for _, d := range profile.Disciplines {
+		f.Disciplines = append(f.Disciplines, disciplineFacts{Name: d.Name, About: d.About, DefaultLimit: d.DefaultLimit, Defaults: d.Defaults, Keys: append([]string{}, d.Keys...)})
 	}
 	for _, p := range profile.Presets {
 		r, err := profile.Parse(p.Name)

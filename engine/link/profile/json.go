@@ -14,8 +14,9 @@ import (
 
 // The resolved form (docs/profile-grammar.md, part of the trial contract) is written by
 // MarshalJSON exactly as documented and read back strictly: every field must be present (except
-// tcpplus, added later with its default 0, which resolved forms written before it lack), unknown
-// fields are refused (naming the closest known one), and DecodeResolved validates the values.
+// those added later, which resolved forms written before them lack: tcpplus (0), ecn (false) and
+// each direction's discipline (drop-tail)), unknown fields are refused (naming the closest known
+// one), and DecodeResolved validates the values.
 
 // MarshalJSON writes the documented resolved form; a nil origin map is written as {}.
 func (r Resolved) MarshalJSON() ([]byte, error) {
@@ -34,11 +35,15 @@ type directionWire struct {
 	Trace   *string       `json:"trace"`
 	Loss    Loss          `json:"loss"`
 	Queue   QueueLimit    `json:"queue"`
+	Disc    Discipline    `json:"discipline"`
 }
 
 // MarshalJSON writes a direction with trace null when there is none.
 func (d Direction) MarshalJSON() ([]byte, error) {
-	w := directionWire{Delay: d.Delay, Jitter: d.Jitter, RateBPS: d.RateBPS, Loss: d.Loss, Queue: d.Queue}
+	w := directionWire{Delay: d.Delay, Jitter: d.Jitter, RateBPS: d.RateBPS, Loss: d.Loss, Queue: d.Queue, Disc: d.Discipline}
+	if w.Disc.Name == "" {
+		w.Disc.Name = DropTail
+	}
 	if d.Trace != "" {
 		t := d.Trace
 		w.Trace = &t
@@ -67,6 +72,97 @@ func (l Loss) MarshalJSON() ([]byte, error) {
 		}{l.Model, l.P, l.R, l.OneMinusH, l.OneMinusK})
 	}
 	return nil, fmt.Errorf("profile: unknown loss model %q", l.Model)
+}
+
+// disciplineFields lists the resolved form's fields of each discipline, after "name".
+var disciplineFields = map[string][]string{
+	DropTail:  nil,
+	CoDel:     {"target_ns", "interval_ns"},
+	FQCoDel:   {"target_ns", "interval_ns", "flows", "quantum"},
+	PIE:       {"target_ns", "tupdate_ns", "alpha", "beta", "burst_ns"},
+	DOCSISPIE: nil,
+	RED:       {"min_bytes", "max_bytes", "probability", "weight", "adaptive"},
+}
+
+// MarshalJSON writes only the fields of the discipline: {"name":"droptail"},
+// {"name":"codel","target_ns":T,"interval_ns":I}, … (docs/profile-grammar.md).
+func (d Discipline) MarshalJSON() ([]byte, error) {
+	fields, ok := disciplineFields[d.Name]
+	if !ok {
+		return nil, fmt.Errorf("profile: unknown queue discipline %q", d.Name)
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"name":`)
+	name, _ := json.Marshal(d.Name)
+	b.Write(name)
+	for _, f := range fields {
+		v, _ := json.Marshal(d.field(f))
+		b.WriteString(`,"` + f + `":`)
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// field returns a pointer to the Go field behind a resolved form's field name.
+func (d *Discipline) field(name string) any {
+	switch name {
+	case "target_ns":
+		return &d.Target
+	case "interval_ns":
+		return &d.Interval
+	case "flows":
+		return &d.Flows
+	case "quantum":
+		return &d.Quantum
+	case "tupdate_ns":
+		return &d.TUpdate
+	case "alpha":
+		return &d.Alpha
+	case "beta":
+		return &d.Beta
+	case "burst_ns":
+		return &d.Burst
+	case "min_bytes":
+		return &d.MinBytes
+	case "max_bytes":
+		return &d.MaxBytes
+	case "probability":
+		return &d.Probability
+	case "weight":
+		return &d.Weight
+	case "adaptive":
+		return &d.Adaptive
+	}
+	return nil
+}
+
+// UnmarshalJSON reads a discipline strictly: exactly the fields its name has.
+func (d *Discipline) UnmarshalJSON(data []byte) error { return decodeDiscipline("discipline", data, d) }
+
+func decodeDiscipline(path string, data []byte, d *Discipline) error {
+	var head struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return newError(path, abbreviate(data), "is not a discipline object", `write {"name":"droptail"}, {"name":"codel","target_ns":T,"interval_ns":I}, …`)
+	}
+	fields, ok := disciplineFields[head.Name]
+	if !ok {
+		return newError(join(path, "name"), head.Name, "is not a queue discipline", "use "+strings.Join(DisciplineNames(), ", "))
+	}
+	m, err := object(path, data, append([]string{"name"}, fields...)...)
+	if err != nil {
+		return err
+	}
+	out := Discipline{Name: head.Name}
+	for _, f := range fields {
+		if err := field(path, f, m[f], out.field(f), "a number (a boolean for adaptive)"); err != nil {
+			return err
+		}
+	}
+	*d = out
+	return nil
 }
 
 // DecodeResolved reads a resolved profile from JSON strictly and validates it. Errors are *Error
@@ -155,7 +251,7 @@ func abbreviate(raw []byte) string {
 }
 
 func decodeResolved(path string, data []byte, r *Resolved) error {
-	m, err := objectOptional(path, data, []string{"tcpplus"}, "up", "down", "iw", "irw", "cc", "origin_extra_rtt_ns")
+	m, err := objectOptional(path, data, []string{"tcpplus", "ecn"}, "up", "down", "iw", "irw", "cc", "origin_extra_rtt_ns")
 	if err != nil {
 		return err
 	}
@@ -180,6 +276,11 @@ func decodeResolved(path string, data []byte, r *Resolved) error {
 			return err
 		}
 	}
+	if raw, ok := m["ecn"]; ok {
+		if err := field(path, "ecn", raw, &out.ECN, "true or false"); err != nil {
+			return err
+		}
+	}
 	var origins map[string]time.Duration
 	if err := field(path, "origin_extra_rtt_ns", m["origin_extra_rtt_ns"], &origins, `an object {"N": ns}`); err != nil {
 		return err
@@ -197,7 +298,7 @@ func decodeResolved(path string, data []byte, r *Resolved) error {
 }
 
 func decodeDirection(path string, data []byte, d *Direction) error {
-	m, err := object(path, data, "delay_ns", "jitter_ns", "rate_bps", "trace", "loss", "queue")
+	m, err := objectOptional(path, data, []string{"discipline"}, "delay_ns", "jitter_ns", "rate_bps", "trace", "loss", "queue")
 	if err != nil {
 		return err
 	}
@@ -226,7 +327,13 @@ func decodeDirection(path string, data []byte, d *Direction) error {
 	if err := field(join(path, "queue"), "bytes", qm["bytes"], &w.Queue.Bytes, "a whole number of bytes, 0 = no limit"); err != nil {
 		return err
 	}
-	*d = Direction{Delay: w.Delay, Jitter: w.Jitter, RateBPS: w.RateBPS, Loss: w.Loss, Queue: w.Queue}
+	w.Disc = Discipline{Name: DropTail}
+	if raw, ok := m["discipline"]; ok {
+		if err := decodeDiscipline(join(path, "discipline"), raw, &w.Disc); err != nil {
+			return err
+		}
+	}
+	*d = Direction{Delay: w.Delay, Jitter: w.Jitter, RateBPS: w.RateBPS, Loss: w.Loss, Queue: w.Queue, Discipline: w.Disc}
 	if w.Trace != nil {
 		d.Trace = *w.Trace
 		if d.Trace == "" {

@@ -49,6 +49,10 @@ type Resolved struct {
 	// OriginExtraRTT is the extra round-trip delay of origin N (1-based), split half per direction
 	// like rtt. Marshals as {"N": ns}; never nil after Parse.
 	OriginExtraRTT map[int]time.Duration `json:"origin_extra_rtt_ns"`
+	// ECN (ecn=1) turns on Explicit Congestion Notification: the gateway's disciplines mark CE
+	// instead of dropping where they can (docs/network.md), and TCP negotiates ECN in both
+	// namespaces (net.ipv4.tcp_ecn=1). Default off.
+	ECN bool `json:"ecn"`
 }
 
 // Direction is one direction of the emulated path.
@@ -58,7 +62,9 @@ type Direction struct {
 	RateBPS int64         // bottleneck rate in bits/s (rate_bps); 0 = unlimited
 	Trace   string        // mahimahi trace path as written (trace; "" = none ↔ null); replaces RateBPS
 	Loss    Loss          // loss model (loss); default none
-	Queue   QueueLimit    // drop-tail queue limits (queue); default 256 packets
+	Queue   QueueLimit    // the queue's limits (queue=[NAME:]LIMIT); default 256 packets
+	// Discipline is the queue's algorithm (queue=NAME, discipline); default drop-tail.
+	Discipline Discipline
 }
 
 // Loss is a loss model. Which fields are meaningful depends on Model.
@@ -75,8 +81,9 @@ type Loss struct {
 	OneMinusK float64
 }
 
-// QueueLimit bounds the drop-tail queue. 0 in a dimension means no limit in that dimension; both 0
-// is the infinite queue (queue=infinite).
+// QueueLimit bounds the queue. 0 in a dimension means no limit in that dimension; both 0 is the
+// infinite queue (queue=infinite) — except for docsis_pie, whose 0/0 is its default buffer
+// (DOCSISPIEBuffer at the link's rate).
 type QueueLimit struct {
 	Packets int64 `json:"packets"`
 	Bytes   int64 `json:"bytes"`
@@ -85,7 +92,7 @@ type QueueLimit struct {
 // Native returns the profile of the empty string: no delay, unlimited rate, no loss, a 256-packet
 // queue, kernel TCP defaults with cubic.
 func Native() Resolved {
-	d := Direction{Loss: Loss{Model: LossNone}, Queue: QueueLimit{Packets: DefaultQueueSize}}
+	d := Direction{Loss: Loss{Model: LossNone}, Queue: QueueLimit{Packets: DefaultQueueSize}, Discipline: Discipline{Name: DropTail}}
 	return Resolved{Up: d, Down: d, CC: "cubic", OriginExtraRTT: map[int]time.Duration{}}
 }
 
@@ -96,6 +103,12 @@ func Parse(s string) (Resolved, error) {
 		return Resolved{}, err
 	}
 	if err := r.checkTCPPlus("tcpplus"); err != nil {
+		return Resolved{}, err
+	}
+	if err := r.checkDisciplines(); err != nil {
+		return Resolved{}, err
+	}
+	if err := r.checkShared(true); err != nil {
 		return Resolved{}, err
 	}
 	return r, nil
@@ -200,6 +213,24 @@ var keys = []key{
 	{"queue", queueKey(true, true)},
 	{"queue_up", queueKey(true, false)},
 	{"queue_down", queueKey(false, true)},
+	{"codel_target", setsParam("codel_target")},
+	{"codel_interval", setsParam("codel_interval")},
+	{"fq_flows", setsParam("fq_flows")},
+	{"fq_quantum", setsParam("fq_quantum")},
+	{"pie_target", setsParam("pie_target")},
+	{"pie_tupdate", setsParam("pie_tupdate")},
+	{"pie_alpha", setsParam("pie_alpha")},
+	{"pie_beta", setsParam("pie_beta")},
+	{"pie_burst", setsParam("pie_burst")},
+	{"red_min", setsParam("red_min")},
+	{"red_max", setsParam("red_max")},
+	{"red_probability", setsParam("red_probability")},
+	{"red_weight", setsParam("red_weight")},
+	{"red_adaptive", setsParam("red_adaptive")},
+	{"ecn", func(r *Resolved, f, v string) (err error) {
+		r.ECN, err = parseSwitch(f, v, "use 1 (on) or 0 (off)")
+		return
+	}},
 	{"jitter", func(r *Resolved, f, v string) error {
 		d, err := parseDuration(f, v)
 		r.Up.Jitter, r.Down.Jitter = d, d
@@ -283,17 +314,24 @@ func lossKey(up, down bool) func(*Resolved, string, string) error {
 	}
 }
 
+// queueKey sets the queue of the chosen directions: its discipline (with that discipline's default
+// parameters: parameter keys apply after it) and its limit.
 func queueKey(up, down bool) func(*Resolved, string, string) error {
 	return func(r *Resolved, f, v string) error {
-		q, err := parseQueue(f, v)
+		disc, q, err := parseQueueItem(f, v)
 		if err != nil {
 			return err
 		}
 		for _, d := range pick(r, up, down) {
-			d.Queue = q
+			d.Queue, d.Discipline = q, disc
 		}
 		return nil
 	}
+}
+
+// setsParam sets a discipline parameter in every direction whose discipline takes it.
+func setsParam(name string) func(*Resolved, string, string) error {
+	return func(r *Resolved, _, v string) error { return r.setParam(name, v) }
 }
 
 func traceKey(dir func(*Resolved) *Direction) func(*Resolved, string, string) error {
@@ -322,7 +360,7 @@ func pick(r *Resolved, up, down bool) []*Direction {
 // Equal reports whether a and b are the same resolved profile (an absent and an empty origin map
 // are equal).
 func (r Resolved) Equal(o Resolved) bool {
-	if r.Up != o.Up || r.Down != o.Down || r.IW != o.IW || r.IRW != o.IRW || r.CC != o.CC || r.TCPPlus != o.TCPPlus ||
+	if r.Up != o.Up || r.Down != o.Down || r.IW != o.IW || r.IRW != o.IRW || r.CC != o.CC || r.TCPPlus != o.TCPPlus || r.ECN != o.ECN ||
 		len(r.OriginExtraRTT) != len(o.OriginExtraRTT) {
 		return false
 	}

@@ -28,7 +28,21 @@ func (r Resolved) String() string {
 	}
 	both(&items, "bw", up.RateBPS, down.RateBPS, 0, formatRate)
 	both(&items, "loss", up.Loss, down.Loss, Loss{Model: LossNone}, formatLoss)
-	both(&items, "queue", up.Queue, down.Queue, QueueLimit{Packets: DefaultQueueSize}, formatQueue)
+	switch uq, dq, def := queueOf(up), queueOf(down), (queueState{QueueLimit{Packets: DefaultQueueSize}, DropTail}); {
+	case uq == dq && uq != def:
+		add("queue", formatQueueItem(up))
+	case uq != dq:
+		if uq != def {
+			add("queue_up", formatQueueItem(up))
+		}
+		if dq != def {
+			add("queue_down", formatQueueItem(down))
+		}
+	}
+	items = append(items, paramItems(r)...)
+	if r.ECN {
+		add("ecn", "1")
+	}
 	both(&items, "jitter", up.Jitter, down.Jitter, 0, formatDuration)
 	if up.Trace != "" {
 		add("trace_up", up.Trace)

@@ -32,6 +32,9 @@ func (r Resolved) Validate() error {
 	if err := r.checkTCPPlus("tcpplus"); err != nil {
 		return err
 	}
+	if err := r.checkShared(false); err != nil {
+		return err
+	}
 	for n, d := range r.OriginExtraRTT {
 		field := "origin_extra_rtt_ns." + strconv.Itoa(n)
 		if n < 1 || n > MaxOrigin {
@@ -68,7 +71,10 @@ func (d Direction) validate(path string) error {
 	if err := d.Loss.validate(path + ".loss"); err != nil {
 		return err
 	}
-	return d.Queue.validate(path + ".queue")
+	if err := d.Queue.validate(path + ".queue"); err != nil {
+		return err
+	}
+	return d.Discipline.validate(path + ".discipline")
 }
 
 func validateDuration(field string, d time.Duration) error {
