@@ -10,7 +10,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/roottest"
-	"github.com/wirelab/wirelab/engine/realtime"
+	"github.com/wirelab/wirelab/engine/realtime/realtimetest"
 )
 
 // The test binary doubles as the bench peer.
@@ -23,40 +23,6 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
-}
-
-// delayLink is a delay-only test double of the link model.
-type delayLink struct {
-	delay time.Duration
-	q     []delayed
-}
-
-type delayed struct {
-	due    time.Duration
-	pkt    []byte
-	origin int
-}
-
-func (l *delayLink) Push(now time.Duration, pkt []byte, origin int) realtime.Fate {
-	l.q = append(l.q, delayed{now + l.delay, pkt, origin})
-	return realtime.Queued
-}
-
-func (l *delayLink) Pop(now time.Duration) ([]byte, int, bool) {
-	if len(l.q) == 0 || l.q[0].due > now {
-		return nil, 0, false
-	}
-	d := l.q[0]
-	l.q[0] = delayed{}
-	l.q = l.q[1:]
-	return d.pkt, d.origin, true
-}
-
-func (l *delayLink) NextDeadline() (time.Duration, bool) {
-	if len(l.q) == 0 {
-		return 0, false
-	}
-	return l.q[0].due, true
 }
 
 // delayRun understands "rtt=D" and "delay_up=D,delay_down=D" only.
@@ -77,7 +43,7 @@ func delayRun(profile string, seed uint64) (emulator.Config, error) {
 			down = d
 		}
 	}
-	return emulator.Config{Up: &delayLink{delay: up}, Down: &delayLink{delay: down}}, nil
+	return emulator.Config{Up: &realtimetest.DelayLink{Delay: up}, Down: &realtimetest.DelayLink{Delay: down}}, nil
 }
 
 // TestLinkBenchDelayOnly runs the RTT and capacity parts against the delay-only double; it takes

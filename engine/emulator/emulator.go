@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/link"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/pcap"
 	"github.com/wirelab/wirelab/engine/pktlog"
@@ -122,10 +123,6 @@ func (e *Emulator) Wall(d time.Duration) time.Time { return e.start.Add(d) }
 
 // Observe implements realtime.Observer: packet log and pcaps.
 func (e *Emulator) Observe(ev *realtime.Event) {
-	dir := pktlog.Up
-	if ev.Dir == realtime.Down {
-		dir = pktlog.Down
-	}
 	switch ev.Kind {
 	case realtime.Arrived:
 		// Up packets enter on the client's side, Down packets on the server's.
@@ -134,24 +131,20 @@ func (e *Emulator) Observe(ev *realtime.Event) {
 		}
 	case realtime.Dropped:
 		if e.Log != nil {
-			fate := pktlog.DroppedLoss
-			if ev.Fate == realtime.DroppedQueue {
-				fate = pktlog.DroppedQueue
-			}
-			e.Log.Add(dir, fate, ev.In, ev.Out, ev.Data)
+			e.Log.Add(ev.Dir, ev.Fate, ev.In, ev.Out, ev.Sojourn, ev.Data)
 		}
 	case realtime.Delivered:
 		if p := e.pcaps[1-sideOfEntry(ev.Dir)].Load(); p != nil {
 			p.w.WritePacket(e.start.Add(ev.Out), ev.Data)
 		}
 		if e.Log != nil {
-			e.Log.Add(dir, pktlog.Delivered, ev.In, ev.Out, ev.Data)
+			e.Log.Add(ev.Dir, ev.Fate, ev.In, ev.Out, ev.Sojourn, ev.Data)
 		}
 	}
 }
 
-func sideOfEntry(d realtime.Dir) netns.Side {
-	if d == realtime.Up {
+func sideOfEntry(d link.Dir) netns.Side {
+	if d == link.Up {
 		return netns.Client
 	}
 	return netns.Server
@@ -241,7 +234,9 @@ func (e *Emulator) RotatePcaps(client, server string) error {
 	return errors.Join(errs...)
 }
 
-// QueueReporter is implemented by links that record their queue's peak occupancy.
-type QueueReporter interface {
-	MaxQueuePackets() int64
+// ModelReporter is implemented by links backed by the link model (NewLinkPath): its counters and
+// what its queue discipline did, for the run's summary.
+type ModelReporter interface {
+	Stats() link.Stats
+	Gateway() link.GatewayStats
 }

@@ -14,46 +14,12 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/pcap"
-	"github.com/wirelab/wirelab/engine/realtime"
+	"github.com/wirelab/wirelab/engine/realtime/realtimetest"
 )
-
-// delayLink is a test double of the link model: a fixed one-way delay, nothing else.
-type delayLink struct {
-	delay time.Duration
-	q     []delayed
-}
-
-type delayed struct {
-	due    time.Duration
-	pkt    []byte
-	origin int
-}
-
-func (l *delayLink) Push(now time.Duration, pkt []byte, origin int) realtime.Fate {
-	l.q = append(l.q, delayed{now + l.delay, pkt, origin})
-	return realtime.Queued
-}
-
-func (l *delayLink) Pop(now time.Duration) ([]byte, int, bool) {
-	if len(l.q) == 0 || l.q[0].due > now {
-		return nil, 0, false
-	}
-	d := l.q[0]
-	l.q[0] = delayed{}
-	l.q = l.q[1:]
-	return d.pkt, d.origin, true
-}
-
-func (l *delayLink) NextDeadline() (time.Duration, bool) {
-	if len(l.q) == 0 {
-		return 0, false
-	}
-	return l.q[0].due, true
-}
 
 func startDelay(t *testing.T, oneWay time.Duration, cfg Config) *Emulator {
 	t.Helper()
-	cfg.Up, cfg.Down = &delayLink{delay: oneWay}, &delayLink{delay: oneWay}
+	cfg.Up, cfg.Down = &realtimetest.DelayLink{Delay: oneWay}, &realtimetest.DelayLink{Delay: oneWay}
 	e, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)

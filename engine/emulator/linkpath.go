@@ -8,8 +8,8 @@ import (
 )
 
 // linkPath adapts a *link.Direction to the runner's realtime.Link: it wraps each packet's bytes in a
-// recycled *link.Packet, so the runner stays free of the model's packet type and the adapter
-// allocates nothing in the steady state.
+// recycled *link.Packet carrying the runner's handle, so the runner stays free of the model's packet
+// type and the adapter allocates nothing in the steady state.
 type linkPath struct {
 	d    *link.Direction
 	free []*link.Packet
@@ -17,13 +17,13 @@ type linkPath struct {
 
 var (
 	_ realtime.Link = (*linkPath)(nil)
-	_ QueueReporter = (*linkPath)(nil)
+	_ ModelReporter = (*linkPath)(nil)
 )
 
 // NewLinkPath wraps one direction of the link model for the runner.
 func NewLinkPath(d *link.Direction) realtime.Link { return &linkPath{d: d} }
 
-func (l *linkPath) Push(now time.Duration, pkt []byte, origin int) realtime.Fate {
+func (l *linkPath) Push(now time.Duration, pkt []byte, origin int, h realtime.Handle) link.Fate {
 	var p *link.Packet
 	if n := len(l.free); n > 0 {
 		p = l.free[n-1]
@@ -31,27 +31,22 @@ func (l *linkPath) Push(now time.Duration, pkt []byte, origin int) realtime.Fate
 	} else {
 		p = new(link.Packet)
 	}
-	*p = link.Packet{Data: pkt, Origin: origin}
-	switch l.d.Push(now, p) {
-	case link.Accepted:
-		return realtime.Queued
-	case link.DroppedLoss:
+	*p = link.Packet{Data: pkt, Origin: origin, Handle: uint64(h)}
+	f := l.d.Push(now, p)
+	if f != link.Accepted {
 		l.recycle(p)
-		return realtime.DroppedLoss
-	default:
-		l.recycle(p)
-		return realtime.DroppedQueue
 	}
+	return f
 }
 
-func (l *linkPath) Pop(now time.Duration) ([]byte, int, bool) {
+func (l *linkPath) Pop(now time.Duration) (realtime.Out, bool) {
 	p, ok := l.d.Pop(now)
 	if !ok {
-		return nil, 0, false
+		return realtime.Out{}, false
 	}
-	pkt, origin := p.Data, p.Origin
+	out := realtime.Out{Handle: realtime.Handle(p.Handle), Fate: p.Fate(), At: p.Due(), Sojourn: p.Sojourn()}
 	l.recycle(p)
-	return pkt, origin, true
+	return out, true
 }
 
 func (l *linkPath) recycle(p *link.Packet) {
@@ -61,8 +56,8 @@ func (l *linkPath) recycle(p *link.Packet) {
 
 func (l *linkPath) NextDeadline() (time.Duration, bool) { return l.d.NextDeadline() }
 
-// MaxQueuePackets is the queue's peak occupancy.
-func (l *linkPath) MaxQueuePackets() int64 { return int64(l.d.Stats().MaxQueuePackets) }
-
 // Stats are the model's own counters.
 func (l *linkPath) Stats() link.Stats { return l.d.Stats() }
+
+// Gateway is what the model's queue discipline did.
+func (l *linkPath) Gateway() link.GatewayStats { return l.d.Gateway() }

@@ -3,6 +3,7 @@ package emulator
 import (
 	"time"
 
+	"github.com/wirelab/wirelab/engine/link"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/realtime"
 )
@@ -38,12 +39,21 @@ func (l LatenessUS) OverLimit() bool { return l.P99 > us(LatenessLimit) }
 
 // DirSummary counts one direction.
 type DirSummary struct {
-	Packets         int64 `json:"packets"` // delivered
-	Bytes           int64 `json:"bytes"`   // IP bytes delivered
-	DropsQueue      int64 `json:"drops_queue"`
+	Packets         int64 `json:"packets"`     // delivered
+	Bytes           int64 `json:"bytes"`       // IP bytes delivered
+	DropsQueue      int64 `json:"drops_queue"` // the gateway queue's drops, any cause (tail + AQM + overflow)
 	DropsLoss       int64 `json:"drops_loss"`
 	MaxQueuePackets int64 `json:"max_queue_packets"`
 	Arrived         int64 `json:"arrived"` // packets that entered the link (after GSO splitting)
+	// The gateway: its discipline, drops by cause, ECN marks, the sojourn times of the packets it
+	// passed on and, for FQ-CoDel, its flow queues (docs/metrics.md, "Emulator summary").
+	Discipline    string             `json:"discipline,omitempty"`
+	DropsTail     int64              `json:"drops_tail"`
+	DropsAQM      int64              `json:"drops_aqm"`
+	DropsOverflow int64              `json:"drops_overflow"`
+	Marks         int64              `json:"marks"`
+	SojournMs     *link.SojournStats `json:"sojourn_ms,omitempty"`
+	Flows         *link.FlowStats    `json:"flows,omitempty"`
 }
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }
@@ -57,16 +67,19 @@ func (e *Emulator) summarize(dev [2]netns.DeviceStats) Summary {
 		Runner:     rs,
 	}
 	s.DeviceDrops = dev[netns.Client].Dropped() + dev[netns.Server].Dropped()
-	for _, d := range []realtime.Dir{realtime.Up, realtime.Down} {
+	for _, d := range []link.Dir{link.Up, link.Down} {
 		ds := rs.Up
 		out := &s.Up
-		if d == realtime.Down {
+		if d == link.Down {
 			ds, out = rs.Down, &s.Down
 		}
-		*out = DirSummary{Packets: ds.Delivered, Bytes: ds.DeliveredBytes, DropsQueue: ds.DropsQueue, DropsLoss: ds.DropsLoss, Arrived: ds.Packets}
+		*out = DirSummary{Packets: ds.Delivered, Bytes: ds.DeliveredBytes, DropsQueue: ds.DropsQueue, DropsLoss: ds.DropsLoss, Arrived: ds.Packets,
+			DropsTail: ds.DropsTail, DropsAQM: ds.DropsAQM, DropsOverflow: ds.DropsOverflow, Marks: ds.Marks}
 		e.Runner.WithLink(d, func(l realtime.Link) {
-			if q, ok := l.(QueueReporter); ok {
-				out.MaxQueuePackets = q.MaxQueuePackets()
+			if m, ok := l.(ModelReporter); ok {
+				out.MaxQueuePackets = int64(m.Stats().MaxQueuePackets)
+				g := m.Gateway()
+				out.Discipline, out.SojournMs, out.Flows = g.Discipline, &g.Sojourn, g.Flows
 			}
 		})
 	}

@@ -23,33 +23,35 @@ func (d Dir) String() string {
 // queue discipline decided later: DroppedAQM at dequeue, DroppedOverflow when FQ-CoDel makes room).
 type Fate uint8
 
+// The zero Fate is Delivered, and the values of Delivered, DroppedQueue and DroppedLoss are those
+// the packet log's records had before the fates were shared: a zero Record is a delivered packet.
 const (
-	// Accepted: the packet is in the link; Pop will hand it out with its final fate.
-	Accepted Fate = iota
-	// DroppedLoss: the loss model dropped the packet before the queue.
-	DroppedLoss
+	// Delivered: the link released the packet at its due time.
+	Delivered Fate = iota
 	// DroppedQueue: a tail drop — the drop-tail queue was full when the packet arrived.
 	DroppedQueue
+	// DroppedLoss: the loss model dropped the packet before the queue.
+	DroppedLoss
 	// DroppedAQM: the discipline's active queue management dropped it (CoDel at dequeue, PIE and
 	// RED at enqueue).
 	DroppedAQM
 	// DroppedOverflow: an AQM discipline's own limit (its hard packet or byte limit; FQ-CoDel
 	// drops from the fattest flow to make room).
 	DroppedOverflow
-	// Delivered: the link released the packet at its due time.
-	Delivered
 	// Marked: delivered with Congestion Experienced set by the discipline instead of a drop (ECN).
 	Marked
+	// Accepted: Push took the packet in; Pop will hand it out with its final fate.
+	Accepted
 )
 
 // Dropped reports whether the packet was dropped (by loss or by the queue).
-func (f Fate) Dropped() bool { return f >= DroppedLoss && f <= DroppedOverflow }
+func (f Fate) Dropped() bool { return f >= DroppedQueue && f <= DroppedOverflow }
 
 // Delivered reports whether the packet left the link (marked or not).
 func (f Fate) Delivered() bool { return f == Delivered || f == Marked }
 
 // QueueDrop reports whether the queue stage dropped the packet (tail, AQM or overflow).
-func (f Fate) QueueDrop() bool { return f >= DroppedQueue && f <= DroppedOverflow }
+func (f Fate) QueueDrop() bool { return f == DroppedQueue || f == DroppedAQM || f == DroppedOverflow }
 
 func (f Fate) String() string {
 	switch f {

@@ -113,6 +113,3 @@ func (g *GilbertElliottLoss) Lose() bool {
 	}
 	return lost
 }
-
-// Bad reports whether the chain is in the bad state (the state the next packet will find).
-func (g *GilbertElliottLoss) Bad() bool { return g.bad }

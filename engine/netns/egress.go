@@ -242,7 +242,7 @@ func (t *Topology) buildInternet(h *netlink.Handle) error {
 	if err := h.RouteAdd(route); err != nil {
 		return fmt.Errorf("route to the router: %w", err)
 	}
-	return nil
+	return t.setECN(t.ns[Internet])
 }
 
 // openHostNetns opens the namespace that stands for the host: a named one, or this process's.

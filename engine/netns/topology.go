@@ -69,6 +69,11 @@ type Config struct {
 	// which Create registers (tcpplus.Register) and Close unregisters; the client's route gets
 	// initrwnd Client.InitRwnd×N. Server.CongCtl must then be cubic (or empty). 0 (default): off.
 	TCPPlus int
+	// ECN turns on TCP's Explicit Congestion Notification in every namespace with a TCP end
+	// (client, server, the local internet): net.ipv4.tcp_ecn=1, so that connections request and
+	// accept it and the link's disciplines mark them instead of dropping (profile key ecn=1).
+	// Off, the kernel's default (2) stays: accepted when asked for, never asked for.
+	ECN bool
 }
 
 // DefaultMTU is the TUN devices' MTU.
@@ -377,6 +382,9 @@ func (t *Topology) configure(side Side) error {
 	// The lab is IPv4: without this the kernel sends IPv6 router solicitations and MLD reports
 	// through the link, noise in captures and packet counts.
 	_ = nsthread.SetSysctl(t.ns[side], "ipv6/conf/"+TUNName+"/disable_ipv6", "1")
+	if err := t.setECN(t.ns[side]); err != nil {
+		return err
+	}
 	if err := h.LinkSetUp(dev); err != nil {
 		return err
 	}
@@ -391,6 +399,17 @@ func (t *Topology) configure(side Side) error {
 		if err := h.RouteAdd(&def); err != nil {
 			return fmt.Errorf("default route: %w", err)
 		}
+	}
+	return nil
+}
+
+// setECN turns TCP's ECN on in a namespace when the configuration asks for it.
+func (t *Topology) setECN(ns *os.File) error {
+	if !t.cfg.ECN {
+		return nil
+	}
+	if err := nsthread.SetSysctl(ns, "ipv4/tcp_ecn", "1"); err != nil {
+		return fmt.Errorf("tcp_ecn: %w", err)
 	}
 	return nil
 }

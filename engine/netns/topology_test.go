@@ -99,6 +99,31 @@ func TestCreateClose(t *testing.T) {
 	}
 }
 
+// TestECN: ECN turns on TCP's ECN (tcp_ecn=1) in both namespaces; without it they keep the
+// kernel's 2 (accept, never ask).
+func TestECN(t *testing.T) {
+	roottest.RequireTUN(t)
+	for _, ecn := range []bool{false, true} {
+		topo, err := Create(Config{ECN: ecn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "2"
+		if ecn {
+			want = "1"
+		}
+		for _, side := range []Side{Client, Server} {
+			out, err := topo.Command(side, "cat", "/proc/sys/net/ipv4/tcp_ecn").CombinedOutput()
+			if got := strings.TrimSpace(string(out)); err != nil || got != want {
+				t.Errorf("ECN %v, %s namespace: tcp_ecn %q (%v), want %s", ecn, side, got, err, want)
+			}
+		}
+		if err := topo.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestCreateFailureRemovesEverything(t *testing.T) {
 	roottest.RequireTUN(t)
 	for _, step := range []string{"namespace-client", "namespace-server", "tun-client", "configure-client", "tun-server", "configure-server"} {

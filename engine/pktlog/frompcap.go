@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/netip"
 
+	"github.com/wirelab/wirelab/engine/link"
 	"github.com/wirelab/wirelab/engine/pcap"
 )
 
@@ -35,7 +36,7 @@ func FromPcap(r io.Reader, client netip.Addr) ([]Record, error) {
 	for i, p := range pkts {
 		t := p.Time.UnixNano()
 		rec := &out[i]
-		rec.In, rec.Out, rec.Fate = t, t, Delivered
+		rec.In, rec.Out, rec.Fate = t, t, link.Delivered
 		Parse(p.Data, rec)
 		if p.OrigLen > len(p.Data) {
 			rec.IPLen = uint16(min(p.OrigLen, 0xffff)) // snapped: the header's length is the packet's

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/rtlock"
+	"github.com/wirelab/wirelab/engine/link"
 )
 
 // Log collects records in memory. It is safe for concurrent use: the emulator's real-time threads
@@ -19,11 +20,13 @@ type Log struct {
 
 const chunkSize = 4096 // records (192 KiB) per chunk
 
-// Add records a packet: its direction, fate, when it entered and left the emulator, and its
-// header facts parsed from pkt (which is not retained).
-func (l *Log) Add(dir Dir, fate Fate, in, out time.Duration, pkt []byte) {
-	r := Record{In: int64(in), Out: int64(out), Dir: dir, Fate: fate}
-	if fate != Delivered {
+// Add records a packet: its direction, fate, when it entered and left the emulator (or was
+// dropped: a drop on arrival records In for both, as the loss model and a full drop-tail queue
+// drop), how long it waited in the gateway's queue, and its header facts parsed from pkt (which
+// is not retained).
+func (l *Log) Add(dir Dir, fate link.Fate, in, out, sojourn time.Duration, pkt []byte) {
+	r := Record{In: int64(in), Out: int64(out), Dir: dir, Fate: fate, SojournUS: uint32(min(max(sojourn/time.Microsecond, 0), 1<<32-1))}
+	if fate == link.DroppedLoss || fate == link.DroppedQueue {
 		r.Out = r.In
 	}
 	Parse(pkt, &r)
@@ -95,48 +98,6 @@ func (l *Log) Take() []Record {
 	out := flatten(chunks)
 	SortByIn(out)
 	return out
-}
-
-// DropBefore forgets records whose ClientTime is before t (bounds memory on long runs). Records
-// added meanwhile are kept.
-func (l *Log) DropBefore(t time.Duration) {
-	snap := l.snapshot()
-	if len(snap) == 0 {
-		return
-	}
-	var kept [][]Record
-	cur := make([]Record, 0, chunkSize)
-	for _, c := range snap {
-		for _, r := range c {
-			if r.ClientTime() < t {
-				continue
-			}
-			if len(cur) == chunkSize {
-				kept = append(kept, cur)
-				cur = make([]Record, 0, chunkSize)
-			}
-			cur = append(cur, r)
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.chunks) < len(snap) || &l.chunks[0][:1][0] != &snap[0][:1][0] {
-		return // Take emptied the log meanwhile: nothing of the snapshot is left to drop
-	}
-	// Records added since the snapshot: the rest of its last chunk, and any later chunks.
-	n := len(snap)
-	added := l.chunks[n-1][len(snap[n-1]):]
-	for _, c := range l.chunks[n:] {
-		added = append(added[:len(added):len(added)], c...)
-	}
-	for _, r := range added {
-		if len(cur) == chunkSize {
-			kept = append(kept, cur)
-			cur = make([]Record, 0, chunkSize)
-		}
-		cur = append(cur, r)
-	}
-	l.chunks = append(kept, cur)
 }
 
 // SortByIn orders records by the time they entered the emulator (stable: records of one direction

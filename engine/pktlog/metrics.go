@@ -2,16 +2,46 @@ package pktlog
 
 import (
 	"math"
+	"net/netip"
+	"slices"
+	"sort"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/link"
 )
 
 // DirStats are the counts of one direction over a window.
 type DirStats struct {
-	Packets         int64 `json:"packets"` // delivered packets
-	Bytes           int64 `json:"bytes"`   // IP bytes of delivered packets
-	DropsQueue      int64 `json:"drops_queue"`
+	Packets         int64 `json:"packets"`     // delivered packets (marked or not)
+	Bytes           int64 `json:"bytes"`       // IP bytes of delivered packets
+	DropsQueue      int64 `json:"drops_queue"` // the gateway queue's drops, any cause (tail + AQM + overflow)
 	DropsLoss       int64 `json:"drops_loss"`
 	Retransmissions int64 `json:"retransmissions"` // TCP segments re-sending already-seen sequence space
+	DropsTail       int64 `json:"drops_tail"`      // a full drop-tail queue
+	DropsAQM        int64 `json:"drops_aqm"`       // the discipline's early drops (CoDel, PIE, RED)
+	DropsOverflow   int64 `json:"drops_overflow"`  // an AQM discipline's hard limit
+	Marks           int64 `json:"marks"`           // delivered with CE set by the gateway
+	// Sojourn is the time delivered packets waited in the gateway's queue (Record.SojournUS).
+	Sojourn Sojourn `json:"sojourn_ms"`
+}
+
+// Sojourn summarises queue waits in milliseconds: percentiles of the delivered packets' sojourn
+// times (nearest rank), all 0 when none was delivered.
+type Sojourn struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Flow is one connection's (TCP) or datagram flow's (UDP) packets in a window, both directions.
+type Flow struct {
+	Proto   string `json:"proto"`  // tcp or udp
+	Client  string `json:"client"` // address:port of the client's end
+	Server  string `json:"server"` // address:port of the server's end
+	Packets int64  `json:"packets"`
+	Drops   int64  `json:"drops"` // the gateway queue's drops
+	Marks   int64  `json:"marks"`
 }
 
 // Summary is what a window of records says (docs/metrics.md).
@@ -24,6 +54,11 @@ type Summary struct {
 	FirstPacket  time.Duration `json:"first_packet_ns"`
 	FirstRequest time.Duration `json:"first_request_ns"`
 	LastResponse time.Duration `json:"last_response_ns"`
+	// Flows counts the TCP and UDP flows seen; Congested lists those the gateway dropped or marked
+	// packets of, most drops first (then most marks) (per-flow drops: FQ-CoDel's isolation, six HTTP/1.1
+	// connections against one HTTP/2 connection).
+	Flows     int    `json:"flows"`
+	Congested []Flow `json:"congested_flows"`
 }
 
 // ToW is Time on Wire: FirstRequest → LastResponse. ok is false when either is missing or the
@@ -74,6 +109,7 @@ func carriesResponseData(r *Record) bool {
 type flowKey struct {
 	src, dst     [4]byte
 	sport, dport uint16
+	proto        uint8
 }
 
 type flowState struct {
@@ -93,6 +129,8 @@ func Summarize(recs []Record) Summary { return SummarizeUntil(recs, math.MaxInt6
 func SummarizeUntil(recs []Record, responseBy time.Duration) Summary {
 	s := Summary{FirstPacket: -1, FirstRequest: -1, LastResponse: -1}
 	flows := map[flowKey]*flowState{}
+	conns := map[flowKey]*Flow{}
+	var sojourn [2][]uint32
 	for i := range recs {
 		r := &recs[i]
 		d := &s.Up
@@ -100,16 +138,41 @@ func SummarizeUntil(recs []Record, responseBy time.Duration) Summary {
 			d = &s.Down
 		}
 		switch r.Fate {
-		case Delivered:
+		case link.Delivered, link.Marked:
 			d.Packets++
 			d.Bytes += int64(r.IPLen)
-		case DroppedQueue:
-			d.DropsQueue++
-		case DroppedLoss:
+			sojourn[r.Dir] = append(sojourn[r.Dir], r.SojournUS)
+			if r.Fate == link.Marked {
+				d.Marks++
+			}
+		case link.DroppedQueue:
+			d.DropsTail++
+		case link.DroppedAQM:
+			d.DropsAQM++
+		case link.DroppedOverflow:
+			d.DropsOverflow++
+		case link.DroppedLoss:
 			d.DropsLoss++
 		}
+		if r.Proto == ProtoTCP || r.Proto == ProtoUDP {
+			k := connKey(r)
+			c := conns[k]
+			if c == nil {
+				c = &Flow{}
+				conns[k] = c
+			}
+			switch {
+			case r.Fate.Delivered():
+				c.Packets++
+			case r.Fate.QueueDrop():
+				c.Drops++
+			}
+			if r.Fate == link.Marked {
+				c.Marks++
+			}
+		}
 		if n := r.SeqLen(); n > 0 {
-			k := flowKey{r.Src, r.Dst, r.SrcPort, r.DstPort}
+			k := flowKey{r.Src, r.Dst, r.SrcPort, r.DstPort, r.Proto}
 			f := flows[k]
 			if f == nil {
 				flows[k] = &flowState{maxEnd: r.Seq + n}
@@ -130,9 +193,60 @@ func SummarizeUntil(recs []Record, responseBy time.Duration) Summary {
 			if carriesRequestData(r) && (s.FirstRequest < 0 || t < s.FirstRequest) {
 				s.FirstRequest = t
 			}
-		} else if r.Fate == Delivered && carriesResponseData(r) && t > s.LastResponse && t <= responseBy {
+		} else if r.Fate.Delivered() && carriesResponseData(r) && t > s.LastResponse && t <= responseBy {
 			s.LastResponse = t
 		}
 	}
+	for i, d := range []*DirStats{&s.Up, &s.Down} {
+		d.DropsQueue = d.DropsTail + d.DropsAQM + d.DropsOverflow
+		d.Sojourn = sojournOf(sojourn[i])
+	}
+	s.Flows = len(conns)
+	for k, c := range conns {
+		if c.Drops+c.Marks == 0 {
+			continue
+		}
+		c.Proto, c.Client, c.Server = k.name()
+		s.Congested = append(s.Congested, *c)
+	}
+	sort.Slice(s.Congested, func(i, j int) bool {
+		a, b := s.Congested[i], s.Congested[j]
+		if a.Drops != b.Drops {
+			return a.Drops > b.Drops
+		}
+		if a.Marks != b.Marks {
+			return a.Marks > b.Marks
+		}
+		return a.Client+a.Server < b.Client+b.Server
+	})
 	return s
+}
+
+// connKey is a flow with its client's end first, whichever way the packet went.
+func connKey(r *Record) flowKey {
+	if r.Dir == Up {
+		return flowKey{r.Src, r.Dst, r.SrcPort, r.DstPort, r.Proto}
+	}
+	return flowKey{r.Dst, r.Src, r.DstPort, r.SrcPort, r.Proto}
+}
+
+func (k flowKey) name() (proto, client, server string) {
+	proto = "udp"
+	if k.proto == ProtoTCP {
+		proto = "tcp"
+	}
+	return proto, netip.AddrPortFrom(netip.AddrFrom4(k.src), k.sport).String(), netip.AddrPortFrom(netip.AddrFrom4(k.dst), k.dport).String()
+}
+
+// sojournOf summarises sojourn times in µs (nearest rank, as the link's own summary).
+func sojournOf(us []uint32) Sojourn {
+	if len(us) == 0 {
+		return Sojourn{}
+	}
+	slices.Sort(us)
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(us)))) - 1
+		return float64(us[max(i, 0)]) / 1e3
+	}
+	return Sojourn{P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: float64(us[len(us)-1]) / 1e3}
 }

@@ -7,7 +7,19 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/pkttest"
+	"github.com/wirelab/wirelab/engine/link"
 )
+
+// The fates the tests use.
+const (
+	Delivered    = link.Delivered
+	Marked       = link.Marked
+	DroppedLoss  = link.DroppedLoss
+	DroppedQueue = link.DroppedQueue
+	DroppedAQM   = link.DroppedAQM
+)
+
+type Fate = link.Fate
 
 var (
 	cli  = netip.MustParseAddrPort("10.77.0.2:40000")
@@ -62,7 +74,7 @@ func FuzzParse(f *testing.F) {
 // page is a hand-built load: DNS, handshake, request, response with one lost and retransmitted
 // segment, FIN. Times are (in, out) in ms.
 func page(l *Log) {
-	pageEvents(func(dir Dir, fate Fate, in, out time.Duration, p []byte) { l.Add(dir, fate, in, out, p) })
+	pageEvents(func(dir Dir, fate Fate, in, out time.Duration, p []byte) { l.Add(dir, fate, in, out, 0, p) })
 }
 
 // pageEvents calls emit with page's packets, as the emulator's observer sees them.
@@ -104,7 +116,7 @@ func TestSummarizePage(t *testing.T) {
 	if s.Up != wantUp {
 		t.Errorf("up %+v, want %+v", s.Up, wantUp)
 	}
-	wantDown := DirStats{Packets: 6, Bytes: 74 + 40 + 1488 + 540 + 1488 + 40, DropsQueue: 1, DropsLoss: 1, Retransmissions: 2}
+	wantDown := DirStats{Packets: 6, Bytes: 74 + 40 + 1488 + 540 + 1488 + 40, DropsQueue: 1, DropsTail: 1, DropsLoss: 1, Retransmissions: 2}
 	if s.Down != wantDown {
 		t.Errorf("down %+v, want %+v", s.Down, wantDown)
 	}
@@ -113,6 +125,48 @@ func TestSummarizePage(t *testing.T) {
 	}
 	if l.Len() != 0 {
 		t.Error("Take did not empty the log")
+	}
+}
+
+// The gateway's verdicts: drops by cause, marks, the queue's sojourn times and the flows that lost
+// or had marked packets; a drop after acceptance keeps its time.
+func TestGatewayFacts(t *testing.T) {
+	var l Log
+	other := netip.MustParseAddrPort("10.77.0.2:40001")
+	ect := func(p []byte, ecn byte) []byte { p[1] |= ecn; return p }
+	for i := 0; i < 100; i++ {
+		at := time.Duration(i) * ms
+		l.Add(Down, Delivered, at, at+30*ms, time.Duration(i)*100*time.Microsecond, pkttest.TCP(srv, cli, uint32(i*1000), 1, pkttest.ACK, make([]byte, 1000)))
+	}
+	l.Add(Down, Marked, 101*ms, 131*ms, 20*ms, ect(pkttest.TCP(srv, cli, 200_000, 1, pkttest.ACK, make([]byte, 1000)), 3))
+	l.Add(Down, DroppedAQM, 102*ms, 140*ms, 38*ms, pkttest.TCP(srv, cli, 201_000, 1, pkttest.ACK, make([]byte, 1000)))
+	l.Add(Down, DroppedQueue, 103*ms, 0, 0, pkttest.TCP(srv, other, 7, 1, pkttest.ACK, make([]byte, 1000)))
+	l.Add(Down, link.DroppedOverflow, 104*ms, 150*ms, 46*ms, pkttest.TCP(srv, other, 1007, 1, pkttest.ACK, make([]byte, 1000)))
+	l.Add(Up, Delivered, 105*ms, 120*ms, 0, ect(pkttest.TCP(other, srv, 1, 1, pkttest.ACK, nil), 2))
+	recs := l.Take()
+	if r := recs[100]; r.Fate != Marked || r.ECN != 3 || r.SojournUS != 20_000 {
+		t.Errorf("marked record %+v", r)
+	}
+	if r := recs[101]; r.Out != int64(140*ms) || r.SojournUS != 38_000 {
+		t.Errorf("a drop at dequeue keeps its time: %+v", r)
+	}
+	if r := recs[102]; r.Out != r.In {
+		t.Errorf("a tail drop is at arrival: %+v", r)
+	}
+	s := Summarize(recs)
+	want := DirStats{Packets: 101, Bytes: 101 * 1040, DropsQueue: 3, DropsTail: 1, DropsAQM: 1, DropsOverflow: 1, Marks: 1,
+		Sojourn: Sojourn{P50: 5.0, P95: 9.5, P99: 9.9, Max: 20}}
+	if s.Down != want {
+		t.Errorf("down %+v\nwant %+v", s.Down, want)
+	}
+	if s.Flows != 2 || len(s.Congested) != 2 {
+		t.Fatalf("flows %d, congested %+v", s.Flows, s.Congested)
+	}
+	if c := s.Congested[0]; c.Drops != 2 || c.Marks != 0 || c.Client != "10.77.0.2:40001" || c.Server != "10.77.1.1:443" || c.Proto != "tcp" || c.Packets != 1 {
+		t.Errorf("the flow with most drops first: %+v", c)
+	}
+	if c := s.Congested[1]; c.Drops != 1 || c.Marks != 1 || c.Packets != 101 {
+		t.Errorf("second flow: %+v", c)
 	}
 }
 
@@ -136,10 +190,6 @@ func TestWindow(t *testing.T) {
 	if _, ok := s.ToW(); ok {
 		t.Error("ToW without response data in the window")
 	}
-	l.DropBefore(200 * ms)
-	if n := l.Len(); n != 4 {
-		t.Errorf("%d records after DropBefore(200ms), want 4", n)
-	}
 }
 
 func TestRetransmissions(t *testing.T) {
@@ -161,7 +211,7 @@ func TestRetransmissions(t *testing.T) {
 	for _, c := range cases {
 		var l Log
 		for i, b := range c.pkts {
-			l.Add(Up, Delivered, time.Duration(i), time.Duration(i), b)
+			l.Add(Up, Delivered, time.Duration(i), time.Duration(i), 0, b)
 		}
 		s := Summarize(l.Take())
 		if s.Up.Retransmissions != c.want {
@@ -171,8 +221,8 @@ func TestRetransmissions(t *testing.T) {
 	// Flows are told apart by ports.
 	var l Log
 	other := netip.MustParseAddrPort("10.77.0.2:40001")
-	l.Add(Up, Delivered, 0, 0, pkttest.TCP(cli, srv, 1, 0, pkttest.ACK, make([]byte, 10)))
-	l.Add(Up, Delivered, 1, 1, pkttest.TCP(other, srv, 1, 0, pkttest.ACK, make([]byte, 10)))
+	l.Add(Up, Delivered, 0, 0, 0, pkttest.TCP(cli, srv, 1, 0, pkttest.ACK, make([]byte, 10)))
+	l.Add(Up, Delivered, 1, 1, 0, pkttest.TCP(other, srv, 1, 0, pkttest.ACK, make([]byte, 10)))
 	if s := Summarize(l.Take()); s.Up.Retransmissions != 0 {
 		t.Error("two flows with the same sequence numbers counted as retransmission")
 	}
@@ -181,11 +231,11 @@ func TestRetransmissions(t *testing.T) {
 func TestQUICToW(t *testing.T) {
 	var l Log
 	q := netip.MustParseAddrPort("10.77.0.2:50000")
-	l.Add(Up, Delivered, 0, 0, pkttest.UDP(cdns, sdns, make([]byte, 30)))
-	l.Add(Down, Delivered, 10*ms, 20*ms, pkttest.UDP(sdns, cdns, make([]byte, 30)))
-	l.Add(Up, Delivered, 21*ms, 31*ms, pkttest.UDP(q, srv, make([]byte, 1200))) // Initial: request data for UDP
-	l.Add(Down, Delivered, 32*ms, 42*ms, pkttest.UDP(srv, q, make([]byte, 1200)))
-	l.Add(Down, DroppedLoss, 33*ms, 0, pkttest.UDP(srv, q, make([]byte, 1200)))
+	l.Add(Up, Delivered, 0, 0, 0, pkttest.UDP(cdns, sdns, make([]byte, 30)))
+	l.Add(Down, Delivered, 10*ms, 20*ms, 0, pkttest.UDP(sdns, cdns, make([]byte, 30)))
+	l.Add(Up, Delivered, 21*ms, 31*ms, 0, pkttest.UDP(q, srv, make([]byte, 1200))) // Initial: request data for UDP
+	l.Add(Down, Delivered, 32*ms, 42*ms, 0, pkttest.UDP(srv, q, make([]byte, 1200)))
+	l.Add(Down, DroppedLoss, 33*ms, 0, 0, pkttest.UDP(srv, q, make([]byte, 1200)))
 	s := Summarize(l.Take())
 	if tow, ok := s.ToW(); !ok || tow != 21*ms {
 		t.Errorf("QUIC ToW %v %v, want 21ms", tow, ok)
@@ -204,7 +254,7 @@ func TestConcurrentAdd(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for i := 0; i < 1000; i++ {
-				l.Add(Dir(g), Delivered, time.Duration(i), time.Duration(i), pk)
+				l.Add(Dir(g), Delivered, time.Duration(i), time.Duration(i), 0, pk)
 			}
 		}(g)
 	}
@@ -219,42 +269,37 @@ func BenchmarkAdd(b *testing.B) {
 	var l Log
 	pk := pkttest.TCP(cli, srv, 1, 0, pkttest.ACK, make([]byte, 1448))
 	for i := 0; i < b.N; i++ {
-		l.Add(Down, Delivered, time.Duration(i), time.Duration(i), pk)
+		l.Add(Down, Delivered, time.Duration(i), time.Duration(i), 0, pk)
 	}
 }
 
-// The log spans many chunks; DropBefore and Take keep records added meanwhile and lose none.
-func TestChunksAndDropBefore(t *testing.T) {
+// The log spans many chunks; Take keeps the records added meanwhile for the next window and
+// loses none.
+func TestChunksAndTake(t *testing.T) {
 	var l Log
-	l.DropBefore(time.Hour) // empty: nothing happens
 	pk := pkttest.TCP(cli, srv, 1, 0, pkttest.ACK, nil)
 	const n = 3*chunkSize + 100
 	for i := 0; i < n; i++ {
-		l.Add(Up, Delivered, time.Duration(i), time.Duration(i), pk)
+		l.Add(Up, Delivered, time.Duration(i), time.Duration(i), 0, pk)
 	}
 	if l.Len() != n {
 		t.Fatalf("Len %d", l.Len())
-	}
-	l.DropBefore(chunkSize + 7)
-	if got, want := l.Len(), n-chunkSize-7; got != want {
-		t.Fatalf("after DropBefore: %d records, want %d", got, want)
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for i := n; i < n+5000; i++ {
-			l.Add(Down, Delivered, time.Duration(i), time.Duration(i), pk)
+			l.Add(Down, Delivered, time.Duration(i), time.Duration(i), 0, pk)
 		}
 	}()
-	for i := 0; i < 20; i++ {
-		l.DropBefore(time.Duration(2*chunkSize + i))
-	}
+	first := l.Take()
 	wg.Wait()
-	recs := l.Take()
-	if len(recs) != n+5000-(2*chunkSize+19) {
-		t.Fatalf("%d records after concurrent DropBefore, want %d", len(recs), n+5000-(2*chunkSize+19))
+	recs := append(first, l.Take()...)
+	if len(recs) != n+5000 {
+		t.Fatalf("%d records over two windows, want %d", len(recs), n+5000)
 	}
+	SortByIn(recs)
 	for i := 1; i < len(recs); i++ {
 		if recs[i].In != recs[i-1].In+1 {
 			t.Fatalf("record %d: In %d after %d", i, recs[i].In, recs[i-1].In)

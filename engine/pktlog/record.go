@@ -6,42 +6,19 @@ package pktlog
 import (
 	"encoding/binary"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/link"
 )
 
-// Dir is the direction a packet travelled.
-type Dir uint8
+// Dir is the direction a packet travelled: the link model's (engine/link), which the runner and
+// the log share.
+type Dir = link.Dir
 
+// The directions, as the log's readers name them.
 const (
-	Up   Dir = iota // client → server
-	Down            // server → client
+	Up   = link.Up   // client → server
+	Down = link.Down // server → client
 )
-
-func (d Dir) String() string {
-	if d == Up {
-		return "up"
-	}
-	return "down"
-}
-
-// Fate is what the link did with a packet.
-type Fate uint8
-
-const (
-	Delivered    Fate = iota // written to the receiving side's TUN device
-	DroppedQueue             // dropped by the drop-tail queue
-	DroppedLoss              // dropped by the loss model
-)
-
-func (f Fate) String() string {
-	switch f {
-	case Delivered:
-		return "delivered"
-	case DroppedQueue:
-		return "dropped-queue"
-	default:
-		return "dropped-loss"
-	}
-}
 
 // IP protocol numbers.
 const (
@@ -58,26 +35,37 @@ const (
 	FlagACK = 0x10
 )
 
-// Record is one packet: 48 bytes, header facts only.
+// Record is one packet: 56 bytes, header facts and what the link did with it.
 type Record struct {
-	In       int64   // ns since the emulator started: the packet entered the emulator from the sender's TUN
-	Out      int64   // ns: the packet left into the receiver's TUN; equal to In when dropped
-	Src, Dst [4]byte // IPv4 addresses (zero for IPv6)
-	Seq, Ack uint32  // TCP
-	IPLen    uint16  // IP total length in bytes
-	Payload  uint16  // TCP or UDP payload length in bytes
-	SrcPort  uint16  // TCP/UDP
-	DstPort  uint16  // TCP/UDP
-	Proto    uint8   // IP protocol (6 TCP, 17 UDP, …)
-	Flags    uint8   // TCP flags
-	Dir      Dir
-	Fate     Fate
+	// In is when the packet entered the emulator from the sender's TUN (ns since the emulator
+	// started): its arrival at the gateway.
+	In int64
+	// Out is when it left into the receiver's TUN — the instant the runner wrote it, its due time
+	// plus the runner's lateness — or, for a dropped packet, when the link dropped it: In for the
+	// loss model and for drops on arrival (a full drop-tail queue, PIE, RED, an AQM's limit),
+	// later for CoDel's drops at dequeue and FQ-CoDel's overflow drops from the fattest flow.
+	Out int64
+	// SojournUS is how long the packet waited in the gateway's queue before the rate stage began
+	// sending it (CoDel's sojourn time), in µs; 0 on an unlimited link and for drops on arrival.
+	// Out − In − SojournUS is its transmission, propagation delay and the runner's lateness.
+	SojournUS uint32
+	Src, Dst  [4]byte // IPv4 addresses (zero for IPv6)
+	Seq, Ack  uint32  // TCP
+	IPLen     uint16  // IP total length in bytes
+	Payload   uint16  // TCP or UDP payload length in bytes
+	SrcPort   uint16  // TCP/UDP
+	DstPort   uint16  // TCP/UDP
+	Proto     uint8   // IP protocol (6 TCP, 17 UDP, …)
+	Flags     uint8   // TCP flags
+	ECN       uint8   // the IP header's ECN field as the packet left the link (3: CE, marked by it or before)
+	Dir       Dir
+	Fate      link.Fate // Delivered, Marked, or a drop (DroppedLoss, DroppedQueue, DroppedAQM, DroppedOverflow)
 }
 
 // ClientTime is when the client's side of the link saw the packet: entering the link for Up
 // packets, delivered to the client for Down packets (for a dropped Down packet, when it was dropped).
 func (r *Record) ClientTime() time.Duration {
-	if r.Dir == Down && r.Fate == Delivered {
+	if r.Dir == Down && r.Fate.Delivered() {
 		return time.Duration(r.Out)
 	}
 	return time.Duration(r.In)
@@ -111,6 +99,7 @@ func Parse(pkt []byte, r *Record) {
 		if len(pkt) < 20 {
 			return
 		}
+		r.ECN = link.ECNField(pkt)
 		ihl := int(pkt[0]&0x0f) * 4
 		total := int(binary.BigEndian.Uint16(pkt[2:]))
 		if total >= 20 && total >= ihl && total <= len(pkt) { // a total below the fixed header is not a length
@@ -129,6 +118,7 @@ func Parse(pkt []byte, r *Record) {
 		if len(pkt) < 40 {
 			return
 		}
+		r.ECN = link.ECNField(pkt)
 		r.Proto = pkt[6] // extension headers are not followed
 		l4 = pkt[40:]
 	default:

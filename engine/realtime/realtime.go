@@ -17,62 +17,53 @@
 // the timer lateness (release − deadline) histogram.
 //
 // Devices are golang.zx2c4.com/wireguard/tun.Devices: the emulator's own (engine/tundev) in a run,
-// tuntest.ChannelTUN in tests, which need no root. The runner knows nothing of the model's types:
-// a Link is three methods (engine/emulator adapts a *link.Direction).
+// tuntest.ChannelTUN in tests, which need no root. The runner knows the path's vocabulary (link.Fate,
+// link.Dir) but not the model: a Link is three methods (engine/emulator adapts a *link.Direction),
+// and the runner's packets travel through it as opaque Handles to its own buffer slots.
 package realtime
 
 import (
 	"time"
 
 	"golang.zx2c4.com/wireguard/tun"
+
+	"github.com/wirelab/wirelab/engine/link"
 )
 
-// Dir is a direction of the path.
-type Dir int
+// Dir is a direction of the path (link.Up: client → server, link.Down: server → client).
+type Dir = link.Dir
 
-const (
-	Up   Dir = iota // client → server
-	Down            // server → client
-)
-
-func (d Dir) String() string {
-	if d == Up {
-		return "up"
-	}
-	return "down"
-}
-
-// Fate is what a link does with a pushed packet.
-type Fate int
-
-const (
-	Queued       Fate = iota // accepted; Pop returns it at its deadline
-	DroppedLoss              // dropped by the loss model
-	DroppedQueue             // dropped by the drop-tail queue
-)
-
-func (f Fate) String() string {
-	switch f {
-	case Queued:
-		return "queued"
-	case DroppedLoss:
-		return "dropped-loss"
-	default:
-		return "dropped-queue"
-	}
-}
+// Handle is the runner's reference to a packet it pushed into a Link: the Link hands it back from
+// Pop with the packet's fate, and never looks inside it.
+type Handle uint64
 
 // Link is one direction of the emulated path as the runner drives it (the sans-IO model in
 // engine/link, through a small adapter). Time is the runner's clock: time since Run started.
 // The runner serialises all calls on one Link.
 type Link interface {
-	// Push offers a packet (the whole IP packet) arriving at now from origin (0 = none). A Queued
-	// packet's bytes must stay untouched until Pop returns them.
-	Push(now time.Duration, pkt []byte, origin int) Fate
-	// Pop returns the next packet due at or before now.
-	Pop(now time.Duration) (pkt []byte, origin int, ok bool)
-	// NextDeadline is when Pop will next have a packet.
+	// Push offers a packet (the whole IP packet) arriving at now from origin (0 = none), under
+	// the runner's handle h. It returns link.Accepted — the bytes must then stay untouched until
+	// Pop hands h back, except that the link may mark the packet's ECN field — or the drop that
+	// refused the packet, and then the link has forgotten it.
+	Push(now time.Duration, pkt []byte, origin int, h Handle) link.Fate
+	// Pop returns the next packet the link is done with at now: one due at or before now, or one
+	// the link dropped after accepting it.
+	Pop(now time.Duration) (Out, bool)
+	// NextDeadline is when Pop may next have a packet (it may then have none yet: ask again).
 	NextDeadline() (time.Duration, bool)
+}
+
+// Out is a packet a Link is done with.
+type Out struct {
+	Handle Handle
+	// Fate is link.Delivered or link.Marked (release it), or the drop the link decided after
+	// accepting it (link.DroppedAQM, link.DroppedOverflow).
+	Fate link.Fate
+	// At is when the link releases a delivered packet — the deadline lateness is measured
+	// against — or when it dropped one.
+	At time.Duration
+	// Sojourn is how long the packet waited in the link's queue before the rate stage took it.
+	Sojourn time.Duration
 }
 
 // EventKind says what happened to a packet.
@@ -88,10 +79,16 @@ const (
 type Event struct {
 	Kind EventKind
 	Dir  Dir
-	Fate Fate          // Dropped: DroppedLoss or DroppedQueue; otherwise Queued
+	// Fate: Arrived, link.Accepted; Dropped, the drop (link.DroppedLoss, DroppedQueue, DroppedAQM,
+	// DroppedOverflow); Delivered, link.Delivered or link.Marked.
+	Fate link.Fate
 	In   time.Duration // when the packet was read from the sending TUN
-	Out  time.Duration // Delivered: when it was released to the receiving TUN; Dropped: = In
-	Data []byte        // the IP packet (one MTU-sized segment)
+	// Out: Delivered, when it was released to the receiving TUN; Dropped, when the link dropped it
+	// (= In for a drop on arrival).
+	Out time.Duration
+	// Sojourn is how long it waited in the link's queue (Delivered, and drops after arrival).
+	Sojourn time.Duration
+	Data    []byte // the IP packet (one MTU-sized segment); a Delivered packet as released (ECN marked)
 }
 
 // Observer receives every packet event. Observe is called from the runner's goroutines (several

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/internal/rt"
 	"github.com/wirelab/wirelab/engine/internal/rtlock"
+	"github.com/wirelab/wirelab/engine/link"
 )
 
 // Runner forwards packets between two TUN devices through the link model in real time.
@@ -40,9 +41,9 @@ func New(cfg Config) (*Runner, error) {
 	if r.priority == 0 {
 		r.priority = DefaultRealtimePriority
 	}
-	r.pipes[Up] = newPipe(r, Up, cfg.Client, cfg.Server, cfg.Up, cfg)
-	r.pipes[Down] = newPipe(r, Down, cfg.Server, cfg.Client, cfg.Down, cfg)
-	r.pipes[Up].other, r.pipes[Down].other = r.pipes[Down], r.pipes[Up]
+	r.pipes[link.Up] = newPipe(r, link.Up, cfg.Client, cfg.Server, cfg.Up, cfg)
+	r.pipes[link.Down] = newPipe(r, link.Down, cfg.Server, cfg.Client, cfg.Down, cfg)
+	r.pipes[link.Up].other, r.pipes[link.Down].other = r.pipes[link.Down], r.pipes[link.Up]
 	return r, nil
 }
 
@@ -130,11 +131,15 @@ type DirStats struct {
 	Delivered      int64 `json:"delivered"`       // packets written to the receiving device
 	DeliveredBytes int64 `json:"delivered_bytes"` // their IP bytes
 	DropsLoss      int64 `json:"drops_loss"`
-	DropsQueue     int64 `json:"drops_queue"`
+	DropsQueue     int64 `json:"drops_queue"` // the queue's drops, any cause (the three below)
+	DropsTail      int64 `json:"drops_tail"`  // a full drop-tail queue
+	DropsAQM       int64 `json:"drops_aqm"`   // the discipline's early drops
+	DropsOverflow  int64 `json:"drops_overflow"`
+	Marks          int64 `json:"marks"`  // delivered marked Congestion Experienced
 	Writes         int64 `json:"writes"` // write batches
 	ReadErrors     int64 `json:"read_errors"`
 	WriteErrors    int64 `json:"write_errors"` // batches the device refused (some packets of them lost)
-	Unmatched      int64 `json:"unmatched"`    // packets the link returned that the runner never gave it (a bug)
+	Unmatched      int64 `json:"unmatched"`    // handles the link returned that held no packet (a bug)
 	// PickedUp counts the packets (of Packets) that the other direction's writer read right after
 	// its write, as the receiving stack's immediate answers, while this direction's reader slept.
 	PickedUp int64 `json:"picked_up"`
@@ -155,7 +160,7 @@ func (r *Runner) Stats() Stats {
 	var h Histogram
 	for d, p := range r.pipes {
 		ds := p.counters.snapshot()
-		if Dir(d) == Up {
+		if Dir(d) == link.Up {
 			s.Up = ds
 		} else {
 			s.Down = ds
@@ -171,18 +176,34 @@ func (r *Runner) Stats() Stats {
 }
 
 type counters struct {
-	reads, packets, bytes, delivered, deliveredBytes, dropsLoss, dropsQueue atomic.Int64
-	writes, readErrors, writeErrors, unmatched, pickedUp                    atomic.Int64
+	reads, packets, bytes, delivered, deliveredBytes, marks atomic.Int64
+	dropsLoss, dropsTail, dropsAQM, dropsOverflow           atomic.Int64
+	writes, readErrors, writeErrors, unmatched, pickedUp    atomic.Int64
+}
+
+func (c *counters) drop(f link.Fate) {
+	switch f {
+	case link.DroppedLoss:
+		c.dropsLoss.Add(1)
+	case link.DroppedQueue:
+		c.dropsTail.Add(1)
+	case link.DroppedAQM:
+		c.dropsAQM.Add(1)
+	case link.DroppedOverflow:
+		c.dropsOverflow.Add(1)
+	}
 }
 
 func (c *counters) snapshot() DirStats {
-	return DirStats{
+	s := DirStats{
 		Reads: c.reads.Load(), Packets: c.packets.Load(), Bytes: c.bytes.Load(),
-		Delivered: c.delivered.Load(), DeliveredBytes: c.deliveredBytes.Load(),
-		DropsLoss: c.dropsLoss.Load(), DropsQueue: c.dropsQueue.Load(), Writes: c.writes.Load(),
-		ReadErrors: c.readErrors.Load(), WriteErrors: c.writeErrors.Load(), Unmatched: c.unmatched.Load(),
+		Delivered: c.delivered.Load(), DeliveredBytes: c.deliveredBytes.Load(), Marks: c.marks.Load(),
+		DropsLoss: c.dropsLoss.Load(), DropsTail: c.dropsTail.Load(), DropsAQM: c.dropsAQM.Load(), DropsOverflow: c.dropsOverflow.Load(),
+		Writes: c.writes.Load(), ReadErrors: c.readErrors.Load(), WriteErrors: c.writeErrors.Load(), Unmatched: c.unmatched.Load(),
 		PickedUp: c.pickedUp.Load(),
 	}
+	s.DropsQueue = s.DropsTail + s.DropsAQM + s.DropsOverflow
+	return s
 }
 
 // pipe is one direction: reader, link, writer.
@@ -197,8 +218,8 @@ type pipe struct {
 	pool     *pool
 
 	mu         rtlock.Mutex // not sync.Mutex: see internal/rtlock
-	inside     inflight
-	sleepUntil int64 // guarded by mu: while the writer waits, its wake-up target (MaxInt64: none); -1 while awake
+	inside     slots        // guarded by mu: the packets inside the link, under their handles
+	sleepUntil int64        // guarded by mu: while the writer waits, its wake-up target (MaxInt64: none); -1 while awake
 
 	w        waker
 	stopping atomic.Bool
@@ -246,7 +267,7 @@ func (p *pipe) origin(pkt []byte) int {
 		return 0
 	}
 	at := 16
-	if p.dir == Down {
+	if p.dir == link.Down {
 		at = 12
 	}
 	return p.originOf([4]byte(pkt[at : at+4]))
@@ -309,7 +330,7 @@ func (p *pipe) readLoop() error {
 type intake struct {
 	bufs    [][]byte
 	sizes   []int
-	fates   [batchSize]Fate
+	fates   [batchSize]link.Fate
 	origins [batchSize]int
 	ev      Event // reused: observers get a pointer valid during the call
 }
@@ -346,16 +367,17 @@ func (p *pipe) ingest(in *intake, n int, now time.Duration) {
 		bytes += int64(len(pkt))
 		in.origins[i] = p.origin(pkt)
 		if p.obs != nil {
-			in.ev = Event{Kind: Arrived, Dir: p.dir, Fate: Queued, In: now, Out: now, Data: pkt}
+			in.ev = Event{Kind: Arrived, Dir: p.dir, Fate: link.Accepted, In: now, Out: now, Data: pkt}
 			p.obs.Observe(&in.ev)
 		}
 	}
 	wake := false
 	p.mu.Lock()
 	for i := 0; i < n; i++ {
-		in.fates[i] = p.link.Push(now, in.bufs[i][offset:offset+in.sizes[i]], in.origins[i])
-		if in.fates[i] == Queued {
-			p.inside.push(in.origins[i], entry{buf: in.bufs[i], n: in.sizes[i], in: now})
+		h := p.inside.put(entry{buf: in.bufs[i], n: in.sizes[i], in: now})
+		in.fates[i] = p.link.Push(now, in.bufs[i][offset:offset+in.sizes[i]], in.origins[i], h)
+		if in.fates[i] != link.Accepted {
+			p.inside.take(h)
 		}
 	}
 	if p.sleepUntil >= 0 {
@@ -369,19 +391,14 @@ func (p *pipe) ingest(in *intake, n int, now time.Duration) {
 		p.w.wake()
 	}
 	for i := 0; i < n; i++ {
-		switch in.fates[i] {
-		case Queued:
+		if in.fates[i] == link.Accepted {
 			in.bufs[i] = nil // now owned by the link; the writer returns it to the pool
-		case DroppedLoss, DroppedQueue:
-			if in.fates[i] == DroppedLoss {
-				p.counters.dropsLoss.Add(1)
-			} else {
-				p.counters.dropsQueue.Add(1)
-			}
-			if p.obs != nil {
-				in.ev = Event{Kind: Dropped, Dir: p.dir, Fate: in.fates[i], In: now, Out: now, Data: in.bufs[i][offset : offset+in.sizes[i]]}
-				p.obs.Observe(&in.ev)
-			}
+			continue
+		}
+		p.counters.drop(in.fates[i])
+		if p.obs != nil {
+			in.ev = Event{Kind: Dropped, Dir: p.dir, Fate: in.fates[i], In: now, Out: now, Data: in.bufs[i][offset : offset+in.sizes[i]]}
+			p.obs.Observe(&in.ev)
 		}
 	}
 	p.counters.reads.Add(1)
@@ -430,6 +447,7 @@ func (p *pipe) writeLoop() {
 	defer runtime.UnlockOSThread()
 	rt.Adopt()
 	batch := make([]entry, 0, batchSize)
+	dropped := make([]entry, 0, batchSize)
 	wbufs := make([][]byte, 0, batchSize)
 	lat := make([]time.Duration, 0, batchSize)
 	released := false // since the last wait
@@ -437,27 +455,30 @@ func (p *pipe) writeLoop() {
 		p.mu.Lock()
 		p.sleepUntil = -1
 		now := p.r.Now()
-		for len(batch) < batchSize {
-			dl, ok := p.link.NextDeadline()
-			if !ok || dl > now {
+		for len(batch) < batchSize && len(dropped) < batchSize {
+			if dl, ok := p.link.NextDeadline(); !ok || dl > now {
 				break
 			}
-			pkt, origin, ok := p.link.Pop(now)
+			out, ok := p.link.Pop(now)
 			if !ok {
 				break
 			}
-			e, found := p.inside.take(origin, pkt)
+			e, found := p.inside.take(out.Handle)
 			if !found {
 				p.counters.unmatched.Add(1)
 				continue
 			}
-			e.deadline = dl
-			batch = append(batch, e)
+			e.deadline, e.fate, e.sojourn = out.At, out.Fate, out.Sojourn
+			if out.Fate.Delivered() {
+				batch = append(batch, e)
+			} else {
+				dropped = append(dropped, e)
+			}
 		}
 		var next time.Duration
 		var hasNext bool
 		seq := p.w.load()
-		if len(batch) == 0 {
+		if len(batch) == 0 && len(dropped) == 0 {
 			next, hasNext = p.link.NextDeadline()
 			p.sleepUntil = math.MaxInt64
 			if hasNext {
@@ -465,6 +486,11 @@ func (p *pipe) writeLoop() {
 			}
 		}
 		p.mu.Unlock()
+		if len(dropped) > 0 {
+			p.drop(dropped)
+			clear(dropped)
+			dropped = dropped[:0]
+		}
 		if len(batch) > 0 {
 			p.release(batch, wbufs[:0], lat[:0])
 			clear(batch)
@@ -545,6 +571,19 @@ func (b *spinBudget) allow(now time.Duration) bool {
 
 func (b *spinBudget) spent(d time.Duration) { b.used += d }
 
+// drop accounts for packets the link dropped after accepting them and returns their buffers.
+func (p *pipe) drop(dropped []entry) {
+	for i := range dropped {
+		e := &dropped[i]
+		p.counters.drop(e.fate)
+		if p.obs != nil {
+			p.ev = Event{Kind: Dropped, Dir: p.dir, Fate: e.fate, In: e.in, Out: e.deadline, Sojourn: e.sojourn, Data: e.data()}
+			p.obs.Observe(&p.ev)
+		}
+		p.pool.put(e.buf)
+	}
+}
+
 // release writes a batch of due packets to the receiving device.
 func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) {
 	now := p.r.Now()
@@ -553,8 +592,11 @@ func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) {
 		e := &batch[i]
 		lat = append(lat, now-e.deadline)
 		bytes += int64(e.n)
+		if e.fate == link.Marked {
+			p.counters.marks.Add(1)
+		}
 		if p.obs != nil {
-			p.ev = Event{Kind: Delivered, Dir: p.dir, Fate: Queued, In: e.in, Out: now, Data: e.data()}
+			p.ev = Event{Kind: Delivered, Dir: p.dir, Fate: e.fate, In: e.in, Out: now, Sojourn: e.sojourn, Data: e.data()}
 			p.obs.Observe(&p.ev)
 		}
 	}
@@ -591,7 +633,7 @@ func (p *pipe) releaseAll() {
 	for _, e := range p.inside.all() {
 		p.pool.put(e.buf)
 	}
-	p.inside = inflight{}
+	p.inside = slots{}
 	if p.stopFd >= 0 {
 		closeFd(p.stopFd)
 		p.stopFd = -1

@@ -13,24 +13,27 @@ import (
 	"golang.zx2c4.com/wireguard/tun/tuntest"
 
 	"github.com/wirelab/wirelab/engine/internal/pkttest"
+	"github.com/wirelab/wirelab/engine/link"
 )
 
 // fakeLink is a test double of the link model: fixed delay plus per-origin extra delay, and a
 // loss pattern (every dropEvery-th packet).
 type fakeLink struct {
-	delay     time.Duration
-	extra     map[int]time.Duration
-	dropEvery int
-	n         int
-	q         pq
-	seq       int
+	delay      time.Duration
+	extra      map[int]time.Duration
+	dropEvery  int // drop every dropEvery-th packet on arrival (loss)
+	laterEvery int // hand every laterEvery-th packet back dropped by the queue, at its due time
+	markEvery  int // hand every markEvery-th packet back marked
+	n          int
+	q          pq
+	seq        int
 }
 
 type item struct {
-	due    time.Duration
-	seq    int
-	pkt    []byte
-	origin int
+	due  time.Duration
+	seq  int
+	h    Handle
+	fate link.Fate
 }
 type pq []item
 
@@ -47,22 +50,29 @@ func (q *pq) Pop() any {
 	return it
 }
 
-func (l *fakeLink) Push(now time.Duration, pkt []byte, origin int) Fate {
+func (l *fakeLink) Push(now time.Duration, pkt []byte, origin int, h Handle) link.Fate {
 	l.n++
 	if l.dropEvery > 0 && l.n%l.dropEvery == 0 {
-		return DroppedLoss
+		return link.DroppedLoss
 	}
 	l.seq++
-	heap.Push(&l.q, item{due: now + l.delay + l.extra[origin], seq: l.seq, pkt: pkt, origin: origin})
-	return Queued
+	fate := link.Delivered
+	switch {
+	case l.laterEvery > 0 && l.n%l.laterEvery == 0:
+		fate = link.DroppedAQM
+	case l.markEvery > 0 && l.n%l.markEvery == 0:
+		fate = link.Marked
+	}
+	heap.Push(&l.q, item{due: now + l.delay + l.extra[origin], seq: l.seq, h: h, fate: fate})
+	return link.Accepted
 }
 
-func (l *fakeLink) Pop(now time.Duration) ([]byte, int, bool) {
+func (l *fakeLink) Pop(now time.Duration) (Out, bool) {
 	if len(l.q) == 0 || l.q[0].due > now {
-		return nil, 0, false
+		return Out{}, false
 	}
 	it := heap.Pop(&l.q).(item)
-	return it.pkt, it.origin, true
+	return Out{Handle: it.h, Fate: it.fate, At: it.due, Sojourn: it.due / 2}, true
 }
 
 func (l *fakeLink) NextDeadline() (time.Duration, bool) {
@@ -197,14 +207,14 @@ func TestForwardsWithDelay(t *testing.T) {
 		t.Errorf("lateness count %d", s.Lateness.Count)
 	}
 	t.Logf("lateness p50 %v p99 %v max %v", s.Lateness.P50, s.Lateness.P99, s.Lateness.Max)
-	if h.obs.count(Arrived, Up) != n || h.obs.count(Delivered, Up) != n || h.obs.count(Delivered, Down) != n {
-		t.Errorf("observer saw %d/%d/%d events", h.obs.count(Arrived, Up), h.obs.count(Delivered, Up), h.obs.count(Delivered, Down))
+	if h.obs.count(Arrived, link.Up) != n || h.obs.count(Delivered, link.Up) != n || h.obs.count(Delivered, link.Down) != n {
+		t.Errorf("observer saw %d/%d/%d events", h.obs.count(Arrived, link.Up), h.obs.count(Delivered, link.Up), h.obs.count(Delivered, link.Down))
 	}
 	h.obs.mu.Lock()
 	for _, e := range h.obs.events {
 		if e.Kind == Delivered {
 			want := delayUp
-			if e.Dir == Down {
+			if e.Dir == link.Down {
 				want = delayDown
 			}
 			if e.Out-e.In < want {
@@ -233,7 +243,7 @@ func TestDropsAreReported(t *testing.T) {
 	if s.Up.DropsLoss != n/3 || s.Up.Delivered != n-n/3 {
 		t.Errorf("stats %+v", s.Up)
 	}
-	if got := h.obs.count(Dropped, Up); got != n/3 {
+	if got := h.obs.count(Dropped, link.Up); got != n/3 {
 		t.Errorf("%d drop events", got)
 	}
 }
@@ -280,5 +290,41 @@ func TestStopWithPacketsInside(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return")
+	}
+}
+
+// A link may drop a packet after accepting it (an AQM at dequeue) and mark others: the runner frees
+// the dropped packet's buffer, counts the drop by its cause and reports it with when it happened;
+// marked packets are delivered and counted.
+func TestDropsAfterAcceptanceAndMarks(t *testing.T) {
+	h := start(t, &fakeLink{delay: 2 * time.Millisecond, laterEvery: 4, markEvery: 3}, &fakeLink{})
+	const n = 40
+	go func() {
+		for i := 0; i < n; i++ {
+			h.client.Outbound <- tcp("10.77.0.2:1000", "10.77.1.1:80", uint32(i), 10)
+		}
+	}()
+	for i := 0; i < n-n/4; i++ {
+		if p := <-h.server.Inbound; (seqOf(p)+1)%4 == 0 {
+			t.Fatalf("packet %d should have been dropped after acceptance", seqOf(p))
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.obs.count(Dropped, link.Up) < n/4 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	s := h.r.Stats()
+	if s.Up.DropsAQM != n/4 || s.Up.DropsQueue != n/4 || s.Up.DropsLoss != 0 || s.Up.Delivered != n-n/4 || s.Up.Marks != 13-3 || s.Up.Unmatched != 0 {
+		t.Errorf("stats %+v", s.Up)
+	}
+	h.obs.mu.Lock()
+	defer h.obs.mu.Unlock()
+	for _, e := range h.obs.events {
+		if e.Kind == Dropped && (e.Fate != link.DroppedAQM || e.Out-e.In < 2*time.Millisecond || e.Sojourn == 0) {
+			t.Errorf("drop event %+v: want DroppedAQM at its due time, with its sojourn", e)
+		}
+		if e.Kind == Delivered && e.Fate != link.Delivered && e.Fate != link.Marked {
+			t.Errorf("delivered event with fate %v", e.Fate)
+		}
 	}
 }
