@@ -219,7 +219,7 @@ func (f *FQCoDelQueue) drop(p *Packet, now time.Duration) {
 
 // Flows implements flowReporter.
 func (f *FQCoDelQueue) Flows() FlowStats {
-	s := FlowStats{Queues: len(f.flows), NewFlows: f.newFlowCount, MaxActive: f.maxActive}
+	s := FlowStats{Queues: len(f.flows), NewFlows: f.newFlowCount, MaxActive: f.maxActive, Top: []FlowCounts{}}
 	for i := range f.flows {
 		fl := &f.flows[i]
 		if fl.drops+fl.marks > 0 {
