@@ -37,11 +37,56 @@ type Record struct {
 	// control group); nil when the machine cannot measure it.
 	ServerCPUMs        *float64       `json:"server_cpu_ms"`
 	ServerRSSPeakBytes *int64         `json:"server_rss_peak_bytes"`
+	Gateway            *Gateway       `json:"gateway"`
 	Phases             Phases         `json:"phases_ms"`
 	HAR                *string        `json:"har"`
 	Pcap               *PcapPaths     `json:"pcap"`
 	Client             map[string]any `json:"client"`
 	Error              *string        `json:"error"`
+}
+
+// Gateway is what the emulated gateway's queue did to the load's packets (docs/metrics.md,
+// "The gateway"): drops by cause and ECN marks per direction, how long delivered packets waited in
+// the queue, and the flows that lost (or had marked) packets.
+type Gateway struct {
+	Up   GatewayDir `json:"up"`
+	Down GatewayDir `json:"down"`
+	// Flows counts the load's TCP and UDP flows; FlowsCongested those the gateway dropped or
+	// marked packets of; MaxFlowDrops the most drops of one of them.
+	Flows          int   `json:"flows"`
+	FlowsCongested int   `json:"flows_congested"`
+	MaxFlowDrops   int64 `json:"max_flow_drops"`
+	// CongestedFlows lists them, most drops first (at most MaxCongestedFlows).
+	CongestedFlows []pktlog.Flow `json:"congested_flows"`
+}
+
+// GatewayDir is one direction of Gateway.
+type GatewayDir struct {
+	DropsTail     int64          `json:"drops_tail"`
+	DropsAQM      int64          `json:"drops_aqm"`
+	DropsOverflow int64          `json:"drops_overflow"`
+	Marks         int64          `json:"marks"`
+	SojournMs     pktlog.Sojourn `json:"sojourn_ms"`
+}
+
+// MaxCongestedFlows bounds Gateway.CongestedFlows.
+const MaxCongestedFlows = 32
+
+func gatewayOf(w pktlog.Summary) *Gateway {
+	dir := func(d pktlog.DirStats) GatewayDir {
+		return GatewayDir{DropsTail: d.DropsTail, DropsAQM: d.DropsAQM, DropsOverflow: d.DropsOverflow, Marks: d.Marks, SojournMs: d.Sojourn}
+	}
+	g := &Gateway{Up: dir(w.Up), Down: dir(w.Down), Flows: w.Flows, FlowsCongested: len(w.Congested), CongestedFlows: w.Congested}
+	if len(g.CongestedFlows) > MaxCongestedFlows {
+		g.CongestedFlows = g.CongestedFlows[:MaxCongestedFlows]
+	}
+	if g.CongestedFlows == nil {
+		g.CongestedFlows = []pktlog.Flow{}
+	}
+	if len(w.Congested) > 0 {
+		g.MaxFlowDrops = w.Congested[0].Drops
+	}
+	return g
 }
 
 // Phases are the HAR phases summed over a load's objects, in ms (the loaders' own: the seam's).
@@ -70,6 +115,7 @@ func BuildRecord(trialID string, l Load, started time.Time, f *FetchResult, w pk
 		Retransmissions: w.Retransmissions(),
 		DropsQueue:      w.Up.DropsQueue + w.Down.DropsQueue,
 		DropsLoss:       w.Up.DropsLoss + w.Down.DropsLoss,
+		Gateway:         gatewayOf(w),
 		Client:          map[string]any{},
 	}
 	if tow, ok := w.ToW(); ok {

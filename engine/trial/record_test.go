@@ -194,3 +194,26 @@ func TestFetchOutcome(t *testing.T) {
 		}
 	}
 }
+
+// The record's gateway object: drops by cause and sojourn per direction from the window, and the
+// congested flows, at most MaxCongestedFlows of them, the worst first.
+func TestRecordGateway(t *testing.T) {
+	w := pktlog.Summary{
+		Up:    pktlog.DirStats{DropsTail: 1, Sojourn: pktlog.Sojourn{P50: 0.5, P95: 1, P99: 2, Max: 3}},
+		Down:  pktlog.DirStats{DropsAQM: 7, DropsOverflow: 2, Marks: 4, Sojourn: pktlog.Sojourn{P50: 12, P95: 40, P99: 48, Max: 60}},
+		Flows: 50, FirstPacket: -1, FirstRequest: -1, LastResponse: -1,
+	}
+	for i := 0; i < 40; i++ {
+		w.Congested = append(w.Congested, pktlog.Flow{Proto: "tcp", Client: fmt.Sprintf("10.77.0.2:%d", 40000+i), Server: "10.77.1.1:443", Drops: int64(40 - i)})
+	}
+	g := BuildRecord("tid", Load{Protocol: "h2"}, time.Now(), nil, w, "").Gateway
+	if g == nil || g.Up.DropsTail != 1 || g.Down.DropsAQM != 7 || g.Down.DropsOverflow != 2 || g.Down.Marks != 4 || g.Down.SojournMs.P95 != 40 {
+		t.Fatalf("gateway %+v", g)
+	}
+	if g.Flows != 50 || g.FlowsCongested != 40 || len(g.CongestedFlows) != MaxCongestedFlows || g.MaxFlowDrops != 40 || g.CongestedFlows[0].Drops != 40 {
+		t.Errorf("flows %d, congested %d (%d listed), max %d", g.Flows, g.FlowsCongested, len(g.CongestedFlows), g.MaxFlowDrops)
+	}
+	if g := BuildRecord("tid", Load{Protocol: "h2"}, time.Now(), nil, pktlog.Summary{FirstPacket: -1, FirstRequest: -1, LastResponse: -1}, "").Gateway; g.CongestedFlows == nil {
+		t.Error("no congested flows must be [] in JSON, not null")
+	}
+}
