@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wirelab/wirelab/engine/emulator"
+	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/realtime"
 )
@@ -33,13 +34,16 @@ type LinkOptions struct {
 	NewRun func(profile string, seed uint64) (emulator.Config, error)
 	// Progress receives one line per step; nil for none.
 	Progress io.Writer
-	// Only restricts the benchmark to some of its parts: "rtt", "goodput", "loss", "capacity".
+	// Only restricts the benchmark to some of its parts (LinkParts).
 	Only []string
 	// PacketLog keeps the packet log (as trials do) in every run, to measure its cost.
 	PacketLog bool
 	// Peers is how the traffic peers are scheduled: PeersAuto (""), PeersRT or PeersNormal.
 	Peers string
 }
+
+// LinkParts are the link benchmark's parts, in the order they run.
+var LinkParts = []string{"rtt", "goodput", "loss", "capacity", "disciplines"}
 
 // How the benchmark's traffic peers are scheduled (LinkOptions.Peers).
 const (
@@ -124,6 +128,19 @@ type CapacityStats struct {
 	SegmentsPerRead    float64 `json:"segments_per_read"`  // down direction: super-packet size on read
 }
 
+// DisciplineStats is a bulk transfer through a 100 Mbit/s bottleneck that one queue discipline runs.
+type DisciplineStats struct {
+	Discipline     string  `json:"discipline"`
+	Profile        string  `json:"profile"`
+	GoodputMbps    float64 `json:"goodput_mbps"`
+	CPUUsPerPacket float64 `json:"cpu_us_per_packet"` // emulator process CPU per packet through the link
+	Packets        int64   `json:"packets"`
+	DropsQueue     int64   `json:"drops_queue"`
+	SojournP50Ms   float64 `json:"sojourn_ms_p50"` // the down direction's queue
+	SojournP99Ms   float64 `json:"sojourn_ms_p99"`
+	LatenessP99US  float64 `json:"lateness_us_p99"`
+}
+
 // LinkResult is the benchmark's JSON object.
 type LinkResult struct {
 	RTTErrorMsP50  float64               `json:"rtt_error_ms_p50"`
@@ -136,6 +153,7 @@ type LinkResult struct {
 	CapacityMbps   float64               `json:"capacity_mbps"`
 	CPUUsPerPacket float64               `json:"cpu_us_per_packet"`
 	Capacity       CapacityStats         `json:"capacity"`
+	Disciplines    []DisciplineStats     `json:"disciplines"`               // CPU per packet with each queue discipline
 	DeviceDrops    uint64                `json:"device_drops"`              // TUN drop counters, all runs
 	UnexpectedDrop int64                 `json:"emulator_drops_unexpected"` // emulator drops where the profile asks for none
 	LatenessUS     emulator.LatenessUS   `json:"lateness_us"`               // timer lateness, all runs
@@ -189,7 +207,7 @@ func Link(opt LinkOptions) (*LinkResult, error) {
 	for _, part := range []struct {
 		name string
 		run  func()
-	}{{"rtt", b.rtt}, {"goodput", b.goodput}, {"loss", b.loss}, {"capacity", b.capacity}} {
+	}{{"rtt", b.rtt}, {"goodput", b.goodput}, {"loss", b.loss}, {"capacity", b.capacity}, {"disciplines", b.disciplines}} {
 		if opt.runs(part.name) {
 			part.run()
 		}
@@ -431,11 +449,24 @@ func (b *linkBench) capacity() {
 	if b.opt.Quick {
 		warm, d = time.Second, 4*time.Second
 	}
-	profile := "rtt=10ms"
-	s, err := b.start(profile, 1)
+	c, sum, err := b.bulk("capacity", "rtt=10ms", warm, d)
 	if err != nil {
 		b.fail("capacity", err)
 		return
+	}
+	b.res.Capacity = c
+	b.res.CapacityMbps = c.GoodputMbps
+	b.res.CPUUsPerPacket = c.CPUUsPerPacket
+	b.res.UnexpectedDrop += sum.Up.DropsLoss + sum.Down.DropsLoss + sum.Up.DropsQueue + sum.Down.DropsQueue
+	b.progress("bench: capacity %s: %.0f Mbit/s, %.2f cores, %.3f µs CPU per packet (%.3f per data packet), device drops %d, lateness p50 %.1f µs p99 %.1f µs",
+		c.Profile, c.GoodputMbps, c.CPUCores, c.CPUUsPerPacket, c.CPUUsPerDataPacket, sum.DeviceDrops, sum.LatenessUS.P50, sum.LatenessUS.P99)
+}
+
+// bulk runs one cubic bulk transfer through profile and measures goodput and the emulator's CPU.
+func (b *linkBench) bulk(name, profile string, warm, d time.Duration) (CapacityStats, emulator.Summary, error) {
+	s, err := b.start(profile, 1)
+	if err != nil {
+		return CapacityStats{}, emulator.Summary{}, err
 	}
 	before := s.e.Runner.Stats()
 	cpu0 := selfCPU()
@@ -445,14 +476,13 @@ func (b *linkBench) capacity() {
 	wall := time.Since(t0)
 	cpu := selfCPU() - cpu0
 	after := s.e.Runner.Stats()
-	sum := b.stop("capacity", s)
+	sum := b.stop(name, s)
 	if err != nil {
-		b.fail("capacity", err)
-		return
+		return CapacityStats{}, sum, err
 	}
 	pk := (after.Up.Packets - before.Up.Packets) + (after.Down.Packets - before.Down.Packets)
 	data := after.Down.Packets - before.Down.Packets
-	c := CapacityStats{
+	return CapacityStats{
 		Profile: profile, GoodputMbps: round(g.BitsPerSecond()/1e6, 1), Seconds: round(g.Seconds, 3),
 		CPUSeconds: round(cpu.Seconds(), 3), CPUCores: round(cpu.Seconds()/wall.Seconds(), 3),
 		Packets: pk, DataPackets: data,
@@ -460,13 +490,39 @@ func (b *linkBench) capacity() {
 		CPUUsPerDataPacket: round(float64(cpu)/1e3/float64(max(data, 1)), 3),
 		SegmentsPerWrite:   round(float64(data)/float64(max(after.Down.Writes-before.Down.Writes, 1)), 1),
 		SegmentsPerRead:    round(float64(data)/float64(max(after.Down.Reads-before.Down.Reads, 1)), 1),
+	}, sum, nil
+}
+
+// DisciplineRate is the bottleneck of the disciplines part: well within the emulator's capacity, so
+// that a bulk transfer keeps a queue and its discipline decides on every packet.
+const DisciplineRate = "100mbit"
+
+// disciplines runs a bulk transfer through a 100 Mbit/s, 10 ms path with each queue discipline and
+// measures the emulator's CPU per packet and what the discipline did.
+func (b *linkBench) disciplines() {
+	b.rtPeers = b.opt.Peers == PeersRT
+	defer func() { b.rtPeers = false }()
+	warm, d := time.Second, 6*time.Second
+	if b.opt.Quick {
+		warm, d = 500*time.Millisecond, 2*time.Second
 	}
-	b.res.Capacity = c
-	b.res.CapacityMbps = c.GoodputMbps
-	b.res.CPUUsPerPacket = c.CPUUsPerPacket
-	b.res.UnexpectedDrop += sum.Up.DropsLoss + sum.Down.DropsLoss + sum.Up.DropsQueue + sum.Down.DropsQueue
-	b.progress("bench: capacity %s: %.0f Mbit/s, %.2f cores, %.3f µs CPU per packet (%.3f per data packet), device drops %d, lateness p50 %.1f µs p99 %.1f µs",
-		profile, c.GoodputMbps, c.CPUCores, c.CPUUsPerPacket, c.CPUUsPerDataPacket, sum.DeviceDrops, sum.LatenessUS.P50, sum.LatenessUS.P99)
+	for _, name := range profile.DisciplineNames() {
+		p := "rtt=10ms,bw=" + DisciplineRate + ",queue=" + name
+		c, sum, err := b.bulk("discipline-"+name, p, warm, d)
+		if err != nil {
+			b.fail("discipline "+name, err)
+			continue
+		}
+		st := DisciplineStats{Discipline: name, Profile: p, GoodputMbps: c.GoodputMbps, CPUUsPerPacket: c.CPUUsPerPacket, Packets: c.Packets,
+			DropsQueue: sum.Down.DropsQueue + sum.Up.DropsQueue, LatenessP99US: sum.LatenessUS.P99}
+		if sj := sum.Down.SojournMs; sj != nil {
+			st.SojournP50Ms, st.SojournP99Ms = sj.P50, sj.P99
+		}
+		b.res.Disciplines = append(b.res.Disciplines, st)
+		b.res.UnexpectedDrop += sum.Up.DropsLoss + sum.Down.DropsLoss
+		b.progress("bench: discipline %s at %s: %.0f Mbit/s, %.3f µs CPU per packet, %d queue drops, sojourn p50 %.2f ms p99 %.2f ms, lateness p99 %.1f µs",
+			name, DisciplineRate, st.GoodputMbps, st.CPUUsPerPacket, st.DropsQueue, st.SojournP50Ms, st.SojournP99Ms, st.LatenessP99US)
+	}
 }
 
 func mean(xs []float64) float64 {

@@ -172,12 +172,17 @@ func TestNoAllocationsInSteadyState(t *testing.T) {
 		},
 		"trace":     {Delay: 5 * ms, Trace: mustTrace(t, "1\n1\n2\n"), Queue: profile.QueueLimit{Packets: 1000}},
 		"unlimited": {Delay: 5 * ms, Loss: profile.Loss{Model: profile.LossBernoulli, P: 0.01}},
+		"codel":     withDelay(aqm(profile.CoDel, 100_000_000)),
+		"fq_codel":  withDelay(aqm(profile.FQCoDel, 100_000_000)),
+		"pie":       withDelay(aqm(profile.PIE, 100_000_000)),
+		"docsis":    withDelay(aqm(profile.DOCSISPIE, 100_000_000)),
+		"red":       withDelay(aqm(profile.RED, 100_000_000)),
+		"codel-ecn": func() Config { c := withDelay(aqm(profile.CoDel, 100_000_000)); c.ECN = true; return c }(),
 	} {
 		d := newDirection(t, cfg)
 		pool := make([]*Packet, 1<<13)
-		data := make([]byte, 1500)
 		for i := range pool {
-			pool[i] = &Packet{Data: data, Origin: i % 4}
+			pool[i] = &Packet{Data: ipPacket(1500, uint16(i%4), ecnECT0, true), Origin: i % 4}
 		}
 		now, k := time.Duration(0), 0
 		cycle := func() {
@@ -198,6 +203,8 @@ func TestNoAllocationsInSteadyState(t *testing.T) {
 		}
 	}
 }
+
+func withDelay(c Config) Config { c.Delay = 20 * ms; return c }
 
 func TestFateString(t *testing.T) {
 	for f, want := range map[Fate]string{Accepted: "accepted", DroppedLoss: "dropped-loss", DroppedQueue: "dropped-queue", 17: "fate(17)"} {

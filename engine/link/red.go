@@ -40,6 +40,36 @@ type REDQueue struct {
 	next      time.Duration // Adaptive RED's next adjustment
 }
 
+// REDParameters resolves RED's automatic parameters (0 in the profile) from the link's mean rate,
+// as Adaptive RED sets them (Floyd, Gummadi and Shenker 2001, as ns-3's RedQueueDisc does): with C
+// the rate in full-size (1500-byte) packets per second, red_min = max(5, C × 5 ms / 2) packets,
+// red_max = 3 × red_min (red_min = red_max / 3 when only red_max is given), the weight
+// 1 − exp(−1/C) (a time constant of one second). Thresholds are in bytes.
+func REDParameters(d profile.Discipline, rateBPS float64) (minBytes, maxBytes, weight float64) {
+	const pkt = profile.DefaultLinkMTU
+	c := rateBPS / (8 * pkt) // packets per second
+	minBytes, maxBytes, weight = float64(d.MinBytes), float64(d.MaxBytes), d.Weight
+	switch {
+	case minBytes == 0 && maxBytes == 0:
+		minBytes = max(5, c*redTargetDelay.Seconds()/2) * pkt
+		maxBytes = 3 * minBytes
+	case minBytes == 0:
+		minBytes = maxBytes / 3
+	case maxBytes == 0:
+		maxBytes = 3 * minBytes
+	}
+	if weight == 0 {
+		weight = 0.002 // Floyd's w_q, for a link without a rate
+		if c > 0 {
+			weight = 1 - math.Exp(-1/c)
+		}
+	}
+	return minBytes, maxBytes, weight
+}
+
+// redTargetDelay is Adaptive RED's target queueing delay, from which its thresholds follow.
+const redTargetDelay = 5 * time.Millisecond
+
 // Adaptive RED's constants (Linux's red.h: MAX_P_MIN, MAX_P_MAX, the 500 ms period).
 const (
 	redMaxPMin      = 0.01
@@ -50,11 +80,13 @@ const (
 	redNoAdaptation = time.Duration(math.MaxInt64)
 )
 
-// NewREDQueue returns an empty RED queue.
+// NewREDQueue returns an empty RED queue. Thresholds and weight of 0 are derived from the rate
+// (REDParameters).
 func NewREDQueue(c DisciplineConfig) *REDQueue {
 	d := c.Discipline
+	lo, hi, w := REDParameters(d, c.RateBPS)
 	q := &REDQueue{limit: c.Limit, ecn: c.ECN, rng: rand.New(rand.NewPCG(c.Seed, redRandStream)),
-		min: float64(d.MinBytes), max: float64(d.MaxBytes), maxP: d.Probability, weight: d.Weight, adaptive: d.Adaptive,
+		min: lo, max: hi, maxP: d.Probability, weight: w, adaptive: d.Adaptive,
 		q: newRing[*Packet](64), count: -1, idle: true, next: redNoAdaptation}
 	if c.RateBPS > 0 {
 		q.txTime = redAvgPacket * 8 / c.RateBPS

@@ -213,3 +213,25 @@ func TestAdaptiveRED(t *testing.T) {
 		t.Errorf("max_p %.3f after an idle stretch, was %.3f", q.MaxP(), raised)
 	}
 }
+
+// TestREDParameters: RED's automatic thresholds and weight follow Adaptive RED's rule from the
+// rate; given ones are kept, and one threshold given derives the other.
+func TestREDParameters(t *testing.T) {
+	auto := profile.Discipline{Name: profile.RED, Probability: 0.02}
+	for _, c := range []struct {
+		d              profile.Discipline
+		rate           float64
+		lo, hi, weight float64
+	}{
+		{auto, 1e6, 7500, 22500, 1 - math.Exp(-1/(1e6/12000))},      // 83 packets/s: 5 packets
+		{auto, 100e6, 31250, 93750, 1 - math.Exp(-1/(100e6/12000))}, // 8333 packets/s: 20.8 packets
+		{auto, 0, 7500, 22500, 0.002},
+		{profile.Discipline{Name: profile.RED, MinBytes: 30_000, Weight: 0.01}, 1e6, 30000, 90000, 0.01},
+		{profile.Discipline{Name: profile.RED, MaxBytes: 90_000}, 1e6, 30000, 90000, 1 - math.Exp(-1/(1e6/12000))},
+	} {
+		lo, hi, w := REDParameters(c.d, c.rate)
+		if math.Abs(lo-c.lo) > 1e-6 || math.Abs(hi-c.hi) > 1e-6 || math.Abs(w-c.weight) > 1e-12 {
+			t.Errorf("%+v at %v bit/s: %v, %v, %v; want %v, %v, %v", c.d, c.rate, lo, hi, w, c.lo, c.hi, c.weight)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -63,11 +64,11 @@ func runBenchLink(args []string) error {
 	fs := flag.NewFlagSet("bench link", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "short runs: finishes within 60 s")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (progress goes to stderr)")
-	only := fs.String("only", "", "comma-separated parts to run: rtt, goodput, loss, capacity (default all)")
+	only := fs.String("only", "", "comma-separated parts to run: "+strings.Join(bench.LinkParts, ", ")+" (default all)")
 	peers := fs.String("peers", bench.PeersAuto, "scheduling of the traffic peers: auto (real-time below the emulator for the RTT part, ordinary like a trial's servers and clients for the rest), rt (real-time throughout), normal (ordinary throughout)")
 	packetLog := fs.Bool("packet-log", false, "keep the packet log in every run, as trials do (measures its cost)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wirelab-engine bench link [--quick] [--json] [--only PARTS] [--peers auto|rt|normal] [--packet-log]\n\nMeasures the emulated path: RTT error (TCP connect times at one-way delays 5, 50, 250 ms),\ncubic goodput against 1, 10 and 100 Mbit/s, realised loss at 1 % and 3 %, and capacity and CPU\nper packet through a 10 ms path without a rate cap; the TUN devices' drop counters throughout.\nNeeds root.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: wirelab-engine bench link [--quick] [--json] [--only PARTS] [--peers auto|rt|normal] [--packet-log]\n\nMeasures the emulated path: RTT error (TCP connect times at one-way delays 5, 50, 250 ms),\ncubic goodput against 1, 10 and 100 Mbit/s, realised loss at 1 % and 3 %, capacity and CPU\nper packet through a 10 ms path without a rate cap, and CPU per packet through a 100 Mbit/s queue\nwith each discipline (drop-tail, CoDel, FQ-CoDel, PIE, DOCSIS-PIE, RED); the TUN devices' drop\ncounters throughout.\nNeeds root.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -79,12 +80,10 @@ func runBenchLink(args []string) error {
 	var parts []string
 	if *only != "" {
 		for _, p := range strings.Split(*only, ",") {
-			switch p {
-			case "rtt", "goodput", "loss", "capacity":
-				parts = append(parts, p)
-			default:
-				return cli.Usagef("only: %q is not a part; use rtt, goodput, loss or capacity", p)
+			if !slices.Contains(bench.LinkParts, p) {
+				return cli.Usagef("only: %q is not a part; use %s", p, strings.Join(bench.LinkParts, ", "))
 			}
+			parts = append(parts, p)
 		}
 	}
 	switch *peers {
@@ -179,6 +178,10 @@ func printLinkResult(r *bench.LinkResult) {
 	}
 	c := r.Capacity
 	fmt.Printf("capacity %s: %.0f Mbit/s, %.3f µs CPU per packet, %.2f cores\n", c.Profile, c.GoodputMbps, c.CPUUsPerPacket, c.CPUCores)
+	for _, d := range r.Disciplines {
+		fmt.Printf("discipline %-10s at %s: %6.0f Mbit/s, %.3f µs CPU per packet, %d queue drops, sojourn p50 %.2f ms p99 %.2f ms\n",
+			d.Discipline, bench.DisciplineRate, d.GoodputMbps, d.CPUUsPerPacket, d.DropsQueue, d.SojournP50Ms, d.SojournP99Ms)
+	}
 	fmt.Printf("device drops %d, unexpected emulator drops %d, timer lateness p50 %.1f µs p99 %.1f µs max %.1f µs\n",
 		r.DeviceDrops, r.UnexpectedDrop, r.LatenessUS.P50, r.LatenessUS.P99, r.LatenessUS.Max)
 	fmt.Printf("machine: %d CPUs, load %s → %s, other processes busy %.0f %% of the CPUs\n", r.Machine.CPUs, r.Machine.LoadBefore, r.Machine.LoadAfter, r.Machine.OtherBusyPct)

@@ -40,7 +40,9 @@ type Discipline struct {
 	Burst       time.Duration
 	// RED: thresholds of the average queue in bytes (red_min, red_max), the drop probability at
 	// red_max (red_probability), the EWMA weight of the average (red_weight), Adaptive RED's
-	// adjustment of the probability (red_adaptive).
+	// adjustment of the probability (red_adaptive). 0 thresholds and weight are automatic: from
+	// the link's rate C (full-size packets per second), red_min = max(5 packets, 5 ms × C / 2),
+	// red_max = 3 × red_min (or red_max / 3 for a given red_max), weight 1 − exp(−1/C).
 	MinBytes, MaxBytes int64
 	Probability        float64
 	Weight             float64
@@ -58,8 +60,10 @@ type DisciplineInfo struct {
 	Keys         []string   // parameter keys that apply to it
 }
 
-// Linux's defaults (sch_codel.c, sch_fq_codel.c, pie.h) and RFC 8034's constants; RED's are
-// Floyd's recommended values (Linux has none: tc requires them).
+// Linux's defaults (sch_codel.c, sch_fq_codel.c, pie.h) and RFC 8034's constants. RED has none in
+// Linux (tc requires them): its thresholds and weight default to 0, which the link model resolves
+// from the link's rate as Adaptive RED (Floyd, Gummadi and Shenker 2001) does — RED's Probability
+// default is Linux's tc (2 %).
 var (
 	codelTarget   = 5 * time.Millisecond
 	codelInterval = 100 * time.Millisecond
@@ -82,7 +86,7 @@ var Disciplines = []DisciplineInfo{
 	{DOCSISPIE, "DOCSIS-PIE (RFC 8034): PIE as DOCSIS 3.1 cable modems run it, with RFC 8034's constants", QueueLimit{},
 		Discipline{Name: DOCSISPIE}, nil},
 	{RED, "RED (Floyd and Jacobson 1993): drops with a probability growing linearly with the average queue between two thresholds", QueueLimit{Packets: 1000},
-		Discipline{Name: RED, MinBytes: 7500, MaxBytes: 22500, Probability: 0.02, Weight: 0.002},
+		Discipline{Name: RED, Probability: 0.02}, // thresholds and weight 0: from the link's rate (Adaptive RED's rule)
 		[]string{"red_min", "red_max", "red_probability", "red_weight", "red_adaptive"}},
 }
 
@@ -129,13 +133,14 @@ const (
 
 // paramKey is one discipline parameter key of the grammar.
 type paramKey struct {
-	name    string
-	info    ParamInfo
-	allowed string
-	parse   func(field, value string) (any, error)
-	get     func(*Discipline) any
-	set     func(*Discipline, any)
-	format  func(any) string
+	name      string
+	automatic bool // its zero value is valid: the link model derives it (RED's thresholds and weight)
+	info      ParamInfo
+	allowed   string
+	parse     func(field, value string) (any, error)
+	get       func(*Discipline) any
+	set       func(*Discipline, any)
+	format    func(any) string
 }
 
 func durationParam(lo, hi time.Duration, get func(*Discipline) *time.Duration) func(string) paramKey {
@@ -307,6 +312,12 @@ func formatSwitch(b bool) string {
 	return "0"
 }
 
+func auto(k paramKey) paramKey {
+	k.automatic = true
+	k.info.Automatic = true
+	return k
+}
+
 // paramKeys in documented order: the grammar's discipline parameter keys.
 var paramKeys = func() []paramKey {
 	mk := func(name string, f func(string) paramKey) paramKey { return f(name) }
@@ -320,10 +331,10 @@ var paramKeys = func() []paramKey {
 		mk("pie_alpha", sixteenthsParam(func(d *Discipline) *float64 { return &d.Alpha })),
 		mk("pie_beta", sixteenthsParam(func(d *Discipline) *float64 { return &d.Beta })),
 		mk("pie_burst", durationParam(0, MaxPIETime, func(d *Discipline) *time.Duration { return &d.Burst })),
-		mk("red_min", sizeParam(func(d *Discipline) *int64 { return &d.MinBytes })),
-		mk("red_max", sizeParam(func(d *Discipline) *int64 { return &d.MaxBytes })),
+		auto(mk("red_min", sizeParam(func(d *Discipline) *int64 { return &d.MinBytes }))),
+		auto(mk("red_max", sizeParam(func(d *Discipline) *int64 { return &d.MaxBytes }))),
 		mk("red_probability", probParam(func(d *Discipline) *float64 { return &d.Probability })),
-		mk("red_weight", probParam(func(d *Discipline) *float64 { return &d.Weight })),
+		auto(mk("red_weight", probParam(func(d *Discipline) *float64 { return &d.Weight }))),
 		mk("red_adaptive", boolParam(func(d *Discipline) *bool { return &d.Adaptive })),
 	}
 }()
@@ -341,6 +352,8 @@ type ParamInfo struct {
 	Disciplines []string `json:"disciplines"`
 	// Allowed is what an error about the key's value says is allowed (the twin repeats it).
 	Allowed string `json:"allowed"`
+	// Automatic: the resolved form may hold 0, which the link model derives (from the rate).
+	Automatic bool `json:"automatic"`
 }
 
 // ParamKeys describes the discipline parameter keys in documented order.
@@ -483,6 +496,9 @@ func (d Discipline) validate(path string) error {
 			}
 			continue
 		}
+		if pk.automatic && v == pk.get(&Discipline{}) {
+			continue // 0: from the link's rate
+		}
 		if _, err := pk.parse(pk.name, pk.format(v)); err != nil {
 			return newError(path+"."+jsonParamName(pk.name), pk.format(v), "is out of range", err.(*Error).Allowed)
 		}
@@ -494,7 +510,7 @@ func (d Discipline) validate(path string) error {
 				fmt.Sprintf("CoDel's target must be shorter than its interval (%s)", formatDuration(d.Interval)))
 		}
 	case RED:
-		if d.MinBytes >= d.MaxBytes {
+		if d.MinBytes != 0 && d.MaxBytes != 0 && d.MinBytes >= d.MaxBytes {
 			return newError(path+".min_bytes", strconv.FormatInt(d.MinBytes, 10), "is not below red_max",
 				fmt.Sprintf("RED's thresholds need red_min < red_max (%s)", units.FormatSize(d.MaxBytes)))
 		}
@@ -566,7 +582,7 @@ func (r *Resolved) checkDisciplines() error {
 	for _, d := range []Direction{r.Up, r.Down} {
 		switch d.Discipline.Name {
 		case RED:
-			if d.Discipline.MinBytes >= d.Discipline.MaxBytes {
+			if d.Discipline.MinBytes != 0 && d.Discipline.MaxBytes != 0 && d.Discipline.MinBytes >= d.Discipline.MaxBytes {
 				return newError("red_min", units.FormatSize(d.Discipline.MinBytes), "is not below red_max "+units.FormatSize(d.Discipline.MaxBytes),
 					"RED needs red_min < red_max")
 			}
