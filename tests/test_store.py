@@ -47,7 +47,7 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     # a reader migrates a copy in memory: the file keeps its version, nothing is created
     assert _snapshot(tmp_path) == before
     Store(db).close()  # a writer migrates the file
-    assert SCHEMA_VERSION == 7
+    assert SCHEMA_VERSION == 8
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -65,6 +65,9 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     assert objects.empty  # v1 kept no per-object rows
     # v3 adds the server's cost per load: unknown (NULL) for loads stored before
     assert loads["server_cpu_ms"].isna().all() and loads["server_rss_peak_bytes"].isna().all()
+    # v8 adds what the gateway did to each load: unknown (NULL) for loads stored before
+    assert loads["drops_aqm"].isna().all() and loads["sojourn_down_p95_ms"].isna().all()
+    assert loads["congested_flows"].isna().all()
     # v5 adds the worker a trial ran on: unknown (None) for trials stored before; and repeat_of (planned
     # trials: None)
     assert trials["worker"].isna().all() and loads["worker"].isna().all()
@@ -174,6 +177,39 @@ def test_storing_a_trial_twice_keeps_one_copy(tmp_path, demo_spec):
     assert len(loads) == plan.loads
     assert len(objects) == 7
     assert (artifacts["kind"] == "har").sum() == trial.loads
+
+
+def test_gateway_columns(tmp_path, demo_spec):
+    """A load record's ``gateway`` lands in the v8 columns: drops by cause and marks summed over the
+    directions, each direction's sojourn percentiles, the congested flows as a list."""
+    db = tmp_path / "w.db"
+    wirelab.run(demo_spec, db=db, engine=FixtureEngine())
+    plan = spec.load(demo_spec)
+    trial = plan.trials[0]
+    directory = Path(f"{db}.d") / plan.name / trial.id
+    records = [json.loads(line) for line in (directory / "loads.jsonl").read_text().splitlines()]
+    flow = {"proto": "tcp", "client": "10.77.0.2:40000", "server": "10.77.1.1:443", "packets": 90, "drops": 3, "marks": 1}
+    for i, rec in enumerate(records):
+        rec["gateway"] = {
+            "up": {"drops_tail": 1, "drops_aqm": 0, "drops_overflow": 0, "marks": 0,
+                   "sojourn_ms": {"p50": 0.1, "p95": 0.2, "p99": 0.3, "max": 0.4}},
+            "down": {"drops_tail": 0, "drops_aqm": 2 + i, "drops_overflow": 1, "marks": 1,
+                     "sojourn_ms": {"p50": 5.0, "p95": 12.5, "p99": 20.0, "max": 31.0}},
+            "flows": 7, "flows_congested": 1, "max_flow_drops": 3, "congested_flows": [flow],
+        }  # fmt: skip
+    (directory / "loads.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    with Store(db) as store:
+        ingest(store, plan.name, trial, directory, control_provenance(FixtureEngine(), 1))
+    with Results(db) as results:
+        loads = results.loads("demo")
+    mine = loads[loads["trial_id"] == trial.id].sort_values("load_index")
+    assert list(mine["drops_aqm"]) == [2 + i for i in range(len(records))]
+    assert set(mine["drops_tail"]) == {1} and set(mine["drops_overflow"]) == {1} and set(mine["marks"]) == {1}
+    assert set(mine["sojourn_down_p95_ms"]) == {12.5} and set(mine["sojourn_up_max_ms"]) == {0.4}
+    assert set(mine["flows"]) == {7} and set(mine["max_flow_drops"]) == {3}
+    assert mine["congested_flows"].iloc[0] == [flow]
+    others = loads[loads["trial_id"] != trial.id]
+    assert others["drops_aqm"].isna().all()  # the fixtures' records have no gateway
 
 
 def test_results_api(tmp_path, demo_spec):

@@ -142,6 +142,9 @@ class Results(Database):
         df.insert(4, "network", specs.map(lambda s: s["network"]))
         df["fidelity_flags"] = df.pop("fidelity_flags_json").map(json.loads)
         df["client"] = df.pop("client_json").map(json.loads)
+        df["congested_flows"] = df.pop("congested_flows_json").map(
+            lambda v: json.loads(v) if isinstance(v, str) else None
+        )
         return _with_params(df)
 
     def objects(

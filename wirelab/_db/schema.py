@@ -34,6 +34,7 @@ from wirelab.errors import DatabaseError, SchemaVersionError, cut
 
 __all__ = [
     "ERROR_KINDS",
+    "GATEWAY_COLUMNS",
     "INTERVALS",
     "ITEM_KINDS",
     "LATENCY_STATS",
@@ -147,6 +148,42 @@ def _json(key: str, default: Any) -> Callable[[Mapping[str, Any]], str]:
 
 PHASES = ("dns", "connect", "ssl", "send", "wait", "receive", "blocked")
 
+
+def _gateway_sum(key: str) -> Callable[[Mapping[str, Any]], Any]:
+    """Both directions' ``gateway`` count ``key`` summed (None without a gateway)."""
+
+    def get(record: Mapping[str, Any]) -> Any:
+        g = record.get("gateway")
+        return None if g is None else g["up"][key] + g["down"][key]
+
+    return get
+
+
+#: The load record's ``gateway`` as columns of ``loads`` (v8): the queue's drops by cause and its
+#: marks (both directions), each direction's sojourn percentiles, the load's flows and those the
+#: gateway dropped or marked packets of (most drops first, as JSON). NULL for loads stored before.
+GATEWAY_COLUMNS: tuple[Column, ...] = (
+    *(
+        Column(k, "INTEGER", _gateway_sum(k), since=8)
+        for k in ("drops_tail", "drops_aqm", "drops_overflow", "marks")
+    ),
+    *(
+        Column(f"sojourn_{d}_{q}_ms", "REAL", _at("gateway", d, "sojourn_ms", q), since=8)
+        for d in ("down", "up")
+        for q in ("p50", "p95", "p99", "max")
+    ),
+    *(
+        Column(k, "INTEGER", _at("gateway", k), since=8)
+        for k in ("flows", "flows_congested", "max_flow_drops")
+    ),
+    Column(
+        "congested_flows_json",
+        "TEXT",
+        lambda r: None if r.get("gateway") is None else json.dumps(r["gateway"]["congested_flows"]),
+        since=8,
+    ),
+)
+
 #: Loads: one row per line of a trial's loads.jsonl (``schemas/load-record.schema.json``).
 LOADS = RecordTable(
     "loads",
@@ -179,6 +216,7 @@ LOADS = RecordTable(
         # the server under test's cost per load (NULL: not measured, or stored before v3)
         Column("server_cpu_ms", "REAL", since=3),
         Column("server_rss_peak_bytes", "INTEGER", since=3),
+        *GATEWAY_COLUMNS,
         *(Column(f"{p}_ms", "REAL NOT NULL", _at("phases_ms", p)) for p in PHASES),
         Column("har", "TEXT"),
         Column("pcap_client", "TEXT", _at("pcap", "client")),
@@ -546,6 +584,8 @@ _V7 = ""
 #: ``docs/loadtest.md``).
 #: v7: load_intervals.connections_closed_by_server (connections the server ended before the VUs
 #: closed them; NULL for intervals stored before, or from an engine that did not count them).
+#: v8: what the emulated gateway's queue did to each load (LOADS' :data:`GATEWAY_COLUMNS`: drops by
+#: cause, ECN marks, sojourn percentiles per direction, congested flows; NULL for loads stored before).
 _STEPS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 
 #: The schema's version: the last hand-written step's, or the last version a record table's column
