@@ -15,7 +15,9 @@ HTTP/1.x uses up to 6 connections per origin, each slow-starting from the initia
 SPDY one connection per origin with at most ``max_concurrent_streams`` requests in flight; HTTP/3 like
 HTTP/2 without head-of-line blocking. Transfers share the bottleneck; a loss costs a round trip (an RTO
 while the window is small) and, on a shared TCP connection, stalls every active stream; more in-flight
-data than BDP + queue is tail-dropped at the gateway and inflates the RTT meanwhile.
+data than BDP + queue is tail-dropped at the gateway and inflates the RTT meanwhile; an AQM discipline
+(``queue=codel`` …) holds the standing queue near 5 ms by dropping early instead (``gateway``: drops by
+cause and the time packets waited, as the emulator reports them).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -
     loss_model = net["down"]["loss"]
     p_loss = loss_model.get("p", 0.0) if loss_model["model"] == "bernoulli" else 0.0
     queue = net["down"]["queue"]["packets"] or 256
+    aqm = net["down"].get("discipline", {}).get("name", "droptail") != "droptail"
     iw = net.get("iw") or 10
     bdp = max(1.0, rate * rtt / 1000 / 8 / 1500)
     streams = spec["server"]["max_concurrent_streams"]
@@ -81,7 +84,10 @@ def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -
     tls = protocol in ("h1s", "h2", "spdy3")
     mux = protocol in ("h2", "h2c", "spdy3", "h3")
     j = lambda x: x * rng.uniform(0.96, 1.04)  # noqa: E731
+    if aqm:  # early drops keep about 5 ms of packets queued
+        queue = max(2, int(rate * 0.005 / 8 / 1500))
     counters = {"retrans": 0, "drops_queue": 0, "drops_loss": 0, "max_queue": 0}
+    sojourns: list[float] = []
     entries: list[dict] = []
 
     def ser(size: float, share: float) -> float:
@@ -94,6 +100,7 @@ def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -
         excess = inflight - bdp - queue
         counters["max_queue"] = max(counters["max_queue"], int(min(queue, max(0.0, inflight - bdp))))
         q_delay = min(queue, max(0.0, inflight - bdp)) * 1500 * 8 / rate * 1000
+        sojourns.append(q_delay)
         rounds, sent, cw = 0, 0, conn.cwnd
         while sent < segments:
             sent += cw
@@ -229,9 +236,47 @@ def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -
         "pushes_used": 0,
         "pushes_unused": 0,
         "phases_ms": {k: round(v, 3) for k, v in phases.items()},
+        "gateway": _gateway(counters["drops_queue"], aqm, sorted(sojourns) or [0.0]),
         "_max_queue": counters["max_queue"],
     }
     return record, entries
+
+
+def _gateway(drops: int, aqm: bool, sojourns: list[float]) -> dict:
+    """The load record's ``gateway``: the queue's drops by the discipline's cause, the sojourn percentiles."""
+
+    def rank(q: float) -> float:
+        return round(sojourns[min(len(sojourns) - 1, math.ceil(q * len(sojourns)) - 1)], 3)
+
+    down = {
+        "drops_tail": 0 if aqm else drops,
+        "drops_aqm": drops if aqm else 0,
+        "drops_overflow": 0,
+        "marks": 0,
+        "sojourn_ms": {"p50": rank(0.5), "p95": rank(0.95), "p99": rank(0.99), "max": rank(1.0)},
+    }
+    up = {
+        **down,
+        "drops_tail": 0,
+        "drops_aqm": 0,
+        "sojourn_ms": dict.fromkeys(("p50", "p95", "p99", "max"), 0.0),
+    }
+    flow = {
+        "proto": "tcp",
+        "client": "10.0.0.1:40000",
+        "server": "10.0.0.2:443",
+        "packets": 100,
+        "drops": drops,
+        "marks": 0,
+    }
+    return {
+        "up": up,
+        "down": down,
+        "flows": 1,
+        "flows_congested": int(drops > 0),
+        "max_flow_drops": drops,
+        "congested_flows": [flow] if drops else [],
+    }
 
 
 def _iso(t: datetime) -> str:

@@ -286,6 +286,11 @@ def test_gateway_effects_means():
     row = analysis.gateway_effects(frame, ["trial_id", "protocol"]).iloc[0]
     assert row["retransmissions"] == 3 and row["drops_queue"] == 2
     assert row["retransmission_pct"] == pytest.approx(3.0) and row["throughput_mbit"] == pytest.approx(1.0)
+    assert "sojourn_down_p95_ms" not in row  # loads stored before the gateway columns
+    frame = frame.assign(drops_aqm=[1, 3], sojourn_down_p95_ms=[4.0, 6.0], marks=float("nan"))
+    row = analysis.gateway_effects(frame, ["trial_id", "protocol"]).iloc[0]
+    assert row["drops_aqm"] == 2 and row["sojourn_down_p95_ms"] == pytest.approx(5.0)
+    assert "marks" not in row  # none of the loads has it
 
 
 # --- decision tree ------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from matplotlib.colors import to_hex
 from wirelab import analysis
 from wirelab._figures import plots
 from wirelab._figures.rendering import Rendered, render
-from wirelab._registry import PHASE_ORDER, PHASE_STYLES, PROTOCOL_STYLES, protocol_style
+from wirelab._registry import PHASE_ORDER, PHASE_STYLES, PROTOCOL_STYLES, discipline_label, protocol_style
 from wirelab.report._build import _mpl
 from wirelab.spec import PROTOCOLS
 from wirelab.testing import FIXTURES_DIR as FIXTURES
@@ -211,6 +211,58 @@ def test_phase_gateway_scenario_figures():
                 stats, scenario="scenario", protocols=["h1", "h2"], metric_label="PLT (ms)", throughput=thr
             ),
             "sc",
+        )
+    )
+
+
+def test_discipline_figure_and_labels():
+    assert [discipline_label(q) for q in ("256", "64kB", "codel", "fq_codel:2000", "pie", "weird")] == [
+        "drop-tail 256",
+        "drop-tail 64kB",
+        "CoDel",
+        "FQ-CoDel 2000",
+        "PIE",
+        "weird",
+    ]
+    table = pd.DataFrame(
+        [
+            {
+                "queue": q,
+                "cfg": c,
+                "protocol": p,
+                "gain_pct": 5.0,
+                "sojourn_down_p95_ms": 100.0 if q == "256" else 8.0,
+                "drops_tail": 3.0 if q == "256" else 0.0,
+                "drops_aqm": 0.0 if q == "256" else 2.0,
+                "drops_overflow": 0.0,
+                "retransmissions": 4.0,
+            }
+            for q in ("256", "codel", "fq_codel")
+            for c in ("1 Mbit/s", "8 Mbit/s")
+            for p in ("h1s", "h2")
+        ]
+    )
+    panels = [
+        ("gain_pct", "gain"),
+        ("sojourn_down_p95_ms", "delay"),
+        ("drops", "drops"),
+        ("retransmissions", "re"),
+    ]
+    fig = render(
+        plots.discipline_figure(
+            table, discipline="queue", column="cfg", protocols=["h1s", "h2"], panels=panels
+        ),
+        "d",
+    )
+    _check(fig)
+    assert _svg_has(fig, protocol_style("h2").colour)
+    pooled = table[table["cfg"] == "1 Mbit/s"]
+    _check(
+        render(
+            plots.discipline_figure(
+                pooled, discipline="queue", column=None, protocols=["h2"], panels=panels[:1]
+            ),
+            "d1",
         )
     )
 

@@ -32,6 +32,23 @@ def test_golden_ok(case):
     _assert_same(netprofile.parse(case["input"]), case["resolved"])
 
 
+def test_resolved_forms_follow_the_trial_spec_schema():
+    """Every golden resolved form (each discipline's defaults and automatic values among them) is valid
+    as the trial spec's network_resolved."""
+    import jsonschema
+
+    from wirelab._contract import load_schema
+
+    schema = load_schema("trial-spec")
+    check = jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/network_resolved"})
+    names = list(_facts.disciplines())
+    cases = [c["resolved"] for c in GOLDEN["ok"]]
+    cases += [netprofile.parse(f"bw=10mbit,queue={n}") for n in names]
+    for resolved in cases:
+        errors = [f"{list(e.absolute_path)}: {e.message}" for e in check.iter_errors(resolved)]
+        assert not errors, resolved
+
+
 @pytest.mark.parametrize("case", GOLDEN["errors"], ids=[c["input"] for c in GOLDEN["errors"]])
 def test_golden_errors(case):
     """Every error is the engine's, word for word: the golden message is the one link/profile prints."""

@@ -152,12 +152,17 @@ def summary(section: dict) -> dict:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> tuple[Path, Path]:
     """A database with the demo, a streams × RTT sweep, a many-factor sweep, a categorical sweep, a
-    queue sweep and a sweep full of markup; and its report."""
+    queue sweep, a queue-discipline sweep and a sweep full of markup; and its report."""
     tmp = tmp_path_factory.mktemp("report")
     db = tmp / "wirelab.db"
     engine = ModelEngine()
     wirelab.run(ROOT / "experiments" / "demo.toml", db=db, engine=engine, parallel=2)
-    for name in ("elkhatib-streams.quick", "unh-scenarios.quick", "elkhatib-queue.quick"):
+    for name in (
+        "elkhatib-streams.quick",
+        "unh-scenarios.quick",
+        "elkhatib-queue.quick",
+        "gateway-aqm.quick",
+    ):
         wirelab.run(ROOT / "experiments" / f"{name}.toml", db=db, engine=engine, parallel=2)
     wirelab.run(TREE_SPEC, db=db, engine=engine, parallel=2)
     wirelab.run(EVIL_SPEC, db=db, engine=ModelEngine(evil=True), parallel=2)
@@ -213,6 +218,11 @@ def test_figures_follow_what_the_sweep_varied(report):
     # a categorical network axis → scenario bars; a queue axis → gateway panels
     assert "scenarios" in kinds["unh-scenarios-quick"] and "gain" not in kinds["unh-scenarios-quick"]
     assert "gateway" in kinds["elkhatib-queue-quick"]
+    # a discipline axis → the gateway per discipline, one column per (bandwidth, loss) pair
+    assert "gateway-discipline" not in kinds["elkhatib-queue-quick"]
+    assert kinds["gateway-aqm-quick"].count("gateway-discipline") == 1
+    aqm = sections["gateway-aqm-quick"]
+    assert [n for n, _ in aqm["tables"] if n.endswith("gateway-discipline")]
     gain_titles = [t for k, t in sections["demo"]["figures"] if k == "gain"]
     assert gain_titles == ["gain ToW reduction vs RTT"]
 

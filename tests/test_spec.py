@@ -106,6 +106,7 @@ def test_numeric_params():
             "page": "twitter",
             "network.bw_up": "unlimited",
             "network.loss_down": "ge:1%:30%",
+            "network.queue_up": "fq_codel:2000",
         }
     )
     assert got == {
@@ -116,6 +117,8 @@ def test_numeric_params():
         "network.queue_bytes": 64000.0,
         "network.bw_up_mbit": None,
         "network.loss_down_pct": None,
+        "network.queue_up_packets": None,  # a discipline is a category, not a size
+        "network.queue_up_bytes": None,
     }
 
 

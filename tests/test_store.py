@@ -188,7 +188,14 @@ def test_gateway_columns(tmp_path, demo_spec):
     trial = plan.trials[0]
     directory = Path(f"{db}.d") / plan.name / trial.id
     records = [json.loads(line) for line in (directory / "loads.jsonl").read_text().splitlines()]
-    flow = {"proto": "tcp", "client": "10.77.0.2:40000", "server": "10.77.1.1:443", "packets": 90, "drops": 3, "marks": 1}
+    flow = {
+        "proto": "tcp",
+        "client": "10.77.0.2:40000",
+        "server": "10.77.1.1:443",
+        "packets": 90,
+        "drops": 3,
+        "marks": 1,
+    }
     for i, rec in enumerate(records):
         rec["gateway"] = {
             "up": {"drops_tail": 1, "drops_aqm": 0, "drops_overflow": 0, "marks": 0,

@@ -14,11 +14,14 @@ __all__ = [
     "BUSY_FALLBACK",
     "BUSY_GAUGES",
     "CLASS_STYLES",
+    "DISCIPLINE_LABELS",
+    "DROP_CAUSES",
     "PHASE_ORDER",
     "PHASE_STYLES",
     "PROTOCOL_STYLES",
     "PhaseStyle",
     "ProtocolStyle",
+    "discipline_label",
     "protocol_style",
 ]
 
@@ -107,3 +110,35 @@ BUSY_GAUGES: dict[str, tuple[str, str]] = {
 }
 #: What stands in for a busy gauge on servers without one.
 BUSY_FALLBACK = ("threads", "threads of the server's processes")
+
+
+#: Display names of the gateway's queue disciplines (the names of ``queue=NAME``), in the engine's
+#: order (``wirelab-engine profiles ls``).
+DISCIPLINE_LABELS: dict[str, str] = {
+    "droptail": "drop-tail",
+    "codel": "CoDel",
+    "fq_codel": "FQ-CoDel",
+    "pie": "PIE",
+    "docsis_pie": "DOCSIS-PIE",
+    "red": "RED",
+}
+
+
+def discipline_label(queue: str) -> str:
+    """How a ``queue`` value is shown: ``256`` → ``drop-tail 256``, ``fq_codel`` → ``FQ-CoDel``,
+    ``codel:2000`` → ``CoDel 2000``; anything else as it is."""
+    text = str(queue)
+    name, _, limit = text.partition(":")
+    if name in DISCIPLINE_LABELS:
+        return f"{DISCIPLINE_LABELS[name]} {limit}".strip()
+    if text[:1].isdigit() or text == "infinite":
+        return f"drop-tail {text}"
+    return text
+
+
+#: The gateway's drop causes (load columns) with their display names and hatches, in stacking order.
+DROP_CAUSES: tuple[tuple[str, str, str], ...] = (
+    ("drops_tail", "tail", ""),
+    ("drops_aqm", "AQM", "////"),
+    ("drops_overflow", "overflow", "...."),
+)

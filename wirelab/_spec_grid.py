@@ -496,7 +496,8 @@ def numeric_params(params: Mapping[str, Any]) -> dict[str, float | None]:
     """Numeric companions of unit-bearing grid values: ``network.rtt="20ms"`` → ``network.rtt_ms=20.0``.
 
     Durations → ``_ms``, rates → ``_mbit`` (unlimited → None), Bernoulli losses → ``_pct`` (percent;
-    Gilbert–Elliott → None), queues → ``_packets`` and ``_bytes`` (0 = no limit in that dimension).
+    Gilbert–Elliott → None), drop-tail queues → ``_packets`` and ``_bytes`` (0 = no limit in that
+    dimension; None for another discipline, whose axis is then categorical).
     """
     out: dict[str, float | None] = {}
     for path, value in params.items():
@@ -513,7 +514,9 @@ def numeric_params(params: Mapping[str, Any]) -> dict[str, float | None]:
             loss = netprofile.parse_loss(text)
             out[path + "_pct"] = {"none": 0.0, "bernoulli": loss.get("p", 0) * 100}.get(loss["model"])
         else:
-            queue = netprofile.parse_queue(text)
-            out[path + "_packets"] = float(queue["packets"])
-            out[path + "_bytes"] = float(queue["bytes"])
+            # A discipline other than drop-tail (codel, fq_codel:2000, …) is a category, not a size.
+            discipline, queue = netprofile.parse_queue_item(text)
+            numeric = discipline["name"] == "droptail"
+            out[path + "_packets"] = float(queue["packets"]) if numeric else None
+            out[path + "_bytes"] = float(queue["bytes"]) if numeric else None
     return out

@@ -25,7 +25,14 @@ from matplotlib.patches import FancyBboxPatch, Patch
 from matplotlib.typing import LineStyleType
 
 from wirelab._figures.rendering import new_figure
-from wirelab._registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, protocol_style
+from wirelab._registry import (
+    CLASS_STYLES,
+    DROP_CAUSES,
+    PHASE_ORDER,
+    PHASE_STYLES,
+    discipline_label,
+    protocol_style,
+)
 from wirelab.analysis.stats import ecdf
 from wirelab.analysis.tree import TreeResult
 
@@ -36,6 +43,7 @@ __all__ = [
     "category_gain_figure",
     "cdf_figure",
     "gain_figure",
+    "discipline_figure",
     "gateway_figure",
     "heatmap_figure",
     "main_effects_figure",
@@ -699,6 +707,71 @@ def _scenario_bars(
             error_kw={"elinewidth": 0.8, "ecolor": "#333333"},
         )
     ax.set_xticks(range(len(scenarios)), [str(x) for x in scenarios], fontsize=7.5, rotation=12)
+
+
+def discipline_figure(
+    table: pd.DataFrame,
+    *,
+    discipline: str,
+    column: str | None,
+    protocols: Sequence[str],
+    panels: Sequence[tuple[str, str]],
+) -> Figure:
+    """The gateway per queue discipline: one row of panels per metric (``panels``: column, label; the
+    column ``drops`` stacks the drops by cause), one column per value of ``column`` (the other axes'
+    configurations, or one when None), grouped bars per discipline (x) and protocol."""
+    cols = list(dict.fromkeys(table[column])) if column else [None]
+    discs = list(dict.fromkeys(table[discipline]))
+    protos = [p for p in protocols if p in set(table["protocol"])]
+    fig, axes = new_figure(
+        2.3 * len(cols) + 1.2, 2.1 * len(panels) + 0.7, ncols=len(cols), nrows=len(panels), squeeze=False
+    )
+    width = 0.8 / max(1, len(protos))
+    for r, (metric, label) in enumerate(panels):
+        for c, value in enumerate(cols):
+            ax = axes[r][c]
+            here = table if value is None else table[table[column] == value]
+            for pi, proto in enumerate(protos):
+                st = protocol_style(proto)
+                mine = here[here["protocol"] == proto].set_index(discipline).reindex(discs)
+                xpos = np.arange(len(discs)) + (pi - (len(protos) - 1) / 2) * width
+                if metric == "drops":
+                    bottom = np.zeros(len(discs))
+                    for cause, _, hatch in DROP_CAUSES:
+                        vals = (
+                            mine[cause].fillna(0.0).to_numpy(dtype=float)
+                            if cause in mine
+                            else np.zeros(len(discs))
+                        )
+                        ax.bar(
+                            xpos,
+                            vals,
+                            width * 0.9,
+                            bottom=bottom,
+                            color=st.colour,
+                            hatch=hatch,
+                            edgecolor="white",
+                            linewidth=0.3,
+                        )
+                        bottom += vals
+                else:
+                    ax.bar(xpos, mine[metric].to_numpy(dtype=float), width * 0.9, color=st.colour)
+            ax.set_xticks(
+                range(len(discs)), [discipline_label(d) for d in discs], fontsize=7, rotation=30, ha="right"
+            )
+            if c == 0:
+                ax.set_ylabel(label, fontsize=8)
+            if r == 0 and value is not None:
+                ax.set_title(_mpl_text(value), fontsize=8)
+    handles: list[Artist] = [Patch(facecolor=protocol_style(p).colour, label=_proto_label(p)) for p in protos]
+    if any(m == "drops" for m, _ in panels):
+        handles += [
+            Patch(facecolor="#999999", hatch=h, edgecolor="white", label=f"{n} drops")
+            for _, n, h in DROP_CAUSES
+        ]
+    fig.legend(handles=handles, loc="lower center", ncol=min(6, len(handles)), bbox_to_anchor=(0.5, 0.0))
+    fig.tight_layout(rect=(0, 0.07 / len(panels) * 2, 1, 1))
+    return fig
 
 
 def scenario_figure(

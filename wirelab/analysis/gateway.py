@@ -1,8 +1,12 @@
 """Retransmissions and what the gateway (the emulated bottleneck) did to the loads.
 
 What the engine measures directly (load records, ``docs/trial-contract.md``): ``retransmissions``,
-``drops_queue`` (tail drops at the emulated queue), ``drops_loss`` (the loss model), packets and
-bytes per direction; per trial, the emulator's largest queue occupancy (``max_queue_packets``).
+``drops_queue`` (drops at the emulated queue, any cause) and, since the queue disciplines, its
+drops by cause (``drops_tail``, ``drops_aqm``, ``drops_overflow``), its ECN ``marks``, how long the
+load's packets waited at the gateway (``sojourn_down_p50_ms`` … per direction: the **gateway delay**,
+measured) and the flows it dropped packets of (``flows_congested``, ``max_flow_drops``);
+``drops_loss`` (the loss model), packets and bytes per direction; per trial, the emulator's largest
+queue occupancy (``max_queue_packets``). Loads stored before the gateway columns have NaN there.
 
 What is inferred here (estimates, labelled as such in the report):
 
@@ -27,9 +31,23 @@ import pandas as pd
 
 from wirelab.analysis.stats import ok_loads
 
-__all__ = ["MTU_BYTES", "gateway_effects", "queue_delay_bound_ms", "rtt_inflation"]
+__all__ = ["GATEWAY_METRICS", "MTU_BYTES", "gateway_effects", "queue_delay_bound_ms", "rtt_inflation"]
 
 MTU_BYTES = 1500
+
+#: The gateway's own per-load measurements (``Results.loads()`` columns, v8), averaged per group by
+#: :func:`gateway_effects` when the sweep has them.
+GATEWAY_METRICS = (
+    "drops_tail",
+    "drops_aqm",
+    "drops_overflow",
+    "marks",
+    "sojourn_down_p50_ms",
+    "sojourn_down_p95_ms",
+    "sojourn_up_p95_ms",
+    "flows_congested",
+    "max_flow_drops",
+)
 
 
 def rtt_inflation(objects: pd.DataFrame) -> pd.DataFrame:
@@ -83,8 +101,9 @@ def gateway_effects(
 ) -> pd.DataFrame:
     """One row per group of ``by`` (which should include ``protocol``): means per load of
     ``retransmissions``, ``retransmission_pct`` (of all packets), ``drops_queue``, ``drops_loss``,
-    ``packets``, ``connections``, ``throughput_mbit``; with ``objects``, the mean ``rtt_inflation_ms``
-    and ``idle_rtt_ms``; with ``queue_bounds`` (trial id → ms), the largest ``queue_delay_bound_ms``."""
+    ``packets``, ``connections``, ``throughput_mbit``, and of :data:`GATEWAY_METRICS` where the loads
+    have them; with ``objects``, the mean ``rtt_inflation_ms`` and ``idle_rtt_ms``; with
+    ``queue_bounds`` (trial id → ms), the largest ``queue_delay_bound_ms``."""
     ok = ok_loads(loads).copy()
     packets = (ok["packets_down"] + ok["packets_up"]).astype(float)
     ok["packets"] = packets
@@ -102,6 +121,7 @@ def gateway_effects(
         "connections",
         "throughput_mbit",
     ]
+    metrics += [c for c in GATEWAY_METRICS if c in ok and ok[c].notna().any()]
     if objects is not None and not objects.empty:
         infl = rtt_inflation(objects)
         ok = ok.merge(infl, on=["trial_id", "load_index"], how="left")

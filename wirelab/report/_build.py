@@ -23,7 +23,7 @@ from scipy import stats as sps
 
 from wirelab._figures import plots
 from wirelab._figures.rendering import Rendered, render, slug
-from wirelab._registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, protocol_style
+from wirelab._registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, discipline_label, protocol_style
 from wirelab.analysis import conclusions as say
 from wirelab.analysis.compare import compare, main_effects
 from wirelab.analysis.gateway import gateway_effects, queue_delay_bound_ms
@@ -300,6 +300,7 @@ class _Builder:
         self.live_sites()
         self.phases()
         self.gateway_section()
+        self.discipline_section()
         self.scenarios()
         self.server_cost()
         self.waterfalls()
@@ -831,6 +832,94 @@ class _Builder:
                     "RTT inflation ms",
                     "queue delay bound ms",
                 ],
+                rows,
+            )
+        )
+
+    def discipline_section(self) -> None:
+        """The gateway per queue discipline: gain, the time packets waited at the gateway, its drops by
+        cause, marks and the retransmissions, per discipline and protocol (docs/reproducing.md,
+        gateway-aqm)."""
+        sd = self.sd
+        axis, others, notes = choose.discipline_axis(self.shape, self.ok)
+        self.notes.extend(notes)
+        if axis is None:
+            return
+        loads = self.ok.copy()
+        column = None
+        if others:
+            column = "_configuration"
+            loads[column] = [
+                " · ".join(a.format(r[a.column]) for a in others) for r in loads.to_dict("records")
+            ]
+        by = [axis.column, *([column] if column else [])]
+        table = gateway_effects(loads, [*by, "protocol"])
+        if sd.compared:
+            gains = compare(loads, by, sd.baseline, sd.compared, seed=self.seed)[
+                [*by, "protocol", "gain_pct"]
+            ]
+            table = table.merge(gains, on=[*by, "protocol"], how="left")
+        order = {v: i for i, v in enumerate(axis.values)}
+        table = table.sort_values(axis.column, key=lambda c: c.map(order), kind="stable")
+        panels = []
+        if "gain_pct" in table:
+            panels.append(("gain_pct", f"ToW reduction vs {protocol_style(sd.baseline).label} (%)"))
+        panels += [("sojourn_down_p95_ms", "gateway delay, p95 down (ms)"), ("drops", "queue drops per load")]
+        if "marks" in table and (table["marks"] > 0).any():
+            panels.append(("marks", "ECN marks per load"))
+        panels.append(("retransmissions", "retransmissions per load"))
+        self.add_figure(
+            "gateway-discipline",
+            "The gateway per discipline",
+            "Per discipline and protocol, means per load: the ToW reduction against the baseline, the "
+            "95th percentile of the time the load's down packets waited in the gateway's queue (measured "
+            "by the emulator), the queue's drops by cause (tail: a full drop-tail queue; AQM: the "
+            "discipline's early drops; overflow: an AQM's hard limit) and the retransmissions.",
+            functools.partial(
+                plots.discipline_figure,
+                table,
+                discipline=axis.column,
+                column=column,
+                protocols=sd.protocols,
+                panels=panels,
+            ),
+            self.config_text({"varied": axis.label}),
+        )
+        # Overflow drops and ECN marks only where some load had them (most sweeps have neither).
+        columns = [
+            ("gain_pct", "ToW reduction %"),
+            ("sojourn_down_p50_ms", "delay p50 ms"),
+            ("sojourn_down_p95_ms", "delay p95 ms"),
+            ("drops_tail", "tail drops"),
+            ("drops_aqm", "AQM drops"),
+            ("drops_overflow", "overflow drops"),
+            ("marks", "ECN marks"),
+            ("retransmissions", "retrans."),
+            ("flows_congested", "congested flows"),
+            ("max_flow_drops", "max drops of a flow"),
+        ]
+        columns = [
+            (c, h)
+            for c, h in columns
+            if c not in ("drops_overflow", "marks") or (c in table and (table[c] > 0).any())
+        ]
+        rows = [
+            [
+                Cell(discipline_label(r[axis.column])),
+                Cell(str(r[column]) if column else "all"),
+                Cell(protocol_style(r["protocol"]).label, f"proto proto-{r['protocol']}"),
+                *(Cell(_fmt(r.get(c), 1), "num") for c, _ in columns),
+            ]
+            for r in table.to_dict("records")
+        ]
+        self.tables.append(
+            TableBlock(
+                f"tab-{sd.name}-gateway-discipline",
+                "The gateway per discipline",
+                "Means per load. Gateway delay: the time the load's down packets waited in the gateway's "
+                "queue (p50, p95 of each load). Flows: the load's connections the gateway dropped (or "
+                "marked) packets of, and the most drops of one of them.",
+                ["gateway", "configuration", "protocol", *(h for _, h in columns)],
                 rows,
             )
         )

@@ -27,6 +27,11 @@ phase bars                  when the loads carry HAR phases: the first MAX_GROUP
                             MAX_PHASE_BARS values of the first numeric axis
 gateway panels              a numeric axis and (retransmissions/drops occurred, or loss, queue or
                             bandwidth was swept), when the other axes make ≤ MAX_GATEWAY_SERIES series
+gateway per discipline      the sweep varies the queue discipline (a categorical network.queue axis)
+                            and the loads carry the gateway's measurements: per discipline and
+                            protocol the time waited at the gateway, drops by cause, retransmissions,
+                            one column per configuration of the other axes up to
+                            MAX_DISCIPLINE_COLUMNS (beyond, the other axes pooled, with a note)
 scenario bars               a categorical axis other than page (e.g. network profiles), or no
                             numeric axis; at most MAX_SCENARIOS configurations
 server cost                 the loads carry the server's cost (server_cpu_ms): per server when the
@@ -52,6 +57,7 @@ from wirelab.analysis.sweep import Axis, SweepData
 
 __all__ = [
     "MAX_CDF_PANELS",
+    "MAX_DISCIPLINE_COLUMNS",
     "MAX_GAIN_LINES",
     "MAX_GATEWAY_SERIES",
     "MAX_GROUPS",
@@ -65,6 +71,7 @@ __all__ = [
     "GainPlan",
     "Shape",
     "cdf_configs",
+    "discipline_axis",
     "gain_plan",
     "gateway_axis",
     "heatmap",
@@ -84,6 +91,8 @@ __all__ = [
 MAX_GAIN_LINES = 8
 #: Series one figure of gateway panels may hold.
 MAX_GATEWAY_SERIES = 4
+#: Columns (configurations of the other axes) the gateway-per-discipline figure shows side by side.
+MAX_DISCIPLINE_COLUMNS = 4
 #: Configurations the ToW CDFs show at most (all of them up to this many).
 MAX_CDF_PANELS = 6
 #: Categorical groups (e.g. pages) that get CDF panels and phase bars.
@@ -314,6 +323,28 @@ def gateway_axis(shape: Shape, table: pd.DataFrame) -> tuple[GainFigure | None, 
             "series; the gateway table has every configuration."
         ]
     return GainFigure(axis, "vs", others, cols), []
+
+
+def discipline_axis(shape: Shape, loads: pd.DataFrame) -> tuple[Axis | None, list[Axis], list[str]]:
+    """The queue-discipline axis of the gateway-per-discipline figure (a categorical ``network.queue``
+    axis: disciplines by name) and the axes whose configurations make its columns — none, pooled, with
+    a note, when they are more than MAX_DISCIPLINE_COLUMNS — or None when the sweep does not vary the
+    discipline or its loads lack the gateway's measurements."""
+    axis = next((a for a in shape.sd.categorical_axes if a.param.startswith("network.queue")), None)
+    if axis is None or "sojourn_down_p95_ms" not in loads or not loads["sojourn_down_p95_ms"].notna().any():
+        return None, [], []
+    others = [a for a in shape.series_for(axis) if a.param != "protocols"]
+    n = len(shape.configs.drop_duplicates([a.column for a in others])) if others else 1
+    if n > MAX_DISCIPLINE_COLUMNS:
+        return (
+            axis,
+            [],
+            [
+                f"The gateway per discipline pools the other axes' {n} configurations (more than "
+                f"{MAX_DISCIPLINE_COLUMNS}); the gateway table has every configuration."
+            ],
+        )
+    return axis, others, []
 
 
 def scenarios(shape: Shape, n_scenarios: int) -> tuple[bool, list[str]]:
