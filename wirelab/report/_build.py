@@ -850,7 +850,8 @@ class _Builder:
         if others:
             column = "_configuration"
             loads[column] = [
-                " · ".join(a.format(r[a.column]) for a in others) for r in loads.to_dict("records")
+                " · ".join(f"{a.name} {a.format(r[a.column])}" for a in others)
+                for r in loads.to_dict("records")
             ]
         by = [axis.column, *([column] if column else [])]
         table = gateway_effects(loads, [*by, "protocol"])
