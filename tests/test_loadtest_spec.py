@@ -116,10 +116,10 @@ def test_protocols_may_be_an_axis_and_ranges_use_the_schemas_types():
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ("think = { mean_s = -1 }\n", "load.think.mean_s: got -1; must be a number ≥ 0"),
+        ("think = { mean_s = -1 }\n", "load.think.mean_s: got -1; must be a number 0–3600"),
         (
             '[grid]\n"think.mean_s" = [1, -2]\n',
-            "grid.think.mean_s[1]: got -2; must be a number ≥ 0",
+            "grid.think.mean_s[1]: got -2; must be a number 0–3600",
         ),
         (
             '[grid]\n"server.apache.mpm" = ["worker", "evnt"]\n',

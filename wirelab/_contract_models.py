@@ -99,9 +99,9 @@ class ClientConfig(_Model):
     mode: Literal["flat", "objects", "replay"] = Field('flat', description="flat: root then sub-resources; objects: all at once; replay: the page's dependency graph")
     max_connections_per_origin: int = Field(6, ge=1, le=64, description='HTTP/1.x connection limit per origin')
     dns: Literal["server", "static"] = Field('server', description='resolve through the DNS server across the path, or a static map')
-    compute_scale: float = Field(1.0, ge=0, description='replay: multiply recorded computation times')
+    compute_scale: float = Field(1.0, ge=0, le=100, description='replay: multiply recorded computation times')
     priority: Literal["none", "chrome", "dependency"] = Field('none', description='request prioritisation policy')
-    timeout_s: float = Field(120, gt=0, description='a load taking longer is recorded with an error')
+    timeout_s: float = Field(120, gt=0, le=3600, description='a load taking longer is recorded with an error')
 
 
 class CaptureConfig(_Model):
@@ -120,7 +120,7 @@ class TrialSpecFields(_Model):
     protocols: list[Literal["h1", "h1s", "h2", "h2c", "h3", "spdy3"]] = Field(['h1s', 'h2'], min_length=1, description='protocols compared in this trial, each at most once; the first is the baseline')
     repetitions: int = Field(5, ge=1, le=10000, description='loads per protocol')
     order: Literal["alternate", "random"] = Field('alternate', description='A B A B … or a seeded shuffle')
-    gap_ms: float = Field(0, ge=0, description='idle time between loads')
+    gap_ms: float = Field(0, ge=0, le=3600000, description='idle time between loads (at most an hour)')
     seed: int = Field(1, ge=0, le=9223372036854775807, description='seeds loss, jitter, random order and page generation')
     server: ServerConfig = Field(default_factory=ServerConfig, description="the origin server under test and its knobs (docs/server.md); the table of server.impl's name applies when that implementation is chosen and is left out of the resolved spec otherwise; a common knob the implementation cannot set (its table's x-cannot-set) defaults to the value that stands for its own behaviour, the only one it accepts")
     client: ClientConfig = Field(default_factory=ClientConfig, description='the page loader and its knobs (docs/client.md, docs/browser.md)')

@@ -2,6 +2,7 @@ package trial
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/wirelab/wirelab/engine/contract"
 	"github.com/wirelab/wirelab/engine/contract/contracttest"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
 )
@@ -175,4 +177,18 @@ func showable(v any) any {
 		return json.Number(strconv.FormatInt(int64(f), 10))
 	}
 	return v
+}
+
+// The loader's flags are bounded as the spec's fields they carry (fetch and browse refuse what the
+// schema refuses): --compute-scale as client.compute_scale, --timeout as client.timeout_s.
+func TestLoaderFlagBoundsAreTheSchemas(t *testing.T) {
+	for field, want := range map[string]float64{"compute_scale": seam.MaxComputeScale, "timeout_s": seam.MaxTimeout.Seconds()} {
+		p, err := contract.Property(contract.TrialSpec, "client", field)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := strconv.ParseFloat(fmt.Sprint(p["maximum"]), 64); err != nil || got != want {
+			t.Errorf("client.%s: schema maximum %v, seam's %v", field, p["maximum"], want)
+		}
+	}
 }

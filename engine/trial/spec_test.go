@@ -97,7 +97,7 @@ func TestDecodeErrors(t *testing.T) {
 		{`{"page":"twitter","shard_mode":"domains"}`, `shard_mode: got "domains"; did you mean domain? must be round-robin, tld or domain`},
 		{`{"page":"twitter","shard_mode":"rr"}`, `shard_mode: got "rr"; must be round-robin, tld or domain`},
 		{`{"page":"twitter","repetitions":"3"}`, `repetitions: got "3"; must be an integer 1–10000`},
-		{`{"page":"twitter","gap_ms":-1}`, `gap_ms: got -1; must be a number ≥ 0`},
+		{`{"page":"twitter","gap_ms":-1}`, `gap_ms: got -1; must be a number 0–3600000`},
 		{`{"page":"twitter","seed":-1}`, `seed: got -1; must be an integer 0–9223372036854775807`},
 		{`{"page":"twitter","order":"zigzag"}`, `order: got "zigzag"; must be alternate or random`},
 		{`{"page":"twitter","contract":2}`, `contract: got 2; must be 1`},

@@ -23,7 +23,7 @@ func benchTCPPlus(args []string) error {
 	n := fs.Int("n", tcpplus.DefaultN, "connections TCP+ stands for (1..32)")
 	rate := fs.String("rate", "30mbit", "bottleneck rate on the router (bit, kbit, mbit, gbit)")
 	cwnd := fs.Uint("cwnd", 100, "sender cwnd (segments) at which the router drops one segment (20..2000)")
-	timeout := fs.Duration("timeout", 30*time.Second, "time limit per flow")
+	timeout := fs.Duration("timeout", 30*time.Second, "time limit per flow (1s–10m)")
 	if err := fs.Parse(args); err != nil {
 		return cli.Usagef("bench tcpplus: %v (flags: --json --n --rate --cwnd --timeout)", err)
 	}
@@ -33,6 +33,9 @@ func benchTCPPlus(args []string) error {
 	bps, err := parseRate(*rate)
 	if err != nil {
 		return cli.Usagef("bench tcpplus: --rate %q: %v", *rate, err)
+	}
+	if *timeout < time.Second || *timeout > 10*time.Minute {
+		return cli.Usagef("bench tcpplus: --timeout %v: must be between 1s and 10m", *timeout)
 	}
 	if *cwnd < 20 || *cwnd > 2000 {
 		return cli.Usagef("bench tcpplus: --cwnd %d: must be between 20 and 2000", *cwnd)

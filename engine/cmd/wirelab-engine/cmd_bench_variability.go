@@ -8,6 +8,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/seam"
 )
 
 func init() {
@@ -41,8 +42,8 @@ func runBenchVariability(args []string) error {
 	if *proto != "h1s" && *proto != "h2" && *proto != "h3" {
 		return cli.Usagef("proto: got %q; must be h1s, h2 or h3", *proto)
 	}
-	if *scale < 0 {
-		return cli.Usagef("compute-scale: got %v; must be ≥ 0", *scale)
+	if !(*scale >= 0 && *scale <= seam.MaxComputeScale) { // NaN and ±Inf fail too
+		return cli.Usagef("--compute-scale: got %v; must be a number 0–%d", *scale, seam.MaxComputeScale)
 	}
 	if err := cli.NeedRoot("bench variability"); err != nil {
 		return err

@@ -42,7 +42,7 @@ func TestFetchBadFlags(t *testing.T) {
 		{[]string{u, "--proto", "h2", "--accept-push=maybe"}, "accept-push"},
 		{[]string{u, "--proto", "h2", "--mode", "eager"}, "--mode eager: allowed: flat, objects"},
 		{[]string{u, "--proto", "h2", "--mode", "replay"}, "--page: required with --mode replay"},
-		{[]string{u, "--proto", "h2", "--mode", "replay", "--page", "twitter", "--compute-scale", "-1"}, "-compute-scale: allowed: a number ≥ 0"},
+		{[]string{u, "--proto", "h2", "--mode", "replay", "--page", "twitter", "--compute-scale", "-1"}, "-compute-scale: allowed: a number 0–100"},
 		{[]string{u, "--proto", "h2", "--mode", "replay", "--page", "nosuchpage"}, "--page nosuchpage"},
 		{[]string{u, "--proto", "h2", "--compute-scale", "2"}, "--compute-scale: only with --mode replay"},
 		{[]string{u, "--proto", "h1", "--max-conns", "0"}, `"0" for flag -max-conns: allowed: an integer 1–64`},

@@ -174,8 +174,8 @@ func (f *Fetch) Bind(fs *flag.FlagSet, maxConns int) {
 	fs.Int64Var(&f.Seed, "seed", f.Seed, "")
 	fs.Func("compute-scale", "", func(v string) error {
 		x, err := strconv.ParseFloat(v, 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-			return errors.New("allowed: a number ≥ 0 such as 0, 0.5, 1 or 2")
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > MaxComputeScale {
+			return fmt.Errorf("allowed: a number 0–%d such as 0, 0.5, 1 or 2", MaxComputeScale)
 		}
 		f.ComputeScale = v
 		return nil
@@ -275,12 +275,19 @@ func split(v string) []string {
 	return out
 }
 
-// positiveDuration binds a duration flag that must be > 0.
+// MaxComputeScale and MaxTimeout bound --compute-scale and --timeout as the trial spec bounds
+// client.compute_scale and client.timeout_s (its schema's maximum).
+const (
+	MaxComputeScale = 100
+	MaxTimeout      = time.Hour
+)
+
+// positiveDuration binds a duration flag that must be > 0 and at most MaxTimeout.
 func positiveDuration(fs *flag.FlagSet, dst *time.Duration, name string) {
 	fs.Func(name, "", func(v string) error {
 		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return errors.New("allowed: a duration > 0 such as 120s or 2m")
+		if err != nil || d <= 0 || d > MaxTimeout {
+			return errors.New("allowed: a duration > 0 and ≤ 1h, such as 120s or 2m")
 		}
 		*dst = d
 		return nil
