@@ -426,7 +426,7 @@ class SubprocessEngine(Engine):
             try:
                 # the spec on stdin: nothing is written anywhere before it is known to be good
                 self._run(
-                    ["loadtest", "--check", "--spec", "/dev/stdin"],
+                    ["loadtest", "--check", "--spec", "-"],
                     input=json.dumps(spec, allow_nan=False),
                     timeout=CHECK_TIMEOUT_S,
                 )

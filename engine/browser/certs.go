@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+
+	"github.com/wirelab/wirelab/engine/internal/userpath"
 )
 
 // SPKIHash is base64(sha256(SubjectPublicKeyInfo)) of a certificate: the value Chromium's
@@ -20,9 +22,10 @@ func SPKIHash(cert *x509.Certificate) string {
 	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
-// SPKIHashesFromPEMFile returns the SPKI hash of every certificate in a PEM file.
+// SPKIHashesFromPEMFile returns the SPKI hash of every certificate in a PEM file (a regular file
+// of at most 1 MiB: a *userpath.Problem otherwise).
 func SPKIHashesFromPEMFile(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := userpath.ReadFile(path, 1<<20)
 	if err != nil {
 		return nil, err
 	}

@@ -9,13 +9,13 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/userpath"
 	"github.com/wirelab/wirelab/engine/page"
 )
 
@@ -98,14 +98,19 @@ func ptrNumber(n *json.Number) json.Number {
 	return *n
 }
 
+// MaxHARFileBytes bounds a HAR file (bodies included; the page's own limits usually refuse a HAR
+// long before, at the entry that crosses them).
+const MaxHARFileBytes = 2 << 30
+
 // ImportHAR reads a HAR file and builds a page with a dependency graph (see above). The file is
 // read as a stream, one entry at a time, and the page's limits are checked as entries arrive: time
 // and memory are linear in the file's size, and a HAR past a limit is refused without being read
 // to its end.
 func ImportHAR(path string, opts RecordOptions) (*page.Page, error) {
-	f, err := os.Open(path)
+	// a regular file only, never blocking on a FIFO or reading a device (docs/bad-input.md)
+	f, err := userpath.Open(path, MaxHARFileBytes)
 	if err != nil {
-		return nil, err
+		return nil, userpath.Field("har", err)
 	}
 	defer f.Close()
 	return ImportHARFrom(f, path, opts)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/userpath"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server/impl"
@@ -167,17 +168,12 @@ func checkServer(s spec.Server, protocols []string) (impl.Server, error) {
 		}
 	}
 	if s.Config != "" {
-		f, err := os.Open(s.Config)
-		if err == nil {
-			var st os.FileInfo
-			if st, err = f.Stat(); err == nil && st.IsDir() {
-				err = errors.New("is a directory")
-			}
-			f.Close()
-		}
+		// a regular file only, opened without blocking (docs/bad-input.md); rendered by DryRun later
+		f, err := userpath.Open(s.Config, impl.MaxConfigBytes)
 		if err != nil {
-			return nil, fielderr.New("server.config", s.Config, "must be a readable configuration template: %v", err)
+			return nil, userpath.Field("server.config", err)
 		}
+		f.Close()
 	}
 	return srv, nil
 }

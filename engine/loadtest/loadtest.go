@@ -88,6 +88,12 @@ func Prepare(spec *loadgen.Spec) (*Prepared, error) {
 		return nil, fielderr.New("page", spec.Page, "a load test serves a page model from the server under test; live pages (url:) are loaded by trials (docs/live.md)")
 	}
 	lp, err := lab.Prepare(spec.Lab, spec.Seed, []string{spec.Protocol})
+	if fe, ok := fielderr.As(err); ok && (fe.Field == "protocols" || fe.Field == "protocols[0]") {
+		// the lab's protocols[0] is the load test's protocol: name the field the user wrote
+		c := *fe
+		c.Field = "protocol"
+		return nil, &c
+	}
 	if err != nil {
 		return nil, err
 	}

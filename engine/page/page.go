@@ -8,15 +8,13 @@ package page
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/userpath"
 )
 
 // Type is the kind of an object, which decides how the root HTML references it and how its body
@@ -190,28 +188,21 @@ func Load(name string, seed int64) (*Page, error) {
 }
 
 // ReadFile reads and validates a page JSON file. A relative root_dir is taken relative to the
-// file's directory.
+// file's directory. Only a regular file of at most MaxPageFileBytes is read (a FIFO or a device is
+// refused without blocking, docs/bad-input.md); a problem of the file as a whole (not JSON, the
+// wrong type) names the file.
 func ReadFile(path string) (*Page, error) {
-	f, err := os.Open(path)
+	data, err := userpath.ReadFile(path, MaxPageFileBytes)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path is the value; the message keeps only the reason
-		}
-		return nil, &FieldError{Field: "page", Value: fielderr.Quote(path), Allowed: "must be a readable page JSON file: " + err.Error()}
+		return nil, userpath.Field("page", err)
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, &FieldError{Field: "page", Value: fielderr.Quote(path), Allowed: "must be a page JSON file (this is not a regular file)"}
+	p, err := parse(data, filepath.Dir(path))
+	if fe, ok := fielderr.As(err); ok && fe.Field == "page" && fe.Value == "" {
+		c := *fe
+		c.Value, c.ValueShown = fielderr.QuotePath(path), true
+		return nil, &c
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxPageFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("page: %w", err)
-	}
-	if len(data) > MaxPageFileBytes {
-		return nil, &FieldError{Field: "page", Value: fielderr.Quote(path), Allowed: fmt.Sprintf("a page file is at most %d bytes", MaxPageFileBytes)}
-	}
-	return parse(data, filepath.Dir(path))
+	return p, err
 }
 
 // MaxPageFileBytes bounds a page JSON file (10000 objects with their activities fit many times).

@@ -184,6 +184,38 @@ func TestPolicyRefusesBeforeContact(t *testing.T) {
 	}
 }
 
+// A plan with nothing to contact — every site refused by the policy or without an address — gives
+// one reason per site (the command prints them and exits 2); one contactable site is enough to run.
+func TestUncontactable(t *testing.T) {
+	offmachine.Require(t) // a broken guard would contact 192.0.2.1
+	l := serveLoopback(t)
+	cfg := l.cfg
+	cfg.Policy.AllowInternet = true // refused sites are then planned, not an error of Plan
+	plan := func(urls ...string) []probe.Target {
+		list, err := probe.ParseSites(urls, probe.DefaultMaxSites)
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets, err := probe.Plan(context.Background(), cfg, list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return targets
+	}
+	reasons := probe.Uncontactable(plan("doc.wirelab.test", "127.0.0.1", "nosuch.wirelab.test"))
+	if len(reasons) != 3 {
+		t.Fatalf("reasons %q: want one per site", reasons)
+	}
+	for i, want := range []string{"doc.wirelab.test", "127.0.0.1", "nosuch.wirelab.test: no address to probe"} {
+		if !strings.HasPrefix(reasons[i], want) {
+			t.Errorf("reason %d %q: want it to begin %q", i, reasons[i], want)
+		}
+	}
+	if r := probe.Uncontactable(plan("nosuch.wirelab.test", "h1.wirelab.test")); r != nil {
+		t.Errorf("one contactable site: %q, want nil", r)
+	}
+}
+
 // MaxDuration bounds the run: the site in progress is stopped and recorded so, the sites not
 // started are recorded as not probed, and Run returns.
 func TestMaxDurationEndsTheRun(t *testing.T) {

@@ -186,6 +186,26 @@ func Plan(ctx context.Context, cfg Config, sites []Site) ([]Target, error) {
 	return targets, nil
 }
 
+// Uncontactable is, when no target of a plan can be probed (every site refused by the policy or
+// without an address), one reason per site, each naming it; nil when at least one can be probed.
+// `wirelab-engine probe` then prints them and exits 2, sending nothing and printing no record.
+func Uncontactable(targets []Target) []string {
+	var reasons []string
+	for _, t := range targets {
+		switch {
+		case t.Refused != "":
+			reasons = append(reasons, t.Refused)
+		case t.Error != "":
+			reasons = append(reasons, fmt.Sprintf("%s: no address to probe (%s)", t.Site.Input, t.Error))
+		case !t.Addr.IsValid():
+			reasons = append(reasons, t.Site.Input+": no address to probe")
+		default:
+			return nil
+		}
+	}
+	return reasons
+}
+
 // checkSite is the policy's check of a site before resolution: an IP address is checked as the
 // address it is, a name as a name.
 func checkSite(p policy.Policy, s Site) error {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -27,11 +28,15 @@ const badHARGood = `{"log":{"version":"1.2","creator":{"name":"t","version":"1"}
  {"pageref":"p","startedDateTime":"2024-01-01T00:00:00Z","time":1,"request":{"method":"GET","url":"https://a.example/","httpVersion":"h2","headers":[],"queryString":[],"cookies":[],"headersSize":-1,"bodySize":0},"response":{"status":200,"statusText":"","httpVersion":"h2","headers":[],"cookies":[],"content":{"size":5000,"mimeType":"text/html"},"redirectURL":"","headersSize":-1,"bodySize":5000},"cache":{},"timings":{"send":0,"wait":1,"receive":0}},
  {"pageref":"p","startedDateTime":"2024-01-01T00:00:00Z","time":1,"request":{"method":"GET","url":"https://a.example/x.js","httpVersion":"h2","headers":[],"queryString":[],"cookies":[],"headersSize":-1,"bodySize":0},"response":{"status":200,"statusText":"","httpVersion":"h2","headers":[],"cookies":[],"content":{"size":50,"mimeType":"text/javascript"},"redirectURL":"","headersSize":-1,"bodySize":50},"cache":{},"timings":{"send":0,"wait":1,"receive":0}}]}}`
 
+// fifo as a file's content in a case makes the file a FIFO (named pipe) with no writer: reading
+// it would block.
+const fifo = "<fifo>"
+
 type badCase struct {
 	name  string
 	args  []string          // {dir} is the case's directory
-	files map[string]string // relative to {dir}; "->target" makes a symbolic link
-	want  string            // the field (or flag) the line must name
+	files map[string]string // relative to {dir}; "->target" makes a symbolic link, fifo a FIFO
+	want  string            // the field (or flag) the line must name; {dir} is the case's directory
 	// offMachine: the case gives a guard a target off the machine; it runs where no route leads
 	// off the machine (offMachine).
 	offMachine bool
@@ -145,7 +150,7 @@ func badInputCases() []badCase {
 		specCase("capture unknown field", `{"page":"twitter","capture":{"pcaps":true}}`, "capture.pcaps"),
 		specCase("capture.pcap a string", `{"page":"twitter","capture":{"pcap":"yes"}}`, "capture.pcap"),
 		// Page files named by a spec.
-		pageCase("not JSON", `{`, "page"),
+		pageCase("not JSON", `{`, `page: got "{dir}/page.json"; invalid JSON`),
 		pageCase("unknown field", rep(`"size":500`, `"sise":500`), "objects[1].sise"),
 		pageCase("no objects", `{"name":"p","seed":1,"origins":[{"host":"s1.wirelab.test"}],"objects":[]}`, "objects"),
 		pageCase("size zero", rep(`"size":500`, `"size":0`), "objects[1].size"),
@@ -217,6 +222,71 @@ func badInputCases() []badCase {
 		mirrorCase("chain of links out", map[string]string{"site/index.html": `<link rel=stylesheet href="a.css">`, "s.css": "S", "site/a.css": "->b.css", "site/b.css": "->../s.css"}, "a.css"),
 		mirrorCase("root document a link out", map[string]string{"site/x": "x", "i.html": "<p>", "site/index.html": "->../i.html"}, "index.html"),
 		mirrorCase("empty referenced file", map[string]string{"site/index.html": `<img src="e.png">`, "site/e.png": ""}, "e.png"),
+		// Special files a spec or a flag names: refused without blocking or reading a device
+		// (docs/bad-input.md, "Files and paths").
+		pageCase("a FIFO", fifo, "page: got"),
+		specCase("page file a character device", `{"page":"/dev/zero"}`, "a character device"),
+		func() badCase {
+			c := specCase("page file a FIFO named in the spec", `{"page":"{dir}/p.fifo"}`, "a FIFO")
+			c.files["p.fifo"] = fifo
+			return c
+		}(),
+		{name: "trace: a FIFO", args: []string{"trial", "--spec", "{dir}/spec.json", "--out", "{dir}/out"},
+			files: map[string]string{"spec.json": `{"page":"twitter","network":"trace_down={dir}/t"}`, "t": fifo}, want: "trace_down"},
+		specCase("trace a character device", `{"page":"twitter","network":"trace_up=/dev/zero"}`, "a character device"),
+		{name: "server.config: a FIFO", args: []string{"trial", "--check", "--spec", "{dir}/spec.json"},
+			files: map[string]string{"spec.json": `{"page":"twitter","server":{"impl":"nginx","config":"{dir}/c"}}`, "c": fifo}, want: "server.config"},
+		specCase("server.config a character device", `{"page":"twitter","server":{"impl":"nginx","config":"/dev/zero"}}`, "server.config"),
+		{name: "server.config: over 1 MiB", args: []string{"trial", "--check", "--spec", "{dir}/spec.json"},
+			files: map[string]string{"spec.json": `{"page":"twitter","server":{"impl":"nginx","config":"{dir}/c"}}`, "c": strings.Repeat("#\n", 600_000)}, want: "at most 1 MiB"},
+		{name: "import-har: a FIFO", args: []string{"pages", "import-har", "{dir}/x.har", "--out", "{dir}/page.json"}, files: map[string]string{"x.har": fifo}, want: "a FIFO"},
+		{name: "import-har: a character device", args: []string{"pages", "import-har", "/dev/zero"}, want: "a character device"},
+		{name: "mirror: a FIFO", args: []string{"pages", "mirror", "{dir}/site"}, files: map[string]string{"site": fifo}, want: "directory"},
+		{name: "trial: --spec a FIFO", args: []string{"trial", "--spec", "{dir}/s.json", "--out", "{dir}/out"}, files: map[string]string{"s.json": fifo}, want: "--spec"},
+		{name: "trial --check: --specs a FIFO", args: []string{"trial", "--check", "--specs", "{dir}/s.jsonl"}, files: map[string]string{"s.jsonl": fifo}, want: "--specs"},
+		{name: "loadtest: --spec a FIFO", args: []string{"loadtest", "--check", "--spec", "{dir}/s.json"}, files: map[string]string{"s.json": fifo}, want: "--spec"},
+		{name: "probe: --list a FIFO", args: []string{"probe", "--list", "{dir}/l"}, files: map[string]string{"l": fifo}, want: "--list"},
+		{name: "probe: --ca a character device", args: []string{"probe", "--ca", "/dev/zero", "h1.wirelab.test"}, want: "--ca"},
+		{name: "fetch: --urls a FIFO", args: []string{"fetch", "https://s1.wirelab.test/", "--proto", "h2", "--mode", "objects", "--urls", "{dir}/u"}, files: map[string]string{"u": fifo}, want: "--urls"},
+		{name: "fetch: --ca a FIFO", args: []string{"fetch", "https://s1.wirelab.test/", "--proto", "h2", "--ca", "{dir}/ca"}, files: map[string]string{"ca": fifo}, want: "--ca"},
+		// Output paths: checked before any work (docs/bad-input.md, "Files and paths").
+		{name: "import-har: --out in a missing directory", args: []string{"pages", "import-har", "{dir}/x.har", "--out", "{dir}/none/p.json"},
+			files: map[string]string{"x.har": badHARGood}, want: "--out {dir}/none/p.json: cannot be written"},
+		{name: "import-har: --out a directory", args: []string{"pages", "import-har", "{dir}/x.har", "--out", "{dir}/d"},
+			files: map[string]string{"x.har": badHARGood, "d/keep": "x"}, want: "--out {dir}/d: is a directory"},
+		{name: "mirror: --out in a missing directory", args: []string{"pages", "mirror", "{dir}/site", "--out", "{dir}/none/p.json"},
+			files: map[string]string{"site/index.html": "<p>"}, want: "--out {dir}/none/p.json"},
+		{name: "mirror: --out a directory", args: []string{"pages", "mirror", "{dir}/site", "--out", "{dir}/site"},
+			files: map[string]string{"site/index.html": "<p>"}, want: "is a directory; give a file to write"},
+		{name: "mirror: --out a FIFO", args: []string{"pages", "mirror", "{dir}/site", "--out", "{dir}/o"},
+			files: map[string]string{"site/index.html": "<p>", "o": fifo}, want: "is a FIFO"},
+		{name: "mirror: --out under a file", args: []string{"pages", "mirror", "{dir}/site", "--out", "{dir}/f/p.json"},
+			files: map[string]string{"site/index.html": "<p>", "f": "x"}, want: "is a file, not a directory"},
+		{name: "record: --out in a missing directory", args: []string{"pages", "record", "twitter", "--out", "{dir}/none/p.json"}, want: "--out"},
+		{name: "record: --har a directory", args: []string{"pages", "record", "twitter", "--out", "{dir}/p.json", "--har", "{dir}"}, want: "--har"},
+		{name: "fetch: --har in a missing directory", args: []string{"fetch", "https://s1.wirelab.test/", "--proto", "h2", "--har", "{dir}/none/x.har"}, want: "--har"},
+		{name: "fetch: --keylog a directory", args: []string{"fetch", "https://s1.wirelab.test/", "--proto", "h2", "--keylog", "{dir}"}, want: "--keylog"},
+		{name: "browse: --har a directory", args: []string{"browse", "https://s1.wirelab.test/", "--proto", "h2", "--har", "{dir}"}, want: "--har"},
+		{name: "trial: --out in a missing directory", args: []string{"trial", "--spec", "{dir}/s.json", "--out", "{dir}/none/out"},
+			files: map[string]string{"s.json": `{"page":"twitter"}`}, want: "--out"},
+		{name: "loadtest: --out under a file", args: []string{"loadtest", "--spec", "{dir}/s.json", "--out", "{dir}/f/out"},
+			files: map[string]string{"s.json": `{"page":"neoload50","protocol":"h2","scenario":{"stages":[{"duration_s":1,"target":1}]}}`, "f": "x"}, want: "--out"},
+		{name: "shell: --stats in a missing directory", args: []string{"shell", "--stats", "{dir}/none/s.json", "--", "true"}, want: "--stats"},
+		{name: "shell: --pcap a file", args: []string{"shell", "--pcap", "{dir}/f", "--", "true"}, files: map[string]string{"f": "x"}, want: "--pcap"},
+		// Terminal escapes in input are shown escaped, never echoed raw.
+		{name: "pages show: escapes in the name", args: []string{"pages", "show", "\x1b]0;title\a\x1b[2Jx"}, want: `\x1b]0;title`},
+		{name: "fetch: escapes in --page", args: []string{"fetch", "https://s1.wirelab.test/", "--proto", "h2", "--page", "\x1b[2Jx"}, want: `\x1b[2Jx`},
+		{name: "mirror: escapes in the directory", args: []string{"pages", "mirror", "{dir}/\x1b[2J\u202e"}, want: `\x1b[2J\u202e`},
+		{name: "import-har: escapes in the file name", args: []string{"pages", "import-har", "{dir}/\x9b2J.har"}, want: `\x9b2J.har`},
+		// Non-finite and unbounded numbers.
+		specCase("gap_ms over an hour", `{"page":"twitter","gap_ms":3600001}`, "gap_ms"),
+		specCase("client.timeout_s a day", `{"page":"twitter","client":{"timeout_s":86400}}`, "client.timeout_s"),
+		specCase("client.compute_scale 1e300", `{"page":"twitter","client":{"compute_scale":1e300}}`, "client.compute_scale"),
+		{name: "fetch: --compute-scale inf", args: []string{"fetch", "https://s1.wirelab.test/", "--proto", "h2", "--compute-scale", "inf"}, want: "compute-scale"},
+		{name: "fetch: --timeout a year", args: []string{"fetch", "https://s1.wirelab.test/", "--proto", "h2", "--timeout", "8760h"}, want: "timeout"},
+		{name: "bench variability: --compute-scale NaN", args: []string{"bench", "variability", "--compute-scale", "NaN"}, want: "--compute-scale"},
+		{name: "bench tcpplus: --timeout a day", args: []string{"bench", "tcpplus", "--timeout", "24h"}, want: "--timeout"},
+		{name: "pages record: --timeout a year", args: []string{"pages", "record", "twitter", "--out", "{dir}/p.json", "--timeout", "8760h"}, want: "--timeout"},
 		// Other commands' inputs.
 		{name: "unknown command", args: []string{"trail"}, want: "trail"},
 		{name: "pages show: unknown page", args: []string{"pages", "show", "twiter"}, want: "page"},
@@ -247,6 +317,12 @@ func setUpCase(t *testing.T, dir string, files map[string]string) {
 			t.Fatal(err)
 		}
 		body := strings.ReplaceAll(files[n], "{dir}", dir)
+		if body == fifo {
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		if target, ok := strings.CutPrefix(body, "->"); ok {
 			if err := os.Symlink(target, p); err != nil {
 				t.Fatal(err)
@@ -311,8 +387,11 @@ func TestBadInputCorpus(t *testing.T) {
 			if len(line) > 1000 {
 				t.Errorf("stderr line of %d bytes: values must be cut (%q)", len(line), cut(line))
 			}
-			if !strings.Contains(line, c.want) {
-				t.Errorf("stderr %q does not name %q", cut(line), c.want)
+			if want := strings.ReplaceAll(c.want, "{dir}", dir); !strings.Contains(line, want) {
+				t.Errorf("stderr %q does not name %q", cut(line), want)
+			}
+			if i := strings.IndexFunc(strings.TrimSuffix(line, "\n"), isControl); i >= 0 {
+				t.Errorf("stderr holds a control character at byte %d: %q", i, cut(line))
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("stdout %q; want nothing", cut(stdout.String()))
@@ -341,6 +420,11 @@ func assertNoStateOf(t *testing.T, pid int) {
 			t.Errorf("state file %s of the refused command left behind", p)
 		}
 	}
+}
+
+// isControl: a character that can drive a terminal (C0, DEL, C1, a bidirectional override).
+func isControl(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
 func cut(s string) string {

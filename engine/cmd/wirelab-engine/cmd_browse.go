@@ -139,6 +139,9 @@ func parseBrowseArgs(args []string) (*browseArgs, error) {
 		return nil, cli.Usagef("browse: want exactly one URL, got %d arguments (%s)", len(positional), strings.Join(positional, " "))
 	}
 	ba := &browseArgs{url: positional[0], json: *asJSON, har: *harFile}
+	if err := checkOutput("--har", ba.har); err != nil {
+		return nil, err
+	}
 	timeout := sb.Timeout
 	if *proto == "" {
 		return nil, cli.Usagef("--proto: required; allowed: h1, h1s, h2, h3")
@@ -176,7 +179,7 @@ func parseBrowseArgs(args []string) (*browseArgs, error) {
 	if *certFile != "" {
 		hashes, err := browser.SPKIHashesFromPEMFile(*certFile)
 		if err != nil {
-			return nil, cli.Usagef("--cert %s: %v", *certFile, err)
+			return nil, certError(*certFile, err)
 		}
 		cfg.SPKIHashes = append(cfg.SPKIHashes, hashes...)
 	}

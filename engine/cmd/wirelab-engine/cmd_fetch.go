@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -208,6 +207,12 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 		return nil, cli.Usagef("fetch: want exactly one URL, got %d arguments (%s)", len(positional), strings.Join(positional, " "))
 	}
 	fa := &fetchArgs{url: positional[0], json: *asJSON, har: *harFile, keylog: *keylog}
+	if err := checkOutput("--har", fa.har); err != nil {
+		return nil, err
+	}
+	if err := checkOutput("--keylog", fa.keylog); err != nil {
+		return nil, err
+	}
 	cfg := &fa.cfg
 	maxConns, timeout := sf.MaxConns, sf.Timeout
 	computeScale, computeSet := 1.0, sf.ComputeScale != ""
@@ -277,15 +282,9 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 	}
 
 	if *caFile != "" {
-		pem, err := os.ReadFile(*caFile)
-		if err != nil {
-			return nil, cli.Usagef("--ca %s: %v", *caFile, err)
+		if cfg.RootCAs, err = caPool("--ca", *caFile, nil); err != nil {
+			return nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, cli.Usagef("--ca %s: no PEM certificate in the file", *caFile)
-		}
-		cfg.RootCAs = pool
 	}
 
 	switch {
@@ -295,6 +294,9 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 		return nil, cli.Usagef("--urls %s: only with --mode objects (flat mode discovers the objects)", *urls)
 	case *urls != "":
 		if fa.objects, err = readURLList(*urls, stdin); err != nil {
+			if cli.IsUsage(err) {
+				return nil, err
+			}
 			return nil, cli.Usagef("--urls %s: %v", *urls, err)
 		}
 	}
@@ -333,15 +335,11 @@ func dnsServerAddr(s string) (netip.AddrPort, error) {
 
 // readURLList reads one URL per line; blank lines and lines starting with # are skipped.
 func readURLList(path string, stdin io.Reader) ([]string, error) {
-	var r io.Reader = stdin
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
+	r, err := openInput("--urls", path, maxListBytes, stdin)
+	if err != nil {
+		return nil, err
 	}
+	defer r.Close()
 	var out []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

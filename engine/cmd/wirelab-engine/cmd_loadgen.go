@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -148,9 +147,9 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	if *specFile == "" {
 		return nil, cli.Usagef("--spec: required: the loadtest spec (JSON file)")
 	}
-	data, err := os.ReadFile(*specFile)
+	data, err := readInput("--spec", *specFile, maxSpecBytes, nil)
 	if err != nil {
-		return nil, cli.Usagef("--spec %s: %v", *specFile, errors.Unwrap(err))
+		return nil, err
 	}
 	spec, err := loadgen.Decode(data)
 	if err != nil {
@@ -207,13 +206,9 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 		cfg.Resolver = &client.DNSResolver{Server: server.String()}
 	}
 	if *caFile != "" {
-		pem, err := os.ReadFile(*caFile)
+		pool, err := caPool("--ca", *caFile, nil)
 		if err != nil {
-			return nil, cli.Usagef("--ca %s: %v", *caFile, errors.Unwrap(err))
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, cli.Usagef("--ca %s: no PEM certificate in the file", *caFile)
+			return nil, err
 		}
 		cfg.RootCAs = pool
 	}

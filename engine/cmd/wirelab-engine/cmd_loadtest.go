@@ -32,7 +32,7 @@ DIR/intervals.jsonl (the generator's intervals), DIR/server.jsonl (one server sa
 DIR/engine.log and, last, DIR/loadtest.json (spec, provenance, emulator summary, the generator's
 summary, outcomes with server_at, thresholds including the server's). Needs root.
 
-  --spec FILE   the loadtest spec (JSON; schemas/loadtest-spec.schema.json; page required)
+  --spec FILE   the loadtest spec (JSON; schemas/loadtest-spec.schema.json; page required; - reads stdin)
   --out DIR     the load test's directory (created when missing)
   --progress    print {"event":"ready"}, every interval line and {"event":"done"} on stdout
   --check       check the spec exactly as a run would (page, network, server) and create nothing
@@ -62,9 +62,9 @@ func runLoadtest(args []string) error {
 	if *specFile == "" {
 		return cli.Usagef("--spec: required: the loadtest spec (JSON file)")
 	}
-	data, err := os.ReadFile(*specFile)
+	data, err := readInput("--spec", *specFile, maxSpecBytes, os.Stdin)
 	if err != nil {
-		return cli.Usagef("--spec %s: %v", *specFile, errors.Unwrap(err))
+		return err
 	}
 	spec, err := loadgen.Decode(data)
 	if err != nil {
@@ -80,13 +80,11 @@ func runLoadtest(args []string) error {
 	if *out == "" {
 		return cli.Usagef("--out: required: the load test's directory")
 	}
-	if st, err := os.Stat(*out); err == nil {
-		if !st.IsDir() {
-			return cli.Usagef("--out %s: is a file; give a directory", *out)
-		}
-		if _, err := os.Stat(*out + "/" + loadtest.ResultFile); err == nil {
-			return cli.Usagef("--out %s: already holds %s of another run; give a new directory", *out, loadtest.ResultFile)
-		}
+	if err := checkOutputDir("--out", *out); err != nil {
+		return err
+	}
+	if _, err := os.Stat(*out + "/" + loadtest.ResultFile); err == nil {
+		return cli.Usagef("--out %s: already holds %s of another run; give a new directory", *out, loadtest.ResultFile)
 	}
 	if err := cli.NeedRoot("loadtest"); err != nil {
 		return err

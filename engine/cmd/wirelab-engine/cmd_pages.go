@@ -258,7 +258,7 @@ func loadShardedPage(name string, seed int64, shards int, modeName string) (*pag
 	}
 	p, err := page.Load(name, seed)
 	if err != nil {
-		return nil, usageIfField(fielderr.Prefix(pagePrefix(name), err))
+		return nil, usageIfField(fielderr.Prefix(pagePrefix(name, err), err))
 	}
 	if shards == 1 && mode == page.ShardRoundRobin && len(p.Origins) == 1 {
 		return p, nil
@@ -270,9 +270,10 @@ func loadShardedPage(name string, seed int64, shards int, modeName string) (*pag
 	return p, nil
 }
 
-// pagePrefix prefixes field paths inside a page file with the file name.
-func pagePrefix(name string) string {
-	if page.IsSynthetic(name) {
+// pagePrefix prefixes field paths inside a page file with the file name (an error of the file as
+// a whole, field "page", names it already).
+func pagePrefix(name string, err error) string {
+	if fe, ok := fielderr.As(err); page.IsSynthetic(name) || (ok && fe.Field == "page") {
 		return ""
 	}
 	if _, err := os.Stat(name); err == nil {
@@ -284,8 +285,8 @@ func pagePrefix(name string) string {
 func pagesValidate(path string, w io.Writer) error {
 	p, err := page.ReadFile(path)
 	if err != nil {
-		if fe, ok := fielderr.As(err); ok {
-			return cli.Usagef("%s: %s", path, fe.Error())
+		if _, ok := fielderr.As(err); ok {
+			return usageIfField(fielderr.Prefix(pagePrefix(path, err), err))
 		}
 		return cli.Usagef("%v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/wirelab/wirelab/engine/client"
 	"github.com/wirelab/wirelab/engine/internal/atomicfile"
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/page"
@@ -66,7 +67,7 @@ func summarizePage(what string, pg *page.Page) {
 		compute += a.DurationMs
 	}
 	fmt.Fprintf(os.Stderr, "%s: %s: %d objects, %d bytes, %d origins; %d activities (%d downloads, %d parse, %d evaluate; %.1f ms of computation)\n",
-		what, pg.Name, len(pg.Objects), pg.TotalBytes(), len(pg.Origins), len(pg.Activities),
+		what, cli.Printable(pg.Name), len(pg.Objects), pg.TotalBytes(), len(pg.Origins), len(pg.Activities),
 		kinds[page.KindDownload], kinds[page.KindParse], kinds[page.KindEvaluate], compute)
 }
 
@@ -81,12 +82,15 @@ func pagesMirror(args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return cli.Usagef("pages mirror: want exactly one DIR")
 	}
+	if err := checkOutput("--out", *out); err != nil {
+		return err
+	}
 	res, err := page.Mirror(pos[0], *name)
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
 	for _, m := range res.Missing {
-		fmt.Fprintf(os.Stderr, "pages mirror: not in the directory, left as it is: %s\n", m)
+		fmt.Fprintf(os.Stderr, "pages mirror: not in the directory, left as it is: %s\n", cli.Printable(m))
 	}
 	if err := writePageOut(res.Page, *out, stdout); err != nil {
 		return err
@@ -105,6 +109,9 @@ func pagesImportHAR(args []string, stdout io.Writer) error {
 	}
 	if len(pos) != 1 {
 		return cli.Usagef("pages import-har: want exactly one FILE.har")
+	}
+	if err := checkOutput("--out", *out); err != nil {
+		return err
 	}
 	pg, err := browser.ImportHAR(pos[0], browser.RecordOptions{Name: *name})
 	if err != nil {
@@ -137,12 +144,18 @@ func pagesRecord(args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return cli.Usagef("pages record: want exactly one URL, DIR or page NAME")
 	}
+	if err := checkOutput("--out", *out); err != nil {
+		return err
+	}
+	if err := checkOutput("--har", *harOut); err != nil {
+		return err
+	}
 	p, err := browser.ParseProtocol(*proto)
 	if err != nil {
 		return cli.Usagef("--proto %v", err)
 	}
-	if *timeout <= 0 {
-		return cli.Usagef("--timeout %v: must be > 0", *timeout)
+	if *timeout <= 0 || *timeout > seam.MaxTimeout {
+		return cli.Usagef("--timeout %v: must be > 0 and ≤ %v", *timeout, seam.MaxTimeout)
 	}
 	ctx, stop := cli.SignalContext(context.Background())
 	defer stop()
@@ -181,7 +194,7 @@ func pagesRecord(args []string, stdout io.Writer) error {
 		if *certFile != "" {
 			h, err := browser.SPKIHashesFromPEMFile(*certFile)
 			if err != nil {
-				return cli.Usagef("--cert %s: %v", *certFile, err)
+				return certError(*certFile, err)
 			}
 			cfg.SPKIHashes = append(cfg.SPKIHashes, h...)
 		}
@@ -200,7 +213,7 @@ func pagesRecord(args []string, stdout io.Writer) error {
 				return cli.Usagef("%v", err)
 			}
 			for _, miss := range m.Missing {
-				fmt.Fprintf(os.Stderr, "pages record: not in the directory, left as it is: %s\n", miss)
+				fmt.Fprintf(os.Stderr, "pages record: not in the directory, left as it is: %s\n", cli.Printable(miss))
 			}
 			base = m.Page
 		} else {

@@ -37,7 +37,8 @@ Without --allow-internet only names under wirelab.test whose addresses belong to
 namespaces are probed (run it inside "wirelab-engine sites -- …" or "wirelab-engine shell");
 anything else is refused with exit 2 before a packet is sent to it. With --allow-internet,
 special-purpose addresses (private, loopback, link-local, documentation, …) are still refused.
-docs/probe.md says exactly what is sent.
+When no site can be probed — every one refused or without an address — nothing is sent and no
+record printed: one line per site on stderr, exit 2. docs/probe.md says exactly what is sent.
 
 flags:`
 
@@ -120,9 +121,10 @@ func parseProbe(args []string, o *probeOptions) (probe.Config, []probe.Site, err
 	case o.list != "" && len(o.sites) > 0:
 		return cfg, nil, cli.Usagef("probe: got --list %q and %d SITE arguments; give one or the other", o.list, len(o.sites))
 	case o.list != "":
-		f, err := os.Open(o.list)
+		// any size: ReadList stops one site past --max-sites
+		f, err := openInput("--list", o.list, 0, nil)
 		if err != nil {
-			return cfg, nil, cli.Usagef("list: %v", err)
+			return cfg, nil, err
 		}
 		defer f.Close()
 		sites, err = probe.ReadList(f, o.list, o.maxSites)
@@ -137,18 +139,13 @@ func parseProbe(args []string, o *probeOptions) (probe.Config, []probe.Site, err
 		}
 	}
 	if o.ca != "" {
-		pem, err := os.ReadFile(o.ca)
-		if err != nil {
-			return cfg, nil, cli.Usagef("ca: %v", err)
-		}
 		pool, err := x509.SystemCertPool()
 		if err != nil {
 			pool = x509.NewCertPool()
 		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return cfg, nil, cli.Usagef("ca: %q holds no PEM certificate", o.ca)
+		if cfg.RootCAs, err = caPool("--ca", o.ca, pool); err != nil {
+			return cfg, nil, err
 		}
-		cfg.RootCAs = pool
 	}
 	needDNS := false
 	for _, s := range sites {
@@ -200,6 +197,14 @@ func runProbe(args []string, stdout io.Writer) error {
 			}
 		}
 		return nil
+	}
+	// Nothing to contact (every site refused or without an address): one line per site, exit 2,
+	// no record — a run that probed nothing is the user's input, not a result.
+	if reasons := probe.Uncontactable(targets); reasons != nil {
+		for _, r := range reasons {
+			fmt.Fprintln(os.Stderr, "wirelab-engine: probe: "+cli.Printable(r))
+		}
+		return &cli.ExitError{Code: 2}
 	}
 	err = probe.Run(ctx, cfg, targets, func(r probe.Record) error { return enc.Encode(r) })
 	if errors.Is(err, probe.ErrInterrupted) {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -92,17 +91,9 @@ func parseShell(args []string) (shellOptions, emulator.Config, profile.Resolved,
 	if o.serverPort != 0 && o.serverCmd == "" {
 		return o, emulator.Config{}, profile.Resolved{}, cli.Usagef("server-port: %d without --server-cmd; give the command that listens on it", o.serverPort)
 	}
-	for _, f := range []struct{ name, path string }{{"stats", o.statsFile}, {"log", o.logFile}} {
-		if f.path == "" || f.path == "-" {
-			continue
-		}
-		if st, err := os.Stat(filepath.Dir(f.path)); err != nil || !st.IsDir() {
-			return o, emulator.Config{}, profile.Resolved{}, cli.Usagef("%s: %q is in no existing directory; give a path in an existing directory", f.name, f.path)
-		}
-	}
-	if o.pcapDir != "" {
-		if st, err := os.Stat(o.pcapDir); err == nil && !st.IsDir() {
-			return o, emulator.Config{}, profile.Resolved{}, cli.Usagef("pcap: %q is a file; give a directory (created if missing)", o.pcapDir)
+	for _, err := range []error{checkOutput("--stats", o.statsFile), checkOutput("--log", o.logFile), checkOutputDir("--pcap", o.pcapDir)} {
+		if err != nil {
+			return o, emulator.Config{}, profile.Resolved{}, err
 		}
 	}
 	r, err := profile.Parse(o.net)

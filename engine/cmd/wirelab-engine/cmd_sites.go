@@ -79,8 +79,8 @@ func runSites(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *pcapDir != "" {
-		if st, err := os.Stat(*pcapDir); err == nil && !st.IsDir() {
-			return cli.Usagef("pcap: %q is a file; give a directory (created if missing)", *pcapDir)
+		if err := checkOutputDir("--pcap", *pcapDir); err != nil {
+			return err
 		}
 	}
 	if err := cli.NeedRoot("sites"); err != nil {

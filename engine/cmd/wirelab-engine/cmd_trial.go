@@ -133,21 +133,11 @@ func decodeAndPrepare(data []byte) (*trial.Prepared, error) {
 }
 
 func readSpecFile(specFile string) ([]byte, error) {
-	st, err := os.Stat(specFile)
-	if err == nil && !st.Mode().IsRegular() {
-		return nil, cli.Usagef("--spec %s: not a regular file", specFile)
-	}
-	if err == nil && st.Size() > maxSpecBytes {
-		return nil, cli.Usagef("--spec %s: %d bytes; a trial spec is at most %d", specFile, st.Size(), maxSpecBytes)
-	}
-	data, err := os.ReadFile(specFile)
-	if err != nil {
-		return nil, cli.Usagef("--spec %s: %v", specFile, errors.Unwrap(err))
-	}
-	return data, nil
+	return readInput("--spec", specFile, maxSpecBytes, nil)
 }
 
-// maxSpecBytes bounds a trial spec (a spec names its page and traces; it does not hold them).
+// maxSpecBytes bounds a trial or loadtest spec (a spec names its page and traces; it does not
+// hold them).
 const maxSpecBytes = 1 << 20
 
 // checkTrials is trial --check: one spec (--spec) or several (--specs, JSON lines), each decoded
@@ -169,15 +159,12 @@ func checkTrials(specFile, specsFile, out string, stdin io.Reader) error {
 		_, err = decodeAndPrepare(data)
 		return err
 	}
-	var r io.Reader = stdin
-	if specsFile != "-" {
-		f, err := os.Open(specsFile)
-		if err != nil {
-			return cli.Usagef("--specs %s: %v", specsFile, errors.Unwrap(err))
-		}
-		defer f.Close()
-		r = f
+	// any size: each line is bounded by maxSpecBytes
+	r, err := openInput("--specs", specsFile, 0, stdin)
+	if err != nil {
+		return err
 	}
+	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxSpecBytes)
 	n := 0
@@ -208,18 +195,11 @@ func checkTrials(specFile, specsFile, out string, stdin io.Reader) error {
 	return nil
 }
 
-// checkTrialDir accepts a missing directory (created later) or one holding no trial output yet
-// (the control plane writes spec.json and engine.stderr there first).
+// checkTrialDir accepts a missing directory in an existing one (created later) or a directory
+// holding no trial output yet (the control plane writes spec.json and engine.stderr there first).
 func checkTrialDir(dir string) error {
-	st, err := os.Stat(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return cli.Usagef("--out %s: %v", dir, err)
-	}
-	if !st.IsDir() {
-		return cli.Usagef("--out %s: is a file; give a directory", dir)
+	if err := checkOutputDir("--out", dir); err != nil {
+		return err
 	}
 	for _, name := range []string{trial.TrialFile, trial.LoadsFile} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {

@@ -356,7 +356,7 @@ func TestLoadtestBadInput(t *testing.T) {
 		{"unknown page", strings.Replace(good, "neoload50", "no-such-page", 1), "page"},
 		{"bad network", strings.Replace(good, "rtt=20ms", "rtt=fast", 1), "network"},
 		{"unknown server", strings.Replace(good, `"network"`, `"server":{"impl":"iis"},"network"`, 1), "server.impl"},
-		{"unsupported protocol", strings.Replace(strings.Replace(good, `"network"`, `"server":{"impl":"nginx"},"network"`, 1), `"h2"`, `"h3"`, 1), "protocol"},
+		{"unsupported protocol", strings.Replace(strings.Replace(good, `"network"`, `"server":{"impl":"nginx"},"network"`, 1), `"h2"`, `"h3"`, 1), `protocol: got "h3"; not served by server.impl nginx`},
 		{"unknown field", strings.Replace(good, `"page"`, `"pgae":1,"page"`, 1), "pgae"},
 	}
 	for _, c := range cases {

@@ -75,8 +75,9 @@ func exitCode(err error) int {
 	if errors.As(err, &exit) {
 		return exit.Code
 	}
-	// One line, whatever the error holds (a wrapped multi-line error, a joined list).
-	fmt.Fprintf(os.Stderr, "wirelab-engine: %s\n", strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
+	// One line, whatever the error holds (a wrapped multi-line error, a joined list), and none of
+	// its characters can drive the terminal (a page name, a path or a URL may hold escapes).
+	fmt.Fprintf(os.Stderr, "wirelab-engine: %s\n", cli.Printable(strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")))
 	if cli.IsUsage(err) {
 		return 2
 	}

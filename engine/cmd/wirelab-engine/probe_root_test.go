@@ -88,6 +88,22 @@ func TestProbeLocalInternet(t *testing.T) {
 	}
 }
 
+// A probe with nothing to contact — every site a name the local internet does not have — prints
+// one line per site and exits 2, with no record on stdout; one site it can probe is enough to run.
+func TestProbeNothingToContact(t *testing.T) {
+	roottest.RequireTUN(t)
+	cmd := engine("sites", "--", os.Args[0], "probe", "nosuch.wirelab.test", "https://gone.wirelab.test/x")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if exitCodeOf(err) != 2 || stdout.Len() != 0 || len(lines) != 2 ||
+		!strings.HasPrefix(lines[0], "wirelab-engine: probe: nosuch.wirelab.test: no address to probe") ||
+		!strings.HasPrefix(lines[1], "wirelab-engine: probe: https://gone.wirelab.test/x: no address to probe") {
+		t.Errorf("exit %d, stdout %q, stderr %q: want exit 2, no record, one line per site", exitCodeOf(err), stdout.String(), stderr.String())
+	}
+}
+
 // namespacePattern returns the run id of a client namespace name ("" if it is none).
 func namespacePattern(ns string) string {
 	var id string

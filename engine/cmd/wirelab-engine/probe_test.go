@@ -45,7 +45,7 @@ func TestProbeBadInput(t *testing.T) {
 		"not an address of this run":    {"93.184.215.14"},
 		"flag provided but not defined": {"--no-such-flag", "h1.wirelab.test"},
 		"dns: got":                      {"--dns", "not-an-ip", "h1.wirelab.test"},
-		"ca: open":                      {"--ca", filepath.Join(dir, "missing.pem"), "h1.wirelab.test"},
+		"--ca " + filepath.Join(dir, "missing.pem") + ": does not exist": {"--ca", filepath.Join(dir, "missing.pem"), "h1.wirelab.test"},
 	}
 	for want, args := range cases {
 		var stdout, stderr bytes.Buffer

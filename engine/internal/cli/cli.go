@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"unicode/utf8"
 )
 
 // UsageError is bad input: the message names the field, the value and what is allowed.
@@ -55,4 +57,31 @@ func NeedRoot(command string) error {
 		return nil
 	}
 	return errors.New(command + ": needs root (network namespaces and TUN devices)")
+}
+
+// Printable is s with every control character — C0 (ESC, which starts every terminal escape
+// sequence, among them), DEL, C1 (the 8-bit CSI and OSC) — and the Unicode bidirectional
+// overrides shown escaped (\x1b, \n, \u202e), so that text from input (a page's name, a path, a
+// URL) cannot drive the terminal it is printed on. The twin of wirelab._terminal.controls_escaped.
+func Printable(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i]) // a byte that is not UTF-8
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || (r >= 0x7f && r <= 0x9f):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -15,6 +15,8 @@ type Error struct {
 	Field   string // path of the field, e.g. "objects[3].size"
 	Value   string // the offending value, formatted for humans (strings quoted); may be empty
 	Allowed string // what is allowed instead
+	// ValueShown says Value is shown as it is: it was cut already (QuotePath keeps a path's end).
+	ValueShown bool
 }
 
 func (e *Error) Error() string {
@@ -25,7 +27,11 @@ func (e *Error) Error() string {
 	if e.Value == "" {
 		return fmt.Sprintf("%s: %s", field, e.Allowed)
 	}
-	return fmt.Sprintf("%s: got %s; %s", field, shown(e.Value), e.Allowed)
+	v := e.Value
+	if !e.ValueShown {
+		v = shown(v)
+	}
+	return fmt.Sprintf("%s: got %s; %s", field, v, e.Allowed)
 }
 
 // MaxField is the longest field path shown whole (paths are short unless they hold user text).
@@ -69,6 +75,31 @@ func Quote(s string) string {
 		return strconv.Quote(s)
 	}
 	return strconv.Quote(prefix(s)) + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// MaxPathShown is the longest file path shown whole; a longer one shows its last PathSuffix
+// bytes — where its file's name is — after "…".
+const (
+	MaxPathShown = 256
+	PathSuffix   = 120
+)
+
+// QuotePath is a file path quoted for a message: whole up to MaxPathShown bytes, else "…" and its
+// last PathSuffix bytes (whole characters) with its length.
+func QuotePath(p string) string {
+	if len(p) <= MaxPathShown {
+		return strconv.Quote(p)
+	}
+	n := len(p) - PathSuffix
+	for n < len(p) && !utf8.RuneStart(p[n]) {
+		n++
+	}
+	return strconv.Quote("…"+p[n:]) + fmt.Sprintf(" (%d bytes)", len(p))
+}
+
+// Path is an Error whose value is a file path (QuotePath).
+func Path(field, path string, allowed string, args ...any) *Error {
+	return &Error{Field: field, Value: QuotePath(path), Allowed: fmt.Sprintf(allowed, args...), ValueShown: true}
 }
 
 // Cut is s unquoted, cut to a readable length like Quote.

@@ -1,6 +1,7 @@
 package fielderr
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -21,5 +22,18 @@ func TestLongValuesCut(t *testing.T) {
 	}
 	if got := Cut(strings.Repeat("a", 100)); !strings.HasSuffix(got, "… (100 bytes)") || !strings.HasPrefix(got, strings.Repeat("a", ShownPrefix)+"…") {
 		t.Errorf("Cut: %q", got)
+	}
+}
+
+// A file path keeps its end (the file's name) when it is cut, and is shown whole up to 256 bytes.
+func TestQuotePath(t *testing.T) {
+	short := "/tmp/" + strings.Repeat("d", 200) + "/page.json"
+	if got := Path("page", short, "x").Error(); got != `page: got "`+short+`"; x` {
+		t.Errorf("short path: %s", got)
+	}
+	long := "/" + strings.Repeat("é", 300) + "/page.json"
+	got := Path("page", long, "x").Error()
+	if !strings.HasSuffix(got, `/page.json" (`+fmt.Sprint(len(long))+` bytes); x`) || !strings.HasPrefix(got, `page: got "…`) || len(got) > 200 {
+		t.Errorf("long path: %s", got)
 	}
 }

@@ -2,15 +2,13 @@ package profile
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/units"
+	"github.com/wirelab/wirelab/engine/internal/userpath"
 )
 
 // A mahimahi trace file has one line per delivery opportunity: the time in whole milliseconds
@@ -58,22 +56,21 @@ func (t *Trace) BitsPerSecond() float64 {
 // LoadTrace reads and validates the trace file at path. field names the profile key that named it
 // (trace_up or trace_down) for the error, e.g. `trace_down: "x.trace" does not exist; …`.
 func LoadTrace(field, path string) (*Trace, error) {
-	f, err := os.Open(path)
+	// Only a regular file, never blocking on a FIFO or reading a device (docs/bad-input.md).
+	f, err := userpath.Open(path, MaxTraceFileBytes)
+	if p, ok := userpath.As(err); ok {
+		return nil, newError(field, path, p.What, "give the path of "+p.Want+": a mahimahi trace ("+traceAllowed+")")
+	}
 	if err != nil {
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil, newError(field, path, "does not exist", "give the path of a mahimahi trace file ("+traceAllowed+")")
-		case errors.Is(err, fs.ErrPermission):
-			return nil, newError(field, path, "cannot be read (permission denied)", "give the path of a readable mahimahi trace file")
-		}
-		return nil, newError(field, path, "cannot be opened ("+err.Error()+")", "give the path of a readable mahimahi trace file")
+		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, newError(field, path, "is a directory", "give the path of a mahimahi trace file")
-	}
-	return ParseTrace(field, path, f)
+	return ParseTrace(field, path, io.LimitReader(f, MaxTraceFileBytes))
 }
+
+// MaxTraceFileBytes bounds a trace file (about 25 million delivery opportunities: hours of a
+// cellular link at tens of Mbit/s).
+const MaxTraceFileBytes = 256 << 20
 
 // ParseTrace reads a trace from r; name is used in errors (and kept as Trace.Name).
 func ParseTrace(field, name string, r io.Reader) (*Trace, error) {

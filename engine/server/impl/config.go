@@ -13,6 +13,7 @@ import (
 	"text/template"
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/userpath"
 	"github.com/wirelab/wirelab/engine/server"
 )
 
@@ -130,15 +131,19 @@ func pathIndex(in *Provision) string {
 	return p
 }
 
+// MaxConfigBytes bounds a user's configuration template (server.config).
+const MaxConfigBytes = 1 << 20
+
 // render writes a configuration: the user's template (server.config) when given, else wirelab's
 // templates/<name>; the file is written to path (0644).
 func render(in *Provision, name, path string, data any) error {
 	var tmpl *template.Template
 	var err error
 	if in.Server.Config != "" {
-		src, rerr := os.ReadFile(in.Server.Config)
+		// a regular file only, never blocking on a FIFO or reading a device (docs/bad-input.md)
+		src, rerr := userpath.ReadFile(in.Server.Config, MaxConfigBytes)
 		if rerr != nil {
-			return fielderr.New("server.config", in.Server.Config, "must be a readable file: %v", rerr)
+			return userpath.Field("server.config", rerr)
 		}
 		tmpl, err = template.New(filepath.Base(in.Server.Config)).Option("missingkey=error").Parse(string(src))
 		if err != nil {
