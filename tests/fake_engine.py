@@ -61,8 +61,9 @@ def _mark() -> None:
 
 
 def _check_loadtest(args: list[str]) -> int:
-    """``loadtest --check --spec FILE``: FixtureEngine's refusals, one line, exit 2."""
-    spec = json.loads(Path(args[args.index("--spec") + 1]).read_text())
+    """``loadtest --check --spec FILE|-``: FixtureEngine's refusals, one line, exit 2."""
+    where = args[args.index("--spec") + 1]
+    spec = json.loads(sys.stdin.read() if where == "-" else Path(where).read_text())
     recording = os.environ.get("FAKE_ENGINE_LOADTEST_RECORDING")
     refusal = FixtureEngine(loadtest_recording=(lambda s: recording) if recording else None).loadtest_refusal(
         spec

@@ -33,7 +33,7 @@ def test_version(capsys):
     ("argv", "expected"),
     [
         (["run"], "wirelab run: Missing argument"),
-        (["run", "/nonexistent.toml"], "wirelab: /nonexistent.toml: no such spec file"),
+        (["run", "/nonexistent.toml"], "wirelab: /nonexistent.toml: does not exist"),
         (["run", "SPEC", "--parallel", "x"], "wirelab run: Invalid value for '--parallel'"),
         (["frobnicate"], "wirelab: No such command 'frobnicate'"),
         (["load", "twitter", "--net", "rtt=150"], 'wirelab: --net: rtt: "150" has no unit'),
@@ -73,8 +73,17 @@ def test_option_bounds_and_defaults_are_their_owners(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = run_cli(capsys, "probe", "--help")
     assert code == 0
+    facts = _facts.probe_defaults()
     for key in ("concurrency", "rate", "timeout", "max_sites", "max_duration"):
-        assert f"(engine: {_facts.probe_defaults()[key]})" in out, key
+        assert f"(default {facts[key]})" in out, key
+    for bound in (
+        f"1–{facts['concurrency_max']}",
+        f"at most {facts['rate_max_per_s']}/s",
+        facts["timeout_range"],
+        f"1–{facts['max_sites_max']}",
+        facts["max_duration_range"],
+    ):
+        assert bound in out, bound
 
 
 def test_bad_spec_via_run_also_exits_2(capsys, tmp_path, fake_engine):

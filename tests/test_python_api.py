@@ -30,6 +30,8 @@ def test_netprofile_doctest():
 EXPECTED_PUBLIC = {
     "__version__",
     "run",
+    "check",
+    "SpecCheck",
     "open",
     "load",
     "plan",

@@ -356,7 +356,7 @@ def test_shard_modes_and_one_origin_per_group():
 
 
 def test_missing_file():
-    with pytest.raises(SpecError, match="no such spec file"):
+    with pytest.raises(SpecError, match="does not exist"):
         spec.load("/nonexistent/spec.toml")
 
 

@@ -260,6 +260,7 @@ def test_reading_creates_and_changes_nothing(tmp_path, demo_spec):
 
     data = tmp_path / "data"
     db = data / "w.db"
+    data.mkdir()  # a database goes into an existing directory
     wirelab.run(demo_spec, db=db, engine=FixtureEngine())
     before = _snapshot(data)
     assert not (data / "w.db-wal").exists()

@@ -19,6 +19,8 @@ from typing import Any
 # profile grammar or the engine's test stand-in does not pay for pandas and the rest.
 _EXPORTS = {
     "LoadResult": "wirelab._api",
+    "SpecCheck": "wirelab._api",
+    "check": "wirelab._api",
     "load": "wirelab._api",
     "loadtest": "wirelab._api",
     "open": "wirelab._api",
@@ -95,6 +97,7 @@ __all__ = [
     "Results",
     "RunSummary",
     "SchemaVersionError",
+    "SpecCheck",
     "SpecError",
     "StoreError",
     "SubprocessEngine",
@@ -105,6 +108,7 @@ __all__ = [
     "UsageError",
     "WirelabError",
     "__version__",
+    "check",
     "load",
     "loadtest",
     "open",

@@ -18,16 +18,25 @@ import pandas as pd
 
 from wirelab import _loadplan as loadplan
 from wirelab import spec as spec_mod
-from wirelab._cluster_options import DEFAULT_ARTIFACTS, DEFAULT_RETRIES
 from wirelab._engine import Engine, SubprocessEngine
 from wirelab._har import objects_from_har
-from wirelab._loadrunner import LoadObserver, LoadtestSummary, run_loadtests
+from wirelab._loadrunner import LoadObserver, LoadtestSummary, run_loadtests, validate_loadtest
+from wirelab._options import (
+    ARTIFACTS,
+    DEFAULT_ARTIFACTS,
+    DEFAULT_RETRIES,
+    DEFAULT_WAIT_WORKERS_S,
+    PARALLEL,
+    RETRIES,
+    WAIT_WORKERS,
+    only_with,
+)
 from wirelab._summary import protocol_table
-from wirelab.errors import EngineNotFoundError, NoResultsError, SpecError, TrialFailedError
-from wirelab.runner import Observer, RunSummary, run_plan
+from wirelab.errors import EngineNotFoundError, NoResultsError, SpecError, TrialFailedError, UsageError, cut
+from wirelab.runner import Observer, RunSummary, run_plan, validate_plan
 from wirelab.store import DEFAULT_DB, Results
 
-__all__ = ["LoadResult", "load", "loadtest", "open", "plan", "plan_loadtest", "run"]
+__all__ = ["LoadResult", "SpecCheck", "check", "load", "loadtest", "open", "plan", "plan_loadtest", "run"]
 
 SpecLike = str | os.PathLike[str] | spec_mod.Plan | spec_mod.ExperimentSpec | Mapping[str, Any]
 
@@ -52,34 +61,70 @@ def plan(spec: SpecLike) -> spec_mod.Plan:
     return spec_mod.load(text)
 
 
+def _trial_plan(spec: SpecLike, allow_internet: bool) -> spec_mod.Plan:
+    """The plan ``wirelab run`` (and ``wirelab spec check``) makes of ``spec``."""
+    if isinstance(spec, str | os.PathLike) and not _is_text(spec) and loadplan.is_loadtest(os.fspath(spec)):
+        raise UsageError(f"{spec}: a load-test spec ([load]); run it with wirelab loadtest {spec}")
+    the_plan = plan(spec)
+    return spec_mod.with_internet(the_plan) if allow_internet else the_plan
+
+
+def _is_text(spec: str | os.PathLike[str]) -> bool:
+    text = os.fspath(spec)
+    return "\n" in text or "[sweep]" in text
+
+
 def run(
     spec: SpecLike,
     *,
     db: str | os.PathLike[str] = DEFAULT_DB,
-    parallel: int = 1,
+    parallel: int | None = None,
     resume: bool = True,
     engine: Engine | str | os.PathLike[str] | None = None,
     observer: Observer | None = None,
     cluster: str | None = None,
-    retries: int = DEFAULT_RETRIES,
-    artifacts: str = DEFAULT_ARTIFACTS,
+    retries: int | None = None,
+    artifacts: str | None = None,
+    wait_workers: float | None = None,
     allow_internet: bool = False,
 ) -> RunSummary:
     """Run an experiment into ``db`` (``wirelab run``). Resumes by default; raises
     :class:`~wirelab.errors.Interrupted` (with ``.summary``) when stopped by a signal.
 
-    ``cluster``: a Dask scheduler's address (``tcp://HOST:8786``) whose ``wirelab worker``s run the
-    trials (``docs/distributed.md``); ``engine`` then only checks the trial specs before anything is
-    submitted (without one on this machine, a worker's engine does). ``retries``: starts of a trial
-    whose worker was lost; ``artifacts``: ``local`` (trial directories come back) or ``remote`` (pcaps
-    and server records stay on the worker). ``parallel`` is ignored: the workers' slots decide.
+    ``parallel``: trials at once on this machine (1–64, default 1). ``cluster``: a Dask scheduler's
+    address (``tcp://HOST:8786``) whose ``wirelab worker``s run the trials (``docs/distributed.md``);
+    ``engine`` then only checks the trial specs before anything is submitted (without one on this
+    machine, a worker's engine does), and the workers' slots replace ``parallel``. Only with a
+    cluster: ``retries`` (0–10, default 2), starts of a trial whose worker was lost; ``artifacts``,
+    ``local`` (trial directories come back, the default) or ``remote`` (pcaps and server records stay
+    on the worker); ``wait_workers`` (0–3600 s, default 60), how long to wait for the first worker.
     ``allow_internet`` (``--allow-internet``) lets live pages name public sites (docs/live.md)."""
-    the_plan = plan(spec)
-    if allow_internet:
-        the_plan = spec_mod.with_internet(the_plan)
+    if cluster is None:
+        for option, value in (
+            ("--retries", retries),
+            ("--artifacts", artifacts),
+            ("--wait-workers", wait_workers),
+        ):
+            only_with(option, value is not None, "--cluster", False)
+    elif parallel is not None:
+        raise UsageError("--parallel: with --cluster the workers' trial slots decide; leave it out")
+    if parallel is not None:
+        PARALLEL.check(parallel)
+    if retries is not None:
+        RETRIES.check(retries)
+    if wait_workers is not None:
+        WAIT_WORKERS.check(wait_workers)
+    if artifacts is not None and artifacts not in ARTIFACTS:
+        raise UsageError(f'--artifacts: "{cut(str(artifacts))}" is not allowed; use {" or ".join(ARTIFACTS)}')
+    the_plan = _trial_plan(spec, allow_internet)
     if cluster is None:
         return run_plan(
-            the_plan, db=Path(db), engine=_engine(engine), parallel=parallel, resume=resume, observer=observer
+            the_plan,
+            db=Path(db),
+            engine=_engine(engine),
+            parallel=parallel or 1,
+            resume=resume,
+            observer=observer,
         )
     from wirelab._cluster import ClusterEngine
 
@@ -90,7 +135,14 @@ def run(
         if engine is not None:
             raise
         checker = None  # no engine on this machine: a worker's checks the specs
-    on_cluster = ClusterEngine(cluster, retries=retries, artifacts=artifacts, checker=checker)
+    on_cluster = ClusterEngine(
+        cluster,
+        retries=DEFAULT_RETRIES if retries is None else retries,
+        artifacts=artifacts or DEFAULT_ARTIFACTS,
+        checker=checker,
+        wait_workers=DEFAULT_WAIT_WORKERS_S if wait_workers is None else wait_workers,
+        on_wait=getattr(observer, "message", None),
+    )
     try:
         return run_plan(
             the_plan,
@@ -102,6 +154,41 @@ def run(
         )
     finally:
         on_cluster.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecCheck:
+    """What :func:`check` (``wirelab spec check``) found: the spec is good."""
+
+    plan: spec_mod.Plan | loadplan.LoadPlan
+    kind: str  #: ``trials`` (``wirelab run``) or ``loadtest`` (``wirelab loadtest``)
+    engine: str  #: the engine that checked the specs
+    checked: int  #: distinct specs the engine checked
+
+
+def check(
+    spec: SpecLike | LoadSpecLike,
+    *,
+    engine: Engine | str | os.PathLike[str] | None = None,
+    allow_internet: bool = False,
+) -> SpecCheck:
+    """Validate ``spec`` exactly as ``wirelab run`` (a trial sweep) or ``wirelab loadtest`` (a load-test
+    spec) does before it creates anything — the same functions: the spec's own fields, then the engine's
+    check of every distinct trial spec (``trial --check``: page files, traces, server and client knobs)
+    or of every run (``loadtest --check``). Raises what they raise (a one-line :class:`UsageError`);
+    creates nothing."""
+    the_engine = _engine(engine)
+    if isinstance(spec, loadplan.LoadPlan) or (
+        isinstance(spec, str | os.PathLike) and not _is_text(spec) and loadplan.is_loadtest(os.fspath(spec))
+    ):
+        if allow_internet:
+            raise UsageError(
+                "--allow-internet: for trial sweeps (live pages); a load test serves its own page"
+            )
+        load_plan = plan_loadtest(spec)
+        return SpecCheck(load_plan, "loadtest", the_engine.name, validate_loadtest(the_engine, load_plan))
+    the_plan = _trial_plan(spec, allow_internet)
+    return SpecCheck(the_plan, "trials", the_engine.name, validate_plan(the_engine, the_plan))
 
 
 LoadSpecLike = str | os.PathLike[str] | loadplan.LoadPlan | Mapping[str, Any]

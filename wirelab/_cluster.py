@@ -32,6 +32,7 @@ import dataclasses
 import io
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -41,16 +42,18 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from wirelab import spec as spec_mod
-from wirelab._cluster_options import ARTIFACTS, DEFAULT_RETRIES
 from wirelab._engine import WORKER_FILE, Engine, EventCallback, SubprocessEngine, TrialEvent, TrialRun
 from wirelab._machine import machine_provenance
+from wirelab._options import ARTIFACTS, DEFAULT_RETRIES, DEFAULT_WAIT_WORKERS_S, RETRIES, SLOTS, WAIT_WORKERS
+from wirelab._terminal import controls_escaped
+from wirelab._userpath import check_output_dir
 from wirelab.errors import EngineError, SpecError, UsageError, WirelabError, cut
 
 __all__ = [
@@ -347,6 +350,50 @@ def _reachable(address: str, timeout: float, what: str) -> None:
         raise UsageError(f"{what}: cannot reach a scheduler at {address} ({cut(reason)})") from None
 
 
+class _NameTaken(Exception):
+    """The scheduler refused the worker's name: another connected worker has it."""
+
+
+def _name_taken(error: BaseException) -> bool:
+    """Whether ``error`` (or what it wraps) is the scheduler's "name taken" answer to a registration."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if "name taken" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def connected_names(scheduler: str, timeout: float) -> set[str]:
+    """The names of the workers connected to ``scheduler`` now (its ``identity``)."""
+    from distributed.core import rpc
+
+    async def ask() -> set[str]:
+        async with rpc(scheduler, timeout=timeout) as s:
+            info = await s.identity(n_workers=-1)
+        return {str(w.get("name")) for w in (info.get("workers") or {}).values()}
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, ask()).result()
+
+
+def default_worker_name(taken: set[str] = frozenset()) -> str:  # type: ignore[assignment]
+    """A worker's name unless ``--name``: the host name and this process's id, which tells two workers
+    of one machine apart (and a random suffix when even that is taken: cloned machines share host
+    names)."""
+    name = f"{platform.node()}-{os.getpid()}"
+    while name in taken:
+        name = f"{platform.node()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    return name
+
+
+def _taken_line(name: str, scheduler: str) -> UsageError:
+    return UsageError(
+        f"--name: a worker named {controls_escaped(cut(name))!r} is already connected to {scheduler}; "
+        "give each worker its own name (default: host name and process id)"
+    )
+
+
 def serve_worker(
     scheduler: str,
     *,
@@ -362,14 +409,17 @@ def serve_worker(
 
     ``ready`` is called with one line once the worker is registered with the scheduler."""
     slots = default_slots() if slots is None else slots
-    if slots < 1:
-        raise UsageError(
-            f"--slots: {slots} is out of range; use 1 or more "
-            f"(default: one per two cores, {default_slots()} here)"
-        )
+    SLOTS.check(slots)
+    check_output_dir("--keep-dir", keep_dir)
     the_engine = SubprocessEngine(engine)
     check_worker_engine(the_engine)
     _reachable(scheduler, connect_timeout(), "--scheduler")
+    # a taken name is refused now, before the calibration, rather than by the scheduler after it
+    taken = connected_names(scheduler, connect_timeout())
+    if name is not None and name in taken:
+        raise _taken_line(name, scheduler)
+    named = name is not None
+    name = name if named else default_worker_name(taken)
     provenance = machine_provenance(the_engine, name)
     provenance["slots"] = slots
     provenance["calibration"] = None
@@ -379,7 +429,16 @@ def serve_worker(
         except WirelabError as e:
             raise UsageError(f"--engine: {the_engine.name} is not runnable (bench link: {e})") from None
     plugin = TrialWorker(the_engine, provenance, Path(keep_dir).resolve())
-    asyncio.run(_serve(scheduler, slots, provenance["name"], plugin, ready))
+    for attempt in range(3):
+        try:
+            asyncio.run(_serve(scheduler, slots, provenance["name"], plugin, ready))
+            return
+        except _NameTaken:
+            # another worker took the name since we looked: --name is the user's to change; a default
+            # name gets a random suffix
+            if named or attempt == 2:
+                raise _taken_line(provenance["name"], scheduler) from None
+            provenance["name"] = default_worker_name({provenance["name"]})
 
 
 async def _serve(scheduler: str, slots: int, name: str, plugin: TrialWorker, ready: Any) -> None:
@@ -391,14 +450,21 @@ async def _serve(scheduler: str, slots: int, name: str, plugin: TrialWorker, rea
     stopped = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopped.set)
-    async with Worker(
+    worker = Worker(
         scheduler,
         nthreads=slots,
         resources={TRIAL_RESOURCE: slots},
         name=name,
         plugins=(plugin,),
         death_timeout=60,
-    ) as worker:
+    )
+    try:
+        await worker
+    except Exception as e:
+        if _name_taken(e):
+            raise _NameTaken(name) from None
+        raise
+    async with worker:
         if ready is not None:
             ready(f"worker {name} at {worker.address}: {slots} trial slot(s), scheduler {scheduler}")
         finished = asyncio.ensure_future(worker.finished())
@@ -540,9 +606,11 @@ class ClusterEngine(Engine):
         artifacts: str = "local",
         checker: Engine | None = None,
         timeout: float | None = None,
+        wait_workers: float = DEFAULT_WAIT_WORKERS_S,
+        on_wait: Callable[[str], None] | None = None,
     ):
-        if retries < 0:
-            raise UsageError(f"--retries: {retries} is out of range; use 0 or more")
+        RETRIES.check(retries)
+        WAIT_WORKERS.check(wait_workers)
         if artifacts not in ARTIFACTS:
             raise UsageError(f'--artifacts: "{cut(artifacts)}" is not allowed; use {" or ".join(ARTIFACTS)}')
         from distributed import Client
@@ -570,12 +638,31 @@ class ClusterEngine(Engine):
         self._stopped = False
         self._describe_cache: dict[str, dict[str, Any]] | None = None
         self.client.subscribe_topic(TOPIC_PREFIX + self.run_id, self._on_topic)
-        if self.slots() == 0:
+        try:
+            self._wait_for_workers(wait_workers, on_wait)
+        except BaseException:
             self.close()
-            raise UsageError(
-                f"--cluster: no wirelab worker is connected to {address} "
-                "(start one on each machine: wirelab worker --scheduler ADDR)"
+            raise
+
+    def _wait_for_workers(self, wait_s: float, on_wait: Callable[[str], None] | None) -> None:
+        """Wait up to ``wait_s`` for a wirelab worker's first trial slot (a cluster started beside its
+        workers has none yet; Dask's ``wait_for_workers`` convention), saying so; then refuse."""
+        if self.slots() > 0:
+            return
+        if on_wait is not None and wait_s > 0:
+            on_wait(
+                f"waiting up to {wait_s:g} s for a wirelab worker to connect to {self.cluster} "
+                "(--wait-workers)"
             )
+        deadline = time.monotonic() + wait_s
+        while self.slots() == 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise UsageError(
+                    f"--cluster: no wirelab worker connected to {self.cluster} within {wait_s:g} s "
+                    f"(--wait-workers); start one on each machine: wirelab worker --scheduler {self.cluster}"
+                )
+            time.sleep(min(POLL_S, left))
 
     # the cluster
     def workers(self) -> dict[str, dict[str, Any]]:

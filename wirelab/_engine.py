@@ -246,6 +246,9 @@ def find_engine(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 _PR_SET_PDEATHSIG = 1
 
+#: the most lines of a probe's stderr kept (one per site when none could be probed: --max-sites ≤ 100 000)
+PROBE_MAX_LINES = 100_000
+
 
 def _pdeathsig_preexec() -> Callable[[], None]:
     """A preexec_fn that makes the child receive SIGTERM when this process dies (Linux)."""
@@ -517,7 +520,8 @@ class SubprocessEngine(Engine):
             self.require("sites")
             argv = [str(self.path), "sites", "--", *argv]
         proc = _spawn(argv)
-        tail: collections.deque[str] = collections.deque(maxlen=20)
+        # the last lines: with exit 2 one per site that could not be probed (at most --max-sites)
+        tail: collections.deque[str] = collections.deque(maxlen=PROBE_MAX_LINES)
 
         def read_stderr() -> None:
             assert proc.stderr is not None
@@ -572,7 +576,13 @@ class SubprocessEngine(Engine):
         reader.join()
         last = (tail[-1] if tail else f"exit status {code}").removeprefix("wirelab-engine: ")
         if code == 2:
-            raise UsageError(last)
+            # bad input is one line; nothing to contact is one line per site, each "probe: SITE: …"
+            said = [t.removeprefix("wirelab-engine: ") for t in tail]
+            per_site = len(said) > 1 and all(t.startswith("probe: ") for t in said)
+            error = UsageError("; ".join(said) if per_site else last)
+            if per_site:
+                error.lines = tuple(said)
+            raise error
         if code == 130 or interrupted:
             raise Interrupted("probe interrupted; the records so far are kept")
         if code != 0:

@@ -37,11 +37,12 @@ from pydantic import ValidationError
 from wirelab import _contract as contract
 from wirelab import _netprofile as netprofile
 from wirelab import spec as spec_mod
-from wirelab._spec_errors import parse_toml, raise_problem, raise_validation, read_spec, refuse_non_finite
+from wirelab._spec_errors import parse_toml, raise_problem, raise_validation, refuse_non_finite
 from wirelab._spec_hash import canonical
 from wirelab._spec_models import show_value
 from wirelab._spec_trial import select_impl_table
 from wirelab._suggest import did_you_mean
+from wirelab._userpath import read_spec_text
 from wirelab.errors import SpecError, cut
 
 __all__ = [
@@ -391,13 +392,13 @@ def loads(text: str, *, origin: str = "spec") -> LoadPlan:
 
 def load(path: str | Path) -> LoadPlan:
     """Read, validate and expand a load-test spec file."""
-    return loads(read_spec(path), origin=str(path))
+    return loads(read_spec_text(path), origin=str(path))
 
 
 def is_loadtest(path: str | Path) -> bool:
     """Whether the TOML file at ``path`` is a load-test spec (it has a ``[load]`` table); False when it
     cannot be read or parsed (the spec's own loader then says why)."""
     try:
-        return "load" in tomllib.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return "load" in tomllib.loads(read_spec_text(path))  # never blocks on a FIFO (docs/bad-input.md)
+    except (SpecError, tomllib.TOMLDecodeError):
         return False

@@ -227,6 +227,17 @@ def ingest_loadtest(
     )
 
 
+def validate_loadtest(engine: Engine, plan: LoadPlan) -> int:
+    """Everything ``wirelab loadtest`` checks of a plan before anything exists (``wirelab spec check``
+    runs exactly this too): the engine has ``loadtest``, the plan has runs, and the engine accepts
+    every run's spec. Returns how many specs it checked."""
+    engine.require("loadtest")
+    if not plan.runs:
+        raise UsageError(f"load test {plan.name}: no runs planned")
+    check_runs(engine, plan.runs)
+    return len(plan.runs)
+
+
 def check_runs(engine: Engine, runs: tuple[PlannedLoadtest, ...]) -> None:
     """Have the engine check every run's spec (``loadtest --check``) before anything exists."""
     check_specs(engine.check_loadtests, runs, lambda r: f"run {r.index} ({r.label})")
@@ -269,10 +280,7 @@ def run_loadtests(
     """Run ``plan`` into the database ``db``; see the module docstring for the guarantees. ``grace_s``:
     how long a stopped engine may take (default: the run's page timeout plus :data:`STOP_MARGIN_S`)."""
     observer = observer or LoadObserver()
-    engine.require("loadtest")
-    if not plan.runs:
-        raise UsageError(f"load test {plan.name}: no runs planned")
-    check_runs(engine, plan.runs)
+    validate_loadtest(engine, plan)
     create = lambda store, control: store.create_loadtest_sweep(plan, control)  # noqa: E731
     with Sweep(
         plan, db=db, engine=engine, parallel=1, resume=resume, kind="loadtest", create=create
@@ -310,6 +318,7 @@ class _Loop(SweepLoop[LoadtestOutcome]):
         self.grace_s = grace_s
 
     def run(self, todo: list[PlannedLoadtest], statuses: Mapping[str, str]) -> None:
+        self.settle_stale(todo, statuses, RESULT_FILE)
         for run in todo:
             recover = functools.partial(self._ingest, run, 0, stopped=False, error=None, t0=time.monotonic())
             if self.recovered(run, statuses.get(run.id), RESULT_FILE, recover):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from wirelab._engine import Engine, SubprocessEngine
+from wirelab._userpath import check_output_file
 from wirelab.errors import EngineError, Interrupted, UsageError
 from wirelab.store import DEFAULT_DB, Results, Store
 
@@ -155,6 +156,8 @@ def export_probes(db: str | Path, run: str, fmt: str, out: str | Path | None = N
     comma-joined strings. Returns the path, rows and columns."""
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f'--export: "{fmt}" is not a format; use csv or parquet')
+    if out is not None:
+        check_output_file("--out", out)
     with Results(db) as results:
         df = results.probes(run)
     for col in df.columns:
@@ -163,6 +166,7 @@ def export_probes(db: str | Path, run: str, fmt: str, out: str | Path | None = N
         elif df[col].map(lambda v: isinstance(v, dict)).any():
             df[col] = df[col].map(lambda v: json.dumps(v) if isinstance(v, dict) else v)
     target = Path(out) if out is not None else Path(f"{run}-probes.{fmt}")
+    check_output_file("--out", target)
     if fmt == "csv":
         df.to_csv(target, index=False)
     else:

@@ -1,6 +1,7 @@
 """Live progress of a run on the terminal (rich): trials done/total, loads, ETA, the configurations
-running now, failures. On a non-terminal (CI logs, pipes) it prints one line per finished trial instead.
-:class:`RichLoadProgress` is a load test's: per run its intervals as they arrive."""
+running now, failures — every line cut to the terminal's width, never wrapped. On a non-terminal (CI
+logs, pipes, ``make demo``'s log) it prints one line per event instead, whatever its length (no wrap
+at 80 columns). :class:`RichLoadProgress` is a load test's: per run its intervals as they arrive."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -58,10 +60,12 @@ class RichProgress(Observer):
 
     # rendering
     def _status(self) -> Text:
-        text = Text()
+        """One line per running trial (and the failures), each cut with … to the terminal's width: a
+        long configuration never wraps the live display."""
+        text = Text(no_wrap=True, overflow="ellipsis")
         for trial, loads, t0 in self.running.values():
             text.append("  ▸ ", style="cyan")
-            text.append(trial.label)
+            text.append(controls_escaped(trial.label))
             if trial.id in self.placed:
                 text.append(f"  @ {self.placed[trial.id]}", style="cyan")
             text.append(f"  {loads}/{trial.loads} loads, {time.monotonic() - t0:.0f} s\n", style="dim")
@@ -87,6 +91,7 @@ class RichProgress(Observer):
             + (f" ({already_complete} trials already complete)" if already_complete else "")
             + f", --parallel {parallel}",
             highlight=False,
+            soft_wrap=True,
         )
         self.trial_task = self.progress.add_task("trials", total=len(plan.trials), completed=already_complete)
         self.load_task = self.progress.add_task("loads", total=plan.loads, completed=loads_done)
@@ -134,7 +139,8 @@ class RichProgress(Observer):
         style = {"complete": "green", "failed": "red", "interrupted": "yellow"}[outcome.status]
         line = Text.assemble(
             (f"{outcome.status:>11} ", style),
-            f"[{self.trials_done}/{self.trials_total}] {outcome.trial.id} {outcome.trial.label}",
+            f"[{self.trials_done}/{self.trials_total}] {outcome.trial.id} "
+            + controls_escaped(outcome.trial.label),
             (f"  @ {worker}" if worker else "", "cyan"),
             (
                 f"  {outcome.loads} loads, {outcome.seconds:.1f} s" if outcome.status == "complete" else "",
@@ -144,11 +150,11 @@ class RichProgress(Observer):
             ("  ⚠ " + ", ".join(outcome.flags) if outcome.flags else "", "yellow"),
         )
         if outcome.status != "complete" or not self.live_mode or outcome.flags:
-            self.console.print(line, highlight=False)
+            self.console.print(line, highlight=False, soft_wrap=not self.live_mode)
         self._refresh()
 
     def message(self, text: str) -> None:
-        self.console.print(f"[yellow]{shown(text)}[/]", highlight=False)
+        self.console.print(f"[yellow]{shown(text)}[/]", highlight=False, soft_wrap=not self.live_mode)
 
     def sweep_ended(self, summary: RunSummary) -> None:
         if self._live is not None:
@@ -230,6 +236,7 @@ class RichLoadProgress(LoadObserver):
             + f"), {format_seconds(plan.planned_s)} of scenario"
             + (f" ({already_complete} runs already complete)" if already_complete else ""),
             highlight=False,
+            soft_wrap=True,
         )
 
     def run_started(self, run: PlannedLoadtest) -> None:
@@ -237,15 +244,15 @@ class RichLoadProgress(LoadObserver):
         self.intervals = []
         self.samples = {}
         self.printed = set()
-        description = f"[{self.runs_done + 1}/{self.runs_total}] {run.label}"
+        description = f"[{self.runs_done + 1}/{self.runs_total}] {controls_escaped(run.label)}"
         if self._task is not None:
             self.progress.remove_task(self._task)
-        self._task = self.progress.add_task(description, total=run.planned_s)
+        self._task = self.progress.add_task(escape(description), total=run.planned_s)
         if self.live_mode:
             self._live = Live(Group(self.progress, self._table()), console=self.console, refresh_per_second=4)
             self._live.start()
         else:
-            self.console.print(f"run {shown(description)} ({run.id})", highlight=False)
+            self.console.print(f"run {shown(description)} ({run.id})", highlight=False, soft_wrap=True)
 
     def interval(self, run: PlannedLoadtest, line: Mapping[str, Any]) -> None:
         self.intervals.append(dict(line))
@@ -300,7 +307,7 @@ class RichLoadProgress(LoadObserver):
             )
         summary_line = Text.assemble(
             (f"{outcome.status:>11} ", style),
-            f"[{self.runs_done}/{self.runs_total}] {outcome.run.id} {outcome.run.label}",
+            f"[{self.runs_done}/{self.runs_total}] {outcome.run.id} {controls_escaped(outcome.run.label)}",
             (facts, "dim"),
             (f"  {outcome.error}" if outcome.error and outcome.status != "complete" else "", "red"),
             (
@@ -310,10 +317,10 @@ class RichLoadProgress(LoadObserver):
                 "yellow",
             ),
         )
-        self.console.print(summary_line, highlight=False, soft_wrap=True)
+        self.console.print(summary_line, highlight=False, soft_wrap=not self.live_mode)
 
     def message(self, text: str) -> None:
-        self.console.print(f"[yellow]{shown(text)}[/]", highlight=False, soft_wrap=True)
+        self.console.print(f"[yellow]{shown(text)}[/]", highlight=False, soft_wrap=not self.live_mode)
 
     def sweep_ended(self, summary: LoadtestSummary) -> None:
         if self._live is not None:

@@ -9,7 +9,6 @@ import json
 import math
 import tomllib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -25,7 +24,6 @@ __all__ = [
     "pydantic_problem",
     "raise_problem",
     "raise_validation",
-    "read_spec",
     "refuse_non_finite",
 ]
 
@@ -158,13 +156,3 @@ def parse_toml(text: str, origin: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"{origin}: TOML syntax error: {e}", path=origin) from None
-
-
-def read_spec(path: str | Path) -> str:
-    """A spec file's text; a missing or unreadable file is one line naming it."""
-    try:
-        return Path(path).read_text()
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such spec file", path=str(path)) from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
-        raise SpecError(f"{path}: cannot read the spec ({e.__class__.__name__})", path=str(path)) from None

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCK_FILE",
+    "STALE_ERROR",
     "alias",
     "Outcome",
     "Summary",
@@ -70,6 +71,8 @@ __all__ = [
 ]
 
 LOCK_FILE = ".lock"
+#: the error of an item found ``running`` by the next invocation of its sweep (its wirelab was killed)
+STALE_ERROR = "its wirelab was stopped without cleaning up (killed); run again"
 #: the sweeps table's kinds, as the user meets them (a sweep of one kind refuses a run of the other)
 _KIND_WORDS = {"trials": "a trial sweep (wirelab run)", "loadtest": "a load test (wirelab loadtest)"}
 
@@ -450,6 +453,40 @@ class SweepLoop(Generic[OutcomeT]):
             self.observer.message(f"discarding the incomplete attempt at {item.id} ({item.label})")
             discard(directory)
         return False
+
+    def settle_stale(self, todo: Sequence[Item], statuses: Mapping[str, str], result_file: str) -> None:
+        """Before the loop: items found ``running`` without their ``result_file`` were left by an
+        invocation that is gone (a SIGKILL, a power cut; this one holds the sweep's lock). Each is marked
+        ``interrupted`` (:data:`STALE_ERROR`) before it runs again, and what their dead engines left is
+        removed (``wirelab-engine gc``: only runs whose owner is gone, so never another run's), as a
+        manual ``gc`` would."""
+        stale = [
+            i.id
+            for i in todo
+            if statuses.get(i.id) == "running" and not (self.directory(i) / result_file).exists()
+        ]
+        if not stale:
+            return
+        for ident in stale:
+            self.store.mark_ended(self.name, ident, "interrupted", STALE_ERROR)
+        shown = ", ".join(stale[:3]) + ("…" if len(stale) > 3 else "")
+        self.observer.message(
+            f"{len(stale)} left running by a wirelab that was killed ({shown}): marked interrupted, run again"
+        )
+        if self.engine.cluster is not None:
+            return  # each worker removes what its engines leave (gc --owner)
+        try:
+            report = self.engine.gc()
+        except WirelabError as e:
+            self.observer.message(
+                f"could not remove what the killed engines left ({e}); run wirelab-engine gc"
+            )
+            return
+        removed = [line for line in report.splitlines() if line.startswith("removed ")]
+        if removed:
+            self.observer.message(
+                f"removed what killed runs left ({len(removed)} namespaces, files and directories)"
+            )
 
     def record(self, outcome: OutcomeT) -> None:
         self.summary.outcomes.append(outcome)

@@ -27,9 +27,13 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def controls_escaped(text: str) -> str:
-    """``text`` with every control character and bidirectional override shown as an escape."""
-    return _UNSAFE.sub(_escape, text)
+_UNSAFE_BUT_WHITESPACE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def controls_escaped(text: str, *, keep_whitespace: bool = False) -> str:
+    """``text`` with every control character and bidirectional override shown as an escape
+    (``keep_whitespace``: tab, line feed and carriage return stay, as in an HTML page)."""
+    return (_UNSAFE_BUT_WHITESPACE if keep_whitespace else _UNSAFE).sub(_escape, text)
 
 
 def shown(value: object) -> str:

@@ -6,7 +6,6 @@ other failures 1.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import json
 import os
@@ -22,16 +21,33 @@ from wirelab import __version__, _facts
 from wirelab import _api as api
 from wirelab import _netprofile as netprofile
 from wirelab import spec as spec_mod
-from wirelab._cluster_options import DEFAULT_ARTIFACTS, DEFAULT_RETRIES
 from wirelab._contract_models import TrialSpecFields
 from wirelab._engine import Engine, SubprocessEngine
+from wirelab._options import (
+    DEFAULT_ARTIFACTS,
+    DEFAULT_RETRIES,
+    DEFAULT_WAIT_WORKERS_S,
+    GAP_MS,
+    MAX_STREAMS,
+    PARALLEL,
+    PORT,
+    REPETITIONS,
+    RETRIES,
+    SHARDS,
+    SLOTS,
+    WAIT_WORKERS,
+    WORKERS,
+    Bound,
+    only_with,
+)
 from wirelab._paths import experiments_dir
 from wirelab._progress import RichLoadProgress, RichProgress
 from wirelab._spec_models import show_value
 from wirelab._terminal import controls_escaped, shown
+from wirelab._userpath import check_output_dir, check_output_file
 from wirelab._waterfall import waterfall
 from wirelab.analysis import live as live_pages
-from wirelab.errors import Interrupted, ProfileError, StoreError, UsageError, WirelabError, cut
+from wirelab.errors import Interrupted, ProfileError, SpecError, StoreError, UsageError, WirelabError, cut
 from wirelab.runner import RunSummary
 from wirelab.spec import PROTOCOLS
 from wirelab.store import DEFAULT_DB, PROBE_PROTOCOLS, Results
@@ -77,18 +93,45 @@ CLUSTER_OPTION = typer.Option(
     None,
     "--cluster",
     help="Run the trials on the wirelab workers of this Dask scheduler (tcp://HOST:8786; "
-    "docs/distributed.md); --parallel is then the workers' slots.",
+    "docs/distributed.md); the workers' slots then replace --parallel.",
 )
 RETRIES_OPTION = typer.Option(
-    DEFAULT_RETRIES,
+    None,
     "--retries",
-    help="With --cluster: starts again elsewhere of a trial whose worker was lost.",
+    callback=RETRIES.callback,
+    help=RETRIES.help(
+        "Only with --cluster: starts again elsewhere of a trial whose worker was lost; "
+        f"default {DEFAULT_RETRIES}"
+    ),
+    show_default=False,
 )
 ARTIFACTS_OPTION = typer.Option(
-    DEFAULT_ARTIFACTS,
+    None,
     "--artifacts",
-    help="With --cluster: local (trial directories come back) or remote (pcaps and server records stay "
-    "on the worker, recorded as host:path).",
+    help=f"Only with --cluster: local (trial directories come back; the default, {DEFAULT_ARTIFACTS}) or "
+    "remote (pcaps and server records stay on the worker, recorded as host:path).",
+    show_default=False,
+)
+WAIT_WORKERS_OPTION = typer.Option(
+    None,
+    "--wait-workers",
+    callback=WAIT_WORKERS.callback,
+    help=WAIT_WORKERS.help(
+        "Only with --cluster: how long to wait, saying so, for the first wirelab worker to connect "
+        f"before refusing; default {DEFAULT_WAIT_WORKERS_S:g} s"
+    ),
+    show_default=False,
+)
+PARALLEL_OPTION = typer.Option(
+    None,
+    "--parallel",
+    "-j",
+    callback=PARALLEL.callback,
+    help=PARALLEL.help(
+        "Trials run at once on this machine, each in its own namespaces; measured effects in "
+        "docs/running.md (Chromium trials: keep 1); default 1, not with --cluster"
+    ),
+    show_default=False,
 )
 
 
@@ -134,18 +177,20 @@ def _print_summary(summary: RunSummary) -> None:
 
 
 def _run(
-    plan: spec_mod.Plan,
+    spec: Path | spec_mod.Plan,
     db: Path,
-    parallel: int,
+    parallel: int | None,
     resume: bool,
     engine: Path | None,
     cluster: str | None = None,
-    retries: int = DEFAULT_RETRIES,
-    artifacts: str = DEFAULT_ARTIFACTS,
+    retries: int | None = None,
+    artifacts: str | None = None,
+    wait_workers: float | None = None,
+    allow_internet: bool = False,
 ) -> RunSummary:
     try:
         summary = api.run(
-            plan,
+            spec,
             db=db,
             parallel=parallel,
             resume=resume,
@@ -154,6 +199,8 @@ def _run(
             cluster=cluster,
             retries=retries,
             artifacts=artifacts,
+            wait_workers=wait_workers,
+            allow_internet=allow_internet,
         )
     except Interrupted as e:
         if hasattr(e, "summary"):
@@ -188,13 +235,7 @@ ALLOW_INTERNET_OPTION = typer.Option(
 def run(
     spec: Path = typer.Argument(..., help="Experiment spec (TOML), see docs/spec.md.", show_default=False),
     db: Path = DB_OPTION,
-    parallel: int = typer.Option(
-        1,
-        "--parallel",
-        "-j",
-        help="Trials run at once, each in its own namespaces; measured effects in docs/running.md "
-        "(Chromium trials: keep 1).",
-    ),
+    parallel: int | None = PARALLEL_OPTION,
     resume: bool = typer.Option(
         True,
         "--resume/--no-resume",
@@ -202,8 +243,9 @@ def run(
     ),
     engine: Path = ENGINE_OPTION,
     cluster: str = CLUSTER_OPTION,
-    retries: int = RETRIES_OPTION,
-    artifacts: str = ARTIFACTS_OPTION,
+    retries: int | None = RETRIES_OPTION,
+    artifacts: str | None = ARTIFACTS_OPTION,
+    wait_workers: float | None = WAIT_WORKERS_OPTION,
     allow_internet: bool = ALLOW_INTERNET_OPTION,
 ) -> None:
     """Run an experiment: every trial of the spec's grid, resumably, into the results database.
@@ -211,36 +253,16 @@ def run(
     Ctrl-C stops the running trials cleanly; run the same command again to resume. With --cluster the
     trials run on the workers of a Dask scheduler and come back into the same database.
     """
-    from wirelab import _loadplan as loadplan
-
-    if loadplan.is_loadtest(spec):
-        raise UsageError(f"{spec}: a load-test spec ([load]); run it with wirelab loadtest {spec}")
-    plan = spec_mod.load(spec)
-    if allow_internet:
-        plan = spec_mod.with_internet(plan)
-    summary = _run(plan, db, parallel, resume, engine, cluster, retries, artifacts)
+    summary = _run(
+        spec, db, parallel, resume, engine, cluster, retries, artifacts, wait_workers, allow_internet
+    )
     if not summary.ok:
         raise typer.Exit(1)
 
 
-@dataclasses.dataclass(frozen=True)
-class _FieldRange:
-    default: Any
-    ge: int
-    le: int
-
-
-def _field_range(name: str) -> _FieldRange:
-    """A trial spec field's default and range as the contract gives them (the generated models), so
-    that the options' bounds are the contract's, not a copy."""
-    field = TrialSpecFields.model_fields[name]
-    ge = next(m.ge for m in field.metadata if hasattr(m, "ge"))
-    le = next(m.le for m in field.metadata if hasattr(m, "le"))
-    return _FieldRange(field.default, int(ge), int(le))
-
-
-_REPETITIONS = _field_range("repetitions")
-_SHARDS = _field_range("shards")
+#: the contract's default repetitions; bounds of the options that carry spec fields: wirelab._options
+_REPETITIONS_DEFAULT = TrialSpecFields.model_fields["repetitions"].default
+_LOAD_SHARDS = Bound("--shards", 1, SHARDS.hi)
 
 
 def _default_gap_ms(page: str, allow_internet: bool) -> float:
@@ -261,15 +283,19 @@ def load(
     ),
     net: str = typer.Option("native", "--net", help="Network profile, e.g. rtt=100ms,bw=10mbit or a preset."),
     repetitions: int = typer.Option(
-        _REPETITIONS.default,
+        _REPETITIONS_DEFAULT,
         "-n",
         "--repetitions",
-        min=_REPETITIONS.ge,
-        max=_REPETITIONS.le,
-        help="Loads per protocol.",
+        callback=REPETITIONS.callback,
+        help=REPETITIONS.help("Loads per protocol."),
     ),
     # at least 1: the per-domain arrangement (0) needs a shard mode, which `load` does not offer
-    shards: int = typer.Option(1, "--shards", min=1, max=_SHARDS.le, help="Spread the page over N origins."),
+    shards: int = typer.Option(
+        1,
+        "--shards",
+        callback=_LOAD_SHARDS.callback,
+        help=_LOAD_SHARDS.help("Spread the page over N origins."),
+    ),
     server: str = typer.Option(
         "builtin",
         "--server",
@@ -278,8 +304,11 @@ def load(
     max_streams: int | None = typer.Option(
         None,
         "--max-streams",
-        help="HTTP/2 and HTTP/3 concurrent streams the server allows; default: the spec's (100, or the "
-        "server's own where it cannot set it: wirelab-engine servers ls).",
+        callback=MAX_STREAMS.callback,
+        help=MAX_STREAMS.help(
+            "HTTP/2 and HTTP/3 concurrent streams the server allows; default: the spec's (100, or the "
+            "server's own where it cannot set it: wirelab-engine servers ls)"
+        ),
     ),
     waterfall_proto: str | None = typer.Option(
         None, "--waterfall", help="Protocol whose median-PLT load is drawn (default: the last of --proto)."
@@ -287,9 +316,11 @@ def load(
     gap_ms: float | None = typer.Option(
         None,
         "--gap-ms",
-        min=0,
-        help="Idle time between two loads, in ms (default 0; for a public site, and at least, "
-        f"{_facts.min_public_gap_ms()}).",
+        callback=GAP_MS.callback,
+        help=GAP_MS.help(
+            "Idle time between two loads, in ms (default 0; for a public site, and at least, "
+            f"{_facts.min_public_gap_ms()})"
+        ),
     ),
     db: Path = DB_OPTION,
     engine: Path = ENGINE_OPTION,
@@ -427,9 +458,11 @@ def _is_trial_spec(path: Path) -> bool:
     """Whether ``path`` is a trial sweep's spec (a [base] table and no [load])."""
     import tomllib
 
+    from wirelab._userpath import read_spec_text
+
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = tomllib.loads(read_spec_text(path))
+    except (SpecError, tomllib.TOMLDecodeError):
         return False
     return "base" in data and "load" not in data
 
@@ -493,9 +526,7 @@ def _vus(v: Any) -> str:
 @app.command()
 def demo(
     db: Path = DB_OPTION,
-    parallel: int = typer.Option(
-        1, "--parallel", "-j", help="Trials run at once (docs/running.md; Chromium trials: keep 1)."
-    ),
+    parallel: int | None = PARALLEL_OPTION,
     engine: Path = ENGINE_OPTION,
 ) -> None:
     """Run the demo sweep into the database and print its summary (and the report's path).
@@ -523,7 +554,11 @@ def report(
     ),
     db: Path = DB_OPTION,
     out_dir: Path = typer.Option(
-        Path("wirelab-report"), "--out", "-o", help="Directory for index.html and figures/."
+        Path("wirelab-report"),
+        "--out",
+        "-o",
+        help="Directory for index.html and figures/: an existing directory (its index.html and figures/ "
+        "are replaced) or a new one in an existing directory.",
     ),
     probes: list[str] = typer.Option(
         None,
@@ -558,15 +593,18 @@ def reproduce(
     ),
     db: Path = DB_OPTION,
     out_dir: Path = typer.Option(
-        None, "--out", "-o", help="Report directory (default: wirelab-report/<sweep>)."
+        None,
+        "--out",
+        "-o",
+        help="Report directory: an existing one (its report is replaced) or a new one in an existing "
+        "directory (default: wirelab-report/<sweep>).",
     ),
-    parallel: int = typer.Option(
-        1, "--parallel", "-j", help="Trials run at once (docs/running.md; Chromium trials: keep 1)."
-    ),
+    parallel: int | None = PARALLEL_OPTION,
     engine: Path = ENGINE_OPTION,
     cluster: str = CLUSTER_OPTION,
-    retries: int = RETRIES_OPTION,
-    artifacts: str = ARTIFACTS_OPTION,
+    retries: int | None = RETRIES_OPTION,
+    artifacts: str | None = ARTIFACTS_OPTION,
+    wait_workers: float | None = WAIT_WORKERS_OPTION,
 ) -> None:
     """Reproduce a figure of the studies: run its experiment (resumably) and write its report.
 
@@ -602,11 +640,14 @@ def reproduce(
         out.print("Run one with: wirelab reproduce NAME [--quick]  (docs/reproducing.md)", style="dim")
         return
     plan = rep.experiment(name).plan(quick)
+    check_output_dir("--out", out_dir or _default_report_dir(plan.name), parents=out_dir is None)
     if isinstance(plan, spec_mod.Plan):
-        ok = _run(plan, db, parallel, True, engine, cluster, retries, artifacts).ok
+        ok = _run(plan, db, parallel, True, engine, cluster, retries, artifacts, wait_workers).ok
     else:  # a load test: its runs go one at a time, on this machine
         if cluster is not None:
             raise UsageError(f"--cluster: {name} is a load test; its runs go one at a time on this machine")
+        if parallel is not None:
+            raise UsageError(f"--parallel: {name} is a load test; its runs go one at a time")
         ok = _loadtest(plan, db, True, _engine(engine)).ok
     report_path = write_report_for(db, plan.name, out_dir)
     out.print(f"report: {report_path}", style="bold", soft_wrap=True)
@@ -619,11 +660,18 @@ def _size(plan: Any) -> str:
     return f"{plan.loads} loads" if isinstance(plan, spec_mod.Plan) else f"{len(plan.runs)} runs"
 
 
+def _default_report_dir(sweep: str) -> Path:
+    return Path("wirelab-report") / sweep
+
+
 def write_report_for(db: Path, sweep: str, out_dir: Path | None) -> Path:
-    """The report of one sweep, in ``out_dir`` or ``wirelab-report/<sweep>``."""
+    """The report of one sweep, in ``out_dir`` or ``wirelab-report/<sweep>`` (made whole)."""
     from wirelab.report import write_report as build
 
-    return build(db, [sweep], out_dir or Path("wirelab-report") / sweep)
+    if out_dir is None:
+        out_dir = _default_report_dir(sweep)
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+    return build(db, [sweep], out_dir)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -664,21 +712,34 @@ def probe(
         False, "--local", help="Probe the local internet (wirelab-engine sites; root); no SITES: all of it."
     ),
     concurrency: int | None = typer.Option(
-        None, "--concurrency", help=f"Sites probed at once (engine: {_PROBE_DEFAULTS['concurrency']})."
+        None,
+        "--concurrency",
+        help=f"Sites probed at once, 1–{_PROBE_DEFAULTS['concurrency_max']} "
+        f"(default {_PROBE_DEFAULTS['concurrency']}).",
     ),
     rate: str | None = typer.Option(
-        None, "--rate", help=f"Connections per host, N/s, N/min or N/h (engine: {_PROBE_DEFAULTS['rate']})."
+        None,
+        "--rate",
+        help=f"Connections per host, N/s, N/min or N/h, at most {_PROBE_DEFAULTS['rate_max_per_s']}/s "
+        f"(default {_PROBE_DEFAULTS['rate']}).",
     ),
     timeout: str | None = typer.Option(
-        None, "--timeout", help=f"Bound on each step, e.g. 5s (engine: {_PROBE_DEFAULTS['timeout']})."
+        None,
+        "--timeout",
+        help=f"Bound on each step, e.g. 5s, {_PROBE_DEFAULTS['timeout_range']} "
+        f"(default {_PROBE_DEFAULTS['timeout']}).",
     ),
     max_sites: int | None = typer.Option(
-        None, "--max-sites", help=f"Most sites accepted (engine: {_PROBE_DEFAULTS['max_sites']})."
+        None,
+        "--max-sites",
+        help=f"Most sites accepted, 1–{_PROBE_DEFAULTS['max_sites_max']} "
+        f"(default {_PROBE_DEFAULTS['max_sites']}).",
     ),
     max_duration: str | None = typer.Option(
         None,
         "--max-duration",
-        help=f"Bound on the run, e.g. 30m (engine: {_PROBE_DEFAULTS['max_duration']}).",
+        help=f"Bound on the run, e.g. 30m, {_PROBE_DEFAULTS['max_duration_range']} "
+        f"(default {_PROBE_DEFAULTS['max_duration']}).",
     ),
     dns: str | None = typer.Option(None, "--dns", help="Resolver IP[:PORT] (default: /etc/resolv.conf)."),
     name: str | None = typer.Option(None, "--name", help="Name of the probe run (default probe-<UTC time>)."),
@@ -686,7 +747,11 @@ def probe(
         None, "--export", help="csv or parquet: also write the run's per-site table (see --out)."
     ),
     out_path: Path | None = typer.Option(
-        None, "--out", "-o", help="Export file (default <run>-probes.<format>)."
+        None,
+        "--out",
+        "-o",
+        help="With --export: the export file, in an existing directory; an existing file is replaced "
+        "(default <run>-probes.<format>).",
     ),
     run_name: str | None = typer.Option(
         None, "--run", help="With --export and no SITES: export this stored probe run instead of probing."
@@ -709,9 +774,28 @@ def probe(
 
     if export is not None and export not in probing.EXPORT_FORMATS:
         raise UsageError(f'--export: "{export}" is not a format; use csv or parquet')
+    if out_path is not None:
+        if export is None:
+            raise UsageError("--out: the export file; give it with --export csv|parquet")
+        check_output_file("--out", out_path)
     if run_name is not None:
         if sites or list_file is not None or local:
             raise UsageError("--run: exports a stored run; give it without SITES, --list or --local")
+        probing_knobs = {
+            "--allow-internet": allow_internet,
+            "--concurrency": concurrency is not None,
+            "--rate": rate is not None,
+            "--timeout": timeout is not None,
+            "--max-sites": max_sites is not None,
+            "--max-duration": max_duration is not None,
+            "--dns": dns is not None,
+            "--name": name is not None,
+        }
+        for option, given in probing_knobs.items():
+            if given:
+                raise UsageError(
+                    f"{option}: a probing option; --run exports a stored run, which probes nothing"
+                )
         if export is None:
             raise UsageError("--run: needs --export csv|parquet")
         if not db.exists():
@@ -764,7 +848,9 @@ def _print_probe_run(db: Path, run: str) -> None:
         table.add_column(col, justify="left" if col == "protocol" else "right")
 
     def share(count: Any, pct: Any) -> str:
-        return "—" if pd.isna(count) else f"{int(count)} ({pct:.0f} %)"
+        if pd.isna(count):
+            return "—"
+        return f"{int(count)}" if pct is None or pd.isna(pct) else f"{int(count)} ({pct:.0f} %)"
 
     def number(count: Any) -> str:
         return "—" if pd.isna(count) else str(int(count))
@@ -808,11 +894,15 @@ def worker(
     slots: int = typer.Option(
         None,
         "--slots",
-        help="Trials this machine runs at once (the resource trial=N); default one per two cores.",
+        callback=SLOTS.callback,
+        help=SLOTS.help("Trials this machine runs at once (the resource trial=N); default one per two cores"),
         show_default=False,
     ),
     name: str = typer.Option(
-        None, "--name", help="The worker's name (default: the host name); one per worker on a machine."
+        None,
+        "--name",
+        help="The worker's name, unique among the scheduler's workers (a taken one is refused); default: "
+        "the host name and this process's id.",
     ),
     calibrate: bool = typer.Option(
         True,
@@ -831,8 +921,6 @@ def worker(
     CPU model, cores, kernel, engine version and git sha, a bench link --quick calibration) once, then runs
     the trials clients submit, at most --slots at once. Ctrl-C ends the running trials cleanly.
     """
-    if slots is not None and slots < 1:  # before importing Dask (serve_worker checks too, for the API)
-        raise UsageError(f"--slots: {slots} is out of range; use 1 or more (default: one per two cores)")
     from wirelab._cluster import serve_worker
 
     serve_worker(
@@ -853,13 +941,28 @@ def cluster_up(
         "--host",
         help="Interface the scheduler listens on; only a trusted network's (docs/distributed.md, Security).",
     ),
-    port: int = typer.Option(8786, "--port", help="The scheduler's port (0: any free one)."),
-    workers: int = typer.Option(0, "--workers", help="Also start N wirelab workers on this machine."),
-    slots: int = typer.Option(1, "--slots", help="Trial slots of each local worker."),
-    calibrate: bool = typer.Option(
-        False,
+    port: int = typer.Option(
+        8786, "--port", callback=PORT.callback, help=PORT.help("The scheduler's port, 0: any free one.")
+    ),
+    workers: int = typer.Option(
+        0,
+        "--workers",
+        callback=WORKERS.callback,
+        help=WORKERS.help("Also start N wirelab workers on this machine."),
+    ),
+    slots: int | None = typer.Option(
+        None,
+        "--slots",
+        callback=SLOTS.callback,
+        help=SLOTS.help("Only with --workers: trial slots of each local worker; default 1"),
+        show_default=False,
+    ),
+    calibrate: bool | None = typer.Option(
+        None,
         "--calibrate/--no-calibrate",
-        help="Calibrate the local workers (bench link --quick); they do it at once on one machine.",
+        help="Only with --workers: calibrate the local workers (bench link --quick; they do it at once on "
+        "one machine); default no.",
+        show_default=False,
     ),
     engine: Path = ENGINE_OPTION,
 ) -> None:
@@ -870,8 +973,8 @@ def cluster_up(
 
     from wirelab._cluster import local_cluster
 
-    if workers < 0:
-        raise UsageError(f"--workers: {workers} is out of range; use 0 or more")
+    only_with("--slots", slots is not None, "--workers N", workers > 0)
+    only_with("--calibrate", bool(calibrate), "--workers N", workers > 0)
     try:  # a port in use or an address not ours: one line before Dask tries
         with socket.create_server((host, port)):
             pass
@@ -881,9 +984,9 @@ def cluster_up(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with local_cluster(
         workers,
-        slots=slots,
+        slots=slots or 1,
         engine=engine,
-        calibrate=calibrate,
+        calibrate=bool(calibrate),
         host=host,
         port=port,
         keep_dir="wirelab-worker.d",
@@ -1357,7 +1460,11 @@ def results_export(
     sweep: str = typer.Argument(..., help="Sweep name."),
     fmt: str = typer.Option(..., "--format", "-f", help="csv or parquet."),
     out_path: Path | None = typer.Option(
-        None, "--out", "-o", help="Output file (default: <sweep>-<table>.<format>)."
+        None,
+        "--out",
+        "-o",
+        help="Output file, in an existing directory; an existing file is replaced "
+        "(default: <sweep>-<table>.<format>).",
     ),
     table: str | None = typer.Option(
         None,
@@ -1375,9 +1482,13 @@ def results_export(
         raise UsageError(f'--format: "{fmt}" is not a format; use csv or parquet')
     if table is not None and table not in tables:
         raise UsageError(f'--table: "{table}" is not a table; use {", ".join(tables[:-1])} or {tables[-1]}')
+    if out_path is not None:
+        check_output_file("--out", out_path)
     with _open(db) as results:
         if table is None:
             table = "loadtests" if results.sweep_kind(sweep) == "loadtest" else "loads"
+        if out_path is None:
+            check_output_file("--out", Path(f"{sweep}-{table}.{fmt}"))
         df = getattr(results, table)(sweep)
     for col in df.columns:
         if df[col].map(lambda v: isinstance(v, dict | list)).any():
@@ -1402,22 +1513,52 @@ def spec_schema() -> None:
 
 @spec_app.command("check")
 def spec_check(
-    spec: Path = typer.Argument(..., help="Experiment spec (TOML)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the expanded trial specs as JSON."),
+    spec: Path = typer.Argument(..., help="Experiment spec or load-test spec (TOML)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the expanded specs as JSON."),
+    engine: Path = ENGINE_OPTION,
+    allow_internet: bool = ALLOW_INTERNET_OPTION,
 ) -> None:
-    """Validate and expand a spec: list its trials (ids, configurations) without running anything."""
-    plan = spec_mod.load(spec)
+    """Check a spec exactly as wirelab run (or wirelab loadtest) does before it creates anything — its
+    fields, then the engine's check of every distinct trial spec (page files, traces, server and client
+    knobs) — and list its trials (ids, configurations) without running anything.
+
+    Exit status 0: run would accept it; 2: the one line run would print.
+    """
+    checked = api.check(spec, engine=_engine(engine), allow_internet=allow_internet)
+    plan = checked.plan
     if as_json:
-        typer.echo(json.dumps([t.spec for t in plan.trials], indent=1))
+        specs = (
+            [t.spec for t in plan.trials] if isinstance(plan, spec_mod.Plan) else [r.spec for r in plan.runs]
+        )
+        typer.echo(json.dumps(specs, indent=1))
         return
+    if not isinstance(plan, spec_mod.Plan):
+        out.print(
+            f"[bold]{shown(plan.name)}[/] (load test): {len(plan.runs)} runs, spec hash {plan.spec_hash}"
+            + (f" — axes: {shown(', '.join(plan.axes))}" if plan.axes else "")
+        )
+        table = Table("#", "run", "configuration", "network")
+        for r in plan.runs:
+            table.add_row(str(r.index), r.id, shown(r.label), shown(r.spec.get("network", "")))
+        out.print(table)
+        what = "loadtest --check of every run"
+    else:
+        out.print(
+            f"[bold]{shown(plan.name)}[/]: {len(plan.trials)} trials, {plan.loads} loads, "
+            f"spec hash {plan.spec_hash}" + (f" — axes: {shown(', '.join(plan.axes))}" if plan.axes else "")
+        )
+        table = Table("#", "trial", "configuration", "network", "loads")
+        for t in plan.trials:
+            table.add_row(str(t.index), t.id, shown(t.label), shown(t.spec["network"]), str(t.loads))
+        out.print(table)
+        what = f"trial --check of its {checked.checked} distinct trial spec(s)"
+    command = "wirelab loadtest" if checked.kind == "loadtest" else "wirelab run"
     out.print(
-        f"[bold]{shown(plan.name)}[/]: {len(plan.trials)} trials, {plan.loads} loads, "
-        f"spec hash {plan.spec_hash}" + (f" — axes: {shown(', '.join(plan.axes))}" if plan.axes else "")
+        f"checked as {command} checks it before it creates anything: the spec's fields, then the engine's "
+        f"{what} ({shown(checked.engine)})",
+        style="dim",
+        soft_wrap=True,
     )
-    table = Table("#", "trial", "configuration", "network", "loads")
-    for t in plan.trials:
-        table.add_row(str(t.index), t.id, shown(t.label), shown(t.spec["network"]), str(t.loads))
-    out.print(table)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1481,7 +1622,8 @@ def main(argv: list[str] | None = None) -> int:
         err.print("wirelab: interrupted", markup=False)
         return 130
     except WirelabError as e:
-        err.print(f"wirelab: {controls_escaped(' '.join(str(e).split()))}", soft_wrap=True, markup=False)
+        for line in e.lines or (str(e),):
+            err.print(f"wirelab: {controls_escaped(' '.join(line.split()))}", soft_wrap=True, markup=False)
         return e.exit_code
     except KeyboardInterrupt:
         err.print("wirelab: interrupted", markup=False)

@@ -21,7 +21,8 @@
     │                                 load of a protocol failed): not the user's input
     └── Interrupted                   the run was stopped by SIGINT/SIGTERM (exit_code 130)
 
-The CLI prints ``str(error)`` as one line and exits with ``error.exit_code``.
+The CLI prints ``str(error)`` as one line and exits with ``error.exit_code`` — or, for an error that
+is one line per item (``lines``: a probe with nothing to contact names each site), those lines.
 """
 
 from __future__ import annotations
@@ -58,9 +59,11 @@ def cut(text: str) -> str:
 
 
 class WirelabError(Exception):
-    """Base class. ``str(error)`` is one line meant for the user."""
+    """Base class. ``str(error)`` is one line meant for the user; ``lines``, when not empty, one line
+    per item the error is about (``str(error)`` joins them)."""
 
     exit_code = 1
+    lines: tuple[str, ...] = ()
 
 
 class UsageError(WirelabError):

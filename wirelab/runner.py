@@ -316,16 +316,26 @@ def ingest(
     )
 
 
-def check_trials(engine: Engine, trials: Sequence[PlannedTrial]) -> None:
+def validate_plan(engine: Engine, plan: Plan) -> int:
+    """Everything ``wirelab run`` checks of a plan before anything exists (``wirelab spec check`` runs
+    exactly this too): the engine has ``trial``, and it accepts every distinct trial spec. Returns how
+    many distinct specs it checked."""
+    engine.require("trial")
+    return check_trials(engine, plan.trials)
+
+
+def check_trials(engine: Engine, trials: Sequence[PlannedTrial]) -> int:
     """Have the engine validate every distinct trial spec (``trial --check``) before anything exists.
 
-    Specs that differ only in ``trial_id`` are checked once. The first bad one raises
-    :class:`SpecError` naming the trial and the engine's field (docs/bad-input.md)."""
+    Specs that differ only in ``trial_id`` are checked once; returns how many were. The first bad one
+    raises :class:`SpecError` naming the trial and the engine's field (docs/bad-input.md)."""
     distinct: dict[str, PlannedTrial] = {}
     for t in trials:
         key = json.dumps({k: v for k, v in t.spec.items() if k != "trial_id"}, sort_keys=True)
         distinct.setdefault(key, t)
-    check_specs(engine.check_trials, list(distinct.values()), lambda t: f"trial {t.id} ({t.label})")
+    checked = list(distinct.values())
+    check_specs(engine.check_trials, checked, lambda t: f"trial {t.id} ({t.label})")
+    return len(checked)
 
 
 def run_plan(
@@ -345,10 +355,9 @@ def run_plan(
     if parallel < 1:
         raise UsageError(f"--parallel: {parallel} is out of range; use 1 or more")
     observer = observer or Observer()
-    engine.require("trial")
     # Everything the engine would refuse is refused now, before the database, the sweep, a trial row
     # or a directory exists.
-    check_trials(engine, plan.trials)
+    validate_plan(engine, plan)
     # a local run describes this machine once; a cluster's workers describe themselves
     worker = machine_provenance(engine) if engine.cluster is None else None
     create = lambda store, control: store.create_sweep(plan, control)  # noqa: E731
@@ -434,6 +443,7 @@ class _Loop(SweepLoop[TrialOutcome]):
 
     def run(self, todo: list[PlannedTrial], statuses: Mapping[str, str]) -> None:
         pending: collections.deque[PlannedTrial] = collections.deque()
+        self.settle_stale(todo, statuses, "trial.json")
         for trial in todo:
             recover = functools.partial(self._finish, trial, 0, "", time.monotonic())
             if not self.recovered(trial, statuses.get(trial.id), "trial.json", recover):

@@ -38,7 +38,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from wirelab._contract_models import CaptureConfig, ClientConfig, ServerConfig
-from wirelab._spec_errors import parse_toml, raise_validation, read_spec, refuse_non_finite
+from wirelab._spec_errors import parse_toml, raise_validation, refuse_non_finite
 from wirelab._spec_grid import (
     MAX_TRIALS,
     TRIAL_GRID,
@@ -68,6 +68,7 @@ from wirelab._spec_models import (
     experiment_json_schema,
 )
 from wirelab._spec_trial import network_string, resolve_trial
+from wirelab._userpath import read_spec_text
 
 __all__ = [
     "GRID_PATHS",
@@ -123,4 +124,4 @@ def from_dict(data: Mapping[str, Any], *, source: str = "") -> Plan:
 
 def load(path: str | Path) -> Plan:
     """Read, validate and expand an experiment spec file."""
-    return loads(read_spec(path), origin=str(path))
+    return loads(read_spec_text(path), origin=str(path))

@@ -30,6 +30,7 @@ from urllib.parse import quote
 from wirelab import _contract as contract
 from wirelab._db.files import DATA_FILE_MODE, DEFAULT_DB, results_dir
 from wirelab._har import OBJECT_TIMINGS
+from wirelab._userpath import check_output_file
 from wirelab.errors import DatabaseError, SchemaVersionError, cut
 
 __all__ = [
@@ -692,11 +693,9 @@ class Database:
         if self.path.exists() and not self.path.is_file():
             raise DatabaseError(f"{self.path}: is not a database file (a directory or a device)")
         existed = self.path.exists()
-        if not readonly:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise DatabaseError(f"{self.path}: cannot create its directory ({e.strerror})") from None
+        if not readonly and not existed:
+            # a new database goes into an existing, writable directory (docs/bad-input.md)
+            check_output_file("--db", self.path)
         try:
             self.conn = _connect_readonly(self.path) if readonly else _connect(self.path)
             if existed:

@@ -27,6 +27,8 @@ from markupsafe import Markup
 from wirelab import __version__
 from wirelab._figures.plots import waterfall_from_har
 from wirelab._registry import PHASE_ORDER, PHASE_STYLES, protocol_style
+from wirelab._terminal import controls_escaped
+from wirelab._userpath import check_output_dir
 from wirelab.analysis.sweep import load_sweep
 from wirelab.errors import UsageError
 from wirelab.report._build import CI_TEXT, SweepSection, build_sweep
@@ -47,9 +49,21 @@ def _json_for_script(value: Any) -> Markup:
     return Markup(text)  # noqa: S704 - escaped above for a script-data context
 
 
+def _no_controls(value: Any) -> Any:
+    """Every template value with its control characters (C0 but tab and line breaks, DEL, C1) and
+    bidirectional overrides shown escaped (``\\x1b``, ``\\u202e``), a Markup staying Markup: a sweep's
+    description, a page name or a probed site's header cannot put raw control bytes in the page."""
+    if isinstance(value, Markup):
+        return Markup(controls_escaped(str(value), keep_whitespace=True))  # noqa: S704 - only escapes added
+    if isinstance(value, str):
+        return controls_escaped(value, keep_whitespace=True)
+    return value
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
+        finalize=_no_controls,
         autoescape=True,  # every template variable is HTML-escaped unless it is Markup
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -126,6 +140,7 @@ def write_report(
     if not db_path.exists():
         raise UsageError(f"--db: {db_path} does not exist; run a sweep first (wirelab run SPEC)")
     out = Path(out_dir)
+    check_output_dir("--out", out)  # before any analysis: an existing directory or a new one
     everything = not sweeps and probe_runs is None
     with Results(db_path) as results:
         known = list(results.sweeps()["sweep"])

@@ -46,13 +46,20 @@ type liveFacts struct {
 	LabDomain      string `json:"lab_domain"`        // policy.LabDomain: the local internet's names
 }
 
-// probeFacts are wirelab-engine probe's defaults, which `wirelab probe --help` quotes.
+// probeFacts are wirelab-engine probe's defaults and bounds, which `wirelab probe --help` quotes
+// (the engine checks the values).
 type probeFacts struct {
 	Concurrency int    `json:"concurrency"`
 	Rate        string `json:"rate"`
 	Timeout     string `json:"timeout"`      // a Go duration, as --timeout takes it
 	MaxSites    int    `json:"max_sites"`    // --max-sites
 	MaxDuration string `json:"max_duration"` // --max-duration, a Go duration
+	// Bounds: what each option accepts.
+	ConcurrencyMax int    `json:"concurrency_max"`    // --concurrency 1–N
+	RateMaxPerS    int    `json:"rate_max_per_s"`     // --rate at most N/s
+	TimeoutRange   string `json:"timeout_range"`      // --timeout MIN–MAX
+	MaxSitesMax    int    `json:"max_sites_max"`      // --max-sites 1–N
+	DurationRange  string `json:"max_duration_range"` // --max-duration MIN–MAX
 }
 
 type fidelityFacts struct {
@@ -85,7 +92,10 @@ func writeFacts(w io.Writer) error {
 		Pages:    pages,
 		Fidelity: fidelityFacts{LatenessP99LimitUS: float64(emulator.LatenessLimit.Microseconds())},
 		Probe: probeFacts{Concurrency: probe.DefaultConcurrency, Rate: probe.DefaultRate, Timeout: probe.DefaultTimeout.String(),
-			MaxSites: probe.DefaultMaxSites, MaxDuration: probe.DefaultMaxDuration.String()},
+			MaxSites: probe.DefaultMaxSites, MaxDuration: probe.DefaultMaxDuration.String(),
+			ConcurrencyMax: probe.MaxConcurrency, RateMaxPerS: probe.MaxRatePerSecond,
+			TimeoutRange: probe.MinTimeout.String() + "–" + probe.MaxTimeout.String(),
+			MaxSitesMax:  probe.MaxSites, DurationRange: probe.MinDuration.String() + "–" + probe.MaxDuration.String()},
 		Live: liveFacts{MinPublicGapMs: trial.MinPublicGapMs, LabDomain: policy.LabDomain},
 	})
 }
