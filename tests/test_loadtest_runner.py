@@ -217,6 +217,36 @@ def test_a_killed_invocation_s_finished_run_is_stored_without_running_again(tmp_
         assert (results.load_intervals("cap")["protocol"] == "h2").sum() == 5
 
 
+def test_a_run_left_running_without_its_result_is_marked_interrupted_then_run_again(tmp_path):
+    """Issue 26: a run found ``running`` with no loadtest.json (its wirelab was killed mid-run) is
+    marked interrupted before it runs again."""
+    db = tmp_path / "w.db"
+    wirelab.loadtest(SPEC, db=db, engine=FixtureEngine())
+    plan = loadplan.loads(SPEC)
+    stale = plan.runs[1].id
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE loadtests SET status = 'running' WHERE loadtest_id = ?", (stale,))
+    (tmp_path / "w.db.d" / "cap" / stale / "loadtest.json").unlink()
+    seen: list[tuple[str, tuple]] = []
+
+    class Recorder(wirelab.LoadObserver):
+        def message(self, text: str) -> None:
+            with sqlite3.connect(db) as c:
+                seen.append(
+                    (
+                        text,
+                        c.execute("SELECT status FROM loadtests WHERE loadtest_id = ?", (stale,)).fetchone(),
+                    )
+                )
+
+    engine = FixtureEngine()
+    summary = wirelab.loadtest(SPEC, db=db, engine=engine, observer=Recorder())
+    assert summary.ok and engine.started == [stale]
+    assert [r for t, r in seen if "marked interrupted" in t] == [("interrupted",)], seen
+    with Results(db) as results:
+        assert (results.load_intervals("cap")["loadtest_id"] == stale).sum() == 5
+
+
 def test_engine_output_that_breaks_the_outputs_fails_the_run(tmp_path):
     db = tmp_path / "w.db"
     plan = loadplan.loads(SPEC)

@@ -321,6 +321,55 @@ def test_sigkill_at_any_point_then_resume_gives_exactly_the_planned_loads(tmp_pa
     assert leftovers == []
 
 
+def test_a_trial_left_running_by_a_killed_run_is_marked_interrupted_then_run_again(tmp_path, small):
+    """Issue 26: a SIGKILLed ``wirelab run`` leaves its trial ``running``. The next run, holding the
+    sweep's lock, marks it interrupted (and runs ``wirelab-engine gc`` for what its engine left) before
+    it runs it again; the sweep ends with exactly its planned loads."""
+    db = tmp_path / "w.db"
+    marker = tmp_path / "held"
+    proc = subprocess.Popen(
+        [sys.executable, str(TESTS / "run_harness.py"), str(db), str(small), "1:1", str(marker)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for_file(marker, proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    plan = spec.load(small)
+    stale = plan.trials[1].id
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT status FROM trials WHERE trial_id = ?", (stale,)).fetchone() == ("running",)
+    seen: list[tuple[str, tuple]] = []
+
+    class Recorder(Observer):
+        def message(self, text: str) -> None:
+            with sqlite3.connect(db) as c:
+                row = c.execute("SELECT status, error FROM trials WHERE trial_id = ?", (stale,)).fetchone()
+            seen.append((text, row))
+
+    class Counting(FixtureEngine):
+        gcs = 0
+
+        def gc(self) -> str:
+            Counting.gcs += 1
+            return super().gc()
+
+    engine = Counting()
+    summary = wirelab.run(small, db=db, engine=engine, observer=Recorder())
+    assert summary.ok and engine.started == [t.id for t in plan.trials[1:]]
+    text, row = next((t, r) for t, r in seen if "marked interrupted" in t)
+    assert f"1 left running by a wirelab that was killed ({stale})" in text
+    assert row == ("interrupted", "its wirelab was stopped without cleaning up (killed); run again")
+    assert Counting.gcs == 1
+    assert_exactly_planned(db, plan)
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT attempts FROM trials WHERE trial_id = ?", (stale,)).fetchone() == (2,)
+    # a run that finds nothing left running neither marks nor collects
+    assert wirelab.run(small, db=db, engine=engine, resume=False).ok and Counting.gcs == 1
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
