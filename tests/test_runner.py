@@ -479,3 +479,44 @@ def test_live_progress_shows_the_worker_of_each_running_trial(small):
     assert f"{first.label}  @ node-a  0/{first.loads} loads" in status
     assert f"{second.label}  @ node-b (attempt 2)  0/{second.loads} loads" in status
     assert "@ evil\\x1b[2J" in evil and "\x1b" not in evil
+
+
+def test_progress_is_one_line_per_event_when_piped_and_cut_to_a_terminal(small):
+    """Issue 26, item 8: piped (``make demo``'s log), every event is one line whatever its length — no
+    wrap at 80 columns, not even mid-word; on a terminal the running trials' lines are cut to its width."""
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from wirelab._progress import RichProgress
+
+    plan = spec.load(small)
+    long = "rtt=150ms,bw=1mbit,loss=0.5%," * 6 + "end"
+    trials = [dataclasses.replace(t, params={"network": f"{long}-{i}"}) for i, t in enumerate(plan.trials)]
+    plan = dataclasses.replace(plan, trials=tuple(trials))
+
+    piped = io.StringIO()
+    progress = RichProgress(Console(file=piped, width=80))
+    assert not progress.live_mode
+    progress.sweep_started(plan, list(plan.trials), 0, 1)
+    progress.trial_started(trials[0])
+    progress.trial_ended(runner.TrialOutcome(trial=trials[0], status="failed", error="the engine exited"))
+    progress.message(f"discarding the incomplete attempt at {trials[1].id} ({trials[1].label})")
+    lines = piped.getvalue().splitlines()
+    assert any(f"{trials[0].id} {trials[0].label}" in line and "the engine exited" in line for line in lines)
+    assert any(trials[1].label + ")" in line for line in lines), lines
+    assert all(len(line) > 80 for line in lines if long in line)
+
+    tty = io.StringIO()
+    progress = RichProgress(Console(file=tty, width=60, force_terminal=True))
+    progress.sweep_started(plan, list(plan.trials), 0, 2)
+    try:
+        progress.trial_started(trials[0])
+        progress.trial_started(trials[1])
+        console = Console(file=io.StringIO(), width=60)
+        lines = ["".join(s.text for s in line) for line in console.render_lines(progress._status())]
+        lines = [line for line in lines if line.strip()]
+        assert len(lines) == 2 and all(len(line) <= 60 and line.endswith("…") for line in lines), lines
+    finally:
+        progress._live and progress._live.stop()
