@@ -14,6 +14,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/internal/atomicfile"
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/internal/userpath"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/pageimport"
 )
@@ -138,6 +139,9 @@ func pagesGenerate(args []string, stdout io.Writer) error {
 		if c.Profile == *like && c.Seed == *seed && c.Count == *count {
 			spec, _ = page.LookupCorpus(c.Name)
 		}
+	}
+	if err := checkOutputDir("--out", *out); err != nil { // before any work (docs/bad-input.md)
+		return err
 	}
 	l, pages, err := listCorpus(spec)
 	if err != nil {
@@ -267,9 +271,12 @@ func pagesImportDir(args []string, stdout io.Writer) error {
 	if len(pos) != 1 || *out == "" {
 		return cli.Usagef("pages import: want exactly one DIR and --out OUTDIR")
 	}
-	st, err := os.Stat(pos[0])
-	if err != nil || !st.IsDir() {
-		return cli.Usagef("pages import: %s is not a directory", pos[0])
+	// the corpus directory, and the output directory before any work (docs/bad-input.md)
+	if err := userpath.Dir(pos[0]); err != nil {
+		return userpath.Flag("pages import DIR", err)
+	}
+	if err := checkOutputDir("--out", *out); err != nil {
+		return err
 	}
 	res, err := pageimport.Dir(pos[0], *prefix)
 	if err != nil {

@@ -375,7 +375,7 @@ func TestServersBadInput(t *testing.T) {
 		{`{"page":"twitter","server":{"impl":"apache","apache":{"mpm":"threaded"}}}`, `server.apache.mpm: got "threaded"; must be event, worker or prefork`},
 		{`{"page":"twitter","server":{"impl":"caddy","max_concurrent_streams":100}}`, `server.max_concurrent_streams: got "100"; server.impl caddy cannot set it`},
 		{`{"page":"twitter","server":{"impl":"h2o","push":"all"}}`, `server.push: got "all"; server.impl h2o cannot set it`},
-		{`{"page":"twitter","server":{"impl":"nginx","config":"/nonexistent/nginx.conf"}}`, `server.config: got "/nonexistent/nginx.conf"; must be a readable configuration template`},
+		{`{"page":"twitter","server":{"impl":"nginx","config":"/nonexistent/nginx.conf"}}`, `server.config: got "/nonexistent/nginx.conf"; must be a regular file: it does not exist`},
 		{`{"page":"twitter","protocols":["h1"],"server":{"impl":"nginx","config":"` + refused + `"}}`, `server.config: got "` + refused + `"; nginx refuses it: `},
 		{`{"page":"twitter","protocols":["h1"],"server":{"impl":"nginx","config":"` + refused + `"}}`, `unknown directive "frobnicate" in ` + refused + `:2`},
 	} {
