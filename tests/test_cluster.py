@@ -264,6 +264,96 @@ def test_bad_cluster_input_is_one_line_and_creates_nothing(tmp_path, small, fake
     assert not (tmp_path / "w.db").exists()
 
 
+def test_first_use_waits_for_a_worker_and_workers_of_one_host_get_their_own_names(tmp_path, small, fake):
+    """Issue 26, item 6: ``wirelab run --cluster`` started before its workers waits for the first one
+    (saying so) up to --wait-workers, then refuses with one line; two ``wirelab worker`` s of one host
+    without --name get names of their own (host name and process id), and a taken --name is one line,
+    exit 2."""
+    import platform
+
+    from distributed import Client
+    from distributed import LocalCluster as DaskLocalCluster
+
+    def worker(*extra: str) -> list[str]:
+        argv = [sys.executable, "-m", "wirelab.cli", "worker", "--scheduler", address, "--engine", str(fake)]
+        return [*argv, "--no-calibrate", *extra]
+
+    db = tmp_path / "w.db"
+    run = [sys.executable, "-m", "wirelab.cli", "run", str(small), "--db", str(db), "--engine", str(fake)]
+    workers: list[subprocess.Popen] = []
+    with DaskLocalCluster(
+        n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address="127.0.0.1:0"
+    ) as scheduler:
+        address = scheduler.scheduler_address
+        try:
+            # nobody comes: refused after --wait-workers, one line naming it, nothing created
+            t0 = time.monotonic()
+            done = subprocess.run(
+                [*run, "--cluster", address, "--wait-workers", "1"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            lines = done.stderr.strip().splitlines()
+            assert done.returncode == 2, done.stderr
+            assert "waiting up to 1 s for a wirelab worker" in done.stderr
+            assert "--wait-workers" in lines[-1] and "no wirelab worker connected" in lines[-1], lines
+            assert time.monotonic() - t0 >= 1 and not db.exists()
+
+            # the client first, its workers after it (a cluster started beside them): it waits and runs
+            client = subprocess.Popen(
+                [*run, "--cluster", address, "--wait-workers", "600"],  # a loaded machine starts slowly
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            try:
+                waiting = client.stderr.readline()
+                assert "waiting up to 600 s for a wirelab worker" in waiting, waiting
+                for i in (1, 2):
+                    workers.append(
+                        subprocess.Popen(
+                            worker("--keep-dir", str(tmp_path / f"keep{i}")),
+                            cwd=ROOT,
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL,
+                        )
+                    )
+                out, err = client.communicate(timeout=600)
+            finally:
+                if client.poll() is None:
+                    client.kill()
+            assert client.returncode == 0, err
+            assert_exactly_planned(db, spec.load(small))
+
+            with Client(address, set_as_default=False) as c:
+                names = [w["name"] for w in c.scheduler_info(n_workers=-1)["workers"].values()]
+            assert len(names) == 2 and len(set(names)) == 2, names
+            assert all(str(n).startswith(platform.node() + "-") for n in names), names
+
+            # a third worker asking for a taken name: one line, exit 2, before any calibration
+            done = subprocess.run(
+                worker("--name", str(names[0]), "--keep-dir", str(tmp_path / "keep3")),
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+            assert "--name" in done.stderr and "already connected" in done.stderr, done.stderr
+            assert not (tmp_path / "keep3").exists()
+        finally:
+            for w in workers:
+                w.send_signal(signal.SIGTERM)
+            for w in workers:
+                try:
+                    w.wait(60)
+                except subprocess.TimeoutExpired:
+                    w.kill()
+
+
 def test_cluster_up_serves_a_scheduler_until_sigterm(tmp_path):
     argv = [sys.executable, "-m", "wirelab.cli", "cluster", "up", "--port", "0"]
     up = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
