@@ -374,3 +374,30 @@ def test_local_documentation_address_is_refused(capsys, tmp_path, off_machine):
     assert code == 2 and err.count("\n") == 1, err
     assert "192.0.2.1" in err and "--allow-internet" in err
     assert not db.exists()
+
+
+@pytest.mark.root
+def test_local_nothing_to_contact_is_one_line_per_site_and_stores_nothing(capsys, tmp_path, off_machine):
+    """Issue 26: sites of the local internet without an address (names it does not have) — nothing to
+    contact — are one line each, exit 2, and no probe run is stored (an internal error and a stored run
+    before)."""
+    engine = root_engine()
+    db = tmp_path / "w.db"
+    code, out, err = run_cli(
+        capsys,
+        "probe",
+        "--local",
+        "nosuch.wirelab.test",
+        "https://gone.wirelab.test/x",
+        "--db",
+        str(db),
+        "--engine",
+        str(engine),
+    )
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "", err
+    assert len(lines) == 2, err
+    assert lines[0].startswith("wirelab: probe: nosuch.wirelab.test: no address to probe"), lines
+    assert lines[1].startswith("wirelab: probe: https://gone.wirelab.test/x: no address to probe"), lines
+    assert "internal error" not in err
+    assert not db.exists()
