@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/wirelab/wirelab/engine/browser"
 	"github.com/wirelab/wirelab/engine/page"
@@ -103,9 +104,9 @@ func Dir(dir, prefix string) (*Result, error) {
 }
 
 func importHAR(root *os.Root, name, pageName string) (*page.Page, error) {
-	f, err := root.Open(name)
+	f, err := openRegular(root, name)
 	if err != nil {
-		return nil, unwrapPath(err)
+		return nil, err
 	}
 	defer f.Close()
 	return browser.ImportHARFrom(f, name, browser.RecordOptions{Name: pageName})
@@ -174,12 +175,27 @@ func importRecording(root *os.Root, dir, pageName string) (*Imported, error) {
 }
 
 func readAll(root *os.Root, name string) ([]byte, error) {
-	f, err := root.Open(name)
+	f, err := openRegular(root, name)
 	if err != nil {
-		return nil, unwrapPath(err)
+		return nil, err
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, MaxRecordBytes+1))
+}
+
+// openRegular opens an entry the directory listing showed as a regular file, without blocking
+// (O_NONBLOCK) and checking it again on the descriptor: an entry swapped for a FIFO or a device since
+// the listing is refused, never waited on or read (docs/bad-input.md, "Files and paths").
+func openRegular(root *os.Root, name string) (*os.File, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, errors.New("not a regular file")
+	}
+	return f, nil
 }
 
 func unwrapPath(err error) error {

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -177,5 +179,34 @@ func TestDir(t *testing.T) {
 		if w, ok := want[s.Entry]; !ok || !strings.Contains(s.Reason, w) {
 			t.Errorf("skipped %s: %q; want %q", s.Entry, s.Reason, w)
 		}
+	}
+}
+
+// An entry swapped for a FIFO after the listing is refused by openRegular without blocking.
+func TestOpenRegularRefusesAFIFOWithoutBlocking(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "x.har"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	done := make(chan error, 1)
+	go func() {
+		f, err := openRegular(root, "x.har")
+		if f != nil {
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("openRegular(FIFO) = %v, want not a regular file", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("openRegular blocked on a FIFO")
 	}
 }
