@@ -287,14 +287,10 @@ def test_sigterm_is_handled_like_ctrl_c(tmp_path, small):
 
 
 @pytest.mark.serial
-@pytest.mark.parametrize(
-    "hold",
-    ["0:0", "2:0", "3:3", "4:end", "5:4"],
-    ids=["first-trial-started", "between-trials", "mid-trial", "finished-not-stored", "last-trial-last-load"],
-)
-def test_sigkill_at_any_point_then_resume_gives_exactly_the_planned_loads(tmp_path, small, hold):
-    db = tmp_path / "w.db"
-    marker = tmp_path / "held"
+def sigkilled_at(db: Path, small: Path, hold: str) -> None:
+    """Run ``small`` into ``db`` in a process of its own (tests/run_harness.py) and SIGKILL it at
+    ``hold`` ("N:LOADS", see the harness)."""
+    marker = db.with_name("held")
     proc = subprocess.Popen(
         [sys.executable, str(TESTS / "run_harness.py"), str(db), str(small), hold, str(marker)],
         stderr=subprocess.PIPE,
@@ -305,6 +301,16 @@ def test_sigkill_at_any_point_then_resume_gives_exactly_the_planned_loads(tmp_pa
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize(
+    "hold",
+    ["0:0", "2:0", "3:3", "4:end", "5:4"],
+    ids=["first-trial-started", "between-trials", "mid-trial", "finished-not-stored", "last-trial-last-load"],
+)
+def test_sigkill_at_any_point_then_resume_gives_exactly_the_planned_loads(tmp_path, small, hold):
+    db = tmp_path / "w.db"
+    sigkilled_at(db, small, hold)
     number = int(hold.split(":")[0])
     assert len({r[0] for r in db_loads(db)}) == number  # the killed run stored the trials before it
     engine = FixtureEngine()
@@ -326,17 +332,7 @@ def test_a_trial_left_running_by_a_killed_run_is_marked_interrupted_then_run_aga
     sweep's lock, marks it interrupted (and runs ``wirelab-engine gc`` for what its engine left) before
     it runs it again; the sweep ends with exactly its planned loads."""
     db = tmp_path / "w.db"
-    marker = tmp_path / "held"
-    proc = subprocess.Popen(
-        [sys.executable, str(TESTS / "run_harness.py"), str(db), str(small), "1:1", str(marker)],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        wait_for_file(marker, proc)
-    finally:
-        proc.kill()
-        proc.wait()
+    sigkilled_at(db, small, "1:1")
     plan = spec.load(small)
     stale = plan.trials[1].id
     with sqlite3.connect(db) as c:
