@@ -309,3 +309,47 @@ def test_stored_strings_cannot_drive_the_terminal(capsys, tmp_path, demo_spec):
     assert r"\x1b]0;pwned\x07 \x1b[2J [bold]x[/bold] \x9b31m \u202eevil" in outputs["show"]
     code, out, err = run_cli(capsys, "results", "show", "x\x1b[2Jy", "--db", str(db))
     assert code == 2 and "\x1b" not in err and r"x\x1b[2Jy" in err, repr(err)
+
+
+def test_results_waterfall_draws_any_stored_load(capsys, tmp_path, demo_spec, fake_engine):
+    db = tmp_path / "w.db"
+    assert run_cli(capsys, "run", str(demo_spec), "--db", str(db), "--engine", str(fake_engine))[0] == 0
+    import wirelab
+
+    with wirelab.open(db) as results:
+        loads = results.loads("demo")
+    trial = loads["trial_id"].iloc[0]
+    mine = loads[(loads["trial_id"] == trial) & (loads["protocol"] == "h2")].sort_values("plt_ms")
+    median = mine.iloc[(len(mine) - 1) // 2]
+    # without LOAD: the protocol's median-PLT load, as the report picks it
+    code, out, err = run_cli(
+        capsys, "results", "waterfall", "demo", trial, "--protocol", "h2", "--db", str(db)
+    )
+    assert code == 0, err
+    assert f"h2 repetition {int(median['repetition'])}, median-PLT load {int(median['load_index'])}" in out
+    with wirelab.open(db) as results:
+        n = len(results.objects("demo", trial_id=trial, load_index=int(median["load_index"])))
+    assert out.count("/") >= n  # one row (a path) per object
+    # a named load, also drawn as the report draws it
+    svg = tmp_path / "w.svg"
+    code, out, err = run_cli(
+        capsys, "results", "waterfall", "demo", trial, "0", "-o", str(svg), "--db", str(db)
+    )
+    assert code == 0, err
+    assert ", load 0 " in out and svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()
+    # bad input: one line naming what and what is allowed, nothing written
+    cases = [
+        (["nope"], 'TRIAL: "nope" is not a trial of sweep demo with stored loads; its trials: '),
+        ([trial, "99"], f"LOAD: 99 is not a load of trial {trial}; use 0–"),
+        ([trial, "--protocol", "h3"], '--protocol: "h3" was not loaded in trial'),
+        ([trial, "0", "--protocol", "h2"], "--protocol: give it only without LOAD"),
+        (
+            [trial, "0", "-o", str(tmp_path / "w.txt")],
+            "w.txt: not a figure file; use a name ending in .svg, .png or .pdf",
+        ),
+        ([trial, "0", "-o", str(tmp_path / "none" / "w.svg")], "--out "),
+    ]
+    for args, words in cases:
+        code, _, err = run_cli(capsys, "results", "waterfall", "demo", *args, "--db", str(db))
+        assert code == 2 and err.count("\n") == 1 and words in err, (args, err)
+    assert not (tmp_path / "w.txt").exists() and not (tmp_path / "none").exists()

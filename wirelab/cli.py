@@ -1501,6 +1501,92 @@ def results_export(
     out.print(f"wrote {len(df)} rows × {len(df.columns)} columns to {target}", soft_wrap=True)
 
 
+@results_app.command("waterfall")
+def results_waterfall(
+    sweep: str = typer.Argument(..., help="Sweep name."),
+    trial: str = typer.Argument(..., help="Trial id (the report's trial drill-down and its tables name it)."),
+    load: int | None = typer.Argument(
+        None,
+        help="Load index within the trial (default: the median-PLT load of --protocol).",
+        show_default=False,
+    ),
+    protocol: str | None = typer.Option(
+        None,
+        "--protocol",
+        help="Without LOAD: draw this protocol's median-PLT load (default: the trial's first).",
+    ),
+    out_path: Path | None = typer.Option(
+        None, "--out", "-o", help="Also write the figure here (.svg, .png or .pdf), as the report draws it."
+    ),
+    db: Path = DB_OPTION,
+) -> None:
+    """Draw one stored load's waterfall (every load of a sweep, not only those the report embeds)."""
+    suffixes = (".svg", ".png", ".pdf")
+    if out_path is not None:
+        if out_path.suffix.lower() not in suffixes:
+            raise UsageError(
+                f"--out {shown(str(out_path))}: not a figure file; use a name ending in .svg, .png or .pdf"
+            )
+        check_output_file("--out", out_path)
+    if load is not None and load < 0:
+        raise UsageError(f"LOAD: {load} is not a load index; use 0 or more")
+    with _open(db) as results:
+        loads = results.loads(sweep, repeats=True)
+        mine = loads[loads["trial_id"] == trial]
+        if mine.empty:
+            known = list(dict.fromkeys(loads["trial_id"]))
+            raise UsageError(
+                f'TRIAL: "{shown(trial)}" is not a trial of sweep {shown(sweep)} with stored loads; '
+                + (
+                    f"its trials: {cut(', '.join(known[:5]) + (', …' if len(known) > 5 else ''))}"
+                    if known
+                    else "it has none"
+                )
+            )
+        if load is None:
+            protocols = list(dict.fromkeys(mine.sort_values("load_index")["protocol"]))
+            proto = protocol if protocol is not None else protocols[0]
+            if proto not in protocols:
+                raise UsageError(
+                    f'--protocol: "{shown(proto)}" was not loaded in trial {trial}; '
+                    f"use {', '.join(protocols)}"
+                )
+            ok = mine[(mine["protocol"] == proto) & mine["error"].isna()].sort_values("plt_ms")
+            if ok.empty:
+                raise UsageError(
+                    f"--protocol: every {proto} load of trial {trial} failed; name a LOAD to see one"
+                )
+            row = ok.iloc[(len(ok) - 1) // 2]
+            chosen = "median-PLT load"
+        else:
+            if protocol is not None:
+                raise UsageError("--protocol: give it only without LOAD (it picks the median-PLT load)")
+            hit = mine[mine["load_index"] == load]
+            if hit.empty:
+                raise UsageError(
+                    f"LOAD: {load} is not a load of trial {trial}; use 0–{int(mine['load_index'].max())}"
+                )
+            row = hit.iloc[0]
+            chosen = "load"
+        objects = results.objects(sweep, trial_id=trial, load_index=int(row["load_index"])).to_dict("records")
+    if not objects:
+        raise UsageError(f"LOAD: load {int(row['load_index'])} of trial {trial} has no stored objects")
+    plt = row["plt_ms"]
+    title = (
+        f"{row['protocol']} repetition {int(row['repetition'])}, {chosen} {int(row['load_index'])}"
+        + (f" (PLT {plt:,.0f} ms" if plt == plt else " (no PLT")
+        + f", {int(row['connections'])} connection(s))"
+        + (f", error: {row['error']}" if isinstance(row["error"], str) else "")
+    )
+    out.print(waterfall(objects, width=max(20, min(80, out.width - 60)), title=shown(title)))
+    if out_path is not None:
+        from wirelab._figures.plots import waterfall_figure  # matplotlib only when a figure is asked for
+
+        fig = waterfall_figure(objects, title=f"{trial}: {title}")
+        fig.savefig(out_path)
+        out.print(f"wrote {out_path}", soft_wrap=True)
+
+
 # ------------------------------------------------------------------------------------------------
 # spec
 

@@ -1190,8 +1190,8 @@ def _trial_views(
             f"The sweep has {len(objects):,} requests, more than the {budget:,} the page embeds: waterfalls "
             f"are embedded for {shown:,} loads, the median-PLT load of each protocol "
             + ("in every configuration" if every else "in the first configurations, until the budget ran out")
-            + ". Every load's HAR is in the results directory "
-            "(wirelab.report.waterfall_from_har(wirelab.open(DB).har(SWEEP, TRIAL, LOAD)) draws one)."
+            + ". Any load's waterfall: wirelab results waterfall SWEEP TRIAL [LOAD | --protocol P] "
+            "[-o FILE.svg] (every load's HAR is in the results directory too)."
         )
     return views, waterfalls, note
 

@@ -239,9 +239,8 @@ def add_corpus_section(section: SweepSection, sd: SweepData, figures_dir: Path) 
             "Every page",
             "Each page in each configuration: objects and size as loaded, s per protocol, and its trial: "
             "under "
-            "“Every load” its loads and the waterfall of each protocol's median load; every load's HAR is in "
-            "the results directory "
-            "(wirelab.report.waterfall_from_har(wirelab.open(DB).har(SWEEP, TRIAL, LOAD))).",
+            "“Every load” its loads and the waterfall of each protocol's median load; any load's waterfall, "
+            "embedded or not: wirelab results waterfall SWEEP TRIAL [LOAD | --protocol P] [-o FILE.svg].",
             [
                 "page",
                 "configuration",
