@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/internal/timebound"
 )
 
 // TestStressChild is the body of TestNoLivelockUnderGC, run in a child process.
@@ -81,29 +82,33 @@ func TestNoLivelockUnderGC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^TestStressChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "WIRELAB_RT_STRESS_CHILD=1")
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	t0 := time.Now()
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		t.Logf("child finished in %v", time.Since(t0).Round(time.Millisecond))
-		if err != nil {
-			t.Fatalf("child: %v\n%s", err, out.String())
+	// A miss of the deadline on a loaded machine (other real-time emulators, builds) is retried
+	// once; a livelock misses it twice.
+	timebound.Retry(t, func(a *timebound.Attempt) {
+		cmd := exec.Command(exe, "-test.run=^TestStressChild$", "-test.v")
+		cmd.Env = append(os.Environ(), "WIRELAB_RT_STRESS_CHILD=1")
+		out := &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(90 * time.Second):
-		_ = cmd.Process.Signal(unix.SIGQUIT) // goroutine dump for the log
-		time.Sleep(2 * time.Second)
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("real-time child did not finish in 90 s (livelock):\n%s", out.String())
-	}
+		done := make(chan error, 1)
+		t0 := time.Now()
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			t.Logf("child finished in %v", time.Since(t0).Round(time.Millisecond))
+			if err != nil {
+				t.Fatalf("child: %v\n%s", err, out.String())
+			}
+		case <-time.After(90 * time.Second):
+			_ = cmd.Process.Signal(unix.SIGQUIT) // goroutine dump for the log
+			time.Sleep(2 * time.Second)
+			_ = cmd.Process.Kill()
+			<-done
+			a.Errorf("real-time child did not finish in 90 s (livelock?):\n%s", out.String())
+		}
+	})
 }
 
 type lockedBuffer struct {
