@@ -12,6 +12,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/internal/timebound"
 	"github.com/wirelab/wirelab/engine/lab"
 	"github.com/wirelab/wirelab/engine/page"
 )
@@ -133,10 +134,15 @@ func criticalPathJSON(t *testing.T) string {
 }
 
 // TestReplayCriticalPathEmulated: at 100 ms RTT and no loss, the hand-made graph replays in the
-// predicted time (± 3 %): DNS, TCP, TLS and the root request (4 RTT), the script and the last
-// image (1 RTT each), and the computations on the critical path, 50 + 80 + 40 ms × compute scale.
-// A busy machine only adds time (go test runs two packages at once, and other packages' root tests
-// run real-time emulators too): the least disturbed of three loads is compared.
+// predicted time: DNS, TCP, TLS and the root request (4 RTT), the script and the last image (1 RTT
+// each), and the computations on the critical path, 50 + 80 + 40 ms × compute scale. Never faster
+// than that; slower by at most 5 ms per exchange of the six — the end hosts' own work per round trip
+// (the TLS handshake's crypto, the TUN crossings, the wake-ups), which the prediction leaves out:
+// measured 1–2 ms per request and 5 ms for TLS at load average 4 (HAR of `fetch --mode replay`),
+// so 13–29 ms in all — more than the 3 % of the prediction this test allowed before (18 ms at
+// scale 0), which made it fail on a loaded machine with nothing wrong in the replay. A wrong
+// dependency or an extra round trip costs 40 ms or more. The least disturbed of three loads is
+// compared, and the upper bound is retried once (internal/timebound).
 func TestReplayCriticalPathEmulated(t *testing.T) {
 	roottest.RequireTUN(t)
 	if testing.Short() {
@@ -144,25 +150,29 @@ func TestReplayCriticalPathEmulated(t *testing.T) {
 	}
 	file := criticalPathJSON(t)
 	l := startLab(t, "rtt=100ms", file)
-	const rtt = 100.0
+	const rtt, exchanges, perExchange = 100.0, 6, 5.0
 	for _, scale := range []float64{1, 2, 0} {
-		want := 6*rtt + (50+80+40)*scale
-		var plts []float64
-		for range 3 {
-			sum, out, err := bench.Fetch(l, "h2", "--mode", "replay", "--page", file, "--compute-scale", fmt.Sprint(scale))
-			if err != nil {
-				t.Fatalf("scale %g: %v\n%s", scale, err, out)
+		want := exchanges*rtt + (50+80+40)*scale
+		timebound.Retry(t, func(a *timebound.Attempt) {
+			var plts []float64
+			for range 3 {
+				sum, out, err := bench.Fetch(l, "h2", "--mode", "replay", "--page", file, "--compute-scale", fmt.Sprint(scale))
+				if err != nil {
+					t.Fatalf("scale %g: %v\n%s", scale, err, out)
+				}
+				if sum["objects"] != 4.0 {
+					t.Errorf("scale %g: %v objects", scale, sum["objects"])
+				}
+				plts = append(plts, sum["plt_ms"].(float64))
 			}
-			if sum["objects"] != 4.0 {
-				t.Errorf("scale %g: %v objects", scale, sum["objects"])
+			got := slices.Min(plts)
+			t.Logf("compute scale %g: plt %v ms, predicted %.0f ms", scale, plts, want)
+			if got < want {
+				t.Errorf("compute scale %g: plt %.1f ms (least of %v), faster than the predicted %.0f ms", scale, got, plts, want)
+			} else if got > want+exchanges*perExchange {
+				a.Errorf("compute scale %g: plt %.1f ms (least of %v), predicted %.0f ms + ≤ %.0f ms", scale, got, plts, want, exchanges*perExchange)
 			}
-			plts = append(plts, sum["plt_ms"].(float64))
-		}
-		got := slices.Min(plts)
-		t.Logf("compute scale %g: plt %v ms, predicted %.0f ms", scale, plts, want)
-		if math.Abs(got-want) > 0.03*want {
-			t.Errorf("compute scale %g: plt %.1f ms (least of %v), predicted %.0f ms ± 3 %%", scale, got, plts, want)
-		}
+		})
 	}
 }
 
@@ -176,23 +186,25 @@ func TestReplayEqualsFlatEmulated(t *testing.T) {
 	}
 	const pg = "synthetic:16x10kB"
 	l := startLab(t, "rtt=40ms,bw=10mbit", pg)
-	plt := map[string][]float64{}
-	for range 5 {
-		for _, mode := range []string{"flat", "replay"} {
-			extra := []string{"--mode", mode}
-			if mode == "replay" {
-				extra = append(extra, "--page", pg, "--compute-scale", "0")
+	timebound.Retry(t, func(a *timebound.Attempt) {
+		plt := map[string][]float64{}
+		for range 5 {
+			for _, mode := range []string{"flat", "replay"} {
+				extra := []string{"--mode", mode}
+				if mode == "replay" {
+					extra = append(extra, "--page", pg, "--compute-scale", "0")
+				}
+				sum, out, err := bench.Fetch(l, "h2", extra...)
+				if err != nil {
+					t.Fatalf("%s: %v\n%s", mode, err, out)
+				}
+				plt[mode] = append(plt[mode], sum["plt_ms"].(float64))
 			}
-			sum, out, err := bench.Fetch(l, "h2", extra...)
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", mode, err, out)
-			}
-			plt[mode] = append(plt[mode], sum["plt_ms"].(float64))
 		}
-	}
-	f, r := slices.Min(plt["flat"]), slices.Min(plt["replay"])
-	t.Logf("flat %v ms, replay %v ms", plt["flat"], plt["replay"])
-	if math.Abs(f-r) > 0.03*f {
-		t.Errorf("replay (scale 0) %.1f ms vs flat %.1f ms (least of five each): more than 3 %% apart", r, f)
-	}
+		f, r := slices.Min(plt["flat"]), slices.Min(plt["replay"])
+		t.Logf("flat %v ms, replay %v ms", plt["flat"], plt["replay"])
+		if math.Abs(f-r) > 0.03*f {
+			a.Errorf("replay (scale 0) %.1f ms vs flat %.1f ms (least of five each: %v, %v): more than 3 %% apart", r, f, plt["replay"], plt["flat"])
+		}
+	})
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/contract/contracttest"
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/internal/timebound"
 	"github.com/wirelab/wirelab/engine/lab"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/probe"
@@ -38,54 +39,59 @@ func TestProbeLocalInternet(t *testing.T) {
 			byURL[s.URL()] = s
 		}
 	}
-	script := `ip netns identify >&2; exec "$0" probe --rate 50/s --timeout 2s "$@"`
-	cmd := engine(append([]string{"sites", "--", "sh", "-c", script, os.Args[0]}, urls...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("sites -- probe: %v\n%s", err, stderr.String())
-	}
-	ns := strings.TrimSpace(strings.SplitN(stderr.String(), "\n", 2)[0])
-	schemas := contracttest.Load(t)
-	sc := bufio.NewScanner(&stdout)
-	n := 0
-	for sc.Scan() {
-		n++
-		if err := schemas.Validate(contracttest.ProbeRecord, sc.Bytes()); err != nil {
-			t.Errorf("record breaks the schema: %v\n%s", err, sc.Bytes())
+	// The handshakes' upper bound depends on the machine: retried once with a new run (internal/timebound).
+	timebound.Retry(t, func(a *timebound.Attempt) {
+		script := `ip netns identify >&2; exec "$0" probe --rate 50/s --timeout 2s "$@"`
+		cmd := engine(append([]string{"sites", "--", "sh", "-c", script, os.Args[0]}, urls...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("sites -- probe: %v\n%s", err, stderr.String())
 		}
-		var rec probe.Record
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatal(err)
-		}
-		s := byURL[rec.Site]
-		for _, m := range s.Mismatches(rec) {
-			t.Error(m)
-		}
-		h2 := rec.Protocols[probe.H2]
-		if h2.HandshakeMS == nil || h2.ConnectMS == nil {
-			continue
-		}
-		// TCP's connect and TLS 1.3's handshake are one round trip each: 10 ms (sites.DefaultNet)
-		// plus the site's extra round trip.
-		rtt := 10 + float64(s.ExtraRTT.Milliseconds())
-		for what, v := range map[string]float64{"connect": *h2.ConnectMS, "handshake": *h2.HandshakeMS} {
-			if v < rtt || v > rtt+50 {
-				t.Errorf("%s h2 %s %.1f ms; want one round trip of %.0f ms (+ < 50 ms)", s.Name, what, v, rtt)
+		ns := strings.TrimSpace(strings.SplitN(stderr.String(), "\n", 2)[0])
+		schemas := contracttest.Load(t)
+		sc := bufio.NewScanner(&stdout)
+		n := 0
+		for sc.Scan() {
+			n++
+			if err := schemas.Validate(contracttest.ProbeRecord, sc.Bytes()); err != nil {
+				t.Errorf("record breaks the schema: %v\n%s", err, sc.Bytes())
+			}
+			var rec probe.Record
+			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+				t.Fatal(err)
+			}
+			s := byURL[rec.Site]
+			for _, m := range s.Mismatches(rec) {
+				t.Error(m)
+			}
+			h2 := rec.Protocols[probe.H2]
+			if h2.HandshakeMS == nil || h2.ConnectMS == nil {
+				continue
+			}
+			// TCP's connect and TLS 1.3's handshake are one round trip each: 10 ms (sites.DefaultNet)
+			// plus the site's extra round trip.
+			rtt := 10 + float64(s.ExtraRTT.Milliseconds())
+			for what, v := range map[string]float64{"connect": *h2.ConnectMS, "handshake": *h2.HandshakeMS} {
+				if v < rtt {
+					t.Errorf("%s h2 %s %.1f ms; want one round trip of %.0f ms (+ < 50 ms)", s.Name, what, v, rtt)
+				} else if v > rtt+50 {
+					a.Errorf("%s h2 %s %.1f ms; want one round trip of %.0f ms (+ < 50 ms)", s.Name, what, v, rtt)
+				}
 			}
 		}
-	}
-	if n != len(urls) {
-		t.Errorf("%d records for %d sites", n, len(urls))
-	}
-	m := namespacePattern(ns)
-	if m == "" {
-		t.Fatalf("CMD did not run in a run's namespace: %q", ns)
-	}
-	assertGone(t, m)
-	if _, err := os.Stat(filepath.Join(os.TempDir(), lab.PrivatePrefix+m)); err == nil {
-		t.Errorf("the lab's private directory is left")
-	}
+		if n != len(urls) {
+			t.Errorf("%d records for %d sites", n, len(urls))
+		}
+		m := namespacePattern(ns)
+		if m == "" {
+			t.Fatalf("CMD did not run in a run's namespace: %q", ns)
+		}
+		assertGone(t, m)
+		if _, err := os.Stat(filepath.Join(os.TempDir(), lab.PrivatePrefix+m)); err == nil {
+			t.Errorf("the lab's private directory is left")
+		}
+	})
 }
 
 // A probe with nothing to contact — every site a name the local internet does not have — prints

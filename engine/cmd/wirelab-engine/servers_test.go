@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/internal/timebound"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server/impl"
@@ -185,39 +186,42 @@ func TestServersPhysicsRoundTrips(t *testing.T) {
 	ownRoundTrip := map[[2]string]bool{{"caddy", "h3"}: true} // the server's own extra round trip
 	for _, s := range realServers(t) {
 		t.Run(s.Name(), func(t *testing.T) {
-			protocols := s.Support().Protocols
-			spec := fmt.Sprintf(`{"page":"synthetic:0x1kB","protocols":%s,"repetitions":3,"network":"rtt=200ms","client":{"dns":"static"},"server":{"impl":%q,"max_concurrent_streams":0}}`,
-				protocolList(protocols), s.Name())
-			td := readTrial(t, runTrialOK(t, spec, 3*time.Minute))
-			plt := map[string][]float64{}
-			for _, l := range td.loads {
-				if l.Error != nil {
-					t.Fatalf("%s: %s", l.Protocol, *l.Error)
+			// The upper bound depends on the machine: retried once with a new trial (internal/timebound).
+			timebound.Retry(t, func(a *timebound.Attempt) {
+				protocols := s.Support().Protocols
+				spec := fmt.Sprintf(`{"page":"synthetic:0x1kB","protocols":%s,"repetitions":3,"network":"rtt=200ms","client":{"dns":"static"},"server":{"impl":%q,"max_concurrent_streams":0}}`,
+					protocolList(protocols), s.Name())
+				td := readTrial(t, runTrialOK(t, spec, 3*time.Minute))
+				plt := map[string][]float64{}
+				for _, l := range td.loads {
+					if l.Error != nil {
+						t.Fatalf("%s: %s", l.Protocol, *l.Error)
+					}
+					n := rtts[l.Protocol]
+					if l.PltMs < n*rtt-1 {
+						t.Errorf("%s load %d: PLT %.1f ms < %.0f RTT: faster than the path", l.Protocol, l.Index, l.PltMs, n)
+					}
+					plt[l.Protocol] = append(plt[l.Protocol], l.PltMs)
 				}
-				n := rtts[l.Protocol]
-				if l.PltMs < n*rtt-1 {
-					t.Errorf("%s load %d: PLT %.1f ms < %.0f RTT: faster than the path", l.Protocol, l.Index, l.PltMs, n)
+				for _, p := range protocols {
+					n := rtts[p]
+					best, m := slices.Min(plt[p]), median(plt[p])
+					t.Logf("%s %s: fastest %.1f ms = %.3f RTT, median %.1f ms", s.Name(), p, best, best/rtt, m)
+					within := func(n float64) bool { return best <= n*rtt*1.03 }
+					own := ownRoundTrip[[2]string{s.Name(), p}]
+					// The pair with a round trip of its own is judged in whole round trips, n or n+1,
+					// plus the server's own time, which is not the path's: up to 0.15 RTT (Caddy's h3
+					// loads at 2 RTT took 408–413 ms here, connect 206–227 ms in earlier runs).
+					whole := math.Round(best / rtt)
+					switch {
+					case within(n):
+					case own && (whole == n || whole == n+1) && best >= whole*rtt-1 && best <= (whole+0.15)*rtt:
+						t.Logf("%s %s: %.0f RTT and %.1f ms of the server's own (docs/server.md)", s.Name(), p, whole, best-whole*rtt)
+					default:
+						a.Errorf("%s: fastest of %d loads %.1f ms, more than 3 %% above %.0f RTT", p, len(plt[p]), best, n)
+					}
 				}
-				plt[l.Protocol] = append(plt[l.Protocol], l.PltMs)
-			}
-			for _, p := range protocols {
-				n := rtts[p]
-				best, m := slices.Min(plt[p]), median(plt[p])
-				t.Logf("%s %s: fastest %.1f ms = %.3f RTT, median %.1f ms", s.Name(), p, best, best/rtt, m)
-				within := func(n float64) bool { return best <= n*rtt*1.03 }
-				own := ownRoundTrip[[2]string{s.Name(), p}]
-				// The pair with a round trip of its own is judged in whole round trips, n or n+1,
-				// plus the server's own time, which is not the path's: up to 0.15 RTT (Caddy's h3
-				// loads at 2 RTT took 408–413 ms here, connect 206–227 ms in earlier runs).
-				whole := math.Round(best / rtt)
-				switch {
-				case within(n):
-				case own && (whole == n || whole == n+1) && best >= whole*rtt-1 && best <= (whole+0.15)*rtt:
-					t.Logf("%s %s: %.0f RTT and %.1f ms of the server's own (docs/server.md)", s.Name(), p, whole, best-whole*rtt)
-				default:
-					t.Errorf("%s: fastest of %d loads %.1f ms, more than 3 %% above %.0f RTT", p, len(plt[p]), best, n)
-				}
-			}
+			})
 		})
 	}
 }
@@ -367,6 +371,7 @@ func TestServersBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := wirelabNamespaces(t)
+	var pids []int
 	for _, tc := range []struct{ spec, want string }{
 		{`{"page":"twitter","server":{"impl":"lighttpd"}}`, `server.impl: got "lighttpd"; must be builtin, apache, nginx, h2o or caddy`},
 		{`{"page":"twitter","protocols":["h1s","h3"],"server":{"impl":"nginx"}}`, `protocols[1]: got "h3"; not served by server.impl nginx, which serves h1, h1s, h2`},
@@ -383,6 +388,9 @@ func TestServersBadInput(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
+		if cmd.Process != nil {
+			pids = append(pids, cmd.Process.Pid)
+		}
 		if code := exitCodeOf(err); code != 2 {
 			t.Errorf("%s: exit %d, want 2 (stderr %q)", tc.spec, code, stderr.String())
 		}
@@ -394,8 +402,8 @@ func TestServersBadInput(t *testing.T) {
 			t.Errorf("%s: the trial directory was created", tc.spec)
 		}
 	}
-	if after := wirelabNamespaces(t); !slices.Equal(before, after) {
-		t.Errorf("namespaces before %v, after %v", before, after)
+	if left := leftNamespaces(t, before, pids); len(left) > 0 {
+		t.Errorf("namespaces left behind: %v", left)
 	}
 }
 

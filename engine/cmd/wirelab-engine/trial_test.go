@@ -35,6 +35,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/contract/contracttest"
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/internal/timebound"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/trial"
@@ -309,35 +310,38 @@ func TestTrialPhysicsRoundTrips(t *testing.T) {
 	roottest.RequireTUN(t)
 	const rtt = 200.0
 	rtts := map[string]float64{"h1": 2, "h1s": 3, "h2": 3, "h2c": 2, "h3": 2, "spdy3": 3}
-	dir := runTrialOK(t, `{"page":"synthetic:0x1kB","protocols":`+allSix+`,"repetitions":5,"network":"rtt=200ms","client":{"dns":"static"}}`, 3*time.Minute)
-	td := readTrial(t, dir)
-	values := map[string]map[string][]float64{"plt_ms": {}, "tow_first_packet_ms": {}}
-	for _, l := range td.loads {
-		if l.Error != nil {
-			t.Fatalf("%s: %s", l.Protocol, *l.Error)
-		}
-		n := rtts[l.Protocol]
-		for name, v := range map[string]float64{"plt_ms": l.PltMs, "tow_first_packet_ms": l.TowFirstPacketMs} {
-			if v < n*rtt-1 {
-				t.Errorf("%s load %d: %s %.1f ms < %.0f RTT = %.0f ms: faster than the path", l.Protocol, l.Index, name, v, n, n*rtt)
+	// The upper bounds depend on the machine: retried once with a new trial (internal/timebound).
+	timebound.Retry(t, func(a *timebound.Attempt) {
+		dir := runTrialOK(t, `{"page":"synthetic:0x1kB","protocols":`+allSix+`,"repetitions":5,"network":"rtt=200ms","client":{"dns":"static"}}`, 3*time.Minute)
+		td := readTrial(t, dir)
+		values := map[string]map[string][]float64{"plt_ms": {}, "tow_first_packet_ms": {}}
+		for _, l := range td.loads {
+			if l.Error != nil {
+				t.Fatalf("%s: %s", l.Protocol, *l.Error)
 			}
-			values[name][l.Protocol] = append(values[name][l.Protocol], v)
-		}
-	}
-	for _, proto := range trial.AllProtocols {
-		n := rtts[proto]
-		for _, name := range []string{"plt_ms", "tow_first_packet_ms"} {
-			vs := values[name][proto]
-			best, m := slices.Min(vs), median(vs)
-			t.Logf("%s: %s fastest %.1f ms = %.3f RTT, median %.1f ms (%v)", proto, name, best, best/rtt, m, vs)
-			if best > n*rtt*1.03 {
-				t.Errorf("%s: %s fastest of %d loads %.1f ms, more than 3 %% above %.0f RTT (%.0f ms)", proto, name, len(vs), best, n, n*rtt)
-			}
-			if m >= (n+1)*rtt {
-				t.Errorf("%s: %s median %.1f ms: a round trip more than the protocol needs (%.0f RTT)", proto, name, m, n)
+			n := rtts[l.Protocol]
+			for name, v := range map[string]float64{"plt_ms": l.PltMs, "tow_first_packet_ms": l.TowFirstPacketMs} {
+				if v < n*rtt-1 {
+					t.Errorf("%s load %d: %s %.1f ms < %.0f RTT = %.0f ms: faster than the path", l.Protocol, l.Index, name, v, n, n*rtt)
+				}
+				values[name][l.Protocol] = append(values[name][l.Protocol], v)
 			}
 		}
-	}
+		for _, proto := range trial.AllProtocols {
+			n := rtts[proto]
+			for _, name := range []string{"plt_ms", "tow_first_packet_ms"} {
+				vs := values[name][proto]
+				best, m := slices.Min(vs), median(vs)
+				t.Logf("%s: %s fastest %.1f ms = %.3f RTT, median %.1f ms (%v)", proto, name, best, best/rtt, m, vs)
+				if best > n*rtt*1.03 {
+					a.Errorf("%s: %s fastest of %d loads %.1f ms, more than 3 %% above %.0f RTT (%.0f ms)", proto, name, len(vs), best, n, n*rtt)
+				}
+				if m >= (n+1)*rtt {
+					a.Errorf("%s: %s median %.1f ms: a round trip more than the protocol needs (%.0f RTT)", proto, name, m, n)
+				}
+			}
+		}
+	})
 }
 
 func median(vs []float64) float64 {
@@ -357,26 +361,29 @@ func median(vs []float64) float64 {
 // at once, 0.92 otherwise), so the bound is on the best of three loads per protocol.
 func TestTrialBandwidthBound(t *testing.T) {
 	roottest.RequireTUN(t)
-	dir := runTrialOK(t, `{"page":"synthetic:1x2MB","protocols":["h1","h2","h3"],"repetitions":3,"network":"rtt=20ms,bw=10mbit","client":{"dns":"static"}}`, 3*time.Minute)
-	td := readTrial(t, dir)
-	best := map[string]float64{}
-	for _, l := range td.loads {
-		if l.Error != nil {
-			t.Fatalf("%s: %s", l.Protocol, *l.Error)
+	// The lower bound on the ratio depends on the machine: retried once with a new trial (internal/timebound).
+	timebound.Retry(t, func(a *timebound.Attempt) {
+		dir := runTrialOK(t, `{"page":"synthetic:1x2MB","protocols":["h1","h2","h3"],"repetitions":3,"network":"rtt=20ms,bw=10mbit","client":{"dns":"static"}}`, 3*time.Minute)
+		td := readTrial(t, dir)
+		best := map[string]float64{}
+		for _, l := range td.loads {
+			if l.Error != nil {
+				t.Fatalf("%s: %s", l.Protocol, *l.Error)
+			}
+			ideal := float64(l.BodyBytes) * 8 / 10e6 * 1000 // ms
+			ratio := ideal / l.TowMs
+			t.Logf("%s: %d body bytes, ToW %.1f ms, ideal %.1f ms: %.3f; wire bytes ÷ rate ÷ ToW %.3f", l.Protocol, l.BodyBytes, l.TowMs, ideal, ratio, float64(l.BytesDown)*8/10e6*1000/l.TowMs)
+			if ratio > 1 {
+				t.Errorf("%s load %d: %.3f > 1: the body crossed faster than the link's rate", l.Protocol, l.Index, ratio)
+			}
+			best[l.Protocol] = max(best[l.Protocol], ratio)
 		}
-		ideal := float64(l.BodyBytes) * 8 / 10e6 * 1000 // ms
-		ratio := ideal / l.TowMs
-		t.Logf("%s: %d body bytes, ToW %.1f ms, ideal %.1f ms: %.3f; wire bytes ÷ rate ÷ ToW %.3f", l.Protocol, l.BodyBytes, l.TowMs, ideal, ratio, float64(l.BytesDown)*8/10e6*1000/l.TowMs)
-		if ratio > 1 {
-			t.Errorf("%s load %d: %.3f > 1: the body crossed faster than the link's rate", l.Protocol, l.Index, ratio)
+		for _, proto := range []string{"h1", "h2", "h3"} {
+			if best[proto] < 0.85 {
+				a.Errorf("%s: body bits / rate ÷ ToW = %.3f at best of 3 loads < 0.85", proto, best[proto])
+			}
 		}
-		best[l.Protocol] = max(best[l.Protocol], ratio)
-	}
-	for _, proto := range []string{"h1", "h2", "h3"} {
-		if best[proto] < 0.85 {
-			t.Errorf("%s: body bits / rate ÷ ToW = %.3f at best of 3 loads < 0.85", proto, best[proto])
-		}
-	}
+	})
 }
 
 // capture.pcap: one pair of captures per load, holding the load's packets.
@@ -434,6 +441,7 @@ func TestTrialBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := wirelabNamespaces(t)
+	var pids []int
 	for _, tc := range []struct{ spec, want string }{
 		{`{"page":"twiter"}`, `page: got "twiter"; must be a corpus page`},
 		{`{"page":"twitter","protocols":["h2","h4"]}`, `protocols[1]: got "h4"; did you mean h1? must be h1, h1s, h2, h2c, h3 or spdy3`},
@@ -450,6 +458,9 @@ func TestTrialBadInput(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
+		if cmd.Process != nil {
+			pids = append(pids, cmd.Process.Pid)
+		}
 		if code := exitCodeOf(err); code != 2 {
 			t.Errorf("%s: exit %d, want 2 (stderr %q)", tc.spec, code, stderr.String())
 		}
@@ -464,8 +475,8 @@ func TestTrialBadInput(t *testing.T) {
 			t.Errorf("%s: the trial directory was created", tc.spec)
 		}
 	}
-	if after := wirelabNamespaces(t); !slices.Equal(before, after) {
-		t.Errorf("namespaces before %v, after %v", before, after)
+	if left := leftNamespaces(t, before, pids); len(left) > 0 {
+		t.Errorf("namespaces left behind: %v", left)
 	}
 
 	// An output directory that already holds a trial is refused too.
@@ -497,6 +508,35 @@ func wirelabNamespaces(t *testing.T) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// leftNamespaces is the namespaces of wirelabNamespaces that are not in before and belong to one of
+// the processes pids (the test's own commands): their run's state file names that owner — or names
+// none while the namespace is still there (an object without its state file, the leak the bad-input
+// checks look for). Other runs on the machine (other tests' or users' at the same time, in /run/netns
+// which no test isolation hides) come and go between two listings: theirs are not this test's.
+func leftNamespaces(t *testing.T, before []string, pids []int) []string {
+	t.Helper()
+	var left []string
+	for _, ns := range wirelabNamespaces(t) {
+		if slices.Contains(before, ns) {
+			continue
+		}
+		id := strings.TrimPrefix(ns, netns.Prefix)[:8]
+		b, err := os.ReadFile(filepath.Join(netns.StateDir, id+".json"))
+		if err == nil {
+			var st struct {
+				PID int `json:"pid"`
+			}
+			if json.Unmarshal(b, &st) == nil && !slices.Contains(pids, st.PID) {
+				continue // another process's run
+			}
+		} else if _, err := os.Stat(filepath.Join("/run/netns", ns)); err != nil {
+			continue // gone meanwhile: its run ended (the state file goes last)
+		}
+		left = append(left, ns)
+	}
+	return left
 }
 
 var trialTopoRE = regexp.MustCompile(`topology wirelab-([0-9a-f]{8})-c / wirelab-[0-9a-f]{8}-s up`)
