@@ -13,8 +13,13 @@ GO_SRC  := $(shell find engine -name '*.go' -o -name 'go.mod' -o -name 'go.sum' 
 # real-time (SCHED_RR) while they run (docs/network.md); two at once on a 2-core machine starve the loaders.
 GOTEST_FLAGS ?= -count=1 -p 1 -timeout 40m
 PYTEST_FLAGS ?= -q
-# Each test's time, for the list of the 10 slowest that `make test` ends with (scripts/test_times.py).
+# Each test's time, for the list of the 10 slowest that `make test` ends with (scripts/test_times.py),
+# and each phase's wall and CPU time (PHASE_START … $(call PHASE_END,name) around one recipe line).
 TIMES   := $(STAMPS)/test-times
+PHASE_START = t0=$$(date +%s.%N); l0=$$(cut -d' ' -f1-3 /proc/loadavg);
+PHASE_RECORD = rc=$$?; times >$(CURDIR)/$(TIMES)/.times; $(CURDIR)/$(PY) $(CURDIR)/scripts/test_times.py record \
+               $(CURDIR)/$(TIMES)/phases.jsonl $(1) "$$t0" "$$l0" $(CURDIR)/$(TIMES)/.times $$rc
+PHASE_END = $(call PHASE_RECORD,$(1)); exit $$rc
 # As root (CI), every test runs in a network namespace of its own holding only a loopback device: no
 # test can send a packet off the machine, even through a broken guard. The tests that give a guard
 # a target off the machine (a public name, a documentation address) run only there and skip
@@ -61,14 +66,16 @@ $(ENGINE): $(STAMPS)/gomod $(GO_SRC)
 	cd engine && go build -trimpath -ldflags "$(LDFLAGS)" -o ../$(ENGINE) ./cmd/wirelab-engine
 
 test: setup build lint test-go fuzz-short test-py
-	@$(PY) scripts/test_times.py slowest 10 $(TIMES)/go.jsonl $(TIMES)/pytest-parallel.xml $(TIMES)/pytest-serial.xml
+	@$(PY) scripts/test_times.py slowest 10 $(TIMES)/phases.jsonl $(TIMES)/go.jsonl $(TIMES)/pytest-parallel.xml \
+	  $(TIMES)/pytest-serial.xml
 
 # Every native Go fuzz target of engine/ (parsers, the SPDY session, the link model, the HTTP/2
 # observer, page JSON, HAR import, the trial spec decoder, mahimahi traces), each for FUZZTIME:
 # a crash fails the target and leaves its input in engine/<package>/testdata/fuzz (scripts/fuzz-short.sh).
 FUZZTIME ?= 3s
 fuzz-short: $(STAMPS)/gomod
-	FUZZTIME=$(FUZZTIME) scripts/fuzz-short.sh
+	@mkdir -p $(TIMES)
+	$(PHASE_START) FUZZTIME=$(FUZZTIME) scripts/fuzz-short.sh; $(call PHASE_END,go-fuzz)
 
 # Every package's tests, then every package whose tests need no root (none of its tests imports
 # internal/roottest: namespaces, TUN devices, BPF, real-time scheduling) again under the race
@@ -78,22 +85,22 @@ fuzz-short: $(STAMPS)/gomod
 GO_PKGS_NOROOT = go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
                  awk '{r=0; for (i = 2; i <= NF; i++) if ($$i ~ /engine\/internal\/roottest$$/) r=1; if (!r) print $$1}'
 test-go: $(ENGINE) $(STAMPS)/venv
-	@mkdir -p $(TIMES)
-	set -o pipefail; cd engine && $(ISOLATE) go test $(GOTEST_FLAGS) -json -skip '^TestH2Spec$$' ./... | \
-	  ../$(PY) ../scripts/test_times.py go ../$(TIMES)/go.jsonl
-	cd engine && $(ISOLATE) go test $(GOTEST_FLAGS) -race -short $$($(GO_PKGS_NOROOT))
-	@cd engine && out=$$($(ISOLATE) go test $(GOTEST_FLAGS) -run '^TestH2Spec$$' -v ./server 2>&1); rc=$$?; \
-	  echo "$$out" | grep -E 'h2spec against|failed:|^(ok|FAIL|---)'; exit $$rc
+	@mkdir -p $(TIMES); rm -f $(TIMES)/phases.jsonl
+	$(PHASE_START) set -o pipefail; cd engine && $(ISOLATE) go test $(GOTEST_FLAGS) -json -skip '^TestH2Spec$$' ./... | \
+	  ../$(PY) ../scripts/test_times.py go ../$(TIMES)/go.jsonl; $(call PHASE_END,go)
+	$(PHASE_START) cd engine && $(ISOLATE) go test $(GOTEST_FLAGS) -race -short $$($(GO_PKGS_NOROOT)); $(call PHASE_END,go-race)
+	@$(PHASE_START) cd engine && out=$$($(ISOLATE) go test $(GOTEST_FLAGS) -run '^TestH2Spec$$' -v ./server 2>&1); \
+	  $(call PHASE_RECORD,h2spec); echo "$$out" | grep -E 'h2spec against|failed:|^(ok|FAIL|---)'; exit $$rc
 
 # The tests that need no root run on two workers (pytest-xdist); those that do (namespaces,
 # real-time emulators, which must not compete) and those that signal their own process run after,
 # one at a time.
 test-py: $(STAMPS)/venv $(ENGINE)
 	@mkdir -p $(TIMES)
-	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "not root and not serial" -n 2 \
-	  --junitxml=$(TIMES)/pytest-parallel.xml tests
-	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "root or serial" \
-	  --junitxml=$(TIMES)/pytest-serial.xml tests
+	$(PHASE_START) WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "not root and not serial" -n 2 \
+	  --junitxml=$(TIMES)/pytest-parallel.xml tests; $(call PHASE_END,py-parallel)
+	$(PHASE_START) WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "root or serial" \
+	  --junitxml=$(TIMES)/pytest-serial.xml tests; $(call PHASE_END,py-serial)
 
 # Static checks of both halves: go vet and gofmt; ruff (lint and format) and mypy (the package ships
 # py.typed, so its annotations are checked as its users' type checkers read them).

@@ -5,7 +5,14 @@
         prints what `go test` prints without -json (each package's result; a failing test's output,
         whole), and writes one line per top-level test to TIMES.jsonl: {"test", "seconds"}.
     scripts/test_times.py slowest N FILE…
-        the N slowest tests of the given files: TIMES.jsonl from above and pytest's --junitxml reports.
+        the N slowest tests of the given files: TIMES.jsonl from above and pytest's --junitxml reports;
+        and, when a PHASES.jsonl is among them, every phase's time (below).
+    scripts/test_times.py record PHASES.jsonl NAME START LOAD TIMESFILE RC
+        appends one line to PHASES.jsonl, at the end of a phase of `make test` run in one bash command
+        line: its name, wall time (since START, `date +%s.%N`), CPU time (user + system of every process
+        the line ran: what that shell's `times` wrote to TIMESFILE), the load average before (LOAD) and
+        after, and its exit status — where `make test`'s minutes go (the Makefile's PHASE_START and
+        PHASE_END). An idle 2-core machine needs at least CPU / 2 of wall time for a phase.
 
 A package whose test binary fails to build or crashes still prints its lines and its FAIL; the exit
 status of `go test` is the pipeline's (the Makefile sets pipefail).
@@ -14,7 +21,10 @@ status of `go test` is the pipeline's (the Makefile sets pipefail).
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -66,7 +76,10 @@ def _times(path: Path) -> list[tuple[float, str]]:
 
 
 def slowest(n: int, paths: list[Path]) -> int:
-    times = sorted((t for p in paths if p.exists() for t in _times(p)), reverse=True)
+    phases = [p for p in paths if p.name.startswith("phases")]
+    times = sorted((t for p in paths if p.exists() and p not in phases for t in _times(p)), reverse=True)
+    for p in phases:
+        _print_phases(p)
     if not times:
         return 0
     print(f"the {min(n, len(times))} slowest of {len(times)} tests:")
@@ -75,9 +88,53 @@ def slowest(n: int, paths: list[Path]) -> int:
     return 0
 
 
+def record(out_path: Path, name: str, start: str, load_before: str, times_file: str, rc: str) -> int:
+    """Append a phase's line to PHASES.jsonl (module docstring); ``times_file`` holds what bash's
+    ``times`` printed (its last line: the children's user and system time), ``start`` is the phase's
+    ``date +%s.%N``."""
+    lines = Path(times_file).read_text().splitlines() if Path(times_file).exists() else []
+    times_line = lines[-1] if lines else ""
+
+    def seconds(field: str) -> float:  # "1m2.345s"
+        m = re.fullmatch(r"(\d+)m([\d.]+)s", field)
+        return int(m[1]) * 60 + float(m[2]) if m else 0.0
+
+    user, system = (times_line.split() + ["", ""])[:2]
+    row = {
+        "phase": name,
+        "wall_s": round(time.time() - float(start), 1),
+        "cpu_s": round(seconds(user) + seconds(system), 1),
+        "load_before": load_before,
+        "load_after": _loadavg(),
+        "exit": int(rc),
+    }
+    with open(out_path, "a") as out:
+        out.write(json.dumps(row) + "\n")
+    return 0
+
+
+def _loadavg() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _print_phases(path: Path) -> None:
+    if not path.exists():
+        return
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not rows:
+        return
+    print("phases (wall, CPU = user + system of every process; load average before → after):")
+    for r in rows:
+        load = f"{r['load_before']} → {r['load_after']}"
+        print(f"  {r['wall_s']:8.1f} s  {r['cpu_s']:8.1f} s CPU  {r['phase']}  ({load})")
+    print(f"  {sum(r['wall_s'] for r in rows):8.1f} s  {sum(r['cpu_s'] for r in rows):8.1f} s CPU  in all")
+
+
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "go":
         return go(Path(argv[1]))
+    if len(argv) == 7 and argv[0] == "record":
+        return record(Path(argv[1]), *argv[2:])
     if len(argv) >= 2 and argv[0] == "slowest":
         return slowest(int(argv[1]), [Path(p) for p in argv[2:]])
     print(__doc__.strip(), file=sys.stderr)
