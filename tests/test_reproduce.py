@@ -160,6 +160,17 @@ def test_reproduce_elkhatib_rtt_quick_writes_its_report(tmp_path, fixture_engine
 
 
 def test_reproduce_ls_and_bad_name(fixture_engine, monkeypatch):
+    # `reproduce ls` plans every experiment of the catalog, ~10,000 trials each checked against the
+    # contract (~18 s of CPU): the second listing, at another width, reuses the first one's plans
+    plans: dict[tuple[str, bool], object] = {}
+    plan = rep.Experiment.plan
+
+    def planned_once(self, quick):
+        if (self.name, quick) not in plans:
+            plans[self.name, quick] = plan(self, quick)
+        return plans[self.name, quick]
+
+    monkeypatch.setattr(rep.Experiment, "plan", planned_once)
     monkeypatch.setattr(cli.out, "_width", 200)
     result = CliRunner().invoke(cli.app, ["reproduce", "ls"])
     assert result.exit_code == 0
