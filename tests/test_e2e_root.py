@@ -49,7 +49,8 @@ def _leftover(before: set[str], mine: Path) -> set[str]:
         try:
             state = json.loads(Path(f"/run/wirelab/{run_id}.json").read_text())
         except (OSError, ValueError):
-            out.add(ns)
+            if Path("/run/netns", ns).exists():  # else: gone meanwhile, its run ended (state file last)
+                out.add(ns)
             continue
         if any(str(mine) in part for part in state.get("command") or []):
             out.add(ns)
