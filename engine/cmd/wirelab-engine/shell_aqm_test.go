@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/internal/timebound"
 )
 
 // aqmAttempt runs, through `shell`, a bulk TCP download from the server namespace for 9 s and,
@@ -60,7 +61,7 @@ wait`, self, dir)
 // queue of 256 packets inflates short connects by its standing queue (up to 256 × 1.2 ms), while
 // FQ-CoDel serves their handshakes as a sparse flow's, within a few ms of the RTT
 // (docs/network.md, "Queue disciplines in real time"). A timing bound on a shared machine: each
-// case gets a second attempt, and a failure reports both.
+// case gets a second attempt, and a failure reports both (internal/timebound).
 func TestShellAQMKeepsConnectsShort(t *testing.T) {
 	roottest.RequireTUN(t)
 	for _, c := range []struct {
@@ -71,17 +72,15 @@ func TestShellAQMKeepsConnectsShort(t *testing.T) {
 		{"256", func(c, k float64) bool { return c >= 200 && k >= 200 }, "median connect and kernel RTT ≥ 200 ms (the standing queue)"},
 		{"fq_codel", func(c, k float64) bool { return c <= 55 && k <= 55 }, "median connect and kernel RTT ≤ 55 ms"},
 	} {
-		var tries []string
-		for attempt := 1; attempt <= 2; attempt++ {
-			connect, kernel, evidence := aqmAttempt(t, c.queue)
-			tries = append(tries, fmt.Sprintf("attempt %d: median connect %.1f ms, kernel RTT %.1f ms; %s", attempt, connect, kernel, evidence))
-			if c.ok(connect, kernel) {
-				t.Logf("queue=%s: %s", c.queue, tries[len(tries)-1])
-				break
-			}
-			if attempt == 2 {
-				t.Errorf("queue=%s: want %s\n%s", c.queue, c.want, strings.Join(tries, "\n"))
-			}
-		}
+		t.Run("queue="+c.queue, func(t *testing.T) {
+			timebound.Retry(t, func(a *timebound.Attempt) {
+				connect, kernel, evidence := aqmAttempt(t, c.queue)
+				if !c.ok(connect, kernel) {
+					a.Errorf("median connect %.1f ms, kernel RTT %.1f ms; want %s; %s", connect, kernel, c.want, evidence)
+					return
+				}
+				t.Logf("median connect %.1f ms, kernel RTT %.1f ms; %s", connect, kernel, evidence)
+			})
+		})
 	}
 }
