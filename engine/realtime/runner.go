@@ -237,6 +237,8 @@ type pipe struct {
 
 	spinBudget spinBudget
 	ev         Event // the writer's reused event
+
+	readTick, writeTick schedTick // the reader's and the writer's passes through the Go scheduler
 }
 
 func newPipe(r *Runner, dir Dir, src, dst tun.Device, l Link, cfg Config) *pipe {
@@ -284,6 +286,7 @@ func (p *pipe) readLoop() error {
 		rt.Adopt()
 	}
 	in := newIntake()
+	idle := func() { p.readTick.due(p.r.Now(), schedTickEvery) } // between two sleeps
 	consecutiveErrs := 0
 	for {
 		p.pool.fill(in.bufs)
@@ -291,7 +294,7 @@ func (p *pipe) readLoop() error {
 		// a packet, without a hop through another thread.
 		if p.srcFd >= 0 {
 			p.asleep.Store(true)
-			ok := waitReadable(p.srcFd, p.stopFd)
+			ok := waitReadable(p.srcFd, p.stopFd, idle)
 			p.asleep.Store(false)
 			if !ok {
 				return nil // stopping
@@ -317,6 +320,9 @@ func (p *pipe) readLoop() error {
 			}
 		}
 		consecutiveErrs = 0
+		if p.readTick.due(p.r.Now(), schedTickLate) {
+			continue // its pass through the scheduler yielded the CPU too
+		}
 		if n > 0 && p.srcFd >= 0 {
 			// Under a saturating load the device always has packets and this loop never sleeps. A
 			// writer woken on this CPU has the same priority and would wait for the round-robin
@@ -496,6 +502,8 @@ func (p *pipe) writeLoop() {
 			clear(batch)
 			batch = batch[:0]
 			released = true
+			// A saturated stream never sleeps: its pass through the scheduler comes late, here.
+			p.writeTick.due(now, schedTickLate)
 			continue
 		}
 		// About to sleep after writing: pick up what the receiving stack answered, unless this
@@ -511,6 +519,9 @@ func (p *pipe) writeLoop() {
 // wait sleeps until target (or forever without one) unless a reader or stop bumps the waker.
 func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 	if !has {
+		if p.writeTick.due(p.r.Now(), schedTickEvery) {
+			return // the caller looks again
+		}
 		futexWait(&p.w.seq, seq, maxSleep) // the caller looks again, and sleeps again
 		return
 	}
@@ -518,9 +529,13 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 		if p.w.load() != seq {
 			return
 		}
-		rem := target - p.r.Now()
+		now := p.r.Now()
+		rem := target - now
 		if rem <= 0 {
 			return
+		}
+		if rem >= pickUpRoom && p.writeTick.due(now, schedTickEvery) {
+			continue
 		}
 		if p.spin < 0 {
 			futexWait(&p.w.seq, seq, min(rem, maxSleep))
@@ -538,6 +553,34 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 		yield()
 		p.spinBudget.spent(p.r.Now() - t0)
 	}
+}
+
+// schedTick passes a reader's or writer's goroutine through the Go scheduler (runtime.Gosched)
+// every schedTickEvery. They run on locked threads and never block in Go's sense (they sleep in
+// system calls), so without it their Ps' scheduling tick never advances, and from 10 ms on the
+// runtime's monitor thread (sysmon) treats them as goroutines that run too long: every time it
+// finds one in a system call it takes its P ("sysretake", Go 1.26 retake), and having taken one
+// it sleeps its shortest, 20 µs, again — about 40,000 wake-ups a second of a thread that is
+// real-time like the rest of the process, above the peers' TCP stacks. Measured on the 10 ms
+// capacity benchmark: sysmon's sleeps and wake-ups were 26 % of the emulator's CPU time. A pass
+// through the scheduler from a locked thread costs ~12 µs (the P handed to another thread and
+// back): once per schedTickEvery where the caller has room for it (before a sleep), and where it
+// has none (a saturated stream that never sleeps) once per schedTickLate.
+type schedTick struct{ last time.Duration }
+
+const (
+	schedTickEvery = 5 * time.Millisecond
+	schedTickLate  = 8 * time.Millisecond // below the runtime's 10 ms (forcePreemptNS)
+)
+
+// due passes through the scheduler if the last pass is at least after ago, and says whether it did.
+func (t *schedTick) due(now, after time.Duration) bool {
+	if now-t.last < after {
+		return false
+	}
+	t.last = now
+	runtime.Gosched()
+	return true
 }
 
 // maxSleep caps every sleep of the readers and writers in one system call. The Go runtime takes

@@ -51,13 +51,14 @@ func (w *waker) wake() {
 func yield() { syscall.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // waitReadable sleeps until fd is readable (true) or stopFd is signalled (false), in system calls
-// of at most maxSleep (see there).
-func waitReadable(fd, stopFd int) bool {
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(stopFd), Events: unix.POLLIN}}
+// of at most maxSleep (see there); idle runs between two of them.
+func waitReadable(fd, stopFd int, idle func()) bool {
+	fds := [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(stopFd), Events: unix.POLLIN}}
 	for {
 		ts := unix.NsecToTimespec(int64(maxSleep)) // anew each time: ppoll leaves the time unslept in it
-		n, err := unix.Ppoll(fds, &ts, nil)
+		n, err := unix.Ppoll(fds[:], &ts, nil)
 		if err == unix.EINTR || (err == nil && n == 0) {
+			idle()
 			continue // a signal, or the cap: sleep again
 		}
 		return fds[1].Revents == 0

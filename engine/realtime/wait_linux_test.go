@@ -40,7 +40,7 @@ func TestWaitReadableSleepsAcrossCaps(t *testing.T) {
 		unix.Write(p[1], []byte{1})
 	}()
 	cpu0, t0 := threadCPU(t), time.Now()
-	if !waitReadable(p[0], stop) {
+	if !waitReadable(p[0], stop, func() {}) {
 		t.Fatal("waitReadable reported a stop")
 	}
 	took, cpu := time.Since(t0), threadCPU(t)-cpu0
@@ -57,7 +57,7 @@ func TestWaitReadableSleepsAcrossCaps(t *testing.T) {
 		time.Sleep(2 * maxSleep)
 		signalEventFd(stop)
 	}()
-	if waitReadable(p[0], stop) {
+	if waitReadable(p[0], stop, func() {}) {
 		t.Error("waitReadable missed the stop signal")
 	}
 }
