@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -67,8 +70,11 @@ func runBenchLink(args []string) error {
 	only := fs.String("only", "", "comma-separated parts to run: "+strings.Join(bench.LinkParts, ", ")+" (default all)")
 	peers := fs.String("peers", bench.PeersAuto, "scheduling of the traffic peers: auto (real-time below the emulator for the RTT part, ordinary like a trial's servers and clients for the rest), rt (real-time throughout), normal (ordinary throughout)")
 	packetLog := fs.Bool("packet-log", false, "keep the packet log in every run, as trials do (measures its cost)")
+	runs := fs.Int("runs", 1, "how many times the "+strings.Join(bench.RepeatedParts, ", ")+" parts run; every run is reported, and the targets must hold in each")
+	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the benchmark's process (the emulator) to this file")
+	memProfile := fs.String("memprofile", "", "write a pprof allocation profile (every allocation sampled) of the emulator's process to this file at the end")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wirelab-engine bench link [--quick] [--json] [--only PARTS] [--peers auto|rt|normal] [--packet-log]\n\nMeasures the emulated path: RTT error (TCP connect times at one-way delays 5, 50, 250 ms),\ncubic goodput against 1, 10 and 100 Mbit/s, realised loss at 1 % and 3 %, capacity and CPU\nper packet through a 10 ms path without a rate cap, and CPU per packet through a 100 Mbit/s queue\nwith each discipline (drop-tail, CoDel, FQ-CoDel, PIE, DOCSIS-PIE, RED); the TUN devices' drop\ncounters throughout.\nNeeds root.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: wirelab-engine bench link [--quick] [--json] [--only PARTS] [--runs N] [--peers auto|rt|normal] [--packet-log]\n                                 [--cpuprofile FILE] [--memprofile FILE]\n\nMeasures the emulated path: RTT error (TCP connect times at one-way delays 5, 50, 250 ms),\ncubic goodput against 1, 10 and 100 Mbit/s, realised loss at 1 % and 3 %, capacity and CPU\nper packet through a 10 ms path without a rate cap, and CPU per packet through a 100 Mbit/s queue\nwith each discipline (drop-tail, CoDel, FQ-CoDel, PIE, DOCSIS-PIE, RED); the TUN devices' drop\ncounters throughout. Every run's figures are printed, and the worst run against the emulator's\ntargets (RTT error p99 ≤ 0.5 ms at every delay; ≥ 5,000 Mbit/s at ≤ 1.5 µs CPU per packet, 0 drops).\nCPU is getrusage(2) of this process, where the emulator runs.\nNeeds root.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -91,7 +97,14 @@ func runBenchLink(args []string) error {
 	default:
 		return cli.Usagef("peers: %q is not a scheduling; use auto, rt or normal", *peers)
 	}
+	if *runs < 1 || *runs > 100 {
+		return cli.Usagef("runs: %d is out of range; use 1 to 100", *runs)
+	}
 	if err := cli.NeedRoot("bench link"); err != nil {
+		return err
+	}
+	stopProfiles, err := startProfiles(*cpuProfile, *memProfile)
+	if err != nil {
 		return err
 	}
 	started := time.Now()
@@ -100,6 +113,7 @@ func runBenchLink(args []string) error {
 		Only:      parts,
 		Peers:     *peers,
 		PacketLog: *packetLog,
+		Runs:      *runs,
 		Progress:  os.Stderr,
 		NewRun: func(p string, seed uint64) (emulator.Config, error) {
 			r, err := profile.Parse(p)
@@ -109,6 +123,9 @@ func runBenchLink(args []string) error {
 			return emulator.ConfigFromProfile(r, 1, seed)
 		},
 	})
+	if perr := stopProfiles(); perr != nil && err == nil {
+		err = perr
+	}
 	if err != nil {
 		return fmt.Errorf("bench link: %w", err)
 	}
@@ -168,7 +185,7 @@ func benchJSON(res any, started time.Time) ([]byte, error) {
 func printLinkResult(r *bench.LinkResult) {
 	fmt.Printf("RTT error (measured − configured, TCP connect): p50 %+.3f ms, p99 %+.3f ms\n", r.RTTErrorMsP50, r.RTTErrorMsP99)
 	for _, d := range r.RTTByDelay {
-		fmt.Printf("  one-way %3.0f ms: p50 %+.3f ms  p99 %+.3f ms  (%d connects)\n", d.OneWayMs, d.ErrorMsP50, d.ErrorMsP99, d.Samples)
+		fmt.Printf("  run %d one-way %3.0f ms: p50 %+.3f ms  p99 %+.3f ms  (%d connects)\n", d.Run, d.OneWayMs, d.ErrorMsP50, d.ErrorMsP99, d.Samples)
 	}
 	for _, g := range r.Goodput {
 		fmt.Printf("goodput %-28s %9.3f Mbit/s = %.4f of the rate\n", g.Profile, g.GoodputMbps, g.Ratio)
@@ -176,13 +193,61 @@ func printLinkResult(r *bench.LinkResult) {
 	for _, l := range r.Loss {
 		fmt.Printf("loss %-16s realised %.4f over %d packets\n", l.Profile, l.Realized, l.Packets)
 	}
-	c := r.Capacity
-	fmt.Printf("capacity %s: %.0f Mbit/s, %.3f µs CPU per packet, %.2f cores\n", c.Profile, c.GoodputMbps, c.CPUUsPerPacket, c.CPUCores)
-	for _, d := range r.Disciplines {
-		fmt.Printf("discipline %-10s at %s: %6.0f Mbit/s, %.3f µs CPU per packet, %d queue drops, sojourn p50 %.2f ms p99 %.2f ms\n",
-			d.Discipline, bench.DisciplineRate, d.GoodputMbps, d.CPUUsPerPacket, d.DropsQueue, d.SojournP50Ms, d.SojournP99Ms)
+	for _, c := range r.CapacityRuns {
+		fmt.Printf("capacity run %d %s: %.0f Mbit/s, %.3f µs CPU per packet, %.2f cores, %d drops\n", c.Run, c.Profile, c.GoodputMbps, c.CPUUsPerPacket, c.CPUCores, c.Drops)
 	}
+	for _, d := range r.Disciplines {
+		fmt.Printf("discipline run %d %-10s at %s: %6.0f Mbit/s, %.3f µs CPU per packet, %d queue drops, %d device drops, sojourn p50 %.2f ms p99 %.2f ms\n",
+			d.Run, d.Discipline, bench.DisciplineRate, d.GoodputMbps, d.CPUUsPerPacket, d.DropsQueue, d.DeviceDrops, d.SojournP50Ms, d.SojournP99Ms)
+	}
+	if t := r.Targets; t != nil {
+		met := map[bool]string{true: "met", false: "NOT met"}
+		if len(r.RTTByDelay) > 0 {
+			fmt.Printf("target RTT error p99 ≤ %.1f ms at every delay in every run: worst %+.3f ms — %s\n", bench.TargetRTTErrorMsP99, t.RTTErrorMsP99Max, met[t.RTTMet])
+		}
+		if len(r.CapacityRuns) > 0 {
+			fmt.Printf("target ≥ %d Mbit/s at ≤ %.1f µs CPU per packet, 0 drops, in every run: worst %.0f Mbit/s, %.3f µs, %d drops — %s\n",
+				bench.TargetCapacityMbps, bench.TargetCPUUsPerPacket, t.CapacityMbpsMin, t.CPUUsPerPacketMax, t.CapacityDrops, met[t.CapacityMet])
+		}
+		if t.DisciplineWorstName != "" {
+			fmt.Printf("disciplines: worst CPU per packet %.3f µs (%s)\n", t.DisciplineCPUUsMax, t.DisciplineWorstName)
+		}
+	}
+	fmt.Printf("CPU: %s\n", r.CPUSource)
 	fmt.Printf("device drops %d, unexpected emulator drops %d, timer lateness p50 %.1f µs p99 %.1f µs max %.1f µs\n",
 		r.DeviceDrops, r.UnexpectedDrop, r.LatenessUS.P50, r.LatenessUS.P99, r.LatenessUS.Max)
 	fmt.Printf("machine: %d CPUs, load %s → %s, other processes busy %.0f %% of the CPUs\n", r.Machine.CPUs, r.Machine.LoadBefore, r.Machine.LoadAfter, r.Machine.OtherBusyPct)
+}
+
+// startProfiles starts the CPU profile (cpu != "") and samples every allocation (mem != ""); the
+// returned function stops the CPU profile and writes the allocation profile.
+func startProfiles(cpu, mem string) (stop func() error, err error) {
+	var cpuFile *os.File
+	if cpu != "" {
+		if cpuFile, err = os.Create(cpu); err != nil {
+			return nil, cli.Usagef("cpuprofile: %v", err)
+		}
+		if err := pprof.StartCPUProfile(cpuFile); err != nil {
+			cpuFile.Close()
+			return nil, fmt.Errorf("cpuprofile: %w", err)
+		}
+	}
+	if mem != "" {
+		runtime.MemProfileRate = 1
+	}
+	return func() error {
+		var errs []error
+		if cpuFile != nil {
+			pprof.StopCPUProfile()
+			errs = append(errs, cpuFile.Close())
+		}
+		if mem != "" {
+			f, err := os.Create(mem)
+			if err != nil {
+				return errors.Join(append(errs, fmt.Errorf("memprofile: %w", err))...)
+			}
+			errs = append(errs, pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+		}
+		return errors.Join(errs...)
+	}, nil
 }
