@@ -452,39 +452,17 @@ func (p *pipe) writeLoop() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	rt.Adopt()
-	batch := make([]entry, 0, batchSize)
-	dropped := make([]entry, 0, batchSize)
-	wbufs := make([][]byte, 0, batchSize)
-	lat := make([]time.Duration, 0, batchSize)
+	o := newOutbox()
 	released := false // since the last wait
 	for !p.stopping.Load() {
 		p.mu.Lock()
 		p.sleepUntil = -1
 		now := p.r.Now()
-		for len(batch) < batchSize && len(dropped) < batchSize {
-			if dl, ok := p.link.NextDeadline(); !ok || dl > now {
-				break
-			}
-			out, ok := p.link.Pop(now)
-			if !ok {
-				break
-			}
-			e, found := p.inside.take(out.Handle)
-			if !found {
-				p.counters.unmatched.Add(1)
-				continue
-			}
-			e.deadline, e.fate, e.sojourn = out.At, out.Fate, out.Sojourn
-			if out.Fate.Delivered() {
-				batch = append(batch, e)
-			} else {
-				dropped = append(dropped, e)
-			}
-		}
+		p.collect(now, o)
 		var next time.Duration
 		var hasNext bool
 		seq := p.w.load()
-		if len(batch) == 0 && len(dropped) == 0 {
+		if len(o.batch) == 0 && len(o.dropped) == 0 {
 			next, hasNext = p.link.NextDeadline()
 			p.sleepUntil = math.MaxInt64
 			if hasNext {
@@ -492,18 +470,16 @@ func (p *pipe) writeLoop() {
 			}
 		}
 		p.mu.Unlock()
-		if len(dropped) > 0 {
-			p.drop(dropped)
-			clear(dropped)
-			dropped = dropped[:0]
-		}
-		if len(batch) > 0 {
-			p.release(batch, wbufs[:0], lat[:0])
-			clear(batch)
-			batch = batch[:0]
+		dropsOnly := len(o.batch) == 0 && len(o.dropped) > 0
+		if p.flush(o) {
 			released = true
 			// A saturated stream never sleeps: its pass through the scheduler comes late, here.
 			p.writeTick.due(now, schedTickLate)
+			continue
+		}
+		if dropsOnly {
+			// Nothing due was left behind the drops, but the next deadline was not looked up: a
+			// sleep without one would last until a reader's wake-up or maxSleep.
 			continue
 		}
 		// About to sleep after writing: pick up what the receiving stack answered, unless this
@@ -514,6 +490,60 @@ func (p *pipe) writeLoop() {
 		released = false
 		p.wait(next, hasNext, seq)
 	}
+}
+
+// outbox is a writer's scratch space: the packets the link is done with, to release or free.
+type outbox struct {
+	batch, dropped []entry
+	wbufs          [][]byte
+	lat            []time.Duration
+}
+
+func newOutbox() *outbox {
+	return &outbox{batch: make([]entry, 0, batchSize), dropped: make([]entry, 0, batchSize),
+		wbufs: make([][]byte, 0, batchSize), lat: make([]time.Duration, 0, batchSize)}
+}
+
+// collect takes from the link what it is done with at now (due, or dropped after acceptance), up
+// to a batch. The caller holds mu.
+func (p *pipe) collect(now time.Duration, o *outbox) {
+	for len(o.batch) < batchSize && len(o.dropped) < batchSize {
+		if dl, ok := p.link.NextDeadline(); !ok || dl > now {
+			return
+		}
+		out, ok := p.link.Pop(now)
+		if !ok {
+			return
+		}
+		e, found := p.inside.take(out.Handle)
+		if !found {
+			p.counters.unmatched.Add(1)
+			continue
+		}
+		e.deadline, e.fate, e.sojourn = out.At, out.Fate, out.Sojourn
+		if out.Fate.Delivered() {
+			o.batch = append(o.batch, e)
+		} else {
+			o.dropped = append(o.dropped, e)
+		}
+	}
+}
+
+// flush frees what collect found dropped and writes out what it found due; it reports whether it
+// wrote anything.
+func (p *pipe) flush(o *outbox) bool {
+	if len(o.dropped) > 0 {
+		p.drop(o.dropped)
+		clear(o.dropped)
+		o.dropped = o.dropped[:0]
+	}
+	if len(o.batch) == 0 {
+		return false
+	}
+	p.release(o.batch, o.wbufs[:0], o.lat[:0])
+	clear(o.batch)
+	o.batch = o.batch[:0]
+	return true
 }
 
 // wait sleeps until target (or forever without one) unless a reader or stop bumps the waker.
