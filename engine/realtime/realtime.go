@@ -12,9 +12,10 @@
 // receiving device in one batch. After a write it picks up (pickUp) what the receiving stack
 // answered inside that write — a SYN-ACK, an ACK — from the other direction's device when that
 // direction's reader is asleep, so an answer does not wait for a wake-up. No sleep lasts more than
-// 5 ms per system call, so the Go runtime never takes a sleeping thread's P. Arrivals, drops and
-// deliveries go to an optional Observer (the packet log and pcap); Stats holds the counters and
-// the timer lateness (release − deadline) histogram.
+// 5 ms per system call, and each goroutine passes through the Go scheduler every 5–8 ms, so the
+// Go runtime never takes a sleeping thread's P (and its monitor thread stays at rest). Arrivals,
+// drops and deliveries go to an optional Observer (the packet log and pcap); Stats holds the
+// counters and the timer lateness (release − deadline) histogram.
 //
 // Devices are golang.zx2c4.com/wireguard/tun.Devices: the emulator's own (engine/tundev) in a run,
 // tuntest.ChannelTUN in tests, which need no root. The runner knows the path's vocabulary (link.Fate,
