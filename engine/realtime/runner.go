@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/tun"
 
 	"github.com/wirelab/wirelab/engine/internal/rt"
@@ -284,6 +285,7 @@ func (p *pipe) readLoop() error {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		rt.Adopt()
+		p.readTick.locked = true
 	}
 	in := newIntake()
 	idle := func() { p.readTick.due(p.r.Now(), schedTickEvery) } // between two sleeps
@@ -452,6 +454,7 @@ func (p *pipe) writeLoop() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	rt.Adopt()
+	p.writeTick.locked = true
 	o := newOutbox()
 	released := false // since the last wait
 	for !p.stopping.Load() {
@@ -592,11 +595,18 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 // finds one in a system call it takes its P ("sysretake", Go 1.26 retake), and having taken one
 // it sleeps its shortest, 20 µs, again — about 40,000 wake-ups a second of a thread that is
 // real-time like the rest of the process, above the peers' TCP stacks. Measured on the 10 ms
-// capacity benchmark: sysmon's sleeps and wake-ups were 26 % of the emulator's CPU time. A pass
-// through the scheduler from a locked thread costs ~12 µs (the P handed to another thread and
-// back): once per schedTickEvery where the caller has room for it (before a sleep), and where it
-// has none (a saturated stream that never sleeps) once per schedTickLate.
-type schedTick struct{ last time.Duration }
+// capacity benchmark: sysmon's sleeps and wake-ups were 26 % of the emulator's CPU time. The pass
+// unlocks the thread first: a locked goroutine's Gosched parks its thread and needs another thread
+// to hand it the goroutine back (~12 µs, and on a loaded machine a thread that ran ordinary for a
+// while — a new one, before internal/rt's janitor made it real-time — can take a round-robin slice
+// of 100 ms; TestForwardsWithDelay saw such stalls), while an unlocked one is most often picked up
+// again by the thread that ran it. The goroutine then locks whichever thread runs it, and makes
+// it real-time if it is another. Once per schedTickEvery where the caller has room for it (before
+// a sleep), and where it has none (a saturated stream that never sleeps) once per schedTickLate.
+type schedTick struct {
+	last   time.Duration
+	locked bool // the goroutine runs locked to its thread (real-time, internal/rt)
+}
 
 const (
 	schedTickEvery = 5 * time.Millisecond
@@ -609,7 +619,17 @@ func (t *schedTick) due(now, after time.Duration) bool {
 		return false
 	}
 	t.last = now
+	if !t.locked {
+		runtime.Gosched()
+		return true
+	}
+	tid := unix.Gettid()
+	runtime.UnlockOSThread()
 	runtime.Gosched()
+	runtime.LockOSThread()
+	if unix.Gettid() != tid {
+		rt.Adopt()
+	}
 	return true
 }
 
