@@ -551,19 +551,7 @@ func responseFromHeader(h Header) (*http.Response, error) {
 	if !strings.Contains(status, " ") {
 		resp.Status = status + " " + http.StatusText(code)
 	}
-	for _, f := range h {
-		if strings.HasPrefix(f.Name, ":") {
-			continue
-		}
-		for _, v := range strings.Split(f.Value, "\x00") {
-			resp.Header.Add(f.Name, v)
-		}
-	}
-	if cl := resp.Header.Get("Content-Length"); cl != "" {
-		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
-			resp.ContentLength = n
-		}
-	}
+	resp.ContentLength = h.httpHeader(resp.Header, resp.ContentLength)
 	return resp, nil
 }
 

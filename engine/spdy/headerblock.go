@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"hash/adler32"
 	"io"
+	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -311,4 +313,23 @@ func (d *HeaderDecompressor) Decode(block []byte) (Header, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// httpHeader adds h's regular fields (not the ":" ones) to hdr, a value holding several NUL-separated
+// values as several, and returns the Content-Length it gives if valid, else contentLength.
+func (h Header) httpHeader(hdr http.Header, contentLength int64) int64 {
+	for _, f := range h {
+		if strings.HasPrefix(f.Name, ":") {
+			continue
+		}
+		for _, v := range strings.Split(f.Value, "\x00") {
+			hdr.Add(f.Name, v)
+		}
+	}
+	if cl := hdr.Get("Content-Length"); cl != "" {
+		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return contentLength
 }

@@ -240,19 +240,7 @@ func requestFromHeader(h Header) (*http.Request, error) {
 		Method: method, URL: u, Proto: version, ProtoMajor: major, ProtoMinor: minor,
 		Header: make(http.Header), Host: host, RequestURI: path,
 	}
-	for _, f := range h {
-		if strings.HasPrefix(f.Name, ":") {
-			continue
-		}
-		for _, v := range strings.Split(f.Value, "\x00") {
-			r.Header.Add(f.Name, v)
-		}
-	}
-	if cl := r.Header.Get("Content-Length"); cl != "" {
-		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
-			r.ContentLength = n
-		}
-	}
+	r.ContentLength = h.httpHeader(r.Header, r.ContentLength)
 	return r, nil
 }
 
