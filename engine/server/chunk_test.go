@@ -1,15 +1,9 @@
 package server
 
 import (
-	"bytes"
-	"crypto/tls"
-	"io"
-	"net"
-	neturl "net/url"
 	"testing"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 
 	"github.com/wirelab/wirelab/engine/page"
 )
@@ -19,54 +13,12 @@ import (
 // control never splits a frame.
 func rawGet(t *testing.T, s *Server, proto Protocol, path string) []int {
 	t.Helper()
-	root, _ := s.RootURL(proto, "raw")
-	u, _ := neturl.Parse(root)
-	addr, err := hostAddr(s, u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var c net.Conn = conn
-	if proto == H2 {
-		tc := tls.Client(conn, &tls.Config{RootCAs: s.certs.CAPool(), ServerName: u.Hostname(), NextProtos: []string{"h2"}})
-		if err := tc.Handshake(); err != nil {
-			t.Fatal(err)
-		}
-		c = tc
-	}
-	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
-		t.Fatal(err)
-	}
-	fr := http2.NewFramer(c, c)
-	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 30}); err != nil {
-		t.Fatal(err)
-	}
-	if err := fr.WriteWindowUpdate(0, 1<<30); err != nil {
-		t.Fatal(err)
-	}
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	for _, f := range [][2]string{{":method", "GET"}, {":scheme", proto.Scheme()}, {":authority", u.Host}, {":path", path}} {
-		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-	}
-	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
-		t.Fatal(err)
-	}
+	c := dialRawH2(t, s, proto)
+	defer c.conn.Close()
+	c.get(1, path)
 	var sizes []int
 	for {
-		f, err := fr.ReadFrame()
-		if err != nil {
-			t.Fatalf("reading frames: %v", err)
-		}
-		switch f := f.(type) {
-		case *http2.SettingsFrame:
-			if !f.IsAck() {
-				fr.WriteSettingsAck()
-			}
+		switch f := c.next().(type) {
 		case *http2.DataFrame:
 			if f.StreamID == 1 {
 				sizes = append(sizes, len(f.Data()))
@@ -74,7 +26,7 @@ func rawGet(t *testing.T, s *Server, proto Protocol, path string) []int {
 					return sizes
 				}
 			}
-		case *http2.HeadersFrame:
+		case *http2.MetaHeadersFrame:
 			if f.StreamID == 1 && f.StreamEnded() {
 				t.Fatalf("%s: no body", path)
 			}

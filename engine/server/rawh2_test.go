@@ -24,9 +24,9 @@ type rawH2 struct {
 	host string
 }
 
-// dialRawH2 connects to the server's first origin over proto (h2 or h2c), sends the preface with
-// settings (plus a wide-open window) and returns the client.
-func dialRawH2(t *testing.T, s *Server, proto Protocol, settings ...http2.Setting) *rawH2 {
+// dialOrigin opens a TCP connection to the server's first origin for proto, with TLS (ALPN h2)
+// for H2, and returns it with that origin's host:port. The caller closes it.
+func dialOrigin(t *testing.T, s *Server, proto Protocol) (net.Conn, string) {
 	t.Helper()
 	root, _ := s.RootURL(proto, "raw")
 	u, _ := neturl.Parse(root)
@@ -38,19 +38,27 @@ func dialRawH2(t *testing.T, s *Server, proto Protocol, settings ...http2.Settin
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
-	var c net.Conn = conn
-	if proto == H2 {
-		tc := tls.Client(conn, &tls.Config{RootCAs: s.certs.CAPool(), ServerName: u.Hostname(), NextProtos: []string{"h2"}})
-		if err := tc.Handshake(); err != nil {
-			t.Fatal(err)
-		}
-		c = tc
+	if proto != H2 {
+		return conn, u.Host
 	}
+	tc := tls.Client(conn, &tls.Config{RootCAs: s.certs.CAPool(), ServerName: u.Hostname(), NextProtos: []string{"h2"}})
+	if err := tc.Handshake(); err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	return tc, u.Host
+}
+
+// dialRawH2 connects to the server's first origin over proto (h2 or h2c), sends the preface with
+// settings (plus a wide-open window) and returns the client.
+func dialRawH2(t *testing.T, s *Server, proto Protocol, settings ...http2.Setting) *rawH2 {
+	t.Helper()
+	c, host := dialOrigin(t, s, proto)
+	t.Cleanup(func() { c.Close() })
 	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
 		t.Fatal(err)
 	}
-	r := &rawH2{t: t, conn: c, fr: http2.NewFramer(c, c), host: u.Host}
+	r := &rawH2{t: t, conn: c, fr: http2.NewFramer(c, c), host: host}
 	r.dec = hpack.NewDecoder(4096, nil)
 	r.fr.ReadMetaHeaders = r.dec
 	r.enc = hpack.NewEncoder(&r.hb)

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -259,23 +258,7 @@ func TestStreamIDs(t *testing.T) {
 // (golang/go#70809).
 func singleConnClient(t *testing.T, s *Server, proto Protocol) *testClient {
 	t.Helper()
-	url, _ := s.RootURL(proto, "x")
-	u, _ := neturl.Parse(url)
-	addr, err := hostAddr(s, u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if proto == H2 {
-		tc := tls.Client(conn, &tls.Config{RootCAs: s.certs.CAPool(), ServerName: u.Hostname(), NextProtos: []string{"h2"}})
-		if err := tc.Handshake(); err != nil {
-			t.Fatal(err)
-		}
-		conn = tc
-	}
+	conn, _ := dialOrigin(t, s, proto)
 	tr := &http2.Transport{StrictMaxConcurrentStreams: true, AllowHTTP: true}
 	cc, err := tr.NewClientConn(conn)
 	if err != nil {
