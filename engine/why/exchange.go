@@ -1,0 +1,333 @@
+package why
+
+import (
+	"sort"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/pktlog"
+)
+
+// exchangeAt classifies instant t after request i was sent: its request on the way to the server,
+// then its response's bytes (docs/why.md, rules 1–5).
+func (d *decomposer) exchangeAt(i int, t time.Duration) Part {
+	r := &d.reqs[i]
+	c := r.conn
+	if c == nil || c.flow == nil {
+		return d.busyOr(t, Unattributed)
+	}
+	ex := d.exchangeOf(i)
+	if t < ex.reqArrived {
+		return d.requestAt(c.flow, ex, t)
+	}
+	if c.flow.key.proto == pktlog.ProtoTCP {
+		return d.tcpResponseAt(r, ex, t)
+	}
+	return d.udpResponseAt(r, ex, t)
+}
+
+// exchangeOf finds request i's request in the packets and what its response needs.
+func (d *decomposer) exchangeOf(i int) *exchange {
+	r := &d.reqs[i]
+	if r.exchange != nil {
+		return r.exchange
+	}
+	ex := &exchange{reqTx: -1, reqDgram: -1, reqDelivered: -1, lastDg: -1, reqArrived: r.send}
+	r.exchange = ex
+	f := r.conn.flow
+	if f.key.proto == pktlog.ProtoTCP {
+		up, down := f.tcp[pktlog.Up], f.tcp[pktlog.Down]
+		if up != nil {
+			for _, k := range up.orig {
+				s := up.segs[k]
+				p := &d.pk[s.rec]
+				if p.Payload > 0 && time.Duration(p.In) >= r.send-sendSlack {
+					ex.reqTx = k
+					break
+				}
+			}
+			if ex.reqTx >= 0 {
+				ex.reqArrived = r.end
+				if fd := up.firstDelivery(up.segs[ex.reqTx].start, d.pk); fd >= 0 {
+					ex.reqArrived = time.Duration(d.pk[up.segs[fd].rec].Out)
+				}
+			}
+		}
+		if down != nil {
+			ex.respEnd = down.pointAt(r.end)
+		}
+		return ex
+	}
+	// QUIC: the request is the first datagram the client sent after its send start; it arrived
+	// with the first delivered datagram from there on (QUIC repeats lost frames in new packets).
+	for _, k := range f.recs[pktlog.Up] {
+		p := &d.pk[k]
+		if time.Duration(p.In) < r.send-sendSlack {
+			continue
+		}
+		if ex.reqDgram < 0 {
+			ex.reqDgram = k
+		}
+		if p.Fate.Delivered() {
+			ex.reqArrived = time.Duration(p.Out)
+			ex.reqDelivered = k
+			break
+		}
+	}
+	if c := r.conn; c.arrivals != nil && r.Stream >= 0 {
+		ex.stream = c.arrivals[r.Stream]
+		var held [][2]int64
+		var pre int64
+		for _, a := range ex.stream {
+			held = addRange(held, a.off, a.off+a.len)
+			if held[0][0] <= pre && held[0][1] > pre {
+				pre = held[0][1]
+				ex.prefix = append(ex.prefix, progress{a.at, pre})
+				ex.lastDg = d.datagramAt(f, a.at)
+			}
+		}
+		ex.total = pre
+	} else {
+		down := d.delivered(f, pktlog.Down)
+		k := sort.Search(len(down), func(k int) bool { return time.Duration(d.pk[down[k]].Out) > r.end })
+		if k > 0 {
+			ex.lastDg = down[k-1]
+		}
+	}
+	return ex
+}
+
+// requestAt: the request's packet lost and not yet repaired is recovery, queued gateway, on its
+// way transfer; before it entered the link (the client's stack) unattributed.
+func (d *decomposer) requestAt(f *flow, ex *exchange, t time.Duration) Part {
+	k := ex.reqDgram
+	if f.key.proto == pktlog.ProtoTCP {
+		if ex.reqTx < 0 {
+			return d.busyOr(t, Unattributed)
+		}
+		k = f.tcp[pktlog.Up].segs[ex.reqTx].rec
+	}
+	if k < 0 || t < time.Duration(d.pk[k].In) {
+		return d.busyOr(t, Unattributed)
+	}
+	if !d.pk[k].Fate.Delivered() {
+		return Recovery // its repair arrives at reqArrived
+	}
+	if t < d.svc[k].start {
+		return Gateway
+	}
+	return d.busyOr(t, Transfer)
+}
+
+// tcpResponseAt follows the connection's in-order point: TCP delivers the response's bytes only
+// after every byte before them.
+func (d *decomposer) tcpResponseAt(r *req, ex *exchange, t time.Duration) Part {
+	f := r.conn.flow
+	down := f.tcp[pktlog.Down]
+	if down == nil {
+		return d.busyOr(t, Unattributed)
+	}
+	point := down.pointAt(t)
+	if point >= ex.respEnd {
+		return d.busyOr(t, Compute) // every byte is in: the loader is finishing the request
+	}
+	if d.holAt(r, down, point, t) {
+		return HoL
+	}
+	o := down.origCovering(point)
+	sent := o >= 0 && time.Duration(d.pk[down.segs[o].rec].In) <= t
+	if sent && !d.pk[down.segs[o].rec].Fate.Delivered() {
+		return Recovery // the next bytes were lost; the repair has not arrived
+	}
+	if down.recoveringAt(t) {
+		return Recovery // the sender is stalled on a timer or repairing, not sending what is needed
+	}
+	if sent && t < d.svc[down.segs[o].rec].start {
+		return Gateway
+	}
+	if p := d.busyOr(t, Unattributed); p != Unattributed {
+		return p
+	}
+	if sent {
+		if down.sndMaxAt(t, d.pk) >= ex.respEnd {
+			return Transfer // the response's last bytes are on their way
+		}
+		return d.released(f, ex, down.nextOrigAfter(t, d.pk))
+	}
+	if o < 0 {
+		o = down.nextOrigAfter(t, d.pk)
+	}
+	return d.released(f, ex, o)
+}
+
+// released says what released TCP transmission k (a seg of the down direction): an
+// acknowledgement that reached the sender just before it (window), or nothing but the server
+// (server).
+func (d *decomposer) released(f *flow, ex *exchange, k int) Part {
+	down := f.tcp[pktlog.Down]
+	if k < 0 {
+		return Unattributed
+	}
+	in := time.Duration(d.pk[down.segs[k].rec].In)
+	if a := down.ackBefore(in); a >= 0 && in-down.acks[a].t <= ackClock && down.acks[a].pure {
+		return Window
+	}
+	return Server
+}
+
+// holAt: request r's own bytes have arrived beyond a hole that holds none of them (needs the
+// server's stream map of the connection).
+func (d *decomposer) holAt(r *req, down *tcpDir, point int64, t time.Duration) bool {
+	runs := r.conn.smap[r.Stream]
+	if len(runs) == 0 || !down.holdingAt(t) {
+		return false
+	}
+	first := int64(1<<62 - 1)
+	mine := false
+	for _, k := range down.arrived {
+		s := down.segs[k]
+		if time.Duration(d.pk[s.rec].Out) > t {
+			break
+		}
+		if s.start > point {
+			first = min(first, s.start)
+			mine = mine || intersects(runs, s.start, s.end)
+		}
+	}
+	return mine && !intersects(runs, point, first)
+}
+
+func intersects(runs [][2]int64, s, e int64) bool {
+	for _, r := range runs {
+		if r[0] < e && s < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// udpResponseAt follows an h3 response: with the loader's stream arrivals the stream's own bytes,
+// else the connection's datagrams.
+func (d *decomposer) udpResponseAt(r *req, ex *exchange, t time.Duration) Part {
+	f := r.conn.flow
+	down := d.delivered(f, pktlog.Down)
+	var next, prev int // the datagram bringing what is needed next; the one that brought the last
+	if ex.stream != nil {
+		pre := prefixAt(ex.prefix, t)
+		if pre >= ex.total {
+			return d.busyOr(t, Compute)
+		}
+		for _, a := range ex.stream {
+			if a.at <= t && a.off > pre {
+				return Recovery // later bytes of the stream arrived: the needed ones were lost
+			}
+		}
+		next, prev = -1, -1
+		for _, a := range ex.stream {
+			if a.at > t && a.off <= pre && pre < a.off+a.len {
+				next = d.datagramAt(f, a.at)
+				break
+			}
+		}
+		if k := sort.Search(len(ex.prefix), func(k int) bool { return ex.prefix[k].t > t }); k > 0 {
+			prev = d.datagramAt(f, ex.prefix[k-1].t)
+		}
+	} else {
+		k := sort.Search(len(down), func(k int) bool { return time.Duration(d.pk[down[k]].Out) > t })
+		next, prev = -1, -1
+		if k < len(down) {
+			next = down[k]
+		}
+		if k > 0 {
+			prev = down[k-1]
+		}
+		if ex.lastDg < 0 || next < 0 || time.Duration(d.pk[next].Out) > time.Duration(d.pk[ex.lastDg].Out) {
+			return d.busyOr(t, Compute) // nothing more of the connection arrives for this request
+		}
+	}
+	if next < 0 {
+		return d.busyOr(t, Unattributed)
+	}
+	// A datagram of the connection dropped since the last useful one, before the next: the
+	// needed bytes were in it.
+	from := d.in.Start
+	if prev >= 0 {
+		from = time.Duration(d.pk[prev].In)
+	}
+	for _, k := range f.recs[pktlog.Down] {
+		in := time.Duration(d.pk[k].In)
+		if in > t || in >= time.Duration(d.pk[next].In) {
+			break
+		}
+		if in > from && !d.pk[k].Fate.Delivered() {
+			return Recovery
+		}
+	}
+	sent := time.Duration(d.pk[next].In) <= t
+	if sent && t < d.svc[next].start {
+		return Gateway
+	}
+	if p := d.busyOr(t, Unattributed); p != Unattributed {
+		return p
+	}
+	if sent {
+		if ex.lastDg >= 0 && time.Duration(d.pk[ex.lastDg].In) <= t {
+			return Transfer
+		}
+		next = -1
+		for _, k := range f.recs[pktlog.Down] {
+			if time.Duration(d.pk[k].In) > t {
+				next = k
+				break
+			}
+		}
+		if next < 0 {
+			return Unattributed
+		}
+	}
+	return d.releasedDatagram(f, ex, next)
+}
+
+// releasedDatagram: a datagram the server sent just after one of the client's arrived was
+// released by it — by the request (server) or by an acknowledgement (window); otherwise the
+// server sent it on its own (server).
+func (d *decomposer) releasedDatagram(f *flow, ex *exchange, k int) Part {
+	in := time.Duration(d.pk[k].In)
+	up := d.delivered(f, pktlog.Up)
+	j := sort.Search(len(up), func(j int) bool { return time.Duration(d.pk[up[j]].Out) > in }) - 1
+	if j >= 0 && in-time.Duration(d.pk[up[j]].Out) <= ackClock && up[j] != ex.reqDelivered {
+		return Window
+	}
+	return Server
+}
+
+// delivered are the delivered packets of f in direction dir, in arrival order.
+func (d *decomposer) delivered(f *flow, dir pktlog.Dir) []int {
+	if f.deliv[dir] == nil {
+		out := []int{}
+		for _, k := range f.recs[dir] {
+			if d.pk[k].Fate.Delivered() {
+				out = append(out, k)
+			}
+		}
+		f.deliv[dir] = out
+	}
+	return f.deliv[dir]
+}
+
+// datagramAt is the last datagram of f's down direction that arrived at or before at.
+func (d *decomposer) datagramAt(f *flow, at time.Duration) int {
+	down := d.delivered(f, pktlog.Down)
+	k := sort.Search(len(down), func(k int) bool { return time.Duration(d.pk[down[k]].Out) > at })
+	if k == 0 {
+		return -1
+	}
+	return down[k-1]
+}
+
+func prefixAt(ps []progress, t time.Duration) int64 {
+	k := sort.Search(len(ps), func(k int) bool { return ps[k].t > t })
+	if k == 0 {
+		return 0
+	}
+	return ps[k-1].point
+}
