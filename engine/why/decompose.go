@@ -76,9 +76,9 @@ type exchange struct {
 	reqArrived time.Duration // the request reached the server
 	respEnd    int64         // TCP: the receiver's in-order point when the request completed
 	// h3
-	prefix   []progress // the stream's contiguous prefix over time (arrivals)
-	total    int64
-	lastDg   int // the datagram that delivered the response's last bytes (-1)
+	prefix       []progress // the stream's contiguous prefix over time (arrivals)
+	total        int64
+	lastDg       int // the datagram that delivered the response's last bytes (-1)
 	stream       []arrival
 	reqDgram     int // QUIC: the request's first datagram
 	reqDelivered int // QUIC: the datagram that brought it to the server
