@@ -13,6 +13,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/client"
 	"github.com/wirelab/wirelab/engine/har"
+	"github.com/wirelab/wirelab/engine/why"
 )
 
 // Entry is one request of a browser load, converted from CDP events (docs/browser.md, "HAR
@@ -29,6 +30,7 @@ type Entry struct {
 	RawProtocol  string         `json:"raw_protocol"`
 	Connection   string         `json:"connection"` // Chromium's connection id ("" without a response)
 	RemoteIP     string         `json:"remote_ip"`
+	RemotePort   int            `json:"remote_port"`
 	Status       int            `json:"status"`
 	StatusText   string         `json:"status_text"`
 	MimeType     string         `json:"mime_type"`
@@ -124,6 +126,9 @@ type Summary struct {
 	Retries       int           `json:"retries"`
 	Client        Extras        `json:"client"`
 	Error         *string       `json:"error"`
+	// Timeline is the requests' boundaries and connections for the trial's decomposition
+	// (engine/why; not part of the load record).
+	Timeline *why.Timeline `json:"timeline,omitempty"`
 }
 
 func opt(v float64) *float64 {
@@ -145,6 +150,9 @@ func (r *Result) Summary() Summary {
 	if r.Err != nil {
 		msg := r.Err.Error()
 		s.Error = &msg
+	}
+	if len(r.Entries) > 0 {
+		s.Timeline = r.timeline()
 	}
 	return s
 }
@@ -203,7 +211,7 @@ func (q *request) entry(t0 float64) Entry {
 		if resp.ConnectionID != 0 {
 			e.Connection = strconv.FormatInt(int64(resp.ConnectionID), 10)
 		}
-		e.RemoteIP = resp.RemoteIPAddress
+		e.RemoteIP, e.RemotePort = resp.RemoteIPAddress, int(resp.RemotePort)
 		for k, v := range resp.Headers {
 			e.RespHeaders = append(e.RespHeaders, har.NameValue{Name: k, Value: fmt.Sprint(v)})
 		}

@@ -340,4 +340,5 @@ func (l *Loader) summarise(res *Result, s *session, all []*request) {
 		}
 	}
 	res.DNSQueries = s.dns.count()
+	res.all, res.first = all, first
 }

@@ -2,6 +2,8 @@ package client
 
 import (
 	"time"
+
+	"github.com/wirelab/wirelab/engine/why"
 )
 
 // Timings are one request's phases in milliseconds with HAR 1.2 semantics; docs/metrics.md
@@ -138,6 +140,8 @@ type Result struct {
 
 	userAgent string         // sent with every request (for the HAR)
 	priority  PriorityPolicy // the load's prioritisation policy
+	all       []*request     // the requests in issue order (Summary's timeline)
+	first     time.Duration  // the session clock when the first was issued
 }
 
 // Summary is the load as the trial contract's load record names its fields (docs/trial-contract.md).
@@ -163,6 +167,9 @@ type Summary struct {
 	// QUICPacketsLost: h3 packets the client's QUIC stack declared lost (0 for TCP protocols).
 	QUICPacketsLost int64   `json:"quic_packets_lost"`
 	Error           *string `json:"error"`
+	// Timeline is every request's boundaries and every connection's endpoints, for the trial's
+	// decomposition of the load (engine/why; not part of the load record).
+	Timeline *why.Timeline `json:"timeline,omitempty"`
 }
 
 // Summary returns the load-record fields of r.
@@ -174,6 +181,9 @@ func (r *Result) Summary() Summary {
 		DNSQueries: r.DNSQueries, Retries: r.Retries, PushedBytes: r.Pushes.Bytes,
 		PushesUsed: r.Pushes.Used, PushesUnused: r.Pushes.Unused, Priority: string(r.priority),
 		ComputeScale: r.ComputeScale, QUICPacketsLost: r.QUICPacketsLost,
+	}
+	if len(r.all) > 0 {
+		s.Timeline = r.timeline(r.all, r.first)
 	}
 	if r.Err != nil {
 		msg := r.Err.Error()

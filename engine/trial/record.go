@@ -6,6 +6,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/pktlog"
+	"github.com/wirelab/wirelab/engine/why"
 )
 
 // Record is one line of loads.jsonl (schemas/load-record.schema.json).
@@ -39,6 +40,12 @@ type Record struct {
 	ServerRSSPeakBytes *int64         `json:"server_rss_peak_bytes"`
 	Gateway            *Gateway       `json:"gateway"`
 	Phases             Phases         `json:"phases_ms"`
+	// Why is the load's time on the wire split into mechanisms (engine/why, docs/metrics.md): nil
+	// for a load with an error or without a Time on Wire. WhyPath is its critical path.
+	Why     *why.Parts   `json:"why"`
+	WhyPath []WhySegment `json:"why_path,omitempty"`
+	// Retx are the retransmissions by kind (retx_fast, retx_timeout, retx_tlp, retx_spurious).
+	why.Retx
 	HAR                *string        `json:"har"`
 	Pcap               *PcapPaths     `json:"pcap"`
 	Client             map[string]any `json:"client"`

@@ -22,6 +22,7 @@ import (
 	"github.com/wirelab/wirelab/engine/pktlog"
 	"github.com/wirelab/wirelab/engine/server/impl"
 	"github.com/wirelab/wirelab/engine/sites"
+	"github.com/wirelab/wirelab/engine/why"
 )
 
 // Files of the trial directory (docs/trial-contract.md).
@@ -129,6 +130,7 @@ type runner struct {
 	emu      *emulator.Emulator // the lab's
 	quic     *quicReports
 	egress   *egressEvents // a live page's egress router's events
+	whyPath  why.Path      // the path's bottleneck for the loads' decomposition
 	summary  emulator.Summary
 	stopped  bool
 }
@@ -177,6 +179,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, ctx.Err()
 	}
 	r.quic = newQUICReports()
+	if r.whyPath, err = whyPath(r.p.Profile); err != nil {
+		return nil, err
+	}
 	if err := r.startLab(ctx, &prov); err != nil {
 		return nil, err
 	}
@@ -387,7 +392,8 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	if !settled {
 		r.log.Printf("load %d: the link did not settle within %s", l.Index, settleLimit)
 	}
-	own, stray := Own(r.emu.Log.Take())
+	all := r.emu.Log.Take()
+	own, stray := Own(all)
 	cost, costOK := r.lab.CostSince(mark)
 
 	f, failure, err := out.result()
@@ -415,6 +421,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 		pcaps.LoadEndNs = r.emu.Wall(responseBy).UnixNano()
 	}
 	rec := BuildRecord(s.TrialID, l, started, f, win, failure)
+	whyIn := WhyInput(r.whyPath, all, own, win, f, clock.emulatorTime)
 	rec.Client["loader_cpu_ms"] = round3(float64(out.cpu) / float64(time.Millisecond))
 	if costOK {
 		cpu, peak := round3(cost.CPUMs), cost.MemPeakBytes
@@ -424,6 +431,12 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 		// Only the built-in server reports its QUIC stack's losses; for the others the
 		// retransmissions of an h3 load are the client's alone (docs/metrics.md).
 		r.addServerQUICLosses(ctx, &rec, own)
+	}
+	setWhy(&rec, whyIn, why.Decompose(whyIn))
+	if dir := os.Getenv(WhyDumpEnv); dir != "" {
+		if err := writeWhyDump(dir, s.TrialID, name, r.p.Profile.String(), whyIn, rec); err != nil {
+			r.log.Printf("load %d: %s: %v", l.Index, WhyDumpEnv, err)
+		}
 	}
 	if harPath != "" {
 		if _, err := os.Stat(harPath); err == nil {

@@ -165,9 +165,16 @@ func (d *decomposer) matchFlow(c *connInfo) {
 	if err != nil || !remote.Addr().Is4() {
 		return
 	}
-	if local, err := netip.ParseAddrPort(c.Local); err == nil && local.Addr().Is4() {
+	if local, err := netip.ParseAddrPort(c.Local); err == nil && local.Addr().Is4() && !local.Addr().IsUnspecified() {
 		k := flowKey{proto: proto, client: local.Addr().As4(), server: remote.Addr().As4(), cport: local.Port(), sport: remote.Port()}
 		c.flow = d.byKey[k]
+	} else if err == nil && local.Addr().IsUnspecified() {
+		// a socket bound to every address (the loader's QUIC sockets): its port tells it
+		for _, f := range d.flows {
+			if f.key.proto == proto && f.key.cport == local.Port() && f.key.server == remote.Addr().As4() && f.key.sport == remote.Port() {
+				c.flow = f
+			}
+		}
 	} else {
 		want := d.in.Start
 		if c.opener >= 0 {
@@ -458,16 +465,12 @@ func (d *decomposer) flowsOf(q *req) []*flow {
 	return []*flow{q.conn.flow}
 }
 
-// busyOr is transfer while the bottleneck serialises the load's new data, recovery while it
-// serialises a retransmission, else p.
+// busyOr is transfer while the bottleneck towards the client serialises the load's new data,
+// recovery while it serialises a retransmission, else p. (The page's bytes move towards the
+// client; the other direction carries requests, whose own wait requestAt follows, and
+// acknowledgements.)
 func (d *decomposer) busyOr(t time.Duration, p Part) Part {
 	if k := d.down.servingAt(d.svc, t); k >= 0 {
-		if d.isRetx(k) {
-			return Recovery
-		}
-		return Transfer
-	}
-	if k := d.up.servingAt(d.svc, t); k >= 0 {
 		if d.isRetx(k) {
 			return Recovery
 		}
@@ -555,10 +558,24 @@ func (d *decomposer) packetState(k int, t time.Duration) (Part, bool) {
 		}
 		return 0, false
 	}
-	if t < d.svc[k].start {
+	if d.queuedBehindOthers(k, t) {
 		return Gateway, true
 	}
 	return 0, false
+}
+
+// queuedBehindOthers: packet k waits in the gateway's queue at t while the bottleneck serialises
+// another flow's packet. (Behind its own flow's packets it waits for its own bytes: transfer.)
+func (d *decomposer) queuedBehindOthers(k int, t time.Duration) bool {
+	if t < time.Duration(d.pk[k].In) || t >= d.svc[k].start {
+		return false
+	}
+	b := &d.down
+	if d.pk[k].Dir == pktlog.Up {
+		b = &d.up
+	}
+	j := b.servingAt(d.svc, t)
+	return j < 0 || keyOf(&d.pk[j]) != keyOf(&d.pk[k])
 }
 
 // repairOf is the packet that repaired dropped packet k: for TCP the first delivered

@@ -112,10 +112,10 @@ func (d *decomposer) requestAt(f *flow, ex *exchange, t time.Duration) Part {
 	if !d.pk[k].Fate.Delivered() {
 		return Recovery // its repair arrives at reqArrived
 	}
-	if t < d.svc[k].start {
+	if d.queuedBehindOthers(k, t) {
 		return Gateway
 	}
-	return d.busyOr(t, Transfer)
+	return Transfer
 }
 
 // tcpResponseAt follows the connection's in-order point: TCP delivers the response's bytes only
@@ -141,7 +141,7 @@ func (d *decomposer) tcpResponseAt(r *req, ex *exchange, t time.Duration) Part {
 	if down.recoveringAt(t) {
 		return Recovery // the sender is stalled on a timer or repairing, not sending what is needed
 	}
-	if sent && t < d.svc[down.segs[o].rec].start {
+	if sent && d.queuedBehindOthers(down.segs[o].rec, t) {
 		return Gateway
 	}
 	if p := d.busyOr(t, Unattributed); p != Unattributed {
@@ -160,18 +160,39 @@ func (d *decomposer) tcpResponseAt(r *req, ex *exchange, t time.Duration) Part {
 }
 
 // released says what released TCP transmission k (a seg of the down direction): an
-// acknowledgement that reached the sender just before it (window), or nothing but the server
-// (server).
+// acknowledgement that advanced what the sender knew was delivered, reaching it just before
+// (window: it had been waiting for its window to open), or else the server (the request just
+// arrived, or nothing arrived: the server produced the bytes on its own time).
 func (d *decomposer) released(f *flow, ex *exchange, k int) Part {
 	down := f.tcp[pktlog.Down]
 	if k < 0 {
 		return Unattributed
 	}
 	in := time.Duration(d.pk[down.segs[k].rec].In)
-	if a := down.ackBefore(in); a >= 0 && in-down.acks[a].t <= ackClock && down.acks[a].pure {
+	a := down.ackBefore(in)
+	if a < 0 || in-down.acks[a].t > ackClock {
+		return Server
+	}
+	advanced := a == 0 || down.una[a] > down.una[a-1]
+	if req := d.requestSeg(f, ex); req >= 0 && down.acks[a].rec == req {
+		return Server
+	}
+	if advanced || down.acks[a].pure {
 		return Window
 	}
 	return Server
+}
+
+// requestSeg is the packet that brought request ex to the server (-1: unknown).
+func (d *decomposer) requestSeg(f *flow, ex *exchange) int {
+	up := f.tcp[pktlog.Up]
+	if up == nil || ex.reqTx < 0 {
+		return -1
+	}
+	if fd := up.firstDelivery(up.segs[ex.reqTx].start, d.pk); fd >= 0 {
+		return up.segs[fd].rec
+	}
+	return -1
 }
 
 // holAt: request r's own bytes have arrived beyond a hole that holds none of them (needs the
@@ -263,7 +284,7 @@ func (d *decomposer) udpResponseAt(r *req, ex *exchange, t time.Duration) Part {
 		}
 	}
 	sent := time.Duration(d.pk[next].In) <= t
-	if sent && t < d.svc[next].start {
+	if sent && d.queuedBehindOthers(next, t) {
 		return Gateway
 	}
 	if p := d.busyOr(t, Unattributed); p != Unattributed {

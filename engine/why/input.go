@@ -14,7 +14,7 @@ type Input struct {
 	Packets []pktlog.Record
 	Others  []pktlog.Record
 	// Path is the emulated path's bottleneck per direction.
-	Path Path
+	Path Path `json:"-"`
 	// Timeline is the loader's requests and connections; Origin is the emulator time of its zero
 	// (the loader's monotonic_start_ns).
 	Timeline Timeline

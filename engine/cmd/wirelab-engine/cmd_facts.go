@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strings"
 
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/policy"
 	"github.com/wirelab/wirelab/engine/probe"
 	"github.com/wirelab/wirelab/engine/trial"
+	"github.com/wirelab/wirelab/engine/why"
 )
 
 func init() {
@@ -23,7 +26,8 @@ const factsUsage = `usage: wirelab-engine facts
 Prints, as JSON on stdout, every fact the Python control plane takes from the engine rather than
 keeping its own copy: the profile grammar's presets, keys, units and limits (profiles ls), the
 corpus pages' sizes, object and origin counts (pages ls), the fidelity limits, the probe's
-defaults (the help of wirelab probe names them) and the live pages' bounds. The repository
+defaults (the help of wirelab probe names them), the live pages' bounds and the vocabulary of the
+load decomposition (why's parts and retransmission counters: docs/why.md). The repository
 keeps this output in wirelab/_engine_facts.json (make facts writes it); the engine's tests fail
 when the file and this command disagree.`
 
@@ -38,6 +42,14 @@ type facts struct {
 	Fidelity fidelityFacts  `json:"fidelity"`
 	Probe    probeFacts     `json:"probe"`
 	Live     liveFacts      `json:"live"`
+	Why      whyFacts       `json:"why"`
+}
+
+// whyFacts is the vocabulary of the load decomposition (engine/why's Defs, in order) and the
+// retransmission counters beside it: the control plane's columns, labels and explanations.
+type whyFacts struct {
+	Parts []why.Def `json:"parts"`
+	Retx  []string  `json:"retx"`
 }
 
 // liveFacts are the live pages' bounds (docs/live.md), which wirelab load applies to a public site.
@@ -97,5 +109,17 @@ func writeFacts(w io.Writer) error {
 			TimeoutRange: probe.MinTimeout.String() + "–" + probe.MaxTimeout.String(),
 			MaxSitesMax:  probe.MaxSites, DurationRange: probe.MinDuration.String() + "–" + probe.MaxDuration.String()},
 		Live: liveFacts{MinPublicGapMs: trial.MinPublicGapMs, LabDomain: policy.LabDomain},
+		Why:  whyFacts{Parts: why.Defs[:], Retx: retxKeys()},
 	})
+}
+
+// retxKeys are the record keys of why.Retx's counters, from its struct tags.
+func retxKeys() []string {
+	var out []string
+	t := reflect.TypeOf(why.Retx{})
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out = append(out, name)
+	}
+	return out
 }

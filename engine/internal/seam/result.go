@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/why"
 )
 
 // LoaderResult is the JSON line `fetch --json` and `browse --json` print and a trial reads: the
@@ -34,6 +36,9 @@ type LoaderResult struct {
 	MonotonicEndNs   int64          `json:"monotonic_end_ns"`
 	Error            *string        `json:"error"`
 	Client           map[string]any `json:"client"`
+	// Timeline is the load's requests and connections, microseconds from MonotonicStartNs: what
+	// the trial's decomposition reads (engine/why); nil when the loader gave none.
+	Timeline *why.Timeline `json:"timeline,omitempty"`
 }
 
 // Phases are the HAR phases summed over a load's objects, in ms.

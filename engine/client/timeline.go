@@ -1,0 +1,43 @@
+package client
+
+import (
+	"time"
+
+	"github.com/wirelab/wirelab/engine/why"
+)
+
+// timeline is the load's requests and connections as engine/why reads them (fetch --json's
+// "timeline"): every boundary in microseconds since the load's first request; the initiator as the
+// index of the earliest request for the referencing URL.
+func (r *Result) timeline(all []*request, first time.Duration) *why.Timeline {
+	tl := &why.Timeline{Conns: make([]why.Conn, 0, len(r.Conns)), Requests: make([]why.Request, 0, len(all))}
+	for _, c := range r.Conns {
+		transport := "tcp"
+		if c.Protocol == string(H3) {
+			transport = "udp"
+		}
+		tl.Conns = append(tl.Conns, why.Conn{ID: c.ID, Transport: transport, Local: c.Local, Remote: c.Remote})
+	}
+	us := func(d time.Duration) int64 {
+		if d == unset {
+			return why.Unset
+		}
+		return int64((d - first) / time.Microsecond)
+	}
+	index := map[string]int{}
+	for i, q := range all {
+		u := q.url.String()
+		if _, ok := index[u]; !ok {
+			index[u] = i
+		}
+		w := why.Request{URL: u, Initiator: -1, Conn: q.conn, Stream: q.streamID,
+			Issued: us(q.issued), DNSStart: us(q.dnsStart), Connect: us(q.connectStart), SSLStart: us(q.sslStart),
+			ConnectEnd: us(q.connectEnd), SendStart: us(q.sendStart), SendEnd: us(q.sendEnd),
+			FirstByte: us(q.firstByte), End: us(q.end), Failed: q.err != nil}
+		if p, ok := index[q.initiator]; ok && q.initiator != "" && p < i {
+			w.Initiator = p
+		}
+		tl.Requests = append(tl.Requests, w)
+	}
+	return tl
+}
