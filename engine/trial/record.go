@@ -36,20 +36,20 @@ type Record struct {
 	PushesUnused     int64   `json:"pushes_unused"`
 	// ServerCPUMs and ServerRSSPeakBytes are the server under test's cost during the load (its
 	// control group); nil when the machine cannot measure it.
-	ServerCPUMs        *float64       `json:"server_cpu_ms"`
-	ServerRSSPeakBytes *int64         `json:"server_rss_peak_bytes"`
-	Gateway            *Gateway       `json:"gateway"`
-	Phases             Phases         `json:"phases_ms"`
+	ServerCPUMs        *float64 `json:"server_cpu_ms"`
+	ServerRSSPeakBytes *int64   `json:"server_rss_peak_bytes"`
+	Gateway            *Gateway `json:"gateway"`
+	Phases             Phases   `json:"phases_ms"`
 	// Why is the load's time on the wire split into mechanisms (engine/why, docs/metrics.md): nil
 	// for a load with an error or without a Time on Wire. WhyPath is its critical path.
 	Why     *why.Parts   `json:"why"`
 	WhyPath []WhySegment `json:"why_path,omitempty"`
 	// Retx are the retransmissions by kind (retx_fast, retx_timeout, retx_tlp, retx_spurious).
 	why.Retx
-	HAR                *string        `json:"har"`
-	Pcap               *PcapPaths     `json:"pcap"`
-	Client             map[string]any `json:"client"`
-	Error              *string        `json:"error"`
+	HAR    *string        `json:"har"`
+	Pcap   *PcapPaths     `json:"pcap"`
+	Client map[string]any `json:"client"`
+	Error  *string        `json:"error"`
 }
 
 // Gateway is what the emulated gateway's queue did to the load's packets (docs/metrics.md,

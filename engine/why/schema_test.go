@@ -16,13 +16,12 @@ var update = flag.Bool("update", false, "rewrite the load record schema's $defs 
 // schemaFile is the load record's schema, relative to this package.
 const schemaFile = "../contract/schemas/load-record.schema.json"
 
-// defsBlock is the load record schema's "$defs" as why.Defs makes it: the parts' keys (the record's
-// "why" object and "why_path"'s part names) and their summaries are written once, in Defs.
-func defsBlock() string {
+// whyDefs are the entries of the load record schema's "$defs" why.Defs makes (the record's "why"
+// object and "why_path"'s part names): the parts' keys and their summaries are written once, in
+// Defs. The schema's other $defs are its own.
+func whyDefs() string {
 	var b strings.Builder
-	b.WriteString("  \"$defs\": {\n")
-	b.WriteString("    \"count\": {\"type\": \"integer\", \"minimum\": 0},\n")
-	b.WriteString("    \"why\": {\n")
+	b.WriteString(whyDefsStart)
 	b.WriteString("      \"$comment\": \"generated from engine/why's Defs: go test ./why -run TestSchemaParts -update\",\n")
 	b.WriteString("      \"type\": \"object\",\n")
 	b.WriteString("      \"additionalProperties\": false,\n")
@@ -39,10 +38,16 @@ func defsBlock() string {
 	}
 	b.WriteString("      }\n")
 	b.WriteString("    },\n")
-	b.WriteString("    \"why_part\": {\"enum\": " + strings.ReplaceAll(string(keys), ",", ", ") + "}\n")
-	b.WriteString("  }\n")
+	b.WriteString(whyPartStart + "{\"enum\": " + strings.ReplaceAll(string(keys), ",", ", ") + "}")
 	return b.String()
 }
+
+// The generated entries run, inside $defs, from whyDefsStart to the end of the line whyPartStart
+// begins.
+const (
+	whyDefsStart = "    \"why\": {\n"
+	whyPartStart = "    \"why_part\": "
+)
 
 // TestSchemaParts: the record schema's parts are why.Defs (rewritten with -update), and a record's
 // "why" as Parts writes it validates.
@@ -51,11 +56,17 @@ func TestSchemaParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := bytes.LastIndex(raw, []byte("  \"$defs\": {"))
-	if i < 0 {
-		t.Fatalf("%s: no $defs", schemaFile)
+	d := bytes.LastIndex(raw, []byte("  \"$defs\": {"))
+	i := bytes.Index(raw[max(d, 0):], []byte(whyDefsStart)) + d
+	k := bytes.Index(raw[max(d, 0):], []byte(whyPartStart)) + d
+	if d < 0 || i < d || k < i {
+		t.Fatalf("%s: no generated \"why\" and \"why_part\" in its $defs", schemaFile)
 	}
-	want := append(append([]byte{}, raw[:i]...), defsBlock()+"}\n"...)
+	j := k + bytes.IndexByte(raw[k:], '\n')
+	if j < k {
+		t.Fatalf("%s: \"why_part\" is its last line", schemaFile)
+	}
+	want := append(append(append([]byte{}, raw[:i]...), whyDefs()...), raw[j:]...)
 	if !bytes.Equal(raw, want) {
 		if *update {
 			if err := os.WriteFile(schemaFile, want, 0o644); err != nil {
