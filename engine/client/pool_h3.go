@@ -14,6 +14,9 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/quic-go/qlogwriter"
+
+	"github.com/wirelab/wirelab/engine/internal/quicloss"
 )
 
 // h3Pool is one origin's QUIC connection, with quic-go's HTTP/3 client on it. Each connection has
@@ -139,7 +142,13 @@ func (p *h3Pool) dial(ctx context.Context, r *request) (*h3Conn, error) {
 		return nil, err
 	}
 	r.conn = rec.info.ID
+	var onStream func(stream, offset, length int64)
+	if !p.s.keep {
+		onStream = func(stream, offset, length int64) { rec.arrived(p.s.now(), stream, offset, length) }
+	}
+	rec.loss = quicloss.New(onStream)
 	qconf := &quic.Config{
+		Tracer:                         func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return rec.loss },
 		HandshakeIdleTimeout:           p.s.cfg.Timeout,
 		MaxIdleTimeout:                 p.s.cfg.Timeout,
 		InitialStreamReceiveWindow:     uint64(p.s.cfg.StreamReceiveWindow),

@@ -81,10 +81,14 @@ type Conn struct {
 	// PacketsLost is, for h3, the packets this side's QUIC stack declared lost (QUIC encrypts its
 	// packet numbers: a capture cannot count retransmissions).
 	PacketsLost uint64 `json:"packets_lost,omitempty"`
-	Error       string `json:"error,omitempty"` // why it failed, if it did
+	// QUICLoss is, for h3, this side's QUIC loss recovery by kind (engine/internal/quicloss).
+	QUICLoss *why.Retx `json:"quic_loss,omitempty"`
+	Error    string    `json:"error,omitempty"` // why it failed, if it did
 	// Kept: a Tab's connection opened by an earlier load and used by this one (OpenedMS is then
 	// negative, Requests counts the earlier loads' too).
 	Kept bool `json:"kept,omitempty"`
+
+	arrivals [][4]int64 // h3: STREAM frames received (stream, session ns, offset, length)
 }
 
 // Phases are the per-phase sums over entries, in ms (HAR semantics: -1 values are skipped; connect includes ssl).
@@ -164,9 +168,11 @@ type Summary struct {
 	PushesUnused  int       `json:"pushes_unused"`           // pushes no request adopted (refused ones included)
 	Priority      string    `json:"priority"`                // the prioritisation policy
 	ComputeScale  *float64  `json:"compute_scale,omitempty"` // replay mode only
-	// QUICPacketsLost: h3 packets the client's QUIC stack declared lost (0 for TCP protocols).
-	QUICPacketsLost int64   `json:"quic_packets_lost"`
-	Error           *string `json:"error"`
+	// QUICPacketsLost: h3 packets the client's QUIC stack declared lost (0 for TCP protocols);
+	// QUICLoss the same stack's recovery by kind (nil for TCP protocols).
+	QUICPacketsLost int64     `json:"quic_packets_lost"`
+	QUICLoss        *why.Retx `json:"quic_loss,omitempty"`
+	Error           *string   `json:"error"`
 	// Timeline is every request's boundaries and every connection's endpoints, for the trial's
 	// decomposition of the load (engine/why; not part of the load record).
 	Timeline *why.Timeline `json:"timeline,omitempty"`
@@ -184,6 +190,14 @@ func (r *Result) Summary() Summary {
 	}
 	if len(r.all) > 0 {
 		s.Timeline = r.timeline(r.all, r.first)
+	}
+	for _, c := range r.Conns {
+		if c.QUICLoss != nil {
+			if s.QUICLoss == nil {
+				s.QUICLoss = &why.Retx{}
+			}
+			s.QUICLoss.Add(*c.QUICLoss)
+		}
 	}
 	if r.Err != nil {
 		msg := r.Err.Error()

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/wirelab/wirelab/engine/internal/quicloss"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -46,8 +48,12 @@ type connRecord struct {
 	info   Conn
 	closer io.Closer
 	load   int           // the session load that opened it
-	mu     sync.Mutex    // guards info and lost after registration
+	mu     sync.Mutex    // guards info, lost and arrivals after registration
 	lost   func() uint64 // h3: packets the QUIC stack declared lost so far
+	loss   *quicloss.Recorder
+	// arrivals are, for an h3 connection of a single load (not a Tab's), the STREAM frames it
+	// received: stream, session time (ns), offset, length.
+	arrivals [][4]int64
 }
 
 func newSession(cfg Config) *session {
@@ -344,7 +350,19 @@ func (rec *connRecord) snapshot() Conn {
 	if rec.lost != nil {
 		c.PacketsLost = rec.lost()
 	}
+	if rec.loss != nil {
+		l := rec.loss.Counts()
+		c.QUICLoss = &l
+	}
+	c.arrivals = rec.arrivals
 	return c
+}
+
+// arrived records a STREAM frame the connection received now.
+func (rec *connRecord) arrived(now time.Duration, stream, offset, length int64) {
+	rec.mu.Lock()
+	rec.arrivals = append(rec.arrivals, [4]int64{stream, int64(now), offset, length})
+	rec.mu.Unlock()
 }
 
 // resolve finds the address to dial for o and records the dns phase on r (none for IP literals).

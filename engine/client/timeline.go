@@ -16,7 +16,11 @@ func (r *Result) timeline(all []*request, first time.Duration) *why.Timeline {
 		if c.Protocol == string(H3) {
 			transport = "udp"
 		}
-		tl.Conns = append(tl.Conns, why.Conn{ID: c.ID, Transport: transport, Local: c.Local, Remote: c.Remote})
+		wc := why.Conn{ID: c.ID, Transport: transport, Local: c.Local, Remote: c.Remote}
+		for _, a := range c.arrivals {
+			wc.Arrivals = append(wc.Arrivals, [4]int64{a[0], int64((time.Duration(a[1]) - first) / time.Microsecond), a[2], a[3]})
+		}
+		tl.Conns = append(tl.Conns, wc)
 	}
 	us := func(d time.Duration) int64 {
 		if d == unset {

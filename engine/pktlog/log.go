@@ -1,6 +1,8 @@
 package pktlog
 
 import (
+	"bytes"
+	"cmp"
 	"sort"
 	"time"
 
@@ -100,8 +102,39 @@ func (l *Log) Take() []Record {
 	return out
 }
 
-// SortByIn orders records by the time they entered the emulator (stable: records of one direction
-// are added in the order the link delivered them).
+// SortByIn orders records by the time they entered the emulator. Records that entered at the same
+// instant — packets the runner read in one batch, such as the segments of one GSO super-packet —
+// keep their flow's sending order: a drop is logged when the link decides it and a delivery only
+// when the packet leaves, so the log alone would put a dropped segment before the segments sent
+// just ahead of it, and those would look like retransmissions. Among them a TCP flow's segments
+// are ordered by sequence number (records of different flows by their addresses and ports, which
+// does not matter to anything derived per flow).
 func SortByIn(recs []Record) {
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].In < recs[j].In })
+	sort.SliceStable(recs, func(i, j int) bool {
+		a, b := &recs[i], &recs[j]
+		if a.In != b.In {
+			return a.In < b.In
+		}
+		if a.Proto != b.Proto || a.Proto != ProtoTCP {
+			return false
+		}
+		if c := compareFlow(a, b); c != 0 {
+			return c < 0
+		}
+		return seqBefore(a.Seq, b.Seq)
+	})
+}
+
+// compareFlow orders two records by their directional flow (addresses, then ports).
+func compareFlow(a, b *Record) int {
+	if c := bytes.Compare(a.Src[:], b.Src[:]); c != 0 {
+		return c
+	}
+	if c := bytes.Compare(a.Dst[:], b.Dst[:]); c != 0 {
+		return c
+	}
+	if a.SrcPort != b.SrcPort {
+		return cmp.Compare(a.SrcPort, b.SrcPort)
+	}
+	return cmp.Compare(a.DstPort, b.DstPort)
 }

@@ -218,6 +218,16 @@ func TestRetransmissions(t *testing.T) {
 			t.Errorf("%s: %d retransmissions, want %d", c.name, s.Up.Retransmissions, c.want)
 		}
 	}
+	// A drop in the middle of a GSO super-packet is logged when the link decides it, before the
+	// segments ahead of it are delivered and logged; at one In they still count in sending order.
+	var gso Log
+	gso.Add(Up, DroppedLoss, 5, 5, 0, p(201, pkttest.ACK, 100))
+	gso.Add(Up, Delivered, 5, 9, 0, p(1, pkttest.ACK, 100))
+	gso.Add(Up, Delivered, 5, 9, 0, p(101, pkttest.ACK, 100))
+	gso.Add(Up, Delivered, 5, 9, 0, p(301, pkttest.ACK, 100))
+	if s := Summarize(gso.Take()); s.Up.Retransmissions != 0 {
+		t.Errorf("a GSO burst with a drop: %d retransmissions, want 0", s.Up.Retransmissions)
+	}
 	// Flows are told apart by ports.
 	var l Log
 	other := netip.MustParseAddrPort("10.77.0.2:40001")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/why"
 )
 
 // Protocol is a wire protocol the server speaks.
@@ -158,6 +159,9 @@ type QUICStats struct {
 	PacketsLost uint64 `json:"packets_lost"` // packets declared lost (retransmitted in new packets)
 	BytesSent   uint64 `json:"bytes_sent"`
 	BytesLost   uint64 `json:"bytes_lost"`
+	// Loss is the connection's loss recovery by kind (engine/internal/quicloss): packets declared
+	// lost (fast) or found spurious, probe timeouts (tlp, timeout).
+	Loss why.Retx `json:"loss"`
 }
 
 // DefaultConfig returns the documented defaults for addrs.

@@ -7,6 +7,8 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/qlog"
 	"github.com/quic-go/quic-go/qlogwriter"
+
+	"github.com/wirelab/wirelab/engine/internal/quicloss"
 )
 
 // The h3 send log comes from quic-go's qlog events: every packet the server sends is reported
@@ -27,13 +29,35 @@ func sendLogOf(ctx context.Context) *sendLog {
 }
 
 // sendTracer is the quic.Config.Tracer of the h3 listeners: a trace that records the STREAM frames
-// of sent packets into the connection's send log.
+// of sent packets into the connection's send log, and the connection's loss recovery by kind
+// (its quicloss.Recorder, also in the context).
 func sendTracer(ctx context.Context, isClient bool, _ quic.ConnectionID) qlogwriter.Trace {
-	l := sendLogOf(ctx)
-	if l == nil || isClient {
+	if isClient {
 		return nil
 	}
-	return sendTrace{l}
+	var send, loss qlogwriter.Trace
+	if l := sendLogOf(ctx); l != nil {
+		send = sendTrace{l}
+	}
+	if r := lossOf(ctx); r != nil {
+		loss = r
+	}
+	if send == nil && loss == nil {
+		return nil
+	}
+	return quicloss.Multi(send, loss)
+}
+
+type lossKey struct{}
+
+func withLoss(ctx context.Context, r *quicloss.Recorder) context.Context {
+	return context.WithValue(ctx, lossKey{}, r)
+}
+
+// lossOf returns the connection's loss recorder (nil if it has none).
+func lossOf(ctx context.Context) *quicloss.Recorder {
+	r, _ := ctx.Value(lossKey{}).(*quicloss.Recorder)
+	return r
 }
 
 type sendTrace struct{ log *sendLog }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/quicloss"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/spdy"
 )
@@ -461,8 +462,12 @@ func (s *Server) serveQUIC(origin int, pc net.PacketConn) error {
 				s.wg.Go(func() {
 					<-c.Context().Done()
 					st := c.ConnectionStats()
-					report(QUICStats{Origin: origin, Remote: c.RemoteAddr().String(), PacketsSent: st.PacketsSent,
-						PacketsLost: st.PacketsLost, BytesSent: st.BytesSent, BytesLost: st.BytesLost})
+					qs := QUICStats{Origin: origin, Remote: c.RemoteAddr().String(), PacketsSent: st.PacketsSent,
+						PacketsLost: st.PacketsLost, BytesSent: st.BytesSent, BytesLost: st.BytesLost}
+					if r := lossOf(c.Context()); r != nil {
+						qs.Loss = r.Counts()
+					}
+					report(qs)
 				})
 			}
 			return withConn(ctx, info)
@@ -474,7 +479,7 @@ func (s *Server) serveQUIC(origin int, pc net.PacketConn) error {
 		pc = s.hooks.wrapPacketConn(pc)
 	}
 	tr := &quic.Transport{Conn: pc, ConnContext: func(ctx context.Context, _ *quic.ClientInfo) (context.Context, error) {
-		return withSendLog(ctx, newSendLog()), nil
+		return withLoss(withSendLog(ctx, newSendLog()), quicloss.New(nil)), nil
 	}}
 	s.quicTransports = append(s.quicTransports, tr)
 	ln, err := tr.ListenEarly(hs.TLSConfig, qconf)

@@ -313,16 +313,17 @@ func (r *runner) loads(ctx context.Context, loads *os.File, prov *Provenance) (*
 
 // addServerQUICLosses adds what the server's QUIC stack declared lost on the load's connections,
 // reported by serve (--quic-stats) when each one ends: they are retransmissions as much as the
-// client's.
-func (r *runner) addServerQUICLosses(ctx context.Context, rec *Record, own []pktlog.Record) {
+// client's. It returns the server's loss recovery by kind.
+func (r *runner) addServerQUICLosses(ctx context.Context, rec *Record, own []pktlog.Record) why.Retx {
 	remotes := quicClients(own, uint16(impl.DefaultPorts.QUIC))
-	lost, missing := r.quic.take(ctx, remotes, quicReportLimit, r.serverGone())
+	lost, kinds, missing := r.quic.take(ctx, remotes, quicReportLimit, r.serverGone())
 	rec.Retransmissions += lost
 	rec.Client["quic_server_packets_lost"] = lost
 	if missing > 0 {
 		rec.Client["quic_server_unreported"] = missing
 		r.log.Printf("load %d: %d of %d QUIC connections did not report their end within %s; their server-side losses are not counted", rec.Index, missing, len(remotes), quicReportLimit)
 	}
+	return kinds
 }
 
 // load runs one page load and returns its record and the stray records of its window.
@@ -430,7 +431,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	if l.Protocol == "h3" && r.lab.QUICReports {
 		// Only the built-in server reports its QUIC stack's losses; for the others the
 		// retransmissions of an h3 load are the client's alone (docs/metrics.md).
-		r.addServerQUICLosses(ctx, &rec, own)
+		whyIn.QUIC.Add(r.addServerQUICLosses(ctx, &rec, own))
 	}
 	setWhy(&rec, whyIn, why.Decompose(whyIn))
 	if dir := os.Getenv(WhyDumpEnv); dir != "" {

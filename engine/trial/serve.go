@@ -5,14 +5,15 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/server"
+	"github.com/wirelab/wirelab/engine/why"
 )
 
 // quicClosed is the built-in server's {"event":"quic_closed",…} line: an h3 connection ended.
 type quicClosed struct {
-	Event       string `json:"event"`
-	Remote      string `json:"remote"`
-	PacketsSent int64  `json:"packets_sent"`
-	PacketsLost int64  `json:"packets_lost"`
+	Event string `json:"event"`
+	server.QUICStats
 }
 
 // quicReports collects the built-in server's reports of ended h3 connections (serve
@@ -55,17 +56,18 @@ func (q *quicReports) add(ev quicClosed) {
 }
 
 // take waits up to limit for the end of the h3 connections from remotes (client address:port)
-// and returns the packets the server declared lost on them, and how many did not report; it
-// gives up early when gone is closed (the server exited).
-func (q *quicReports) take(ctx context.Context, remotes []string, limit time.Duration, gone <-chan struct{}) (lost int64, missing int) {
+// and returns the packets the server declared lost on them, its loss recovery by kind, and how
+// many did not report; it gives up early when gone is closed (the server exited).
+func (q *quicReports) take(ctx context.Context, remotes []string, limit time.Duration, gone <-chan struct{}) (lost int64, kinds why.Retx, missing int) {
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	for {
 		q.mu.Lock()
-		missing, lost = 0, 0
+		missing, lost, kinds = 0, 0, why.Retx{}
 		for _, r := range remotes {
 			if ev, ok := q.quic[r]; ok {
-				lost += ev.PacketsLost
+				lost += int64(ev.PacketsLost)
+				kinds.Add(ev.Loss)
 			} else {
 				missing++
 			}
@@ -78,16 +80,16 @@ func (q *quicReports) take(ctx context.Context, remotes []string, limit time.Dur
 		}
 		q.mu.Unlock()
 		if missing == 0 {
-			return lost, 0
+			return lost, kinds, 0
 		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			return lost, missing
+			return lost, kinds, missing
 		case <-ctx.Done():
-			return lost, missing
+			return lost, kinds, missing
 		case <-gone:
-			return lost, missing
+			return lost, kinds, missing
 		}
 	}
 }

@@ -55,6 +55,9 @@ func others(all, own []pktlog.Record) []pktlog.Record {
 // printed none); clock places the loader's CLOCK_MONOTONIC instants on the emulator's clock.
 func WhyInput(path why.Path, all, own []pktlog.Record, w pktlog.Summary, f *FetchResult, toEmulator func(int64) time.Duration) why.Input {
 	in := why.Input{Packets: own, Others: others(all, own), Path: path, Start: w.FirstPacket, End: w.LastResponse}
+	if f != nil && f.QUICLoss != nil {
+		in.QUIC = *f.QUICLoss
+	}
 	if f != nil && f.Timeline != nil && f.MonotonicStartNs > 0 {
 		in.Timeline = *f.Timeline
 		in.Origin = toEmulator(f.MonotonicStartNs)

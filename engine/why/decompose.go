@@ -30,7 +30,7 @@ func Decompose(in Input) Result {
 	for _, f := range d.flows {
 		for dir := 0; dir < 2; dir++ {
 			if t := f.tcp[dir]; t != nil {
-				res.Retx.Add(classifyRetx(t, d.pk))
+				res.Retx.Add(classifyRetx(t, d.pk, &res.Retransmissions))
 			}
 		}
 	}

@@ -106,7 +106,19 @@ func (d *decomposer) requestAt(f *flow, ex *exchange, t time.Duration) Part {
 		}
 		k = f.tcp[pktlog.Up].segs[ex.reqTx].rec
 	}
-	if k < 0 || t < time.Duration(d.pk[k].In) {
+	if k < 0 {
+		return d.busyOr(t, Unattributed)
+	}
+	if t < time.Duration(d.pk[k].In) {
+		// written, not yet sent: the client's own sender held it
+		if up := f.tcp[pktlog.Up]; up != nil {
+			switch {
+			case up.recoveringAt(t):
+				return Recovery
+			case up.sndMaxAt(t, d.pk) > up.unaAt(t):
+				return Window // its window full of earlier data (requests) not yet acknowledged
+			}
+		}
 		return d.busyOr(t, Unattributed)
 	}
 	if !d.pk[k].Fate.Delivered() {
@@ -147,52 +159,46 @@ func (d *decomposer) tcpResponseAt(r *req, ex *exchange, t time.Duration) Part {
 	if p := d.busyOr(t, Unattributed); p != Unattributed {
 		return p
 	}
-	if sent {
-		if down.sndMaxAt(t, d.pk) >= ex.respEnd {
-			return Transfer // the response's last bytes are on their way
+	if sent && down.sndMaxAt(t, d.pk) >= ex.respEnd {
+		return Transfer // the response's last bytes are on their way
+	}
+	return d.waiting(f, t)
+}
+
+// waiting says why a sender with more of the response to send was not sending it, the
+// bottleneck idle and nothing lost: it had data in flight that the client had not yet
+// acknowledged (window: slow start, the congestion or the receive window — whatever the sender's
+// limit, it waited for acknowledgements), or nothing in flight (server: the server had not produced
+// the bytes yet — before the response's first byte, its processing).
+func (d *decomposer) waiting(f *flow, t time.Duration) Part {
+	if f.key.proto == pktlog.ProtoTCP {
+		down := f.tcp[pktlog.Down]
+		if down.sndMaxAt(t, d.pk) > down.unaAt(t) {
+			return Window
 		}
-		return d.released(f, ex, down.nextOrigAfter(t, d.pk))
-	}
-	if o < 0 {
-		o = down.nextOrigAfter(t, d.pk)
-	}
-	return d.released(f, ex, o)
-}
-
-// released says what released TCP transmission k (a seg of the down direction): an
-// acknowledgement that advanced what the sender knew was delivered, reaching it just before
-// (window: it had been waiting for its window to open), or else the server (the request just
-// arrived, or nothing arrived: the server produced the bytes on its own time).
-func (d *decomposer) released(f *flow, ex *exchange, k int) Part {
-	down := f.tcp[pktlog.Down]
-	if k < 0 {
-		return Unattributed
-	}
-	in := time.Duration(d.pk[down.segs[k].rec].In)
-	a := down.ackBefore(in)
-	if a < 0 || in-down.acks[a].t > ackClock {
 		return Server
 	}
-	advanced := a == 0 || down.una[a] > down.una[a-1]
-	if req := d.requestSeg(f, ex); req >= 0 && down.acks[a].rec == req {
+	// QUIC: the last datagram sent is unacknowledged until a datagram the client sent after
+	// receiving it (QUIC acknowledges everything received) reached the server.
+	last := -1
+	for _, k := range f.recs[pktlog.Down] {
+		if time.Duration(d.pk[k].In) > t {
+			break
+		}
+		last = k
+	}
+	if last < 0 {
 		return Server
 	}
-	if advanced || down.acks[a].pure {
-		return Window
+	for _, k := range d.delivered(f, pktlog.Up) {
+		if time.Duration(d.pk[k].Out) > t {
+			break
+		}
+		if d.pk[k].In >= d.pk[last].Out && d.pk[last].Fate.Delivered() {
+			return Server
+		}
 	}
-	return Server
-}
-
-// requestSeg is the packet that brought request ex to the server (-1: unknown).
-func (d *decomposer) requestSeg(f *flow, ex *exchange) int {
-	up := f.tcp[pktlog.Up]
-	if up == nil || ex.reqTx < 0 {
-		return -1
-	}
-	if fd := up.firstDelivery(up.segs[ex.reqTx].start, d.pk); fd >= 0 {
-		return up.segs[fd].rec
-	}
-	return -1
+	return Window
 }
 
 // holAt: request r's own bytes have arrived beyond a hole that holds none of them (needs the
@@ -290,35 +296,10 @@ func (d *decomposer) udpResponseAt(r *req, ex *exchange, t time.Duration) Part {
 	if p := d.busyOr(t, Unattributed); p != Unattributed {
 		return p
 	}
-	if sent {
-		if ex.lastDg >= 0 && time.Duration(d.pk[ex.lastDg].In) <= t {
-			return Transfer
-		}
-		next = -1
-		for _, k := range f.recs[pktlog.Down] {
-			if time.Duration(d.pk[k].In) > t {
-				next = k
-				break
-			}
-		}
-		if next < 0 {
-			return Unattributed
-		}
+	if sent && ex.lastDg >= 0 && time.Duration(d.pk[ex.lastDg].In) <= t {
+		return Transfer
 	}
-	return d.releasedDatagram(f, ex, next)
-}
-
-// releasedDatagram: a datagram the server sent just after one of the client's arrived was
-// released by it — by the request (server) or by an acknowledgement (window); otherwise the
-// server sent it on its own (server).
-func (d *decomposer) releasedDatagram(f *flow, ex *exchange, k int) Part {
-	in := time.Duration(d.pk[k].In)
-	up := d.delivered(f, pktlog.Up)
-	j := sort.Search(len(up), func(j int) bool { return time.Duration(d.pk[up[j]].Out) > in }) - 1
-	if j >= 0 && in-time.Duration(d.pk[up[j]].Out) <= ackClock && up[j] != ex.reqDelivered {
-		return Window
-	}
-	return Server
+	return d.waiting(f, t)
 }
 
 // delivered are the delivered packets of f in direction dir, in arrival order.

@@ -115,6 +115,8 @@ type Result struct {
 	Retx  Retx
 	// Path is the critical path, in time order: consecutive segments, each charged to one part.
 	Path []Segment
+	// Retransmissions are the TCP retransmissions with their kinds and what decided them.
+	Retransmissions []Retransmission
 }
 
 // Segment is a piece of the critical path.

@@ -7,8 +7,23 @@ import (
 	"github.com/wirelab/wirelab/engine/pktlog"
 )
 
+// Retransmission is one TCP retransmission as classified (for looking into a decomposition).
+type Retransmission struct {
+	At        time.Duration // In
+	Rec       int           // index in Input.Packets
+	Seq, Len  int64         // relative sequence (0 = the SYN)
+	Kind      retxKind
+	Dupacks   int           // duplicate ACKs the sender had received since its last advance
+	SinceLast time.Duration // since the sender last sent or saw its acknowledged point advance
+	RTO       time.Duration // the sender's retransmission timeout as estimated from its RTT samples
+}
+
 // retxKind is what made a TCP sender retransmit (docs/why.md, "Retransmissions by kind").
 type retxKind uint8
+
+func (k retxKind) String() string {
+	return [...]string{"-", "fast", "timeout", "tlp", "spurious"}[k]
+}
 
 const (
 	notRetx retxKind = iota
@@ -63,7 +78,7 @@ func (e *rttEstimator) rto() time.Duration {
 // retransmission's stall — from one smoothed RTT after the sender's last transmission, when an
 // acknowledgement would normally have released more data, to the retransmission — and every
 // repair — from a retransmission until new data leaves or the repair is acknowledged.
-func classifyRetx(t *tcpDir, packets []pktlog.Record) Retx {
+func classifyRetx(t *tcpDir, packets []pktlog.Record, log *[]Retransmission) Retx {
 	var out Retx
 	var delivered, resent [][2]int64 // earlier transmissions' delivered ranges; retransmitted ranges
 	var est rttEstimator
@@ -73,8 +88,10 @@ func classifyRetx(t *tcpDir, packets []pktlog.Record) Retx {
 	inLoss := false
 	lossHigh := int64(0)
 	var lastSend, lastAdvance time.Duration
+	lastAck := time.Duration(-1 << 62)
 	ai := 0
 	onAck := func(a ack) {
+		lastAck = a.t
 		switch {
 		case !haveUna || a.ack > una:
 			if started {
@@ -105,7 +122,9 @@ func classifyRetx(t *tcpDir, packets []pktlog.Record) Retx {
 			case inLoss:
 				s.kind = kindTimeout
 				out.Timeout++
-			case dupacks > 0:
+			case dupacks > 0 || in-lastAck <= ackClock:
+				// released by the receiver's acknowledgements: duplicate ones, or (with SACK, which
+				// the packet log does not parse) one that told of a hole: dupack, SACK or RACK
 				s.kind = kindFast
 				out.Fast++
 			default:
@@ -120,6 +139,10 @@ func classifyRetx(t *tcpDir, packets []pktlog.Record) Retx {
 					out.Timeout++
 					inLoss, lossHigh = true, sndMax
 				}
+			}
+			if log != nil {
+				*log = append(*log, Retransmission{At: in, Rec: s.rec, Seq: s.start, Len: s.end - s.start, Kind: s.kind,
+					Dupacks: dupacksBefore, SinceLast: in - max(lastSend, lastAdvance), RTO: est.rto()})
 			}
 			resent = addRange(resent, s.start, s.end)
 			if timer := s.kind == kindTimeout || s.kind == kindTLP || (s.kind == kindSpurious && dupacksBefore == 0); timer && est.have {

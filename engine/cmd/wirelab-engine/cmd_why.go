@@ -53,6 +53,12 @@ func runWhy(args []string, w io.Writer) error {
 			}
 		}
 		fmt.Fprintf(w, "  retransmissions: %+v\n", res.Retx)
+		for _, x := range res.Retransmissions {
+			p := in.Packets[x.Rec]
+			fmt.Fprintf(w, "    %10.3f %d.%d.%d.%d:%d > %d.%d.%d.%d:%d seq %d+%d  %-8s dupacks %d, %.1f ms since the last send or advance, RTO %.1f ms\n",
+				ms(x.At-in.Start), p.Src[0], p.Src[1], p.Src[2], p.Src[3], p.SrcPort, p.Dst[0], p.Dst[1], p.Dst[2], p.Dst[3], p.DstPort,
+				x.Seq, x.Len, x.Kind, x.Dupacks, ms(x.SinceLast), ms(x.RTO))
+		}
 	}
 	return nil
 }

@@ -28,8 +28,10 @@ type LoaderResult struct {
 	PushesUsed    int64     `json:"pushes_used"`
 	PushesUnused  int64     `json:"pushes_unused"`
 	Phases        Phases    `json:"phases_ms"`
-	// QUICPacketsLost is the packets the client's QUIC stack declared lost (h3), when reported.
-	QUICPacketsLost int64 `json:"quic_packets_lost"`
+	// QUICPacketsLost is the packets the client's QUIC stack declared lost (h3), when reported;
+	// QUICLoss its loss recovery by kind (engine/internal/quicloss), nil when not reported.
+	QUICPacketsLost int64     `json:"quic_packets_lost"`
+	QUICLoss        *why.Retx `json:"quic_loss,omitempty"`
 	// MonotonicStartNs and MonotonicEndNs are the load's first request and last byte on
 	// CLOCK_MONOTONIC (0 when not reported).
 	MonotonicStartNs int64          `json:"monotonic_start_ns"`
