@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
@@ -39,6 +40,7 @@ import (
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/trial"
+	"github.com/wirelab/wirelab/engine/why"
 )
 
 // trialCmd runs the test binary as `wirelab-engine trial` on spec (JSON) into dir/out.
@@ -103,7 +105,8 @@ type trialDir struct {
 }
 
 // readTrial reads a complete trial directory and checks it against the contract: trial.json and
-// every record valid against the schemas, indexes 0…N-1, HAR files present, and ToW ≤ PLT + 1 ms.
+// every record valid against the schemas, indexes 0…N-1, HAR files present, ToW ≤ PLT + 1 ms, and
+// the decomposition's invariants (checkWhy).
 func readTrial(t *testing.T, dir string) trialDir {
 	t.Helper()
 	schemas := contracttest.Load(t)
@@ -141,12 +144,50 @@ func readTrial(t *testing.T, dir string) trialDir {
 				t.Errorf("load %d: %v", r.Index, err)
 			}
 		}
+		checkWhy(t, &td.result, &r)
 		td.loads = append(td.loads, r)
 	}
 	if td.result.Loads != len(td.loads) {
 		t.Errorf("trial.json says %d loads, loads.jsonl has %d", td.result.Loads, len(td.loads))
 	}
 	return td
+}
+
+// checkWhy: a load with a Time on Wire and no error has a decomposition whose parts sum to
+// tow_first_packet_ms (within 0.1 ms: each part is rounded to the µs) along its critical path,
+// whose segments tile the interval; every TCP retransmission has exactly one kind, and so has every
+// h3 packet the engine's loader and the built-in server declared lost (docs/why.md).
+func checkWhy(t *testing.T, res *trial.Result, r *trial.Record) {
+	t.Helper()
+	if r.Error != nil || r.TowMs == 0 {
+		return
+	}
+	if r.Why == nil {
+		t.Errorf("load %d (%s): no why", r.Index, r.Protocol)
+		return
+	}
+	if sum := r.Why.Sum(); math.Abs(sum-r.TowFirstPacketMs) > 0.1 {
+		t.Errorf("load %d (%s): why sums to %.3f ms, tow_first_packet_ms is %.3f", r.Index, r.Protocol, sum, r.TowFirstPacketMs)
+	}
+	if n := len(r.WhyPath); n == 0 || math.Abs((r.WhyPath[n-1].To-r.WhyPath[0].From)-r.TowFirstPacketMs) > 0.1 {
+		t.Errorf("load %d (%s): the critical path does not span the interval (%d segments)", r.Index, r.Protocol, n)
+	}
+	for k := 1; k < len(r.WhyPath); k++ {
+		if math.Abs(r.WhyPath[k].From-r.WhyPath[k-1].To) > 0.002 {
+			t.Errorf("load %d (%s): critical path gap at %.3f ms", r.Index, r.Protocol, r.WhyPath[k-1].To)
+			break
+		}
+	}
+	kinds := r.Retx.Total()
+	if r.Protocol == "h3" {
+		if res.Spec == nil || res.Spec.Server.Impl != "builtin" || res.Spec.Client.Impl != "engine" {
+			return
+		}
+		kinds = r.Retx.Fast + r.Retx.Spurious
+	}
+	if kinds != r.Retransmissions {
+		t.Errorf("load %d (%s): %d retransmissions, %+v by kind", r.Index, r.Protocol, r.Retransmissions, r.Retx)
+	}
 }
 
 // harConns counts the distinct connections per host of one load's HAR.
@@ -310,14 +351,31 @@ func TestTrialPhysicsRoundTrips(t *testing.T) {
 	roottest.RequireTUN(t)
 	const rtt = 200.0
 	rtts := map[string]float64{"h1": 2, "h1s": 3, "h2": 3, "h2c": 2, "h3": 2, "spdy3": 3}
+	// The decomposition: the connection's handshakes are setup (TCP 1 RTT, TLS 1.3 one more, QUIC
+	// 1 RTT); the request's and the response's way are transfer (1 RTT); nothing else is more than
+	// the endpoints' processing.
+	setup := map[string]float64{"h1": 1, "h1s": 2, "h2": 2, "h2c": 1, "h3": 1, "spdy3": 2}
 	// The upper bounds depend on the machine: retried once with a new trial (internal/timebound).
 	timebound.Retry(t, func(a *timebound.Attempt) {
 		dir := runTrialOK(t, `{"page":"synthetic:0x1kB","protocols":`+allSix+`,"repetitions":5,"network":"rtt=200ms","client":{"dns":"static"}}`, 3*time.Minute)
 		td := readTrial(t, dir)
-		values := map[string]map[string][]float64{"plt_ms": {}, "tow_first_packet_ms": {}}
+		values := map[string]map[string][]float64{"plt_ms": {}, "tow_first_packet_ms": {}, "setup_ms": {}}
 		for _, l := range td.loads {
 			if l.Error != nil {
 				t.Fatalf("%s: %s", l.Protocol, *l.Error)
+			}
+			s := l.Why[why.Setup]
+			values["setup_ms"][l.Protocol] = append(values["setup_ms"][l.Protocol], s)
+			if s < setup[l.Protocol]*rtt-1 {
+				t.Errorf("%s load %d: setup_ms %.1f ms < %.0f RTT: faster than the path", l.Protocol, l.Index, s, setup[l.Protocol])
+			}
+			if tr := l.Why[why.Transfer]; tr < rtt-1 {
+				t.Errorf("%s load %d: transfer_ms %.1f ms, less than 1 RTT (the request's and the response's way)", l.Protocol, l.Index, tr)
+			} else if tr > rtt*1.03 {
+				a.Errorf("%s load %d: transfer_ms %.1f ms, more than 3 %% above 1 RTT (the request's and the response's way)", l.Protocol, l.Index, tr)
+			}
+			if u := l.Why[why.Unattributed]; u > 1 {
+				t.Errorf("%s load %d: unattributed_ms %.3f ms", l.Protocol, l.Index, u)
 			}
 			n := rtts[l.Protocol]
 			for name, v := range map[string]float64{"plt_ms": l.PltMs, "tow_first_packet_ms": l.TowFirstPacketMs} {
@@ -325,6 +383,14 @@ func TestTrialPhysicsRoundTrips(t *testing.T) {
 					t.Errorf("%s load %d: %s %.1f ms < %.0f RTT = %.0f ms: faster than the path", l.Protocol, l.Index, name, v, n, n*rtt)
 				}
 				values[name][l.Protocol] = append(values[name][l.Protocol], v)
+			}
+		}
+		for _, proto := range trial.AllProtocols {
+			vs := values["setup_ms"][proto]
+			best := slices.Min(vs)
+			t.Logf("%s: setup_ms fastest %.1f ms = %.3f RTT, median %.1f ms", proto, best, best/rtt, median(vs))
+			if best > setup[proto]*rtt*1.03 {
+				a.Errorf("%s: setup_ms fastest of %d loads %.1f ms, more than 3 %% above %.0f RTT", proto, len(vs), best, setup[proto])
 			}
 		}
 		for _, proto := range trial.AllProtocols {
