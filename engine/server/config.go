@@ -149,6 +149,19 @@ type Config struct {
 	// ended, with what its QUIC stack counted — QUIC encrypts packet numbers, so these counts are
 	// the only measure of its losses. Close waits for the calls.
 	OnQUICClosed func(QUICStats)
+	// OnH2Closed, when set, is called (from the connection's goroutine) each time an h2 or h2c
+	// connection has ended, with its stream map: which TCP bytes carried which stream's DATA
+	// (engine/why's head-of-line blocking needs it; TLS hides frames from the packet log).
+	OnH2Closed func(H2Closed)
+}
+
+// H2Closed is an HTTP/2 connection that ended.
+type H2Closed struct {
+	Origin int    `json:"origin"`
+	Remote string `json:"remote"` // the client's address and port
+	// StreamMap is [stream, start, end) per run of one stream's DATA payload, in TCP payload
+	// offsets from the server's first byte on the connection (its TLS handshake included).
+	StreamMap [][3]int64 `json:"stream_map"`
 }
 
 // QUICStats is what the server's QUIC stack counted on one connection.

@@ -27,6 +27,7 @@ type h2Observer struct {
 	stats   H2Stats
 	sends   *sendLog
 	sched   *h2Scheduler
+	bytes   *byteMap // the connection's stream map; nil when not kept
 }
 
 // H2Stats is what the observer saw on one connection.
@@ -104,6 +105,9 @@ func (o *h2Observer) sent(fh http2.FrameHeader) bool {
 		if o.sends != nil {
 			o.sends.data(uint64(stream), int64(length), time.Now())
 		}
+		if o.bytes != nil {
+			o.bytes.dataFrame(stream, o.out.payloadAt, int64(length))
+		}
 		if fh.Flags.Has(http2.FlagDataEndStream) {
 			o.end(stream, 2)
 		}
@@ -152,6 +156,9 @@ type frameScanner struct {
 	capturing bool
 	onFrame   func(fh http2.FrameHeader) (capture bool)
 	onPayload func(f http2.Frame)
+	// pos counts the bytes fed (after the preface); payloadAt is where the current frame's payload
+	// starts in that count (the stream map's plaintext offsets).
+	pos, payloadAt int64
 }
 
 // http2FrameHeaderLen is the fixed size of a frame header (RFC 9113 §4.1).
@@ -171,6 +178,7 @@ func (s *frameScanner) feed(p []byte) {
 			}
 			s.skip -= n
 			p = p[n:]
+			s.pos += int64(n)
 			if s.skip == 0 {
 				s.deliver()
 			}
@@ -178,8 +186,10 @@ func (s *frameScanner) feed(p []byte) {
 			n := copy(s.hdr[s.hdrN:], p)
 			s.hdrN += n
 			p = p[n:]
+			s.pos += int64(n)
 			if s.hdrN == http2FrameHeaderLen {
 				s.hdrN = 0
+				s.payloadAt = s.pos
 				fh, _ := http2.ReadFrameHeader(bytes.NewReader(s.hdr[:])) // 9 bytes: cannot fail
 				s.fh = fh
 				s.capturing = s.onFrame(fh) && s.onPayload != nil
@@ -227,7 +237,11 @@ func (c *observedConn) Read(p []byte) (int, error) {
 func (c *observedConn) Write(p []byte) (int, error) {
 	c.obs.mu.Lock()
 	c.obs.out.feed(p)
+	m := c.obs.bytes
 	c.obs.mu.Unlock()
+	if m != nil {
+		return m.write(p, c.Conn.Write)
+	}
 	return c.Conn.Write(p)
 }
 

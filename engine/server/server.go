@@ -360,6 +360,9 @@ func (s *Server) serveTLS(origin int, ln net.Listener) {
 	if s.hooks.wrapConn != nil {
 		ln = wrappedListener{ln, s.hooks.wrapConn}
 	}
+	if s.cfg.OnH2Closed != nil && s.cfg.has(H2) {
+		ln = wrappedListener{ln, newRawCounter} // under TLS: the stream maps' record offsets
+	}
 	tlsLn := tls.NewListener(ln, hs.TLSConfig)
 	s.wg.Go(func() { _ = hs.Serve(tlsLn) })
 }
@@ -381,6 +384,9 @@ func (s *Server) serveH2Upgraded(origin int, proto Protocol, c net.Conn, tc *tls
 	info.sends = newSendLog()
 	info.sched = newH2Scheduler()
 	info.h2 = newH2Observer(info.sends, info.sched)
+	if s.cfg.OnH2Closed != nil && upgrade == nil { // an upgraded connection wrote its 101 before any frame
+		info.h2.bytes = newByteMap(c)
+	}
 	s.register(info)
 	var conn net.Conn = &observedConn{Conn: c, obs: info.h2}
 	if tc != nil {
@@ -399,6 +405,9 @@ func (s *Server) serveH2Upgraded(origin int, proto Protocol, c net.Conn, tc *tls
 		UpgradeRequest: upgrade,
 		Settings:       settings,
 	})
+	if m := info.h2.bytes; m != nil {
+		s.cfg.OnH2Closed(H2Closed{Origin: origin, Remote: info.remote, StreamMap: m.runs()})
+	}
 }
 
 // serveSPDY serves one SPDY/3.1 connection (ALPN spdy/3.1 on the TLS port). Its DATA frames are at

@@ -203,7 +203,8 @@ func (r *runner) startLab(ctx context.Context, prov *Provenance) error {
 	var stderr bytes.Buffer
 	if r.p.Live == nil {
 		o.RecordsFile, o.ConnsFile = filepath.Join(r.o.OutDir, ServerReqs), filepath.Join(r.o.OutDir, ServerConns)
-		o.QUICStats = slices.Contains(s.Protocols, "h3")
+		// the server's reports of ended connections: h3's losses, h2's stream maps (the built-in server's)
+		o.QUICStats = slices.ContainsFunc(s.Protocols, func(p string) bool { return p == "h3" || p == "h2" || p == "h2c" })
 		o.OnServerLine = r.quic.line(r.log)
 	} else {
 		r.egress = &egressEvents{log: r.log}
@@ -326,6 +327,21 @@ func (r *runner) addServerQUICLosses(ctx context.Context, rec *Record, own []pkt
 	return kinds
 }
 
+// streamMaps are the built-in server's stream maps of the load's h2 connections (h2_closed), for
+// the decomposition's head-of-line blocking.
+func (r *runner) streamMaps(ctx context.Context, l Load, own []pktlog.Record) []why.StreamMap {
+	port := impl.DefaultPorts.HTTPS
+	if l.Protocol == "h2c" {
+		port = impl.DefaultPorts.HTTP
+	}
+	remotes := clientsOf(own, pktlog.ProtoTCP, uint16(port))
+	maps, missing := r.quic.takeMaps(ctx, remotes, quicReportLimit, r.serverGone())
+	if missing > 0 {
+		r.log.Printf("load %d: %d of %d h2 connections did not report their stream map within %s; head-of-line blocking on them counts as recovery", l.Index, missing, len(remotes), quicReportLimit)
+	}
+	return maps
+}
+
 // load runs one page load and returns its record and the stray records of its window.
 func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (Record, int, error) {
 	s := r.p.Spec
@@ -432,6 +448,9 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 		// Only the built-in server reports its QUIC stack's losses; for the others the
 		// retransmissions of an h3 load are the client's alone (docs/metrics.md).
 		whyIn.QUIC.Add(r.addServerQUICLosses(ctx, &rec, own))
+	}
+	if (l.Protocol == "h2" || l.Protocol == "h2c") && r.lab.QUICReports {
+		whyIn.Maps = r.streamMaps(ctx, l, own)
 	}
 	setWhy(&rec, whyIn, why.Decompose(whyIn))
 	if dir := os.Getenv(WhyDumpEnv); dir != "" {

@@ -136,11 +136,17 @@ const quicReportLimit = 2 * time.Second
 // quicClients lists the client address:port of every UDP flow to the server's QUIC port that the
 // load opened.
 func quicClients(own []pktlog.Record, port uint16) []string {
+	return clientsOf(own, pktlog.ProtoUDP, port)
+}
+
+// clientsOf lists the client address:port of every flow of proto to the server's port that the
+// load opened.
+func clientsOf(own []pktlog.Record, proto uint8, port uint16) []string {
 	seen := map[string]bool{}
 	var out []string
 	for i := range own {
 		r := &own[i]
-		if r.Dir != pktlog.Up || r.Proto != pktlog.ProtoUDP || r.DstPort != port {
+		if r.Dir != pktlog.Up || r.Proto != proto || r.DstPort != port {
 			continue
 		}
 		a := fmt.Sprintf("%d.%d.%d.%d:%d", r.Src[0], r.Src[1], r.Src[2], r.Src[3], r.SrcPort)

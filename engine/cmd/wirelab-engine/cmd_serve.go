@@ -119,6 +119,15 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			defer mu.Unlock()
 			fmt.Fprintf(stdout, "%s\n", line)
 		}
+		cfg.OnH2Closed = func(h server.H2Closed) {
+			line, _ := json.Marshal(struct {
+				Event string `json:"event"`
+				server.H2Closed
+			}{"h2_closed", h})
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(stdout, "%s\n", line)
+		}
 	}
 
 	ctx, stop := cli.SignalContext(ctx)

@@ -40,7 +40,7 @@ type Serve struct {
 	DNS                  string // also answer DNS on this host:port
 	Records              string // request records file, written at exit
 	Conns                string // connection records file, written at exit
-	QUICStats            bool   // print quic_closed lines
+	QUICStats            bool   // print quic_closed and h2_closed lines
 }
 
 // DefaultServe is serve's flags' defaults.
@@ -103,7 +103,7 @@ func (s *Serve) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&s.DNS, "dns", s.DNS, "also answer DNS for *.wirelab.test on this host:port")
 	fs.StringVar(&s.Records, "records", s.Records, "write the request records (JSON lines) to this file at exit")
 	fs.StringVar(&s.Conns, "conns", s.Conns, "write the connection records (JSON lines: streams, most open at once, DATA frames) to this file at exit")
-	fs.BoolVar(&s.QUICStats, "quic-stats", s.QUICStats, `print {"event":"quic_closed",…} with the QUIC stack's packets sent and declared lost when an h3 connection ends`)
+	fs.BoolVar(&s.QUICStats, "quic-stats", s.QUICStats, `print {"event":"quic_closed",…} with the QUIC stack's packets sent and declared lost when an h3 connection ends, and {"event":"h2_closed",…} with its stream map when an h2 or h2c connection ends`)
 }
 
 // Fetch is `wirelab-engine fetch`'s command line: one load by the engine's loader.
