@@ -22,6 +22,7 @@ __all__ = [
     "CorpusPage",
     "GeneratedCorpus",
     "Preset",
+    "WhyPart",
     "byte_rate_units",
     "congestion_controls",
     "corpus",
@@ -35,7 +36,9 @@ __all__ = [
     "probe_defaults",
     "profile_keys",
     "profile_limits",
+    "retx_keys",
     "units",
+    "why_parts",
 ]
 
 FACTS_FILE = "_engine_facts.json"
@@ -188,3 +191,30 @@ def probe_defaults() -> dict[str, Any]:
     ``max_duration`` (Go durations), ``max_sites``."""
     defaults: dict[str, Any] = engine_facts()["probe"]
     return defaults
+
+
+@dataclasses.dataclass(frozen=True)
+class WhyPart:
+    """A part of the load decomposition (``docs/why.md``): the engine's ``why.Defs``."""
+
+    key: str  #: the load record's key in ``why`` (``setup_ms``)
+    label: str  #: short display name (``setup``)
+    summary: str  #: one line (``docs/metrics.md`` has the definition)
+
+    @property
+    def column(self) -> str:
+        """The column of the loads table and of ``Results.loads`` (``why_setup_ms``)."""
+        return "why_" + self.key
+
+
+@functools.cache
+def why_parts() -> tuple[WhyPart, ...]:
+    """The decomposition's parts, in the engine's order."""
+    return tuple(WhyPart(p["key"], p["label"], p["summary"]) for p in engine_facts()["why"]["parts"])
+
+
+@functools.cache
+def retx_keys() -> tuple[str, ...]:
+    """The load record's retransmission counters by kind (``retx_fast`` …)."""
+    return tuple(engine_facts()["why"]["retx"])
+

@@ -55,6 +55,8 @@ type Options struct {
 	Command []string
 	// Warn receives one-line warnings (default: discarded).
 	Warn io.Writer
+	// Decomposed, when set, is told how long each load's decomposition took (bench why).
+	Decomposed func(time.Duration)
 }
 
 // Result is trial.json.
@@ -452,7 +454,12 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	if (l.Protocol == "h2" || l.Protocol == "h2c") && r.lab.QUICReports {
 		whyIn.Maps = r.streamMaps(ctx, l, own)
 	}
-	setWhy(&rec, whyIn, why.Decompose(whyIn))
+	t0 := time.Now()
+	whyRes := why.Decompose(whyIn)
+	if r.o.Decomposed != nil {
+		r.o.Decomposed(time.Since(t0))
+	}
+	setWhy(&rec, whyIn, whyRes)
 	if dir := os.Getenv(WhyDumpEnv); dir != "" {
 		if err := writeWhyDump(dir, s.TrialID, name, r.p.Profile.String(), whyIn, rec); err != nil {
 			r.log.Printf("load %d: %s: %v", l.Index, WhyDumpEnv, err)

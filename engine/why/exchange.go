@@ -77,20 +77,39 @@ func (d *decomposer) exchangeOf(i int) *exchange {
 		ex.stream = c.arrivals[r.Stream]
 		var held [][2]int64
 		var pre int64
+		var top int64
 		for _, a := range ex.stream {
 			held = addRange(held, a.off, a.off+a.len)
 			if held[0][0] <= pre && held[0][1] > pre {
 				pre = held[0][1]
 				ex.prefix = append(ex.prefix, progress{a.at, pre})
-				ex.lastDg = d.datagramAt(f, a.at)
+			}
+			if a.off+a.len > top {
+				// the stream's newest bytes: the datagram that first carried its end is its last
+				// new data (a repair only fills a hole below it)
+				top, ex.lastDg = a.off+a.len, d.datagramAt(f, a.at)
 			}
 		}
 		ex.total = pre
 	} else {
+		// The last datagram of new data for it: the latest to arrive before it completed that was
+		// not the repair of a dropped one (the first delivered after a drop).
+		repairs := map[int]bool{}
 		down := d.delivered(f, pktlog.Down)
-		k := sort.Search(len(down), func(k int) bool { return time.Duration(d.pk[down[k]].Out) > r.end })
-		if k > 0 {
-			ex.lastDg = down[k-1]
+		for _, k := range f.recs[pktlog.Down] {
+			if !d.pk[k].Fate.Delivered() {
+				if j := d.repairOf(k); j >= 0 {
+					repairs[j] = true
+				}
+			}
+		}
+		for _, k := range down {
+			if time.Duration(d.pk[k].Out) > r.end {
+				break
+			}
+			if !repairs[k] {
+				ex.lastDg = k
+			}
 		}
 	}
 	return ex
@@ -264,29 +283,33 @@ func (d *decomposer) udpResponseAt(r *req, ex *exchange, t time.Duration) Part {
 		if k < len(down) {
 			next = down[k]
 		}
-		if k > 0 {
-			prev = down[k-1]
-		}
-		if ex.lastDg < 0 || next < 0 || time.Duration(d.pk[next].Out) > time.Duration(d.pk[ex.lastDg].Out) {
+		if ex.lastDg < 0 || next < 0 || time.Duration(d.pk[next].Out) > time.Duration(d.pk[ex.lastDg].Out) && !d.repairPending(f, t) {
 			return d.busyOr(t, Compute) // nothing more of the connection arrives for this request
+		}
+		// At the connection's level: a dropped datagram whose repair has not arrived, once
+		// everything sent with it has, is what the load waits for.
+		if d.repairPending(f, t) {
+			return Recovery
 		}
 	}
 	if next < 0 {
 		return d.busyOr(t, Unattributed)
 	}
-	// A datagram of the connection dropped since the last useful one, before the next: the
-	// needed bytes were in it.
-	from := d.in.Start
-	if prev >= 0 {
-		from = time.Duration(d.pk[prev].In)
-	}
-	for _, k := range f.recs[pktlog.Down] {
-		in := time.Duration(d.pk[k].In)
-		if in > t || in >= time.Duration(d.pk[next].In) {
-			break
+	if ex.stream != nil {
+		// A datagram of the connection dropped since the last useful one, before the next: the
+		// needed bytes were in it.
+		from := d.in.Start
+		if prev >= 0 {
+			from = time.Duration(d.pk[prev].In)
 		}
-		if in > from && !d.pk[k].Fate.Delivered() {
-			return Recovery
+		for _, k := range f.recs[pktlog.Down] {
+			in := time.Duration(d.pk[k].In)
+			if in > t || in >= time.Duration(d.pk[next].In) {
+				break
+			}
+			if in > from && !d.pk[k].Fate.Delivered() {
+				return Recovery
+			}
 		}
 	}
 	sent := time.Duration(d.pk[next].In) <= t
@@ -300,6 +323,43 @@ func (d *decomposer) udpResponseAt(r *req, ex *exchange, t time.Duration) Part {
 		return Transfer
 	}
 	return d.waiting(f, t)
+}
+
+// repairPending: a down datagram of f was dropped, everything sent with it (or before) has
+// arrived by t, and its repair — the first datagram sent after it that arrived — has not.
+func (d *decomposer) repairPending(f *flow, t time.Duration) bool {
+	down := f.recs[pktlog.Down]
+	for i, k := range down {
+		x := &d.pk[k]
+		if time.Duration(x.In) > t {
+			break
+		}
+		if x.Fate.Delivered() {
+			continue
+		}
+		caughtUp := true
+		for _, j := range down[:i] {
+			if d.pk[j].Fate.Delivered() && time.Duration(d.pk[j].Out) > t {
+				caughtUp = false
+				break
+			}
+		}
+		for _, j := range down[i+1:] {
+			if d.pk[j].In != x.In {
+				break
+			}
+			if d.pk[j].Fate.Delivered() && time.Duration(d.pk[j].Out) > t {
+				caughtUp = false
+			}
+		}
+		if !caughtUp {
+			continue
+		}
+		if rep := d.repairOf(k); rep < 0 || time.Duration(d.pk[rep].Out) > t {
+			return true
+		}
+	}
+	return false
 }
 
 // delivered are the delivered packets of f in direction dir, in arrival order.

@@ -99,6 +99,8 @@ type simReq struct {
 	end       time.Duration
 	respStart int64 // in the server's relative sequence
 	respEnd   int64
+	initiator int    // -1
+	onEnd     func() // called when the response is complete
 }
 
 type simConn struct {
@@ -201,7 +203,7 @@ func (s *sim) transmit(p simPacket) {
 // request adds a request issued at t with a response of respLen bytes.
 func (s *sim) request(t time.Duration, respLen int64, stream int64) *simReq {
 	q := &simReq{idx: len(s.reqs), respLen: respLen, stream: stream, issued: t, connect: -1, connEnd: -1,
-		send: -1, firstByte: -1, end: -1}
+		send: -1, firstByte: -1, end: -1, initiator: -1}
 	s.reqs = append(s.reqs, q)
 	s.at(t, func() { s.assign(q) })
 	return q
@@ -298,6 +300,9 @@ func (c *simConn) clientGot(p simPacket) {
 	for _, q := range c.active {
 		if q.respEnd > 0 && c.rcvNxt >= q.respEnd {
 			q.end = s.now
+			if q.onEnd != nil {
+				q.onEnd()
+			}
 			continue
 		}
 		still = append(still, q)
@@ -421,7 +426,7 @@ func (s *sim) input(t *testing.T) (Input, pktlog.Summary) {
 		if q.end < 0 {
 			t.Fatalf("request %d did not complete", q.idx)
 		}
-		r := Request{URL: "http://s1.wirelab.test/o" + itoa(q.idx), Initiator: -1, Stream: q.stream,
+		r := Request{URL: "http://s1.wirelab.test/o" + itoa(q.idx), Initiator: q.initiator, Stream: q.stream,
 			Issued: us(q.issued), DNSStart: Unset, Connect: us(q.connect), SSLStart: Unset, ConnectEnd: us(q.connEnd),
 			SendStart: us(q.send), SendEnd: us(q.send), FirstByte: us(q.firstByte), End: us(q.end)}
 		if q.conn != nil {
