@@ -19,8 +19,17 @@ def _sweep(loads: pd.DataFrame, axes: list[Axis], protocols: list[str]) -> Sweep
         ", ".join(f"{a.name} {a.format(r[a.column])}" for a in axes) for _, r in configs.iterrows()
     ]
     return SweepData(
-        name="s", description="", spec_hash="", spec={}, source="", trials=pd.DataFrame(), loads=loads,
-        configs=configs.reset_index(drop=True), axes=axes, protocols=protocols, emulator={},
+        name="s",
+        description="",
+        spec_hash="",
+        spec={},
+        source="",
+        trials=pd.DataFrame(),
+        loads=loads,
+        configs=configs.reset_index(drop=True),
+        axes=axes,
+        protocols=protocols,
+        emulator={},
     )
 
 
@@ -42,8 +51,26 @@ def test_contributions_sum_to_the_difference_and_decide():
         for rep in range(5):
             # h1s queues behind six connections at 8 Mbit/s; at 1 Mbit/s both are transfer-bound
             # and h2 pays recovery
-            rows.append(_load(trial, bw, "h1s", {"setup_ms": 300, "transfer_ms": 1000 + rep, "queueing_ms": 1100 if bw == 8 else 50}))
-            rows.append(_load(trial, bw, "h2", {"setup_ms": 200, "transfer_ms": 1000 + rng.random(), "recovery_ms": 900 if bw == 1 else 0}))
+            rows.append(
+                _load(
+                    trial,
+                    bw,
+                    "h1s",
+                    {"setup_ms": 300, "transfer_ms": 1000 + rep, "queueing_ms": 1100 if bw == 8 else 50},
+                )
+            )
+            rows.append(
+                _load(
+                    trial,
+                    bw,
+                    "h2",
+                    {
+                        "setup_ms": 200,
+                        "transfer_ms": 1000 + rng.random(),
+                        "recovery_ms": 900 if bw == 1 else 0,
+                    },
+                )
+            )
     rows.append(_load("t1", 1.0, "h2", {"setup_ms": 5}, error="timeout"))  # failed loads do not count
     frame = why.explain(_sweep(pd.DataFrame(rows), [BW], ["h1s", "h2"]))
     assert list(frame["trial_id"]) == ["t1", "t2"] and set(frame["protocol"]) == {"h2"}
@@ -54,7 +81,8 @@ def test_contributions_sum_to_the_difference_and_decide():
     assert frame.loc[0, "loads"] == 5 and frame.loc[0, "baseline_loads"] == 5
     text = why.sentences(frame, _sweep(pd.DataFrame(rows), [BW], ["h1s", "h2"]))
     assert text == [
-        "at 1 Mbit/s, recovery costs h2 +900 ms more than h1s; h2's gain at 8 Mbit/s comes from queueing (−1.1 s against h1s)."
+        "at 1 Mbit/s, recovery costs h2 +900 ms more than h1s; "
+        "h2's gain at 8 Mbit/s comes from queueing (−1.1 s against h1s)."
     ]
 
 
@@ -70,10 +98,22 @@ def test_baseline_and_config():
 @pytest.mark.parametrize(
     ("rows", "kwargs", "words"),
     [
-        ([_load("t1", 1.0, "h2", {"setup_ms": 1}, error="x"), _load("t1", 1.0, "h1s", {}, error="y")], {}, "no successful load"),
+        (
+            [_load("t1", 1.0, "h2", {"setup_ms": 1}, error="x"), _load("t1", 1.0, "h1s", {}, error="y")],
+            {},
+            "no successful load",
+        ),
         ([_load("t1", 1.0, "h2", {"setup_ms": 1})], {}, "one protocol with decomposed loads (h2)"),
-        ([_load("t1", 1.0, "h2", {"setup_ms": 1}), _load("t1", 1.0, "h1s", {"setup_ms": 2})], {"baseline": "h3"}, "--baseline 'h3'"),
-        ([_load("t1", 1.0, "h2", {"setup_ms": 1}), _load("t1", 1.0, "h1s", {"setup_ms": 2})], {"config": "t9"}, "--config 't9'"),
+        (
+            [_load("t1", 1.0, "h2", {"setup_ms": 1}), _load("t1", 1.0, "h1s", {"setup_ms": 2})],
+            {"baseline": "h3"},
+            "--baseline 'h3'",
+        ),
+        (
+            [_load("t1", 1.0, "h2", {"setup_ms": 1}), _load("t1", 1.0, "h1s", {"setup_ms": 2})],
+            {"config": "t9"},
+            "--config 't9'",
+        ),
     ],
 )
 def test_nothing_to_explain_is_one_line(rows, kwargs, words):

@@ -217,4 +217,3 @@ def why_parts() -> tuple[WhyPart, ...]:
 def retx_keys() -> tuple[str, ...]:
     """The load record's retransmission counters by kind (``retx_fast`` …)."""
     return tuple(engine_facts()["why"]["retx"])
-

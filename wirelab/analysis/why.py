@@ -10,7 +10,8 @@ load's parts sum to its time. :func:`deciding` names the part that decides a com
 contribution in the direction of the difference) and :func:`sentences` says where along the sweep's
 axis that changes.
 
-The parts' names, labels and order are the engine's (``wirelab-engine facts``: :func:`wirelab._facts.why_parts`).
+The parts' names, labels and order are the engine's (``wirelab-engine facts``:
+:func:`wirelab._facts.why_parts`).
 """
 
 from __future__ import annotations
@@ -55,9 +56,7 @@ def _labels() -> dict[str, str]:
     return {p.key: p.label for p in _facts.why_parts()}
 
 
-def explain(
-    sweep: SweepData, *, baseline: str | None = None, config: str | None = None
-) -> pd.DataFrame:
+def explain(sweep: SweepData, *, baseline: str | None = None, config: str | None = None) -> pd.DataFrame:
     """Per configuration (a trial) and compared protocol: the difference of the mean time on the wire
     against ``baseline`` (default: the sweep's first protocol) and each part's signed contribution.
 
@@ -87,7 +86,9 @@ def explain(
         known = list(sweep.configs["trial_id"]) if len(sweep.configs) else []
         if config not in known:
             shown = ", ".join(known[:5]) + (" …" if len(known) > 5 else "")
-            raise UsageError(f"explain {sweep.name}: --config {config!r} is not a trial of the sweep (its trials: {shown})")
+            raise UsageError(
+                f"explain {sweep.name}: --config {config!r} is not a trial of the sweep (its trials: {shown})"
+            )
         ok = ok[ok["trial_id"] == config]
     protocols = [p for p in sweep.protocols if p in set(ok["protocol"])]
     if len(protocols) < 2:
@@ -97,8 +98,9 @@ def explain(
         )
     base = baseline or protocols[0]
     if base not in protocols:
+        allowed = ", ".join(protocols)
         raise UsageError(
-            f"explain {sweep.name}: --baseline {base!r} is not a protocol of its loads (allowed: {', '.join(protocols)})"
+            f"explain {sweep.name}: --baseline {base!r} is not a protocol of its loads (allowed: {allowed})"
         )
     means = ok.groupby(["trial_id", "protocol"], sort=False)[[METRIC, *cols]].mean()
     counts = ok.groupby(["trial_id", "protocol"], sort=False).size()
@@ -127,7 +129,9 @@ def explain(
             rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
-        raise UsageError(f"explain {sweep.name}: no configuration has decomposed loads of {base} and another protocol")
+        raise UsageError(
+            f"explain {sweep.name}: no configuration has decomposed loads of {base} and another protocol"
+        )
     frame["deciding"] = [deciding(r) for _, r in frame.iterrows()]
     axis_cols = [a.column for a in sweep.axes]
     cfg = sweep.configs[[c for c in ["trial_id", "label", *axis_cols] if c in sweep.configs]]
@@ -191,13 +195,17 @@ def sentences(frame: pd.DataFrame, sweep: SweepData) -> list[str]:
             if sign == 0:
                 continue
             where = _where(
-                [axis.format(m[axis.column]) if axis is not None else str(m.get("label") or m["trial_id"]) for m in members]
+                [
+                    axis.format(m[axis.column]) if axis is not None else str(m.get("label") or m["trial_id"])
+                    for m in members
+                ]
             )
             if len(frame["trial_id"].unique()) == 1:
                 where = ""
             contribution = float(np.mean([m[part] for m in members]))
             if sign < 0:
-                text = f"{proto}'s gain {where} comes from {labels[part]} ({format_ms(contribution, True)} against {base})"
+                by = format_ms(contribution, True)
+                text = f"{proto}'s gain {where} comes from {labels[part]} ({by} against {base})"
             else:
                 lead = f"{where}, " if where else ""
                 text = f"{lead}{labels[part]} costs {proto} {format_ms(contribution, True)} more than {base}"
