@@ -584,6 +584,67 @@ def report(
 
 
 @app.command()
+def explain(
+    sweep: str = typer.Argument(..., help="Sweep name."),
+    config: str | None = typer.Option(
+        None, "--config", help="One configuration: its trial id (wirelab results show lists them)."
+    ),
+    baseline: str | None = typer.Option(
+        None, "--baseline", help="The protocol the others are compared with (default: the sweep's first)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the table as JSON records instead."),
+    db: Path = DB_OPTION,
+) -> None:
+    """Why a protocol wins: per configuration, its difference in time on the wire against the baseline
+    split into the mechanisms that made it — setup, queueing, server, transfer, gateway, window,
+    recovery, head-of-line blocking, compute, DNS — signed contributions that sum to the difference
+    (docs/why.md), and a sentence per protocol naming the mechanism that decides and where along the
+    sweep's axis that changes. A sweep without two protocols of successful loads is one line, exit 2.
+    """
+    from wirelab.analysis import why
+    from wirelab.analysis.sweep import load_sweep
+
+    with _open(db) as results:
+        data = load_sweep(results, sweep)
+    frame = why.explain(data, baseline=baseline, config=config)
+    if as_json:
+        out.print_json(frame.to_json(orient="records", force_ascii=False))
+        return
+    labels = {p.key: p.label for p in _facts.why_parts()}
+    keys = why.part_keys()
+    for proto, rows in frame.groupby("protocol", sort=False):
+        base = str(rows["baseline"].iloc[0])
+        table = Table(
+            "configuration",
+            "loads",
+            f"{base} ms",
+            f"{proto} ms",
+            "difference",
+            "contributions (largest first)",
+            title=f"{shown(sweep)}: {proto} against {base}, time on the wire (tow_first_packet_ms, means)",
+        )
+        for _, r in rows.iterrows():
+            order = sorted(keys, key=lambda k: -abs(float(r[k])))
+            diff = float(r["difference_ms"])
+            shown_parts = [
+                f"{labels[k]} {why.format_ms(float(r[k]), True)}"
+                for k in order[:4]
+                if abs(float(r[k])) >= max(1.0, 0.05 * abs(diff))
+            ]
+            table.add_row(
+                shown(str(r.get("label") or r["trial_id"])),
+                f"{int(r['loads'])}/{int(r['baseline_loads'])}",
+                f"{float(r['baseline_' + why.METRIC]):.0f}",
+                f"{float(r[why.METRIC]):.0f}",
+                why.format_ms(diff, True),
+                ", ".join(shown_parts) or "—",
+            )
+        out.print(table)
+    for sentence in why.sentences(frame, data):
+        out.print(sentence, soft_wrap=True)
+
+
+@app.command()
 def reproduce(
     name: str = typer.Argument(..., help="Experiment (see `wirelab reproduce ls`), or ls to list them."),
     quick: bool = typer.Option(

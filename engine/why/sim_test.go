@@ -409,7 +409,7 @@ func (c *simConn) trySend() {
 }
 
 // input is the Decompose input of what the simulation wrote.
-func (s *sim) input(t *testing.T) (Input, pktlog.Summary) {
+func (s *sim) input(t testing.TB) (Input, pktlog.Summary) {
 	t.Helper()
 	sum := pktlog.Summarize(s.recs)
 	us := func(d time.Duration) int64 {
