@@ -15,7 +15,9 @@ func BenchmarkDecompose(b *testing.B) {
 	p.rateDown = 10e6
 	s := newSim(p)
 	rng := rand.New(rand.NewPCG(1, 2))
-	s.drop = func(sp simPacket) bool { return sp.flags&pktlog.FlagSYN == 0 && sp.dir == pktlog.Down && rng.Float64() < 0.01 }
+	s.drop = func(sp simPacket) bool {
+		return sp.flags&pktlog.FlagSYN == 0 && sp.dir == pktlog.Down && rng.Float64() < 0.01
+	}
 	for i := 0; i < 12; i++ {
 		s.request(time.Duration(i)*time.Millisecond, 125_000, -1)
 	}
