@@ -340,5 +340,7 @@ func (l *Loader) summarise(res *Result, s *session, all []*request) {
 		}
 	}
 	res.DNSQueries = s.dns.count()
-	res.all, res.first = all, first
+	if !s.keep && len(all) > 0 { // a single load (fetch): its timeline for the trial's decomposition
+		res.tl = res.timeline(all, first)
+	}
 }

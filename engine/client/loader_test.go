@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/offmachine"
 	"github.com/wirelab/wirelab/engine/internal/timebound"
 	"github.com/wirelab/wirelab/engine/policy"
+	"github.com/wirelab/wirelab/engine/why"
 	"golang.org/x/net/http2"
 )
 
@@ -34,6 +36,7 @@ func TestFlatLoad(t *testing.T) {
 			res := s.load(t, s.config(), nil)
 			checkComplete(t, res, s.page.want)
 			checkTimings(t, res)
+			checkTimeline(t, res)
 
 			// Connection discipline, counted by the servers.
 			for i, srv := range s.servers {
@@ -600,5 +603,49 @@ func TestConfigValidation(t *testing.T) {
 	c := l.Config()
 	if c.Mode != ModeFlat || c.MaxConnectionsPerOrigin != 6 || c.Timeout != 120*time.Second || c.H2AssumedMaxStreams != 100 {
 		t.Errorf("defaults: %+v", c)
+	}
+}
+
+// checkTimeline: the load's timeline (fetch --json's, for the trial's decomposition) says what the
+// entries say — one request per entry, issued at its start, ending its time later, on its connection,
+// its initiator the earliest entry of the initiator's URL — and names each connection's local port.
+func checkTimeline(t *testing.T, res *Result) {
+	t.Helper()
+	tl := res.Summary().Timeline
+	if tl == nil || len(tl.Requests) != len(res.Entries) || len(tl.Conns) != len(res.Conns) {
+		t.Fatalf("timeline %+v for %d entries and %d connections", tl, len(res.Entries), len(res.Conns))
+	}
+	first := map[string]int{}
+	for i, e := range res.Entries {
+		if _, ok := first[e.URL]; !ok {
+			first[e.URL] = i
+		}
+		r := tl.Requests[i]
+		if r.URL != e.URL || r.Conn != e.Connection || r.Stream != e.StreamID {
+			t.Errorf("request %d: %s conn %d stream %d, the entry says %s conn %d stream %d", i, r.URL, r.Conn, r.Stream, e.URL, e.Connection, e.StreamID)
+		}
+		if r.Issued != int64(e.Start/time.Microsecond) || math.Abs(float64(r.End-r.Issued)/1000-e.Time) > 0.002 {
+			t.Errorf("request %d: issued %d µs, ends %d µs; the entry starts at %v and takes %.3f ms", i, r.Issued, r.End, e.Start, e.Time)
+		}
+		for _, b := range []int64{r.DNSStart, r.Connect, r.ConnectEnd, r.SendStart, r.SendEnd, r.FirstByte} {
+			if b != why.Unset && (b < r.Issued || b > r.End) {
+				t.Errorf("request %d: a boundary at %d µs outside [%d, %d]", i, b, r.Issued, r.End)
+			}
+		}
+		want := -1
+		if p, ok := first[e.Initiator]; ok && e.Initiator != "" {
+			want = p
+		}
+		if r.Initiator != want {
+			t.Errorf("request %d (%s): initiator %d, want %d (%q)", i, e.URL, r.Initiator, want, e.Initiator)
+		}
+	}
+	for _, c := range tl.Conns {
+		if _, port, err := net.SplitHostPort(c.Local); err != nil || port == "0" {
+			t.Errorf("connection %d: local %q", c.ID, c.Local)
+		}
+		if (c.Transport == "udp") != (res.Protocol == H3) {
+			t.Errorf("connection %d: transport %s over %s", c.ID, c.Transport, res.Protocol)
+		}
 	}
 }

@@ -144,8 +144,7 @@ type Result struct {
 
 	userAgent string         // sent with every request (for the HAR)
 	priority  PriorityPolicy // the load's prioritisation policy
-	all       []*request     // the requests in issue order (Summary's timeline)
-	first     time.Duration  // the session clock when the first was issued
+	tl        *why.Timeline  // Summary's timeline (a single load's, not a Tab's)
 }
 
 // Summary is the load as the trial contract's load record names its fields (docs/trial-contract.md).
@@ -188,9 +187,7 @@ func (r *Result) Summary() Summary {
 		PushesUsed: r.Pushes.Used, PushesUnused: r.Pushes.Unused, Priority: string(r.priority),
 		ComputeScale: r.ComputeScale, QUICPacketsLost: r.QUICPacketsLost,
 	}
-	if len(r.all) > 0 {
-		s.Timeline = r.timeline(r.all, r.first)
-	}
+	s.Timeline = r.tl
 	for _, c := range r.Conns {
 		if c.QUICLoss != nil {
 			if s.QUICLoss == nil {
