@@ -19,6 +19,9 @@ import (
 type WhyOptions struct {
 	Quick    bool      // three small pages instead of the whole corpus
 	Progress io.Writer // one line per trial; nil for none
+	// Dump, when set, keeps every load's decomposition input there (trial.WhyDumpEnv), for
+	// `wirelab-engine why FILE`.
+	Dump string
 	Engine   string
 	Env      []string
 }
@@ -43,6 +46,8 @@ type WhyResult struct {
 	OverheadPct  float64 `json:"overhead_pct"`
 	// DecomposeMsMax is the slowest single load's decomposition.
 	DecomposeMsMax float64 `json:"decompose_ms_max"`
+	// MostUnattributed is the load with the largest unattributed share.
+	MostUnattributed string `json:"most_unattributed"`
 	Machine        Machine `json:"machine"`
 	DurationS      float64 `json:"duration_s"`
 }
@@ -81,6 +86,7 @@ func Why(ctx context.Context, opt WhyOptions) (*WhyResult, error) {
 	type key struct{ profile, proto string }
 	loads := map[key][]trial.Record{}
 	errs := map[key]int{}
+	worst := -1.0
 	for _, prof := range WhyProfiles {
 		for _, pg := range pages {
 			spec := fmt.Sprintf(`{"trial_id":"bench-why","page":%q,"protocols":["h1s","h2","h3"],"repetitions":1,"network":%q,"capture":{"har":false},"client":{"timeout_s":600}}`, pg, prof.Network)
@@ -93,6 +99,11 @@ func Why(ctx context.Context, opt WhyOptions) (*WhyResult, error) {
 				return nil, err
 			}
 			dir := filepath.Join(tmp, prof.Name+"-"+pg)
+			if opt.Dump != "" { // the trial runs in this process and reads it from here
+				if err := os.Setenv(trial.WhyDumpEnv, filepath.Join(opt.Dump, prof.Name+"-"+pg)); err != nil {
+					return nil, err
+				}
+			}
 			t0 := time.Now()
 			_, err = trial.Run(ctx, p, trial.Options{OutDir: dir, Engine: opt.Engine, Env: opt.Env,
 				Decomposed: func(d time.Duration) { decompose = append(decompose, float64(d)/float64(time.Millisecond)) }})
@@ -112,6 +123,10 @@ func Why(ctx context.Context, opt WhyOptions) (*WhyResult, error) {
 					continue
 				}
 				loads[k] = append(loads[k], r)
+				if share := 100 * r.Why[why.Unattributed] / r.TowFirstPacketMs; share > worst {
+					worst = share
+					res.MostUnattributed = fmt.Sprintf("%s %s %s: %.2f %% of %.1f ms", prof.Name, pg, r.Protocol, share, r.TowFirstPacketMs)
+				}
 			}
 			if opt.Progress != nil {
 				fmt.Fprintf(opt.Progress, "bench why: %s %s: %d loads in %.1f s\n", prof.Name, pg, len(recs), wall.Seconds())

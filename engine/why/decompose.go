@@ -12,8 +12,8 @@ import (
 // Tolerances of matching the loader's instants (moved to the emulator's clock: microseconds of
 // error) and the server's records (wall clock; some servers log milliseconds) to packets.
 const (
-	// sendSlack: the request's first packet enters the link at or after the loader's send start;
-	// this much earlier still counts (clock conversion).
+	// sendSlack: a request's first packet enters the link after the loader's send start; what the
+	// client sent more than this before it (the clock conversion's error) came before the request.
 	sendSlack = 50 * time.Microsecond
 	// ackClock: data a sender transmits within this of an acknowledgement's arrival was released
 	// by it (the kernel answers an ACK in microseconds; a busy machine in a millisecond or two).

@@ -36,15 +36,15 @@ func (d *decomposer) exchangeOf(i int) *exchange {
 	f := r.conn.flow
 	if f.key.proto == pktlog.ProtoTCP {
 		up, down := f.tcp[pktlog.Up], f.tcp[pktlog.Down]
-		if up != nil {
-			for _, k := range up.orig {
-				s := up.segs[k]
-				p := &d.pk[s.rec]
-				if p.Payload > 0 && time.Duration(p.In) >= r.send-sendSlack {
-					ex.reqTx = k
-					break
-				}
+		if up != nil && len(up.segs) > 0 {
+			// Its first byte is where the client's sender stood when the loader wrote it: one past
+			// everything it had sent before. (The kernel may coalesce it with bytes written just
+			// before, such as TLS's Finished, into one segment: the segment covering that byte.)
+			at := up.sndMaxAt(r.send-sendSlack, d.pk)
+			if at < 0 {
+				at = up.segs[0].start
 			}
+			ex.reqTx = up.origCovering(at)
 			if ex.reqTx >= 0 {
 				ex.reqArrived = r.end
 				if fd := up.firstDelivery(up.segs[ex.reqTx].start, d.pk); fd >= 0 {

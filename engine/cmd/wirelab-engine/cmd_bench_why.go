@@ -27,8 +27,9 @@ func runBenchWhy(args []string) error {
 	fs := flag.NewFlagSet("bench why", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "three pages (twitter, flags, youtube) instead of the whole corpus (about 5 minutes)")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (progress goes to stderr)")
+	dump := fs.String("dump", "", "keep every load's decomposition input under `DIR` (wirelab-engine why FILE decomposes one again)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: wirelab-engine bench why [--quick] [--json]
+		fmt.Fprintln(fs.Output(), `usage: wirelab-engine bench why [--quick] [--json] [--dump DIR]
 
 Loads every corpus page once over h1s, h2 and h3 at three network profiles — clean (rtt=100ms,
 bw=10mbit), 1 % loss (the same, loss=1%) and 256 kbit/s (rtt=100ms,bw=256kbit) — through real
@@ -53,7 +54,7 @@ flags:`)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	started := time.Now()
-	res, err := bench.Why(ctx, bench.WhyOptions{Quick: *quick, Progress: os.Stderr})
+	res, err := bench.Why(ctx, bench.WhyOptions{Quick: *quick, Progress: os.Stderr, Dump: *dump})
 	if errors.Is(err, trial.ErrInterrupted) {
 		return &cli.ExitError{Code: 130}
 	}
@@ -74,6 +75,7 @@ flags:`)
 		}
 		fmt.Println()
 	}
+	fmt.Printf("most unattributed: %s\n", res.MostUnattributed)
 	fmt.Printf("cost: %.1f ms decomposing in %.0f ms of trials: %.3f %% (slowest load %.2f ms)\n", res.DecomposeMs, res.TrialsWallMs, res.OverheadPct, res.DecomposeMsMax)
 	m := res.Machine
 	fmt.Printf("machine: %d CPUs, load %s → %s; %.0f s\n", m.CPUs, m.LoadBefore, m.LoadAfter, res.DurationS)
