@@ -86,8 +86,9 @@ def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -
     j = lambda x: x * rng.uniform(0.96, 1.04)  # noqa: E731
     if aqm:  # early drops keep about 5 ms of packets queued
         queue = max(2, int(rate * 0.005 / 8 / 1500))
-    counters = {"retrans": 0, "drops_queue": 0, "drops_loss": 0, "max_queue": 0}
+    counters = {"retrans": 0, "timeouts": 0, "drops_queue": 0, "drops_loss": 0, "max_queue": 0}
     sojourns: list[float] = []
+    last_transfer: dict[str, float] = {}  # the components of the latest transfer (its decomposition)
     entries: list[dict] = []
 
     def ser(size: float, share: float) -> float:
@@ -112,13 +113,22 @@ def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -
         lost = sum(1 for _ in range(segments) if rng.random() < p_loss)
         dropped = max(0, int(excess * 0.15)) if excess > 0 and rounds > 1 else 0
         for _ in range(lost + dropped):
-            penalty = max(200.0, 2 * rtt) if conn.cwnd < 4 else rtt
+            timeout = conn.cwnd < 4
+            penalty = max(200.0, 2 * rtt) if timeout else rtt
+            counters["timeouts"] += int(timeout)
             time += penalty
             stall += penalty
             conn.cwnd = max(2, conn.cwnd // 2)
         counters["drops_loss"] += lost
         counters["drops_queue"] += dropped
         counters["retrans"] += lost + dropped
+        last_transfer.clear()
+        last_transfer.update(
+            window_ms=max(0, rounds - 1) * rtt,
+            gateway_ms=q_delay * max(1, rounds),
+            recovery_ms=stall,
+            transfer_ms=ser(size, share),
+        )
         return time + q_delay, stall
 
     def entry(path, origin, conn, start, blocked, dns, tcp, ssl, wait, receive):
@@ -129,6 +139,7 @@ def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -
                 "origin": origin,
                 "conn": conn.id,
                 "start": start,
+                "receive_parts": dict(last_transfer),
                 "timings": {
                     "blocked": round(blocked, 3),
                     "dns": round(dns, 3) if dns else -1,
@@ -216,7 +227,14 @@ def _load(spec: dict[str, Any], protocol: str, rng: random.Random, evil: bool) -
     for e in entries:
         for k, v in e["timings"].items():
             phases[k] += max(0.0, v)
+    why, why_path = _decompose(entries, ends, rtt)
     record = {
+        "why": why,
+        "why_path": why_path,
+        "retx_fast": counters["retrans"] - counters["timeouts"],
+        "retx_timeout": counters["timeouts"],
+        "retx_tlp": 0,
+        "retx_spurious": 0,
         "tow_ms": round(plt - first_request, 3),
         "tow_first_packet_ms": round(plt - 0.2, 3),
         "plt_ms": round(plt, 3),
@@ -277,6 +295,54 @@ def _gateway(drops: int, aqm: bool, sojourns: list[float]) -> dict:
         "max_flow_drops": drops,
         "congested_flows": [flow] if drops else [],
     }
+
+
+def _decompose(entries: list[dict], ends: list[float], rtt: float) -> tuple[dict, list]:
+    """A model of the engine's decomposition (docs/why.md): the last request to end and the root
+    before it, each phase charged to the part it stands for, the receive phase split in the
+    proportions of its transfer's components; parts summing to tow_first_packet_ms (the first packet
+    leaves after the root's 0.2 ms of blocked)."""
+    keys = [p.key for p in _facts.why_parts()]
+    parts = dict.fromkeys(keys, 0.0)
+    path: list[list] = []
+
+    def charge(frm: float, to: float, key: str, req: int) -> None:
+        if to > frm:
+            parts[key] += to - frm
+            path.append([round(frm, 3), round(to, 3), key, req])
+
+    def life(i: int, frm: float) -> None:
+        e, t = entries[i], entries[i]["timings"]
+        at = e["start"]
+        for phase, key in (
+            ("blocked", "queueing_ms"),
+            ("dns", "dns_ms"),
+            ("connect", "setup_ms"),
+            ("send", "transfer_ms"),
+        ):
+            d = max(0.0, t[phase])
+            charge(max(at, frm), max(at + d, frm), key, i)
+            at += d
+        wait = max(0.0, t["wait"])
+        charge(at, at + min(wait, rtt), "transfer_ms", i)
+        charge(at + min(wait, rtt), at + wait, "server_ms", i)
+        at += wait
+        comp = e.get("receive_parts") or {"transfer_ms": 1.0}
+        total = sum(comp.values()) or 1.0
+        receive = max(0.0, t["receive"])
+        for key, v in comp.items():
+            d = receive * v / total
+            charge(at, at + d, key, i)
+            at += d
+
+    last = max(range(len(entries)), key=lambda k: ends[k])
+    first_packet = 0.2
+    life(0, first_packet)
+    if last != 0:
+        charge(ends[0], entries[last]["start"], "compute_ms", -1)
+        life(last, entries[last]["start"])
+    path.sort(key=lambda s: s[0])
+    return {k: round(v, 3) for k, v in parts.items()}, path
 
 
 def _iso(t: datetime) -> str:

@@ -16,12 +16,14 @@ __all__ = [
     "CLASS_STYLES",
     "DISCIPLINE_LABELS",
     "DROP_CAUSES",
+    "PART_COLOURS",
     "PHASE_ORDER",
     "PHASE_STYLES",
     "PROTOCOL_STYLES",
     "PhaseStyle",
     "ProtocolStyle",
     "discipline_label",
+    "part_colour",
     "protocol_style",
 ]
 
@@ -88,6 +90,30 @@ PHASE_STYLES: dict[str, PhaseStyle] = {
         PhaseStyle("receive", "receive", "#332288", "receiving the response body"),
     )
 }
+
+
+#: The colour of each part of the load decomposition (``docs/why.md``), by its key; the parts, their
+#: labels and their order are the engine's (``wirelab._facts.why_parts``). Related to the HAR phases'
+#: where a part continues one (dns, setup ~ connect, queueing ~ blocked, server ~ wait, transfer ~
+#: receive).
+PART_COLOURS: dict[str, str] = {
+    "dns_ms": "#44AA99",
+    "setup_ms": "#DDCC77",
+    "queueing_ms": "#BBBBBB",
+    "server_ms": "#CC6677",
+    "transfer_ms": "#332288",
+    "gateway_ms": "#88CCEE",
+    "window_ms": "#117733",
+    "recovery_ms": "#882255",
+    "hol_ms": "#AA4499",
+    "compute_ms": "#999933",
+    "unattributed_ms": "#E8E8E8",
+}
+
+
+def part_colour(key: str) -> str:
+    """The colour of a decomposition part (a fallback for a part the engine added since)."""
+    return PART_COLOURS.get(key, _FALLBACK_COLOURS[sum(map(ord, key)) % len(_FALLBACK_COLOURS)])
 
 
 #: W's ratio classes (s = PLT_x / PLT_baseline): key → (label template, colour). ``{x}`` and ``{base}``

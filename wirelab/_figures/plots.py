@@ -31,6 +31,7 @@ from wirelab._registry import (
     PHASE_ORDER,
     PHASE_STYLES,
     discipline_label,
+    part_colour,
     protocol_style,
 )
 from wirelab.analysis.stats import ecdf
@@ -1126,3 +1127,71 @@ def waterfall_from_har(har: Mapping[str, Any], *, title: str = "") -> Figure:
     if not objects:
         raise ValueError("the HAR has no entries")
     return waterfall_figure(objects, title=title)
+
+
+def why_figure(
+    frame: pd.DataFrame,
+    *,
+    parts: Sequence[tuple[str, str]],
+    label: str = "label",
+    title: str = "",
+) -> Figure:
+    """Why a protocol wins (``wirelab.analysis.why.explain``'s frame): per compared protocol a panel,
+    per configuration (``label``, in the frame's order) a diverging bar — each part's signed
+    contribution to the difference in time on the wire, negatives (the protocol faster) left of
+    zero, positives right — and a black diamond at the difference itself (their sum).
+    ``parts`` are (key, label) pairs in the engine's order."""
+    protos = list(dict.fromkeys(frame["protocol"]))
+    configs = list(dict.fromkeys(frame[label].astype(str)))
+    height = 0.9 + max(1, len(configs)) * 0.34
+    fig, axes = new_figure(7.0, height * len(protos) + 0.5, nrows=len(protos), squeeze=False, sharex=True)
+    present = [k for k, _ in parts if frame[k].abs().gt(0.5).any()] if len(frame) else []
+    for ax, proto in zip(np.asarray(axes).ravel(), protos, strict=True):
+        rows = frame[frame["protocol"] == proto]
+        base = str(rows["baseline"].iloc[0])
+        ax.grid(axis="y", visible=False)
+        ax.axvline(0, color="#555555", linewidth=0.8)
+        for yi, cfg in enumerate(configs):
+            row = rows[rows[label].astype(str) == cfg]
+            if row.empty:
+                continue
+            r = row.iloc[0]
+            left, right = 0.0, 0.0
+            for key in present:
+                v = float(r[key])
+                if v < 0:
+                    ax.barh(
+                        yi,
+                        v,
+                        left=left,
+                        height=0.62,
+                        color=part_colour(key),
+                        edgecolor="white",
+                        linewidth=0.4,
+                    )
+                    left += v
+                elif v > 0:
+                    ax.barh(
+                        yi,
+                        v,
+                        left=right,
+                        height=0.62,
+                        color=part_colour(key),
+                        edgecolor="white",
+                        linewidth=0.4,
+                    )
+                    right += v
+            ax.plot(float(r["difference_ms"]), yi, marker="D", color="black", markersize=4.5, zorder=3)
+        ax.set_yticks(range(len(configs)), configs, fontsize=7.5)
+        ax.set_ylim(len(configs) - 0.5, -0.5)
+        ax.set_title(f"{_proto_label(proto)} against {_proto_label(base)}", loc="left", fontsize=8.5)
+    np.asarray(axes).ravel()[-1].set_xlabel("contribution to the difference in time on the wire (ms)")
+    if title:
+        fig.suptitle(title, x=0.01, ha="left")
+    names = dict(parts)
+    handles: list[Artist] = [Patch(color=part_colour(k), label=names[k]) for k in present]
+    handles.append(Line2D([], [], linestyle="", marker="D", color="black", label="difference"))
+    ncol = min(5, len(handles))
+    fig.legend(handles=handles, loc="lower center", ncol=ncol, bbox_to_anchor=(0.5, 0.0), fontsize=7.5)
+    fig.tight_layout(rect=(0, 0.03 + 0.045 * math.ceil(len(handles) / ncol), 1, 1))
+    return fig

@@ -4,9 +4,12 @@
   "use strict";
   var NS = "http://www.w3.org/2000/svg";
   var node = document.getElementById("wirelab-data");
-  var data = node ? JSON.parse(node.textContent) : { phases: [], waterfalls: {} };
+  var data = node ? JSON.parse(node.textContent) : { phases: [], parts: [], waterfalls: {} };
   // object row: [url, connection, start, blocked, dns, connect, ssl, send, wait, receive, status, size]
   var FIRST_PHASE = 3;
+  // a waterfall's "why": its load's critical path, [from_ms, to_ms, part index into data.parts,
+  // request index into its objects (-1: none)] (docs/why.md)
+  var PARTS = data.parts || [];
 
   function el(name, attrs, parent) {
     var e = document.createElementNS(NS, name);
@@ -40,9 +43,11 @@
       for (var i = FIRST_PHASE; i < FIRST_PHASE + data.phases.length; i++) t += o[i];
       end = Math.max(end, t);
     });
+    var path = wf.why || [];
+    path.forEach(function (s) { end = Math.max(end, s[1]); });
     end = end || 1;
-    var labelW = 270, chartW = 860, rowH = 15, laneHead = 17, top = 22;
-    var height = top + lanes.reduce(function (h, l) { return h + laneHead + l.rows.length * rowH + 4; }, 0) + 6;
+    var labelW = 270, chartW = 860, rowH = 15, laneHead = 17, top = 22, bandH = path.length ? laneHead + rowH + 8 : 0;
+    var height = top + lanes.reduce(function (h, l) { return h + laneHead + l.rows.length * rowH + 4; }, 0) + bandH + 6;
     var svg = el("svg", { viewBox: "0 0 " + (labelW + chartW + 20) + " " + height, class: "waterfall", role: "img" });
     title(svg, wf.title);
     var scale = chartW / end;
@@ -81,19 +86,38 @@
       });
       y += 4;
     });
+    if (path.length) {
+      // the critical path under the requests: what held the load back at each instant
+      y += 4;
+      var head = el("text", { x: 4, y: y + 12, "font-weight": "bold" }, svg);
+      head.textContent = "why: the critical path";
+      y += laneHead;
+      var note = el("text", { x: 14, y: y + 11 }, svg);
+      note.textContent = "what held the load back";
+      path.forEach(function (s) {
+        var part = PARTS[s[2]] || [String(s[2]), String(s[2]), "#999999"];
+        var r = el("rect", { x: labelW + s[0] * scale, y: y + 1, width: Math.max((s[1] - s[0]) * scale, 0.6), height: rowH - 2, fill: part[2], class: "seg" }, svg);
+        var req = s[3] >= 0 && wf.objects[s[3]] ? " — " + wf.objects[s[3]][0] : "";
+        title(r, part[1] + ": " + s[0].toFixed(1) + "–" + s[1].toFixed(1) + " ms (" + (s[1] - s[0]).toFixed(1) + " ms)" + req);
+      });
+    }
     return svg;
   }
 
-  function legend() {
+  function legend(wf) {
     var div = document.createElement("div");
     div.className = "wf-legend";
-    data.phases.forEach(function (p) {
+    function item(colour, text) {
       var span = document.createElement("span"), i = document.createElement("i");
-      i.style.background = p[2];
+      i.style.background = colour;
       span.appendChild(i);
-      span.appendChild(document.createTextNode(p[1]));
+      span.appendChild(document.createTextNode(text));
       div.appendChild(span);
-    });
+    }
+    data.phases.forEach(function (p) { item(p[2], p[1]); });
+    var used = {};
+    (wf.why || []).forEach(function (s) { used[s[2]] = true; });
+    PARTS.forEach(function (p, i) { if (used[i]) item(p[2], "why: " + p[1]); });
     return div;
   }
 
@@ -117,7 +141,7 @@
       h.textContent = wf.title;
       td.appendChild(h);
       td.appendChild(drawWaterfall(wf));
-      td.appendChild(legend());
+      td.appendChild(legend(wf));
       tr.appendChild(td);
       row.parentNode.insertBefore(tr, row.nextSibling);
       btn.setAttribute("aria-expanded", "true");
