@@ -21,9 +21,9 @@ type WhyOptions struct {
 	Progress io.Writer // one line per trial; nil for none
 	// Dump, when set, keeps every load's decomposition input there (trial.WhyDumpEnv), for
 	// `wirelab-engine why FILE`.
-	Dump string
-	Engine   string
-	Env      []string
+	Dump   string
+	Engine string
+	Env    []string
 }
 
 // WhyProfiles are the benchmark's network profiles: a clean path, the same with 1 % loss, and a
@@ -47,9 +47,9 @@ type WhyResult struct {
 	// DecomposeMsMax is the slowest single load's decomposition.
 	DecomposeMsMax float64 `json:"decompose_ms_max"`
 	// MostUnattributed is the load with the largest unattributed share.
-	MostUnattributed string `json:"most_unattributed"`
-	Machine        Machine `json:"machine"`
-	DurationS      float64 `json:"duration_s"`
+	MostUnattributed string  `json:"most_unattributed"`
+	Machine          Machine `json:"machine"`
+	DurationS        float64 `json:"duration_s"`
 }
 
 // WhyRow is one profile and protocol over every page.
