@@ -121,12 +121,14 @@ bench: setup build
 	$(ENGINE) bench link --quick
 	$(ENGINE) bench variability --runs 20
 	$(ENGINE) bench loader --quick
+	$(ENGINE) bench why --quick
 	$(ENGINE) bench servers --quick
 	$(ENGINE) bench loadgen --server nginx --rounds 1 --ramp 30s --hold 30s
 	cd engine && go test -run '^$$' -bench Loader -benchtime 30x ./client/
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_corpus.py
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_sweep.py
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_sweep.py --cluster
+	$(PY) scripts/bench_explain.py
 
 # h2spec against every server under test's h2 and h2c (docs/server.md's table; a few minutes).
 conformance: setup build

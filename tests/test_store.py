@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import wirelab
-from wirelab import spec
+from wirelab import _facts, spec
 from wirelab.errors import SchemaVersionError, StoreError, UsageError
 from wirelab.runner import control_provenance, ingest
 from wirelab.store import SCHEMA_VERSION, Results, Store, objects_from_har
@@ -47,7 +47,7 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     # a reader migrates a copy in memory: the file keeps its version, nothing is created
     assert _snapshot(tmp_path) == before
     Store(db).close()  # a writer migrates the file
-    assert SCHEMA_VERSION == 8
+    assert SCHEMA_VERSION == 9
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -72,6 +72,9 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     # trials: None)
     assert trials["worker"].isna().all() and loads["worker"].isna().all()
     assert trials["repeat_of"].isna().all() and loads["repeat_of"].isna().all()
+    # v9 adds the decomposition and the retransmissions by kind: unknown (NULL) for loads stored before
+    why_cols = [p.column for p in _facts.why_parts()] + ["why_path_json", *_facts.retx_keys()]
+    assert loads[why_cols].isna().all().all()
     # v6 adds load tests: sweeps stored before are trial sweeps, and have none
     with Results(db) as results:
         assert list(results.sweeps()["kind"]) == ["trials"]

@@ -3,14 +3,23 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
+import wirelab
 from wirelab import _facts
 from wirelab.analysis import why
 from wirelab.analysis.sweep import Axis, SweepData
+from wirelab.cli import main
 from wirelab.errors import UsageError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from model_engine import ModelEngine  # noqa: E402
 
 
 def _sweep(loads: pd.DataFrame, axes: list[Axis], protocols: list[str]) -> SweepData:
@@ -132,3 +141,87 @@ def test_loads_without_a_decomposition():
 def test_format_ms():
     assert why.format_ms(-1100) == "−1.1 s" and why.format_ms(900, True) == "+900 ms"
     assert why.format_ms(12345) == "12 s" and why.format_ms(0.25) == "0.25 ms"
+
+
+# --------------------------------------------------------------------------------------------------
+# Through the runner, the store, the Python API and the CLI (the model engine's loads carry a
+# decomposition that sums to their time on the wire, as the engine's do)
+
+SPEC = """
+[sweep]
+name = "why"
+[base]
+page = "twitter"
+protocols = ["h1s", "h2", "h3"]
+repetitions = 3
+network = { bw = "10mbit", loss = "1%" }
+[grid]
+"network.rtt" = ["50ms", "150ms"]
+"""
+
+
+@pytest.fixture(scope="module")
+def why_db(tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("why") / "w.db"
+    spec = db.parent / "why.toml"
+    spec.write_text(SPEC)
+    wirelab.run(spec, db=db, engine=ModelEngine(), parallel=2)
+    return db
+
+
+def test_store_and_api_carry_the_decomposition(why_db, tmp_path):
+    results = wirelab.open(why_db)
+    loads = results.loads("why")
+    cols = why.part_columns()
+    assert np.allclose(loads[cols].sum(axis=1), loads["tow_first_packet_ms"], atol=0.01)
+    assert all(json.loads(p)[0][0] == pytest.approx(0.2) for p in loads["why_path_json"])
+    kinds = list(_facts.retx_keys())
+    assert (loads[kinds].sum(axis=1) == loads["retransmissions"]).all()
+    frame = results.explain("why", baseline="h2")
+    assert set(frame["protocol"]) == {"h1s", "h3"} and set(frame["baseline"]) == {"h2"}
+    assert np.allclose(frame[why.part_keys()].sum(axis=1), frame["difference_ms"])
+    assert len(results.explain("why", config=frame["trial_id"].iloc[0])) == 2
+    out = tmp_path / "loads.csv"
+    assert main(["results", "export", "why", "-f", "csv", "-o", str(out), "--db", str(why_db)]) == 0
+    exported = pd.read_csv(out)
+    assert {*cols, "why_path_json", *kinds} <= set(exported.columns)
+
+
+def test_explain_command(why_db, capsys):
+    code = main(["explain", "why", "--db", str(why_db)])
+    printed = capsys.readouterr().out
+    assert code == 0 and "h2 against h1s" in printed and "h3 against h1s" in printed
+    assert "comes from" in printed or "more than h1s" in printed
+    code = main(["explain", "why", "--json", "--db", str(why_db)])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and {r["protocol"] for r in rows} == {"h2", "h3"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--baseline", "spdy3"], "--baseline 'spdy3' is not a protocol of its loads (allowed: h1s, h2, h3)"),
+        (["--config", "t-nope"], "--config 't-nope' is not a trial of the sweep"),
+    ],
+)
+def test_explain_bad_input_is_one_line(why_db, capsys, argv, words):
+    code = main(["explain", "why", *argv, "--db", str(why_db)])
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and err.count("\n") == 1
+
+
+def test_explain_of_one_protocol_or_failed_trials(tmp_path, capsys, fake_engine):
+    db = tmp_path / "w.db"
+    one = tmp_path / "one.toml"
+    one.write_text('[sweep]\nname = "one"\n[base]\npage = "twitter"\nprotocols = ["h2"]\nrepetitions = 2\n')
+    wirelab.run(one, db=db, engine=ModelEngine())
+    code = main(["explain", "one", "--db", str(db)])
+    err = capsys.readouterr().err
+    assert code == 2 and "one protocol with decomposed loads (h2)" in err and err.count("\n") == 1
+    failed = tmp_path / "h3.toml"  # the fixture engine has no h3 loads: every trial fails
+    failed.write_text('[sweep]\nname = "h3"\n[base]\npage = "twitter"\nprotocols = ["h1s", "h3"]\n')
+    assert main(["run", str(failed), "--db", str(db), "--engine", str(fake_engine)]) == 1
+    capsys.readouterr()
+    code = main(["explain", "h3", "--db", str(db)])
+    err = capsys.readouterr().err
+    assert code == 2 and "nothing to explain" in err and err.count("\n") == 1

@@ -207,6 +207,19 @@ class Results(Database):
             raise StoreError(f"no HAR stored for load {load_index} of trial {trial_id} in sweep {sweep}")
         return json.loads(self.absolute(row["path"]).read_text())
 
+    def explain(self, sweep: str, *, baseline: str | None = None, config: str | None = None) -> pd.DataFrame:
+        """Why a protocol wins (``docs/why.md``): per configuration (trial) and protocol, the difference
+        of its mean time on the wire (``tow_first_packet_ms``) against ``baseline`` (default: the
+        sweep's first protocol) split into each part's signed contribution — columns named after the
+        parts (``setup_ms`` …), summing to ``difference_ms`` — and ``deciding``, the part that decides.
+        ``config`` keeps one trial. Raises :class:`~wirelab.errors.UsageError` (one line) when
+        nothing can be explained: no decomposed load, one protocol, an unknown baseline or trial.
+        :func:`wirelab.analysis.why.explain` documents every column."""
+        from wirelab.analysis.sweep import load_sweep
+        from wirelab.analysis.why import explain
+
+        return explain(load_sweep(self, sweep), baseline=baseline, config=config)
+
     # ----------------------------------------------------------------------------------------------
     # probes (docs/probe.md)
 

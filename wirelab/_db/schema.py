@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import quote
 
 from wirelab import _contract as contract
+from wirelab import _facts
 from wirelab._db.files import DATA_FILE_MODE, DEFAULT_DB, results_dir
 from wirelab._har import OBJECT_TIMINGS
 from wirelab._userpath import check_output_file
@@ -144,6 +145,10 @@ def _json(key: str, default: Any) -> Callable[[Mapping[str, Any]], str]:
     return lambda record: json.dumps(record.get(key) or default)
 
 
+def _json_or_null(key: str) -> Callable[[Mapping[str, Any]], str | None]:
+    return lambda record: None if record.get(key) is None else json.dumps(record[key])
+
+
 # --------------------------------------------------------------------------------------------------
 # The engine's records as tables
 
@@ -224,6 +229,12 @@ LOADS = RecordTable(
         Column("pcap_server", "TEXT", _at("pcap", "server")),
         Column("client_json", "TEXT NOT NULL DEFAULT '{}'", _json("client", {})),
         Column("error", "TEXT"),
+        # v9: the decomposition of the load's time on the wire (docs/why.md): one column per part, the
+        # parts and their keys the engine's (facts); its critical path; retransmissions by kind. NULL
+        # for a load without one (failed) and for loads stored from an engine before it.
+        *(Column(p.column, "REAL", _at("why", p.key), since=9) for p in _facts.why_parts()),
+        Column("why_path_json", "TEXT", _json_or_null("why_path"), since=9),
+        *(Column(k, "INTEGER", since=9) for k in _facts.retx_keys()),
     ),
 )
 
@@ -587,6 +598,8 @@ _V7 = ""
 #: closed them; NULL for intervals stored before, or from an engine that did not count them).
 #: v8: what the emulated gateway's queue did to each load (LOADS' :data:`GATEWAY_COLUMNS`: drops by
 #: cause, ECN marks, sojourn percentiles per direction, congested flows; NULL for loads stored before).
+#: v9: loads' decomposition (why_<part>_ms per part, why_path_json) and retransmissions by kind
+#: (retx_fast, retx_timeout, retx_tlp, retx_spurious); NULL for loads stored before (docs/why.md).
 _STEPS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 
 #: The schema's version: the last hand-written step's, or the last version a record table's column

@@ -10,11 +10,12 @@
 
 Modules: :mod:`~wirelab.analysis.stats` (describe, bootstrap CIs, ECDF), :mod:`~wirelab.analysis.compare`
 (E's gain, W's ratio classes, Mann–Whitney), :mod:`~wirelab.analysis.phases` (HAR phase shares),
-:mod:`~wirelab.analysis.gateway` (retransmissions, drops, RTT inflation), :mod:`~wirelab.analysis.tree`
+:mod:`~wirelab.analysis.gateway` (retransmissions, drops, the gateway's delay), :mod:`~wirelab.analysis.tree`
 (W's decision tree), :mod:`~wirelab.analysis.multiplex` (E's streams-needed regression),
 :mod:`~wirelab.analysis.sweep` (a sweep's data and axes), :mod:`~wirelab.analysis.probes` (protocols
 announced vs served by probed sites), :mod:`~wirelab.analysis.live` (live pages: ToW and E's gain per
-site), :mod:`~wirelab.analysis.conclusions` (sentences).
+site), :mod:`~wirelab.analysis.why` (why a protocol wins: a ToW difference split into mechanisms,
+``docs/why.md``), :mod:`~wirelab.analysis.conclusions` (sentences).
 """
 
 from wirelab.analysis.compare import (
@@ -41,6 +42,7 @@ from wirelab.analysis.probes import ANNOUNCEMENTS, gaps, probe_shares
 from wirelab.analysis.stats import BOOTSTRAP_METHOD, N_BOOT, bootstrap_ci, describe, ecdf
 from wirelab.analysis.sweep import Axis, SweepData, load_sweep, parse_synthetic
 from wirelab.analysis.tree import LABEL_THRESHOLD, TreeNode, TreeResult, fit_tree
+from wirelab.analysis.why import explain
 
 __all__ = [
     "ANNOUNCEMENTS",
@@ -61,6 +63,7 @@ __all__ = [
     "compare",
     "describe",
     "ecdf",
+    "explain",
     "fit_m_vs_r",
     "fit_tree",
     "gain",

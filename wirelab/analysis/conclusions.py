@@ -277,7 +277,8 @@ def phase_sentences(shares: pd.DataFrame, protocols: Sequence[str]) -> list[str]
 
 
 def gateway_sentences(table: pd.DataFrame, axes: Sequence[Axis]) -> list[str]:
-    """Retransmissions, queue drops and RTT inflation where they occurred."""
+    """Retransmissions, queue drops and the gateway's delay where they occurred: measured (the
+    decomposition's ``gateway_ms``) or, for loads without one, the RTT inflation estimate."""
     out = []
     for col, what in (("retransmissions", "retransmissions"), ("drops_queue", "gateway queue drops")):
         if col not in table:
@@ -295,7 +296,22 @@ def gateway_sentences(table: pd.DataFrame, axes: Sequence[Axis]) -> list[str]:
             f"for {_p(str(worst['protocol']))} at "
             f"{_where(worst, axes) or 'the configuration'}."
         )
-    if "rtt_inflation_ms" in table and table["rtt_inflation_ms"].notna().any():
+    if "gateway_ms" in table and table["gateway_ms"].notna().any():
+        worst = table.loc[table["gateway_ms"].idxmax()]
+        if worst["gateway_ms"] < 0.5:
+            out.append(
+                "The critical bytes never waited in the gateway's queue behind other traffic "
+                "(gateway_ms, measured: docs/why.md)."
+            )
+        else:
+            per_proto = table.groupby("protocol", sort=False)["gateway_ms"].mean()
+            listing = ", ".join(f"{_p(str(p))} {v:,.0f} ms" for p, v in per_proto.items())
+            out.append(
+                f"The critical bytes waited in the gateway's queue behind other traffic {listing} per load "
+                f"on average (measured: gateway_ms, docs/why.md); most: {worst['gateway_ms']:,.0f} ms for "
+                f"{_p(str(worst['protocol']))} at {_where(worst, axes) or 'the configuration'}."
+            )
+    elif "rtt_inflation_ms" in table and table["rtt_inflation_ms"].notna().any():
         worst = table.loc[table["rtt_inflation_ms"].idxmax()]
         out.append(
             f"Estimated RTT inflation under load (median time to first byte − handshake RTT) reaches "

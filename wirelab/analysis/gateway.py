@@ -8,14 +8,22 @@ measured) and the flows it dropped packets of (``flows_congested``, ``max_flow_d
 ``drops_loss`` (the loss model), packets and bytes per direction; per trial, the emulator's largest
 queue occupancy (``max_queue_packets``). Loads stored before the gateway columns have NaN there.
 
+**The gateway on the critical path**: the decomposition's ``gateway_ms`` (``docs/why.md``): the time
+the load's critical bytes waited in the gateway's queue behind other packets (the loads'
+``why_gateway_ms``) — the sojourn percentiles count every packet's wait, this only the wait that
+delayed the load; and the retransmissions by kind (``retx_fast``, ``retx_timeout``, ``retx_tlp``,
+``retx_spurious``). It replaces the RTT-inflation estimate below, which remains for loads stored
+without a decomposition.
+
 What is inferred here (estimates, labelled as such in the report):
 
-- **RTT inflation under load** (from the HAR): a load's idle round-trip time is the TCP handshake of
-  its first connection (HAR ``connect − ssl``; for QUIC, where the handshake carries TLS, ``connect``),
-  made before any data flows. Under load, a request's time to first byte (HAR ``wait``) is one RTT
-  plus server time plus the time its response waits in the bottleneck queue behind other data. The
-  estimate is ``median(wait of the sub-resources) − idle RTT``; the built-in server answers in
-  microseconds, so this is the queueing delay the load's own traffic caused.
+- **RTT inflation under load** (from the HAR; only for loads without a decomposition): a load's idle
+  round-trip time is the TCP handshake of its first connection (HAR ``connect − ssl``; for QUIC,
+  where the handshake carries TLS, ``connect``), made before any data flows. Under load, a request's
+  time to first byte (HAR ``wait``) is one RTT plus server time plus the time its response waits in
+  the bottleneck queue behind other data. The estimate is ``median(wait of the sub-resources) − idle
+  RTT``; the built-in server answers in microseconds, so this is the queueing delay the load's own
+  traffic caused.
 - **Queueing-delay bound** (from the emulator): ``max_queue_packets × 1500 B × 8 / downlink rate``,
   the longest a full-size packet could have waited in the downlink queue during the trial.
 - **Throughput**: response body bytes × 8 / PLT.
@@ -29,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from wirelab import _facts
 from wirelab.analysis.stats import ok_loads
 
 __all__ = ["GATEWAY_METRICS", "MTU_BYTES", "gateway_effects", "queue_delay_bound_ms", "rtt_inflation"]
@@ -102,8 +111,10 @@ def gateway_effects(
     """One row per group of ``by`` (which should include ``protocol``): means per load of
     ``retransmissions``, ``retransmission_pct`` (of all packets), ``drops_queue``, ``drops_loss``,
     ``packets``, ``connections``, ``throughput_mbit``, and of :data:`GATEWAY_METRICS` where the loads
-    have them; with ``objects``, the mean ``rtt_inflation_ms`` and ``idle_rtt_ms``; with
-    ``queue_bounds`` (trial id → ms), the largest ``queue_delay_bound_ms``."""
+    have them; where the loads have a decomposition the ``gateway_ms`` on their critical path and the
+    retransmissions by kind (``retx_fast`` …), else with ``objects`` the estimated
+    ``rtt_inflation_ms`` and ``idle_rtt_ms``; with ``queue_bounds`` (trial id → ms), the largest
+    ``queue_delay_bound_ms``."""
     ok = ok_loads(loads).copy()
     packets = (ok["packets_down"] + ok["packets_up"]).astype(float)
     ok["packets"] = packets
@@ -122,7 +133,11 @@ def gateway_effects(
         "throughput_mbit",
     ]
     metrics += [c for c in GATEWAY_METRICS if c in ok and ok[c].notna().any()]
-    if objects is not None and not objects.empty:
+    measured = "why_gateway_ms" in ok and ok["why_gateway_ms"].notna().any()
+    if measured:
+        ok["gateway_ms"] = ok["why_gateway_ms"]
+        metrics += ["gateway_ms", *(k for k in _facts.retx_keys() if k in ok)]
+    elif objects is not None and not objects.empty:
         infl = rtt_inflation(objects)
         ok = ok.merge(infl, on=["trial_id", "load_index"], how="left")
         metrics += ["idle_rtt_ms", "rtt_inflation_ms"]

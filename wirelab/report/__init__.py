@@ -24,9 +24,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from wirelab import __version__
+from wirelab import __version__, _facts
 from wirelab._figures.plots import waterfall_from_har
-from wirelab._registry import PHASE_ORDER, PHASE_STYLES, protocol_style
+from wirelab._registry import PHASE_ORDER, PHASE_STYLES, part_colour, protocol_style
 from wirelab._terminal import controls_escaped
 from wirelab._userpath import check_output_dir
 from wirelab.analysis.sweep import load_sweep
@@ -107,6 +107,8 @@ def _render_html(
         waterfalls.update(s.waterfalls)
     data = {
         "phases": [[p, PHASE_STYLES[p].label, PHASE_STYLES[p].colour] for p in PHASE_ORDER],
+        # the decomposition's parts (a waterfall's "why" band indexes them): key, label, colour
+        "parts": [[p.key, p.label, part_colour(p.key)] for p in _facts.why_parts()],
         "waterfalls": waterfalls,
     }
     return env.get_template("report.html.j2").render(

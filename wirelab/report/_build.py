@@ -21,10 +21,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from wirelab import _facts
 from wirelab._figures import plots
 from wirelab._figures.rendering import Rendered, render, slug
 from wirelab._registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, discipline_label, protocol_style
 from wirelab.analysis import conclusions as say
+from wirelab.analysis import why
 from wirelab.analysis.compare import compare, main_effects
 from wirelab.analysis.gateway import gateway_effects, queue_delay_bound_ms
 from wirelab.analysis.live import is_live, site_gains, site_of
@@ -33,6 +35,7 @@ from wirelab.analysis.phases import phase_shares
 from wirelab.analysis.stats import BOOTSTRAP_METHOD, N_BOOT, describe, ok_loads
 from wirelab.analysis.sweep import Axis, SweepData
 from wirelab.analysis.tree import fit_tree
+from wirelab.errors import UsageError
 from wirelab.report import _choose as choose
 from wirelab.report._choose import RTT, STREAMS, GainFigure
 
@@ -293,6 +296,7 @@ class _Builder:
         self.shares = self.with_config(phase_shares(loads, ["trial_id", "protocol"]))
         self.comparison_findings()
         self.gain_figures()
+        self.why_section()
         self.heatmap()
         self.tree()
         self.ratio_cdf()
@@ -318,6 +322,55 @@ class _Builder:
             if sentences:
                 title = f"{protocol_style(proto).label} vs {protocol_style(sd.baseline).label}"
                 self.findings.append(Finding(title, sentences))
+
+    def why_section(self) -> None:
+        """Why the protocols differ (docs/why.md): per configuration each part's signed contribution
+        to the difference in time on the wire, the deciding part and where along the axis it changes.
+        Left out for loads without a decomposition (older engines) or with one protocol."""
+        sd = self.sd
+        try:
+            frame = why.explain(sd)
+        except UsageError:
+            return
+        self.findings.append(Finding("Why the protocols differ", why.sentences(frame, sd)))
+        parts = [(p.key, p.label) for p in _facts.why_parts()]
+        frame = frame.merge(self.configs[["trial_id", "label_mpl"]], on="trial_id", how="left")
+        self.add_figure(
+            "why",
+            "Why: each mechanism's contribution to the difference",
+            "Per configuration, the difference in time on the wire (tow_first_packet_ms: from the load's "
+            "first packet to its last response packet, means over its successful loads) against "
+            f"{protocol_style(sd.baseline).label} (◆), split into the mechanisms that made it: each "
+            "part's mean for the protocol minus its mean for the baseline, left of 0 where the protocol "
+            "spent less time in it. Every load's time on the wire is partitioned into these parts "
+            "(docs/why.md), so the bars sum to the difference.",
+            functools.partial(plots.why_figure, frame, parts=parts, label="label_mpl"),
+            self.config_text(),
+        )
+        shown = [k for k, _ in parts if frame[k].abs().ge(0.5).any()]
+        labels = dict(parts)
+        rows = [
+            [
+                Cell(str(r["label"])),
+                Cell(
+                    f"{protocol_style(r['protocol']).label} vs {protocol_style(r['baseline']).label}",
+                    f"proto proto-{r['protocol']}",
+                ),
+                Cell(_fmt(r["difference_ms"], 0), "num"),
+                *(Cell(_fmt(r[k], 0), "num" + (" sig" if k == r["deciding"] else "")) for k in shown),
+            ]
+            for r in frame.to_dict("records")
+        ]
+        self.tables.append(
+            TableBlock(
+                f"tab-{sd.name}-why",
+                "Why: contributions to the difference in time on the wire (ms)",
+                "Means per load: the protocol's part minus the baseline's; they sum to the difference. "
+                "Bold: the deciding part (the largest in the direction of the difference).",
+                ["configuration", "comparison", "difference", *(labels[k] for k in shown)],
+                rows,
+            )
+        )
 
     def gain_figures(self) -> None:
         plan = choose.gain_plan(self.shape, self.comp, self.sd.compared)
@@ -773,19 +826,32 @@ class _Builder:
         self.notes.extend(notes)
         if figure is not None:
             axis, others, cols = figure.axis, figure.others, figure.columns
+            measured = "gateway_ms" in table
             panels = [
                 ("retransmissions", "retransmissions per load"),
                 ("drops_queue", "queue drops per load"),
-                ("rtt_inflation_ms", "RTT inflation (ms, estimate)"),
+                ("gateway_ms", "critical bytes in the gateway queue (ms, measured)")
+                if measured
+                else ("rtt_inflation_ms", "RTT inflation (ms, estimate)"),
             ]
+            if measured:
+                panels.append(("retx_timeout", "retransmission timeouts per load"))
             if axis.param.startswith("network.queue"):
                 panels.append(("queue_delay_bound_ms", "queueing delay bound (ms)"))
             self.add_figure(
                 "gateway",
                 f"Retransmissions and the gateway vs {axis.name}",
-                "Means per load. RTT inflation is estimated from the HAR: median time to first byte of the "
-                "sub-resources minus the first TCP handshake's RTT. The queueing-delay bound is the "
-                "emulator's largest downlink queue occupancy × 1500 B at the link rate.",
+                (
+                    "Means per load. The critical bytes' time in the gateway queue is measured: how long "
+                    "the load's critical bytes waited there behind other packets (gateway_ms, docs/why.md; "
+                    "not every packet's wait, the sojourn)."
+                    if measured
+                    else "Means per load. RTT inflation is estimated from the HAR: median time to first "
+                    "byte of the sub-resources minus the first TCP handshake's RTT (these loads have no "
+                    "decomposition)."
+                )
+                + " The queueing-delay bound is the emulator's largest downlink queue occupancy × 1500 B "
+                "at the link rate.",
                 functools.partial(
                     plots.gateway_figure,
                     table,
@@ -798,7 +864,9 @@ class _Builder:
                 ),
                 self.config_text({"varied": axis.label}),
             )
-        has_infl = "rtt_inflation_ms" in table
+        measured = "gateway_ms" in table
+        delay = "gateway_ms" if measured else "rtt_inflation_ms"
+        kinds = [k for k in _facts.retx_keys() if k in table]
         rows = []
         for r in table.to_dict("records"):
             rows.append(
@@ -806,12 +874,13 @@ class _Builder:
                     Cell(str(r["label"])),
                     Cell(protocol_style(r["protocol"]).label, f"proto proto-{r['protocol']}"),
                     Cell(_fmt(r["retransmissions"]), "num"),
+                    *(Cell(_fmt(r[k]), "num") for k in kinds),
                     Cell(_fmt(r["retransmission_pct"], 2), "num"),
                     Cell(_fmt(r["drops_queue"]), "num"),
                     Cell(_fmt(r["drops_loss"]), "num"),
                     Cell(_fmt(r["connections"]), "num"),
                     Cell(_fmt(r["throughput_mbit"], 2), "num"),
-                    Cell(_fmt(r.get("rtt_inflation_ms") if has_infl else None, 0), "num"),
+                    Cell(_fmt(r.get(delay), 0), "num"),
                     Cell(_fmt(r.get("queue_delay_bound_ms"), 0), "num"),
                 ]
             )
@@ -819,17 +888,25 @@ class _Builder:
             TableBlock(
                 f"tab-{sd.name}-gateway",
                 "Retransmissions, drops and the gateway",
-                "Means per load. RTT inflation and the queueing-delay bound are estimates (see the figure).",
+                (
+                    "Means per load. Retransmissions by kind and the critical bytes' time in the gateway "
+                    "queue are measured (docs/why.md); the queueing-delay bound is an estimate (see the "
+                    "figure)."
+                    if measured
+                    else "Means per load. RTT inflation and the queueing-delay bound are estimates "
+                    "(see the figure)."
+                ),
                 [
                     "configuration",
                     "protocol",
                     "retrans.",
+                    *(k.removeprefix("retx_") for k in kinds),
                     "retrans. % pkts",
                     "queue drops",
                     "loss drops",
                     "connections",
                     "throughput Mbit/s",
-                    "RTT inflation ms",
+                    "critical bytes in gateway ms" if measured else "RTT inflation ms",
                     "queue delay bound ms",
                 ],
                 rows,
@@ -1097,6 +1174,19 @@ class _Builder:
         )
 
 
+def _why_band(path_json: Any) -> list[list[Any]]:
+    """A load's critical path for its waterfall's band (report.js): [from_ms, to_ms, index of the part
+    in the report data's ``parts``, request index]; empty without a decomposition."""
+    if not isinstance(path_json, str):
+        return []
+    index = {p.key: i for i, p in enumerate(_facts.why_parts())}
+    return [
+        [round(float(a), 2), round(float(b), 2), index[part], int(req)]
+        for a, b, part, req in json.loads(path_json)
+        if part in index
+    ]
+
+
 def _trial_views(
     sd: SweepData, builder: _Builder, budget: int
 ) -> tuple[list[TrialView], dict[str, Any], str | None]:
@@ -1126,6 +1216,7 @@ def _trial_views(
                 wf = f"{sd.name}/{t['trial_id']}/{int(r['load_index'])}"
                 g = by_load[key].sort_values("entry_index")
                 waterfalls[wf] = {
+                    "why": _why_band(r.get("why_path_json")),
                     "title": f"{protocol_style(r['protocol']).label} · repetition {int(r['repetition'])} · "
                     f"{labels.get(t['trial_id'], '')}",
                     "objects": [
