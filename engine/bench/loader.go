@@ -89,21 +89,12 @@ func Loader(ctx context.Context, opt LoaderOptions) (*LoaderResult, error) {
 	defer os.RemoveAll(tmp)
 
 	run := func(name, spec string) (*trial.Result, []trial.Record, error) {
-		s, err := trial.DecodeSpec([]byte(spec))
-		if err != nil {
-			return nil, nil, err
-		}
-		p, err := trial.Prepare(s)
-		if err != nil {
-			return nil, nil, err
-		}
 		dir := filepath.Join(tmp, name)
 		t0 := time.Now()
-		r, err := trial.Run(ctx, p, trial.Options{OutDir: dir, Engine: opt.Engine, Env: opt.Env})
+		r, recs, err := runTrial(ctx, spec, dir, trial.Options{Engine: opt.Engine, Env: opt.Env})
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
-		recs, err := readRecords(filepath.Join(dir, trial.LoadsFile))
 		if opt.Progress != nil {
 			fmt.Fprintf(opt.Progress, "bench loader: %s: %d loads in %.1f s\n", name, r.Loads, time.Since(t0).Seconds())
 		}

@@ -75,23 +75,11 @@ func Servers(ctx context.Context, opt ServersOptions) (*ServersResult, error) {
 	for _, name := range names {
 		spec := fmt.Sprintf(`{"trial_id":"bench-servers-%s","page":%q,"protocols":["h1s","h2"],"repetitions":%d,"network":%q,"server":{"impl":%q,"max_concurrent_streams":0},"capture":{"har":false}}`,
 			name, page, reps, network, name)
-		s, err := trial.DecodeSpec([]byte(spec))
-		if err != nil {
-			return nil, err
-		}
-		p, err := trial.Prepare(s)
-		if err != nil {
-			return nil, err
-		}
 		dir := filepath.Join(tmp, name)
 		t0 := time.Now()
-		r, err := trial.Run(ctx, p, trial.Options{OutDir: dir, Engine: opt.Engine, Env: opt.Env})
+		r, recs, err := runTrial(ctx, spec, dir, trial.Options{Engine: opt.Engine, Env: opt.Env})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		recs, err := readRecords(filepath.Join(dir, trial.LoadsFile))
-		if err != nil {
-			return nil, err
 		}
 		if opt.Progress != nil {
 			fmt.Fprintf(opt.Progress, "bench servers: %s: %d loads in %.1f s\n", name, r.Loads, time.Since(t0).Seconds())

@@ -90,14 +90,6 @@ func Why(ctx context.Context, opt WhyOptions) (*WhyResult, error) {
 	for _, prof := range WhyProfiles {
 		for _, pg := range pages {
 			spec := fmt.Sprintf(`{"trial_id":"bench-why","page":%q,"protocols":["h1s","h2","h3"],"repetitions":1,"network":%q,"capture":{"har":false},"client":{"timeout_s":600}}`, pg, prof.Network)
-			s, err := trial.DecodeSpec([]byte(spec))
-			if err != nil {
-				return nil, err
-			}
-			p, err := trial.Prepare(s)
-			if err != nil {
-				return nil, err
-			}
 			dir := filepath.Join(tmp, prof.Name+"-"+pg)
 			if opt.Dump != "" { // the trial runs in this process and reads it from here
 				if err := os.Setenv(trial.WhyDumpEnv, filepath.Join(opt.Dump, prof.Name+"-"+pg)); err != nil {
@@ -105,17 +97,13 @@ func Why(ctx context.Context, opt WhyOptions) (*WhyResult, error) {
 				}
 			}
 			t0 := time.Now()
-			_, err = trial.Run(ctx, p, trial.Options{OutDir: dir, Engine: opt.Engine, Env: opt.Env,
+			_, recs, err := runTrial(ctx, spec, dir, trial.Options{Engine: opt.Engine, Env: opt.Env,
 				Decomposed: func(d time.Duration) { decompose = append(decompose, float64(d)/float64(time.Millisecond)) }})
 			if err != nil {
 				return nil, fmt.Errorf("%s %s: %w", prof.Name, pg, err)
 			}
 			wall := time.Since(t0)
 			res.TrialsWallMs += float64(wall) / float64(time.Millisecond)
-			recs, err := readRecords(filepath.Join(dir, trial.LoadsFile))
-			if err != nil {
-				return nil, err
-			}
 			for _, r := range recs {
 				k := key{prof.Name, r.Protocol}
 				if r.Error != nil || r.Why == nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -110,24 +111,15 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if *quicStats {
 		var mu sync.Mutex
-		cfg.OnQUICClosed = func(st server.QUICStats) {
-			line, _ := json.Marshal(struct {
-				Event string `json:"event"`
-				server.QUICStats
-			}{"quic_closed", st})
+		emit := func(event string, v any) { // one JSON line: {"event": event, v's fields…}
+			b, _ := json.Marshal(v)
+			line := append([]byte(`{"event":`+strconv.Quote(event)+`,`), b[1:]...)
 			mu.Lock()
 			defer mu.Unlock()
 			fmt.Fprintf(stdout, "%s\n", line)
 		}
-		cfg.OnH2Closed = func(h server.H2Closed) {
-			line, _ := json.Marshal(struct {
-				Event string `json:"event"`
-				server.H2Closed
-			}{"h2_closed", h})
-			mu.Lock()
-			defer mu.Unlock()
-			fmt.Fprintf(stdout, "%s\n", line)
-		}
+		cfg.OnQUICClosed = func(st server.QUICStats) { emit("quic_closed", st) }
+		cfg.OnH2Closed = func(h server.H2Closed) { emit("h2_closed", h) }
 	}
 
 	ctx, stop := cli.SignalContext(ctx)
