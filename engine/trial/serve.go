@@ -69,83 +69,68 @@ func (q *quicReports) add(f func()) {
 	q.changed = make(chan struct{})
 }
 
-// takeMaps waits up to limit for the end of the h2 connections from remotes and returns their
-// stream maps, and how many did not report; it gives up early when gone is closed.
-func (q *quicReports) takeMaps(ctx context.Context, remotes []string, limit time.Duration, gone <-chan struct{}) ([]why.StreamMap, int) {
+// await waits up to limit until every one of remotes has a report in the map of reports that
+// reports returns (read under q.mu), then takes them out; it returns the reports there are, in the
+// order of remotes, and how many are missing. It gives up early when ctx ends or gone is closed
+// (the server exited).
+func await[T any](q *quicReports, ctx context.Context, remotes []string, limit time.Duration, gone <-chan struct{}, reports func() map[string]T) ([]T, int) {
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	for {
 		q.mu.Lock()
-		var maps []why.StreamMap
-		missing := 0
+		var got []T
+		m := reports()
 		for _, r := range remotes {
-			if ev, ok := q.h2[r]; ok {
-				m := why.StreamMap{Remote: r}
-				for _, run := range ev.StreamMap {
-					m.Runs = append(m.Runs, why.StreamRun{Stream: run[0], Start: run[1], End: run[2]})
-				}
-				maps = append(maps, m)
-			} else {
-				missing++
+			if ev, ok := m[r]; ok {
+				got = append(got, ev)
 			}
 		}
+		missing := len(remotes) - len(got)
 		changed := q.changed
 		if missing == 0 {
 			for _, r := range remotes {
-				delete(q.h2, r)
+				delete(m, r)
 			}
 		}
 		q.mu.Unlock()
 		if missing == 0 {
-			return maps, 0
+			return got, 0
 		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			return maps, missing
+			return got, missing
 		case <-ctx.Done():
-			return maps, missing
+			return got, missing
 		case <-gone:
-			return maps, missing
+			return got, missing
 		}
 	}
 }
 
-// take waits up to limit for the end of the h3 connections from remotes (client address:port)
-// and returns the packets the server declared lost on them, its loss recovery by kind, and how
-// many did not report; it gives up early when gone is closed (the server exited).
-func (q *quicReports) take(ctx context.Context, remotes []string, limit time.Duration, gone <-chan struct{}) (lost int64, kinds why.Retx, missing int) {
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	for {
-		q.mu.Lock()
-		missing, lost, kinds = 0, 0, why.Retx{}
-		for _, r := range remotes {
-			if ev, ok := q.quic[r]; ok {
-				lost += int64(ev.PacketsLost)
-				kinds.Add(ev.Loss)
-			} else {
-				missing++
-			}
+// takeMaps waits for the end of the h2 connections from remotes and returns their stream maps,
+// and how many did not report (await).
+func (q *quicReports) takeMaps(ctx context.Context, remotes []string, limit time.Duration, gone <-chan struct{}) ([]why.StreamMap, int) {
+	got, missing := await(q, ctx, remotes, limit, gone, func() map[string]server.H2Closed { return q.h2 })
+	maps := make([]why.StreamMap, 0, len(got))
+	for _, ev := range got {
+		m := why.StreamMap{Remote: ev.Remote}
+		for _, run := range ev.StreamMap {
+			m.Runs = append(m.Runs, why.StreamRun{Stream: run[0], Start: run[1], End: run[2]})
 		}
-		changed := q.changed
-		if missing == 0 {
-			for _, r := range remotes {
-				delete(q.quic, r)
-			}
-		}
-		q.mu.Unlock()
-		if missing == 0 {
-			return lost, kinds, 0
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			return lost, kinds, missing
-		case <-ctx.Done():
-			return lost, kinds, missing
-		case <-gone:
-			return lost, kinds, missing
-		}
+		maps = append(maps, m)
 	}
+	return maps, missing
+}
+
+// take waits for the end of the h3 connections from remotes (client address:port) and returns
+// the packets the server declared lost on them, its loss recovery by kind, and how many did not
+// report (await).
+func (q *quicReports) take(ctx context.Context, remotes []string, limit time.Duration, gone <-chan struct{}) (lost int64, kinds why.Retx, missing int) {
+	got, missing := await(q, ctx, remotes, limit, gone, func() map[string]quicClosed { return q.quic })
+	for _, ev := range got {
+		lost += int64(ev.PacketsLost)
+		kinds.Add(ev.Loss)
+	}
+	return lost, kinds, missing
 }

@@ -1156,31 +1156,22 @@ def why_figure(
             if row.empty:
                 continue
             r = row.iloc[0]
-            left, right = 0.0, 0.0
+            ends = {-1: 0.0, 1: 0.0}  # where the negative and the positive stacks have reached
             for key in present:
                 v = float(r[key])
-                if v < 0:
-                    ax.barh(
-                        yi,
-                        v,
-                        left=left,
-                        height=0.62,
-                        color=part_colour(key),
-                        edgecolor="white",
-                        linewidth=0.4,
-                    )
-                    left += v
-                elif v > 0:
-                    ax.barh(
-                        yi,
-                        v,
-                        left=right,
-                        height=0.62,
-                        color=part_colour(key),
-                        edgecolor="white",
-                        linewidth=0.4,
-                    )
-                    right += v
+                if v == 0:
+                    continue
+                side = -1 if v < 0 else 1
+                ax.barh(
+                    yi,
+                    v,
+                    left=ends[side],
+                    height=0.62,
+                    color=part_colour(key),
+                    edgecolor="white",
+                    linewidth=0.4,
+                )
+                ends[side] += v
             ax.plot(float(r["difference_ms"]), yi, marker="D", color="black", markersize=4.5, zorder=3)
         ax.set_yticks(range(len(configs)), configs, fontsize=7.5)
         ax.set_ylim(len(configs) - 0.5, -0.5)
