@@ -104,6 +104,19 @@ def test_baseline_and_config():
     assert why.sentences(frame, sweep)[0] == "setup costs h1s +200 ms more than h3."
 
 
+def test_an_offset_is_said():
+    # one connection instead of six: the critical bytes stop waiting behind the others' packets
+    # (gateway) and wait for their own connection's (transfer)
+    rows = [
+        _load("t1", 1.0, "h1s", {"gateway_ms": 1000, "transfer_ms": 1000}),
+        _load("t1", 1.0, "h2", {"gateway_ms": 0, "transfer_ms": 1800, "setup_ms": 10}),
+    ]
+    sweep = _sweep(pd.DataFrame(rows), [], ["h1s", "h2"])
+    assert why.sentences(why.explain(sweep), sweep) == [
+        "h2's gain comes from gateway (−1 s against h1s), offset by transfer (+800 ms)."
+    ]
+
+
 @pytest.mark.parametrize(
     ("rows", "kwargs", "words"),
     [

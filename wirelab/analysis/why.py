@@ -162,12 +162,16 @@ def format_ms(value: float, signed: bool = False) -> str:
     return sign + text
 
 
-def _where(values: Sequence[str]) -> str:
+def _where(values: Sequence[str], along_axis: bool) -> str:
+    """Where a run of configurations lies: ``at 8 Mbit/s``, ``from 1 to 8 Mbit/s`` along one axis;
+    otherwise their labels, or how many they are."""
     if len(values) == 1:
         return f"at {values[0]}"
     if len(values) == 2:
         return f"at {values[0]} and {values[1]}"
-    return f"from {values[0]} to {values[-1]}"
+    if along_axis:
+        return f"from {values[0]} to {values[-1]}"
+    return f"in {len(values)} configurations ({values[0]} … {values[-1]})"
 
 
 def sentences(frame: pd.DataFrame, sweep: SweepData) -> list[str]:
@@ -198,7 +202,8 @@ def sentences(frame: pd.DataFrame, sweep: SweepData) -> list[str]:
                 [
                     axis.format(m[axis.column]) if axis is not None else str(m.get("label") or m["trial_id"])
                     for m in members
-                ]
+                ],
+                along_axis=axis is not None,
             )
             if len(frame["trial_id"].unique()) == 1:
                 where = ""
@@ -209,6 +214,11 @@ def sentences(frame: pd.DataFrame, sweep: SweepData) -> list[str]:
             else:
                 lead = f"{where}, " if where else ""
                 text = f"{lead}{labels[part]} costs {proto} {format_ms(contribution, True)} more than {base}"
+            # the largest part pulling the other way, when it takes back half of the deciding one or more
+            others = {k: float(np.mean([m[k] for m in members])) for k in part_keys() if k != part}
+            against = min(others, key=lambda k: others[k] * sign)
+            if others[against] * sign < 0 and abs(others[against]) >= 0.5 * abs(contribution):
+                text += f", offset by {labels[against]} ({format_ms(others[against], True)})"
             parts.append(" ".join(text.split()))
         if parts:
             out.append("; ".join(parts) + ".")
