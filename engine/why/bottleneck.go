@@ -1,6 +1,8 @@
 package why
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"time"
 
@@ -17,49 +19,69 @@ type service struct {
 type bottleneck struct {
 	limited bool
 	// served are the indexes (into packets) of the direction's delivered packets in service
-	// order (In order); their service intervals do not overlap and increase.
+	// order; their service intervals do not overlap and increase.
 	served []int
 }
 
 // replay computes every delivered packet's service interval by running the direction's serialiser
-// over the window's packets in In order, as the link model did (it computes a packet's departure
-// when the packet arrives, from its arrival and size: FIFO, deterministic). Without a serialiser
-// (unlimited rate) a packet is served the instant it arrives, for no time.
+// over the window's packets in the order the link's rate stage took them, as the link model did.
+// That order is each packet's arrival plus its sojourn in the gateway's queue (the packet log's
+// SojournUS): the arrival order for FIFO disciplines (drop-tail, CoDel, PIE, RED: a packet the
+// discipline drops never reaches the rate stage), and FQ-CoDel's own where a later arrival in
+// another flow's queue goes first. Packets that entered the rate stage in the same microsecond keep
+// their arrival order; a log without sojourns (a capture read back) replays in arrival order.
+// Without a serialiser (unlimited rate) a packet is served the instant it arrives, for no time.
 // Packets of others (not the load's) take their turn at the bottleneck but are not recorded.
 func replay(packets, others []pktlog.Record, dir pktlog.Dir, b Bottleneck, svc []service) bottleneck {
 	if b.NewSerializer == nil {
 		return bottleneck{} // unlimited: every packet is served the instant it arrives (svc's default)
 	}
+	// The direction's delivered packets, the load's (i ≥ 0, its index in packets) and the others'.
+	type taken struct {
+		r *pktlog.Record
+		i int
+	}
+	var order []taken
+	for i := range packets {
+		if r := &packets[i]; r.Dir == dir && r.Fate.Delivered() {
+			order = append(order, taken{r, i})
+		}
+	}
+	for j := range others {
+		if o := &others[j]; o.Dir == dir && o.Fate.Delivered() {
+			order = append(order, taken{o, -1})
+		}
+	}
+	slices.SortStableFunc(order, func(a, b taken) int {
+		if c := cmp.Compare(takenAt(a.r), takenAt(b.r)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.r.In, b.r.In)
+	})
 	ser := b.NewSerializer()
 	out := bottleneck{limited: true}
 	var prev time.Duration
-	first := true
-	serve := func(r *pktlog.Record) service {
-		in := time.Duration(r.In)
-		dep := ser.Depart(in, int(r.IPLen))
+	for k, t := range order {
+		in := time.Duration(t.r.In)
+		dep := ser.Depart(in, int(t.r.IPLen))
 		start := in
-		if !first && prev > start {
+		if k > 0 && prev > start {
 			start = prev
 		}
 		start = min(start, dep) // cannot bind with the link's serialisers; keeps the interval well formed
-		prev, first = dep, false
-		return service{start, dep}
-	}
-	j := 0
-	for i := range packets {
-		r := &packets[i]
-		if r.Dir != dir || !r.Fate.Delivered() {
-			continue
+		prev = dep
+		if t.i >= 0 {
+			svc[t.i] = service{start, dep}
+			out.served = append(out.served, t.i)
 		}
-		for ; j < len(others) && others[j].In <= r.In; j++ {
-			if o := &others[j]; o.Dir == dir && o.Fate.Delivered() {
-				serve(o)
-			}
-		}
-		svc[i] = serve(r)
-		out.served = append(out.served, i)
 	}
 	return out
+}
+
+// takenAt is when the rate stage took r from the queue, to the microsecond (ns since the emulator
+// started).
+func takenAt(r *pktlog.Record) int64 {
+	return r.In + int64(r.SojournUS)*int64(time.Microsecond)
 }
 
 // servingAt returns the packet being serialised at t (-1: the bottleneck is idle or unlimited).

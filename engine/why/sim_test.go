@@ -2,10 +2,13 @@ package why
 
 import (
 	"container/heap"
+	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/internal/pkttest"
 	"github.com/wirelab/wirelab/engine/link"
+	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/pktlog"
 )
 
@@ -14,7 +17,9 @@ import (
 // after a think time with a Reno-like sender (initial window, slow start, fast retransmit on three
 // duplicate ACKs, a fixed retransmission timeout); a path with the link model's own serialisers
 // and a fixed delay per direction. Drops are scripted. It writes the packet log the emulator
-// would, and the loader's timeline.
+// would, and the loader's timeline. With a gateway (withGateway) the down direction is the link
+// model's own Direction — its queue discipline, rate and delay — fed real packets, and other
+// traffic can share it (flood).
 
 const simMSS = 1460
 
@@ -74,6 +79,20 @@ type sim struct {
 	drop     func(p simPacket) bool
 	waiting  []*simReq // requests waiting for a connection (HTTP/1.x)
 	maxConns int
+
+	// The down direction through the link model (nil: the sim's own serialiser and delay).
+	gwDown *link.Direction
+	inGw   map[*link.Packet]gwPacket
+	polls  map[time.Duration]bool
+	others []pktlog.Record // records of the traffic that is not the load's (flood)
+}
+
+// gwPacket is a packet inside the gateway: its record (in recs, or in others) and, for the load's
+// packets, what the receiver gets.
+type gwPacket struct {
+	rec   int
+	other bool
+	p     simPacket
 }
 
 type simPacket struct {
@@ -181,6 +200,15 @@ func (s *sim) transmit(p simPacket) {
 		s.recs = append(s.recs, r)
 		return
 	}
+	if p.dir == pktlog.Down && s.gwDown != nil {
+		src := netip.AddrPortFrom(netip.AddrFrom4(simServer), 80)
+		dst := netip.AddrPortFrom(netip.AddrFrom4(simClient), c.cport)
+		pkt := pkttest.TCP(src, dst, r.Seq, r.Ack, p.flags, make([]byte, p.n))
+		r.IPLen = uint16(len(pkt))
+		s.recs = append(s.recs, r)
+		s.push(pkt, gwPacket{rec: len(s.recs) - 1, p: p})
+		return
+	}
 	ser, delay := s.serUp, s.path.delayUp
 	if p.dir == pktlog.Down {
 		ser, delay = s.serDown, s.path.delayDown
@@ -197,6 +225,89 @@ func (s *sim) transmit(p simPacket) {
 		} else {
 			c.clientGot(p)
 		}
+	})
+}
+
+// withGateway sends the down direction through the link model's Direction with discipline d (its
+// default parameters) and a limit of 1000 packets, at the path's down rate and delay.
+func (s *sim) withGateway(t testing.TB, d string) {
+	t.Helper()
+	info, ok := profile.LookupDiscipline(d)
+	if !ok {
+		t.Fatalf("no discipline %q", d)
+	}
+	dir, err := link.NewDirection(link.Config{Delay: s.path.delayDown, RateBPS: s.path.rateDown,
+		Queue: profile.QueueLimit{Packets: 1000}, Discipline: info.Defaults, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.gwDown, s.serDown = dir, nil
+	s.inGw, s.polls = map[*link.Packet]gwPacket{}, map[time.Duration]bool{}
+}
+
+// flood puts n datagrams of size bytes (IP) from another server to the client into the gateway at
+// t: traffic that is not the load's.
+func (s *sim) flood(t time.Duration, n, size int) {
+	s.at(t, func() {
+		src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 77, 1, 9}), 9000)
+		dst := netip.AddrPortFrom(netip.AddrFrom4(simClient), 9000)
+		for range n {
+			pkt := pkttest.UDP(src, dst, make([]byte, size-28))
+			r := pktlog.Record{In: int64(s.now), Dir: pktlog.Down}
+			pktlog.Parse(pkt, &r)
+			s.others = append(s.others, r)
+			s.push(pkt, gwPacket{rec: len(s.others) - 1, other: true})
+		}
+	})
+}
+
+// push offers a packet to the gateway now; its record is completed when the link is done with it.
+func (s *sim) push(pkt []byte, g gwPacket) {
+	lp := &link.Packet{Data: pkt}
+	if f := s.gwDown.Push(s.now, lp); f != link.Accepted {
+		r := s.gwRecord(g)
+		r.Fate, r.Out = f, r.In
+		return
+	}
+	s.inGw[lp] = g
+	s.pollGateway()
+}
+
+func (s *sim) gwRecord(g gwPacket) *pktlog.Record {
+	if g.other {
+		return &s.others[g.rec]
+	}
+	return &s.recs[g.rec]
+}
+
+// pollGateway arranges to take what the gateway releases at its next deadline.
+func (s *sim) pollGateway() {
+	at, ok := s.gwDown.NextDeadline()
+	if !ok {
+		return
+	}
+	at = max(at, s.now)
+	if s.polls[at] {
+		return
+	}
+	s.polls[at] = true
+	s.at(at, func() {
+		delete(s.polls, at)
+		for {
+			lp, ok := s.gwDown.Pop(s.now)
+			if !ok {
+				break
+			}
+			g := s.inGw[lp]
+			delete(s.inGw, lp)
+			r := s.gwRecord(g)
+			r.Fate, r.Out = lp.Fate(), int64(lp.Due())
+			r.SojournUS = uint32(lp.Sojourn() / time.Microsecond)
+			if !g.other && lp.Fate().Delivered() {
+				g.p.conn.clientGot(g.p)
+			}
+		}
+		s.pollGateway()
 	})
 }
 
@@ -434,7 +545,7 @@ func (s *sim) input(t testing.TB) (Input, pktlog.Summary) {
 		}
 		tl.Requests = append(tl.Requests, r)
 	}
-	return Input{Packets: s.recs, Path: s.path.bottlenecks(), Timeline: tl, Start: sum.FirstPacket, End: sum.LastResponse}, sum
+	return Input{Packets: s.recs, Others: s.others, Path: s.path.bottlenecks(), Timeline: tl, Start: sum.FirstPacket, End: sum.LastResponse}, sum
 }
 
 func itoa(n int) string {

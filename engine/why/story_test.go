@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/pktlog"
 )
 
@@ -151,14 +152,7 @@ func TestStories(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			in, sum := st.build(t)
 			res := Decompose(in)
-			total := float64(in.End-in.Start) / ms
-			fp, _ := sum.ToWFirstPacket()
-			if math.Abs(total-float64(fp)/ms) > 1e-6 {
-				t.Fatalf("interval %.3f ms, tow_first_packet %.3f ms", total, float64(fp)/ms)
-			}
-			if got := res.Parts.Sum(); math.Abs(got-total) > 1e-3 {
-				t.Errorf("parts sum to %.6f ms, the interval is %.6f ms", got, total)
-			}
+			checkPartition(t, st.name, in, sum, res)
 			for p := Part(0); p < NumParts; p++ {
 				want := st.want[p]
 				if got := res.Parts[p]; math.Abs(got-want) > 1 {
@@ -178,6 +172,18 @@ func TestStories(t *testing.T) {
 	}
 }
 
+// checkPartition: the interval is the load's tow_first_packet_ms and the parts sum to it.
+func checkPartition(t *testing.T, name string, in Input, sum pktlog.Summary, res Result) {
+	t.Helper()
+	total := float64(in.End-in.Start) / ms
+	if fp, _ := sum.ToWFirstPacket(); math.Abs(total-float64(fp)/ms) > 1e-6 {
+		t.Fatalf("%s: interval %.3f ms, tow_first_packet %.3f ms", name, total, float64(fp)/ms)
+	}
+	if got := res.Parts.Sum(); math.Abs(got-total) > 1e-3 {
+		t.Errorf("%s: parts sum to %.6f ms, the interval is %.6f ms", name, got, total)
+	}
+}
+
 // describe prints the critical path (for a failing story).
 func describe(in Input, res Result) string {
 	var b strings.Builder
@@ -191,4 +197,58 @@ func describe(in Input, res Result) string {
 func mustJSON(p Parts) string {
 	b, _ := p.MarshalJSON()
 	return string(b)
+}
+
+// TestStoryFairQueue: a load behind another flow's burst, through the link model's own gateway. 100
+// datagrams of 1500 B enter a 10 Mbit/s downlink at 0 (1.2 ms each: the burst drains at 120 ms);
+// the load's SYN-ACK reaches the gateway at 50 ms. Behind drop-tail it waits for the 58⅓ packets
+// ahead of it — gateway 70 ms; FQ-CoDel serves it from its own flow queue once the packet on the
+// wire has left — gateway under one packet's time (the log's SojournUS tells the replay which
+// packet the rate stage took). Everything else is the same: the gateway is the difference.
+func TestStoryFairQueue(t *testing.T) {
+	path := simPath{delayUp: 50 * time.Millisecond, delayDown: 50 * time.Millisecond, rateDown: 10e6}
+	const packet = 1.2 // ms: 1500 B at 10 Mbit/s
+	run := func(discipline string) (Input, Result) {
+		s := newSim(path)
+		s.iw = 100
+		s.withGateway(t, discipline)
+		s.flood(0, 100, 1500)
+		s.request(0, 20*simMSS, -1)
+		s.run()
+		in, sum := s.input(t)
+		res := Decompose(in)
+		checkPartition(t, discipline, in, sum, res)
+		if res.Retx != (Retx{}) {
+			t.Errorf("%s: retransmissions %+v, want none", discipline, res.Retx)
+		}
+		if t.Failed() || testing.Verbose() {
+			t.Logf("%s:\n%s", discipline, describe(in, res))
+		}
+		return in, res
+	}
+	_, fifo := run(profile.DropTail)
+	fqIn, fq := run(profile.FQCoDel)
+	if g := fifo.Parts[Gateway]; math.Abs(g-70) > 1 {
+		t.Errorf("drop-tail: gateway_ms %.3f, want 70 (the burst's 58⅓ packets ahead of the SYN-ACK)", g)
+	}
+	if g := fq.Parts[Gateway]; g > packet {
+		t.Errorf("fq_codel: gateway_ms %.3f, want under one packet's %.1f ms", g, packet)
+	}
+	for p := Part(0); p < NumParts; p++ {
+		if p != Gateway && math.Abs(fifo.Parts[p]-fq.Parts[p]) > 1 {
+			t.Errorf("%s: %.3f ms behind drop-tail, %.3f behind fq_codel: only the gateway should differ", Defs[p].Key, fifo.Parts[p], fq.Parts[p])
+		}
+	}
+	// Without the sojourns the replay would serve FQ-CoDel's packets in arrival order, as a FIFO,
+	// and charge the SYN-ACK for the burst ahead of it until it reached the client (50.4 ms: a FIFO
+	// would have sent it at 120 ms, after its real arrival at 100.4 ms).
+	for i := range fqIn.Others {
+		fqIn.Others[i].SojournUS = 0
+	}
+	for i := range fqIn.Packets {
+		fqIn.Packets[i].SojournUS = 0
+	}
+	if g := Decompose(fqIn).Parts[Gateway]; g < 40 {
+		t.Errorf("fq_codel replayed in arrival order: gateway_ms %.3f; the story does not tell the orders apart", g)
+	}
 }
