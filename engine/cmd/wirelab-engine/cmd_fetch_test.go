@@ -170,7 +170,7 @@ func TestFetchJSON(t *testing.T) {
 	sort.Strings(keys)
 	want := []string{"body_bytes", "client", "connections", "error", "monotonic_end_ns", "monotonic_start_ns", "objects",
 		"phases_ms", "plt_ms", "protocol", "pushed_bytes", "pushes_unused", "pushes_used", "quic_packets_lost",
-		"started_at", "tls_handshakes", "tls_resumed"}
+		"started_at", "timeline", "tls_handshakes", "tls_resumed"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("keys %v, want %v", keys, want)
 	}
