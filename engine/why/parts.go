@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/wirelab/wirelab/engine/internal/seam"
 )
 
 // Part is one mechanism of the decomposition.
@@ -150,21 +152,6 @@ func (p *Parts) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Retx counts a load's retransmissions by kind (docs/why.md, "Retransmissions by kind").
-type Retx struct {
-	Fast     int64 `json:"retx_fast"`
-	Timeout  int64 `json:"retx_timeout"`
-	TLP      int64 `json:"retx_tlp"`
-	Spurious int64 `json:"retx_spurious"`
-}
-
-// Total is every retransmission counted.
-func (r Retx) Total() int64 { return r.Fast + r.Timeout + r.TLP + r.Spurious }
-
-// Add adds o to r.
-func (r *Retx) Add(o Retx) {
-	r.Fast += o.Fast
-	r.Timeout += o.Timeout
-	r.TLP += o.TLP
-	r.Spurious += o.Spurious
-}
+// Retx counts a load's retransmissions by kind (docs/why.md, "Retransmissions by kind"); declared
+// in internal/seam, as the QUIC stacks report it across the loader's and the server's seams.
+type Retx = seam.Retx

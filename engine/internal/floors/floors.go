@@ -53,13 +53,10 @@ var Of = map[string]Floor{
 	"har":                   Contract,
 	"pcap":                  Contract,
 
-	"link":   Model,
-	"page":   Model,
-	"pktlog": Model,
-	"why":    Model,
-	// The loaders' result seam and QUIC loss accounting carry why's timeline and vocabulary.
-	"internal/seam":         Model,
-	"internal/quicloss":     Model,
+	"link":                  Model,
+	"page":                  Model,
+	"pktlog":                Model,
+	"why":                   Model,
 	"realtime":              Model,
 	"realtime/realtimetest": Model,
 	"tundev":                Model,

@@ -84,7 +84,7 @@ func TestNoUpwardImports(t *testing.T) {
 }
 
 func TestPlace(t *testing.T) {
-	for path, want := range map[string]Floor{"internal/seam": Model, "internal/fielderr": Ground, "tcpplus/internal/nspath": Host, "tcpplus/backoff": Endpoint,
+	for path, want := range map[string]Floor{"internal/seam": Ground, "tcpplus/internal/nspath": Host, "tcpplus/backoff": Endpoint,
 		"trial": Run, "cmd/wirelab-engine": Command} {
 		if got, ok := Place(path); !ok || got != want {
 			t.Errorf("Place(%s) = %v, %v; want %v", path, got, ok, want)

@@ -13,13 +13,13 @@ import (
 	"github.com/quic-go/quic-go/qlog"
 	"github.com/quic-go/quic-go/qlogwriter"
 
-	"github.com/wirelab/wirelab/engine/why"
+	"github.com/wirelab/wirelab/engine/internal/seam"
 )
 
 // Recorder is one connection's trace: counts, and optionally every STREAM frame it received.
 type Recorder struct {
 	mu       sync.Mutex
-	counts   why.Retx
+	counts   seam.Retx
 	onStream func(stream, offset, length int64)
 }
 
@@ -76,7 +76,7 @@ func (r *Recorder) RecordEvent(ev qlogwriter.Event) {
 func (r *Recorder) Close() error { return nil }
 
 // Counts returns what was counted so far.
-func (r *Recorder) Counts() why.Retx {
+func (r *Recorder) Counts() seam.Retx {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.counts

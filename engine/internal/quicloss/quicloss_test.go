@@ -6,7 +6,7 @@ import (
 	"github.com/quic-go/quic-go/qlog"
 	"github.com/quic-go/quic-go/qlogwriter"
 
-	"github.com/wirelab/wirelab/engine/why"
+	"github.com/wirelab/wirelab/engine/internal/seam"
 )
 
 // TestCounts: losses by threshold are fast until found spurious; the first probe timeout of a run
@@ -32,7 +32,7 @@ func TestCounts(t *testing.T) {
 		rec.RecordEvent(ev)
 	}
 	_ = rec.Close()
-	want := why.Retx{Fast: 1, Spurious: 1, TLP: 2, Timeout: 2}
+	want := seam.Retx{Fast: 1, Spurious: 1, TLP: 2, Timeout: 2}
 	if got := r.Counts(); got != want {
 		t.Fatalf("counts %+v, want %+v", got, want)
 	}

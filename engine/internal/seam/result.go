@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"strings"
 	"time"
-
-	"github.com/wirelab/wirelab/engine/why"
 )
 
 // LoaderResult is the JSON line `fetch --json` and `browse --json` print and a trial reads: the
@@ -30,8 +28,8 @@ type LoaderResult struct {
 	Phases        Phases    `json:"phases_ms"`
 	// QUICPacketsLost is the packets the client's QUIC stack declared lost (h3), when reported;
 	// QUICLoss its loss recovery by kind (engine/internal/quicloss), nil when not reported.
-	QUICPacketsLost int64     `json:"quic_packets_lost"`
-	QUICLoss        *why.Retx `json:"quic_loss,omitempty"`
+	QUICPacketsLost int64 `json:"quic_packets_lost"`
+	QUICLoss        *Retx `json:"quic_loss,omitempty"`
 	// MonotonicStartNs and MonotonicEndNs are the load's first request and last byte on
 	// CLOCK_MONOTONIC (0 when not reported).
 	MonotonicStartNs int64          `json:"monotonic_start_ns"`
@@ -40,7 +38,7 @@ type LoaderResult struct {
 	Client           map[string]any `json:"client"`
 	// Timeline is the load's requests and connections, microseconds from MonotonicStartNs: what
 	// the trial's decomposition reads (engine/why); nil when the loader gave none.
-	Timeline *why.Timeline `json:"timeline,omitempty"`
+	Timeline *Timeline `json:"timeline,omitempty"`
 }
 
 // Phases are the HAR phases summed over a load's objects, in ms.
