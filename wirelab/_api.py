@@ -31,7 +31,7 @@ from wirelab._options import (
     WAIT_WORKERS,
     only_with,
 )
-from wirelab._summary import protocol_table
+from wirelab._summary import median_plt_load, protocol_table
 from wirelab.errors import EngineNotFoundError, NoResultsError, SpecError, TrialFailedError, UsageError, cut
 from wirelab.runner import Observer, RunSummary, run_plan, validate_plan
 from wirelab.store import DEFAULT_DB, Results
@@ -256,12 +256,11 @@ class LoadResult:
                 path="protocol",
                 value=protocol,
             )
-        ok = self.loads[(self.loads["protocol"] == protocol) & self.loads["error"].isna()]
-        if ok.empty:
-            failed = int((self.loads["protocol"] == protocol).sum())
-            raise NoResultsError(f"load: none of the {failed} {protocol} loads succeeded; nothing to show")
-        ranked = ok.sort_values("plt_ms").reset_index(drop=True)
-        return ranked.iloc[(len(ranked) - 1) // 2]
+        mine = self.loads[self.loads["protocol"] == protocol]
+        row = median_plt_load(mine)
+        if row is None:
+            raise NoResultsError(f"load: none of the {len(mine)} {protocol} loads succeeded; nothing to show")
+        return row
 
     def objects(self, load_index: int) -> list[dict[str, Any]]:
         """The objects (HAR entries) of one load."""

@@ -14,7 +14,19 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-__all__ = ["gain_pct", "protocol_table"]
+__all__ = ["gain_pct", "median_plt_load", "protocol_table"]
+
+
+def median_plt_load(loads: pd.DataFrame) -> pd.Series | None:
+    """The representative load of ``loads`` (one protocol's, of one configuration): the one with the
+    median PLT among those without error (the lower middle of an even count) — the load whose
+    waterfall ``wirelab load``, the report and ``wirelab results waterfall`` draw. None when every
+    load failed."""
+    ok = loads[loads["error"].isna()]
+    if ok.empty:
+        return None
+    ranked = ok.sort_values("plt_ms").reset_index(drop=True)
+    return ranked.iloc[(len(ranked) - 1) // 2]
 
 
 def gain_pct(loads: pd.DataFrame, baseline: str, protocol: str, metric: str = "tow_ms") -> float | None:

@@ -43,6 +43,7 @@ from wirelab._options import (
 from wirelab._paths import experiments_dir
 from wirelab._progress import RichLoadProgress, RichProgress
 from wirelab._spec_models import show_value
+from wirelab._summary import median_plt_load
 from wirelab._terminal import controls_escaped, shown
 from wirelab._userpath import check_output_dir, check_output_file
 from wirelab._waterfall import waterfall
@@ -1612,12 +1613,12 @@ def results_waterfall(
                     f'--protocol: "{shown(proto)}" was not loaded in trial {trial}; '
                     f"use {', '.join(protocols)}"
                 )
-            ok = mine[(mine["protocol"] == proto) & mine["error"].isna()].sort_values("plt_ms")
-            if ok.empty:
+            median = median_plt_load(mine[mine["protocol"] == proto])
+            if median is None:
                 raise UsageError(
                     f"--protocol: every {proto} load of trial {trial} failed; name a LOAD to see one"
                 )
-            row = ok.iloc[(len(ok) - 1) // 2]
+            row = median
             chosen = "median-PLT load"
         else:
             if protocol is not None:

@@ -25,6 +25,7 @@ from wirelab import _facts
 from wirelab._figures import plots
 from wirelab._figures.rendering import Rendered, render, slug
 from wirelab._registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, discipline_label, protocol_style
+from wirelab._summary import median_plt_load
 from wirelab.analysis import conclusions as say
 from wirelab.analysis import why
 from wirelab.analysis.compare import compare, main_effects
@@ -1052,11 +1053,7 @@ class _Builder:
         )
 
     def representative(self, trial_id: str, protocol: str) -> pd.Series | None:
-        mine = self.ok[(self.ok["trial_id"] == trial_id) & (self.ok["protocol"] == protocol)]
-        if mine.empty:
-            return None
-        ranked = mine.sort_values("plt_ms").reset_index(drop=True)
-        return ranked.iloc[(len(ranked) - 1) // 2]
+        return median_plt_load(self.ok[(self.ok["trial_id"] == trial_id) & (self.ok["protocol"] == protocol)])
 
     def waterfalls(self) -> None:
         sd = self.sd
