@@ -152,17 +152,20 @@ _HTTP1 = ("h1", "h1s")
 _MSS_BITS = 1448 * 8
 
 
-def _load_seconds(spec: Mapping[str, Any], protocol: str | None = None) -> float:
+def _load_seconds(
+    spec: Mapping[str, Any], protocol: str | None = None, page_size: tuple[int, float] | None = None
+) -> float:
     """A rough page-load time for one protocol (the first when not given): handshakes, the root's
     round trip, one round trip per wave of requests, the page's bytes at the rate a loss-limited
     connection set can reach (Mathis et al.: MSS/RTT × 1.22/√p per connection), and the loader's
-    per-load overhead."""
+    per-load overhead. ``page_size`` (objects, bytes) replaces what the facts say of the page (a
+    generated page counts as its corpus's mean page)."""
     protocol = protocol or spec["protocols"][0]
     net = netprofile.parse(spec.get("network", "native"))
     rtt = (net["up"]["delay_ns"] + net["down"]["delay_ns"]) / 1e9
     rate = net["down"]["rate_bps"] or 1e9
     loss = net["down"]["loss"].get("p", 0.0) if net["down"]["loss"]["model"] == "bernoulli" else 0.0
-    objects, size = _page_size(spec["page"])
+    objects, size = page_size or _page_size(spec["page"])
     shards = _origins(spec)
     per_origin = spec.get("client", {}).get("max_connections_per_origin", 6) if protocol in _HTTP1 else 1
     connections = shards * min(per_origin, max(1, objects - 1))
