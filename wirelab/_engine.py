@@ -187,6 +187,14 @@ class Engine(ABC):
         (docs/pages.md), their JSON output parsed."""
         raise EngineNotFoundError(f"{self.name} cannot run `pages {sub}`")
 
+    def pages_model(
+        self, names: Sequence[str], *, seed: int = 1, shards: int = 1, shard_mode: str = "round-robin"
+    ) -> list[dict[str, Any]]:
+        """``wirelab-engine pages model NAME… [--seed] [--shards] [--shard-mode]``: what the prediction
+        model needs of each page (sizes, origins, types, what a flat load finds each object in, the
+        graph a replay follows), one object per name, in order."""
+        raise EngineNotFoundError(f"{self.name} cannot run `pages model`")
+
     def pages_bring_in(self, sub: str, args: Sequence[str]) -> str:
         """``wirelab-engine pages record|import-har|mirror ARGS…`` (writing the page with ``--out``).
 
@@ -473,6 +481,19 @@ class SubprocessEngine(Engine):
             raise UsageError(f"pages {sub}: want generate, ls, profiles or import")
         self.require("pages")
         return self._json(["pages", sub, *args], timeout=COMMAND_TIMEOUT_S)
+
+    def pages_model(
+        self, names: Sequence[str], *, seed: int = 1, shards: int = 1, shard_mode: str = "round-robin"
+    ) -> list[dict[str, Any]]:
+        args = ["pages", "model", "--seed", str(seed), "--shards", str(shards), "--shard-mode", shard_mode]
+        out = self._run([*args, "--", *names], timeout=COMMAND_TIMEOUT_S).stdout
+        try:
+            facts = [json.loads(line) for line in out.splitlines() if line.strip()]
+        except json.JSONDecodeError:
+            raise EngineError("wirelab-engine pages model: output is not JSON lines") from None
+        if len(facts) != len(names) or not all(isinstance(f, dict) and "size" in f for f in facts):
+            raise EngineError(f"wirelab-engine pages model: expected {len(names)} page models")
+        return facts
 
     def pages_bring_in(self, sub: str, args: Sequence[str]) -> str:
         if sub not in ("record", "import-har", "mirror"):

@@ -18,7 +18,7 @@ import (
 
 func init() {
 	register("pages", command{
-		Summary: "list, show, validate, generate, record, import pages (pages ls|show|urls|schema|validate|generate|profiles|record|import|import-har|mirror)",
+		Summary: "list, show, validate, generate, record, import pages (pages ls|show|urls|schema|validate|model|generate|profiles|record|import|import-har|mirror)",
 		Run:     runPages,
 	})
 }
@@ -33,14 +33,14 @@ page (synthetic:64x10kB), a generated corpus's page (web200:17, gen:PROFILE:SEED
 page JSON file. Output is JSON on stdout.
 ` + pagesCorpusUsageText() + `
 
-` + pagesImportUsage
+` + pagesImportUsage + "\n" + pagesModelUsage
 
 // pagesExtra are the subcommands that bring pages in (cmd_pages_import.go).
 var pagesExtra = map[string]func(args []string, stdout io.Writer) error{}
 
 func runPages(args []string) error {
 	if len(args) == 0 {
-		return cli.Usagef("pages: missing subcommand; want ls, show, urls, schema, validate, generate, profiles, record, import, import-har or mirror (pages --help)")
+		return cli.Usagef("pages: missing subcommand; want ls, show, urls, schema, validate, model, generate, profiles, record, import, import-har or mirror (pages --help)")
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
@@ -68,7 +68,7 @@ func runPages(args []string) error {
 	if f, ok := pagesExtra[sub]; ok {
 		return f(rest, os.Stdout)
 	}
-	return cli.Usagef("pages: unknown subcommand %q; want ls, show, urls, schema, validate, generate, profiles, record, import, import-har or mirror", sub)
+	return cli.Usagef("pages: unknown subcommand %q; want ls, show, urls, schema, validate, model, generate, profiles, record, import, import-har or mirror", sub)
 }
 
 // pagesFlagSet parses flags after (or before) positional arguments and maps errors to usage errors.

@@ -1,0 +1,425 @@
+"""The model: a batch of loads simulated step by step, every configuration at once (docs/predict.md).
+
+For each step (:mod:`._plan`), in the loader's order, over arrays of configurations:
+
+1. **ready**: the latest of the step's dependencies (a completion, or a download's first bytes);
+2. a computation waits for the main thread and holds it for its duration;
+3. a download waits for its origin's lookup (the first download of an origin starts it: one RTT),
+   takes a connection — HTTP/1.x: the most recently idle of the origin's, else a new one while
+   fewer than ``max_conns`` exist, else the first to become free; h2/h3: the origin's one, and a
+   stream once fewer than ``max_streams`` are open — opening it first if needed (TCP: 1 RTT, TLS 1.3:
+   +1, TLS 1.2: +2, QUIC: 1 RTT; each round trip through the gateway's standing queue, the server's
+   flight serialised at the bottleneck, a lost handshake packet repaired by its timer);
+4. the request crosses the uplink (a FIFO of request bytes), the server holds it ``server_s``;
+5. the response leaves in rounds: the connection's congestion window (IW, or what earlier responses
+   left it) doubles per round in slow start until the gateway's ceiling, +1 segment per round after
+   (``_rounds``); with loss the first loss ends slow start after the data CSA's model expects before
+   it, the rest flows at Padhye's throughput, and the first loss costs a fast retransmit or a
+   timeout as Padhye's Q says (``_transfer``); the bytes also pass the bottleneck as a FIFO of work,
+   so a response ends no earlier than the link could carry everything before it;
+6. it completes one one-way delay after its last byte leaves the bottleneck, plus head-of-line
+   blocking on TCP (h2: another stream's loss in the last window), plus the loader's own time.
+
+The load's PLT is the last completion (plus the loader's start and end); ToW leaves out what precedes
+the first request byte (the first lookup, and the first TCP handshake). With ``explain`` each step's
+time is split into the decomposition's parts (:mod:`._vocab`) and the parts of the step that ends the
+load are summed along its chain of dependencies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from wirelab._predict._constants import Constants
+from wirelab._predict._plan import Batch
+from wirelab._predict._vocab import PARTS
+
+__all__ = ["Result", "simulate"]
+
+_P = {name: i for i, name in enumerate(PARTS)}
+_DEBUG: int | None = None
+INF = np.inf
+
+
+@dataclasses.dataclass
+class Result:
+    """Per configuration: PLT and ToW (s), and with ``explain`` the parts of PLT (s, :data:`PARTS` order)."""
+
+    plt: np.ndarray
+    tow: np.ndarray
+    parts: np.ndarray | None
+
+
+@dataclasses.dataclass
+class _Path:
+    """Per-configuration path and protocol constants, as arrays (the baseline's view applied)."""
+
+    rtt: np.ndarray
+    d_up: np.ndarray
+    d_down: np.ndarray
+    extra: np.ndarray  # (O, N) extra RTT per origin
+    rate: np.ndarray  # bytes/s down
+    rate_up: np.ndarray
+    p: np.ndarray  # loss down
+    p_up: np.ndarray
+    queue: np.ndarray  # bytes
+    quic: np.ndarray  # bool
+    tls: np.ndarray
+    tls12: np.ndarray
+    mux: np.ndarray
+    iw: np.ndarray  # packets
+    pkt: np.ndarray  # payload bytes per packet
+    wire: np.ndarray  # wire bytes per payload byte
+    round_s: np.ndarray
+    req: np.ndarray  # request bytes
+    head: np.ndarray  # response head bytes
+    keep_alive: np.ndarray
+    dns: np.ndarray  # lookups cross the path
+    hystart: np.ndarray  # bytes of queue that end slow start
+    ceil_bytes: np.ndarray  # bytes beyond the BDP a slow start reaches
+    ceil_loss: np.ndarray  # reaching it costs a loss
+
+
+def _path(b: Batch, k: Constants, baseline: bool) -> _Path:
+    cs = b.configs
+    arr = lambda f: np.array([f(c) for c in cs], dtype=np.float64)  # noqa: E731
+    quic = np.array([c.transport == "quic" for c in cs]) & (not baseline)
+    rtt = arr(lambda c: c.rtt)
+    rate = arr(lambda c: c.rate_down)
+    extra = np.zeros((b.origins, b.n))
+    for j, c in enumerate(cs):
+        for o, e in c.origin_extra:
+            if o < b.origins:
+                extra[o, j] = e
+    p = arr(lambda c: c.loss_down) * (not baseline)
+    queue = arr(lambda c: c.queue_down)
+    if baseline:
+        queue = np.full(b.n, INF)  # Lantern: no gateway queue
+    eta = np.maximum(0.004, np.minimum(0.016, rtt / 8)) * k.hystart_factor
+    hystart = np.where(np.isfinite(rate), eta * rate, INF)
+    ceil_bytes = np.empty(b.n)
+    ceil_loss = np.zeros(b.n, dtype=bool)
+    for d in {c.discipline for c in cs}:
+        sel = np.array([c.discipline == d for c in cs])
+        cb, cl = d.ceiling(queue[sel], hystart[sel])
+        ceil_bytes[sel], ceil_loss[sel] = cb, cl
+    if baseline:
+        ceil_bytes, ceil_loss = np.full(b.n, INF), np.zeros(b.n, dtype=bool)
+    iw = np.where(quic, k.quic_iw, arr(lambda c: c.iw))
+    if baseline:
+        iw = np.full(b.n, 10.0)
+    return _Path(
+        rtt=rtt,
+        d_up=arr(lambda c: c.delay_up),
+        d_down=arr(lambda c: c.delay_down),
+        extra=extra,
+        rate=rate,
+        rate_up=arr(lambda c: c.rate_up),
+        p=p,
+        p_up=arr(lambda c: c.loss_up) * (not baseline),
+        queue=queue,
+        quic=quic,
+        tls=np.array([c.tls for c in cs]) | quic,
+        tls12=np.array([c.tls and c.tls_version == "1.2" and c.transport == "tcp" for c in cs]),
+        mux=np.array([c.multiplexed for c in cs]),
+        iw=iw,
+        pkt=np.where(quic, k.quic_payload, k.mss),
+        wire=np.where(quic, k.wire_quic, k.wire_tcp),
+        round_s=np.where(quic, k.round_s_quic, k.round_s_tcp),
+        req=np.where(np.array([c.multiplexed for c in cs]), k.request_bytes_mux, k.request_bytes_h1),
+        head=np.where(np.array([c.multiplexed for c in cs]), k.response_head_mux, k.response_head_h1),
+        keep_alive=np.array([c.keep_alive for c in cs]),
+        dns=np.array([c.dns_server for c in cs]),
+        hystart=hystart,
+        ceil_bytes=ceil_bytes,
+        ceil_loss=ceil_loss,
+    )
+
+
+def _ss_rounds(n: np.ndarray, w: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """Rounds to send n packets in slow start from window w, the per-round delivery capped at cap."""
+    w = np.maximum(w, 1.0)
+    cap = np.maximum(cap, w)
+    r_cap = np.ceil(np.log2(cap / w))
+    sent = w * (2.0**r_cap - 1)
+    before = np.ceil(np.log2(n / w + 1))
+    after = r_cap + np.ceil(np.maximum(n - sent, 0.0) / cap)
+    return np.maximum(np.where(n <= sent, before, after), 1.0)
+
+
+def _ca_rounds(n: np.ndarray, w: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """Rounds to send n packets in congestion avoidance (+1 packet per round) from window w."""
+    w = np.minimum(np.maximum(w, 1.0), cap)
+    grow = np.ceil((-(2 * w - 1) + np.sqrt((2 * w - 1) ** 2 + 8 * n)) / 2)
+    return np.maximum(np.where(w >= cap, np.ceil(n / cap), grow), 1.0)
+
+
+def _padhye(p: np.ndarray, rtt: np.ndarray, rto: np.ndarray, wmax: np.ndarray, b: float, kw: float) -> np.ndarray:
+    """Padhye et al.'s throughput (packets/s) at loss rate p > 0, capped by wmax/rtt, with the
+    congestion-avoidance window kw/√p of the sender's response function (Reno with delayed ACKs:
+    √(3/2b); CUBIC in its TCP-friendly region, β = 0.7: √(3(1+β)/(2(1−β))) ≈ 2.06)."""
+    q = np.maximum(p, 1e-9)
+    denom = rtt * np.sqrt(q) / kw + rto * np.minimum(1.0, 3 * np.sqrt(3 * b * q / 8)) * q * (1 + 32 * q**2)
+    return np.minimum(wmax / rtt, 1.0 / denom)
+
+
+def _timeout_share(p: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Padhye's Q(p, w): the chance that a loss in a window of w packets is detected by a timeout."""
+    q = np.clip(p, 1e-9, 0.999)
+    w = np.maximum(w, 1.0)
+    a = 1 - (1 - q) ** 3
+    num = (1 + (1 - q) ** 3 * (1 - (1 - q) ** np.maximum(w - 3, 0))) * a
+    den = 1 - (1 - q) ** w
+    return np.where(w <= 3, 1.0, np.minimum(1.0, num / den))
+
+
+def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = False) -> Result:
+    """Simulate every configuration of ``b``. ``baseline``: the Lantern-style view (no loss, IW 10,
+    h3 as h2 over TCP and TLS, no gateway queue)."""
+    n, S = b.n, b.slots
+    pa = _path(b, k, baseline)
+    cols = np.arange(n)
+    cols2 = cols[:, None]
+    steps = b.kind.shape[0]
+    done = np.zeros((steps, n))
+    first = np.zeros((steps, n))
+    parts = np.zeros((steps, n, len(PARTS))) if explain else None
+    pred = np.full((steps, n), -1, dtype=np.int64)
+
+    # connection slots
+    c_open = np.zeros((n, S), dtype=bool)
+    c_free = np.full((n, S), -INF)  # client: when it can take a request (multiplexed: handshake done)
+    c_send = np.full((n, S), -INF)  # bottleneck: when the connection's last byte given so far leaves
+    c_cwnd = np.zeros((n, S))  # packets
+    c_ss = np.ones((n, S))  # chance it is still in slow start
+    c_infl = np.zeros((n, S))  # bytes it keeps in flight while it sends (its window, or its data)
+    x_start = np.zeros((n, S))  # its current transfer at the bottleneck: first byte …
+    x_bytes = np.zeros((n, S))  # … and bytes (multiplexed: everything it was given since it was idle)
+    dns_done = np.full((b.origins, n), -INF)
+    dns_started = np.zeros((b.origins, n), dtype=bool)
+    up_backlog = np.zeros(n)  # request bytes waiting for the uplink at up_time
+    up_time = np.zeros(n)
+    wire_total = np.zeros(n)  # every response byte (the bottleneck's own bound on the load)
+    main_free = np.zeros(n)
+    first_data = np.full(n, INF)  # when the first request data left (ToW's start)
+    scale = k.recovery_scale
+    limited = np.isfinite(pa.rate)
+    bdp = np.where(limited, pa.rate * pa.rtt, INF)
+    groups = [(d, np.array([c.discipline == d for c in b.configs]) & limited) for d in {c.discipline for c in b.configs}]
+    groups = [(d, m) for d, m in groups if m.any()]
+    pkt_bytes = pa.pkt * pa.wire
+    offs = np.arange(int(b.slot_count.max()))
+    p, p_up = pa.p, pa.p_up
+    p_rt = 1 - (1 - p) * (1 - p_up)
+    hs_loss = 1 - (1 - np.maximum(p, p_up)) ** np.where(pa.quic, 5.0, 4.0)
+    flight = np.where(pa.quic, k.quic_flight_bytes, k.tls_flight_bytes)
+    tls_rounds = np.where(pa.tls12, 2.0, 1.0) * pa.tls
+    hello = k.client_hello_bytes / pa.rate_up
+    some = p > 0
+
+    def standing(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the gateway's queueing delay for a packet arriving at t, bytes in flight per slot at t)."""
+        per_slot = c_infl * (c_send > t[:, None])
+        excess = per_slot.sum(axis=1) - bdp
+        out = np.zeros(n)
+        for d, m in groups:
+            out[m] = d.delay(excess[m], pa.queue[m], pa.rate[m])
+        return out, per_slot
+
+    for i in range(steps):
+        kind = b.kind[i]
+        # 1. ready: the latest dependency
+        dep = b.deps[i]
+        valid = dep >= 0
+        dj = np.where(valid, dep, 0)
+        times = np.where(b.first_chunk[i], first[dj, cols2], done[dj, cols2])
+        times = np.where(valid, times, -INF)
+        ready = np.maximum(times.max(axis=1), 0.0)
+        if explain:
+            pred[i] = np.where(valid.any(axis=1), dj[cols, times.argmax(axis=1)], -1)
+
+        # 2. computations: one main thread
+        comp = kind == 1
+        if comp.any():
+            start = np.maximum(ready, main_free)
+            end = start + b.duration[i]
+            main_free = np.where(comp, end, main_free)
+            done[i] = np.where(comp, end, done[i])
+            first[i] = np.where(comp, end, first[i])
+            if explain:
+                assert parts is not None
+                parts[i, :, _P["queueing"]] = np.where(comp, start - ready, 0)
+                parts[i, :, _P["compute"]] = np.where(comp, end - start, 0)
+        dl = kind == 0
+        if not dl.any():
+            continue
+
+        o = b.origin[i]
+        extra = pa.extra[o, cols]
+        rtt = pa.rtt + extra
+        d_up, d_down = pa.d_up + extra / 2, pa.d_down + extra / 2
+        rtt_r = rtt + pa.round_s  # a round trip as the endpoints see it
+        q_ready, _ = standing(ready)
+
+        # 3a. the lookup: the origin's first download starts it, the others wait for it
+        starts = dl & pa.dns & ~dns_started[o, cols]
+        lookup = rtt_r + q_ready + scale * k.dns_timeout_s * p_rt / np.maximum(1 - p_rt, 1e-9)
+        dns_done[o, cols] = np.where(starts, ready + lookup, dns_done[o, cols])
+        dns_started[o, cols] |= starts
+        t_dns = np.maximum(ready, np.where(pa.dns, dns_done[o, cols], -INF))
+
+        # 3b. a connection: the most recently idle, else a new one, else the first to be free
+        base, count = b.slot_base[o, cols], b.slot_count[o, cols]
+        idx = base[:, None] + np.minimum(offs[None, :], np.maximum(count[:, None] - 1, 0))
+        mine = offs[None, :] < count[:, None]
+        f = c_free[cols2, idx]
+        op = c_open[cols2, idx]
+        free_now = mine & (f <= t_dns[:, None])
+        idle = free_now & op
+        fresh = free_now & ~op
+        choice = np.where(
+            idle.any(axis=1),
+            np.where(idle, f, -INF).argmax(axis=1),
+            np.where(fresh.any(axis=1), fresh.argmax(axis=1), np.where(mine, f, INF).argmin(axis=1)),
+        )
+        slot = idx[cols, np.where(pa.mux, 0, choice)]
+        s_open, s_free = c_open[cols, slot], c_free[cols, slot]
+        t_conn = np.where(pa.mux, t_dns, np.maximum(t_dns, s_free))  # HTTP/1.x: wait for it
+        opening = dl & ~s_open
+        # handshakes, each round trip through the standing queue; a lost packet waits for its timer
+        q_hs = np.where(opening, q_ready, 0.0)
+        rt_hs = rtt_r + q_hs
+        tcp_rec = np.where(pa.quic, 0.0, scale * k.syn_rto_s * p_rt)
+        tcp = np.where(pa.quic, 0.0, rt_hs) + tcp_rec
+        hs_timer = np.where(pa.quic, k.quic_pto_s, np.maximum(k.tail_rtts * rtt_r, k.rto_min_s + rtt_r))
+        tls_rec = pa.tls * scale * hs_timer * hs_loss
+        tls = tls_rounds * rt_hs + pa.tls * (hello + flight / pa.rate) + tls_rec
+        setup = tcp + tls
+        ready_conn = np.where(opening, t_conn + setup, s_free)
+        first_data = np.where(opening, np.minimum(first_data, t_conn + tcp), first_data)
+        c_open[cols, slot] |= dl
+        c_free[cols, slot] = np.where(dl & pa.mux, ready_conn, c_free[cols, slot])
+        c_cwnd[cols, slot] = np.where(opening, pa.iw, c_cwnd[cols, slot])
+        c_ss[cols, slot] = np.where(opening, 1.0, c_ss[cols, slot])
+        t_conn_ok = np.maximum(t_conn, ready_conn)
+        # h2/h3: a stream
+        sd = b.stream_dep[i]
+        t_send = np.where(sd >= 0, np.maximum(t_conn_ok, done[np.maximum(sd, 0), cols]), t_conn_ok)
+        first_data = np.where(dl, np.minimum(first_data, t_send), first_data)
+
+        # 4. the request: the uplink drains its backlog at its rate (a request met out of time
+        # order finds it undrained); then the server
+        waiting = np.where(np.isfinite(pa.rate_up), np.maximum(up_backlog - np.maximum(t_send - up_time, 0.0) * pa.rate_up, 0.0), 0.0)
+        up_backlog = np.where(dl, waiting + pa.req, up_backlog)
+        up_time = np.where(dl, np.maximum(up_time, t_send), up_time)
+        req_rec = scale * p_up * k.tail_rtts * rtt_r
+        t_srv = t_send + (waiting + pa.req) / pa.rate_up + d_up + req_rec + k.server_s
+
+        # 5. the response in rounds
+        body = b.size[i] + pa.head
+        npk = np.maximum(np.ceil(body / pa.pkt), 1.0)
+        wbytes = body * pa.wire
+        prev_send = c_send[cols, slot]
+        busy = pa.mux & (prev_send > t_srv)  # the connection's sender carries on with earlier streams
+        s = np.where(busy, prev_send, t_srv)
+        q_s, per_slot = standing(s)
+        own_infl = per_slot[cols, slot]
+        others = (per_slot.sum(axis=1) - own_infl) / pkt_bytes
+        rtt_e = rtt_r + q_s
+        idle_long = ~busy & ~opening & ((s - prev_send) > np.maximum(k.rto_min_s + rtt, rtt))
+        w0 = np.where(idle_long, np.minimum(c_cwnd[cols, slot], pa.iw), c_cwnd[cols, slot])
+        cap = np.maximum(np.where(limited, pa.rate * rtt_e / pkt_bytes, INF), 1.0)
+        ceil_pk = np.maximum(w0, (bdp + pa.ceil_bytes) / pkt_bytes - k.ceiling_share * others)
+        ss = c_ss[cols, slot]
+        r_ss = _ss_rounds(npk, w0, np.minimum(cap, ceil_pk))
+        r_ca = _ca_rounds(npk, w0, cap)
+        w_sent = np.maximum(np.minimum(w0, cap), 1.0)
+        r_cont = ss * np.log2(1 + npk / w_sent) + (1 - ss) * npk / w_sent
+        rounds = np.where(busy, r_cont, ss * r_ss + (1 - ss) * r_ca)
+        hit = np.isfinite(ceil_pk) & (w0 + npk >= ceil_pk)
+        w_clean = ss * np.minimum(w0 + npk, ceil_pk) + (1 - ss) * (w0 + npk / np.maximum(w0, 1.0))
+        # the gateway's ceiling reached in slow start: a loss there (a queue below HyStart's threshold)
+        ovf = np.where(pa.ceil_loss & hit, ss, 0.0)
+        # random loss: CSA's slow start until the first loss, Padhye's throughput after it; the
+        # first loss repaired by fast retransmit, or by a timer (Padhye's Q)
+        P1 = np.where(some, 1 - (1 - p) ** npk, 0.0)
+        d_ss = np.where(some, np.minimum(npk, P1 * (1 - p) / np.maximum(p, 1e-9) + 1), npk)
+        rto = np.maximum(k.rto_min_s + rtt_r, 2 * rtt_r)
+        tput = np.where(some, _padhye(p, rtt_e, rto, np.maximum(cap, 2.0), k.padhye_b, k.response_window), INF)
+        r_before = ss * _ss_rounds(d_ss, w0, np.minimum(cap, ceil_pk)) + (1 - ss) * _ca_rounds(d_ss, w0, cap)
+        r_before = np.where(busy, rounds * d_ss / npk, r_before - 1)
+        Q = _timeout_share(p, np.minimum(w0 * 2.0 ** np.maximum(r_before, 0), npk))
+        first_loss = scale * (Q * (k.tail_rtts * rtt_e + p * rto) + (1 - Q) * k.fast_rtts * rtt_e)
+        t_clean = np.where(busy, rounds, rounds - 1) * rtt_e
+        t_loss = r_before * rtt_e + first_loss + np.where(some, np.maximum(npk - d_ss, 0) / tput, 0.0)
+        lossy = P1 * np.maximum(t_loss - t_clean, 0.0) + ovf * scale * k.fast_rtts * rtt_e
+        w_loss = np.where(some, np.maximum(tput * rtt_e, 2.0), w_clean)
+        w_end = (1 - P1) * (1 - ovf) * w_clean + P1 * w_loss + (1 - P1) * ovf * k.beta * w_clean
+        ss_end = ss * (1 - P1) * (1 - ovf) * ~hit
+        # the bottleneck, shared: each other connection's bytes still to send delay this response
+        # by as many of them as it sends itself (processor sharing); a fresh response's first bytes
+        # wait behind the standing queue
+        lead = np.where(busy, 0.0, q_s)
+        remaining = x_bytes * np.clip((c_send - s[:, None]) / np.maximum(c_send - x_start, 1e-9), 0.0, 1.0)
+        remaining[cols, slot] = 0.0
+        link = (wbytes + np.minimum(remaining, wbytes[:, None]).sum(axis=1)) / pa.rate
+        last_round = np.where(busy, 0.0, np.minimum(wbytes, w_clean * pkt_bytes) / pa.rate)
+        windowed = lead + t_clean + lossy + last_round
+        e = s + np.maximum(windowed, link)
+        wire_total = np.where(dl, wire_total + wbytes, wire_total)
+
+        # 6. completion: one-way delay, head-of-line blocking behind another stream's loss on one
+        # TCP connection, the loader's own time
+        hol = np.where(pa.mux & ~pa.quic & busy, scale * (1 - (1 - p) ** np.maximum(own_infl / pkt_bytes - npk, 0)) * k.fast_rtts * rtt_e, 0.0)
+        c_done = e + d_down + hol + k.client_object_s
+        done[i] = np.where(dl, c_done, done[i])
+        first[i] = np.where(dl, s + lead + np.minimum(wbytes, pkt_bytes) / pa.rate + d_down, first[i])
+        x_start[cols, slot] = np.where(dl & ~busy, s, x_start[cols, slot])
+        x_bytes[cols, slot] = np.where(dl, wbytes + np.where(busy, x_bytes[cols, slot], 0.0), x_bytes[cols, slot])
+        c_send[cols, slot] = np.where(dl, e, prev_send)
+        c_cwnd[cols, slot] = np.where(dl, np.maximum(w_end, 1.0), c_cwnd[cols, slot])
+        c_ss[cols, slot] = np.where(dl, ss_end, ss)
+        c_infl[cols, slot] = np.where(dl, np.minimum(x_bytes[cols, slot], w_clean * pkt_bytes), c_infl[cols, slot])
+        c_free[cols, slot] = np.where(dl & ~pa.mux, c_done, c_free[cols, slot])
+        c_open[cols, slot] &= ~(dl & ~pa.mux & ~pa.keep_alive)
+
+        if explain:
+            assert parts is not None
+            own = np.zeros((n, len(PARTS)))
+            hs_gate = (tls_rounds + ~pa.quic) * q_hs
+            own[:, _P["dns"]] = t_dns - ready
+            own[:, _P["queueing"]] = np.maximum(t_conn - t_dns, 0) + (t_send - t_conn_ok)
+            own[:, _P["setup"]] = np.where(opening, setup - hs_gate - tcp_rec - tls_rec, np.maximum(ready_conn - t_conn, 0))
+            own[:, _P["server"]] = k.server_s
+            gate = np.where(windowed >= link, lead, np.minimum(lead, link))
+            rec = np.where(windowed >= link, np.minimum(lossy, windowed - lead), 0.0)
+            moving = np.where(windowed >= link, np.minimum(wbytes / pa.rate, windowed - lead - rec), link - gate)
+            own[:, _P["gateway"]] = np.where(opening, hs_gate, 0) + gate
+            own[:, _P["recovery"]] = np.where(opening, tcp_rec + tls_rec, 0) + req_rec + rec
+            own[:, _P["window"]] = np.maximum(e - s - gate - rec - moving, 0)
+            own[:, _P["hol"]] = hol
+            own[:, _P["compute"]] = k.client_object_s
+            # the rest: the request's and the last bytes' way, other streams first on the connection
+            own[:, _P["transfer"]] = (c_done - ready) - own.sum(axis=1)
+            parts[i] = np.where(dl[:, None], own, parts[i])
+
+    last = np.where(b.kind >= 0, done, -INF)
+    end_step = last.argmax(axis=0)
+    # no load ends before the bottleneck could carry its bytes after its first request
+    floor = first_data + pa.rtt + wire_total / pa.rate
+    plt = np.maximum(last.max(axis=0), floor) + k.load_s
+    tow = plt - np.where(np.isfinite(first_data), first_data, 0.0) - k.load_s
+    out_parts = None
+    if explain:
+        assert parts is not None
+        out_parts = np.zeros((n, len(PARTS)))
+        for j in range(n):
+            step = int(end_step[j])
+            while step >= 0:
+                out_parts[j] += parts[step, j]
+                step = int(pred[step, j])
+        out_parts[:, _P["transfer"]] += np.maximum(floor - last.max(axis=0), 0)
+        out_parts[:, _P["compute"]] += k.load_s
+    return Result(plt=plt, tow=tow, parts=out_parts)
