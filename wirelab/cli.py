@@ -6,7 +6,6 @@ other failures 1.
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import sys
@@ -21,6 +20,7 @@ from wirelab import __version__, _facts
 from wirelab import _api as api
 from wirelab import _netprofile as netprofile
 from wirelab import spec as spec_mod
+from wirelab._cli_run import run_command
 from wirelab._contract_models import TrialSpecFields
 from wirelab._engine import Engine, SubprocessEngine
 from wirelab._options import (
@@ -41,14 +41,16 @@ from wirelab._options import (
     only_with,
 )
 from wirelab._paths import experiments_dir
+from wirelab._predict._cli import app as predict_app
+from wirelab._predict._cli import print_plan_prediction
 from wirelab._progress import RichLoadProgress, RichProgress
 from wirelab._spec_models import show_value
 from wirelab._summary import median_plt_load
-from wirelab._terminal import controls_escaped, shown
+from wirelab._terminal import shown
 from wirelab._userpath import check_output_dir, check_output_file
 from wirelab._waterfall import waterfall
 from wirelab.analysis import live as live_pages
-from wirelab.errors import Interrupted, ProfileError, SpecError, StoreError, UsageError, WirelabError, cut
+from wirelab.errors import Interrupted, ProfileError, SpecError, StoreError, UsageError, cut
 from wirelab.runner import RunSummary
 from wirelab.spec import PROTOCOLS
 from wirelab.store import DEFAULT_DB, PROBE_PROTOCOLS, Results
@@ -81,6 +83,7 @@ app.add_typer(pages_app, name="pages")
 app.add_typer(profiles_app, name="profiles")
 app.add_typer(results_app, name="results")
 app.add_typer(spec_app, name="spec")
+app.add_typer(predict_app, name="predict")
 
 DB_OPTION = typer.Option(
     DEFAULT_DB, "--db", help="Results database (SQLite); trial directories go to <db>.d/."
@@ -248,12 +251,23 @@ def run(
     artifacts: str | None = ARTIFACTS_OPTION,
     wait_workers: float | None = WAIT_WORKERS_OPTION,
     allow_internet: bool = ALLOW_INTERNET_OPTION,
+    predict: bool = typer.Option(
+        False,
+        "--predict",
+        help="First print each trial's predicted PLT and gains and the predicted wall time "
+        "(docs/predict.md).",
+    ),
+    predict_only: bool = typer.Option(False, "--predict-only", help="Print the prediction and run nothing."),
 ) -> None:
     """Run an experiment: every trial of the spec's grid, resumably, into the results database.
 
     Ctrl-C stops the running trials cleanly; run the same command again to resume. With --cluster the
     trials run on the workers of a Dask scheduler and come back into the same database.
     """
+    if predict or predict_only:
+        print_plan_prediction(api._trial_plan(spec, allow_internet), out)
+        if predict_only:
+            return
     summary = _run(
         spec, db, parallel, resume, engine, cluster, retries, artifacts, wait_workers, allow_internet
     )
@@ -1725,81 +1739,15 @@ def _shell_raw(args: list[str]) -> None:
     os.execv(argv[0], argv)
 
 
-def _reflow(text: str) -> str:
-    """A docstring's paragraphs as single lines (rich keeps a help text's line breaks, so wrapped
-    source lines would break mid-sentence on screen); indented lines and list items stay lines."""
-    paragraphs = []
-    for para in inspect.cleandoc(text).split("\n\n"):
-        lines: list[str] = []
-        for line in para.splitlines():
-            keep = not lines or line[:1].isspace() or line.lstrip()[:2] in ("- ", "* ", "• ")
-            if keep:
-                lines.append(line)
-            else:
-                lines[-1] += " " + line.strip()
-        paragraphs.append("\n".join(lines))
-    return "\n\n".join(paragraphs)
-
-
-def _reflow_all(command: Any) -> None:
-    if getattr(command, "help", None):
-        command.help = _reflow(command.help)
-    for sub in getattr(command, "commands", {}).values():
-        _reflow_all(sub)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``wirelab`` script: one line per error, exit codes 0/1/2/130."""
-    command = typer.main.get_command(app)
-    _reflow_all(command)
     args = list(sys.argv[1:] if argv is None else argv)
-    try:
+
+    def shell_first() -> None:
         if args[:1] == ["shell"] and not {"--help", "-h"} & set(args[1:2]) and len(args) > 1:
             _shell_raw(args[1:])
-        result = command.main(args=args, prog_name="wirelab", standalone_mode=False)
-    except typer.TyperException as e:  # command-line usage errors (unknown option, bad value …)
-        ctx = getattr(e, "ctx", None)
-        if type(e).__name__ == "NoArgsIsHelpError":
-            typer.echo(e.format_message())
-            return 2
-        where = ctx.command_path if ctx is not None else "wirelab"
-        message = " ".join(e.format_message().split())
-        err.print(f"{where}: {message} (see {where} --help)", soft_wrap=True, markup=False)
-        return e.exit_code
-    except typer.Abort:
-        err.print("wirelab: interrupted", markup=False)
-        return 130
-    except WirelabError as e:
-        for line in e.lines or (str(e),):
-            err.print(f"wirelab: {controls_escaped(' '.join(line.split()))}", soft_wrap=True, markup=False)
-        return e.exit_code
-    except KeyboardInterrupt:
-        err.print("wirelab: interrupted", markup=False)
-        return 130
-    except Exception as e:  # last resort: a bug, never a traceback on the terminal
-        log = _write_crash_log(args)
-        err.print(
-            f"wirelab: internal error ({e.__class__.__name__}: {cut(' '.join(str(e).split()))}); "
-            f"details in {log} — please report it",
-            soft_wrap=True,
-            markup=False,
-        )
-        return 1
-    return result if isinstance(result, int) else 0
 
-
-def _write_crash_log(args: list[str]) -> str:
-    """Write the current exception's traceback to a private log file; return its path."""
-    import tempfile
-    import traceback
-
-    try:
-        fd, path = tempfile.mkstemp(prefix="wirelab-crash-", suffix=".log")  # 0600
-        with os.fdopen(fd, "w") as f:
-            f.write(f"wirelab {' '.join(args)}\n\n{traceback.format_exc()}")
-        return path
-    except OSError:
-        return "(no log: the temporary directory is not writable)"
+    return run_command(typer.main.get_command(app), args, "wirelab", shell_first)
 
 
 if __name__ == "__main__":

@@ -117,6 +117,12 @@ def configs_of(spec: Mapping[str, Any], protocols: list[str] | None = None) -> l
     """The configurations of one trial spec (defaults applied), one per protocol."""
     from wirelab import _contract
 
+    found = _contract.problem("trial-spec", {"contract": _contract.CONTRACT_VERSION, **spec})
+    if found is not None:
+        where = found.field.replace(".[", "[")
+        if found.value is _contract.MISSING:
+            raise UsageError(f"{where}: {found.allowed}")
+        raise UsageError(f"{where}: {_contract.show(found.value)} is not allowed; {found.allowed}")
     spec = _contract.apply_defaults("trial-spec", dict(spec))
     page = spec["page"]
     if not isinstance(page, str) or not page:

@@ -73,6 +73,9 @@ class Constants:
     hystart_factor: float = 1.0
     """HyStart leaves slow start once the RTT grows by max(4 ms, min(16 ms, RTT/8)) (Linux
     ``tcp_cubic.c``, RFC 9406 for quic-go): the queue delay that ends slow start, × this."""
+    ack_train: float = 0.5
+    """Linux CUBIC's ACK-train test leaves slow start once a round's ACKs span half the minimum RTT:
+    at this share of the bandwidth-delay product (``tcp_cubic.c``: delay_min / 2)."""
     ceiling_share: float = 0.0
     """How much of the other connections' data in flight counts against a slow start's ceiling
     (0: each connection may grow to the path's; 1: the flows share it as they stand when it starts)."""
@@ -117,6 +120,7 @@ FITTED: dict[str, tuple[float, float]] = {
     "quic_flight_bytes": (1500.0, 9000.0),
     "hystart_factor": (0.25, 4.0),
     "ceiling_share": (0.0, 1.0),
+    "ack_train": (0.25, 2.0),
     "fast_rtts": (0.5, 4.0),
     "response_window": (0.8, 6.0),
     "tail_rtts": (1.0, 6.0),

@@ -98,12 +98,15 @@ def fit(
     obs = np.array([t.median_s for t in tgts])
     evals = [0]
 
+    best = [math.inf]
+
     def objective(z: np.ndarray) -> float:
         k = start.replace(**{n: _from_free(n, v) for n, v in zip(names, z, strict=True)})
         loss = _loss(predict_configs(configs, k, baseline=baseline, engine=engine).plt, obs)
         evals[0] += 1
+        best[0] = min(best[0], loss)
         if progress is not None:
-            progress(evals[0], loss)
+            progress(evals[0], best[0])
         return loss
 
     z0 = np.array([_to_free(n, getattr(start, n)) for n in names])

@@ -5,11 +5,13 @@ A discipline answers two questions for every configuration at once (arrays over 
 - :meth:`Discipline.delay` — how long a packet arriving now waits, given the bytes the load's senders
   hold in flight beyond the path's bandwidth-delay product (the standing queue they would build in
   an unbounded FIFO): handshakes, requests and each response's first bytes pay it.
-- :meth:`Discipline.ceiling` — how far a slow-starting sender's window can grow past the path's
-  bandwidth-delay product before the queue signals congestion (a drop, or an ECN mark), and whether
-  that signal is a loss. A drop-tail queue signals only when it overflows; Linux's CUBIC leaves slow
-  start earlier by itself once the queueing delay it measures exceeds HyStart's threshold
-  (``hystart_bytes``), so it meets the overflow only in queues smaller than that.
+- :meth:`Discipline.signal` — the window (bytes in flight) at which a slow-starting sender meets the
+  queue's congestion signal (a drop, or an ECN mark), and whether the signal is a loss. A drop-tail
+  queue signals only when it overflows: a paced sender (quic-go) overflows it once its window exceeds
+  the bandwidth-delay product plus the queue; an unpaced one (Linux TCP) sends two packets per
+  acknowledgement in slow start, so each round's burst leaves half its window queued and the queue
+  overflows at twice its size already. The sender may leave slow start before (HyStart, in
+  :mod:`._sim`).
 
 The profile names the discipline (``queue=256``: drop-tail; ``queue=codel`` … once the link model has
 them: issue 30); a discipline the model does not know yet is refused with one line.
@@ -44,26 +46,26 @@ class Discipline:
         bytes/s."""
         raise NotImplementedError
 
-    def ceiling(self, capacity: Array, hystart_bytes: Array) -> tuple[Array, Array]:
-        """(bytes beyond the bandwidth-delay product a slow start reaches, whether reaching it
-        costs a loss)."""
+    def signal(self, capacity: Array, bdp: Array, paced: Array) -> tuple[Array, Array]:
+        """(the slow-start window, bytes, at which the queue signals congestion; whether the
+        signal is a drop)."""
         raise NotImplementedError
 
 
 @dataclasses.dataclass(frozen=True)
 class DropTail(Discipline):
     """A FIFO that drops arrivals when full (the link model's ``DropTailQueue``): the standing
-    queue is whatever the senders put there, up to its size; slow start ends at HyStart's delay
-    threshold, or at the overflow when the queue is smaller."""
+    queue is whatever the senders put there, up to its size; its only signal is an overflow."""
 
     name: str = "droptail"
 
     def delay(self, excess: Array, capacity: Array, rate: Array) -> Array:
         return np.minimum(np.maximum(excess, 0.0), capacity) / rate
 
-    def ceiling(self, capacity: Array, hystart_bytes: Array) -> tuple[Array, Array]:
-        overflow = capacity < hystart_bytes
-        return np.where(overflow, capacity, hystart_bytes), overflow
+    def signal(self, capacity: Array, bdp: Array, paced: Array) -> tuple[Array, Array]:
+        full = bdp + capacity
+        burst = 2 * (capacity + MTU)  # half of an unpaced slow-start round's window waits in the queue
+        return np.where(paced, full, np.minimum(full, burst)), np.ones_like(capacity, dtype=bool)
 
 
 #: Every discipline the model knows, by the name the profile's resolved form gives it.

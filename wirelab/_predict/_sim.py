@@ -77,9 +77,8 @@ class _Path:
     head: np.ndarray  # response head bytes
     keep_alive: np.ndarray
     dns: np.ndarray  # lookups cross the path
-    hystart: np.ndarray  # bytes of queue that end slow start
-    ceil_bytes: np.ndarray  # bytes beyond the BDP a slow start reaches
-    ceil_loss: np.ndarray  # reaching it costs a loss
+    ceil_bytes: np.ndarray  # the window (bytes in flight) at which slow start ends
+    ceil_loss: np.ndarray  # ending it there costs a loss
 
 
 def _path(b: Batch, k: Constants, baseline: bool) -> _Path:
@@ -97,16 +96,27 @@ def _path(b: Batch, k: Constants, baseline: bool) -> _Path:
     queue = arr(lambda c: c.queue_down)
     if baseline:
         queue = np.full(b.n, INF)  # Lantern: no gateway queue
+    pkt_wire = np.where(quic, k.quic_payload * k.wire_quic, k.mss * k.wire_tcp)
+    bdp = np.where(np.isfinite(rate), rate * rtt, INF)
+    # the sender leaves slow start by itself: HyStart's delay test (Linux, RFC 9406 in quic-go) once
+    # the queue delays it by max(4 ms, min(16 ms, RTT/8)); Linux's ACK-train test once a round's
+    # acknowledgements, spaced closer than 2 ms, span half the minimum RTT (a window of half the
+    # bandwidth-delay product, at least 16 segments)
     eta = np.maximum(0.004, np.minimum(0.016, rtt / 8)) * k.hystart_factor
-    hystart = np.where(np.isfinite(rate), eta * rate, INF)
-    ceil_bytes = np.empty(b.n)
-    ceil_loss = np.zeros(b.n, dtype=bool)
+    delay_exit = np.where(np.isfinite(rate), bdp + eta * rate, INF)
+    train = ~quic & np.isfinite(rate) & (pkt_wire / np.where(np.isfinite(rate), rate, 1.0) < 0.002)
+    train_exit = np.where(train, np.maximum(16 * pkt_wire, k.ack_train * bdp), INF)
+    sender_exit = np.minimum(delay_exit, train_exit)
+    signal = np.full(b.n, INF)
+    drop = np.zeros(b.n, dtype=bool)
     for d in {c.discipline for c in cs}:
-        sel = np.array([c.discipline == d for c in cs])
-        cb, cl = d.ceiling(queue[sel], hystart[sel])
-        ceil_bytes[sel], ceil_loss[sel] = cb, cl
-    if baseline:
-        ceil_bytes, ceil_loss = np.full(b.n, INF), np.zeros(b.n, dtype=bool)
+        sel = np.array([c.discipline == d for c in cs]) & np.isfinite(rate)
+        if sel.any():
+            signal[sel], drop[sel] = d.signal(queue[sel], bdp[sel], quic[sel])
+    ceil_loss = drop & (signal < sender_exit)
+    ceil_bytes = np.minimum(signal, sender_exit)
+    if baseline:  # Lantern: the window grows to the bandwidth-delay product, nothing else
+        ceil_bytes, ceil_loss = np.maximum(bdp, 1.0), np.zeros(b.n, dtype=bool)
     iw = np.where(quic, k.quic_iw, arr(lambda c: c.iw))
     if baseline:
         iw = np.full(b.n, 10.0)
@@ -132,7 +142,6 @@ def _path(b: Batch, k: Constants, baseline: bool) -> _Path:
         head=np.where(np.array([c.multiplexed for c in cs]), k.response_head_mux, k.response_head_h1),
         keep_alive=np.array([c.keep_alive for c in cs]),
         dns=np.array([c.dns_server for c in cs]),
-        hystart=hystart,
         ceil_bytes=ceil_bytes,
         ceil_loss=ceil_loss,
     )
@@ -331,7 +340,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         idle_long = ~busy & ~opening & ((s - prev_send) > np.maximum(k.rto_min_s + rtt, rtt))
         w0 = np.where(idle_long, np.minimum(c_cwnd[cols, slot], pa.iw), c_cwnd[cols, slot])
         cap = np.maximum(np.where(limited, pa.rate * rtt_e / pkt_bytes, INF), 1.0)
-        ceil_pk = np.maximum(w0, (bdp + pa.ceil_bytes) / pkt_bytes - k.ceiling_share * others)
+        ceil_pk = np.maximum(w0, pa.ceil_bytes / pkt_bytes - k.ceiling_share * others)
         ss = c_ss[cols, slot]
         r_ss = _ss_rounds(npk, w0, np.minimum(cap, ceil_pk))
         r_ca = _ca_rounds(npk, w0, cap)
