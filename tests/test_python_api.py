@@ -39,6 +39,8 @@ EXPECTED_PUBLIC = {
     "ProbeRun",
     "loadtest",
     "plan_loadtest",
+    "predict",
+    "Prediction",
     "LoadPlan",
     "PlannedLoadtest",
     "LoadObserver",

@@ -265,7 +265,7 @@ def run(
     trials run on the workers of a Dask scheduler and come back into the same database.
     """
     if predict or predict_only:
-        print_plan_prediction(api._trial_plan(spec, allow_internet), out)
+        print_plan_prediction(api._trial_plan(spec, allow_internet), out, engine=_engine(engine))
         if predict_only:
             return
     summary = _run(

@@ -78,7 +78,7 @@ def predict_specs(
     """Predictions for trial specs (as a plan holds them, or partial: the contract's defaults fill
     the rest), all configurations simulated together."""
     cfile = _constants.load(constants)
-    per_spec = [configs_of(s) for s in specs]
+    per_spec = [configs_of(s, engine=engine) for s in specs]
     flat = [c for cs in per_spec for c in cs]
     model = predict_configs(flat, cfile.constants, explain=explain, engine=engine)
     base = predict_configs(flat, cfile.baseline, baseline=True, engine=engine)

@@ -52,6 +52,17 @@ app = typer.Typer(
 CONSTANTS_OPTION = typer.Option(
     None, "--constants", help="Constants from `wirelab predict fit` (default: the ones the package ships)."
 )
+ENGINE_OPTION = typer.Option(
+    None,
+    "--engine",
+    help="wirelab-engine binary, asked for the page's facts (default: $WIRELAB_ENGINE, bin/wirelab-engine, PATH).",
+)
+
+
+def _engine(path: Path | None) -> Any:
+    from wirelab._engine import SubprocessEngine
+
+    return SubprocessEngine(path)
 
 
 def _protocols(proto: str) -> list[str]:
@@ -83,6 +94,7 @@ def page_cmd(
     dns: str = typer.Option("server", "--dns", help="server (lookups cross the path) or static."),
     client: str = typer.Option("engine", "--client", help="Loader: engine or chromium."),
     constants: Path | None = CONSTANTS_OPTION,
+    engine: Path | None = ENGINE_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
 ) -> None:
     """Predict one page over several protocols through one network."""
@@ -108,6 +120,7 @@ def page_cmd(
         server=server_fields,
         client=client_fields,
         constants=constants,
+        engine=_engine(engine),
     )
     if as_json:
         typer.echo(json.dumps(pred.to_dict(), indent=1))
@@ -173,11 +186,14 @@ def fit_cmd(
     holdout: float = typer.Option(0.0, "--holdout", min=0.0, max=0.9, help="Share of configurations kept out of the fit and scored."),
     seed: int = typer.Option(1, "--seed", help="Seed of the held-out split."),
     max_evals: int = typer.Option(400, "--max-evals", help="Model evaluations per fit."),
+    engine: Path | None = ENGINE_OPTION,
 ) -> None:
     """Fit the model's constants (and the baseline's) to a results database; write them with their provenance."""
     from wirelab._predict import _validate
 
-    result = _validate.fit_and_score(db=db, sweeps=sweep, holdout=holdout, seed=seed, max_evals=max_evals, progress=_progress())
+    result = _validate.fit_and_score(
+        db=db, sweeps=sweep, holdout=holdout, seed=seed, max_evals=max_evals, progress=_progress(), engine=_engine(engine)
+    )
     _validate.write_constants(result, out_path)
     _print_scores(result)
     out.print(f"constants written to {out_path} (use them with --constants {out_path})", soft_wrap=True)
@@ -190,6 +206,7 @@ def validate_cmd(
     seed: int = typer.Option(1, "--seed", help="Seed of the held-out split."),
     sweep: list[str] = typer.Option([], "--sweep", help="Only these sweeps of DB."),
     max_evals: int = typer.Option(400, "--max-evals", help="Model evaluations per fit (with DB)."),
+    engine: Path | None = ENGINE_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
     """Score the model against the emulator on held-out configurations, beside a Lantern-style baseline.
@@ -199,9 +216,11 @@ def validate_cmd(
     from wirelab._predict import _validate
 
     if db is None:
-        result = _validate.score_shipped(holdout=holdout, seed=seed)
+        result = _validate.score_shipped(holdout=holdout, seed=seed, engine=_engine(engine))
     else:
-        result = _validate.fit_and_score(db=db, sweeps=sweep, holdout=holdout, seed=seed, max_evals=max_evals, progress=_progress())
+        result = _validate.fit_and_score(
+            db=db, sweeps=sweep, holdout=holdout, seed=seed, max_evals=max_evals, progress=_progress(), engine=_engine(engine)
+        )
     if as_json:
         typer.echo(json.dumps(result.summary(), indent=1))
         return
@@ -238,14 +257,18 @@ def _print_scores(result: Any) -> None:
         )
 
 
-def print_plan_prediction(plan: Any, console: Console | None = None, constants: Path | None = None) -> float:
+def print_plan_prediction(
+    plan: Any, console: Console | None = None, constants: Path | None = None, engine: Any = None
+) -> float:
     """``wirelab run SPEC --predict``: each trial's predicted PLT and gains, the predicted wall time
     of each trial and of the grid. Returns the grid's predicted seconds."""
     from wirelab._predict._api import predict_specs
     from wirelab._predict._validate import trial_seconds
 
     console = console or out
-    preds = predict_specs([t.spec for t in plan.trials], constants=constants, explain=False)
+    known = [t for t in plan.trials if not str(t.spec.get("page", "")).startswith("url:")]
+    preds_known = predict_specs([t.spec for t in known], constants=constants, explain=False, engine=engine)
+    by_id = {t.id: p for t, p in zip(known, preds_known, strict=True)}
     protos = plan.trials[0].spec["protocols"] if plan.trials else []
     table = Table(title=f"predicted: {plan.name} ({len(plan.trials)} trials)", title_justify="left")
     table.add_column("trial")
@@ -256,7 +279,11 @@ def print_plan_prediction(plan: Any, console: Console | None = None, constants: 
         table.add_column(f"{p} gain", justify="right")
     table.add_column("wall s", justify="right")
     total = 0.0
-    for t, pred in zip(plan.trials, preds, strict=True):
+    for t in plan.trials:
+        pred = by_id.get(t.id)
+        if pred is None:
+            table.add_row(t.id[:12], t.label, *(["—"] * (2 * len(t.spec["protocols"]))), "live page: not predicted")
+            continue
         secs = trial_seconds(t.spec, pred)
         total += secs
         cells = [t.id[:12], t.label]

@@ -113,8 +113,10 @@ def network(profile: str, field: str = "network") -> dict[str, Any]:
         raise UsageError(str(e)) from None
 
 
-def configs_of(spec: Mapping[str, Any], protocols: list[str] | None = None) -> list[Config]:
-    """The configurations of one trial spec (defaults applied), one per protocol."""
+def configs_of(spec: Mapping[str, Any], protocols: list[str] | None = None, engine: Any = None) -> list[Config]:
+    """The configurations of one trial spec (defaults applied), one per protocol. A server or loader
+    other than the built-in ones is asked of the engine first (``trial --check``: does it serve, and
+    load, each protocol?)."""
     from wirelab import _contract
 
     found = _contract.problem("trial-spec", {"contract": _contract.CONTRACT_VERSION, **spec})
@@ -133,6 +135,12 @@ def configs_of(spec: Mapping[str, Any], protocols: list[str] | None = None) -> l
             "discovers — predict a corpus, synthetic, generated or imported page"
         )
     server, client = spec.get("server") or {}, spec.get("client") or {}
+    if server.get("impl", "builtin") != "builtin" or client.get("impl", "engine") != "engine":
+        if engine is None:
+            from wirelab._engine import SubprocessEngine
+
+            engine = SubprocessEngine()
+        engine.check_trials([{**spec, "contract": _contract.CONTRACT_VERSION, "trial_id": "c" + "0" * 15}])
     if server.get("push", "none") != "none":
         raise UsageError(f'server.push: "{server["push"]}": the model does not predict server push yet; use none')
     net = network(spec.get("network") or "native")

@@ -76,7 +76,10 @@ class Constants:
     ack_train: float = 0.5
     """Linux CUBIC's ACK-train test leaves slow start once a round's ACKs span half the minimum RTT:
     at this share of the bandwidth-delay product (``tcp_cubic.c``: delay_min / 2)."""
-    ceiling_share: float = 0.0
+    queue_in_rounds: float = 0.0
+    """How much of the standing queue a response's later rounds wait for (0: the queue is other
+    connections' data, whose share of the link the processor-sharing bound already counts)."""
+    ceiling_share: float = 1.0
     """How much of the other connections' data in flight counts against a slow start's ceiling
     (0: each connection may grow to the path's; 1: the flows share it as they stand when it starts)."""
     response_window: float = 2.06
@@ -120,6 +123,7 @@ FITTED: dict[str, tuple[float, float]] = {
     "quic_flight_bytes": (1500.0, 9000.0),
     "hystart_factor": (0.25, 4.0),
     "ceiling_share": (0.0, 1.0),
+    "queue_in_rounds": (0.0, 1.0),
     "ack_train": (0.25, 2.0),
     "fast_rtts": (0.5, 4.0),
     "response_window": (0.8, 6.0),

@@ -67,7 +67,7 @@ def split(labels: Sequence[Label], holdout: float, seed: int = 1) -> tuple[list[
 
 def _to_free(name: str, value: float) -> float:
     lo, hi = _constants.FITTED[name]
-    x = min(max((value - lo) / (hi - lo), 1e-4), 1 - 1e-4)
+    x = min(max((value - lo) / (hi - lo), 0.02), 0.98)  # a start on a bound would never leave it
     return math.log(x / (1 - x))
 
 
@@ -111,7 +111,13 @@ def fit(
 
     z0 = np.array([_to_free(n, getattr(start, n)) for n in names])
     before = objective(z0)
-    res = minimize(objective, z0, method="Nelder-Mead", options={"maxfev": max_evals, "xatol": 1e-3, "fatol": 1e-5})
+    simplex = np.vstack([z0, z0 + np.eye(len(z0))])  # one logit unit along each constant
+    res = minimize(
+        objective,
+        z0,
+        method="Nelder-Mead",
+        options={"maxfev": max_evals, "xatol": 1e-3, "fatol": 1e-5, "initial_simplex": simplex},
+    )
     best = start.replace(**{n: _from_free(n, v) for n, v in zip(names, res.x, strict=True)})
     return best, {"loss_before": round(before, 5), "loss_after": round(float(res.fun), 5), "evaluations": evals[0]}
 

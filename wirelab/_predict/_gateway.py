@@ -5,6 +5,8 @@ A discipline answers two questions for every configuration at once (arrays over 
 - :meth:`Discipline.delay` — how long a packet arriving now waits, given the bytes the load's senders
   hold in flight beyond the path's bandwidth-delay product (the standing queue they would build in
   an unbounded FIFO): handshakes, requests and each response's first bytes pay it.
+- :meth:`Discipline.burst_drops` — whether a burst (a new response's initial window, sent at once by
+  an unpaced sender) loses its tail on arrival: a drop-tail queue drops whatever exceeds it.
 - :meth:`Discipline.signal` — the window (bytes in flight) at which a slow-starting sender meets the
   queue's congestion signal (a drop, or an ECN mark), and whether the signal is a loss. A drop-tail
   queue signals only when it overflows: a paced sender (quic-go) overflows it once its window exceeds
@@ -51,6 +53,11 @@ class Discipline:
         signal is a drop)."""
         raise NotImplementedError
 
+    def burst_drops(self, queued: Array, burst: Array, capacity: Array) -> Array:
+        """Whether a burst of ``burst`` bytes arriving at once, ``queued`` bytes already waiting,
+        loses its tail at arrival."""
+        raise NotImplementedError
+
 
 @dataclasses.dataclass(frozen=True)
 class DropTail(Discipline):
@@ -66,6 +73,9 @@ class DropTail(Discipline):
         full = bdp + capacity
         burst = 2 * (capacity + MTU)  # half of an unpaced slow-start round's window waits in the queue
         return np.where(paced, full, np.minimum(full, burst)), np.ones_like(capacity, dtype=bool)
+
+    def burst_drops(self, queued: Array, burst: Array, capacity: Array) -> Array:
+        return queued + burst > capacity + MTU
 
 
 #: Every discipline the model knows, by the name the profile's resolved form gives it.

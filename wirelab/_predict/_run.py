@@ -16,7 +16,7 @@ __all__ = ["predict_configs"]
 
 #: Configurations per batch: wide enough that NumPy's per-call cost is spread, narrow enough that
 #: padding a short page to a long one's steps wastes little (batches group similar step counts).
-BATCH = 256
+BATCH = 1024
 
 
 def predict_configs(
@@ -30,8 +30,11 @@ def predict_configs(
     """PLT, ToW (s) and with ``explain`` the parts, per configuration, in order."""
     _pages.prefetch([c.page for c in configs], engine)
     facts = _pages.known([c.page for c in configs])
-    steps = np.array([plan_of(f, c.mode).steps for c, f in zip(configs, facts, strict=True)])
-    order = np.argsort(steps, kind="stable")
+    # batches of similar width (connection slots) and length (steps): padding costs little
+    plans = [plan_of(f, c.mode) for c, f in zip(configs, facts, strict=True)]
+    slots = np.array([1 if c.multiplexed else c.max_conns for c in configs]) * np.array([p.origins for p in plans])
+    steps = np.array([p.steps for p in plans])
+    order = np.lexsort((steps, np.ceil(np.log2(slots + 1))))
     plt = np.empty(len(configs))
     tow = np.empty(len(configs))
     parts = np.empty((len(configs), 0)) if not explain else None

@@ -39,7 +39,6 @@ from wirelab._predict._vocab import PARTS
 __all__ = ["Result", "simulate"]
 
 _P = {name: i for i, name in enumerate(PARTS)}
-_DEBUG: int | None = None
 INF = np.inf
 
 
@@ -100,11 +99,11 @@ def _path(b: Batch, k: Constants, baseline: bool) -> _Path:
     bdp = np.where(np.isfinite(rate), rate * rtt, INF)
     # the sender leaves slow start by itself: HyStart's delay test (Linux, RFC 9406 in quic-go) once
     # the queue delays it by max(4 ms, min(16 ms, RTT/8)); Linux's ACK-train test once a round's
-    # acknowledgements, spaced closer than 2 ms, span half the minimum RTT (a window of half the
-    # bandwidth-delay product, at least 16 segments)
+    # acknowledgements (one per two segments: delayed ACKs), spaced closer than 2 ms, span half the
+    # minimum RTT (a window of half the bandwidth-delay product, at least 16 segments)
     eta = np.maximum(0.004, np.minimum(0.016, rtt / 8)) * k.hystart_factor
     delay_exit = np.where(np.isfinite(rate), bdp + eta * rate, INF)
-    train = ~quic & np.isfinite(rate) & (pkt_wire / np.where(np.isfinite(rate), rate, 1.0) < 0.002)
+    train = ~quic & np.isfinite(rate) & (2 * pkt_wire / np.where(np.isfinite(rate), rate, 1.0) < 0.002)
     train_exit = np.where(train, np.maximum(16 * pkt_wire, k.ack_train * bdp), INF)
     sender_exit = np.minimum(delay_exit, train_exit)
     signal = np.full(b.n, INF)
@@ -184,6 +183,23 @@ def _timeout_share(p: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.where(w <= 3, 1.0, np.minimum(1.0, num / den))
 
 
+def _median_delay(costs: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The delay a typical (median) load suffers from rare events of several kinds, each kind with
+    its cost and its expected count per load (rows), every event on the load's critical path.
+
+    The load is as late as its costliest event. With the kinds sorted by cost, the chance that an
+    event costing at least c_j happens is P_j = 1 − exp(−Σ_{i ≤ j} λ_i) (Poisson); a median load
+    carries that cost when P_j ≥ ½. The step is smoothed with w(P) = 3P² − 2P³ — the chance that the
+    median of three loads has the event — so the delay is Σ_j (c_j − c_{j+1}) · w(P_j)."""
+    order = np.argsort(-costs, axis=0)
+    c = np.take_along_axis(costs, order, axis=0)
+    lam = np.cumsum(np.take_along_axis(counts, order, axis=0), axis=0)
+    prob = 1 - np.exp(-lam)
+    w = 3 * prob**2 - 2 * prob**3
+    steps = c - np.vstack([c[1:], np.zeros((1, c.shape[1]))])
+    return (steps * w).sum(axis=0)
+
+
 def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = False) -> Result:
     """Simulate every configuration of ``b``. ``baseline``: the Lantern-style view (no loss, IW 10,
     h3 as h2 over TCP and TLS, no gateway queue)."""
@@ -213,6 +229,9 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     wire_total = np.zeros(n)  # every response byte (the bottleneck's own bound on the load)
     main_free = np.zeros(n)
     first_data = np.full(n, INF)  # when the first request data left (ToW's start)
+    # rare events whose timers are long (a lost DNS query: 5 s; a lost SYN: 1 s; a lost handshake
+    # packet: the RTO or QUIC's PTO): their expected count per load, for the load-level delay
+    rare_dns, rare_syn, rare_hs = np.zeros(n), np.zeros(n), np.zeros(n)
     scale = k.recovery_scale
     limited = np.isfinite(pa.rate)
     bdp = np.where(limited, pa.rate * pa.rtt, INF)
@@ -274,7 +293,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
 
         # 3a. the lookup: the origin's first download starts it, the others wait for it
         starts = dl & pa.dns & ~dns_started[o, cols]
-        lookup = rtt_r + q_ready + scale * k.dns_timeout_s * p_rt / np.maximum(1 - p_rt, 1e-9)
+        lookup = rtt_r + q_ready
+        rare_dns += np.where(starts, p_rt / np.maximum(1 - p_rt, 1e-9), 0.0)
         dns_done[o, cols] = np.where(starts, ready + lookup, dns_done[o, cols])
         dns_started[o, cols] |= starts
         t_dns = np.maximum(ready, np.where(pa.dns, dns_done[o, cols], -INF))
@@ -300,11 +320,10 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         # handshakes, each round trip through the standing queue; a lost packet waits for its timer
         q_hs = np.where(opening, q_ready, 0.0)
         rt_hs = rtt_r + q_hs
-        tcp_rec = np.where(pa.quic, 0.0, scale * k.syn_rto_s * p_rt)
-        tcp = np.where(pa.quic, 0.0, rt_hs) + tcp_rec
-        hs_timer = np.where(pa.quic, k.quic_pto_s, np.maximum(k.tail_rtts * rtt_r, k.rto_min_s + rtt_r))
-        tls_rec = pa.tls * scale * hs_timer * hs_loss
-        tls = tls_rounds * rt_hs + pa.tls * (hello + flight / pa.rate) + tls_rec
+        tcp = np.where(pa.quic, 0.0, rt_hs)
+        tls = tls_rounds * rt_hs + pa.tls * (hello + flight / pa.rate)
+        rare_syn += np.where(opening & ~pa.quic, p_rt, 0.0)
+        rare_hs += np.where(opening & pa.tls, hs_loss, 0.0)
         setup = tcp + tls
         ready_conn = np.where(opening, t_conn + setup, s_free)
         first_data = np.where(opening, np.minimum(first_data, t_conn + tcp), first_data)
@@ -336,7 +355,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         q_s, per_slot = standing(s)
         own_infl = per_slot[cols, slot]
         others = (per_slot.sum(axis=1) - own_infl) / pkt_bytes
-        rtt_e = rtt_r + q_s
+        rtt_e = rtt_r + k.queue_in_rounds * q_s
         idle_long = ~busy & ~opening & ((s - prev_send) > np.maximum(k.rto_min_s + rtt, rtt))
         w0 = np.where(idle_long, np.minimum(c_cwnd[cols, slot], pa.iw), c_cwnd[cols, slot])
         cap = np.maximum(np.where(limited, pa.rate * rtt_e / pkt_bytes, INF), 1.0)
@@ -351,20 +370,40 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         w_clean = ss * np.minimum(w0 + npk, ceil_pk) + (1 - ss) * (w0 + npk / np.maximum(w0, 1.0))
         # the gateway's ceiling reached in slow start: a loss there (a queue below HyStart's threshold)
         ovf = np.where(pa.ceil_loss & hit, ss, 0.0)
+        # a fresh response's first window leaves an unpaced sender at once: a queue already holding
+        # others' data may drop its tail (repaired after the tail-loss probe)
+        burst_bytes = np.minimum(w0, npk) * pkt_bytes
+        tail = np.zeros(n)
+        for d, mk in groups:
+            tail[mk] = d.burst_drops(q_s[mk] * pa.rate[mk], burst_bytes[mk], pa.queue[mk])
+        tail = np.where(pa.quic | busy | ~dl, 0.0, tail)
         # random loss: CSA's slow start until the first loss, Padhye's throughput after it; the
         # first loss repaired by fast retransmit, or by a timer (Padhye's Q)
         P1 = np.where(some, 1 - (1 - p) ** npk, 0.0)
         d_ss = np.where(some, np.minimum(npk, P1 * (1 - p) / np.maximum(p, 1e-9) + 1), npk)
         rto = np.maximum(k.rto_min_s + rtt_r, 2 * rtt_r)
-        tput = np.where(some, _padhye(p, rtt_e, rto, np.maximum(cap, 2.0), k.padhye_b, k.response_window), INF)
         r_before = ss * _ss_rounds(d_ss, w0, np.minimum(cap, ceil_pk)) + (1 - ss) * _ca_rounds(d_ss, w0, cap)
         r_before = np.where(busy, rounds * d_ss / npk, r_before - 1)
-        Q = _timeout_share(p, np.minimum(w0 * 2.0 ** np.maximum(r_before, 0), npk))
+        # the window when the first loss comes, then the window's decay towards the loss rate's
+        # steady state W* = kw/√p: ×β per loss event, one every 1/p packets (CUBIC's β = 0.7)
+        w_at = np.minimum(ss * np.minimum(w0 + d_ss, ceil_pk) + (1 - ss) * (w0 + d_ss / np.maximum(w0, 1.0)), np.maximum(ceil_pk, w0))
+        w_star = np.where(some, k.response_window / np.sqrt(np.maximum(p, 1e-9)), INF)
+        rest = np.maximum(npk - d_ss, 0.0)
+        m = rest * p
+        start_w = k.beta * w_at
+        decay = np.where(m > 1e-6, (1 - k.beta**m) / (np.maximum(m, 1e-6) * np.log(1 / k.beta)), 1.0)
+        above = np.isfinite(w_star) & (start_w > w_star)
+        w_avg = np.where(above, w_star + (start_w - np.where(above, w_star, 0)) * decay, start_w)
+        w_after = np.where(above, w_star + (start_w - np.where(above, w_star, 0)) * k.beta**m, start_w)
+        per_round = np.maximum(np.minimum(w_avg, cap), 1.0)
+        Q = _timeout_share(p, np.minimum(w_at, npk))
         first_loss = scale * (Q * (k.tail_rtts * rtt_e + p * rto) + (1 - Q) * k.fast_rtts * rtt_e)
+        later = scale * m * _timeout_share(p, np.minimum(w_avg, npk)) * rto
         t_clean = np.where(busy, rounds, rounds - 1) * rtt_e
-        t_loss = r_before * rtt_e + first_loss + np.where(some, np.maximum(npk - d_ss, 0) / tput, 0.0)
-        lossy = P1 * np.maximum(t_loss - t_clean, 0.0) + ovf * scale * k.fast_rtts * rtt_e
-        w_loss = np.where(some, np.maximum(tput * rtt_e, 2.0), w_clean)
+        t_loss = r_before * rtt_e + first_loss + rest / per_round * rtt_e + later
+        lossy = P1 * np.maximum(t_loss - t_clean, 0.0) + ovf * scale * k.fast_rtts * rtt_e + tail * scale * k.tail_rtts * rtt_r
+        w_loss = np.where(some, np.maximum(w_after, 2.0), w_clean)
+        ovf = np.maximum(ovf, tail)
         w_end = (1 - P1) * (1 - ovf) * w_clean + P1 * w_loss + (1 - P1) * ovf * k.beta * w_clean
         ss_end = ss * (1 - P1) * (1 - ovf) * ~hit
         # the bottleneck, shared: each other connection's bytes still to send delay this response
@@ -375,7 +414,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         remaining[cols, slot] = 0.0
         link = (wbytes + np.minimum(remaining, wbytes[:, None]).sum(axis=1)) / pa.rate
         last_round = np.where(busy, 0.0, np.minimum(wbytes, w_clean * pkt_bytes) / pa.rate)
-        windowed = lead + t_clean + lossy + last_round
+        windowed = np.maximum(lead, last_round) + t_clean + lossy
         e = s + np.maximum(windowed, link)
         wire_total = np.where(dl, wire_total + wbytes, wire_total)
 
@@ -400,13 +439,13 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             hs_gate = (tls_rounds + ~pa.quic) * q_hs
             own[:, _P["dns"]] = t_dns - ready
             own[:, _P["queueing"]] = np.maximum(t_conn - t_dns, 0) + (t_send - t_conn_ok)
-            own[:, _P["setup"]] = np.where(opening, setup - hs_gate - tcp_rec - tls_rec, np.maximum(ready_conn - t_conn, 0))
+            own[:, _P["setup"]] = np.where(opening, setup - hs_gate, np.maximum(ready_conn - t_conn, 0))
             own[:, _P["server"]] = k.server_s
             gate = np.where(windowed >= link, lead, np.minimum(lead, link))
             rec = np.where(windowed >= link, np.minimum(lossy, windowed - lead), 0.0)
             moving = np.where(windowed >= link, np.minimum(wbytes / pa.rate, windowed - lead - rec), link - gate)
             own[:, _P["gateway"]] = np.where(opening, hs_gate, 0) + gate
-            own[:, _P["recovery"]] = np.where(opening, tcp_rec + tls_rec, 0) + req_rec + rec
+            own[:, _P["recovery"]] = req_rec + rec
             own[:, _P["window"]] = np.maximum(e - s - gate - rec - moving, 0)
             own[:, _P["hol"]] = hol
             own[:, _P["compute"]] = k.client_object_s
@@ -414,6 +453,12 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             own[:, _P["transfer"]] = (c_done - ready) - own.sum(axis=1)
             parts[i] = np.where(dl[:, None], own, parts[i])
 
+    hs_cost = np.where(pa.quic, k.quic_pto_s, np.maximum(k.tail_rtts * (pa.rtt + pa.round_s), k.rto_min_s + pa.rtt))
+    rare = scale * _median_delay(
+        np.stack([np.full(n, k.dns_timeout_s), np.full(n, k.syn_rto_s), hs_cost]),
+        np.stack([rare_dns, rare_syn, rare_hs]),
+    )
+    done = done + rare  # every step after the load's start is as late (one delay, on its critical path)
     last = np.where(b.kind >= 0, done, -INF)
     end_step = last.argmax(axis=0)
     # no load ends before the bottleneck could carry its bytes after its first request
@@ -431,4 +476,5 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
                 step = int(pred[step, j])
         out_parts[:, _P["transfer"]] += np.maximum(floor - last.max(axis=0), 0)
         out_parts[:, _P["compute"]] += k.load_s
+        out_parts[:, _P["recovery"]] += rare
     return Result(plt=plt, tow=tow, parts=out_parts)
