@@ -83,9 +83,18 @@ def main() -> int:
     result = {
         "validation": {
             "heldout_configurations": v.heldout,
-            "model": {k_: round(x, 4) if isinstance(x, float) else x for k_, x in v.model_scores.row().items()},
-            "baseline": {k_: round(x, 4) if isinstance(x, float) else x for k_, x in v.baseline_scores.row().items()},
-            "targets": {"median_abs_error": 0.10, "p90_abs_error": 0.25, "spearman": 0.95, "sign_right": 0.90},
+            "model": {
+                k_: round(x, 4) if isinstance(x, float) else x for k_, x in v.model_scores.row().items()
+            },
+            "baseline": {
+                k_: round(x, 4) if isinstance(x, float) else x for k_, x in v.baseline_scores.row().items()
+            },
+            "targets": {
+                "median_abs_error": 0.10,
+                "p90_abs_error": 0.25,
+                "spearman": 0.95,
+                "sign_right": 0.90,
+            },
         },
         "predictions_per_cpu_second": speed,
         "cold_start_s": {

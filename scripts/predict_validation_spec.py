@@ -97,7 +97,9 @@ def trial_spec(cfg: dict) -> dict:
     return {"page": cfg["page"], "shards": cfg["shards"], "shard_mode": cfg["shard_mode"], "network": net}
 
 
-def sample(v: Variant, corpus: list[str], generated: dict[str, tuple[int, int, int]]) -> tuple[list[dict], int]:
+def sample(
+    v: Variant, corpus: list[str], generated: dict[str, tuple[int, int, int]]
+) -> tuple[list[dict], int]:
     rng = random.Random(v.seed)
     names = sorted(generated, key=lambda n: (n.split(":")[0], int(n.split(":")[1])))
     configs: list[dict] = []
@@ -120,13 +122,14 @@ def sample(v: Variant, corpus: list[str], generated: dict[str, tuple[int, int, i
 def render(v: Variant, configs: list[dict], redrawn: int) -> str:
     axes = list(configs[0])
     lines = [
-        "# The prediction model's labelled set (docs/predict.md, \"Validation\"). Written by",
+        '# The prediction model\'s labelled set (docs/predict.md, "Validation"). Written by',
         "# scripts/predict_validation_spec.py — edit the script, not this file.",
         f"# {len(configs)} configurations drawn with seed {v.seed}: a page of study E's corpus (30 %) or of",
-        "# web200/mobile200; one origin or one per domain (25 %); RTT 20–500 ms and rate 256 kbit/s–20 Mbit/s",
-        "# log-uniform; no loss (35 %) or 0.1–3 % log-uniform; queue 16–1024 packets; IW 4/16/32 (20 %)",
-        "# or 10; TLS 1.2 (15 %) or 1.3. A draw whose slowest protocol would take more than",
-        f"# {v.budget_s:g} s per load (wirelab reproduce's estimate) was drawn again ({redrawn} times).",
+        "# web200/mobile200; one origin or one per domain (25 %); RTT 20–500 ms and rate 256 kbit/s–",
+        "# 20 Mbit/s log-uniform; no loss (35 %) or 0.1–3 % log-uniform; queue 16–1024 packets;",
+        "# IW 4/16/32 (20 %) or 10; TLS 1.2 (15 %) or 1.3. A draw whose slowest protocol would take",
+        f"# more than {v.budget_s:g} s per load (wirelab reproduce's estimate) was drawn again",
+        f"# ({redrawn} times).",
         "[sweep]",
         f'name = "{v.name}"',
         f'description = "prediction model validation: {len(configs)} random configurations over h1s, h2, h3, '
@@ -156,7 +159,9 @@ def main() -> int:
     for variant, v in VARIANTS.items():
         configs, redrawn = sample(v, corpus, generated)
         text = render(v, configs, redrawn)
-        path = ROOT / "experiments" / ("predict-validation" + (".quick" if variant == "quick" else "") + ".toml")
+        path = (
+            ROOT / "experiments" / ("predict-validation" + (".quick" if variant == "quick" else "") + ".toml")
+        )
         if args.check:
             if not path.is_file() or path.read_text() != text:
                 stale.append(str(path))

@@ -32,7 +32,9 @@ def _has_pages_model() -> bool:
     return done.returncode == 0
 
 
-pytestmark = pytest.mark.skipif(not _has_pages_model(), reason="needs bin/wirelab-engine with `pages model` (make build)")
+pytestmark = pytest.mark.skipif(
+    not _has_pages_model(), reason="needs bin/wirelab-engine with `pages model` (make build)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +70,17 @@ def test_physics_round_trips(engine, tmp_path):
         assert sum(row.parts_ms.values()) == pytest.approx(row.plt_ms, abs=1e-6)
     # TLS 1.2 adds a round trip to h1s and h2, never to h3 (QUIC is always TLS 1.3)
     p12 = predict(
-        "synthetic:0x1kB", network="rtt=200ms", protocols=["h2", "h3"], server={"tls_version": "1.2"},
-        client={"dns": "static"}, constants=path, engine=engine,
+        "synthetic:0x1kB",
+        network="rtt=200ms",
+        protocols=["h2", "h3"],
+        server={"tls_version": "1.2"},
+        client={"dns": "static"},
+        constants=path,
+        engine=engine,
     )
-    assert p12["h2"].parts_ms["setup"] == pytest.approx(600) and p12["h3"].parts_ms["setup"] == pytest.approx(200)
+    assert p12["h2"].parts_ms["setup"] == pytest.approx(600) and p12["h3"].parts_ms["setup"] == pytest.approx(
+        200
+    )
     # across the path, the lookup is one more round trip
     dns = predict("synthetic:0x1kB", network="rtt=200ms", protocols=["h1"], constants=path, engine=engine)
     assert dns["h1"].parts_ms["dns"] == pytest.approx(200) and dns["h1"].plt_ms == pytest.approx(600)
@@ -104,10 +113,15 @@ def test_mechanisms_move_the_right_way(engine):
 
 
 def test_replay_counts_computation(engine):
-    p = predict("twitter", network="rtt=50ms,bw=10mbit", protocols=["h2"], client={"mode": "replay"}, engine=engine)
+    p = predict(
+        "twitter", network="rtt=50ms,bw=10mbit", protocols=["h2"], client={"mode": "replay"}, engine=engine
+    )
     slow = predict(
-        "twitter", network="rtt=50ms,bw=10mbit", protocols=["h2"],
-        client={"mode": "replay", "compute_scale": 10}, engine=engine,
+        "twitter",
+        network="rtt=50ms,bw=10mbit",
+        protocols=["h2"],
+        client={"mode": "replay", "compute_scale": 10},
+        engine=engine,
     )
     assert p["h2"].parts_ms["compute"] > 0 and slow["h2"].plt_ms > p["h2"].plt_ms
 
@@ -196,7 +210,9 @@ def test_bad_input_names_the_field(engine, kwargs, field):
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "WIRELAB_ENGINE": str(ENGINE_PATH), "COLUMNS": "160"}
-    return subprocess.run([sys.executable, "-m", "wirelab._main", *args], capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "wirelab._main", *args], capture_output=True, text=True, env=env, timeout=600
+    )
 
 
 def test_cli_bad_input_is_one_line_exit_2(tmp_path):
@@ -222,7 +238,9 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
 
 
 def test_cli_predicts_a_page_as_json():
-    done = _cli("predict", "youtube", "--net", "rtt=100ms,bw=5mbit,loss=0.5%", "--proto", "h1s,h2,h3", "--json")
+    done = _cli(
+        "predict", "youtube", "--net", "rtt=100ms,bw=5mbit,loss=0.5%", "--proto", "h1s,h2,h3", "--json"
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     rows = {r["protocol"]: r for r in data["protocols"]}
@@ -237,10 +255,18 @@ def test_cli_predicts_a_page_as_json():
 def test_cli_validate_prints_model_beside_baseline():
     done = _cli("predict", "validate")
     assert done.returncode == 0, done.stderr
-    for words in ("median |PLT error|", "p90 |PLT error|", "Spearman", "sign of the gain", "Lantern-style baseline"):
+    for words in (
+        "median |PLT error|",
+        "p90 |PLT error|",
+        "Spearman",
+        "sign of the gain",
+        "Lantern-style baseline",
+    ):
         assert words in done.stdout
     data = json.loads(_cli("predict", "validate", "--json").stdout)
-    assert data["model"]["median_abs_error"] == pytest.approx(_validate.score_shipped().model_scores.median_abs_error)
+    assert data["model"]["median_abs_error"] == pytest.approx(
+        _validate.score_shipped().model_scores.median_abs_error
+    )
     done = _cli("predict", "validate", "--holdout", "0.5")
     assert done.returncode == 2 and "fitted with holdout 0.3" in done.stderr
 
@@ -251,7 +277,9 @@ def test_fit_writes_constants_with_provenance(tmp_path, engine):
     out = tmp_path / "c.json"
     _validate.write_constants(v, out, db="test")
     data = json.loads(out.read_text())
-    assert data["provenance"]["split"] == {"holdout": 0.3, "seed": 1} and data["provenance"]["source"] == "test"
+    assert (
+        data["provenance"]["split"] == {"holdout": 0.3, "seed": 1} and data["provenance"]["source"] == "test"
+    )
     assert data["provenance"]["heldout"]["model"]["configurations"] == v.heldout
     loaded = _constants.load(out)
     assert loaded.constants == v.model and loaded.baseline == v.baseline
@@ -285,12 +313,19 @@ def test_run_predict_only_runs_nothing(tmp_path):
 def test_validation_specs_are_the_generators_output():
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "predict_validation_spec.py"), "--check"],
-        capture_output=True, text=True, env={**os.environ, "WIRELAB_ENGINE": str(ENGINE_PATH)}, timeout=300,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "WIRELAB_ENGINE": str(ENGINE_PATH)},
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     quick = wirelab.plan(ROOT / "experiments" / "predict-validation.quick.toml")
     full = wirelab.plan(ROOT / "experiments" / "predict-validation.toml")
     assert len(quick.trials) >= 300 and len(full.trials) > len(quick.trials)
     pages = {t.spec["page"] for t in quick.trials}
-    assert any(p.startswith(("web200:", "mobile200:")) for p in pages) and pages & {"twitter", "imgur", "nytimes"}
+    assert any(p.startswith(("web200:", "mobile200:")) for p in pages) and pages & {
+        "twitter",
+        "imgur",
+        "nytimes",
+    }
     assert {tuple(t.spec["protocols"]) for t in quick.trials} == {("h1s", "h2", "h3")}

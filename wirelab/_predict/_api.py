@@ -49,7 +49,11 @@ class Prediction:
         raise KeyError(protocol)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"spec": self.spec, "protocols": [p.to_dict() for p in self.protocols], "constants": self.constants}
+        return {
+            "spec": self.spec,
+            "protocols": [p.to_dict() for p in self.protocols],
+            "constants": self.constants,
+        }
 
     def table(self) -> Any:
         """One row per protocol (a pandas DataFrame)."""
@@ -106,8 +110,12 @@ def predict_specs(
                     parts_ms=parts,
                     baseline_plt_ms=float(base.plt[at]) * 1000,
                     gain_pct=gain,
-                    gain_interval_pct=(gain + gain_q[0], gain + gain_q[1]) if gain is not None and gain_q else None,
-                    plt_interval_ms=(plt * float(np.exp(plt_q[0])), plt * float(np.exp(plt_q[1]))) if plt_q else None,
+                    gain_interval_pct=(gain + gain_q[0], gain + gain_q[1])
+                    if gain is not None and gain_q
+                    else None,
+                    plt_interval_ms=(plt * float(np.exp(plt_q[0])), plt * float(np.exp(plt_q[1])))
+                    if plt_q
+                    else None,
                 )
             )
             at += 1

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -29,12 +28,12 @@ class _PageOrCommand(TyperGroup):
     subcommands (a page cannot be called that: pages are corpus names, ``synthetic:…``, ``web200:17``
     or files — a file named ``fit`` is ``./fit``)."""
 
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         if args and args[0] not in self.commands and not args[0].startswith("-"):
             args = ["page", *args]
         return super().resolve_command(ctx, args)
 
-    def format_usage(self, ctx: click.Context, formatter: Any) -> None:
+    def format_usage(self, ctx: Any, formatter: Any) -> None:
         formatter.write_usage(ctx.command_path, "PAGE [OPTIONS] | fit DB | validate [DB]")
 
 
@@ -55,7 +54,8 @@ CONSTANTS_OPTION = typer.Option(
 ENGINE_OPTION = typer.Option(
     None,
     "--engine",
-    help="wirelab-engine binary, asked for the page's facts (default: $WIRELAB_ENGINE, bin/wirelab-engine, PATH).",
+    help="wirelab-engine binary, asked for the page's facts "
+    "(default: $WIRELAB_ENGINE, bin/wirelab-engine, PATH).",
 )
 
 
@@ -79,16 +79,30 @@ def _ms(v: float | None) -> str:
 @app.command("page", hidden=True)
 def page_cmd(
     page: str = typer.Argument(..., help="corpus name, synthetic:NxS, web200:17, or a page JSON file"),
-    net: str = typer.Option("native", "--net", help="Network profile, e.g. rtt=100ms,bw=10mbit,loss=1% or a preset."),
-    proto: str = typer.Option("h1s,h2,h3", "--proto", "-p", help="Protocols, the first is the baseline of gains."),
-    shards: int = typer.Option(1, "--shards", help="Spread the page over N origins (0: one per group, with --shard-mode)."),
+    net: str = typer.Option(
+        "native", "--net", help="Network profile, e.g. rtt=100ms,bw=10mbit,loss=1% or a preset."
+    ),
+    proto: str = typer.Option(
+        "h1s,h2,h3", "--proto", "-p", help="Protocols, the first is the baseline of gains."
+    ),
+    shards: int = typer.Option(
+        1, "--shards", help="Spread the page over N origins (0: one per group, with --shard-mode)."
+    ),
     shard_mode: str = typer.Option("round-robin", "--shard-mode", help="round-robin, tld or domain."),
     seed: int = typer.Option(1, "--seed", help="Page seed (corpus pages' sizes)."),
-    server: str = typer.Option("builtin", "--server", help="The server under test (builtin, apache, nginx, h2o, caddy)."),
-    max_streams: int | None = typer.Option(None, "--max-streams", help="h2/h3 concurrent streams (default 100)."),
+    server: str = typer.Option(
+        "builtin", "--server", help="The server under test (builtin, apache, nginx, h2o, caddy)."
+    ),
+    max_streams: int | None = typer.Option(
+        None, "--max-streams", help="h2/h3 concurrent streams (default 100)."
+    ),
     tls: str = typer.Option("1.3", "--tls", help="TLS version for h1s/h2: 1.2 or 1.3."),
-    keep_alive: bool = typer.Option(True, "--keep-alive/--no-keep-alive", help="HTTP/1.x persistent connections."),
-    mode: str = typer.Option("flat", "--mode", help="Loader mode: flat, objects or replay (the page's dependency graph)."),
+    keep_alive: bool = typer.Option(
+        True, "--keep-alive/--no-keep-alive", help="HTTP/1.x persistent connections."
+    ),
+    mode: str = typer.Option(
+        "flat", "--mode", help="Loader mode: flat, objects or replay (the page's dependency graph)."
+    ),
     compute_scale: float = typer.Option(1.0, "--compute-scale", help="Replay: multiply computation times."),
     max_conns: int = typer.Option(6, "--max-conns", help="HTTP/1.x connections per origin."),
     dns: str = typer.Option("server", "--dns", help="server (lookups cross the path) or static."),
@@ -133,7 +147,15 @@ def _print_prediction(pred: Any, title: str) -> None:
 
     first = pred.protocols[0].protocol
     table = Table(title=f"predicted: {title}", title_justify="left")
-    for col in ("protocol", "PLT ms", "PLT 95 %", "ToW ms", f"PLT gain vs {first}", "gain 95 %", "baseline PLT ms"):
+    for col in (
+        "protocol",
+        "PLT ms",
+        "PLT 95 %",
+        "ToW ms",
+        f"PLT gain vs {first}",
+        "gain 95 %",
+        "baseline PLT ms",
+    ):
         table.add_column(col, justify="left" if col == "protocol" else "right")
     for p in pred.protocols:
         lo_hi = p.plt_interval_ms
@@ -149,7 +171,9 @@ def _print_prediction(pred: Any, title: str) -> None:
         )
     out.print(table)
     used = [k for k in PARTS if any(p.parts_ms.get(k, 0) >= 0.5 for p in pred.protocols)]
-    parts = Table(title="where the time goes (ms on the critical path; docs/metrics.md's parts)", title_justify="left")
+    parts = Table(
+        title="where the time goes (ms on the critical path; docs/metrics.md's parts)", title_justify="left"
+    )
     parts.add_column("protocol")
     for k in used:
         parts.add_column(k, justify="right")
@@ -159,7 +183,11 @@ def _print_prediction(pred: Any, title: str) -> None:
     for line in _sentences(pred):
         out.print(line, soft_wrap=True)
     fitted = pred.constants.get("fitted_at")
-    where = f"constants fitted {fitted} on {pred.constants.get('loads', '?')} loads" if fitted else "constants: unfitted defaults"
+    where = (
+        f"constants fitted {fitted} on {pred.constants.get('loads', '?')} loads"
+        if fitted
+        else "constants: unfitted defaults"
+    )
     out.print(where, style="dim", soft_wrap=True)
 
 
@@ -181,18 +209,29 @@ def _sentences(pred: Any) -> list[str]:
 @app.command("fit")
 def fit_cmd(
     db: Path = typer.Argument(..., help="A results database (wirelab run … --db FILE)."),
-    out_path: Path = typer.Option(Path("predict-constants.json"), "--out", help="Where to write the constants."),
+    out_path: Path = typer.Option(
+        Path("predict-constants.json"), "--out", help="Where to write the constants."
+    ),
     sweep: list[str] = typer.Option([], "--sweep", help="Only these sweeps (default: every trial sweep)."),
-    holdout: float = typer.Option(0.0, "--holdout", min=0.0, max=0.9, help="Share of configurations kept out of the fit and scored."),
+    holdout: float = typer.Option(
+        0.0, "--holdout", min=0.0, max=0.9, help="Share of configurations kept out of the fit and scored."
+    ),
     seed: int = typer.Option(1, "--seed", help="Seed of the held-out split."),
     max_evals: int = typer.Option(400, "--max-evals", help="Model evaluations per fit."),
     engine: Path | None = ENGINE_OPTION,
 ) -> None:
-    """Fit the model's constants (and the baseline's) to a results database; write them with their provenance."""
+    """Fit the model's constants (and the baseline's) to a results database; write them with their
+    provenance."""
     from wirelab._predict import _validate
 
     result = _validate.fit_and_score(
-        db=db, sweeps=sweep, holdout=holdout, seed=seed, max_evals=max_evals, progress=_progress(), engine=_engine(engine)
+        db=db,
+        sweeps=sweep,
+        holdout=holdout,
+        seed=seed,
+        max_evals=max_evals,
+        progress=_progress(),
+        engine=_engine(engine),
     )
     _validate.write_constants(result, out_path)
     _print_scores(result)
@@ -201,8 +240,12 @@ def fit_cmd(
 
 @app.command("validate")
 def validate_cmd(
-    db: Path | None = typer.Argument(None, help="A results database; without it, the labelled set the package ships."),
-    holdout: float = typer.Option(0.3, "--holdout", min=0.05, max=0.9, help="Share of configurations held out and scored."),
+    db: Path | None = typer.Argument(
+        None, help="A results database; without it, the labelled set the package ships."
+    ),
+    holdout: float = typer.Option(
+        0.3, "--holdout", min=0.05, max=0.9, help="Share of configurations held out and scored."
+    ),
     seed: int = typer.Option(1, "--seed", help="Seed of the held-out split."),
     sweep: list[str] = typer.Option([], "--sweep", help="Only these sweeps of DB."),
     max_evals: int = typer.Option(400, "--max-evals", help="Model evaluations per fit (with DB)."),
@@ -219,7 +262,13 @@ def validate_cmd(
         result = _validate.score_shipped(holdout=holdout, seed=seed, engine=_engine(engine))
     else:
         result = _validate.fit_and_score(
-            db=db, sweeps=sweep, holdout=holdout, seed=seed, max_evals=max_evals, progress=_progress(), engine=_engine(engine)
+            db=db,
+            sweeps=sweep,
+            holdout=holdout,
+            seed=seed,
+            max_evals=max_evals,
+            progress=_progress(),
+            engine=_engine(engine),
         )
     if as_json:
         typer.echo(json.dumps(result.summary(), indent=1))
@@ -241,7 +290,10 @@ def _print_scores(result: Any) -> None:
     if sys.stderr.isatty():
         err.print()
     summary = result.summary()
-    table = Table(title=f"held-out configurations: {summary['heldout_configurations']} ({summary['source']})", title_justify="left")
+    table = Table(
+        title=f"held-out configurations: {summary['heldout_configurations']} ({summary['source']})",
+        title_justify="left",
+    )
     for col in ("metric", "model", "Lantern-style baseline", "target"):
         table.add_column(col, justify="left" if col == "metric" else "right")
     for key, label, target, fmt in _validate.METRICS:
@@ -251,7 +303,8 @@ def _print_scores(result: Any) -> None:
     noise = summary.get("label_noise")
     if noise:
         out.print(
-            f"the labels' own spread (each load against its configuration's median): median {noise['median'] * 100:.1f} %, "
+            "the labels' own spread (each load against its configuration's median): "
+            f"median {noise['median'] * 100:.1f} %, "
             f"p90 {noise['p90'] * 100:.1f} %",
             soft_wrap=True,
         )
@@ -282,7 +335,9 @@ def print_plan_prediction(
     for t in plan.trials:
         pred = by_id.get(t.id)
         if pred is None:
-            table.add_row(t.id[:12], t.label, *(["—"] * (2 * len(t.spec["protocols"]))), "live page: not predicted")
+            table.add_row(
+                t.id[:12], t.label, *(["—"] * (2 * len(t.spec["protocols"]))), "live page: not predicted"
+            )
             continue
         secs = trial_seconds(t.spec, pred)
         total += secs
@@ -294,5 +349,7 @@ def print_plan_prediction(
     console.print(table)
     from wirelab._reproduce import format_duration
 
-    console.print(f"predicted wall time of the grid at --parallel 1: {format_duration(total)}", soft_wrap=True)
+    console.print(
+        f"predicted wall time of the grid at --parallel 1: {format_duration(total)}", soft_wrap=True
+    )
     return total

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from wirelab import _netprofile as netprofile
-from wirelab.errors import ProfileError, UsageError
 from wirelab._predict import _gateway as gateway
+from wirelab.errors import ProfileError, UsageError
 
 __all__ = ["Config", "configs_of", "PROTOCOL_FAMILY"]
 
@@ -113,7 +113,9 @@ def network(profile: str, field: str = "network") -> dict[str, Any]:
         raise UsageError(str(e)) from None
 
 
-def configs_of(spec: Mapping[str, Any], protocols: list[str] | None = None, engine: Any = None) -> list[Config]:
+def configs_of(
+    spec: Mapping[str, Any], protocols: list[str] | None = None, engine: Any = None
+) -> list[Config]:
     """The configurations of one trial spec (defaults applied), one per protocol. A server or loader
     other than the built-in ones is asked of the engine first (``trial --check``: does it serve, and
     load, each protocol?)."""
@@ -142,7 +144,9 @@ def configs_of(spec: Mapping[str, Any], protocols: list[str] | None = None, engi
             engine = SubprocessEngine()
         engine.check_trials([{**spec, "contract": _contract.CONTRACT_VERSION, "trial_id": "c" + "0" * 15}])
     if server.get("push", "none") != "none":
-        raise UsageError(f'server.push: "{server["push"]}": the model does not predict server push yet; use none')
+        raise UsageError(
+            f'server.push: "{server["push"]}": the model does not predict server push yet; use none'
+        )
     net = network(spec.get("network") or "native")
     up, down = net["up"], net["down"]
     tcpplus = int(net.get("tcpplus") or 0)
@@ -159,12 +163,19 @@ def configs_of(spec: Mapping[str, Any], protocols: list[str] | None = None, engi
         out.append(
             Config(
                 protocol=proto,
-                page=(page, int(spec.get("seed", 1)), int(spec.get("shards", 1)), spec.get("shard_mode", "round-robin")),
+                page=(
+                    page,
+                    int(spec.get("seed", 1)),
+                    int(spec.get("shards", 1)),
+                    spec.get("shard_mode", "round-robin"),
+                ),
                 mode=mode,
                 rtt=(up["delay_ns"] + down["delay_ns"]) / 1e9,
                 delay_up=up["delay_ns"] / 1e9,
                 delay_down=down["delay_ns"] / 1e9,
-                origin_extra=tuple(sorted((int(k) - 1, v / 1e9) for k, v in net["origin_extra_rtt_ns"].items())),
+                origin_extra=tuple(
+                    sorted((int(k) - 1, v / 1e9) for k, v in net["origin_extra_rtt_ns"].items())
+                ),
                 rate_down=_rate(down, "network.trace_down"),
                 rate_up=_rate(up, "network.trace_up"),
                 loss_down=_mean_loss(down["loss"]),

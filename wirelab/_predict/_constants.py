@@ -146,7 +146,9 @@ def _parse(data: dict[str, Any], where: str) -> ConstantsFile:
     for key in ("model", "baseline"):
         bad = sorted(set(data.get(key, {})) - names)
         if bad:
-            raise UsageError(f"{where}: {key}.{bad[0]}: not a constant of the model; constants: {', '.join(sorted(names))}")
+            raise UsageError(
+                f"{where}: {key}.{bad[0]}: not a constant of the model; constants: {', '.join(sorted(names))}"
+            )
     return ConstantsFile(
         Constants(**data.get("model", {})), Constants(**data.get("baseline", {})), data.get("provenance", {})
     )

@@ -46,7 +46,9 @@ def targets(labels: Sequence[Label], protocols: Sequence[str] | None = None) -> 
     """Every (label, protocol) with at least one successful load."""
     out = []
     for lab in labels:
-        for c in configs_of(lab.spec, [p for p in lab.spec.get("protocols", []) if protocols is None or p in protocols]):
+        for c in configs_of(
+            lab.spec, [p for p in lab.spec.get("protocols", []) if protocols is None or p in protocols]
+        ):
             plt = lab.plt_ms.get(c.protocol)
             if plt:
                 out.append(Target(lab, c, tuple(plt)))
@@ -98,15 +100,15 @@ def fit(
     obs = np.array([t.median_s for t in tgts])
     evals = [0]
 
-    best = [math.inf]
+    lowest = [math.inf]
 
     def objective(z: np.ndarray) -> float:
         k = start.replace(**{n: _from_free(n, v) for n, v in zip(names, z, strict=True)})
         loss = _loss(predict_configs(configs, k, baseline=baseline, engine=engine).plt, obs)
         evals[0] += 1
-        best[0] = min(best[0], loss)
+        lowest[0] = min(lowest[0], loss)
         if progress is not None:
-            progress(evals[0], best[0])
+            progress(evals[0], lowest[0])
         return loss
 
     z0 = np.array([_to_free(n, getattr(start, n)) for n in names])
@@ -119,7 +121,11 @@ def fit(
         options={"maxfev": max_evals, "xatol": 1e-3, "fatol": 1e-5, "initial_simplex": simplex},
     )
     best = start.replace(**{n: _from_free(n, v) for n, v in zip(names, res.x, strict=True)})
-    return best, {"loss_before": round(before, 5), "loss_after": round(float(res.fun), 5), "evaluations": evals[0]}
+    return best, {
+        "loss_before": round(before, 5),
+        "loss_after": round(float(res.fun), 5),
+        "evaluations": evals[0],
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +147,9 @@ def _gain_interval(a: Sequence[float], b: Sequence[float], seed: int = 1) -> tup
     """A 95 % bootstrap interval of median(b) − median(a) (seeded; resampling each side)."""
     rng = np.random.default_rng(seed)
     aa, bb = np.asarray(a), np.asarray(b)
-    draws = np.median(rng.choice(bb, (2000, len(bb))), axis=1) - np.median(rng.choice(aa, (2000, len(aa))), axis=1)
+    draws = np.median(rng.choice(bb, (2000, len(bb))), axis=1) - np.median(
+        rng.choice(aa, (2000, len(aa))), axis=1
+    )
     return float(np.quantile(draws, 0.025)), float(np.quantile(draws, 0.975))
 
 

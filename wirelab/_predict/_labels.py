@@ -61,7 +61,9 @@ def _compact(spec: dict[str, Any]) -> dict[str, Any]:
     return {k: spec[k] for k in _SPEC_KEYS if k in spec}
 
 
-def from_db(db: str | Path, sweeps: Iterable[str] | None = None, *, keep_flagged: bool = False) -> list[Label]:
+def from_db(
+    db: str | Path, sweeps: Iterable[str] | None = None, *, keep_flagged: bool = False
+) -> list[Label]:
     """The labels of every complete trial of ``sweeps`` (all sweeps when None) in the database."""
     import wirelab
 
@@ -69,7 +71,15 @@ def from_db(db: str | Path, sweeps: Iterable[str] | None = None, *, keep_flagged
     if not path.is_file():
         raise UsageError(f"DB: {db} does not exist; give a results database (wirelab run … --db FILE)")
     results = wirelab.open(path)
-    names = list(sweeps) if sweeps else [s for s, k in zip(results.sweeps()["sweep"], results.sweeps()["kind"], strict=True) if k == "trials"]
+    names = (
+        list(sweeps)
+        if sweeps
+        else [
+            s
+            for s, k in zip(results.sweeps()["sweep"], results.sweeps()["kind"], strict=True)
+            if k == "trials"
+        ]
+    )
     labels: list[Label] = []
     for sweep in names:
         trials = results.trials(sweep, status="complete")
@@ -83,7 +93,10 @@ def from_db(db: str | Path, sweeps: Iterable[str] | None = None, *, keep_flagged
             if g is None or g.empty:
                 continue
             plt = {p: tuple(float(x) for x in gg["plt_ms"]) for p, gg in g.groupby("protocol")}
-            tow = {p: tuple(float(x) for x in gg["tow_ms"].fillna(float("nan"))) for p, gg in g.groupby("protocol")}
+            tow = {
+                p: tuple(float(x) for x in gg["tow_ms"].fillna(float("nan")))
+                for p, gg in g.groupby("protocol")
+            }
             labels.append(Label(row.trial_id, _compact(row.spec), plt, tow, flags))
     if not labels:
         raise UsageError(

@@ -15,6 +15,7 @@ and protocols mixed.
 from __future__ import annotations
 
 import dataclasses
+
 import numpy as np
 
 from wirelab._predict._config import Config
@@ -100,11 +101,11 @@ def _make_plan(facts: PageFacts, mode: str) -> Plan:
                         nxt.append(j)
             level = nxt
     width = max(1, max(len(r[3]) for r in rows))
-    deps = np.full((len(rows), width), -1, dtype=np.int64)
+    dep_index = np.full((len(rows), width), -1, dtype=np.int64)
     first = np.zeros((len(rows), width), dtype=bool)
     for i, r in enumerate(rows):
         for k, (d, fc) in enumerate(r[3]):
-            deps[i, k], first[i, k] = d, fc
+            dep_index[i, k], first[i, k] = d, fc
     obj = np.array([r[1] if r[0] else -1 for r in rows], dtype=np.int64)
     size = np.array([facts.size[r[1]] if r[0] else 0 for r in rows], dtype=np.float64)
     origin = np.array([facts.origin[r[1]] if r[0] else 0 for r in rows], dtype=np.int64)
@@ -114,7 +115,7 @@ def _make_plan(facts: PageFacts, mode: str) -> Plan:
         size=size,
         origin=origin,
         duration=np.array([r[2] for r in rows], dtype=np.float64),
-        deps=deps,
+        deps=dep_index,
         first_chunk=first,
         origins=facts.origins,
     )

@@ -32,7 +32,9 @@ def predict_configs(
     facts = _pages.known([c.page for c in configs])
     # batches of similar width (connection slots) and length (steps): padding costs little
     plans = [plan_of(f, c.mode) for c, f in zip(configs, facts, strict=True)]
-    slots = np.array([1 if c.multiplexed else c.max_conns for c in configs]) * np.array([p.origins for p in plans])
+    slots = np.array([1 if c.multiplexed else c.max_conns for c in configs]) * np.array(
+        [p.origins for p in plans]
+    )
     steps = np.array([p.steps for p in plans])
     order = np.lexsort((steps, np.ceil(np.log2(slots + 1))))
     plt = np.empty(len(configs))
@@ -41,7 +43,12 @@ def predict_configs(
     chunks = []
     for start in range(0, len(order), BATCH):
         idx = order[start : start + BATCH]
-        r = simulate(batch([configs[i] for i in idx], [facts[i] for i in idx]), constants, baseline=baseline, explain=explain)
+        r = simulate(
+            batch([configs[i] for i in idx], [facts[i] for i in idx]),
+            constants,
+            baseline=baseline,
+            explain=explain,
+        )
         plt[idx], tow[idx] = r.plt, r.tow
         chunks.append((idx, r.parts))
     if explain:

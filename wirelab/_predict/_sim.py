@@ -164,7 +164,9 @@ def _ca_rounds(n: np.ndarray, w: np.ndarray, cap: np.ndarray) -> np.ndarray:
     return np.maximum(np.where(w >= cap, np.ceil(n / cap), grow), 1.0)
 
 
-def _padhye(p: np.ndarray, rtt: np.ndarray, rto: np.ndarray, wmax: np.ndarray, b: float, kw: float) -> np.ndarray:
+def _padhye(
+    p: np.ndarray, rtt: np.ndarray, rto: np.ndarray, wmax: np.ndarray, b: float, kw: float
+) -> np.ndarray:
     """Padhye et al.'s throughput (packets/s) at loss rate p > 0, capped by wmax/rtt, with the
     congestion-avoidance window kw/√p of the sender's response function (Reno with delayed ACKs:
     √(3/2b); CUBIC in its TCP-friendly region, β = 0.7: √(3(1+β)/(2(1−β))) ≈ 2.06)."""
@@ -235,7 +237,10 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     scale = k.recovery_scale
     limited = np.isfinite(pa.rate)
     bdp = np.where(limited, pa.rate * pa.rtt, INF)
-    groups = [(d, np.array([c.discipline == d for c in b.configs]) & limited) for d in {c.discipline for c in b.configs}]
+    groups = [
+        (d, np.array([c.discipline == d for c in b.configs]) & limited)
+        for d in {c.discipline for c in b.configs}
+    ]
     groups = [(d, m) for d, m in groups if m.any()]
     pkt_bytes = pa.pkt * pa.wire
     offs = np.arange(int(b.slot_count.max()))
@@ -339,7 +344,11 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
 
         # 4. the request: the uplink drains its backlog at its rate (a request met out of time
         # order finds it undrained); then the server
-        waiting = np.where(np.isfinite(pa.rate_up), np.maximum(up_backlog - np.maximum(t_send - up_time, 0.0) * pa.rate_up, 0.0), 0.0)
+        waiting = np.where(
+            np.isfinite(pa.rate_up),
+            np.maximum(up_backlog - np.maximum(t_send - up_time, 0.0) * pa.rate_up, 0.0),
+            0.0,
+        )
         up_backlog = np.where(dl, waiting + pa.req, up_backlog)
         up_time = np.where(dl, np.maximum(up_time, t_send), up_time)
         req_rec = scale * p_up * k.tail_rtts * rtt_r
@@ -386,7 +395,10 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         r_before = np.where(busy, rounds * d_ss / npk, r_before - 1)
         # the window when the first loss comes, then the window's decay towards the loss rate's
         # steady state W* = kw/√p: ×β per loss event, one every 1/p packets (CUBIC's β = 0.7)
-        w_at = np.minimum(ss * np.minimum(w0 + d_ss, ceil_pk) + (1 - ss) * (w0 + d_ss / np.maximum(w0, 1.0)), np.maximum(ceil_pk, w0))
+        w_at = np.minimum(
+            ss * np.minimum(w0 + d_ss, ceil_pk) + (1 - ss) * (w0 + d_ss / np.maximum(w0, 1.0)),
+            np.maximum(ceil_pk, w0),
+        )
         w_star = np.where(some, k.response_window / np.sqrt(np.maximum(p, 1e-9)), INF)
         rest = np.maximum(npk - d_ss, 0.0)
         m = rest * p
@@ -401,7 +413,11 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         later = scale * m * _timeout_share(p, np.minimum(w_avg, npk)) * rto
         t_clean = np.where(busy, rounds, rounds - 1) * rtt_e
         t_loss = r_before * rtt_e + first_loss + rest / per_round * rtt_e + later
-        lossy = P1 * np.maximum(t_loss - t_clean, 0.0) + ovf * scale * k.fast_rtts * rtt_e + tail * scale * k.tail_rtts * rtt_r
+        lossy = (
+            P1 * np.maximum(t_loss - t_clean, 0.0)
+            + ovf * scale * k.fast_rtts * rtt_e
+            + tail * scale * k.tail_rtts * rtt_r
+        )
         w_loss = np.where(some, np.maximum(w_after, 2.0), w_clean)
         ovf = np.maximum(ovf, tail)
         w_end = (1 - P1) * (1 - ovf) * w_clean + P1 * w_loss + (1 - P1) * ovf * k.beta * w_clean
@@ -420,16 +436,24 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
 
         # 6. completion: one-way delay, head-of-line blocking behind another stream's loss on one
         # TCP connection, the loader's own time
-        hol = np.where(pa.mux & ~pa.quic & busy, scale * (1 - (1 - p) ** np.maximum(own_infl / pkt_bytes - npk, 0)) * k.fast_rtts * rtt_e, 0.0)
+        hol = np.where(
+            pa.mux & ~pa.quic & busy,
+            scale * (1 - (1 - p) ** np.maximum(own_infl / pkt_bytes - npk, 0)) * k.fast_rtts * rtt_e,
+            0.0,
+        )
         c_done = e + d_down + hol + k.client_object_s
         done[i] = np.where(dl, c_done, done[i])
         first[i] = np.where(dl, s + lead + np.minimum(wbytes, pkt_bytes) / pa.rate + d_down, first[i])
         x_start[cols, slot] = np.where(dl & ~busy, s, x_start[cols, slot])
-        x_bytes[cols, slot] = np.where(dl, wbytes + np.where(busy, x_bytes[cols, slot], 0.0), x_bytes[cols, slot])
+        x_bytes[cols, slot] = np.where(
+            dl, wbytes + np.where(busy, x_bytes[cols, slot], 0.0), x_bytes[cols, slot]
+        )
         c_send[cols, slot] = np.where(dl, e, prev_send)
         c_cwnd[cols, slot] = np.where(dl, np.maximum(w_end, 1.0), c_cwnd[cols, slot])
         c_ss[cols, slot] = np.where(dl, ss_end, ss)
-        c_infl[cols, slot] = np.where(dl, np.minimum(x_bytes[cols, slot], w_clean * pkt_bytes), c_infl[cols, slot])
+        c_infl[cols, slot] = np.where(
+            dl, np.minimum(x_bytes[cols, slot], w_clean * pkt_bytes), c_infl[cols, slot]
+        )
         c_free[cols, slot] = np.where(dl & ~pa.mux, c_done, c_free[cols, slot])
         c_open[cols, slot] &= ~(dl & ~pa.mux & ~pa.keep_alive)
 
@@ -443,7 +467,9 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             own[:, _P["server"]] = k.server_s
             gate = np.where(windowed >= link, lead, np.minimum(lead, link))
             rec = np.where(windowed >= link, np.minimum(lossy, windowed - lead), 0.0)
-            moving = np.where(windowed >= link, np.minimum(wbytes / pa.rate, windowed - lead - rec), link - gate)
+            moving = np.where(
+                windowed >= link, np.minimum(wbytes / pa.rate, windowed - lead - rec), link - gate
+            )
             own[:, _P["gateway"]] = np.where(opening, hs_gate, 0) + gate
             own[:, _P["recovery"]] = req_rec + rec
             own[:, _P["window"]] = np.maximum(e - s - gate - rec - moving, 0)
@@ -453,7 +479,9 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             own[:, _P["transfer"]] = (c_done - ready) - own.sum(axis=1)
             parts[i] = np.where(dl[:, None], own, parts[i])
 
-    hs_cost = np.where(pa.quic, k.quic_pto_s, np.maximum(k.tail_rtts * (pa.rtt + pa.round_s), k.rto_min_s + pa.rtt))
+    hs_cost = np.where(
+        pa.quic, k.quic_pto_s, np.maximum(k.tail_rtts * (pa.rtt + pa.round_s), k.rto_min_s + pa.rtt)
+    )
     rare = scale * _median_delay(
         np.stack([np.full(n, k.dns_timeout_s), np.full(n, k.syn_rto_s), hs_cost]),
         np.stack([rare_dns, rare_syn, rare_hs]),

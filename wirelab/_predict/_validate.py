@@ -43,7 +43,12 @@ METRICS: tuple[tuple[str, str, str, Callable[[Any], str]], ...] = (
     ("p90_abs_error", "p90 |PLT error|", "≤ 25 %", _pct),
     ("spearman", "Spearman ρ (PLT)", "≥ 0.95", _rho),
     ("sign_right", "sign of the gain right (significant pairs)", "≥ 90 %", _pct),
-    ("significant", "significant pairs (emulated 95 % interval excludes 0)", "", lambda v: "—" if v is None else str(v)),
+    (
+        "significant",
+        "significant pairs (emulated 95 % interval excludes 0)",
+        "",
+        lambda v: "—" if v is None else str(v),
+    ),
 )
 
 
@@ -83,7 +88,12 @@ class Validation:
 
 def _noise(tgts: Sequence[Target]) -> dict[str, float]:
     """Each load's PLT against its configuration's median: the labels' own spread."""
-    devs = [abs(x - np.median(t.plt_ms)) / np.median(t.plt_ms) for t in tgts if len(t.plt_ms) > 1 for x in t.plt_ms]
+    devs = [
+        abs(x - np.median(t.plt_ms)) / np.median(t.plt_ms)
+        for t in tgts
+        if len(t.plt_ms) > 1
+        for x in t.plt_ms
+    ]
     return {"median": float(np.median(devs)), "p90": float(np.quantile(devs, 0.9))} if devs else {}
 
 
@@ -96,7 +106,9 @@ def _quantiles(tgts: Sequence[Target], plt: np.ndarray) -> dict[str, list[float]
     for t, pr in zip(tgts, plt, strict=True):
         by.setdefault(t.label.trial_id, {})[t.config.protocol] = (t.median_s, float(pr))
     for lab_id, per in by.items():
-        protos = [p for p in next(t.label.spec["protocols"] for t in tgts if t.label.trial_id == lab_id) if p in per]
+        protos = [
+            p for p in next(t.label.spec["protocols"] for t in tgts if t.label.trial_id == lab_id) if p in per
+        ]
         if len(protos) < 2:
             continue
         (ob, pb) = per[protos[0]]
@@ -109,7 +121,9 @@ def _quantiles(tgts: Sequence[Target], plt: np.ndarray) -> dict[str, list[float]
     return out
 
 
-def _score_both(held: Sequence[Target], model: Constants, baseline: Constants, engine: Any = None) -> tuple[Scores, Scores, np.ndarray]:
+def _score_both(
+    held: Sequence[Target], model: Constants, baseline: Constants, engine: Any = None
+) -> tuple[Scores, Scores, np.ndarray]:
     configs = [t.config for t in held]
     pm = predict_configs(configs, model, engine=engine).plt
     pb = predict_configs(configs, baseline, baseline=True, engine=engine).plt
@@ -123,7 +137,8 @@ def score_shipped(*, holdout: float = 0.3, seed: int = 1, engine: Any = None) ->
     fitted = cfile.provenance.get("split", {})
     if fitted and (fitted.get("holdout") != holdout or fitted.get("seed") != seed):
         raise UsageError(
-            f"--holdout/--seed: the shipped constants were fitted with holdout {fitted.get('holdout')} and seed "
+            f"--holdout/--seed: the shipped constants were fitted with holdout {fitted.get('holdout')} "
+            f"and seed "
             f"{fitted.get('seed')}; scoring another split would score configurations they were fitted on "
             "(give a DB to fit again)"
         )
@@ -172,11 +187,18 @@ def fit_and_score(
         raise UsageError(f"DB: {db}: no configuration with successful loads to fit on")
     held = targets(held_part)
     model, info_m = fit(
-        train, start.constants, max_evals=max_evals, engine=engine,
+        train,
+        start.constants,
+        max_evals=max_evals,
+        engine=engine,
         progress=(lambda n, loss: progress("model", n, loss)) if progress else None,
     )
     baseline, info_b = fit(
-        train, start.baseline, baseline=True, max_evals=max_evals, engine=engine,
+        train,
+        start.baseline,
+        baseline=True,
+        max_evals=max_evals,
+        engine=engine,
         progress=(lambda n, loss: progress("baseline", n, loss)) if progress else None,
     )
     ms, bs, pm = _score_both(held, model, baseline, engine)
@@ -199,7 +221,9 @@ def fit_and_score(
     )
 
 
-def write_constants(v: Validation, path: str | Path, *, labels_sha256: str | None = None, db: str | None = None) -> None:
+def write_constants(
+    v: Validation, path: str | Path, *, labels_sha256: str | None = None, db: str | None = None
+) -> None:
     """A constants file: the fitted values (only those that differ from the defaults) and provenance."""
     from wirelab import __version__
 
@@ -225,7 +249,9 @@ def write_constants(v: Validation, path: str | Path, *, labels_sha256: str | Non
             "error_quantiles": v.error_quantiles,
         },
     }
-    text = json.dumps({"model": changed(v.model), "baseline": changed(v.baseline), "provenance": provenance}, indent=1)
+    text = json.dumps(
+        {"model": changed(v.model), "baseline": changed(v.baseline), "provenance": provenance}, indent=1
+    )
     Path(path).write_text(text + "\n")
 
 
@@ -235,7 +261,12 @@ def _git_sha() -> str | None:
     from wirelab._paths import REPO_ROOT
 
     try:
-        done = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5)
+        done = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
     except OSError:
         return None
     return done.stdout.strip() or None
@@ -250,7 +281,9 @@ def trial_seconds(spec: Mapping[str, Any], pred: Any) -> float:
     PLT, the loader's start-up, the gap) — the overheads are ``wirelab reproduce``'s."""
     from wirelab._reproduce import CHROMIUM_OVERHEAD_S, LOAD_OVERHEAD_S, TRIAL_OVERHEAD_S
 
-    per_load = LOAD_OVERHEAD_S + (CHROMIUM_OVERHEAD_S if spec.get("client", {}).get("impl") == "chromium" else 0)
+    per_load = LOAD_OVERHEAD_S + (
+        CHROMIUM_OVERHEAD_S if spec.get("client", {}).get("impl") == "chromium" else 0
+    )
     gap = spec.get("gap_ms", 0) / 1000
     rounds = sum(p.plt_ms / 1000 + per_load + gap for p in pred.protocols)
     return TRIAL_OVERHEAD_S + spec.get("repetitions", 5) * rounds
