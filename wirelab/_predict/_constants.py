@@ -79,6 +79,9 @@ class Constants:
     queue_in_rounds: float = 0.0
     """How much of the standing queue a response's later rounds wait for (0: the queue is other
     connections' data, whose share of the link the processor-sharing bound already counts)."""
+    conserve: float = 1.0
+    """Work conservation in issue order: a response ends no earlier than this share of the bytes
+    issued before it and its own could cross the link since the load's first request."""
     ceiling_share: float = 1.0
     """How much of the other connections' data in flight counts against a slow start's ceiling
     (0: each connection may grow to the path's; 1: the flows share it as they stand when it starts)."""

@@ -78,6 +78,10 @@ def _from_free(name: str, z: float) -> float:
     return lo + (hi - lo) / (1 + math.exp(-z))
 
 
+#: Weight of the gains' error (log ratios of protocols within a configuration) beside the levels'.
+GAIN_WEIGHT = 1.0
+
+
 def _loss(pred: np.ndarray, obs: np.ndarray) -> float:
     return float(np.mean(np.abs(np.log(np.maximum(pred, 1e-6) / obs))))
 
@@ -92,19 +96,39 @@ def fit(
     engine: Any = None,
     progress: Any = None,
 ) -> tuple[Constants, dict[str, Any]]:
-    """Constants minimising the mean absolute log error of median PLT over ``tgts``, and a summary."""
+    """Constants minimising the mean absolute log error of median PLT over ``tgts`` plus that of
+    the protocols' PLT ratios within each configuration (the gains: a model right about levels can
+    still get every comparison's sign wrong), and a summary."""
     from scipy.optimize import minimize
 
     names = list(names or _constants.FITTED)
     configs = [t.config for t in tgts]
     obs = np.array([t.median_s for t in tgts])
     evals = [0]
+    groups: dict[str, list[int]] = {}
+    for i, t in enumerate(tgts):
+        groups.setdefault(t.label.trial_id, []).append(i)
+    pairs_a, pairs_b = [], []
+    for members in groups.values():
+        for x, a in enumerate(members):
+            for b in members[x + 1 :]:
+                pairs_a.append(a)
+                pairs_b.append(b)
+    pa, pb = np.array(pairs_a, dtype=int), np.array(pairs_b, dtype=int)
+    obs_ratio = np.log(obs[pb] / obs[pa])
+
+    def loss_of(pred: np.ndarray) -> float:
+        level = _loss(pred, obs)
+        if not len(pa):
+            return level
+        ratio = np.log(np.maximum(pred[pb], 1e-6) / np.maximum(pred[pa], 1e-6))
+        return level + GAIN_WEIGHT * float(np.mean(np.abs(ratio - obs_ratio)))
 
     lowest = [math.inf]
 
     def objective(z: np.ndarray) -> float:
         k = start.replace(**{n: _from_free(n, v) for n, v in zip(names, z, strict=True)})
-        loss = _loss(predict_configs(configs, k, baseline=baseline, engine=engine).plt, obs)
+        loss = loss_of(predict_configs(configs, k, baseline=baseline, engine=engine).plt)
         evals[0] += 1
         lowest[0] = min(lowest[0], loss)
         if progress is not None:

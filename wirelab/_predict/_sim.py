@@ -326,13 +326,22 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         q_hs = np.where(opening, q_ready, 0.0)
         rt_hs = rtt_r + q_hs
         tcp = np.where(pa.quic, 0.0, rt_hs)
-        tls = tls_rounds * rt_hs + pa.tls * (hello + flight / pa.rate)
+        # the server's flight crosses the bottleneck beside the other connections' bytes (shared)
+        t_flight = t_conn + tcp
+        left = x_bytes * np.clip((c_send - t_flight[:, None]) / np.maximum(c_send - x_start, 1e-9), 0.0, 1.0)
+        flight_link = (flight + np.minimum(left, flight[:, None]).sum(axis=1)) / pa.rate
+        tls = tls_rounds * rt_hs + pa.tls * (hello + flight_link)
         rare_syn += np.where(opening & ~pa.quic, p_rt, 0.0)
         rare_hs += np.where(opening & pa.tls, hs_loss, 0.0)
         setup = tcp + tls
         ready_conn = np.where(opening, t_conn + setup, s_free)
         first_data = np.where(opening, np.minimum(first_data, t_conn + tcp), first_data)
         c_open[cols, slot] |= dl
+        hs_flight = opening & pa.tls
+        x_start[cols, slot] = np.where(hs_flight, t_flight, x_start[cols, slot])
+        x_bytes[cols, slot] = np.where(hs_flight, flight, x_bytes[cols, slot])
+        c_send[cols, slot] = np.where(hs_flight, t_flight + flight_link, c_send[cols, slot])
+        wire_total = np.where(hs_flight, wire_total + flight, wire_total)
         c_free[cols, slot] = np.where(dl & pa.mux, ready_conn, c_free[cols, slot])
         c_cwnd[cols, slot] = np.where(opening, pa.iw, c_cwnd[cols, slot])
         c_ss[cols, slot] = np.where(opening, 1.0, c_ss[cols, slot])
@@ -373,7 +382,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         r_ss = _ss_rounds(npk, w0, np.minimum(cap, ceil_pk))
         r_ca = _ca_rounds(npk, w0, cap)
         w_sent = np.maximum(np.minimum(w0, cap), 1.0)
-        r_cont = ss * np.log2(1 + npk / w_sent) + (1 - ss) * npk / w_sent
+        n_frac = body / pa.pkt  # a busy connection packs small responses into full segments
+        r_cont = ss * np.log2(1 + n_frac / w_sent) + (1 - ss) * n_frac / w_sent
         rounds = np.where(busy, r_cont, ss * r_ss + (1 - ss) * r_ca)
         hit = np.isfinite(ceil_pk) & (w0 + npk >= ceil_pk)
         w_clean = ss * np.minimum(w0 + npk, ceil_pk) + (1 - ss) * (w0 + npk / np.maximum(w0, 1.0))
@@ -431,8 +441,10 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         link = (wbytes + np.minimum(remaining, wbytes[:, None]).sum(axis=1)) / pa.rate
         last_round = np.where(busy, 0.0, np.minimum(wbytes, w_clean * pkt_bytes) / pa.rate)
         windowed = np.maximum(lead, last_round) + t_clean + lossy
-        e = s + np.maximum(windowed, link)
         wire_total = np.where(dl, wire_total + wbytes, wire_total)
+        # work conservation: in issue order, a response ends no earlier than the link could carry
+        # everything issued before it and itself since the load's first request
+        e = np.maximum(s + np.maximum(windowed, link), first_data + k.conserve * wire_total / pa.rate)
 
         # 6. completion: one-way delay, head-of-line blocking behind another stream's loss on one
         # TCP connection, the loader's own time
