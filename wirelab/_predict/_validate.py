@@ -230,7 +230,7 @@ def write_constants(
     defaults = Constants()
 
     def changed(k: Constants) -> dict[str, float]:
-        return {n: round(v_, 6) for n, v_ in k.to_dict().items() if v_ != getattr(defaults, n)}
+        return {n: v_ for n, v_ in k.to_dict().items() if v_ != getattr(defaults, n)}
 
     provenance = {
         "fitted_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
