@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import wirelab.cli as cli
-from wirelab import __version__
+from wirelab import __version__, _cli_run
 from wirelab.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -283,7 +283,7 @@ def test_help_paragraphs_are_not_broken_where_the_source_wraps(capsys):
     assert code == 0
     assert "the ToW gain of each protocol over the first" in out
     doc = "One\n    two.\n\n    - a\n    - b\n      c"
-    assert cli._reflow(doc) == "One two.\n\n- a\n- b\n  c"
+    assert _cli_run._reflow(doc) == "One two.\n\n- a\n- b\n  c"
 
 
 def test_stored_strings_cannot_drive_the_terminal(capsys, tmp_path, demo_spec):
