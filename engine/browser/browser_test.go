@@ -427,18 +427,18 @@ func TestWaitTellsWhyTheLoadEnded(t *testing.T) {
 	load, cancelLoad := context.WithTimeout(tab, time.Hour)
 	defer cancelLoad()
 	closeTab()
-	if err := newRecorder(false).wait(load, parent); !errors.Is(err, errBrowserGone) || strings.HasPrefix(err.Error(), "timeout") {
+	if err := newRecorder(false, false).wait(load, parent); !errors.Is(err, errBrowserGone) || strings.HasPrefix(err.Error(), "timeout") {
 		t.Errorf("tab gone: %v; want errBrowserGone", err)
 	}
 	load, cancelLoad = context.WithTimeout(parent, time.Millisecond)
 	defer cancelLoad()
-	if err := newRecorder(false).wait(load, parent); err == nil || !strings.HasPrefix(err.Error(), "timeout:") {
+	if err := newRecorder(false, false).wait(load, parent); err == nil || !strings.HasPrefix(err.Error(), "timeout:") {
 		t.Errorf("deadline: %v; want a timeout", err)
 	}
 	load, cancelLoad = context.WithTimeout(parent, time.Hour)
 	defer cancelLoad()
 	cancelParent()
-	if err := newRecorder(false).wait(load, parent); err == nil || !strings.HasPrefix(err.Error(), "load cancelled") {
+	if err := newRecorder(false, false).wait(load, parent); err == nil || !strings.HasPrefix(err.Error(), "load cancelled") {
 		t.Errorf("caller cancelled: %v; want load cancelled", err)
 	}
 }

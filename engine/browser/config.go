@@ -12,10 +12,13 @@ package browser
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,6 +82,43 @@ const DefaultTimeout = 120 * time.Second
 // never sends it; its first_contentful_paint_ms is then null.
 const PaintGrace = 3 * time.Second
 
+// View is which view of the page a load records (docs/vitals.md, "Views").
+type View string
+
+// The views.
+const (
+	FirstView  View = "first"  // a fresh profile: nothing cached, no session to resume
+	RepeatView View = "repeat" // the page loaded once, connections closed, then loaded again and recorded
+)
+
+// Views lists the views.
+var Views = []View{FirstView, RepeatView}
+
+// H3Mode is how Chromium comes to speak HTTP/3 in an h3 load (docs/vitals.md, "HTTP/3 as
+// browsers find it").
+type H3Mode string
+
+// The h3 modes.
+const (
+	H3Forced  H3Mode = "forced"   // QUIC from the first request (--origin-to-force-quic-on)
+	H3AltSvc  H3Mode = "alt-svc"  // TCP first; QUIC once an origin's Alt-Svc announces h3
+	H3HTTPSRR H3Mode = "https-rr" // QUIC when the origin's HTTPS DNS record lists h3
+)
+
+// H3Modes lists the h3 modes.
+var H3Modes = []H3Mode{H3Forced, H3AltSvc, H3HTTPSRR}
+
+// Viewport is the emulated screen: CSS pixels, device pixel ratio, mobile (meta viewport, overlay
+// scrollbars).
+type Viewport struct {
+	Width, Height int
+	DPR           float64
+	Mobile        bool
+}
+
+// DefaultViewport is Lighthouse's desktop screen (1350 × 940, DPR 1).
+var DefaultViewport = Viewport{Width: 1350, Height: 940, DPR: 1}
+
 // Config is one load's browser configuration. The zero value of a field means its default.
 type Config struct {
 	// Protocol restricts Chromium to one protocol (required).
@@ -109,6 +149,23 @@ type Config struct {
 	// roots, and a URL's host must be a name, a lab address or a public address (engine/policy).
 	// Default false.
 	Internet bool
+	// View is the view recorded (default first). A repeat view loads the page, closes every
+	// connection and loads it again in the same profile, recording the second load.
+	View View
+	// H3 is how an h3 load finds HTTP/3 (default forced).
+	H3 H3Mode
+	// QUICHosts are the hosts whose certificate QUIC may accept without a known root in the alt-svc
+	// and https-rr modes (Chromium allows unknown roots over QUIC only for hosts it was told to force
+	// QUIC on: they are forced on port 1, which nothing uses). Default: the URL's host.
+	QUICHosts []string
+	// CPUSlowdown slows Chromium's renderer this many times (Emulation.setCPUThrottlingRate); 0 or
+	// 1: none.
+	CPUSlowdown float64
+	// Viewport is the emulated screen (default DefaultViewport).
+	Viewport Viewport
+	// Screenshots captures the frames of the load (a trace of screenshots) for Speed Index, the
+	// visually-complete time, the visual progress and the filmstrip.
+	Screenshots bool
 	// Stderr, when set, receives Chromium's own output.
 	Stderr func(line string)
 }
@@ -131,6 +188,30 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.View == "" {
+		c.View = FirstView
+	}
+	if !slices.Contains(Views, c.View) {
+		return c, fmt.Errorf("client.view: %q: allowed: first, repeat", c.View)
+	}
+	if c.H3 == "" {
+		c.H3 = H3Forced
+	}
+	if !slices.Contains(H3Modes, c.H3) {
+		return c, fmt.Errorf("client.h3: %q: allowed: forced, alt-svc, https-rr", c.H3)
+	}
+	if c.CPUSlowdown == 0 {
+		c.CPUSlowdown = 1
+	}
+	if c.CPUSlowdown < 1 || math.IsNaN(c.CPUSlowdown) || math.IsInf(c.CPUSlowdown, 0) {
+		return c, fmt.Errorf("client.cpu_slowdown: %v: must be a number ≥ 1 (1 = no slowdown)", c.CPUSlowdown)
+	}
+	if c.Viewport == (Viewport{}) {
+		c.Viewport = DefaultViewport
+	}
+	if err := c.Viewport.validate(); err != nil {
+		return c, err
 	}
 	if c.Timeout < 0 {
 		return c, fmt.Errorf("client.timeout_s: %v: must be > 0", c.Timeout)
@@ -199,6 +280,10 @@ func (c Config) Flags() []string {
 	if len(c.SPKIHashes) > 0 {
 		f = append(f, "--ignore-certificate-errors-spki-list="+strings.Join(c.SPKIHashes, ","))
 	}
+	if c.View == RepeatView {
+		// chrome.benchmarking.closeConnections() between the views
+		f = append(f, "--enable-net-benchmarking")
+	}
 	switch c.Protocol {
 	case H1:
 		f = append(f, "--disable-quic")
@@ -207,9 +292,80 @@ func (c Config) Flags() []string {
 	case H2:
 		f = append(f, "--disable-quic")
 	case H3:
-		f = append(f, "--enable-quic", "--origin-to-force-quic-on=*")
+		switch c.H3 {
+		case H3AltSvc, H3HTTPSRR:
+			f = append(f, "--enable-quic", "--origin-to-force-quic-on="+strings.Join(c.unknownRootHosts(), ","))
+			if c.H3 == H3HTTPSRR {
+				f = append(f, "--enable-features="+strings.Join(httpsRRFeatures, ","))
+			}
+		default:
+			f = append(f, "--enable-quic", "--origin-to-force-quic-on=*")
+		}
 	}
 	return f
+}
+
+// httpsRRFeatures make Chromium ask its own DNS client for HTTPS records (RFC 9460) and start
+// on QUIC when one lists h3.
+var httpsRRFeatures = []string{"AsyncDns", "UseDnsHttpsSvcb", "UseDnsHttpsSvcbAlpn"}
+
+// unknownRootPort is the port QUIC is "forced" on for the hosts whose run certificate it must
+// accept in the alt-svc and https-rr modes: nothing listens on it, so nothing is forced.
+const unknownRootPort = "1"
+
+// unknownRootHosts are the QUICHosts forced on port 1.
+func (c Config) unknownRootHosts() []string {
+	out := make([]string, 0, len(c.QUICHosts))
+	for _, h := range c.QUICHosts {
+		out = append(out, h+":"+unknownRootPort)
+	}
+	return out
+}
+
+func (v Viewport) validate() error {
+	if v.Width < 1 || v.Width > 10000 || v.Height < 1 || v.Height > 10000 || !(v.DPR > 0 && v.DPR <= 10) {
+		return fmt.Errorf("client.viewport: %s: must be WIDTHxHEIGHT[@DPR][,mobile] with sizes 1–10000 and DPR > 0–10", v)
+	}
+	return nil
+}
+
+// String is the viewport as client.viewport writes it: 1350x940, 412x823@1.75,mobile.
+func (v Viewport) String() string {
+	s := fmt.Sprintf("%dx%d", v.Width, v.Height)
+	if v.DPR != 1 {
+		s += "@" + strconv.FormatFloat(v.DPR, 'f', -1, 64)
+	}
+	if v.Mobile {
+		s += ",mobile"
+	}
+	return s
+}
+
+// ParseViewport reads WIDTHxHEIGHT[@DPR][,mobile].
+func ParseViewport(s string) (Viewport, error) {
+	v := Viewport{DPR: 1}
+	body, flag, hasFlag := strings.Cut(s, ",")
+	if hasFlag {
+		if flag != "mobile" {
+			return v, fmt.Errorf("client.viewport: %q: the only flag after the size is mobile", s)
+		}
+		v.Mobile = true
+	}
+	size, dpr, hasDPR := strings.Cut(body, "@")
+	w, h, ok := strings.Cut(size, "x")
+	var err error
+	if ok {
+		if v.Width, err = strconv.Atoi(w); err == nil {
+			v.Height, err = strconv.Atoi(h)
+		}
+	}
+	if hasDPR && err == nil && ok {
+		v.DPR, err = strconv.ParseFloat(dpr, 64)
+	}
+	if !ok || err != nil {
+		return v, fmt.Errorf("client.viewport: %q: must be WIDTHxHEIGHT[@DPR][,mobile] such as 1350x940 or 412x823@1.75,mobile", s)
+	}
+	return v, v.validate()
 }
 
 // checkHost is the check of a URL's host before the load and of every request's after it: the lab

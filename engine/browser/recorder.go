@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/performancetimeline"
 	"github.com/chromedp/cdproto/tracing"
 )
 
@@ -55,8 +56,11 @@ type recorder struct {
 	frame    string
 	loader   string
 
-	trace        bool
+	trace        bool // keep every trace event (graph recording)
+	traced       bool // a trace runs: keep the visual events
 	traceEvents  []TraceEvent
+	visualEvents []TraceEvent
+	lcpEntries   []lcpEntry // PerformanceTimeline's LCP entries of the main frame
 	traceDone    bool
 	traceDecodeE error
 }
@@ -66,8 +70,9 @@ type lifecycle struct {
 	at                  float64
 }
 
-func newRecorder(trace bool) *recorder {
-	return &recorder{notify: make(chan struct{}, 1), reqs: map[string]*request{}, redirect: map[string]int{}, trace: trace}
+func newRecorder(trace, traced bool) *recorder {
+	return &recorder{notify: make(chan struct{}, 1), reqs: map[string]*request{}, redirect: map[string]int{},
+		trace: trace, traced: traced || trace}
 }
 
 func (r *recorder) poke() {
@@ -155,7 +160,17 @@ func (r *recorder) onEvent(ev any) {
 				r.traceDecodeE = err
 				continue
 			}
-			r.traceEvents = append(r.traceEvents, te)
+			if r.trace {
+				r.traceEvents = append(r.traceEvents, te)
+			}
+			if visualEvent(te.Name) {
+				r.visualEvents = append(r.visualEvents, te)
+			}
+		}
+	case *performancetimeline.EventTimelineEventAdded:
+		if ev := e.Event; ev != nil && ev.LcpDetails != nil && (r.frame == "" || string(ev.FrameID) == r.frame) {
+			d := ev.LcpDetails
+			r.lcpEntries = append(r.lcpEntries, lcpEntry{node: int64(d.NodeID), url: d.URL, size: d.Size})
 		}
 	case *tracing.EventTracingComplete:
 		r.traceDone = true
@@ -337,7 +352,18 @@ func (r *recorder) fill(res *Result, checkHost func(host string) error) {
 	res.DOMContentLoadedMS = rel(r.mainEvent("DOMContentLoaded"))
 	res.FirstPaintMS = rel(r.mainEvent("firstPaint"))
 	res.FirstContentfulPaintMS = rel(r.mainEvent("firstContentfulPaint"))
-	res.Trace = r.traceEvents
+}
+
+// visual computes the load's visual metrics from what the recorder kept (t0: the load's zero on
+// CDP's clock, in seconds); without a trace there are none.
+func (r *recorder) visual(t0 float64, screenshots bool) (Visual, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.traced || t0 == 0 {
+		return Visual{}, nil
+	}
+	return computeVisual(visualInput{events: r.visualEvents, timeline: r.lcpEntries, frame: r.frame,
+		loader: r.loader, t0: t0, screenshots: screenshots})
 }
 
 // isRootFavicon reports whether u is /favicon.ico at an origin's root, which Chromium requests by

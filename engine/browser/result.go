@@ -75,8 +75,17 @@ type Result struct {
 	Err                    error
 	Entries                []Entry
 	Trace                  []TraceEvent // devtools.timeline events (Config.Trace)
+	// View is the view this result is (Config.View); FirstView, for a repeat view, is the load
+	// before it (its measurements only: no visual metrics).
+	View      View
+	FirstView *Result
+	// Visual holds LCP and CLS (every traced load: Config.Screenshots or Config.Trace) and, with
+	// Config.Screenshots, the frames, Speed Index and visually-complete time.
+	Visual Visual
 
-	t0 float64 // CDP monotonic time of the first request (seconds)
+	t0          float64 // CDP monotonic time of the first request (seconds)
+	cpuSlowdown float64 // Config.CPUSlowdown
+	viewport    Viewport
 }
 
 // TraceEvent is one Chrome trace event (Trace Event Format); ts and dur in microseconds on the
@@ -106,6 +115,12 @@ type Extras struct {
 	FirstContentfulPaintMS *float64 `json:"first_contentful_paint_ms"`
 	Requests               int      `json:"requests"`
 	NavigationDelayMS      float64  `json:"navigation_delay_ms"`
+	// Protocols counts the entries per protocol as the responses name it (h2, h3, HTTP/1.1).
+	Protocols map[string]int `json:"protocols"`
+	// FirstViewPLTMs is a repeat view's first view's PLT (absent for a first view).
+	FirstViewPLTMs *float64 `json:"first_view_plt_ms,omitempty"`
+	CPUSlowdown    float64  `json:"cpu_slowdown"`
+	Viewport       string   `json:"viewport"`
 }
 
 // Summary is the load as the trial contract's load record names its fields; Client holds the
@@ -124,8 +139,18 @@ type Summary struct {
 	Phases        client.Phases `json:"phases_ms"`
 	DNSQueries    int           `json:"dns_queries"`
 	Retries       int           `json:"retries"`
-	Client        Extras        `json:"client"`
-	Error         *string       `json:"error"`
+	View          View          `json:"view"`
+	// The visual metrics (docs/vitals.md); nil when not measured.
+	LCPMs              *float64     `json:"lcp_ms"`
+	LCPURL             *string      `json:"lcp_url"`
+	LCPSizePx          *float64     `json:"lcp_size_px"`
+	LCPType            *string      `json:"lcp_type"`
+	CLS                *float64     `json:"cls"`
+	SpeedIndexMs       *float64     `json:"speed_index_ms"`
+	VisuallyCompleteMs *float64     `json:"visually_complete_ms"`
+	VisualProgress     [][2]float64 `json:"visual_progress"`
+	Client             Extras       `json:"client"`
+	Error              *string      `json:"error"`
 	// Timeline is the requests' boundaries and connections for the trial's decomposition
 	// (engine/why; not part of the load record).
 	Timeline *why.Timeline `json:"timeline,omitempty"`
@@ -146,7 +171,32 @@ func (r *Result) Summary() Summary {
 		Client: Extras{Impl: "chromium", Version: r.Version, OnLoadMS: opt(r.OnLoadMS),
 			DOMContentLoadedMS: opt(r.DOMContentLoadedMS), FirstPaintMS: opt(r.FirstPaintMS),
 			FirstContentfulPaintMS: opt(r.FirstContentfulPaintMS), Requests: len(r.Entries),
-			NavigationDelayMS: r.NavigationDelayMS}}
+			NavigationDelayMS: r.NavigationDelayMS, Protocols: map[string]int{}, CPUSlowdown: r.cpuSlowdown,
+			Viewport: r.viewport.String()},
+		View: r.View}
+	if s.View == "" {
+		s.View = FirstView
+	}
+	for _, e := range r.Entries {
+		if e.Protocol != "" {
+			s.Client.Protocols[e.Protocol]++
+		}
+	}
+	if r.FirstView != nil {
+		plt := ms(r.FirstView.PLT)
+		s.Client.FirstViewPLTMs = &plt
+	}
+	v := r.Visual
+	s.LCPMs, s.CLS, s.SpeedIndexMs, s.VisuallyCompleteMs = v.LCPMs, v.CLS, v.SpeedIndexMs, v.VisuallyCompleteMs
+	if v.LCPMs != nil {
+		size, kind := v.LCPSizePx, v.LCPType
+		s.LCPSizePx, s.LCPType = &size, &kind
+		if v.LCPURL != "" {
+			u := v.LCPURL
+			s.LCPURL = &u
+		}
+	}
+	s.VisualProgress = v.Progress()
 	if r.Err != nil {
 		msg := r.Err.Error()
 		s.Error = &msg

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -38,6 +39,18 @@ trial does: ip netns exec), where Chromium resolves names with the run's DNS ser
   --har FILE               write the load as HAR 1.2 with Chrome's extensions (also when it failed)
   --chromium PATH          the Chromium binary (default $WIRELAB_CHROMIUM or /usr/bin/chromium)
   --chromium-log           copy Chromium's own output to stderr
+  --view first|repeat     first (default): a fresh profile; repeat: load the page, close every
+                           connection, load it again in the same profile and report the second load
+  --h3 MODE                for --proto h3: forced (default: QUIC from the first request), alt-svc
+                           (TCP first, QUIC once Alt-Svc announces it), https-rr (QUIC when the
+                           origin's HTTPS DNS record lists h3; needs --dns)
+  --quic-hosts H[,H...]    alt-svc, https-rr: hosts whose certificate QUIC accepts without a known
+                           root (default: the URL's host)
+  --cpu-slowdown N         slow the renderer N times (1–100; default 1: none)
+  --viewport WxH[@DPR][,mobile]  the emulated screen (default 1350x940)
+  --screenshots            capture the frames: Speed Index, visually complete, visual progress
+  --frames DIR             also write the frames to DIR (000.jpg, 001.jpg … as visual_progress
+                           lists them); implies --screenshots
   --allow-internet         allow public sites (a live trial's loads through the egress router):
                            names resolve through /etc/resolv.conf with no rule narrowing them,
                            certificates are checked against Chromium's roots, IP literals must be
@@ -56,10 +69,11 @@ func init() {
 }
 
 type browseArgs struct {
-	url  string
-	cfg  browser.Config
-	json bool
-	har  string
+	url    string
+	cfg    browser.Config
+	json   bool
+	har    string
+	frames string
 }
 
 func runBrowse(args []string, stdout io.Writer) error {
@@ -80,6 +94,11 @@ func runBrowse(args []string, stdout io.Writer) error {
 	}
 	if ba.har != "" {
 		if err := writeBrowserHAR(ba.har, res); err != nil {
+			return err
+		}
+	}
+	if ba.frames != "" {
+		if err := writeFrames(ba.frames, res.Visual.Frames); err != nil {
 			return err
 		}
 	}
@@ -112,6 +131,19 @@ func writeBrowserHAR(path string, res *browser.Result) error {
 	return f.Close()
 }
 
+// writeFrames writes a load's frames to dir (created), one JPEG per frame in visual_progress order.
+func writeFrames(dir string, frames []browser.Frame) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--frames: %w", err)
+	}
+	for i, f := range frames {
+		if err := os.WriteFile(filepath.Join(dir, browser.FrameFile(i)), f.JPEG, 0o644); err != nil {
+			return fmt.Errorf("--frames: %w", err)
+		}
+	}
+	return nil
+}
+
 func parseBrowseArgs(args []string) (*browseArgs, error) {
 	fs := flag.NewFlagSet("browse", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -138,7 +170,7 @@ func parseBrowseArgs(args []string) (*browseArgs, error) {
 	if len(positional) != 1 {
 		return nil, cli.Usagef("browse: want exactly one URL, got %d arguments (%s)", len(positional), strings.Join(positional, " "))
 	}
-	ba := &browseArgs{url: positional[0], json: *asJSON, har: *harFile}
+	ba := &browseArgs{url: positional[0], json: *asJSON, har: *harFile, frames: sb.Frames}
 	if err := checkOutput("--har", ba.har); err != nil {
 		return nil, err
 	}
@@ -184,6 +216,18 @@ func parseBrowseArgs(args []string) (*browseArgs, error) {
 		cfg.SPKIHashes = append(cfg.SPKIHashes, hashes...)
 	}
 	cfg.Internet = sb.AllowInternet
+	cfg.View, cfg.H3, cfg.QUICHosts, cfg.CPUSlowdown = browser.View(sb.View), browser.H3Mode(sb.H3), sb.QUICHosts, sb.CPUSlowdown
+	cfg.Screenshots = sb.Screenshots || sb.Frames != ""
+	if sb.Viewport != "" {
+		vp, err := browser.ParseViewport(sb.Viewport)
+		if err != nil {
+			return nil, cli.Usagef("--viewport %v", err)
+		}
+		cfg.Viewport = vp
+	}
+	if cfg.H3 != browser.H3Forced && cfg.Protocol != browser.H3 {
+		return nil, cli.Usagef("--h3 %s: only for --proto h3", cfg.H3)
+	}
 	if err := checkFetchURL(ba.url, client.TargetCheck(false, sb.AllowInternet)); err != nil {
 		return nil, err
 	}
@@ -198,8 +242,28 @@ func printBrowseResult(w io.Writer, res *browser.Result) {
 		}
 		return fmt.Sprintf("%.1f", v)
 	}
-	fmt.Fprintf(w, "%s chromium %s: plt %.1f ms, onload %s ms, fcp %s ms, %d objects, %d body bytes, %d connections, %d TLS handshakes\n",
-		s.Protocol, s.URL, s.PLTms, f(res.OnLoadMS), f(res.FirstContentfulPaintMS), s.Objects, s.BodyBytes, s.Connections, s.TLSHandshakes)
+	fmt.Fprintf(w, "%s chromium %s (%s view): plt %.1f ms, onload %s ms, fcp %s ms, %d objects, %d body bytes, %d connections, %d TLS handshakes\n",
+		s.Protocol, s.URL, s.View, s.PLTms, f(res.OnLoadMS), f(res.FirstContentfulPaintMS), s.Objects, s.BodyBytes, s.Connections, s.TLSHandshakes)
+	p := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", *v)
+	}
+	lcpOf := ""
+	if s.LCPType != nil {
+		lcpOf = " (" + *s.LCPType
+		if s.LCPURL != nil {
+			lcpOf += " " + *s.LCPURL
+		}
+		lcpOf += ")"
+	}
+	cls := "-"
+	if s.CLS != nil {
+		cls = fmt.Sprintf("%.4f", *s.CLS)
+	}
+	fmt.Fprintf(w, "visual: lcp %s ms%s, cls %s, speed index %s ms, visually complete %s ms, %d frames\n",
+		p(s.LCPMs), lcpOf, cls, p(s.SpeedIndexMs), p(s.VisuallyCompleteMs), len(s.VisualProgress))
 	fmt.Fprintf(w, "phases (ms, summed): blocked %.1f dns %.1f connect %.1f ssl %.1f send %.1f wait %.1f receive %.1f\n",
 		s.Phases.Blocked, s.Phases.DNS, s.Phases.Connect, s.Phases.SSL, s.Phases.Send, s.Phases.Wait, s.Phases.Receive)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)

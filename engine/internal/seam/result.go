@@ -32,10 +32,22 @@ type LoaderResult struct {
 	QUICLoss        *Retx `json:"quic_loss,omitempty"`
 	// MonotonicStartNs and MonotonicEndNs are the load's first request and last byte on
 	// CLOCK_MONOTONIC (0 when not reported).
-	MonotonicStartNs int64          `json:"monotonic_start_ns"`
-	MonotonicEndNs   int64          `json:"monotonic_end_ns"`
-	Error            *string        `json:"error"`
-	Client           map[string]any `json:"client"`
+	MonotonicStartNs int64 `json:"monotonic_start_ns"`
+	MonotonicEndNs   int64 `json:"monotonic_end_ns"`
+	// View is the view the load is: first, or repeat (the second load of the page in one
+	// profile); "" from a loader that does not say (a first view).
+	View string `json:"view"`
+	// The visual metrics (docs/vitals.md): Chromium's; nil from a loader that does not measure them.
+	LCPMs              *float64       `json:"lcp_ms"`
+	LCPURL             *string        `json:"lcp_url"`
+	LCPSizePx          *float64       `json:"lcp_size_px"`
+	LCPType            *string        `json:"lcp_type"`
+	CLS                *float64       `json:"cls"`
+	SpeedIndexMs       *float64       `json:"speed_index_ms"`
+	VisuallyCompleteMs *float64       `json:"visually_complete_ms"`
+	VisualProgress     [][2]float64   `json:"visual_progress"`
+	Error              *string        `json:"error"`
+	Client             map[string]any `json:"client"`
 	// Timeline is the load's requests and connections, microseconds from MonotonicStartNs: what
 	// the trial's decomposition reads (engine/why); nil when the loader gave none.
 	Timeline *Timeline `json:"timeline,omitempty"`

@@ -217,10 +217,19 @@ type Browse struct {
 	ChromiumLog bool
 	// AllowInternet: public sites through the egress router (browser.Config.Internet).
 	AllowInternet bool
+	View          string   // first (default) | repeat
+	H3            string   // forced (default) | alt-svc | https-rr
+	QUICHosts     []string // alt-svc, https-rr: the hosts whose run certificate QUIC accepts
+	CPUSlowdown   float64  // 1 (default): none
+	Viewport      string   // WIDTHxHEIGHT[@DPR][,mobile] ("": 1350x940)
+	Screenshots   bool     // capture the frames (Speed Index, visual progress)
+	Frames        string   // write the frames to this directory (implies Screenshots)
 }
 
 // DefaultBrowse is browse's flags' defaults.
-func DefaultBrowse() Browse { return Browse{Timeout: 120 * time.Second} }
+func DefaultBrowse() Browse {
+	return Browse{Timeout: 120 * time.Second, View: "first", H3: "forced", CPUSlowdown: 1}
+}
 
 // Args is the argv after the binary: "browse", the URL and its flags.
 func (b Browse) Args() []string {
@@ -240,8 +249,29 @@ func (b Browse) Args() []string {
 	if b.AllowInternet {
 		a = append(a, "--allow-internet")
 	}
+	d := DefaultBrowse()
+	if b.View != "" && b.View != d.View {
+		a = append(a, "--view", b.View)
+	}
+	if b.H3 != "" && b.H3 != d.H3 {
+		a = append(a, "--h3", b.H3)
+	}
+	if len(b.QUICHosts) > 0 {
+		a = append(a, "--quic-hosts", strings.Join(b.QUICHosts, ","))
+	}
+	if b.CPUSlowdown != 0 && b.CPUSlowdown != d.CPUSlowdown {
+		a = append(a, "--cpu-slowdown", strconv.FormatFloat(b.CPUSlowdown, 'g', -1, 64))
+	}
+	a = appendIf(a, "--viewport", b.Viewport)
+	if b.Screenshots {
+		a = append(a, "--screenshots")
+	}
+	a = appendIf(a, "--frames", b.Frames)
 	return a
 }
+
+// MaxCPUSlowdown bounds --cpu-slowdown (the trial spec's client.cpu_slowdown maximum).
+const MaxCPUSlowdown = 100
 
 // Bind registers browse's flags on fs, bound to b's fields (the URL is positional).
 func (b *Browse) Bind(fs *flag.FlagSet) {
@@ -256,6 +286,32 @@ func (b *Browse) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&b.Chromium, "chromium", b.Chromium, "")
 	fs.BoolVar(&b.ChromiumLog, "chromium-log", b.ChromiumLog, "")
 	fs.BoolVar(&b.AllowInternet, "allow-internet", b.AllowInternet, "")
+	fs.Func("view", "", func(v string) error {
+		if v != "first" && v != "repeat" {
+			return errors.New("allowed: first, repeat")
+		}
+		b.View = v
+		return nil
+	})
+	fs.Func("h3", "", func(v string) error {
+		if v != "forced" && v != "alt-svc" && v != "https-rr" {
+			return errors.New("allowed: forced, alt-svc, https-rr")
+		}
+		b.H3 = v
+		return nil
+	})
+	fs.Func("quic-hosts", "", func(v string) error { b.QUICHosts = split(v); return nil })
+	fs.Func("cpu-slowdown", "", func(v string) error {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(x) || x < 1 || x > MaxCPUSlowdown {
+			return fmt.Errorf("allowed: a number 1–%d (1 = no slowdown)", MaxCPUSlowdown)
+		}
+		b.CPUSlowdown = x
+		return nil
+	})
+	fs.StringVar(&b.Viewport, "viewport", b.Viewport, "")
+	fs.BoolVar(&b.Screenshots, "screenshots", b.Screenshots, "")
+	fs.StringVar(&b.Frames, "frames", b.Frames, "")
 }
 
 func appendIf(a []string, flag, v string) []string {
