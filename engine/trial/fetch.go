@@ -23,6 +23,7 @@ type loadFiles struct {
 	PageFile string // the page as the server serves it, sharded (replay; client.priority other than none)
 	URLs     string // the object URLs of this load (mode objects)
 	HAR      string // where the HAR goes
+	Frames   string // where Chromium's frames go (capture.screenshots)
 }
 
 // loaderArgs are the arguments of one load's loader process: `fetch` for client.impl engine,
@@ -80,6 +81,8 @@ func browseArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, e
 	b.URL, b.Proto, b.JSON, b.HAR = root, l.Protocol, true, files.HAR
 	b.Timeout = time.Duration(s.Client.TimeoutS * float64(time.Second))
 	b.DNS, b.Resolve = resolver(p)
+	b.View, b.CPUSlowdown, b.Viewport = s.Client.View, s.Client.CPUSlowdown, s.Client.Viewport
+	b.Screenshots, b.Frames = s.Capture.Screenshots, files.Frames
 	if scheme == "https" {
 		if files.SPKI == "" {
 			return nil, fmt.Errorf("the run reported no SPKI hash for Chromium")

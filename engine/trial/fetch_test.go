@@ -131,6 +131,34 @@ func TestLoaderArgsChromium(t *testing.T) {
 	if _, err := loaderArgs(p, p.Sequence[1], "tok", loadFiles{}); err == nil {
 		t.Error("an https Chromium load without the SPKI hash was accepted")
 	}
+	// the defaults: a first view on a desktop screen at full speed, with frames where asked
+	for _, flag := range []string{"--view", "--cpu-slowdown"} {
+		if slices.Contains(h3, flag) {
+			t.Errorf("default spec passes %s: %q", flag, h3)
+		}
+	}
+	if got := flagValue(h3, "--viewport"); got != "1350x940" {
+		t.Errorf("--viewport %q, want the default 1350x940", got)
+	}
+	if !slices.Contains(h3, "--screenshots") || slices.Contains(h3, "--frames") {
+		t.Errorf("capture.screenshots (default true) without a frames directory: %q", h3)
+	}
+	// the visual and view knobs pass through (docs/vitals.md)
+	p = prepared(t, `{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","view":"repeat","cpu_slowdown":4,
+		"viewport":"412x823@1.75,mobile"},"capture":{"screenshots":false}}`)
+	h2, err := loaderArgs(p, p.Sequence[0], "tok", loadFiles{SPKI: "abc=", Frames: "/o/frames/0-h2-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{"--view": "repeat", "--cpu-slowdown": "4", "--viewport": "412x823@1.75,mobile",
+		"--frames": "/o/frames/0-h2-0"} {
+		if got := flagValue(h2, flag); got != want {
+			t.Errorf("%s %q, want %q (args %q)", flag, got, want, h2)
+		}
+	}
+	if slices.Contains(h2, "--screenshots") {
+		t.Errorf("capture.screenshots false: %q", h2)
+	}
 }
 
 // What Chromium cannot do is refused before anything starts, naming the field.
@@ -139,6 +167,10 @@ func TestChromiumRefusals(t *testing.T) {
 		`{"page":"twitter","protocols":["h2","spdy3"],"client":{"impl":"chromium"}}`:          `protocols[1]: got "spdy3"; not loadable by client.impl chromium`,
 		`{"page":"twitter","protocols":["h2c"],"client":{"impl":"chromium"}}`:                 `protocols[0]: got "h2c"; not loadable by client.impl chromium`,
 		`{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","mode":"objects"}}`: `client.mode: got "objects"`,
+		// what only Chromium does (docs/vitals.md)
+		`{"page":"twitter","protocols":["h2"],"client":{"view":"repeat"}}`:                            `client.view: got "repeat"; repeat views are loaded by Chromium only`,
+		`{"page":"twitter","protocols":["h2"],"client":{"cpu_slowdown":4}}`:                           `client.cpu_slowdown: got "4"; slows Chromium's renderer`,
+		`{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","viewport":"412x823@0.0"}}`: `client.viewport: got "412x823@0.0"`,
 	} {
 		s, err := DecodeSpec([]byte(spec))
 		if err != nil {

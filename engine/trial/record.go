@@ -39,7 +39,19 @@ type Record struct {
 	ServerCPUMs        *float64 `json:"server_cpu_ms"`
 	ServerRSSPeakBytes *int64   `json:"server_rss_peak_bytes"`
 	Gateway            *Gateway `json:"gateway"`
-	Phases             Phases   `json:"phases_ms"`
+	// View is the view the load is (client.view); the visual metrics are Chromium's (docs/vitals.md),
+	// nil when not measured; Frames is the directory of the load's frames (capture.screenshots).
+	View               string       `json:"view"`
+	LCPMs              *float64     `json:"lcp_ms"`
+	LCPURL             *string      `json:"lcp_url"`
+	LCPSizePx          *float64     `json:"lcp_size_px"`
+	LCPType            *string      `json:"lcp_type"`
+	CLS                *float64     `json:"cls"`
+	SpeedIndexMs       *float64     `json:"speed_index_ms"`
+	VisuallyCompleteMs *float64     `json:"visually_complete_ms"`
+	VisualProgress     [][2]float64 `json:"visual_progress"`
+	Frames             *string      `json:"frames"`
+	Phases             Phases       `json:"phases_ms"`
 	// Why is the load's time on the wire split into mechanisms (engine/why, docs/metrics.md): nil
 	// for a load with an error or without a Time on Wire. WhyPath is its critical path.
 	Why     *why.Parts   `json:"why"`
@@ -117,7 +129,7 @@ type FetchResult = seam.LoaderResult
 // process crashed, timed out …); it takes precedence over the loader's own error.
 func BuildRecord(trialID string, l Load, started time.Time, f *FetchResult, w pktlog.Summary, failure string) Record {
 	r := Record{
-		TrialID: trialID, Index: l.Index, Protocol: l.Protocol, Repetition: l.Repetition,
+		TrialID: trialID, Index: l.Index, Protocol: l.Protocol, Repetition: l.Repetition, View: "first",
 		BytesDown: w.Down.Bytes, BytesUp: w.Up.Bytes, PacketsDown: w.Down.Packets, PacketsUp: w.Up.Packets,
 		Retransmissions: w.Retransmissions(),
 		DropsQueue:      w.Up.DropsQueue + w.Down.DropsQueue,
@@ -140,6 +152,14 @@ func BuildRecord(trialID string, l Load, started time.Time, f *FetchResult, w pk
 		r.Objects, r.BodyBytes = f.Objects, f.BodyBytes
 		r.PushedBytes, r.PushesUsed, r.PushesUnused = f.PushedBytes, f.PushesUsed, f.PushesUnused
 		r.Phases = rounded(f.Phases)
+		if f.View != "" {
+			r.View = f.View
+		}
+		r.LCPMs, r.LCPURL, r.LCPSizePx, r.LCPType = f.LCPMs, f.LCPURL, f.LCPSizePx, f.LCPType
+		r.CLS, r.SpeedIndexMs, r.VisuallyCompleteMs = f.CLS, f.SpeedIndexMs, f.VisuallyCompleteMs
+		if len(f.VisualProgress) > 0 {
+			r.VisualProgress = f.VisualProgress
+		}
 		// QUIC encrypts its packet numbers, so the packet log cannot count h3 retransmissions: the
 		// stacks' own count of packets declared lost stands in (docs/metrics.md).
 		r.Retransmissions += f.QUICPacketsLost

@@ -154,6 +154,36 @@ func TestBuildRecord(t *testing.T) {
 		}
 	}
 	check(r)
+	if r.View != "first" || r.LCPMs != nil || r.VisualProgress != nil {
+		t.Errorf("engine load: view %q, lcp %v, visual progress %v; want a first view without visual metrics", r.View, r.LCPMs, r.VisualProgress)
+	}
+
+	// A Chromium repeat view: the view and the visual metrics are the record's own fields.
+	browseLine := `{"url":"https://s1.wirelab.test/L/x/","protocol":"h2","mode":"browser","plt_ms":500,"view":"repeat",
+	  "lcp_ms":412.5,"lcp_url":"https://s1.wirelab.test/L/x/3.jpg","lcp_size_px":240000,"lcp_type":"image","cls":0.118,
+	  "speed_index_ms":300.2,"visually_complete_ms":420,"visual_progress":[[0,0],[210.5,40],[420,100]],"error":null,
+	  "client":{"impl":"chromium","first_view_plt_ms":900}}`
+	var bs map[string]any
+	if err := json.Unmarshal([]byte(browseLine), &bs); err != nil {
+		t.Fatal(err)
+	}
+	blr, err := seam.NewLoaderResult(bs, 5, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = BuildRecord("tid", Load{Index: 6, Protocol: "h2"}, time.Now(), &blr, w, "")
+	frames := "frames/6-h2-0"
+	r.Frames = &frames
+	if r.View != "repeat" || *r.LCPMs != 412.5 || *r.LCPURL != "https://s1.wirelab.test/L/x/3.jpg" || *r.CLS != 0.118 ||
+		*r.SpeedIndexMs != 300.2 || len(r.VisualProgress) != 3 || r.Client["first_view_plt_ms"] != 900.0 {
+		t.Errorf("chromium record %+v", r)
+	}
+	for _, k := range []string{"view", "lcp_ms", "visual_progress"} {
+		if _, ok := r.Client[k]; ok {
+			t.Errorf("client.%s: has its own place", k)
+		}
+	}
+	check(r)
 
 	// The process failed: no loader result, the failure is the error.
 	r = BuildRecord("tid", Load{Index: 4, Protocol: "h3"}, time.Now(), nil, pktlog.Summary{FirstPacket: -1, FirstRequest: -1, LastResponse: -1}, "fetch: killed by killed: no output")

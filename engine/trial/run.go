@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/browser"
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/shellquote"
 	"github.com/wirelab/wirelab/engine/lab"
@@ -32,6 +33,7 @@ const (
 	LogFile     = "engine.log"
 	HARDir      = "har"
 	PcapDir     = "pcap"
+	FramesDir   = "frames" // Chromium's frames of each load: frames/<load>/NNN.jpg (capture.screenshots)
 	ServerDir   = "server"
 	ServerReqs  = "server/requests.jsonl" // serve's request records (one line per request)
 	ServerConns = "server/conns.jsonl"    // serve's connection records (one line per connection)
@@ -364,6 +366,11 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 			return Record{}, 0, err
 		}
 	}
+	var framesRel, framesPath string
+	if s.Capture.Screenshots && s.Client.Impl == "chromium" {
+		framesRel = FramesDir + "/" + name
+		framesPath = filepath.Join(r.o.OutDir, framesRel)
+	}
 	var pcaps *PcapPaths
 	if s.Capture.Pcap {
 		pcaps = &PcapPaths{Client: PcapDir + "/" + name + "-client.pcap", Server: PcapDir + "/" + name + "-server.pcap"}
@@ -377,7 +384,7 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 		args = liveLoaderArgs(r.p, l, liveFiles{CAFile: r.lab.CAFile, SPKI: r.lab.SPKIHash, HAR: harPath})
 	} else {
 		args, err = loaderArgs(r.p, l, token, loadFiles{CAFile: r.lab.CAFile, SPKI: r.lab.SPKIHash,
-			PageFile: r.pageFile, URLs: urlsFile, HAR: harPath})
+			PageFile: r.pageFile, URLs: urlsFile, HAR: harPath, Frames: framesPath})
 		if err != nil {
 			return Record{}, 0, err
 		}
@@ -411,14 +418,27 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	if !settled {
 		r.log.Printf("load %d: the link did not settle within %s", l.Index, settleLimit)
 	}
-	all := r.emu.Log.Take()
-	own, stray := Own(all)
-	cost, costOK := r.lab.CostSince(mark)
-
 	f, failure, err := out.result()
 	if err != nil {
 		return Record{}, 0, err
 	}
+	all := r.emu.Log.Take()
+	if f != nil && f.View == "repeat" && f.MonotonicStartNs > 0 {
+		// A repeat view's window starts with its own first request: the first view's packets, and
+		// what the closing of its connections sent, belong to no record (docs/vitals.md, "Views").
+		from := int64(clock.emulatorTime(f.MonotonicStartNs))
+		var kept []pktlog.Record
+		for _, rc := range all {
+			if rc.In >= from {
+				kept = append(kept, rc)
+			}
+		}
+		r.log.Printf("load %d: repeat view: %d packets of the first view before its window", l.Index, len(all)-len(kept))
+		all = kept
+	}
+	own, stray := Own(all)
+	cost, costOK := r.lab.CostSince(mark)
+
 	if r.p.Live != nil && s.Client.Impl == "chromium" && failure == "" {
 		if failure, err = spokenOtherwise(harPath, l.Protocol); err != nil {
 			return Record{}, 0, err
@@ -468,6 +488,11 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 	if harPath != "" {
 		if _, err := os.Stat(harPath); err == nil {
 			rec.HAR = &harRel
+		}
+	}
+	if framesPath != "" && len(rec.VisualProgress) > 0 {
+		if _, err := os.Stat(filepath.Join(framesPath, browser.FrameFile(0))); err == nil {
+			rec.Frames = &framesRel
 		}
 	}
 	rec.Pcap = pcaps

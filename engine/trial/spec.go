@@ -43,12 +43,17 @@ type Client struct {
 	ComputeScale            float64 `json:"compute_scale"`
 	Priority                string  `json:"priority"` // none | chrome | dependency
 	TimeoutS                float64 `json:"timeout_s"`
+	View                    string  `json:"view"`         // first | repeat (chromium)
+	CPUSlowdown             float64 `json:"cpu_slowdown"` // ≥ 1 (chromium)
+	Viewport                string  `json:"viewport"`     // WIDTHxHEIGHT[@DPR][,mobile] (chromium)
 }
 
 // Capture says what is written per load besides its record.
 type Capture struct {
 	HAR  bool `json:"har"`
 	Pcap bool `json:"pcap"`
+	// Screenshots captures each Chromium load's frames (Speed Index, visual progress; frames/<load>/).
+	Screenshots bool `json:"screenshots"`
 }
 
 // ShardModes are the values of shard_mode (page.ShardModes): round-robin deals the objects over

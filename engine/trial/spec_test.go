@@ -27,8 +27,9 @@ func TestDecodeDefaults(t *testing.T) {
 	want := &Spec{Contract: 1, TrialID: "x", Lab: spec.Lab{Page: "twitter", Shards: 1, ShardMode: "round-robin", Network: "native",
 		Server: spec.Server{Impl: "builtin", MaxConcurrentStreams: 100, WriteChunkBytes: 0, TLSVersion: "1.3", KeepAlive: true, Push: "none"}},
 		Protocols: []string{"h1s", "h2"}, Repetitions: 5, Order: "alternate", GapMs: 0, Seed: 1,
-		Client:  Client{Impl: "engine", Mode: "flat", MaxConnectionsPerOrigin: 6, DNS: "server", ComputeScale: 1, Priority: "none", TimeoutS: 120},
-		Capture: Capture{HAR: true}}
+		Client: Client{Impl: "engine", Mode: "flat", MaxConnectionsPerOrigin: 6, DNS: "server", ComputeScale: 1, Priority: "none", TimeoutS: 120,
+			View: "first", CPUSlowdown: 1, Viewport: "1350x940"},
+		Capture: Capture{HAR: true, Screenshots: true}}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", s, want)
 	}

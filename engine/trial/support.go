@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/wirelab/wirelab/engine/browser"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 )
 
@@ -49,6 +50,20 @@ func checkSupported(s *Spec) error {
 			return fielderr.New("server.push", s.Server.Push,
 				"Chromium no longer accepts server push (it announces SETTINGS_ENABLE_PUSH 0); with client.impl chromium it must be none")
 		}
+		if _, err := browser.ParseViewport(s.Client.Viewport); err != nil {
+			return fielderr.New("client.viewport", s.Client.Viewport, "must be WIDTHxHEIGHT[@DPR][,mobile] with sizes 1–10000 and a DPR above 0 up to 10")
+		}
+		return nil
+	}
+	// What only Chromium does (docs/vitals.md): the engine's loader records first views, at full
+	// speed, with no screen.
+	if s.Client.View != string(browser.FirstView) {
+		return fielderr.New("client.view", s.Client.View,
+			"repeat views are loaded by Chromium only so far; with client.impl engine it must be first")
+	}
+	if s.Client.CPUSlowdown != 1 {
+		return fielderr.New("client.cpu_slowdown", fmt.Sprint(s.Client.CPUSlowdown),
+			"slows Chromium's renderer; with client.impl engine it must be 1 (replay mode scales computation with client.compute_scale)")
 	}
 	return nil
 }
