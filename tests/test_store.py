@@ -47,7 +47,7 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     # a reader migrates a copy in memory: the file keeps its version, nothing is created
     assert _snapshot(tmp_path) == before
     Store(db).close()  # a writer migrates the file
-    assert SCHEMA_VERSION == 9
+    assert SCHEMA_VERSION == 10
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -80,6 +80,17 @@ def test_v1_database_is_migrated_on_open(tmp_path):
         assert list(results.sweeps()["kind"]) == ["trials"]
         assert results.sweep_kind("rtt-v1") == "trials" and results.sweep_kind("nope") is None
         assert results.loadtests().empty and results.load_intervals().empty and results.server_samples().empty
+
+
+def test_loads_stored_before_the_visual_metrics_are_first_views_without_them(tmp_path):
+    """v10 (docs/vitals.md): view and the visual metrics are NULL for loads stored before — read as
+    first views without visual metrics."""
+    db = _v1_db(tmp_path / "old.db")
+    with Results(db) as results:
+        loads = results.loads("rtt-v1")
+    assert loads["view"].isna().all() and loads["lcp_ms"].isna().all() and loads["cls"].isna().all()
+    assert loads["speed_index_ms"].isna().all() and loads["visual_progress"].isna().all()
+    assert loads["frames"].isna().all()
 
 
 def test_a_database_from_a_newer_wirelab_is_refused(tmp_path):

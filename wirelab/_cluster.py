@@ -76,8 +76,17 @@ STOP_PREFIX = "wirelab-stop-"  #: + run id: the event that stops a run's trials 
 GRACE_S = 30.0  #: a worker's wait between SIGINT and SIGKILL of an engine it stops
 POLL_S = 0.25
 #: with --artifacts remote, what comes back to the client: what the database stores (records, HARs,
-#: logs); pcaps and the server's records stay on the worker
-DATABASE_FILES = ("trial.json", "loads.jsonl", "spec.json", "engine.log", "engine.stderr", WORKER_FILE, "har")
+#: logs, Chromium's frames); pcaps and the server's records stay on the worker
+DATABASE_FILES = (
+    "trial.json",
+    "loads.jsonl",
+    "spec.json",
+    "engine.log",
+    "engine.stderr",
+    WORKER_FILE,
+    "har",
+    "frames",
+)
 
 
 #: Dask settings of wirelab's workers and local scheduler: left at Dask's defaults an idle worker uses

@@ -102,6 +102,9 @@ class ClientConfig(_Model):
     compute_scale: float = Field(1.0, ge=0, le=100, description='replay: multiply recorded computation times')
     priority: Literal["none", "chrome", "dependency"] = Field('none', description='request prioritisation policy')
     timeout_s: float = Field(120, gt=0, le=3600, description='a load taking longer is recorded with an error')
+    view: Literal["first", "repeat"] = Field('first', description='first: a fresh profile; repeat: the page loaded once, every connection closed, then loaded again in the same profile (HTTP cache, TLS sessions, DNS and Alt-Svc caches warm) and the second load recorded (docs/vitals.md); client.impl chromium')
+    cpu_slowdown: float = Field(1, ge=1, le=100, description="slow Chromium's renderer this many times (Emulation.setCPUThrottlingRate; Lighthouse's mobile preset uses 4); 1 = none; client.impl chromium")
+    viewport: str = Field('1350x940', pattern='^[1-9][0-9]{0,3}x[1-9][0-9]{0,3}(@[0-9]+(\\.[0-9]+)?)?(,mobile)?$', description="Chromium's emulated screen: WIDTHxHEIGHT[@DPR][,mobile] in CSS pixels (default: Lighthouse's desktop screen); client.impl chromium")
 
 
 class CaptureConfig(_Model):
@@ -109,6 +112,7 @@ class CaptureConfig(_Model):
 
     har: bool = Field(True, description='write a HAR per load')
     pcap: bool = Field(False, description='write client- and server-side pcaps per load')
+    screenshots: bool = Field(True, description='client.impl chromium: capture the frames of each load (Speed Index, visually complete, visual progress; the frames in frames/<load>/, docs/vitals.md); LCP and CLS are recorded either way')
 
 
 class TrialSpecFields(_Model):

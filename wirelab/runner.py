@@ -285,6 +285,11 @@ def ingest(
             except (KeyError, TypeError, ValueError) as e:
                 raise ContractError(f"load {rec['index']}: HAR {rec['har']} is not HAR 1.2 ({e!r})") from None
             artifacts.append(("har", rec["index"], har_path))
+        if rec.get("frames") is not None:  # Chromium's frames of the load (docs/vitals.md)
+            frames_path = directory / rec["frames"]
+            if not frames_path.is_dir():
+                raise ContractError(f"load {rec['index']}: frames {rec['frames']} are missing")
+            artifacts.append(("frames", rec["index"], frames_path))
         pcaps = rec["pcap"] or {}
         for side, path in ((side, pcaps[side]) for side in ("client", "server") if side in pcaps):
             if remote_dir is not None:  # kept on the worker (--artifacts remote): recorded as host:path

@@ -4,6 +4,7 @@ creates or modifies a file."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,19 @@ from wirelab._db.schema import (
 )
 from wirelab.errors import StoreError, UsageError
 
-__all__ = ["Results"]
+__all__ = ["Frame", "Results"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Frame:
+    """One frame of a Chromium load's filmstrip (:meth:`Results.frames`)."""
+
+    #: ms from the load's start (the zero of ``plt_ms``)
+    time_ms: float
+    #: visual progress in percent (WebPageTest's histogram method, ``docs/vitals.md``)
+    progress: float
+    #: the JPEG (the viewport, scaled by Chromium to fit 500 × 500)
+    path: Path
 
 
 class Results(Database):
@@ -145,6 +158,9 @@ class Results(Database):
         df["congested_flows"] = df.pop("congested_flows_json").map(
             lambda v: json.loads(v) if isinstance(v, str) else None
         )
+        df["visual_progress"] = df.pop("visual_progress_json").map(
+            lambda v: json.loads(v) if isinstance(v, str) else None
+        )
         return _with_params(df)
 
     def objects(
@@ -219,6 +235,28 @@ class Results(Database):
         from wirelab.analysis.why import explain
 
         return explain(load_sweep(self, sweep), baseline=baseline, config=config)
+
+    def frames(self, sweep: str, trial_id: str, load_index: int) -> list[Frame]:
+        """The frames of one Chromium load (``docs/vitals.md``): one per change of the picture, from the
+        blank page at 0, each with its time (ms from the load's start), visual progress (percent) and
+        JPEG file."""
+        row = self.conn.execute(
+            "SELECT l.visual_progress_json, a.path FROM loads l JOIN trials t ON t.id = l.trial_row"
+            " JOIN sweeps s ON s.id = t.sweep_id"
+            " LEFT JOIN artifacts a ON a.load_id = l.id AND a.kind = 'frames'"
+            " WHERE s.name = ? AND t.trial_id = ? AND l.load_index = ?",
+            (sweep, trial_id, load_index),
+        ).fetchone()
+        if row is None or row["path"] is None or row["visual_progress_json"] is None:
+            raise StoreError(
+                f"no frames stored for load {load_index} of trial {trial_id} in sweep {sweep} "
+                "(frames are Chromium's, with capture.screenshots)"
+            )
+        directory = self.absolute(row["path"])
+        return [
+            Frame(time_ms=float(t), progress=float(p), path=directory / f"{i:03d}.jpg")
+            for i, (t, p) in enumerate(json.loads(row["visual_progress_json"]))
+        ]
 
     # ----------------------------------------------------------------------------------------------
     # probes (docs/probe.md)

@@ -51,6 +51,7 @@ __all__ = [
     "PROBE_PROTOCOL_ROWS",
     "SAMPLES",
     "SCHEMA_VERSION",
+    "VISUAL_COLUMNS",
     "Column",
     "Database",
     "ItemKind",
@@ -190,6 +191,20 @@ GATEWAY_COLUMNS: tuple[Column, ...] = (
     ),
 )
 
+#: The schema version that added the view and the visual metrics to ``loads``.
+_VISUAL = 10
+#: The visual metrics of a Chromium load as columns of ``loads`` (the record's fields of those names).
+VISUAL_COLUMNS = (
+    ("lcp_ms", "REAL"),
+    ("lcp_url", "TEXT"),
+    ("lcp_size_px", "REAL"),
+    ("lcp_type", "TEXT"),
+    ("cls", "REAL"),
+    ("speed_index_ms", "REAL"),
+    ("visually_complete_ms", "REAL"),
+)
+
+
 #: Loads: one row per line of a trial's loads.jsonl (``schemas/load-record.schema.json``).
 LOADS = RecordTable(
     "loads",
@@ -224,6 +239,12 @@ LOADS = RecordTable(
         Column("server_rss_peak_bytes", "INTEGER", since=3),
         *GATEWAY_COLUMNS,
         *(Column(f"{p}_ms", "REAL NOT NULL", _at("phases_ms", p)) for p in PHASES),
+        # the view and Chromium's visual metrics (docs/vitals.md; NULL: not measured — the engine's
+        # loader, capture.screenshots false — or stored before v10)
+        Column("view", "TEXT", _at("view", default="first"), since=_VISUAL),
+        *(Column(n, d, since=_VISUAL) for n, d in VISUAL_COLUMNS),
+        Column("visual_progress_json", "TEXT", _json_or_null("visual_progress"), since=_VISUAL),
+        Column("frames", "TEXT", since=_VISUAL),
         Column("har", "TEXT"),
         Column("pcap_client", "TEXT", _at("pcap", "client")),
         Column("pcap_server", "TEXT", _at("pcap", "server")),
@@ -600,6 +621,9 @@ _V7 = ""
 #: cause, ECN marks, sojourn percentiles per direction, congested flows; NULL for loads stored before).
 #: v9: loads' decomposition (why_<part>_ms per part, why_path_json) and retransmissions by kind
 #: (retx_fast, retx_timeout, retx_tlp, retx_spurious); NULL for loads stored before (docs/why.md).
+#: v8: the loads' view and Chromium's visual metrics (view, lcp_ms, lcp_url, lcp_size_px, lcp_type, cls,
+#: speed_index_ms, visually_complete_ms, visual_progress_json, frames; ``docs/vitals.md``); NULL for
+#: loads stored before (first views) — generated from :data:`LOADS`.
 _STEPS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 
 #: The schema's version: the last hand-written step's, or the last version a record table's column
