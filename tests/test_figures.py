@@ -334,3 +334,44 @@ def test_waterfall_from_a_recorded_har():
     assert _svg_has(rendered, PHASE_STYLES["receive"].colour)
     with pytest.raises(ValueError, match="no entries"):
         plots.waterfall_from_har({"log": {"entries": []}})
+
+
+def test_filmstrip_shows_each_loads_frame_on_screen_at_every_change(tmp_path):
+    """docs/vitals.md: one column per moment a load's picture changed (thinned to at most ten, first
+    and last kept); each cell is the frame on screen then."""
+    from PIL import Image
+
+    from wirelab.store import Frame
+
+    assert plots.filmstrip_columns([[(0, 0), (200, 50), (400, 100)], [(0, 0), (300, 100)]]) == [
+        0,
+        200,
+        300,
+        400,
+    ]
+    many = [[(float(t), 0.0) for t in range(0, 2000, 100)]]
+    cols = plots.filmstrip_columns(many, max_columns=5)
+    assert cols[0] == 0 and cols[-1] == 1900 and len(cols) == 5
+    assert plots._on_screen([Frame(0, 0, tmp_path), Frame(300, 100, tmp_path)], 299).time_ms == 0
+
+    def frame(name, colour, t, progress, mode="RGB"):
+        path = tmp_path / f"{name}.jpg"
+        Image.new(mode, (40, 30), colour).save(path)
+        return Frame(time_ms=t, progress=progress, path=path)
+
+    strips = [
+        ("h2", "HTTP/2", [frame("w2", 255, 0, 0, "L"), frame("a", (200, 0, 0), 250, 100)]),
+        (
+            "h3",
+            "HTTP/3",
+            [frame("w3", 255, 0, 0, "L"), frame("b", (0, 0, 200), 180, 40), frame("c", (0, 0, 90), 320, 100)],
+        ),
+    ]
+    fig = plots.filmstrip_figure(strips)
+    axes = fig.axes
+    assert len(axes) == 2 * 4  # the moments 0, 180, 250, 320
+    assert [a.get_title() for a in axes[:4]] == ["0.00 s", "0.18 s", "0.25 s", "0.32 s"]
+    # h2 at 180 ms still shows its blank frame (0 %); h3 at 250 ms its 40 % frame
+    assert axes[1].get_xlabel() == "0 %" and axes[4 + 2].get_xlabel() == "40 %"
+    r = render(fig, "filmstrip")
+    assert r.png.startswith(b"\x89PNG") and "<svg" in r.svg

@@ -12,7 +12,7 @@ this module keeps the names the CLI, the Python API and users import.
 from __future__ import annotations
 
 from wirelab._db.files import DATA_DIR_MODE, DATA_FILE_MODE, DEFAULT_DB, fix_modes, results_dir
-from wirelab._db.reader import Results
+from wirelab._db.reader import Frame, Results
 from wirelab._db.schema import (
     ERROR_KINDS,
     INTERVALS,
@@ -33,6 +33,7 @@ __all__ = [
     "DATA_FILE_MODE",
     "DEFAULT_DB",
     "ERROR_KINDS",
+    "Frame",
     "INTERVAL_COLUMNS",
     "LOAD_COLUMNS",
     "MIGRATIONS",

@@ -621,7 +621,7 @@ _V7 = ""
 #: cause, ECN marks, sojourn percentiles per direction, congested flows; NULL for loads stored before).
 #: v9: loads' decomposition (why_<part>_ms per part, why_path_json) and retransmissions by kind
 #: (retx_fast, retx_timeout, retx_tlp, retx_spurious); NULL for loads stored before (docs/why.md).
-#: v8: the loads' view and Chromium's visual metrics (view, lcp_ms, lcp_url, lcp_size_px, lcp_type, cls,
+#: v10: the loads' view and Chromium's visual metrics (view, lcp_ms, lcp_url, lcp_size_px, lcp_type, cls,
 #: speed_index_ms, visually_complete_ms, visual_progress_json, frames; ``docs/vitals.md``); NULL for
 #: loads stored before (first views) — generated from :data:`LOADS`.
 _STEPS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)

@@ -43,6 +43,8 @@ __all__ = [
     "capacity_figure",
     "category_gain_figure",
     "cdf_figure",
+    "filmstrip_columns",
+    "filmstrip_figure",
     "gain_figure",
     "discipline_figure",
     "gateway_figure",
@@ -1185,4 +1187,68 @@ def why_figure(
     ncol = min(5, len(handles))
     fig.legend(handles=handles, loc="lower center", ncol=ncol, bbox_to_anchor=(0.5, 0.0), fontsize=7.5)
     fig.tight_layout(rect=(0, 0.03 + 0.045 * math.ceil(len(handles) / ncol), 1, 1))
+    return fig
+
+
+def filmstrip_columns(strips: Sequence[Sequence[tuple[float, float]]], max_columns: int = 10) -> list[float]:
+    """The moments a side-by-side filmstrip shows: every time one of the strips' pictures changed
+    (``(t_ms, progress)`` per frame, the blank frame at 0 included), thinned evenly to at most
+    ``max_columns`` keeping the first and the last."""
+    times = sorted({float(t) for strip in strips for t, _ in strip})
+    if len(times) <= max_columns:
+        return times
+    picks = np.linspace(0, len(times) - 1, max_columns).round().astype(int)
+    return [times[i] for i in dict.fromkeys(picks)]
+
+
+def _on_screen(frames: Sequence[Any], t: float) -> Any:
+    """The frame on screen at ``t``: the last one shown at or before it."""
+    shown = frames[0]
+    for f in frames:
+        if f.time_ms <= t:
+            shown = f
+    return shown
+
+
+def filmstrip_figure(strips: Sequence[tuple[str, str, Sequence[Any]]], *, max_columns: int = 10) -> Figure:
+    """Filmstrips side by side, as WebPageTest draws them: one row per load (``(protocol, label,
+    frames)``, frames with ``time_ms``, ``progress`` and ``path`` of a JPEG, as
+    :meth:`wirelab.store.Results.frames` returns them), one column per moment one of them changed; each
+    cell is the frame on screen then, with its visual progress, framed in the protocol's colour where
+    that load's picture changed at that moment."""
+    from matplotlib.image import imread
+
+    columns = filmstrip_columns([[(f.time_ms, f.progress) for f in fr] for _, _, fr in strips], max_columns)
+    images: dict[Any, Any] = {}
+    n_rows, n_cols = len(strips), max(1, len(columns))
+    fig, axes = new_figure(
+        1.05 * n_cols + 0.9, 1.15 * n_rows + 0.5, nrows=n_rows, ncols=n_cols, squeeze=False
+    )
+    for r, (proto, label, frames) in enumerate(strips):
+        style = protocol_style(proto)
+        changed = {f.time_ms for f in frames}
+        for c, t in enumerate(columns):
+            ax = axes[r][c]
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.grid(visible=False)
+            f = _on_screen(frames, t)
+            if f.path not in images:
+                images[f.path] = imread(f.path)
+            img = images[f.path]
+            if img.ndim == 2:  # a greyscale JPEG (the blank start frame)
+                ax.imshow(img, aspect="equal", cmap="gray", vmin=0, vmax=255)
+            else:
+                ax.imshow(img, aspect="equal")
+            edge = style.colour if t in changed else "#cccccc"
+            for spine in ax.spines.values():
+                spine.set_visible(True)
+                spine.set_edgecolor(edge)
+                spine.set_linewidth(2.0 if t in changed else 0.6)
+            ax.set_xlabel(f"{f.progress:.0f} %", fontsize=7, labelpad=1)
+            if r == 0:
+                ax.set_title(f"{t / 1000:.2f} s", fontsize=7, pad=2)
+            if c == 0:
+                ax.set_ylabel(label, fontsize=7, color=style.colour)
+    fig.tight_layout(pad=0.3, h_pad=0.4, w_pad=0.2)
     return fig

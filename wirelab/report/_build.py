@@ -309,7 +309,9 @@ class _Builder:
         self.scenarios()
         self.server_cost()
         self.waterfalls()
+        self.filmstrip()
         self.number_tables()
+        self.visual_table()
 
     def _spec(self, trial_id: str) -> dict[str, Any] | None:
         match = self.sd.trials[self.sd.trials["trial_id"] == trial_id]
@@ -1081,6 +1083,78 @@ class _Builder:
                 functools.partial(plots.waterfall_figure, objs.to_dict("records")),
                 self.config_text({"configuration": str(label), "protocol": proto}),
             )
+
+    def filmstrip(self) -> None:
+        """Chromium's frames of the median-PLT load of each protocol side by side (docs/vitals.md), for
+        the configuration the waterfalls show (or the first with frames)."""
+        sd, ok = self.sd, self.ok
+        if sd.results is None or "frames" not in ok or ok["frames"].isna().all():
+            return
+        with_frames = ok.loc[ok["frames"].notna(), "trial_id"].unique().tolist()
+        trial_id = choose.waterfall_config(self.shape, self.comp, sd.compared)
+        if trial_id not in with_frames:
+            trial_id = with_frames[0]
+        label = self.configs.set_index("trial_id").loc[trial_id, "label"]
+        strips = []
+        for proto in sd.protocols:
+            row = self.representative(trial_id, proto)
+            if row is None or not isinstance(row["frames"], str):
+                continue
+            frames = sd.results.frames(sd.name, trial_id, int(row["load_index"]))
+            strips.append((proto, f"{protocol_style(proto).label}\n{row['plt_ms']:,.0f} ms PLT", frames))
+        if not strips:
+            return
+        self.add_figure(
+            "filmstrip",
+            f"Filmstrip, {label}",
+            "What the screen showed during the median-PLT load of each protocol (Chromium's screenshots): "
+            "one column per moment one of the loads' pictures changed (at most ten, evenly chosen), a "
+            "coloured frame where that load changed then; under each picture its visual progress "
+            "(WebPageTest's histogram method, docs/vitals.md).",
+            functools.partial(plots.filmstrip_figure, strips),
+            self.config_text({"configuration": str(label)}),
+        )
+
+    def visual_table(self) -> None:
+        """Medians of Chromium's visual metrics per configuration and protocol (docs/vitals.md)."""
+        sd, ok = self.sd, self.ok
+        if "lcp_ms" not in ok or ok["lcp_ms"].isna().all():
+            return
+        metrics = ("lcp_ms", "speed_index_ms", "visually_complete_ms", "cls")
+        rows = []
+        grouped = ok.groupby(["trial_id", "protocol"], sort=False)
+        labels = self.configs.set_index("trial_id")["label"]
+        for trial_id in self.configs["trial_id"]:
+            for proto in sd.protocols:
+                if (trial_id, proto) not in grouped.groups:
+                    continue
+                g = grouped.get_group((trial_id, proto))
+                views = g["view"].dropna().unique() if "view" in g else []
+                rows.append(
+                    [
+                        Cell(str(labels[trial_id])),
+                        Cell(protocol_style(proto).label, f"proto proto-{proto}"),
+                        Cell(", ".join(map(str, views)) or "first", "muted"),
+                        Cell(str(int(g["lcp_ms"].notna().sum())), "num"),
+                        *(
+                            Cell(_fmt(float(g[m].median()), 3 if m == "cls" else 0), "num")
+                            if g[m].notna().any()
+                            else Cell("—", "num muted")
+                            for m in metrics
+                        ),
+                    ]
+                )
+        self.tables.append(
+            TableBlock(
+                f"tab-{sd.name}-visual",
+                "Visual metrics (Chromium)",
+                "Medians per configuration and protocol over the loads without error: Largest Contentful "
+                "Paint, Speed Index and visually complete in ms from the load's start, Cumulative Layout "
+                "Shift; n: loads with an LCP (docs/vitals.md).",
+                ["configuration", "protocol", "view", "n", "LCP", "Speed Index", "visually complete", "CLS"],
+                rows,
+            )
+        )
 
     def number_tables(self) -> None:
         sd = self.sd

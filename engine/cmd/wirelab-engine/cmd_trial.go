@@ -29,7 +29,8 @@ const trialUsage = `usage: wirelab-engine trial --spec SPEC.json --out DIR [--pr
 Runs one trial end to end (docs/trial-contract.md): the emulated path of the spec's network profile,
 one built-in server for every origin, then every protocol × repetition as a fresh page load in the
 client namespace. Writes DIR/loads.jsonl (one record per load, as each finishes), DIR/har/,
-DIR/pcap/ (capture.pcap), DIR/server/, DIR/engine.log and, last, DIR/trial.json. Needs root.
+DIR/pcap/ (capture.pcap), DIR/frames/ (Chromium's screenshots), DIR/server/, DIR/engine.log and,
+last, DIR/trial.json. Needs root.
 A live page (page "url:https://h3.wirelab.test/…") is loaded as its site serves it, through the
 egress router (docs/egress.md): from the local internet's sites (wirelab-engine sites), or — only
 with "allow_internet": true, which wirelab sets for --allow-internet — from a public site through
