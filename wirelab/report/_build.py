@@ -1091,9 +1091,8 @@ class _Builder:
         if sd.results is None or "frames" not in ok or ok["frames"].isna().all():
             return
         with_frames = ok.loc[ok["frames"].notna(), "trial_id"].unique().tolist()
-        trial_id = choose.waterfall_config(self.shape, self.comp, sd.compared)
-        if trial_id not in with_frames:
-            trial_id = with_frames[0]
+        chosen = choose.waterfall_config(self.shape, self.comp, sd.compared)
+        trial_id = chosen if chosen is not None and chosen in with_frames else str(with_frames[0])
         label = self.configs.set_index("trial_id").loc[trial_id, "label"]
         strips = []
         for proto in sd.protocols:
