@@ -13,6 +13,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/client"
 	"github.com/wirelab/wirelab/engine/har"
+	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/why"
 )
 
@@ -141,16 +142,9 @@ type Summary struct {
 	Retries       int           `json:"retries"`
 	View          View          `json:"view"`
 	// The visual metrics (docs/vitals.md); nil when not measured.
-	LCPMs              *float64     `json:"lcp_ms"`
-	LCPURL             *string      `json:"lcp_url"`
-	LCPSizePx          *float64     `json:"lcp_size_px"`
-	LCPType            *string      `json:"lcp_type"`
-	CLS                *float64     `json:"cls"`
-	SpeedIndexMs       *float64     `json:"speed_index_ms"`
-	VisuallyCompleteMs *float64     `json:"visually_complete_ms"`
-	VisualProgress     [][2]float64 `json:"visual_progress"`
-	Client             Extras       `json:"client"`
-	Error              *string      `json:"error"`
+	seam.VisualMetrics
+	Client Extras  `json:"client"`
+	Error  *string `json:"error"`
 	// Timeline is the requests' boundaries and connections for the trial's decomposition
 	// (engine/why; not part of the load record).
 	Timeline *why.Timeline `json:"timeline,omitempty"`

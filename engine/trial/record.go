@@ -41,17 +41,10 @@ type Record struct {
 	Gateway            *Gateway `json:"gateway"`
 	// View is the view the load is (client.view); the visual metrics are Chromium's (docs/vitals.md),
 	// nil when not measured; Frames is the directory of the load's frames (capture.screenshots).
-	View               string       `json:"view"`
-	LCPMs              *float64     `json:"lcp_ms"`
-	LCPURL             *string      `json:"lcp_url"`
-	LCPSizePx          *float64     `json:"lcp_size_px"`
-	LCPType            *string      `json:"lcp_type"`
-	CLS                *float64     `json:"cls"`
-	SpeedIndexMs       *float64     `json:"speed_index_ms"`
-	VisuallyCompleteMs *float64     `json:"visually_complete_ms"`
-	VisualProgress     [][2]float64 `json:"visual_progress"`
-	Frames             *string      `json:"frames"`
-	Phases             Phases       `json:"phases_ms"`
+	View string `json:"view"`
+	seam.VisualMetrics
+	Frames *string `json:"frames"`
+	Phases Phases  `json:"phases_ms"`
 	// Why is the load's time on the wire split into mechanisms (engine/why, docs/metrics.md): nil
 	// for a load with an error or without a Time on Wire. WhyPath is its critical path.
 	Why     *why.Parts   `json:"why"`
@@ -155,10 +148,9 @@ func BuildRecord(trialID string, l Load, started time.Time, f *FetchResult, w pk
 		if f.View != "" {
 			r.View = f.View
 		}
-		r.LCPMs, r.LCPURL, r.LCPSizePx, r.LCPType = f.LCPMs, f.LCPURL, f.LCPSizePx, f.LCPType
-		r.CLS, r.SpeedIndexMs, r.VisuallyCompleteMs = f.CLS, f.SpeedIndexMs, f.VisuallyCompleteMs
-		if len(f.VisualProgress) > 0 {
-			r.VisualProgress = f.VisualProgress
+		r.VisualMetrics = f.VisualMetrics
+		if len(r.VisualProgress) == 0 {
+			r.VisualProgress = nil
 		}
 		// QUIC encrypts its packet numbers, so the packet log cannot count h3 retransmissions: the
 		// stacks' own count of packets declared lost stands in (docs/metrics.md).

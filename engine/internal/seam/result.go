@@ -36,21 +36,28 @@ type LoaderResult struct {
 	MonotonicEndNs   int64 `json:"monotonic_end_ns"`
 	// View is the view the load is: first, or repeat (the second load of the page in one
 	// profile); "" from a loader that does not say (a first view).
-	View string `json:"view"`
+	View string `json:"view,omitempty"`
 	// The visual metrics (docs/vitals.md): Chromium's; nil from a loader that does not measure them.
-	LCPMs              *float64       `json:"lcp_ms"`
-	LCPURL             *string        `json:"lcp_url"`
-	LCPSizePx          *float64       `json:"lcp_size_px"`
-	LCPType            *string        `json:"lcp_type"`
-	CLS                *float64       `json:"cls"`
-	SpeedIndexMs       *float64       `json:"speed_index_ms"`
-	VisuallyCompleteMs *float64       `json:"visually_complete_ms"`
-	VisualProgress     [][2]float64   `json:"visual_progress"`
-	Error              *string        `json:"error"`
-	Client             map[string]any `json:"client"`
+	VisualMetrics
+	Error  *string        `json:"error"`
+	Client map[string]any `json:"client"`
 	// Timeline is the load's requests and connections, microseconds from MonotonicStartNs: what
 	// the trial's decomposition reads (engine/why); nil when the loader gave none.
 	Timeline *Timeline `json:"timeline,omitempty"`
+}
+
+// VisualMetrics are a Chromium load's visual metrics (docs/vitals.md), as browse's summary, the
+// loader's result and the load record name them (each embeds this one declaration); nil when not
+// measured (and left out of the JSON: the engine's loader prints none).
+type VisualMetrics struct {
+	LCPMs              *float64     `json:"lcp_ms,omitempty"`      // Largest Contentful Paint, ms from the load's start
+	LCPURL             *string      `json:"lcp_url,omitempty"`     // the LCP element's URL (images)
+	LCPSizePx          *float64     `json:"lcp_size_px,omitempty"` // its painted area in CSS px
+	LCPType            *string      `json:"lcp_type,omitempty"`    // image, text
+	CLS                *float64     `json:"cls,omitempty"`         // Cumulative Layout Shift
+	SpeedIndexMs       *float64     `json:"speed_index_ms,omitempty"`
+	VisuallyCompleteMs *float64     `json:"visually_complete_ms,omitempty"`
+	VisualProgress     [][2]float64 `json:"visual_progress,omitempty"` // [t_ms, percent] per frame that changed
 }
 
 // Phases are the HAR phases summed over a load's objects, in ms.
@@ -67,9 +74,11 @@ type Phases struct {
 // resultFields are LoaderResult's own JSON names (from its struct tags: declared once, above).
 var resultFields = func() map[string]bool {
 	out := map[string]bool{}
-	t := reflect.TypeOf(LoaderResult{})
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(LoaderResult{})) {
+		if f.Anonymous {
+			continue // an embedded struct's fields are listed themselves
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		out[name] = true
 	}
 	return out
