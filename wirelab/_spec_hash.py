@@ -13,9 +13,18 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from wirelab import _netprofile as netprofile
+from wirelab._contract_models import CaptureConfig, ClientConfig
 from wirelab._spec_models import PlannedTrial
 
 __all__ = ["canonical", "config_id", "plan_hash", "worker_repeats"]
+
+# Trial-spec fields added after configurations were first stored, per section: left out of the id at
+# their default (the schema's, as the generated models hold it), so that a sweep stored before them
+# keeps its ids and resumes without running again. A new field with a default joins its section here.
+_ADDED_LATER: dict[str, tuple[type[Any], tuple[str, ...]]] = {
+    "client": (ClientConfig, ("view", "cpu_slowdown", "viewport")),
+    "capture": (CaptureConfig, ("screenshots",)),
+}
 
 
 def canonical(obj: Any) -> str:
@@ -38,6 +47,11 @@ def config_id(spec: Mapping[str, Any]) -> str:
     for side in ("up", "down"):
         if network[side].get("discipline") == {"name": "droptail"}:
             del network[side]["discipline"]
+    for section, (model, keys) in _ADDED_LATER.items():
+        part = body.get(section)
+        if isinstance(part, dict):
+            fields = model.model_fields
+            body[section] = {k: v for k, v in part.items() if not (k in keys and v == fields[k].default)}
     return "c" + hashlib.sha256(canonical(body).encode()).hexdigest()[:15]
 
 
