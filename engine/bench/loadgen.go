@@ -405,8 +405,10 @@ func (o *LoadgenOptions) runLoadgen(ctx context.Context, spec, root string, s *S
 	}
 	if werr != nil && !sum.Interrupted {
 		var ee *exec.ExitError
-		if !errors.As(werr, &ee) || ee.ExitCode() != 1 { // 1: a threshold failed; the benchmark sets none
-			return nil, 0, 0, werr
+		// 1 with every threshold passed: the run failed (a limit of the generator's machine, its
+		// line on stderr), not a threshold (the benchmark sets none).
+		if !errors.As(werr, &ee) || ee.ExitCode() != 1 || sum.ThresholdsPassed {
+			return nil, 0, 0, fmt.Errorf("loadgen: %v (its line above says why)", werr)
 		}
 	}
 	return sum, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), srvCPU, ctx.Err()
@@ -507,7 +509,7 @@ func (o *LoadgenOptions) vus(ctx context.Context, srv LoadgenServer) (*VUsRow, e
 	}
 	row.RSSBytes, row.Goroutines, row.OpenConnections = last.Generator.RSSBytes, last.Generator.Goroutines, last.OpenConnections
 	row.RSSBaseBytes = ivs[0].Generator.RSSBytes
-	if n := last.VUs - ivs[0].VUs; n > 0 {
+	if n := last.VUs - ivs[0].VUs; n > 0 && row.RSSBytes > 0 && row.RSSBaseBytes > 0 { // 0: not read
 		row.BytesPerVU = round(float64(row.RSSBytes-row.RSSBaseBytes)/float64(n), 0)
 	}
 	if sum.Totals.PageMs != nil {

@@ -17,11 +17,17 @@ import (
 type Probe struct {
 	cores   int
 	samples []metrics.Sample
+	// statm is /proc/self/statm, opened once: a reading needs no new file descriptor, so it works
+	// when the VUs' connections have taken every one the process may open.
+	statm *os.File
+	buf   []byte
 }
 
 // NewProbe returns a probe of this process.
 func NewProbe() *Probe {
-	return &Probe{cores: runtime.GOMAXPROCS(0), samples: []metrics.Sample{{Name: "/sched/latencies:seconds"}}}
+	p := &Probe{cores: runtime.GOMAXPROCS(0), samples: []metrics.Sample{{Name: "/sched/latencies:seconds"}}, buf: make([]byte, 128)}
+	p.statm, _ = os.Open("/proc/self/statm") // nil: RSS reads as 0
+	return p
 }
 
 // probeSample is one reading.
@@ -37,7 +43,7 @@ func (p *Probe) sample() probeSample {
 	}
 	var ru unix.Rusage
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
-	s := probeSample{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rss: residentBytes()}
+	s := probeSample{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rss: p.residentBytes()}
 	metrics.Read(p.samples)
 	if v := p.samples[0].Value; v.Kind() == metrics.KindFloat64Histogram {
 		h := v.Float64Histogram()
@@ -89,13 +95,16 @@ func histDeltaQuantile(a, b *metrics.Float64Histogram, q float64) float64 {
 	return b.Buckets[len(b.Buckets)-1]
 }
 
-// residentBytes is the process's resident set size (/proc/self/statm).
-func residentBytes() int64 {
-	data, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
+// residentBytes is the process's resident set size (/proc/self/statm, read again from its start).
+func (p *Probe) residentBytes() int64 {
+	if p.statm == nil {
 		return 0
 	}
-	f := bytes.Fields(data)
+	n, err := p.statm.ReadAt(p.buf, 0)
+	if n == 0 && err != nil {
+		return 0
+	}
+	f := bytes.Fields(p.buf[:n])
 	if len(f) < 2 {
 		return 0
 	}

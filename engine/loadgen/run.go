@@ -21,6 +21,19 @@ type Sample struct {
 	HitsUntimed int64           // responses without an exchange (server push)
 	Bytes       int64           // response body bytes
 	Errors      [numKinds]int64
+	// Limit: a request failed on a limit of the generator's own machine (open files, local ports,
+	// socket memory): the run stops at once with it (LimitError).
+	Limit *LimitError
+}
+
+// Fail counts a failed request's error (status 0 without a response) into the sample, and notes a
+// limit of the generator's machine if the error is one.
+func (s *Sample) Fail(err error, status int) {
+	s.Failed = true
+	s.Errors[Classify(err, status)]++
+	if s.Limit == nil {
+		s.Limit = machineLimit(err)
+	}
 }
 
 func (s *Sample) reset() {
@@ -58,17 +71,22 @@ var ErrInterrupted = errors.New("load test interrupted")
 
 // Run runs the scenario and returns its summary. The run ends when the last stage has ended and
 // the pages then in flight have finished (each within client.timeout_s), or when ctx is cancelled
-// (ErrInterrupted: pages in flight are abandoned, the last partial interval is still reported).
-func Run(ctx context.Context, cfg Config) (*Summary, error) {
+// (ErrInterrupted: pages in flight are abandoned, the last partial interval is still reported), or
+// at once when a request fails on a limit of the generator's machine (a *LimitError, with the
+// summary of what was measured until then).
+func Run(parent context.Context, cfg Config) (*Summary, error) {
 	r := &runner{cfg: cfg, spec: cfg.Spec, rec: newRecorder(), interval: cfg.Spec.Interval()}
 	r.firstError.Store(-1)
 	if d := time.Until(cfg.Start); d > 0 {
 		select {
 		case <-time.After(d):
-		case <-ctx.Done():
+		case <-parent.Done():
 			return nil, ErrInterrupted
 		}
 	}
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	r.stop = cancel
 	r.probe0 = cfg.Probe.sample()
 	r.last = r.probe0
 	done := make(chan struct{})
@@ -81,8 +99,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		}
 	}()
 	r.tick(ctx, done)
-	sum := r.summary(ctx.Err() != nil)
-	if ctx.Err() != nil {
+	if le := r.limit.Load(); le != nil {
+		return r.summary(false), le
+	}
+	sum := r.summary(parent.Err() != nil)
+	if parent.Err() != nil {
 		return sum, ErrInterrupted
 	}
 	return sum, nil
@@ -100,6 +121,9 @@ type runner struct {
 
 	firstError atomic.Int64 // active VUs when the first page failed; -1 none yet
 	wg         sync.WaitGroup
+	// limit is the first limit of the generator's machine a request met; stop ends the run then.
+	limit atomic.Pointer[LimitError]
+	stop  context.CancelFunc
 
 	// the interval loop's state
 	intervals []Interval
@@ -126,6 +150,17 @@ func (r *runner) activate(n int64) {
 
 // record adds a finished page of VU vu, timed from start (open model: its intended start).
 func (r *runner) record(vu int, s *Sample, start time.Time) {
+	if s.Limit != nil {
+		le := *s.Limit
+		le.ActiveVUs, le.OpenConnections = r.active.Load(), -1
+		if r.cfg.Conns != nil {
+			le.OpenConnections = r.cfg.Conns.Open()
+		}
+		if r.limit.CompareAndSwap(nil, &le) {
+			r.stop()
+		}
+		return // a page that met the generator's limit says nothing of the server
+	}
 	if s.Interrupted {
 		return
 	}

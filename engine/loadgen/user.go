@@ -35,8 +35,7 @@ func (u *tabUser) Load(ctx context.Context, s *Sample) {
 	case ctx.Err() != nil:
 		s.Interrupted = true
 	case err != nil: // the root was refused before anything was sent
-		s.Failed = true
-		s.Errors[Classify(err, 0)]++
+		s.Fail(err, 0)
 	case errors.Is(res.Err, client.ErrTimeout):
 		s.Failed = true
 		s.Errors[Timeout]++
@@ -60,8 +59,7 @@ func (u *tabUser) request(st client.RequestStats) {
 	if st.Aborted || (st.Err == nil && st.Status == 200) {
 		return // the page's timeout counts once, as the page's error
 	}
-	s.Failed = true
-	s.Errors[Classify(st.Err, st.Status)]++
+	s.Fail(st.Err, st.Status)
 }
 
 func (u *tabUser) Close() { u.tab.Close() }

@@ -48,9 +48,16 @@ interval ({"event":"interval",…}) and a final {"event":"summary",…} on stdou
                            accepted only in that run's client or server namespace while the run
                            lives (neither has a route off the machine)
   --dns IP[:PORT]          with --lab: resolve names with the lab's DNS server (client.dns = server)
+  --max-open-files N       cap the generator's open files (connections) at N; default: as many as the
+                           machine allows — the soft RLIMIT_NOFILE raised to the hard one, and as
+                           root the hard one to fs.nr_open (docs/loadtest.md)
+
+A limit of the generator's own machine (open files, local ports, socket memory) that a VU's
+connection still meets stops the run at once with one line naming it (exit 1, after the summary of
+what was measured before it): the pages after it would time the generator's machine, not the server.
 
 Exit status: 0 run complete, every threshold passed; 1 a threshold failed (after the summary) or
-the run failed; 2 bad input (one line naming the field or flag; nothing run); 130 SIGINT/SIGTERM
+the run failed (a limit of the generator's machine: its line on stderr); 2 bad input (one line naming the field or flag; nothing run); 130 SIGINT/SIGTERM
 (the VUs are stopped, the last partial interval and the summary are printed).
 `
 
@@ -68,6 +75,8 @@ type loadgenArgs struct {
 	cfg    client.Config
 	start  time.Time
 	mono   int64 // start on CLOCK_MONOTONIC
+	// maxOpenFiles caps RLIMIT_NOFILE (--max-open-files; 0: raise it as far as the machine allows)
+	maxOpenFiles uint64
 }
 
 func runLoadgen(args []string, stdout io.Writer) error {
@@ -82,6 +91,9 @@ func runLoadgen(args []string, stdout io.Writer) error {
 	loader, err := client.New(la.cfg)
 	if err != nil {
 		return cli.Usagef("%v", err)
+	}
+	if _, err := loadgen.RaiseOpenFiles(la.maxOpenFiles); err != nil {
+		return fmt.Errorf("loadgen: setting the open-files limit: %w", err)
 	}
 	ctx, stop := cli.RunContext()
 	defer stop()
@@ -106,6 +118,10 @@ func runLoadgen(args []string, stdout io.Writer) error {
 	if errors.Is(err, loadgen.ErrInterrupted) {
 		fmt.Fprintf(os.Stderr, "wirelab-engine: loadgen %s interrupted after %.1f s; the summary covers what was measured\n", la.spec.LoadtestID, sum.DurationS)
 		return &cli.ExitError{Code: 130}
+	}
+	var le *loadgen.LimitError
+	if errors.As(err, &le) {
+		return fmt.Errorf("loadgen %s: %v", la.spec.LoadtestID, le)
 	}
 	if err != nil {
 		return fmt.Errorf("loadgen: %w", err)
@@ -135,6 +151,7 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	remote := fs.Bool("allow-remote-target", false, "")
 	labID := fs.String("lab", "", "")
 	dnsAddr := fs.String("dns", "", "")
+	maxFiles := fs.Uint64("max-open-files", 0, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -173,7 +190,10 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	if *target == "" {
 		return nil, cli.Usagef("--target: required: the page's root URL (a loopback address)")
 	}
-	la := &loadgenArgs{spec: spec, target: *target}
+	if *maxFiles != 0 && *maxFiles < 16 {
+		return nil, cli.Usagef("--max-open-files %d: at least 16 (the generator's own files), or 0 for the machine's limit", *maxFiles)
+	}
+	la := &loadgenArgs{spec: spec, target: *target, maxOpenFiles: *maxFiles}
 	cfg := &la.cfg
 	cfg.Protocol = client.Protocol(spec.Protocol)
 	cfg.MaxConnectionsPerOrigin = spec.Client.MaxConnectionsPerOrigin

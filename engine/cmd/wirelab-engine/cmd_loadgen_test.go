@@ -253,3 +253,32 @@ func TestLoadgenRefusesRemoteTarget(t *testing.T) {
 		}
 	}
 }
+
+// A limit of the generator's machine stops the run at once with one line naming it — here the
+// open-files limit, capped by --max-open-files below what 60 VUs' connections need: exit 1, the
+// summary of what was measured before it, and no page that met the limit counted as the server's
+// error (today's alternative was a run going on with a million errors).
+func TestLoadgenStopsAtTheOpenFilesLimit(t *testing.T) {
+	pg, err := page.Load("synthetic:8x1kB", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := builtinOnLoopback(t, pg)
+	root, _ := srv.RootURL(server.H1, "tok")
+	spec := writeSpec(t, `{"protocol":"h1","interval_s":0.5,"think":{"mean_s":0.5},"scenario":{"start":60,"stages":[{"duration_s":600,"target":60}]}}`)
+	cmd := engineCmd(nil, "loadgen", "--spec", spec, "--target", root, "--resolve", "s1.wirelab.test=127.0.0.1", "--max-open-files", "40")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if code := exitCodeOf(err); code != 1 || len(lines) != 1 ||
+		!strings.Contains(lines[0], "reached the process's open-files limit (RLIMIT_NOFILE 40) at ") {
+		t.Fatalf("exit %d, stderr %q; want 1 and one line naming the open-files limit", code, stderr.String())
+	}
+	t.Log(lines[0])
+	_, sum := readLines(t, out)
+	if sum.Interrupted || sum.Totals.Errors.Total() != 0 || sum.DurationS > 60 {
+		t.Errorf("summary: interrupted %v, %d errors, %v s; want the run ended by the limit (not a signal, not the scenario's 600 s), no errors counted",
+			sum.Interrupted, sum.Totals.Errors.Total(), sum.DurationS)
+	}
+}
