@@ -398,3 +398,43 @@ def test_spec_is_a_facade_over_one_module_per_job():
             if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("wirelab._spec")
         }
         assert imported <= set(SPEC_JOBS[:i]), f"{job} imports {imported - set(SPEC_JOBS[:i])}"
+
+
+def test_a_lighthouse_preset_brings_its_device():
+    """network = "lighthouse-mobile" (or a profile starting with it) gives Lighthouse's device — CPU
+    × 4 and the mobile screen — where the trial sets neither; the table is the engine's (make facts)."""
+    from wirelab import _facts
+
+    mobile = _facts.presets()["lighthouse-mobile"].device
+    assert mobile == {"cpu_slowdown": 4, "viewport": "412x823@1.75,mobile"}
+    plan = spec.loads(
+        '[sweep]\nname="lh"\n[base]\npage="twitter"\nclient={impl="chromium"}\n'
+        '[grid]\nnetwork=["lighthouse-mobile", "lighthouse-desktop,loss=1%", "cable"]\n'
+    )
+    clients = {t.spec["network"]: t.spec["client"] for t in plan.trials}
+    assert clients["lighthouse-mobile"]["cpu_slowdown"] == 4
+    assert clients["lighthouse-mobile"]["viewport"] == "412x823@1.75,mobile"
+    assert (
+        clients["lighthouse-desktop,loss=1%"]["cpu_slowdown"],
+        clients["lighthouse-desktop,loss=1%"]["viewport"],
+    ) == (
+        1,
+        "1350x940",
+    )
+    # A network without a device keeps the defaults: the base's client table is not changed in place.
+    assert (clients["cable"]["cpu_slowdown"], clients["cable"]["viewport"]) == (1, "1350x940")
+    # What the trial sets wins, field by field.
+    plan = spec.loads(
+        '[sweep]\nname="lh"\n[base]\npage="twitter"\nnetwork="lighthouse-mobile"\n'
+        'client={impl="chromium", cpu_slowdown=2}\n'
+    )
+    client = plan.trials[0].spec["client"]
+    assert (client["cpu_slowdown"], client["viewport"]) == (2, "412x823@1.75,mobile")
+
+
+def test_a_single_load_gets_the_preset_device_too():
+    """wirelab load / wirelab.load resolve one trial without a plan: the device comes with it there too."""
+    from wirelab._spec_trial import resolve_trial
+
+    trial = resolve_trial({"page": "twitter", "network": "lighthouse-mobile", "client": {"impl": "chromium"}})
+    assert (trial["client"]["cpu_slowdown"], trial["client"]["viewport"]) == (4, "412x823@1.75,mobile")

@@ -54,20 +54,22 @@ def engine_facts() -> dict[str, Any]:
 
 @dataclasses.dataclass(frozen=True)
 class Preset:
-    """A named network profile: its expansion (a profile string), where its numbers come from, and the
-    engine's resolved form of it."""
+    """A named network profile: its expansion (a profile string), where its numbers come from, the
+    engine's resolved form of it, and the client device its source runs with (``cpu_slowdown`` and
+    ``viewport``; None for a network alone)."""
 
     name: str
     expansion: str
     about: str
     resolved: dict[str, Any]
+    device: dict[str, Any] | None = None
 
 
 @functools.cache
 def presets() -> dict[str, Preset]:
     """The presets in documented order."""
     return {
-        p["name"]: Preset(p["name"], p["expansion"], p["about"], p["resolved"])
+        p["name"]: Preset(p["name"], p["expansion"], p["about"], p["resolved"], p.get("device"))
         for p in engine_facts()["profiles"]["presets"]
     }
 

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from wirelab import _contract as contract
+from wirelab import _facts
 from wirelab import _netprofile as netprofile
 from wirelab._contract_models import ServerConfig
 from wirelab._spec_errors import fmt, raise_problem, raise_validation
@@ -114,8 +115,25 @@ def check_shards(
     )
 
 
+def apply_device(fields: dict[str, Any]) -> None:
+    """A network profile that starts with a preset carrying a device (Lighthouse's, docs/vitals.md)
+    gives the trial that device's ``client.cpu_slowdown`` and ``client.viewport``, each where the
+    trial does not set it."""
+    first = str(fields.get("network", "")).split(",", 1)[0].strip()
+    preset = _facts.presets().get(first)
+    if preset is None or preset.device is None:
+        return
+    client = dict(fields.get("client") or {})  # the base's table is shared by every trial
+    for key, value in preset.device.items():
+        client.setdefault(key, value)
+    fields["client"] = client
+
+
 def resolve_trial(fields: Mapping[str, Any], *, path: str = "trial") -> dict[str, Any]:
-    """Validate a trial spec (as a dict) and return it with every default filled in and its id set."""
+    """Validate a trial spec (as a dict) and return it with every default filled in and its id set
+    (and the device of a network preset that carries one, :func:`apply_device`)."""
+    fields = dict(fields)
+    apply_device(fields)
     check_shards(fields, f"{path}.shards", f"{path}.shard_mode", mode_default="shard_mode" not in fields)
     try:
         spec = TrialSpec.model_validate(dict(fields))

@@ -48,6 +48,7 @@ type presetFacts struct {
 	Name      string           `json:"name"`
 	Expansion string           `json:"expansion"`
 	About     string           `json:"about"`
+	Device    *profile.Device  `json:"device"` // null: the preset is a network only
 	Resolved  profile.Resolved `json:"resolved"`
 }
 
@@ -121,7 +122,7 @@ func profilesFacts() (profileFacts, error) {
 		if err != nil {
 			return profileFacts{}, fmt.Errorf("preset %s: %w", p.Name, err)
 		}
-		f.Presets = append(f.Presets, presetFacts{Name: p.Name, Expansion: p.Expansion, About: p.About, Resolved: r})
+		f.Presets = append(f.Presets, presetFacts{Name: p.Name, Expansion: p.Expansion, About: p.About, Device: p.Device, Resolved: r})
 	}
 	return f, nil
 }
