@@ -18,6 +18,8 @@ Steered by environment variables:
   FAKE_ENGINE_FAIL_IF        a file: while it exists, every trial fails at once (exit 1, its text on stderr)
   FAKE_ENGINE_LOADTEST_RECORDING  the wirelab/_fixtures/loadtests/ recording every load test replays
 
+`thresholds …` runs the real engine's (bin/wirelab-engine): budgets are computed, not recorded.
+
 `probe SITE…` replays tests/fixtures/probes/local.jsonl (recorded with the real engine): each SITE (a URL
 or host of the local internet) gets its recorded record, renumbered; any other site is refused with one
 line and exit 2 before any record, as the engine refuses a public name. `sites ls --json` prints the
@@ -207,7 +209,7 @@ def _sites(args: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     commands = os.environ.get(
-        "FAKE_ENGINE_COMMANDS", "trial,loadtest,pages,gc,shell,version,probe,sites"
+        "FAKE_ENGINE_COMMANDS", "trial,loadtest,pages,gc,shell,version,probe,sites,thresholds"
     ).split(",")
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: wirelab-engine COMMAND [flags]\n\ncommands:")
@@ -223,6 +225,10 @@ def main(argv: list[str]) -> int:
         return 0
     if command in ("trial", "loadtest"):
         return _trial(args, command)
+    if command == "thresholds":  # a computation, not a measurement: the real engine's (bin/, make build)
+        from wirelab._paths import repo_engine
+
+        os.execv(repo_engine(), [str(repo_engine()), command, *args])
     if command == "pages":
         engine = FixtureEngine()
         try:

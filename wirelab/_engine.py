@@ -454,6 +454,34 @@ class SubprocessEngine(Engine):
         argv = [str(self.path), "loadtest", "--spec", str(spec_path), "--out", str(out_dir), "--progress"]
         return _ProcessTrialRun(argv, spec["loadtest_id"], out_dir, on_event)
 
+    def thresholds(
+        self, exprs: Sequence[str], protocols: Sequence[str], loads: Sequence[Mapping[str, Any]] | None = None
+    ) -> dict[str, Any] | None:
+        """``wirelab-engine thresholds``: with ``loads`` None only check ``exprs`` (a bad one raises
+        :class:`UsageError`, ``thresholds[i]: …``); else evaluate them on the loads and return the
+        engine's ``{"passed", "results"}`` (a failed threshold is not an error here)."""
+        self.require("thresholds")
+        args = ["thresholds", "--protocols", ",".join(protocols)]
+        if loads is None:
+            self._run([*args, "--", *exprs], timeout=CHECK_TIMEOUT_S)
+            return None
+        lines = "".join(json.dumps(row, allow_nan=False) + "\n" for row in loads)
+        done = subprocess.run(
+            [str(self.path), *args, "--loads", "-", "--", *exprs],
+            capture_output=True,
+            text=True,
+            input=lines,
+            timeout=COMMAND_TIMEOUT_S,
+        )
+        if done.returncode not in (0, 1):
+            last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            raise (UsageError if done.returncode == 2 else EngineError)(last.removeprefix("wirelab-engine: "))
+        try:
+            result: dict[str, Any] = json.loads(done.stdout)
+        except json.JSONDecodeError:
+            raise EngineError("wirelab-engine thresholds: output is not JSON") from None
+        return result
+
     def _json(self, args: list[str], timeout: float = 120) -> Any:
         out = self._run(args, timeout=timeout).stdout
         try:

@@ -113,6 +113,13 @@ class SweepInfo(_Model):
         "worker, so the report can compare the baseline protocol's ToW across workers "
         "(docs/distributed.md); ignored on one machine",
     )
+    thresholds: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description='budgets checked after the run on the sweep\'s loads, e.g. "h3.lcp_p75_ms < 2500" or '
+        '"h2.tow_median_ms < 0.9 * h1s.tow_median_ms" (docs/spec.md, docs/vitals.md); a failed one makes '
+        "wirelab run exit 1",
+    )
 
 
 class RangeSpec(_Model):

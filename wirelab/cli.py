@@ -273,6 +273,25 @@ def run(
     )
     if not summary.ok:
         raise typer.Exit(1)
+    _check_budgets(db, summary.sweep, engine)
+
+
+def _check_budgets(db: Path, sweep: str, engine: Path | None) -> None:
+    """The sweep's ``[sweep] thresholds`` on its stored loads: a line per failed check, exit 1."""
+    from wirelab import _budgets
+
+    with _open(db) as results:
+        budgets = _budgets.evaluate(results, sweep, engine=engine)
+    if budgets is None:
+        return
+    n = len(budgets.results)
+    if budgets.passed:
+        out.print(f"budgets: {n} of {n} thresholds passed", style="green")
+        return
+    out.print(f"budgets: {len(budgets.failed)} of {n} thresholds failed", style="red")
+    for line in budgets.lines():
+        out.print(f"  {shown(line)}", soft_wrap=True, markup=False)
+    raise typer.Exit(1)
 
 
 #: the contract's default repetitions; bounds of the options that carry spec fields: wirelab._options
@@ -1575,6 +1594,22 @@ def results_export(
     else:
         df.to_parquet(target, index=False)
     out.print(f"wrote {len(df)} rows × {len(df.columns)} columns to {target}", soft_wrap=True)
+
+
+@results_app.command("check")
+def results_check(
+    sweep: str = typer.Argument(..., help="Sweep name."),
+    engine: Path = ENGINE_OPTION,
+    db: Path = DB_OPTION,
+) -> None:
+    """Check a stored sweep's budgets — its spec's [sweep] thresholds — on its loads again: a line per
+    failed check (the threshold, the configuration, both sides' values), exit 1 if any failed
+    (docs/spec.md). A sweep without thresholds is one line, exit 2."""
+    with _open(db) as results:
+        spec_json, _ = results.sweep_spec(sweep)
+    if not (spec_json.get("sweep") or {}).get("thresholds"):
+        raise UsageError(f"{shown(sweep)}: its spec has no [sweep] thresholds to check")
+    _check_budgets(db, sweep, engine)
 
 
 @results_app.command("waterfall")

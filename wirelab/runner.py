@@ -323,10 +323,18 @@ def ingest(
 
 def validate_plan(engine: Engine, plan: Plan) -> int:
     """Everything ``wirelab run`` checks of a plan before anything exists (``wirelab spec check`` runs
-    exactly this too): the engine has ``trial``, and it accepts every distinct trial spec. Returns how
+    exactly this too): the engine has ``trial``, it accepts every distinct trial spec, and the sweep's
+    thresholds are well-formed for its protocols (``wirelab-engine thresholds``). Returns how
     many distinct specs it checked."""
     engine.require("trial")
-    return check_trials(engine, plan.trials)
+    checked = check_trials(engine, plan.trials)
+    thresholds = (plan.spec.get("sweep") or {}).get("thresholds") or []
+    if thresholds:
+        from wirelab import _budgets
+
+        protocols = sorted({p for t in plan.trials for p in t.spec["protocols"]})
+        _budgets.check(thresholds, protocols, engine=getattr(engine, "path", None))
+    return checked
 
 
 def check_trials(engine: Engine, trials: Sequence[PlannedTrial]) -> int:

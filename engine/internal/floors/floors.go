@@ -57,6 +57,7 @@ var Of = map[string]Floor{
 	"page":                  Model,
 	"pktlog":                Model,
 	"why":                   Model,
+	"budget":                Model,
 	"realtime":              Model,
 	"realtime/realtimetest": Model,
 	"tundev":                Model,
