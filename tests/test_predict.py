@@ -86,6 +86,13 @@ def test_physics_round_trips(engine, tmp_path):
     assert dns["h1"].parts_ms["dns"] == pytest.approx(200) and dns["h1"].plt_ms == pytest.approx(600)
 
 
+def test_parts_are_the_decompositions_keys():
+    """One owner: the prediction's parts are the engine's why.Defs (the load record's why_* keys)."""
+    from wirelab._facts import why_parts
+
+    assert [k + "_ms" for k in PARTS] == [p.key for p in why_parts()]
+
+
 def test_parts_partition_the_load(engine):
     p = predict("imgur", network="rtt=80ms,bw=4mbit,loss=1%,queue=64", engine=engine)
     for row in p.protocols:
@@ -174,6 +181,9 @@ def test_heldout_targets_hold_on_the_shipped_set(engine):
     # and the baseline, with no loss, no queue and h3 as TCP, does worse on each
     assert m.median_abs_error < b.median_abs_error and m.p90_abs_error < b.p90_abs_error
     assert m.spearman > b.spearman and m.sign_right >= b.sign_right
+    # the sign's target (90 %) is not met yet (the xfail below); what the shipped model reaches,
+    # 77.6 % of the significant held-out pairs, must not regress meanwhile
+    assert m.sign_right >= 0.776 - 1e-3
 
 
 @pytest.mark.xfail(
