@@ -56,8 +56,14 @@ def main() -> None:
         print(
             f"  {pair:7} measured {100 * g:+6.1f} % predicted {100 * pg:+6.1f} %  page={c.page[0]} "
             f"rtt={1000 * c.rtt:.0f}ms rate={c.rate_down * 8 / 1e6:.2f}Mbit/s loss={100 * c.loss_down:.2f}% "
-            f"queue={c.queue_down / 1000:.0f}kB"
+            f"queue={c.queue_down / 1000:.0f}kB ({c.queue_down / (c.rate_down * c.rtt):.2f} BDP)"
         )
+    shallow = [r for r in rows if r[3].queue_down < r[3].rate_down * r[3].rtt]
+    print(
+        f"  queue below the BDP: {sum(not r[4] for r in shallow)} wrong of {len(shallow)}; "
+        f"at or above: {sum(not r[4] for r in rows) - sum(not r[4] for r in shallow)} wrong of "
+        f"{len(rows) - len(shallow)}"
+    )
 
 
 if __name__ == "__main__":
