@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from wirelab.analysis.stats import CONFIDENCE, N_BOOT, _values, bootstrap_interval, ok_loads, rng_for
 
@@ -100,6 +99,8 @@ def mann_whitney_test(
         return (float("nan"), float("nan"))
     if np.unique(np.concatenate([b, v])).size == 1:
         return (float(b.size * v.size / 2), 1.0)
+    from scipy import stats as sps  # here, not at import: `wirelab.analysis.live` (the CLI's) needs no scipy
+
     result = sps.mannwhitneyu(v, b, alternative="two-sided")
     return (float(result.statistic), float(result.pvalue))
 

@@ -25,8 +25,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
-from scipy.stats import DegenerateDataWarning
 
 __all__ = [
     "BOOTSTRAP_METHOD",
@@ -82,6 +80,9 @@ def bootstrap_interval(
             full[i] = r
         shape = np.broadcast_shapes(*(r.shape[:-1] for r in resampled))
         return statistic(*[np.broadcast_to(x, (*shape, x.shape[-1])) for x in full], axis=-1)
+
+    from scipy import stats as sps  # here, not at import: the CLI imports this module without needing scipy
+    from scipy.stats import DegenerateDataWarning
 
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         # Degenerate jackknife or bootstrap distributions (ties) make BCa undefined: handled below.
