@@ -438,3 +438,36 @@ def test_a_single_load_gets_the_preset_device_too():
 
     trial = resolve_trial({"page": "twitter", "network": "lighthouse-mobile", "client": {"impl": "chromium"}})
     assert (trial["client"]["cpu_slowdown"], trial["client"]["viewport"]) == (4, "412x823@1.75,mobile")
+
+
+def test_field_by_field_check_never_passes_what_the_whole_schema_refuses():
+    """problem() checks a trial field by field, each distinct value once (planning's speed); that path
+    may only say valid when the whole schema does — otherwise the full check words the problem."""
+    full = contract._validator("trial-spec")
+    trial = spec.loads('[sweep]\nname = "x"\n[base]\npage = "synthetic:small"\n').trials[0].spec
+    assert contract._valid_by_fields("trial-spec", trial) and full.is_valid(trial)
+    broken = [
+        {"shards": 0},
+        {"shards": 0, "shard_mode": "round-robin"},
+        {"shard_mode": "x"},
+        {"repetitions": 0},
+        {"extra": 1},
+        {"server": {**trial["server"], "impl": "nope"}},
+        {"client": {**trial["client"], "bogus": 1}},
+        {"capture": None},
+        {"network": 3},
+        {"trial_id": "A B"},
+        {"page": ""},
+        {"protocols": []},
+    ]
+    for change in broken:
+        bad = {**trial, **change}
+        assert not full.is_valid(bad), change
+        assert not contract._valid_by_fields("trial-spec", bad), change
+        found = contract.problem("trial-spec", bad)
+        assert found is not None, change
+    missing = {k: v for k, v in trial.items() if k != "page"}
+    assert contract.problem("trial-spec", missing) is not None
+    # the same field values again (cached) keep their verdicts
+    assert contract.problem("trial-spec", trial) is None
+    assert contract.problem("trial-spec", {**trial, "shards": 0}) is not None

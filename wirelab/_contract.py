@@ -51,18 +51,97 @@ def load_schema(name: str) -> dict[str, Any]:
 
 
 @functools.cache
-def _validator(name: str) -> Any:
-    import jsonschema  # imported on first use: it is slow to import
+def _registry() -> Any:
     from referencing import Registry, Resource
 
     registry: Registry = Registry()
     for other in SCHEMA_NAMES:
         schema = load_schema(other)
         registry = registry.with_resource(schema["$id"], Resource.from_contents(schema))
-    schema = load_schema(name)
+    return registry
+
+
+def _validator_of(schema: dict[str, Any]) -> Any:
+    import jsonschema  # imported on first use: it is slow to import
+
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    return cls(schema, registry=registry)
+    return cls(schema, registry=_registry())
+
+
+@functools.cache
+def _validator(name: str) -> Any:
+    return _validator_of(load_schema(name))
+
+
+def _named_in(node: Any) -> set[str]:
+    """Every property name a subschema reads (``properties``, ``required``), at any depth."""
+    names: set[str] = set()
+    if isinstance(node, Mapping):
+        names |= set(node.get("properties", {})) | set(node.get("required", []))
+        for value in node.values():
+            names |= _named_in(value)
+    elif isinstance(node, list):
+        for value in node:
+            names |= _named_in(value)
+    return names
+
+
+@functools.cache
+def _fields(name: str) -> tuple[Any, tuple[str, ...], tuple[str, ...]] | None:
+    """For a schema whose root takes its fields from ``$ref: #/$defs/X`` (the trial spec): a validator
+    of the root with each of X's fields accepted as it is, except those its own keywords (``if``/
+    ``then``) read; the names of those (``kept``) and of the others (``alone``, each checked on its
+    own against its schema, :func:`_field_valid`). The root's verdict then depends on the instance's
+    keys and the kept fields' values only."""
+    schema = load_schema(name)
+    ref = schema.get("$ref", "")
+    prefix = "#/$defs/"
+    if not isinstance(ref, str) or not ref.startswith(prefix) or "/" in ref[len(prefix) :]:
+        return None
+    fields = schema["$defs"][ref[len(prefix) :]]
+    kept = _named_in({k: v for k, v in fields.items() if k != "properties"})
+    alone = tuple(k for k in fields.get("properties", {}) if k not in kept)
+    shallow = json.loads(json.dumps(schema))
+    for key in alone:
+        shallow["$defs"][ref[len(prefix) :]]["properties"][key] = True
+    return _validator_of(shallow), tuple(sorted(kept)), alone
+
+
+@functools.lru_cache(maxsize=8192)
+def _field_valid(name: str, key: str, text: str) -> bool:
+    """Whether field ``key`` of schema ``name``'s root, given as JSON, is valid against its schema."""
+    schema = load_schema(name)
+    node = _resolve(schema, schema)["properties"][key]
+    return bool(_validator(name).evolve(schema=node).is_valid(json.loads(text)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _root_valid(name: str, text: str) -> bool:
+    """Whether the instance given as JSON (its keys, the kept fields' values) passes the root's keywords."""
+    split = _fields(name)
+    assert split is not None
+    return bool(split[0].is_valid(json.loads(text)))
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, allow_nan=False)
+
+
+def _valid_by_fields(name: str, instance: Any) -> bool:
+    """True only if ``instance`` is valid against ``name`` (False says nothing): the root's keywords
+    once per distinct key set, each field once per distinct value — a sweep's thousands of trials
+    differ in a few grid fields, and checking every trial whole was most of planning's time."""
+    split = _fields(name)
+    if split is None or not isinstance(instance, Mapping):
+        return False
+    _, kept, alone = split
+    try:
+        root = _canonical({k: (instance[k] if k in kept else None) for k in instance})
+        texts = [(k, _canonical(instance[k])) for k in alone if k in instance]
+    except (TypeError, ValueError):  # not JSON (or a key not a string): the full check words it
+        return False
+    return _root_valid(name, root) and all(_field_valid(name, k, text) for k, text in texts)
 
 
 def _where(error: Any) -> str:
@@ -298,6 +377,8 @@ MISSING = object()
 def problem(name: str, instance: Any, *, root_path: Sequence[str] = ()) -> Problem | None:
     """The first problem of ``instance`` against schema ``name`` (or against the property at
     ``root_path`` of it, e.g. ``("server", "push")`` for one grid value), or None."""
+    if not root_path and _valid_by_fields(name, instance):
+        return None
     schema = load_schema(name)
     validator = _validator(name)
     if root_path:
