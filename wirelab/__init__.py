@@ -12,8 +12,7 @@ package is the control plane (specs, sweeps, results, analysis, reports)::
 
 __version__ = "0.1.0.dev0"
 
-import importlib
-from typing import Any
+from wirelab import _lazy
 
 # Public names → the (private) module defining them. Imported on first use, so that importing the
 # profile grammar or the engine's test stand-in does not pay for pandas and the rest.
@@ -63,13 +62,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'wirelab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy.getter(globals(), _EXPORTS)
 
 
 def __dir__() -> list[str]:

@@ -20,10 +20,11 @@ site), :mod:`~wirelab.analysis.why` (why a protocol wins: a ToW difference split
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
+
+from wirelab import _lazy
 
 if TYPE_CHECKING:
     from wirelab.analysis.compare import (
@@ -101,13 +102,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy.getter(globals(), {name: f"{__name__}.{module}" for name, module in _WHERE.items()})
 
 
 def __dir__() -> list[str]:
