@@ -172,6 +172,10 @@ type Config struct {
 	// pushed streams. A request for a pushed URL uses the pushed response (waiting for it if it
 	// is still arriving) instead of sending a request.
 	AcceptPush bool
+	// Sources spreads the TCP connections over these local addresses, in turn (a load generator
+	// holding more connections to one server than one address has ephemeral ports). nil: the
+	// kernel's choice. h3's UDP sockets do not use it.
+	Sources *SourceAddrs
 }
 
 // withDefaults returns c with zero fields replaced by their defaults, or an error naming the

@@ -409,7 +409,10 @@ func (s *session) dialTCP(ctx context.Context, o origin, r *request, alpn string
 		return nil, nil, err
 	}
 	r.connectStart = s.now()
-	var d net.Dialer
+	d, err := s.cfg.Sources.dialer(addr)
+	if err != nil {
+		return nil, nil, err
+	}
 	raw, err := d.DialContext(ctx, "tcp", netipAddrPort(addr, o.port).String())
 	if err != nil {
 		return nil, nil, err
