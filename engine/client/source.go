@@ -98,3 +98,28 @@ func (s *SourceAddrs) dialer(dst netip.Addr) (*net.Dialer, error) {
 		},
 	}, nil
 }
+
+// CheckOwned returns an error for each address this network namespace does not own (a socket
+// cannot leave from it): it binds a socket to it without taking a port (IP_BIND_ADDRESS_NO_PORT),
+// so the check works even when every ephemeral port is in use.
+func (s *SourceAddrs) CheckOwned() error {
+	for _, a := range s.addrs {
+		domain, sa := unix.AF_INET, unix.Sockaddr(&unix.SockaddrInet4{Addr: a.As4()})
+		if a.Is6() {
+			domain, sa = unix.AF_INET6, &unix.SockaddrInet6{Addr: a.As16()}
+		}
+		fd, err := unix.Socket(domain, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("%v: %w", a, err)
+		}
+		err = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
+		if err == nil {
+			err = unix.Bind(fd, sa)
+		}
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("%v: not an address of this namespace (bind: %w)", a, err)
+		}
+	}
+	return nil
+}

@@ -5,6 +5,10 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/server"
 )
 
 // Connections leave from the source addresses in turn, each bound to its address with the port
@@ -71,6 +75,45 @@ func TestNewSourceAddrsRefuses(t *testing.T) {
 	} {
 		if _, err := NewSourceAddrs(addrs); err == nil {
 			t.Errorf("%s %v: accepted", name, addrs)
+		}
+	}
+}
+
+// A load's connections (h1: up to six to one origin; h1s: TLS over them) leave from the
+// Config.Sources addresses in turn.
+func TestLoadFromSourceAddrs(t *testing.T) {
+	pg, err := page.Load("synthetic:24x1kB", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, resolver := startBuiltin(t, pg, nil)
+	srcs, err := NewSourceAddrs([]netip.Addr{netip.MustParseAddr("127.0.0.21"), netip.MustParseAddr("127.0.0.22")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, proto := range []Protocol{H1, H1S, H2} {
+		root, err := srv.RootURL(server.Protocol(proto), page.NewToken())
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := New(Config{Protocol: proto, Resolver: resolver, RootCAs: srv.Certs().CAPool(), Timeout: 60 * time.Second, Sources: srcs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := l.Load(context.Background(), root, nil)
+		if err != nil || res.Err != nil {
+			t.Fatalf("%s: %v %v", proto, err, res.Err)
+		}
+		from := map[string]int{}
+		for _, c := range res.Conns {
+			ap, err := netip.ParseAddrPort(c.Local)
+			if err != nil {
+				t.Fatalf("%s: local %q: %v", proto, c.Local, err)
+			}
+			from[ap.Addr().String()]++
+		}
+		if len(res.Conns) > 1 && (from["127.0.0.21"] == 0 || from["127.0.0.22"] == 0) || from["127.0.0.21"]+from["127.0.0.22"] != len(res.Conns) {
+			t.Errorf("%s: %d connections from %v; want them all from the two sources, both used when more than one", proto, len(res.Conns), from)
 		}
 	}
 }

@@ -57,7 +57,7 @@ func machineLimit(err error) *LimitError {
 		le.Hint = "raise it: sysctl -w fs.file-max=N"
 	case syscall.EADDRNOTAVAIL:
 		le.Limit = fmt.Sprintf("its local ports (net.ipv4.ip_local_port_range %s)", sysctl("net/ipv4/ip_local_port_range"))
-		le.Hint = `widen the range (sysctl -w net.ipv4.ip_local_port_range="1024 65535"), or give the client more addresses`
+		le.Hint = `widen the range (sysctl -w net.ipv4.ip_local_port_range="1024 65535"), or give the client more addresses and open the connections from them in turn (loadgen --source IP,…): each has its own range per server address and port`
 	case syscall.ENOBUFS, syscall.ENOMEM:
 		le.Limit = "its socket memory (" + errno.Error() + ")"
 		le.Hint = "raise net.core.wmem_max/rmem_max and net.ipv4.tcp_mem, or run fewer VUs per machine"

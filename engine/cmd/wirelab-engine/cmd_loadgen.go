@@ -51,6 +51,11 @@ interval ({"event":"interval",…}) and a final {"event":"summary",…} on stdou
   --max-open-files N       cap the generator's open files (connections) at N; default: as many as the
                            machine allows — the soft RLIMIT_NOFILE raised to the hard one, and as
                            root the hard one to fs.nr_open (docs/loadtest.md)
+  --source IP,...          open the VUs' TCP connections from these local addresses, in turn (each
+                           must be this namespace's own): every address has its own ephemeral port
+                           range per server address and port (net.ipv4.ip_local_port_range), so
+                           more connections than one range holds (28,232 by default) need more
+                           addresses; default: the kernel's choice
 
 A limit of the generator's own machine (open files, local ports, socket memory) that a VU's
 connection still meets stops the run at once with one line naming it (exit 1, after the summary of
@@ -152,6 +157,7 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	labID := fs.String("lab", "", "")
 	dnsAddr := fs.String("dns", "", "")
 	maxFiles := fs.Uint64("max-open-files", 0, "")
+	sources := fs.String("source", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -211,6 +217,11 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 			static[name] = a
 		}
 	}
+	if *sources != "" {
+		if cfg.Sources, err = parseSources(*sources); err != nil {
+			return nil, cli.Usagef("--source %s: %v; want local addresses of this namespace, comma-separated", *sources, err)
+		}
+	}
 	cfg.Resolver = static
 	if *remote {
 		cfg.Resolver = staticThenSystem{static}
@@ -239,6 +250,24 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 		return nil, err
 	}
 	return la, nil
+}
+
+// parseSources reads --source: addresses this namespace owns (a socket cannot be bound to another),
+// each given once.
+func parseSources(list string) (*client.SourceAddrs, error) {
+	var addrs []netip.Addr
+	for _, f := range strings.Split(list, ",") {
+		a, err := netip.ParseAddr(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		addrs = append(addrs, a)
+	}
+	srcs, err := client.NewSourceAddrs(addrs)
+	if err != nil {
+		return nil, err
+	}
+	return srcs, srcs.CheckOwned()
 }
 
 // standaloneChecks refuses what only the lab's `loadtest` can provide.

@@ -84,6 +84,10 @@ func TestLoadgenBadInput(t *testing.T) {
 		{good, []string{"--ca", "/nonexistent.pem"}, "--ca /nonexistent.pem"},
 		{good, []string{"--resolve", "x"}, "--resolve x:"},
 		{good, []string{"--vus", "3"}, "flag provided but not defined: -vus"},
+		{good, []string{"--source", "x"}, "--source x: ParseAddr"},
+		{good, []string{"--source", "127.0.0.2,127.0.0.2"}, "127.0.0.2: given twice"},
+		// binding only (nothing is sent): a documentation address this namespace does not own
+		{good, []string{"--source", "127.0.0.2,192.0.2.1"}, "192.0.2.1: not an address of this namespace"},
 	} {
 		args := []string{"loadgen", "--spec", writeSpec(t, tc.spec)}
 		if !strings.Contains(strings.Join(tc.args, " "), "--target") {
@@ -152,7 +156,8 @@ func TestLoadgenRun(t *testing.T) {
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	start := ts.Nano() + int64(300*time.Millisecond)
 	cmd := engineCmd(nil, "loadgen", "--spec", spec, "--target", root, "--resolve", "s1.wirelab.test=127.0.0.1",
-		"--ca", srv.Certs().CAPath(), "--start-ns", strconv.FormatInt(start, 10))
+		"--ca", srv.Certs().CAPath(), "--start-ns", strconv.FormatInt(start, 10),
+		"--source", "127.0.0.2,127.0.0.3") // the spreading itself: client's TestLoadFromSourceAddrs
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -280,5 +285,57 @@ func TestLoadgenStopsAtTheOpenFilesLimit(t *testing.T) {
 	if sum.Interrupted || sum.Totals.Errors.Total() != 0 || sum.DurationS > 60 {
 		t.Errorf("summary: interrupted %v, %d errors, %v s; want the run ended by the limit (not a signal, not the scenario's 600 s), no errors counted",
 			sum.Interrupted, sum.Totals.Errors.Total(), sum.DurationS)
+	}
+}
+
+// Local ports: with a range of 40 ports (set in this test's own network namespace), 50 h2 VUs (one
+// connection each) fit when they leave from two source addresses (--source) and stop at once with
+// the one line naming the port range when they all leave from one. Needs root in a namespace of
+// its own (make test runs every test in one).
+func TestLoadgenPortsAndSources(t *testing.T) {
+	const rangeFile = "/proc/sys/net/ipv4/ip_local_port_range"
+	if os.Geteuid() != 0 || !offmachine.NoRouteOff() {
+		t.Skip("narrows net.ipv4.ip_local_port_range: runs only as root in a network namespace of its own")
+	}
+	old, err := os.ReadFile(rangeFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rangeFile, []byte("40000 40039"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.WriteFile(rangeFile, old, 0o644) })
+	pg, err := page.Load("synthetic:2x1kB", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := builtinOnLoopback(t, pg)
+	root, _ := srv.RootURL(server.H2, "tok")
+	spec := writeSpec(t, `{"protocol":"h2","interval_s":0.5,"think":{"mean_s":0.5},"thresholds":["errors == 0"],
+		"scenario":{"start":50,"stages":[{"duration_s":1.5,"target":50}]}}`)
+	run := func(extra ...string) ([]byte, string, int) {
+		args := append([]string{"loadgen", "--spec", spec, "--target", root, "--resolve", "s1.wirelab.test=127.0.0.1", "--ca", srv.Certs().CAPath()}, extra...)
+		cmd := engineCmd(nil, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		return out, strings.TrimSpace(stderr.String()), exitCodeOf(err)
+	}
+	// First from two addresses the other run does not use (its connections' TIME_WAIT stays apart).
+	out, msg, code := run("--source", "127.0.0.2,127.0.0.3")
+	if code != 0 {
+		t.Fatalf("from two sources: exit %d, %s; want 0 (2 × ~39 ports for 50 connections)", code, msg)
+	}
+	if _, sum := readLines(t, out); sum.Totals.ConnectionsOpened != 50 || sum.Totals.Pages < 50 {
+		t.Errorf("from two sources: %d connections, %d pages; want 50 and every VU's pages", sum.Totals.ConnectionsOpened, sum.Totals.Pages)
+	}
+	out, msg, code = run()
+	lines := strings.Split(msg, "\n")
+	if code != 1 || len(lines) != 1 || !strings.Contains(lines[0], "reached its local ports (net.ipv4.ip_local_port_range 40000 40039)") ||
+		!strings.Contains(lines[0], "--source") {
+		t.Fatalf("from one source: exit %d, stderr %q; want 1 and one line naming the port range and --source", code, msg)
+	}
+	if _, sum := readLines(t, out); sum.Totals.Errors.Total() != 0 {
+		t.Errorf("from one source: %d errors counted; want none (the limit is the generator's)", sum.Totals.Errors.Total())
 	}
 }
