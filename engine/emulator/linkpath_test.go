@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/internal/allocs"
 	"github.com/wirelab/wirelab/engine/link"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/realtime"
@@ -55,7 +56,7 @@ func TestLinkPath(t *testing.T) {
 	if dl, _ := up.NextDeadline(); dl != time.Second+12*time.Millisecond+10*time.Millisecond {
 		t.Errorf("deadline after recycling %v", dl)
 	}
-	if allocs := testing.AllocsPerRun(100, func() {
+	if n := allocs.Count(100, func() {
 		now := 10 * time.Second
 		up.Push(now, a, 1, 1)
 		for {
@@ -63,8 +64,8 @@ func TestLinkPath(t *testing.T) {
 				break
 			}
 		}
-	}); allocs != 0 {
-		t.Errorf("%v allocations per packet", allocs)
+	}); n != 0 {
+		t.Errorf("%d allocations in 100 packets", n)
 	}
 }
 

@@ -3,13 +3,13 @@ package realtime_test
 import (
 	"encoding/binary"
 	"os"
-	"runtime"
 	"testing"
 	"time"
 
 	"golang.zx2c4.com/wireguard/tun"
 
 	"github.com/wirelab/wirelab/engine/emulator"
+	"github.com/wirelab/wirelab/engine/internal/allocs"
 	"github.com/wirelab/wirelab/engine/link"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/realtime"
@@ -87,25 +87,11 @@ func TestRunnerPathAllocs(t *testing.T) {
 			if out.written == 0 {
 				t.Fatalf("%s: nothing released", prof)
 			}
-			if n := mallocs(20_000, step); n != 0 {
+			if n := allocs.Count(20_000, step); n != 0 {
 				t.Errorf("%s: %d allocations in 20,000 packets in steady state", prof, n)
 			}
 		}
 	}
-}
-
-// mallocs counts the allocations of n calls of f — all of them: testing.AllocsPerRun rounds the
-// average down, and would pass one allocation every other packet.
-func mallocs(n int, f func()) uint64 {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	f()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range n {
-		f()
-	}
-	runtime.ReadMemStats(&after)
-	return after.Mallocs - before.Mallocs
 }
 
 // BenchmarkRunnerPath: ns and allocations per packet through the runner and the link, in
