@@ -1,13 +1,16 @@
 package impl
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/wirelab/wirelab/engine/spec"
 )
@@ -104,7 +107,7 @@ func (c Caddy) Provision(in *Provision) (*Launch, error) {
 			if err != nil {
 				return nil, err
 			}
-			return ParsePrometheus(string(body), caddyMetrics), nil
+			return ParsePrometheus(string(body), caddyMetrics)
 		},
 		Effective: map[string]any{"max_concurrent_streams": map[string]int{"h2": 250, "h3": 100}, "write_chunk_bytes": 0,
 			"tls_version": in.Server.TLSVersion, "session_resumption": in.Server.SessionResumption, "keep_alive": true, "push": "none",
@@ -124,38 +127,39 @@ var caddyMetrics = map[string]string{
 	"caddy_http_response_size_bytes": "",
 }
 
-// ParsePrometheus reads Prometheus text exposition and returns the named metrics (renamed by
-// keep; an empty new name drops it), each summed over its label sets.
-func ParsePrometheus(text string, keep map[string]string) map[string]float64 {
+// ParsePrometheus reads Prometheus text exposition with the Prometheus project's own parser
+// (github.com/prometheus/common/expfmt) and returns the named metrics (renamed by keep; an empty
+// new name drops it), each summed over its label sets: a counter's, gauge's or untyped metric's
+// value, a summary's or histogram's count of observations. Text the parser refuses is an error
+// naming the line; a named metric that is absent is simply not in the result.
+func ParsePrometheus(text string, keep map[string]string) (map[string]float64, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("prometheus text: %w", err)
+	}
 	out := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name := line
-		if i := strings.IndexAny(line, "{ "); i >= 0 {
-			name = line[:i]
-		}
+	for name, fam := range families {
 		as, ok := keep[name]
 		if !ok || as == "" {
 			continue
 		}
-		rest := line[len(name):]
-		if i := strings.LastIndexByte(rest, '}'); i >= 0 {
-			rest = rest[i+1:]
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
-			out[as] += v
+		for _, m := range fam.GetMetric() {
+			switch {
+			case m.Counter != nil:
+				out[as] += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				out[as] += m.GetGauge().GetValue()
+			case m.Untyped != nil:
+				out[as] += m.GetUntyped().GetValue()
+			case m.Summary != nil:
+				out[as] += float64(m.GetSummary().GetSampleCount())
+			case m.Histogram != nil:
+				out[as] += float64(m.GetHistogram().GetSampleCount())
+			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 var _ accessParser = parseCaddyAccess

@@ -243,9 +243,14 @@ func TestStatusParsers(t *testing.T) {
 		s["scoreboard_sending"] != 2 || s["scoreboard_waiting"] != 4 || s["scoreboard_open_slot"] != 2 || s["scoreboard_reading"] != 1 {
 		t.Errorf("server-status: %v %v", s, err)
 	}
-	p := ParsePrometheus("# HELP x\ngo_goroutines 12\ncaddy_http_requests_in_flight{server=\"a\",handler=\"f\"} 2\ncaddy_http_requests_in_flight{server=\"b\",handler=\"f\"} 3\nother 1\n", caddyMetrics)
-	if p["goroutines"] != 12 || p["requests_in_flight"] != 5 || len(p) != 2 {
-		t.Errorf("prometheus: %v", p)
+	p, err := ParsePrometheus("# HELP x\ngo_goroutines 12\ncaddy_http_requests_in_flight{server=\"a\",handler=\"f\"} 2\ncaddy_http_requests_in_flight{server=\"b\",handler=\"f\"} 3\nother 1\n"+
+		"# TYPE lat histogram\nlat_bucket{le=\"0.1\"} 4\nlat_bucket{le=\"+Inf\"} 7\nlat_sum 1.5\nlat_count 7\n", map[string]string{
+		"go_goroutines": "goroutines", "caddy_http_requests_in_flight": "requests_in_flight", "lat": "lat_observations"})
+	if err != nil || p["goroutines"] != 12 || p["requests_in_flight"] != 5 || p["lat_observations"] != 7 || len(p) != 3 {
+		t.Errorf("prometheus: %v %v", p, err)
+	}
+	if p, err := ParsePrometheus("<html>502 Bad Gateway</html>\n", caddyMetrics); err == nil {
+		t.Errorf("prometheus: garbage read as %v", p)
 	}
 	h, err := ParseH2OStatus([]byte(`{"connections": 3, "max-connections": 1024, "worker-threads": 2, "requests": [{}, {}]}`))
 	if err != nil || h["connections"] != 3 || h["requests_in_flight"] != 1 {
