@@ -79,8 +79,9 @@ var Of = map[string]Floor{
 	"tcpplus/backoff": Endpoint,
 	"pageimport":      Endpoint,
 
-	"server/impl": UnderTest,
-	"sites":       UnderTest,
+	"server/impl":     UnderTest,
+	"sites":           UnderTest,
+	"loadtest/status": UnderTest,
 
 	"lab": Lab,
 
