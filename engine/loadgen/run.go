@@ -76,6 +76,9 @@ var ErrInterrupted = errors.New("load test interrupted")
 // summary of what was measured until then).
 func Run(parent context.Context, cfg Config) (*Summary, error) {
 	r := &runner{cfg: cfg, spec: cfg.Spec, rec: newRecorder(), interval: cfg.Spec.Interval()}
+	if m := cfg.Spec.Limits.MaxRPS; m > 0 {
+		r.rate = &rateCap{max: m, start: cfg.Start}
+	}
 	r.firstError.Store(-1)
 	if d := time.Until(cfg.Start); d > 0 {
 		select {
@@ -102,6 +105,9 @@ func Run(parent context.Context, cfg Config) (*Summary, error) {
 	if le := r.limit.Load(); le != nil {
 		return r.summary(false), le
 	}
+	if re := r.capped.Load(); re != nil {
+		return r.summary(false), re
+	}
 	sum := r.summary(parent.Err() != nil)
 	if parent.Err() != nil {
 		return sum, ErrInterrupted
@@ -124,6 +130,9 @@ type runner struct {
 	// limit is the first limit of the generator's machine a request met; stop ends the run then.
 	limit atomic.Pointer[LimitError]
 	stop  context.CancelFunc
+	// rate is limits.max_rps's count (nil: no cap); capped the cap's breach, which stops the run.
+	rate   *rateCap
+	capped atomic.Pointer[RateCapError]
 
 	// the interval loop's state
 	intervals []Interval
@@ -168,6 +177,12 @@ func (r *runner) record(vu int, s *Sample, start time.Time) {
 		r.firstError.CompareAndSwap(-1, r.active.Load())
 	}
 	r.rec.page(s, time.Since(start))
+	if got := r.rate.add(time.Now(), int64(len(s.Exchanges))+s.HitsUntimed); got > 0 {
+		re := &RateCapError{MaxRPS: r.spec.Limits.MaxRPS, Got: got, AtS: r.now().Seconds(), ActiveVUs: r.active.Load()}
+		if r.capped.CompareAndSwap(nil, re) {
+			r.stop()
+		}
+	}
 }
 
 // tick cuts the run into intervals until done is closed, then reports the last partial one.

@@ -82,6 +82,9 @@ type SLA struct {
 type Limits struct {
 	MaxDurationS float64 `json:"max_duration_s"` // > 0, ≤ 604800; default 7200
 	MaxVUs       int     `json:"max_vus"`        // 1–1000000; default 20000
+	// MaxRPS caps the responses in any one second of the run; above it the run stops at once
+	// (RateCapError). 0: no cap (the default).
+	MaxRPS float64 `json:"max_rps"`
 }
 
 // DefaultOpenMaxVUs is the open model's VU pool when the spec names none (a default the schema

@@ -125,8 +125,9 @@ func runLoadgen(args []string, stdout io.Writer) error {
 		return &cli.ExitError{Code: 130}
 	}
 	var le *loadgen.LimitError
-	if errors.As(err, &le) {
-		return fmt.Errorf("loadgen %s: %v", la.spec.LoadtestID, le)
+	var re *loadgen.RateCapError
+	if errors.As(err, &le) || errors.As(err, &re) {
+		return fmt.Errorf("loadgen %s: %v", la.spec.LoadtestID, err)
 	}
 	if err != nil {
 		return fmt.Errorf("loadgen: %w", err)
