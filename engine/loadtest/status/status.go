@@ -98,7 +98,7 @@ func (s Source) Sample(ctx context.Context, timeout time.Duration) (map[string]f
 	}
 	g, err := s.Parse(string(body))
 	if err != nil {
-		return nil, fmt.Errorf("target.status_url %s: not a %s status page: %w", s.URL, s.Format, err)
+		return nil, fmt.Errorf("target.status_url %s: not a status page in the %s format: %w", s.URL, s.Format, err)
 	}
 	return g, nil
 }

@@ -58,9 +58,9 @@ func TestSampleFailsNamingTheCause(t *testing.T) {
 		src  Source
 		want string
 	}{
-		{Source{URL: srv.URL + "/garbage", Format: Apache}, "not a apache status page"},
-		{Source{URL: srv.URL + "/garbage", Format: Nginx}, "not a nginx status page"},
-		{Source{URL: srv.URL + "/garbage", Format: Prometheus, Metrics: map[string]string{"up": ""}}, "not a prometheus status page"},
+		{Source{URL: srv.URL + "/garbage", Format: Apache}, "not a status page in the apache format"},
+		{Source{URL: srv.URL + "/garbage", Format: Nginx}, "not a status page in the nginx format"},
+		{Source{URL: srv.URL + "/garbage", Format: Prometheus, Metrics: map[string]string{"up": ""}}, "not a status page in the prometheus format"},
 		{Source{URL: srv.URL + "/metrics", Format: Prometheus, Metrics: map[string]string{"up": ""}}, "none of the metrics up"},
 		{Source{URL: srv.URL + "/missing", Format: Nginx}, "answered 404"},
 		{Source{URL: "http://127.0.0.1:1/stub_status", Format: Nginx}, "connection refused"},
