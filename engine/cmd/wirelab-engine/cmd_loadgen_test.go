@@ -339,3 +339,30 @@ func TestLoadgenPortsAndSources(t *testing.T) {
 		t.Errorf("from one source: %d errors counted; want none (the limit is the generator's)", sum.Totals.Errors.Total())
 	}
 }
+
+// limits.max_rps stops the run: 20 VUs without think time on a 9-object page far exceed a cap of
+// 50 responses per second; the run ends within its first second with one line naming the cap
+// (exit 1), its summary printed, not the scenario's 600 s.
+func TestLoadgenStopsAtTheRateCap(t *testing.T) {
+	pg, err := page.Load("synthetic:8x1kB", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := builtinOnLoopback(t, pg)
+	root, _ := srv.RootURL(server.H2, "tok")
+	spec := writeSpec(t, `{"protocol":"h2","interval_s":0.5,"think":{"mean_s":0},"limits":{"max_rps":50},"scenario":{"start":20,"stages":[{"duration_s":600,"target":20}]}}`)
+	cmd := engineCmd(nil, "loadgen", "--spec", spec, "--target", root, "--resolve", "s1.wirelab.test=127.0.0.1", "--ca", srv.Certs().CAPath())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if code := exitCodeOf(err); code != 1 || len(lines) != 1 || !strings.Contains(lines[0], "above limits.max_rps (50)") {
+		t.Fatalf("exit %d, stderr %q; want 1 and one line naming limits.max_rps", code, stderr.String())
+	}
+	t.Log(lines[0])
+	_, sum := readLines(t, out)
+	if sum.Interrupted || sum.DurationS > 1.5 || sum.Totals.Hits < 50 {
+		t.Errorf("summary: interrupted %v, %v s, %d hits; want the run ended by the cap within its first second, after more than 50 responses",
+			sum.Interrupted, sum.DurationS, sum.Totals.Hits)
+	}
+}
