@@ -89,6 +89,19 @@ def test_ids_are_stable_and_ignore_written_defaults():
     assert {r.id for r in c.runs}.isdisjoint(r.id for r in a.runs)
 
 
+def test_ids_stored_before_max_rps_are_kept():
+    # ids computed on main before limits.max_rps existed: a stored sweep resumes without running again
+    spec = {
+        "page": "neoload50",
+        "protocol": "h2",
+        "scenario": {"start": 1, "stages": [{"duration_s": 10, "target": 2}]},
+    }
+    assert loadplan.loadtest_id(spec) == "lda361c25a8eb55e"
+    assert loadplan.loadtest_id({**spec, "limits": {"max_vus": 50}}) == "l072fe0ac38ad885"
+    assert loadplan.loadtest_id({**spec, "limits": {"max_rps": 0}}) == "lda361c25a8eb55e"
+    assert loadplan.loadtest_id({**spec, "limits": {"max_rps": 400}}) != "lda361c25a8eb55e"
+
+
 def test_network_table_and_grid_keys_make_one_profile():
     plan = loadplan.loads(
         SPEC.replace('{ preset = "neoload" }', '{ preset = "neoload", loss = "0%" }')

@@ -206,6 +206,10 @@ class LoadPlan:
         return sum(r.planned_s for r in self.runs)
 
 
+#: loadtest-spec fields added after load tests were first stored: (section, key, the schema's default).
+_ADDED_LATER: tuple[tuple[str, str, Any], ...] = (("limits", "max_rps", 0),)
+
+
 def stages_seconds(spec: Mapping[str, Any]) -> float:
     """The total duration of a loadtest spec's stages."""
     return float(sum(stage["duration_s"] for stage in spec["scenario"]["stages"]))
@@ -216,6 +220,12 @@ def loadtest_id(spec: Mapping[str, Any]) -> str:
     network as its resolved object (equivalent profile strings give the same id)."""
     body = {k: v for k, v in contract.apply_defaults(SCHEMA, dict(spec)).items() if k != "loadtest_id"}
     body["network"] = netprofile.parse(body.get("network", "native"))
+    # Fields added after load tests were first stored are left out at their default, so that a sweep
+    # stored before them keeps its ids and resumes without running again.
+    for section, key, default in _ADDED_LATER:
+        part = body.get(section)
+        if isinstance(part, dict) and part.get(key) == default:
+            body[section] = {k: v for k, v in part.items() if k != key}
     return "l" + hashlib.sha256(canonical(_integral(body)).encode()).hexdigest()[:15]
 
 
