@@ -238,3 +238,55 @@ def test_explain_of_one_protocol_or_failed_trials(tmp_path, capsys, fake_engine)
     code = main(["explain", "h3", "--db", str(db)])
     err = capsys.readouterr().err
     assert code == 2 and "nothing to explain" in err and err.count("\n") == 1
+
+
+def _with_lcp(db: Path, tmp: Path) -> Path:
+    """A copy of ``db`` whose loads carry an LCP: the time on the wire plus a render time that h3
+    shortens by 100 ms (as a Chromium sweep would record; the model engine does not paint)."""
+    import shutil
+    import sqlite3
+
+    copy = tmp / "lcp.db"
+    shutil.copy(db, copy)
+    with sqlite3.connect(copy) as c:
+        c.execute(
+            "UPDATE loads SET lcp_ms = tow_first_packet_ms + CASE protocol WHEN 'h3' THEN 200 ELSE 300 END "
+            "WHERE error IS NULL"
+        )
+    return copy
+
+
+def test_explain_with_a_metric_splits_its_difference_at_the_wire(why_db, tmp_path, capsys):
+    db = _with_lcp(why_db, tmp_path)
+    frame = wirelab.open(db).explain("why", metric="lcp_ms")
+    loads = wirelab.open(db).loads("why")
+    ok = loads[loads["error"].isna()]
+    means = ok.groupby(["trial_id", "protocol"])["lcp_ms"].mean()
+    for r in frame.to_dict("records"):
+        want = means[(r["trial_id"], r["protocol"])] - means[(r["trial_id"], "h1s")]
+        assert r["metric_difference_ms"] == pytest.approx(want)
+        # the wire's parts sum to the ToW difference; what the LCP adds beyond it is outside the wire
+        assert r["outside_wire_ms"] == pytest.approx(-100.0 if r["protocol"] == "h3" else 0.0, abs=1e-6)
+    code = main(["explain", "why", "--metric", "lcp_ms", "--db", str(db)])
+    printed = capsys.readouterr().out
+    assert code == 0 and "h3's LCP is" in printed and "−100 ms lies outside the wire" in printed
+    code = main(["explain", "why", "--metric", "lcp_ms", "--json", "--db", str(db)])
+    rows = json.loads(capsys.readouterr().out)
+    assert (
+        code == 0 and {r["metric"] for r in rows} == {"lcp_ms"} and all("outside_wire_ms" in r for r in rows)
+    )
+
+
+@pytest.mark.parametrize(
+    ("metric", "words"),
+    [
+        ("lcp_ms", "--metric lcp_ms: explain why has no successful load with LCP (measured by Chromium"),
+        ("speed_index_ms", "--metric speed_index_ms: explain why has no successful load with SI"),
+        ("fcp", "--metric: 'fcp' is not a metric; use one of tow_ms, plt_ms, lcp_ms, speed_index_ms"),
+    ],
+)
+def test_explain_a_metric_the_loads_lack_is_one_line(why_db, capsys, metric, words):
+    """The engine's loader does not paint: LCP of its loads is one line, exit 2 — not NaN tables."""
+    code = main(["explain", "why", "--metric", metric, "--db", str(why_db)])
+    captured = capsys.readouterr()
+    assert code == 2 and words in captured.err and captured.err.count("\n") == 1 and not captured.out

@@ -50,6 +50,8 @@ from wirelab._terminal import shown
 from wirelab._userpath import check_output_dir, check_output_file
 from wirelab._waterfall import waterfall
 from wirelab.analysis import live as live_pages
+from wirelab.analysis.metrics import METRICS as _METRICS
+from wirelab.analysis.metrics import by_name as _metric_by_name
 from wirelab.errors import Interrupted, ProfileError, SpecError, StoreError, UsageError, cut
 from wirelab.runner import RunSummary
 from wirelab.spec import PROTOCOLS
@@ -599,6 +601,13 @@ def report(
         "--probe",
         help="Probe run to include (repeatable; see wirelab probe). Default: with no SWEEPS, all.",
     ),
+    metric: str | None = typer.Option(
+        None,
+        "--metric",
+        help=f"The metric of every comparison figure and table in place of ToW and PLT: "
+        f"{', '.join(m.column for m in _METRICS)} (LCP and Speed Index: Chromium loads; a sweep without "
+        "it is one line, exit 2). Default: ToW for the gains and CDFs, PLT for the ratios, as the studies.",
+    ),
 ) -> None:
     """Write the HTML report: conclusions, figures, tables and every load's waterfall (DIR/index.html).
 
@@ -613,7 +622,9 @@ def report(
 
     if not db.exists():
         raise UsageError(f"--db: {db} does not exist; run a sweep first (wirelab run SPEC)")
-    path = build(db, sweeps or None, out_dir, probe_runs=probes or None)
+    if metric is not None:
+        _metric_by_name(metric)
+    path = build(db, sweeps or None, out_dir, probe_runs=probes or None, metric=metric)
     out.print(f"report: {path}", style="bold", soft_wrap=True)
 
 
@@ -625,6 +636,12 @@ def explain(
     ),
     baseline: str | None = typer.Option(
         None, "--baseline", help="The protocol the others are compared with (default: the sweep's first)."
+    ),
+    metric: str | None = typer.Option(
+        None,
+        "--metric",
+        help=f"Also compare this metric over the same loads and show how much of its difference the "
+        f"wire accounts for: {', '.join(m.column for m in _METRICS)} (LCP and Speed Index: Chromium loads).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the table as JSON records instead."),
     db: Path = DB_OPTION,
@@ -638,14 +655,17 @@ def explain(
     from wirelab.analysis import why
     from wirelab.analysis.sweep import load_sweep
 
+    if metric is not None:
+        _metric_by_name(metric)
     with _open(db) as results:
         data = load_sweep(results, sweep)
-    frame = why.explain(data, baseline=baseline, config=config)
+    frame = why.explain(data, baseline=baseline, config=config, metric=metric)
     if as_json:
         out.print_json(frame.to_json(orient="records", force_ascii=False))
         return
     labels = {p.key: p.label for p in _facts.why_parts()}
     keys = why.part_keys()
+    chosen = next((m for m in _METRICS if m.column == metric), None)
     for proto, rows in frame.groupby("protocol", sort=False):
         base = str(rows["baseline"].iloc[0])
         table = Table(
@@ -657,6 +677,14 @@ def explain(
             "contributions (largest first)",
             title=f"{shown(sweep)}: {proto} against {base}, time on the wire (tow_first_packet_ms, means)",
         )
+        if chosen is not None:
+            for head in (
+                f"{base} {chosen.short}",
+                f"{proto} {chosen.short}",
+                f"{chosen.short} diff.",
+                "outside wire",
+            ):
+                table.add_column(head)
         for _, r in rows.iterrows():
             order = sorted(keys, key=lambda k: -abs(float(r[k])))
             diff = float(r["difference_ms"])
@@ -672,9 +700,19 @@ def explain(
                 f"{float(r[why.METRIC]):.0f}",
                 why.format_ms(diff, True),
                 ", ".join(shown_parts) or "—",
+                *(
+                    [
+                        f"{float(r['baseline_metric_ms']):.0f}",
+                        f"{float(r['metric_ms']):.0f}",
+                        why.format_ms(float(r["metric_difference_ms"]), True),
+                        why.format_ms(float(r["outside_wire_ms"]), True),
+                    ]
+                    if chosen is not None
+                    else []
+                ),
             )
         out.print(table)
-    for sentence in why.sentences(frame, data):
+    for sentence in [*why.metric_sentences(frame), *why.sentences(frame, data)]:
         out.print(sentence, soft_wrap=True)
 
 

@@ -223,18 +223,22 @@ class Results(Database):
             raise StoreError(f"no HAR stored for load {load_index} of trial {trial_id} in sweep {sweep}")
         return json.loads(self.absolute(row["path"]).read_text())
 
-    def explain(self, sweep: str, *, baseline: str | None = None, config: str | None = None) -> pd.DataFrame:
+    def explain(
+        self, sweep: str, *, baseline: str | None = None, config: str | None = None, metric: str | None = None
+    ) -> pd.DataFrame:
         """Why a protocol wins (``docs/why.md``): per configuration (trial) and protocol, the difference
         of its mean time on the wire (``tow_first_packet_ms``) against ``baseline`` (default: the
         sweep's first protocol) split into each part's signed contribution — columns named after the
         parts (``setup_ms`` …), summing to ``difference_ms`` — and ``deciding``, the part that decides.
-        ``config`` keeps one trial. Raises :class:`~wirelab.errors.UsageError` (one line) when
-        nothing can be explained: no decomposed load, one protocol, an unknown baseline or trial.
+        ``config`` keeps one trial; ``metric`` (``lcp_ms``, ``speed_index_ms`` …) adds that metric's
+        difference over the same loads and the part of it outside the wire. Raises
+        :class:`~wirelab.errors.UsageError` (one line) when nothing can be explained: no decomposed load,
+        one protocol, an unknown baseline or trial, a metric the loads lack.
         :func:`wirelab.analysis.why.explain` documents every column."""
         from wirelab.analysis.sweep import load_sweep
         from wirelab.analysis.why import explain
 
-        return explain(load_sweep(self, sweep), baseline=baseline, config=config)
+        return explain(load_sweep(self, sweep), baseline=baseline, config=config, metric=metric)
 
     def frames(self, sweep: str, trial_id: str, load_index: int) -> list[Frame]:
         """The frames of one Chromium load (``docs/vitals.md``): one per change of the picture, from the

@@ -253,6 +253,7 @@ def main_effects_figure(
     *,
     baseline: str,
     categories: Mapping[str, Sequence[Any]] | None = None,
+    metric: str = "ToW",
 ) -> Figure:
     """Small multiples, one per factor (column, axis label, log scale): the mean gain at each of its
     values over the configurations there, with the bootstrap CI over configurations, one line per
@@ -301,7 +302,7 @@ def main_effects_figure(
     for ax in flat[len(factors) :]:
         ax.set_visible(False)
     for r in range(rows):
-        flat[r * cols].set_ylabel("mean ToW reduction (%)")
+        flat[r * cols].set_ylabel(f"mean {metric} reduction (%)")
     handles: list[Artist] = [
         Line2D(
             [],
@@ -406,6 +407,7 @@ def heatmap_figure(
     boundary: pd.DataFrame | None = None,
     trend: tuple[float, float] | None = None,
     title: str = "",
+    metric: str = "ToW",
 ) -> Figure:
     """Gain (%) over x × y (``grid`` has columns x, y, gain_pct). ``boundary`` (columns y, m) marks the
     smallest x that wins per y; ``trend`` = (intercept, slope) of m vs y, drawn through the cells."""
@@ -481,7 +483,7 @@ def heatmap_figure(
     ax.set_ylabel(y_label)
     ax.set_title(title, loc="left")
     cbar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
-    cbar.set_label("ToW reduction (%)")
+    cbar.set_label(f"{metric} reduction (%)")
     return fig
 
 

@@ -71,10 +71,12 @@ def _crossover(wins: np.ndarray, xs: np.ndarray, axis: Axis, x: str, b: str) -> 
     return f"the winner changes {len(changes)} times along {axis.name}"
 
 
-def gain_sentences(comp: pd.DataFrame, axes: Sequence[Axis], baseline: str, protocol: str) -> list[str]:
+def gain_sentences(
+    comp: pd.DataFrame, axes: Sequence[Axis], baseline: str, protocol: str, *, metric: str = "ToW"
+) -> list[str]:
     """Who wins how often, the largest gain and loss, and (per series) where the winner changes and
     how the gain trends along the first numeric axis. ``comp`` is ``compare`` output with the axes'
-    columns (one row per configuration)."""
+    columns (one row per configuration); ``metric`` names what the gain was computed on."""
     data = comp[(comp["protocol"] == protocol) & comp["gain_pct"].notna()]
     if data.empty:
         return []
@@ -91,7 +93,7 @@ def gain_sentences(comp: pd.DataFrame, axes: Sequence[Axis], baseline: str, prot
         verdict = "faster" if row["gain_pct"] > 0 else "slower"
         sig = "significant" if row["significant"] else "not significant"
         out.append(
-            f"{x} is {verdict} than {b}: ToW reduction {_pct(row['gain_pct'])} ({_ci(row)}), "
+            f"{x} is {verdict} than {b}: {metric} reduction {_pct(row['gain_pct'])} ({_ci(row)}), "
             f"Mann–Whitney p = {row['p_value']:.3g} ({sig})."
         )
         return out
@@ -99,7 +101,7 @@ def gain_sentences(comp: pd.DataFrame, axes: Sequence[Axis], baseline: str, prot
     if len(numeric) == 1 and len(axes) == 1:
         settings = f" {numeric[0].name} settings"
     out.append(
-        f"{x} beats {b} (lower mean ToW) in {len(wins)} of {n}{settings or ' ' + what}; significantly "
+        f"{x} beats {b} (lower mean {metric}) in {len(wins)} of {n}{settings or ' ' + what}; significantly "
         f"(Mann–Whitney p < 0.05) in {len(sig_wins)}. {b} is significantly faster in {len(sig_losses)}."
     )
     best = data.loc[data["gain_pct"].idxmax()]
@@ -196,15 +198,16 @@ def main_effect_sentences(effects: pd.DataFrame, axes: Mapping[str, Axis], basel
     return out
 
 
-def ratio_sentences(comp: pd.DataFrame, baseline: str, protocol: str) -> list[str]:
-    """W's classes of s = PLT_x / PLT_base over the configurations."""
+def ratio_sentences(comp: pd.DataFrame, baseline: str, protocol: str, *, metric: str = "PLT") -> list[str]:
+    """W's classes of s = PLT_x / PLT_base (``metric`` in place of PLT) over the configurations."""
     data = comp[(comp["protocol"] == protocol) & comp["cls"].notna()]
     if data.empty:
         return []
     counts = data["cls"].value_counts()
     x, b = _p(protocol), _p(baseline)
     return [
-        f"W's ratio s = PLT({x}) / PLT({b}) from medians: {x} better (s < 0.9) in {counts.get('better', 0)}, "
+        f"W's ratio s = {metric}({x}) / {metric}({b}) from medians: {x} better (s < 0.9) in "
+        f"{counts.get('better', 0)}, "
         f"equal in {counts.get('equal', 0)}, {b} better (s > 1.1) in {counts.get('worse', 0)} of {len(data)} "
         f"configurations; median s = {data['s'].median():.2f}."
     ]

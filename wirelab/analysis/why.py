@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from wirelab import _facts
+from wirelab.analysis import metrics
 from wirelab.errors import UsageError
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ __all__ = [
     "deciding",
     "explain",
     "format_ms",
+    "metric_sentences",
     "part_columns",
     "part_keys",
     "sentences",
@@ -56,7 +58,9 @@ def _labels() -> dict[str, str]:
     return {p.key: p.label for p in _facts.why_parts()}
 
 
-def explain(sweep: SweepData, *, baseline: str | None = None, config: str | None = None) -> pd.DataFrame:
+def explain(
+    sweep: SweepData, *, baseline: str | None = None, config: str | None = None, metric: str | None = None
+) -> pd.DataFrame:
     """Per configuration (a trial) and compared protocol: the difference of the mean time on the wire
     against ``baseline`` (default: the sweep's first protocol) and each part's signed contribution.
 
@@ -65,6 +69,13 @@ def explain(sweep: SweepData, *, baseline: str | None = None, config: str | None
     ``baseline_tow_first_packet_ms`` (means); ``difference_ms`` (protocol − baseline: negative when the
     protocol is faster); one column per part key (``setup_ms`` …: its contribution, ms, summing to
     ``difference_ms``); ``deciding`` (the part key that decides). ``config`` keeps one trial.
+
+    ``metric`` (a column of :data:`wirelab.analysis.metrics.METRICS`, e.g. ``lcp_ms``) adds the
+    comparison in that metric beside the wire's decomposition, over the same loads (those that have
+    it): ``metric`` (its name), ``metric_ms`` and ``baseline_metric_ms`` (means),
+    ``metric_difference_ms`` and ``outside_wire_ms`` (the metric's difference minus the time on the
+    wire's: what the parts do not explain — rendering, the main thread, what precedes the first
+    packet). A sweep whose loads lack the metric (LCP of the engine's loader) is one line.
 
     Raises :class:`~wirelab.errors.UsageError` — one line — when nothing can be explained: no load
     of the sweep has a decomposition (its trials failed, or an engine from before the decomposition
@@ -90,6 +101,11 @@ def explain(sweep: SweepData, *, baseline: str | None = None, config: str | None
                 f"explain {sweep.name}: --config {config!r} is not a trial of the sweep (its trials: {shown})"
             )
         ok = ok[ok["trial_id"] == config]
+    chosen = None
+    if metric is not None:
+        chosen = metrics.by_name(metric)
+        metrics.require(chosen, ok, f"explain {sweep.name}")
+        ok = ok[ok[chosen.column].notna()]
     protocols = [p for p in sweep.protocols if p in set(ok["protocol"])]
     if len(protocols) < 2:
         only = protocols[0] if protocols else "none"
@@ -102,7 +118,8 @@ def explain(sweep: SweepData, *, baseline: str | None = None, config: str | None
         raise UsageError(
             f"explain {sweep.name}: --baseline {base!r} is not a protocol of its loads (allowed: {allowed})"
         )
-    means = ok.groupby(["trial_id", "protocol"], sort=False)[[METRIC, *cols]].mean()
+    extra = [chosen.column] if chosen is not None and chosen.column != METRIC else []
+    means = ok.groupby(["trial_id", "protocol"], sort=False)[[METRIC, *cols, *extra]].mean()
     counts = ok.groupby(["trial_id", "protocol"], sort=False).size()
     keys = part_keys()
     rows = []
@@ -126,6 +143,15 @@ def explain(sweep: SweepData, *, baseline: str | None = None, config: str | None
             }
             for key, col in zip(keys, cols, strict=True):
                 row[key] = float(m[col] - b[col])
+            if chosen is not None:
+                diff = float(m[chosen.column] - b[chosen.column])
+                row.update(
+                    metric=chosen.column,
+                    metric_ms=float(m[chosen.column]),
+                    baseline_metric_ms=float(b[chosen.column]),
+                    metric_difference_ms=diff,
+                    outside_wire_ms=diff - float(row["difference_ms"]),  # type: ignore[arg-type]
+                )
             rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
@@ -138,6 +164,30 @@ def explain(sweep: SweepData, *, baseline: str | None = None, config: str | None
     frame = frame.merge(cfg, on="trial_id", how="left")
     lead = ["trial_id", "label", *[c for c in axis_cols if c in frame]]
     return frame[lead + [c for c in frame.columns if c not in lead]]
+
+
+def metric_sentences(frame: pd.DataFrame) -> list[str]:
+    """With a chosen metric (``explain(metric=…)``), one sentence per compared protocol: its mean
+    difference in that metric and how much of it the time on the wire (the decomposed part) carries —
+    ``h3's LCP is 120 ms lower than h2's (mean of 4 configurations); the time on the wire accounts for
+    −95 ms of it, −25 ms lies outside the wire.``"""
+    if "metric" not in frame or frame.empty:
+        return []
+    m = metrics.by_name(str(frame["metric"].iloc[0]))
+    out = []
+    for proto, rows in frame.groupby("protocol", sort=False):
+        base = str(rows["baseline"].iloc[0])
+        diff = float(rows["metric_difference_ms"].mean())
+        wire = float(rows["difference_ms"].mean())
+        n = len(rows)
+        where = f"mean of {n} configurations" if n > 1 else "one configuration"
+        how = "lower" if diff < 0 else "higher" if diff > 0 else "no different"
+        size = format_ms(abs(diff)) + " " if diff else ""
+        out.append(
+            f"{proto}'s {m.short} is {size}{how} than {base}'s ({where}); the time on the wire accounts "
+            f"for {format_ms(wire, True)} of it, {format_ms(diff - wire, True)} lies outside the wire."
+        )
+    return out
 
 
 def deciding(row: pd.Series | dict[str, float]) -> str:

@@ -29,6 +29,8 @@ from wirelab._figures.plots import waterfall_from_har
 from wirelab._registry import PHASE_ORDER, PHASE_STYLES, part_colour, protocol_style
 from wirelab._terminal import controls_escaped
 from wirelab._userpath import check_output_dir
+from wirelab.analysis import metrics as page_metrics
+from wirelab.analysis.metrics import Metric
 from wirelab.analysis.sweep import load_sweep
 from wirelab.errors import UsageError
 from wirelab.report._build import CI_TEXT, SweepSection, build_sweep
@@ -74,7 +76,12 @@ def _environment() -> jinja2.Environment:
 
 
 def _build_sections(
-    results: Results, sweeps: Sequence[str], out_dir: Path, *, waterfall_budget: int | None = None
+    results: Results,
+    sweeps: Sequence[str],
+    out_dir: Path,
+    *,
+    waterfall_budget: int | None = None,
+    metric: Metric | None = None,
 ) -> list[SweepSection]:
     """Analyse each sweep and write its figures under ``out_dir/figures/<sweep>/`` (a load test's with
     :mod:`wirelab.report._capacity`)."""
@@ -87,8 +94,8 @@ def _build_sections(
             sections.append(build_capacity(load_capacity(results, name), out_dir / "figures" / name))
             continue
         data = load_sweep(results, name)
-        kwargs = {} if waterfall_budget is None else {"waterfall_budget": waterfall_budget}
-        sections.append(build_sweep(data, out_dir / "figures" / name, **kwargs))
+        kwargs: dict[str, Any] = {} if waterfall_budget is None else {"waterfall_budget": waterfall_budget}
+        sections.append(build_sweep(data, out_dir / "figures" / name, metric=metric, **kwargs))
         add_corpus_section(sections[-1], data, out_dir / "figures" / name)
     return sections
 
@@ -134,10 +141,17 @@ def write_report(
     title: str | None = None,
     waterfall_budget: int | None = None,
     probe_runs: Sequence[str] | None = None,
+    metric: str | None = None,
 ) -> Path:
     """Write ``out_dir/index.html`` (and ``out_dir/figures/``) for ``sweeps`` and ``probe_runs`` of
     ``db``; returns the path of ``index.html``. Naming neither includes every sweep and every probe
-    run; naming one includes only what is named."""
+    run; naming one includes only what is named.
+
+    ``metric`` (``lcp_ms``, ``speed_index_ms``, ``tow_ms`` or ``plt_ms``:
+    :data:`wirelab.analysis.metrics.METRICS`) takes the place of ToW and PLT in every sweep's
+    comparison figures and tables; a page sweep none of whose loads has it (LCP of the engine's loader)
+    is one line, before anything is written. Load tests keep their own figures."""
+    chosen = page_metrics.by_name(metric) if metric is not None else None
     db_path = Path(db)
     if not db_path.exists():
         raise UsageError(f"--db: {db_path} does not exist; run a sweep first (wirelab run SPEC)")
@@ -156,8 +170,12 @@ def write_report(
             if run not in known_runs:
                 listed = ", ".join(known_runs) or "none"
                 raise UsageError(f"--probe: {run!r} is not a probe run in {db_path}; runs: {listed}")
+        if chosen is not None:
+            for name in names:
+                if results.sweep_kind(name) != "loadtest":
+                    page_metrics.require(chosen, results.loads(name), f"sweep {name}")
         out.mkdir(parents=True, exist_ok=True)
-        sections = _build_sections(results, names, out, waterfall_budget=waterfall_budget)
+        sections = _build_sections(results, names, out, waterfall_budget=waterfall_budget, metric=chosen)
         probe_sections = [build_probe_section(results, run, out) for run in runs]
     if title is None:
         title = f"wirelab report: {', '.join(names)}" if 0 < len(names) <= 3 else "wirelab report"

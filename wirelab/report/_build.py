@@ -27,6 +27,7 @@ from wirelab._figures.rendering import Rendered, render, slug
 from wirelab._registry import CLASS_STYLES, PHASE_ORDER, PHASE_STYLES, discipline_label, protocol_style
 from wirelab._summary import median_plt_load
 from wirelab.analysis import conclusions as say
+from wirelab.analysis import metrics as page_metrics
 from wirelab.analysis import why
 from wirelab.analysis.compare import compare, main_effects
 from wirelab.analysis.gateway import gateway_effects, queue_delay_bound_ms
@@ -226,8 +227,15 @@ def _p_text(p: float) -> str:
 
 
 class _Builder:
-    def __init__(self, sd: SweepData, figures_dir: Path, seed: int):
+    def __init__(
+        self, sd: SweepData, figures_dir: Path, seed: int, metric: page_metrics.Metric | None = None
+    ):
         self.sd = sd
+        #: the metrics of the gains/CDFs (g) and of the ratios/scenarios (r): the chosen one in place of
+        #: both, else the studies' ToW and PLT (docs/vitals.md, "Metrics of the figures")
+        self.metric = metric
+        self.g = metric or page_metrics.DEFAULT_GAIN
+        self.r = metric or page_metrics.DEFAULT_RATIO
         self.figures_dir = figures_dir
         self.seed = seed
         self.figures: list[FigureBlock] = []
@@ -279,10 +287,20 @@ class _Builder:
         loads = sd.loads
         self.desc = {
             m: self.with_config(describe(loads, ["trial_id", "protocol"], m, seed=self.seed))
-            for m in ("tow_ms", "plt_ms")
+            for m in dict.fromkeys(("tow_ms", "plt_ms", self.g.column, self.r.column))
         }
         self.comp = (
-            self.with_config(compare(loads, ["trial_id"], sd.baseline, sd.compared, seed=self.seed))
+            self.with_config(
+                compare(
+                    self.metric_loads(loads),
+                    ["trial_id"],
+                    sd.baseline,
+                    sd.compared,
+                    seed=self.seed,
+                    gain_metric=self.g.column,
+                    ratio_metric=self.r.column,
+                )
+            )
             if sd.compared
             else pd.DataFrame()
         )
@@ -313,6 +331,13 @@ class _Builder:
         self.number_tables()
         self.visual_table()
 
+    def metric_loads(self, loads: pd.DataFrame) -> pd.DataFrame:
+        """With a chosen metric, the loads that have it (and the failed ones, which the statistics
+        leave out anyway): a successful Chromium load without an LCP does not enter the figures as 0."""
+        if self.metric is None:
+            return loads
+        return loads[loads["error"].notna() | loads[self.metric.column].notna()]
+
     def _spec(self, trial_id: str) -> dict[str, Any] | None:
         match = self.sd.trials[self.sd.trials["trial_id"] == trial_id]
         return match["spec"].iloc[0] if len(match) else None
@@ -320,8 +345,8 @@ class _Builder:
     def comparison_findings(self) -> None:
         sd = self.sd
         for proto in sd.compared:
-            sentences = say.gain_sentences(self.comp, sd.axes, sd.baseline, proto)
-            sentences += say.ratio_sentences(self.comp, sd.baseline, proto)
+            sentences = say.gain_sentences(self.comp, sd.axes, sd.baseline, proto, metric=self.g.short)
+            sentences += say.ratio_sentences(self.comp, sd.baseline, proto, metric=self.r.short)
             if sentences:
                 title = f"{protocol_style(proto).label} vs {protocol_style(sd.baseline).label}"
                 self.findings.append(Finding(title, sentences))
@@ -387,11 +412,12 @@ class _Builder:
         sd, axis, others, cols = self.sd, figure.axis, figure.others, figure.columns
         compared = ", ".join(protocol_style(p).label for p in sd.compared)
         lines = ", ".join(a.name for a in others) or "protocol"
+        g = self.g.short
         frame = self.comp
         names = self.series_names(frame, others)
         if figure.kind == "vs":
             caption = (
-                f"Study E's gain, (ToW_base − ToW_x) / ToW_base from the mean ToW of each configuration, of "
+                f"Study E's gain, ({g}_base − {g}_x) / {g}_base from the mean {g} of each configuration, of "
                 f"{compared} over {protocol_style(sd.baseline).label}; bands: {CI_TEXT}; filled markers: "
                 f"two-sided Mann–Whitney p < 0.05. One line per {lines}."
             )
@@ -403,17 +429,18 @@ class _Builder:
                 series=cols,
                 series_names=names,
                 log_x=axis.log,
+                y_label=f"{g} reduction (%)",
             )
             self.add_figure(
                 "gain",
-                f"ToW reduction vs {axis.name}",
+                f"{g} reduction vs {axis.name}",
                 caption,
                 make,
                 self.config_text({"varied": axis.label}),
             )
             return
         caption = (
-            f"Study E's gain, (ToW_base − ToW_x) / ToW_base from the mean ToW of each configuration, of "
+            f"Study E's gain, ({g}_base − {g}_x) / {g}_base from the mean {g} of each configuration, of "
             f"{compared} over {protocol_style(sd.baseline).label} for each {axis.name}; bars: {CI_TEXT}; "
             f"filled markers: two-sided Mann–Whitney p < 0.05. One series per {lines}."
         )
@@ -425,9 +452,10 @@ class _Builder:
             x_label=axis.label,
             series=cols,
             series_names=names,
+            y_label=f"{g} reduction (%)",
         )
         self.add_figure(
-            "gain", f"ToW reduction per {axis.name}", caption, make, self.config_text({"varied": axis.label})
+            "gain", f"{g} reduction per {axis.name}", caption, make, self.config_text({"varied": axis.label})
         )
 
     def main_effects(self, axes: Sequence[Axis]) -> None:
@@ -448,7 +476,7 @@ class _Builder:
         )
         self.add_figure(
             "effects",
-            "ToW reduction vs each factor, the others averaged",
+            f"{self.g.short} reduction vs each factor, the others averaged",
             "For each factor and value, the mean over the configurations with that value of study E's gain "
             f"(every other factor averaged out), with a 95 % {BOOTSTRAP_METHOD} bootstrap CI over those "
             "configurations; a steep panel marks a factor that matters.",
@@ -457,6 +485,7 @@ class _Builder:
                 [(a.column, a.label, a.log) for a in axes],
                 baseline=self.sd.baseline,
                 categories=categories,
+                metric=self.g.short,
             ),
             self.config_text({"factors": ", ".join(a.name for a in axes)}),
         )
@@ -489,7 +518,8 @@ class _Builder:
                     trend = (float(intercept), float(slope))
                 title = f"{protocol_style(proto).label} vs {protocol_style(sd.baseline).label} on {page}"
                 caption = (
-                    f"Mean ToW reduction (%) per max_concurrent_streams × RTT for page {page} (blue: "
+                    f"Mean {self.g.short} reduction (%) per max_concurrent_streams × RTT for page {page} "
+                    "(blue: "
                     f"{protocol_style(proto).label} faster). Circles: the fewest streams at which it beats "
                     f"{protocol_style(sd.baseline).label} at each RTT; dashed: least-squares trend "
                     "of that number "
@@ -502,6 +532,7 @@ class _Builder:
                     functools.partial(
                         plots.heatmap_figure,
                         grid,
+                        metric=self.g.short,
                         x=streams.column,
                         y=rtt.column,
                         x_label=streams.label,
@@ -528,7 +559,7 @@ class _Builder:
                     f"Streams needed vs resources ({protocol_style(proto).label})",
                     "Each point: a page and RTT; m = the smallest max_concurrent_streams at which "
                     "the protocol's "
-                    "mean ToW beats the baseline's; r = objects on the page. Line: m = r / k by "
+                    f"mean {self.g.short} beats the baseline's; r = objects on the page. Line: m = r / k by "
                     "least squares "
                     "through the origin.",
                     functools.partial(
@@ -588,7 +619,7 @@ class _Builder:
                 f"What decides {protocol_style(proto).label} vs {protocol_style(sd.baseline).label}",
                 "Study W's decision tree (scikit-learn, Gini, depth ≤ 4) over the sweep's numeric "
                 "factors; classes "
-                "from s = median PLT ratio (< 0.9, > 1.1, else equal). Coloured nodes: majority "
+                f"from s = median {self.r.short} ratio (< 0.9, > 1.1, else equal). Coloured nodes: majority "
                 "class likelihood "
                 f"> {tree.threshold:.2f}; white: mixed. Left branch (yes): the condition holds.",
                 functools.partial(
@@ -638,11 +669,15 @@ class _Builder:
             return
         self.add_figure(
             "ratio",
-            "PLT ratio across configurations",
-            "Study W's s = median PLT of each protocol / median PLT of the baseline, one value per "
+            f"{self.r.short} ratio across configurations",
+            f"Study W's s = median {self.r.short} of each protocol / median {self.r.short} of the "
+            "baseline, one "
+            "value per "
             "configuration; "
             "shaded: the classes (s < 0.9 the protocol is better, s > 1.1 the baseline).",
-            lambda: plots.ratio_cdf_figure(self.comp.dropna(subset=["s"]), baseline=self.sd.baseline),
+            lambda: plots.ratio_cdf_figure(
+                self.comp.dropna(subset=["s"]), baseline=self.sd.baseline, metric=self.r.short
+            ),
             self.config_text(),
         )
 
@@ -654,7 +689,10 @@ class _Builder:
         for trial_id in chosen:
             mine = self.ok[self.ok["trial_id"] == trial_id]
             label = self.configs.set_index("trial_id").loc[trial_id, "label_mpl"]
-            data = {p: mine.loc[mine["protocol"] == p, "tow_ms"].to_numpy(float) for p in self.sd.protocols}
+            data = {
+                p: mine.loc[mine["protocol"] == p, self.g.column].dropna().to_numpy(float)
+                for p in self.sd.protocols
+            }
             panels.append((label, {p: v for p, v in data.items() if len(v)}))
         if not panels:
             return
@@ -665,9 +703,9 @@ class _Builder:
         )
         self.add_figure(
             "cdf",
-            "Time on Wire distributions",
-            f"Empirical CDF of ToW over the repetitions, per protocol and configuration{more}.",
-            lambda: plots.cdf_figure(panels),
+            f"{self.g.short} distributions" if self.metric else "Time on Wire distributions",
+            f"Empirical CDF of {self.g.short} over the repetitions, per protocol and configuration{more}.",
+            lambda: plots.cdf_figure(panels, x_label=self.g.axis_label),
             self.config_text(),
         )
 
@@ -1007,7 +1045,7 @@ class _Builder:
 
     def scenarios(self) -> None:
         sd = self.sd
-        stats = self.desc["plt_ms"].assign(scenario=lambda d: d["label_mpl"])
+        stats = self.desc[self.r.column].assign(scenario=lambda d: d["label_mpl"])
         thr = self.gateway.assign(scenario=lambda d: d["label_mpl"])
         draw, notes = choose.scenarios(self.shape, int(stats["scenario"].nunique()))
         self.notes.extend(notes)
@@ -1015,10 +1053,15 @@ class _Builder:
             return
         self.add_figure(
             "scenarios",
-            "Page load time per configuration",
-            f"Mean PLT per protocol with its {CI_TEXT}; right: throughput (response bytes × 8 / PLT).",
+            f"{self.r.name[0].upper() + self.r.name[1:]} per configuration",
+            f"Mean {self.r.short} per protocol with its {CI_TEXT}; right: throughput "
+            "(response bytes × 8 / PLT).",
             lambda: plots.scenario_figure(
-                stats, scenario="scenario", protocols=sd.protocols, metric_label="PLT (ms)", throughput=thr
+                stats,
+                scenario="scenario",
+                protocols=sd.protocols,
+                metric_label=self.r.axis_label,
+                throughput=thr,
             ),
             self.config_text(),
         )
@@ -1234,9 +1277,9 @@ class _Builder:
             TableBlock(
                 f"tab-{sd.name}-compare",
                 "Protocol comparison",
-                "Gain: study E's % reduction of mean ToW (positive: the protocol is faster), with its "
-                f"{CI_TEXT}; p: two-sided Mann–Whitney U on ToW (bold: < 0.05; hover for U); s: study W's "
-                "ratio of median PLTs and its class.",
+                f"Gain: study E's % reduction of mean {self.g.short} (positive: the protocol is faster), "
+                f"with its {CI_TEXT}; p: two-sided Mann–Whitney U on {self.g.short} (bold: < 0.05; hover "
+                f"for U); s: study W's ratio of median {self.r.short}s and its class.",
                 ["configuration", "comparison", "gain", "95 % CI", "p", "s", "class"],
                 rows,
                 open=True,
@@ -1470,10 +1513,16 @@ def worker_tow_sentences(
 
 
 def build_sweep(
-    sd: SweepData, figures_dir: Path, *, seed: int = 0, waterfall_budget: int = WATERFALL_OBJECT_BUDGET
+    sd: SweepData,
+    figures_dir: Path,
+    *,
+    seed: int = 0,
+    waterfall_budget: int = WATERFALL_OBJECT_BUDGET,
+    metric: page_metrics.Metric | None = None,
 ) -> SweepSection:
-    """Everything the report shows about one sweep; figures are written to ``figures_dir``."""
-    builder = _Builder(sd, figures_dir, seed)
+    """Everything the report shows about one sweep; figures are written to ``figures_dir``. ``metric``
+    takes the place of ToW and PLT in the comparison's figures and tables (docs/vitals.md)."""
+    builder = _Builder(sd, figures_dir, seed, metric)
     trials = sd.trials
     complete = int((trials["status"] == "complete").sum())
     counts = {
