@@ -43,6 +43,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("plt_ms", "PLT", "page load time"),
     Metric("lcp_ms", "LCP", "largest contentful paint", chromium_only=True),
     Metric("speed_index_ms", "SI", "Speed Index", chromium_only=True),
+    Metric("visually_complete_ms", "VC", "visually complete", chromium_only=True),
 )
 
 #: The default metric of the gains, CDFs and the decomposition (study E) …
