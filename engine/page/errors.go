@@ -26,7 +26,7 @@ func AsFieldError(err error) (*FieldError, bool) { return fielderr.As(err) }
 var knownFields = map[string][]string{
 	"page":     {"name", "description", "source", "seed", "root_dir", "origins", "objects", "activities"},
 	"origin":   {"host"},
-	"object":   {"id", "path", "origin", "size", "type", "content_type", "parent", "domain", "group", "file", "refs"},
+	"object":   {"id", "path", "origin", "size", "type", "content_type", "parent", "domain", "group", "file", "refs", "cache_control"},
 	"ref":      {"offset", "length", "object"},
 	"activity": {"id", "kind", "object", "duration_ms", "deps"},
 	"dep":      {"on", "when"},

@@ -89,6 +89,9 @@ type Object struct {
 	// Refs are the references inside a file-backed HTML or CSS object that the server rewrites
 	// to the load's URL of the object they name.
 	Refs []Ref `json:"refs,omitempty"`
+	// CacheControl, when set, is the object's Cache-Control response header in place of the
+	// default policy by type (CacheControlFor); every server under test sends it.
+	CacheControl string `json:"cache_control,omitempty"`
 }
 
 // Ref is one reference inside a file-backed HTML or CSS object: the bytes [Offset,

@@ -10,6 +10,7 @@ var (
 	idRE     = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 	pathRE   = regexp.MustCompile(`^/[A-Za-z0-9._~/-]{0,255}$`)
 	domainRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+	cacheRE  = regexp.MustCompile(`^[a-z][a-z-]*(=[0-9]{1,10})?(, ?[a-z][a-z-]*(=[0-9]{1,10})?)*$`)
 	ctypeRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]*/[a-z0-9][a-z0-9.+-]*(; ?[a-z0-9-]+=[A-Za-z0-9.-]+)*$`)
 )
 
@@ -74,6 +75,9 @@ func (p *Page) Validate() error {
 		}
 		if !ctypeRE.MatchString(o.ContentType) {
 			return fieldErr(f+".content_type", o.ContentType, "must be a media type such as text/css or text/html; charset=utf-8")
+		}
+		if o.CacheControl != "" && !cacheRE.MatchString(o.CacheControl) {
+			return fieldErr(f+".cache_control", o.CacheControl, "must be Cache-Control directives such as max-age=31536000 or no-cache, public")
 		}
 		if o.Domain != "" && !domainRE.MatchString(o.Domain) {
 			return fieldErr(f+".domain", o.Domain, "must be a lower-case DNS name")

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
@@ -228,7 +230,7 @@ func (s *Server) handler(origin int, proto Protocol) http.Handler {
 			s.record(rec)
 		}()
 		h := w.Header()
-		h.Set("Cache-Control", "no-store")
+		h.Set("Cache-Control", page.CacheNone) // a page object gets its own policy below
 		if s.cfg.AltSvc != "" {
 			h.Set("Alt-Svc", s.cfg.AltSvc)
 		}
@@ -262,7 +264,19 @@ func (s *Server) handler(origin int, proto Protocol) http.Handler {
 		if idx == 0 && r.Method == http.MethodGet && proto.pushes() && !rec.Pushed {
 			rec.Pushes = s.pushObjects(w, token) // before the HTML that references them
 		}
-		body, err := s.page.Body(idx, page.Base{Scheme: proto.Scheme(), Port: port, Token: token, Host: s.cfg.Host})
+		base := page.Base{Scheme: proto.Scheme(), Port: port, Token: token, Host: s.cfg.Host}
+		// A validator, as a file server sends one: the body is a function of the object and the
+		// load's base, so they name it. A no-cache document is revalidated with 304 (RFC 9110
+		// §13.1.2), as nginx, Apache and Caddy answer for the same page.
+		etag := entityTag(obj, base)
+		if r.Method == http.MethodGet && httpguts.HeaderValuesContainsToken(r.Header.Values("If-None-Match"), etag) {
+			h.Set("ETag", etag)
+			h.Set("Cache-Control", obj.CachePolicy())
+			rec.Status = http.StatusNotModified
+			w.WriteHeader(rec.Status)
+			return
+		}
+		body, err := s.page.Body(idx, base)
 		if errors.Is(err, page.ErrOutsideRoot) { // a file swapped for a link out of root_dir: not served
 			rec.Status, rec.Error = http.StatusNotFound, err.Error()
 			http.Error(w, "not found", rec.Status)
@@ -274,6 +288,8 @@ func (s *Server) handler(origin int, proto Protocol) http.Handler {
 			return
 		}
 		h.Set("Content-Type", obj.ContentType)
+		h.Set("Cache-Control", obj.CachePolicy())
+		h.Set("ETag", etag)
 		h.Set("Content-Length", strconv.FormatInt(obj.Size, 10))
 		h.Set("Access-Control-Allow-Origin", "*")
 		rec.Status = http.StatusOK
@@ -286,6 +302,13 @@ func (s *Server) handler(origin int, proto Protocol) http.Handler {
 			rec.Error = err.Error()
 		}
 	})
+}
+
+// entityTag is the strong ETag of obj's body as served for base.
+func entityTag(obj page.Object, base page.Base) string {
+	f := fnv.New64a()
+	fmt.Fprintf(f, "%s\x00%d\x00%s\x00%d\x00%s\x00%s", obj.ID, obj.Size, base.Scheme, base.Port, base.Token, base.Host)
+	return fmt.Sprintf(`"%016x"`, f.Sum64())
 }
 
 // isH2CUpgrade reports whether an HTTP/1.1 request asks to upgrade to h2c (RFC 7540 §3.2):

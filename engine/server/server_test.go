@@ -184,7 +184,7 @@ func TestResponses(t *testing.T) {
 			r := fetch(c, u)
 			o := pg.Objects[i]
 			if r.status != 200 || r.header.Get("Content-Type") != o.ContentType ||
-				r.header.Get("Cache-Control") != "no-store" || r.header.Get("Content-Length") != itoa(o.Size) {
+				r.header.Get("Cache-Control") != o.CachePolicy() || r.header.Get("Content-Length") != itoa(o.Size) {
 				t.Errorf("%s %s: status %d, headers %v", proto, u, r.status, r.header)
 			}
 		}

@@ -10,10 +10,12 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"text/template"
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/userpath"
+	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
 )
 
@@ -40,11 +42,12 @@ type TemplateData struct {
 	MaxConcurrentStreams int    // 0 = the implementation's own
 	SessionResumption    bool
 	KeepAlive            bool
-	Index                string     // the root document's file name: the directory index
-	IndexRegexp          string     // Index as a regular expression (quoted)
-	Types                []MIMEType // the page's file extensions and content types
-	Push                 []string   // object paths pushed with the root (Link rel=preload), per server.push
-	AccessLog            string     // the access log, in the format the implementation's reader takes
+	Index                string      // the root document's file name: the directory index
+	IndexRegexp          string      // Index as a regular expression (quoted)
+	Types                []MIMEType  // the page's file extensions and content types
+	Cache                []CacheRule // the page's cache policy: paths by Cache-Control value
+	Push                 []string    // object paths pushed with the root (Link rel=preload), per server.push
+	AccessLog            string      // the access log, in the format the implementation's reader takes
 	ErrorLog             string
 	PidFile              string
 	StatusSocket         string // a unix socket for the status endpoint (nginx, h2o, Caddy's admin)
@@ -79,6 +82,7 @@ func newTemplateData(in *Provision, name string) (*TemplateData, error) {
 		TLSVersion: in.Server.TLSVersion, MaxConcurrentStreams: in.Server.MaxConcurrentStreams,
 		SessionResumption: in.Server.SessionResumption, KeepAlive: in.Server.KeepAlive,
 		Index: pathIndex(in), IndexRegexp: regexp.QuoteMeta(pathIndex(in)), Types: sortedTypes(in.Page),
+		Cache:        cacheRules(in.Page),
 		AccessLog:    filepath.Join(in.Dir, "logs", "access.log"),
 		ErrorLog:     filepath.Join(in.Dir, "logs", "error.log"),
 		PidFile:      filepath.Join(in.RunDir, name+".pid"),
@@ -118,6 +122,41 @@ func newTemplateData(in *Provision, name string) (*TemplateData, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// CacheRule is one Cache-Control value of the page's cache policy (page.Object.CachePolicy, the
+// one owner) and the object paths that carry it, as a regular expression over the request path
+// /L/<token>/<path> (the root also as its directory, /L/<token>/). A path no rule matches (a 404)
+// gets page.CacheNone.
+type CacheRule struct {
+	Value  string
+	Regexp string
+}
+
+// cacheRules groups the page's objects by their Cache-Control, in the order values first occur.
+func cacheRules(pg *page.Page) []CacheRule {
+	if pg == nil {
+		return nil
+	}
+	var order []string
+	paths := map[string][]string{}
+	for i := range pg.Objects {
+		o := &pg.Objects[i]
+		v := o.CachePolicy()
+		if _, ok := paths[v]; !ok {
+			order = append(order, v)
+		}
+		paths[v] = append(paths[v], regexp.QuoteMeta(strings.TrimPrefix(o.Path, "/")))
+		if i == 0 {
+			paths[v] = append(paths[v], "") // the directory index
+		}
+	}
+	rules := make([]CacheRule, 0, len(order))
+	for _, v := range order {
+		rules = append(rules, CacheRule{Value: v,
+			Regexp: "^/L/[A-Za-z0-9_-]+/(" + strings.Join(paths[v], "|") + ")$"})
+	}
+	return rules
 }
 
 func pathIndex(in *Provision) string {
