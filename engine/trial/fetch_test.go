@@ -168,9 +168,10 @@ func TestChromiumRefusals(t *testing.T) {
 		`{"page":"twitter","protocols":["h2c"],"client":{"impl":"chromium"}}`:                 `protocols[0]: got "h2c"; not loadable by client.impl chromium`,
 		`{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","mode":"objects"}}`: `client.mode: got "objects"`,
 		// what only Chromium does (docs/vitals.md)
-		`{"page":"twitter","protocols":["h2"],"client":{"view":"repeat"}}`:                            `client.view: got "repeat"; repeat views are loaded by Chromium only`,
-		`{"page":"twitter","protocols":["h2"],"client":{"cpu_slowdown":4}}`:                           `client.cpu_slowdown: got "4"; slows Chromium's renderer`,
-		`{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","viewport":"412x823@0.0"}}`: `client.viewport: got "412x823@0.0"`,
+		`{"page":"twitter","protocols":["h2"],"client":{"view":"repeat"}}`:                                           `client.view: got "repeat"; repeat views are loaded by Chromium only`,
+		`{"page":"twitter","protocols":["h2"],"server":{"impl":"h2o"},"client":{"impl":"chromium","view":"repeat"}}`: `client.view: got "repeat"; a repeat view needs the page's cache headers, which h2o cannot send`,
+		`{"page":"twitter","protocols":["h2"],"client":{"cpu_slowdown":4}}`:                                          `client.cpu_slowdown: got "4"; slows Chromium's renderer`,
+		`{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","viewport":"412x823@0.0"}}`:                `client.viewport: got "412x823@0.0"`,
 	} {
 		s, err := DecodeSpec([]byte(spec))
 		if err != nil {
