@@ -1640,7 +1640,7 @@ def results_check(
     engine: Path = ENGINE_OPTION,
     db: Path = DB_OPTION,
 ) -> None:
-    """Check a stored sweep's budgets — its spec's [sweep] thresholds — on its loads again: a line per
+    r"""Check a stored sweep's budgets — its spec's \[sweep] thresholds — on its loads again: a line per
     failed check (the threshold, the configuration, both sides' values), exit 1 if any failed
     (docs/spec.md). A sweep without thresholds is one line, exit 2."""
     with _open(db) as results:

@@ -180,6 +180,9 @@ func parseSide(text string, protocols []string) (Side, error) {
 	}
 	if !slices.Contains(MetricNames(), term.Metric) {
 		allowed := "unknown metric " + strconv.Quote(term.Metric)
+		if slices.Contains(MetricNames(), term.Metric+"_ms") { // the unit left out
+			return Side{}, fmt.Errorf("%s; did you mean %s_ms?", allowed, term.Metric)
+		}
 		if c := suggest.Closest(term.Metric, MetricNames()); c != "" {
 			return Side{}, fmt.Errorf("%s; did you mean %s?", allowed, c)
 		}

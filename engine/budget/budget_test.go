@@ -94,6 +94,7 @@ func TestParseRefuses(t *testing.T) {
 		"1 < 2":                    "one side must name PROTOCOL.METRIC",
 		"x * h2.tow_median_ms < 1": `factor "x" is not a finite number`,
 		"h2.tow_median_ms < inf":   `"inf" is not a finite number`,
+		"h2.lcp_p75 < 2500":        `unknown metric "lcp_p75"; did you mean lcp_p75_ms?`,
 		"tow_median_ms < 100":      `"tow_median_ms" is not PROTOCOL.METRIC`,
 	} {
 		_, err := Parse(expr, []string{"h2", "h3"})
