@@ -470,6 +470,15 @@ func (s *Server) serveQUIC(origin int, pc net.PacketConn) error {
 			if report := s.cfg.OnQUICClosed; report != nil {
 				s.wg.Go(func() {
 					<-c.Context().Done()
+					// The context can end before the connection's loop does (the server shutting
+					// down cancels it from above): wait for the loop's end — its trace closed — so
+					// that the stats and the loss counts below are both final and agree.
+					if r := lossOf(c.Context()); r != nil {
+						select {
+						case <-r.Closed():
+						case <-time.After(2 * time.Second):
+						}
+					}
 					st := c.ConnectionStats()
 					qs := QUICStats{Origin: origin, Remote: c.RemoteAddr().String(), PacketsSent: st.PacketsSent,
 						PacketsLost: st.PacketsLost, BytesSent: st.BytesSent, BytesLost: st.BytesLost}

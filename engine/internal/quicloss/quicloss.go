@@ -21,6 +21,9 @@ type Recorder struct {
 	mu       sync.Mutex
 	counts   seam.Retx
 	onStream func(stream, offset, length int64)
+	// closed is closed when the connection closes its trace: the last event of its loop is in.
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 var (
@@ -31,7 +34,7 @@ var (
 // New returns a Recorder. onStream, when set, is called for every STREAM frame of every packet the
 // connection receives (from quic-go's goroutine, as it processes the packet).
 func New(onStream func(stream, offset, length int64)) *Recorder {
-	return &Recorder{onStream: onStream}
+	return &Recorder{onStream: onStream, closed: make(chan struct{})}
 }
 
 // AddProducer implements qlogwriter.Trace.
@@ -72,8 +75,16 @@ func (r *Recorder) RecordEvent(ev qlogwriter.Event) {
 	}
 }
 
-// Close implements qlogwriter.Recorder.
-func (r *Recorder) Close() error { return nil }
+// Close implements qlogwriter.Recorder: quic-go calls it at the end of the connection's loop,
+// after its last event (and before the connection's context ends, unless a parent context ended
+// it first).
+func (r *Recorder) Close() error {
+	r.closeOnce.Do(func() { close(r.closed) })
+	return nil
+}
+
+// Closed is closed once the connection has closed its trace: the counts are final then.
+func (r *Recorder) Closed() <-chan struct{} { return r.closed }
 
 // Counts returns what was counted so far.
 func (r *Recorder) Counts() seam.Retx {

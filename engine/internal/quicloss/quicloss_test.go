@@ -43,3 +43,21 @@ func TestCounts(t *testing.T) {
 		t.Fatalf("stream frames %v", frames)
 	}
 }
+
+// Closed is closed by the connection's Close of its trace (once, whatever the number of calls).
+func TestRecorderClosed(t *testing.T) {
+	r := New(nil)
+	select {
+	case <-r.Closed():
+		t.Fatal("closed before Close")
+	default:
+	}
+	tr := Multi(r, New(nil))
+	_ = tr.AddProducer().Close()
+	_ = r.Close()
+	select {
+	case <-r.Closed():
+	default:
+		t.Fatal("not closed after Close")
+	}
+}
