@@ -369,8 +369,15 @@ class SubprocessEngine(Engine):
         self._version: str | None = None
 
     def _run(
-        self, args: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_S, input: str | None = None
+        self,
+        args: Sequence[str],
+        *,
+        timeout: float = COMMAND_TIMEOUT_S,
+        input: str | None = None,
+        ok: tuple[int, ...] = (0,),
     ) -> subprocess.CompletedProcess[str]:
+        """Run the engine with ``args``; an exit status outside ``ok`` raises (2: :class:`UsageError`
+        with the engine's last line, else :class:`EngineError`)."""
         try:
             done = subprocess.run(
                 [str(self.path), *args],
@@ -384,7 +391,7 @@ class SubprocessEngine(Engine):
             raise EngineError(f"{self.path} {' '.join(args)}: no answer within {timeout:.0f} s") from None
         except OSError as e:
             raise EngineNotFoundError(f"{self.path}: cannot run ({e.strerror})") from None
-        if done.returncode != 0:
+        if done.returncode not in ok:
             last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
             last = last.removeprefix("wirelab-engine: ")
             if done.returncode == 2:
@@ -466,16 +473,8 @@ class SubprocessEngine(Engine):
             self._run([*args, "--", *exprs], timeout=CHECK_TIMEOUT_S)
             return None
         lines = "".join(json.dumps(row, allow_nan=False) + "\n" for row in loads)
-        done = subprocess.run(
-            [str(self.path), *args, "--loads", "-", "--", *exprs],
-            capture_output=True,
-            text=True,
-            input=lines,
-            timeout=COMMAND_TIMEOUT_S,
-        )
-        if done.returncode not in (0, 1):
-            last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-            raise (UsageError if done.returncode == 2 else EngineError)(last.removeprefix("wirelab-engine: "))
+        # exit 1 is a verdict (a threshold failed), not an error: the JSON says which
+        done = self._run([*args, "--loads", "-", "--", *exprs], input=lines, ok=(0, 1))
         try:
             result: dict[str, Any] = json.loads(done.stdout)
         except json.JSONDecodeError:

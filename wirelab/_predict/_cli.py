@@ -224,15 +224,7 @@ def fit_cmd(
     provenance."""
     from wirelab._predict import _validate
 
-    result = _validate.fit_and_score(
-        db=db,
-        sweeps=sweep,
-        holdout=holdout,
-        seed=seed,
-        max_evals=max_evals,
-        progress=_progress(),
-        engine=_engine(engine),
-    )
+    result = _fit(db, sweep, holdout, seed, max_evals, engine)
     _validate.write_constants(result, out_path)
     _print_scores(result)
     out.print(f"constants written to {out_path} (use them with --constants {out_path})", soft_wrap=True)
@@ -261,19 +253,26 @@ def validate_cmd(
     if db is None:
         result = _validate.score_shipped(holdout=holdout, seed=seed, engine=_engine(engine))
     else:
-        result = _validate.fit_and_score(
-            db=db,
-            sweeps=sweep,
-            holdout=holdout,
-            seed=seed,
-            max_evals=max_evals,
-            progress=_progress(),
-            engine=_engine(engine),
-        )
+        result = _fit(db, sweep, holdout, seed, max_evals, engine)
     if as_json:
         typer.echo(json.dumps(result.summary(), indent=1))
         return
     _print_scores(result)
+
+
+def _fit(db: Path, sweep: list[str], holdout: float, seed: int, max_evals: int, engine: Path | None) -> Any:
+    """Fit on a results database and score the held-out part (``predict fit`` and ``predict validate DB``)."""
+    from wirelab._predict import _validate
+
+    return _validate.fit_and_score(
+        db=db,
+        sweeps=sweep,
+        holdout=holdout,
+        seed=seed,
+        max_evals=max_evals,
+        progress=_progress(),
+        engine=_engine(engine),
+    )
 
 
 def _progress() -> Any:
