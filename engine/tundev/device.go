@@ -35,13 +35,7 @@ type Device struct {
 	vnet bool // IFF_VNET_HDR with offloads
 	uso  bool // UDP segmentation offload accepted by the kernel
 
-	rbuf []byte // one read: virtio header + up to 64 KB (the copying path, and a scatter read's spill)
-
-	// The scatter read (readScatter): the layout it expects of the next GSO super-packet, from the
-	// last one read (headers of hdrLen bytes, segments of gso payload bytes).
-	rhdr        [vnetHdrLen]byte
-	riov        []unix.Iovec
-	hdrLen, gso int
+	rbuf []byte // one read: virtio header + up to 64 KB
 
 	whdr   [vnetHdrLen]byte // the virtio header of the group being written
 	iov    []unix.Iovec
@@ -84,11 +78,9 @@ func New(fd int, name string, mtu int, vnet bool) (*Device, error) {
 		} else if err := unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, tunFCsum|tunFTSO4|tunFTSO6); err != nil {
 			return nil, fmt.Errorf("TUNSETOFFLOAD: %w", err)
 		}
-		d.rbuf = make([]byte, vnetHdrLen+maxPacket)
-		// Until the first super-packet: IPv4 TCP with timestamps, full-sized segments.
-		d.hdrLen, d.gso = 52, mtu-52
+		d.rbuf = make([]byte, vnetHdrLen+65535)
 	} else {
-		d.rbuf = make([]byte, maxPacket)
+		d.rbuf = make([]byte, 65535)
 	}
 	d.file = file
 	return d, nil
@@ -118,14 +110,15 @@ func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	if offset < 1 {
 		return 0, errors.New("tundev: offset must leave room for the packet mark")
 	}
-	if d.vnet && d.gso > 0 && len(bufs) > 1 {
-		if n, ok, err := d.readScatter(bufs, sizes, offset); ok {
-			return n, err
-		}
-	}
 	n, err := unix.Read(d.fd, d.rbuf)
 	if err != nil {
-		return 0, readErr(err)
+		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+			return 0, nil
+		}
+		if errors.Is(err, unix.EBADF) || errors.Is(err, unix.EBADFD) {
+			return 0, os.ErrClosed
+		}
+		return 0, err
 	}
 	if !d.vnet {
 		if n > len(bufs[0])-offset {
@@ -140,138 +133,26 @@ func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	}
 	var h vnetHdr
 	h.decode(d.rbuf)
-	return d.fromRbuf(&h, d.rbuf[vnetHdrLen:n], bufs, sizes, offset)
-}
-
-// readErr maps a read's error: nothing queued is 0 packets without error.
-func readErr(err error) error {
-	if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-		return nil
-	}
-	if errors.Is(err, unix.EBADF) || errors.Is(err, unix.EBADFD) {
-		return os.ErrClosed
-	}
-	return err
-}
-
-// maxPacket is the largest packet a read returns (a GSO super-packet's IP length is 16 bits).
-const maxPacket = 65535
-
-// readScatter reads one packet with readv straight into the segment buffers, laid out as the last
-// super-packet was: the virtio header apart, the headers and first gso payload bytes at
-// bufs[0][offset:], and the following gso-byte chunks at bufs[i][offset+hdrLen:] — where split would
-// have copied them — with the rest of rbuf after the last buffer. A super-packet of that layout is
-// then split in place, without moving a payload byte (the copy out of a 64 KB read buffer was 8–13
-// % of the emulator's CPU on the capacity benchmark, docs/network.md); a single packet that fits
-// the first buffer is already in place. Anything else (another layout, a larger single packet) is
-// gathered into rbuf and takes the copying path, and the layout follows the super-packet.
-// ok is false when the buffers cannot hold the layout (nothing was read: the caller reads the
-// copying way).
-func (d *Device) readScatter(bufs [][]byte, sizes []int, offset int) (int, bool, error) {
-	hl, gso := d.hdrLen, d.gso
-	first := hl + gso
-	if len(bufs[0]) < offset+first {
-		return 0, false, nil
-	}
-	iov := append(d.riov[:0], iovec(d.rhdr[:]), iovec(bufs[0][offset:offset+first]))
-	covered, nb := first, 1
-	for ; nb < len(bufs) && covered < maxPacket; nb++ {
-		if len(bufs[nb]) < offset+first {
-			break
-		}
-		iov = append(iov, iovec(bufs[nb][offset+hl:offset+first]))
-		covered += gso
-	}
-	if covered < maxPacket { // the rest lands in rbuf, where gathering leaves it
-		iov = append(iov, iovec(d.rbuf[vnetHdrLen+covered:]))
-	}
-	d.riov = iov
-	n, err := readv(d.fd, iov)
-	if err != nil {
-		return 0, true, readErr(err)
-	}
-	if n < vnetHdrLen {
-		return 0, true, errShort
-	}
-	var h vnetHdr
-	h.decode(d.rhdr[:])
-	total := n - vnetHdrLen
-	if h.gsoType == gsoNone && total <= first {
-		if d.single(&h, bufs[0], sizes, offset, total) == 0 {
-			return 0, true, errShort
-		}
-		return 1, true, nil
-	}
-	if h.gsoType != gsoNone && int(h.gsoSize) == gso {
-		in, ok := parseHead(bufs[0][offset:offset+min(total, first)], total)
-		segs := (total - hl + gso - 1) / gso
-		if ok && in.ipLen == int(h.csumStart) && in.ipLen+in.l4Len == hl && segs <= nb {
-			n, err := splitInPlace(in, &h, total, bufs, sizes, offset)
-			return n, true, err
-		}
-	}
-	// Gather the buffers' parts (iov[1:1+nb]) in order into rbuf, in front of the spill there.
-	at, left := vnetHdrLen, total
-	for _, v := range iov[1 : 1+nb] {
-		if left == 0 {
-			break
-		}
-		c := copy(d.rbuf[at:], unsafe.Slice(v.Base, min(int(v.Len), left)))
-		at += c
-		left -= c
-	}
-	n, err = d.fromRbuf(&h, d.rbuf[vnetHdrLen:n], bufs, sizes, offset)
-	if h.gsoType != gsoNone && n > 0 && err == nil {
-		if in, ok := parse(bufs[0][offset : offset+sizes[0]]); ok && offset+in.ipLen+in.l4Len+int(h.gsoSize) <= len(bufs[0]) {
-			d.hdrLen, d.gso = in.ipLen+in.l4Len, int(h.gsoSize)
-		}
-	}
-	return n, true, err
-}
-
-// single finishes a packet without GSO of n bytes at buf[offset:]: its mark, and its checksum
-// when partial somewhere unexpected.
-func (d *Device) single(h *vnetHdr, buf []byte, sizes []int, offset, n int) int {
-	out := buf[offset : offset+n]
-	sizes[0] = n
-	buf[offset-1] = 0
-	if h.flags&vnetFlagNeedsCsum != 0 {
-		in, ok := parse(out)
-		if ok && int(h.csumStart) == in.ipLen && int(h.csumOffset) == in.csumOffset() {
-			buf[offset-1] = metaPartial
-		} else if err := completeChecksum(out, int(h.csumStart), int(h.csumOffset)); err != nil {
-			return 0
-		}
-	}
-	return 1
-}
-
-// fromRbuf hands over the packet (or super-packet) pkt, read into rbuf after its virtio header h.
-func (d *Device) fromRbuf(h *vnetHdr, pkt []byte, bufs [][]byte, sizes []int, offset int) (int, error) {
+	pkt := d.rbuf[vnetHdrLen:n]
 	if h.gsoType != gsoNone {
-		return split(pkt, h, bufs, sizes, offset)
+		return split(pkt, &h, bufs, sizes, offset)
 	}
 	if len(pkt) > len(bufs[0])-offset {
 		return 0, fmt.Errorf("tundev: %d-byte packet does not fit a %d-byte buffer", len(pkt), len(bufs[0])-offset)
 	}
-	copy(bufs[0][offset:], pkt)
-	if d.single(h, bufs[0], sizes, offset, len(pkt)) == 0 {
-		return 0, errShort
+	out := bufs[0][offset : offset+len(pkt)]
+	copy(out, pkt)
+	sizes[0] = len(pkt)
+	bufs[0][offset-1] = 0
+	if h.flags&vnetFlagNeedsCsum != 0 {
+		in, ok := parse(out)
+		if ok && int(h.csumStart) == in.ipLen && int(h.csumOffset) == in.csumOffset() {
+			bufs[0][offset-1] = metaPartial
+		} else if err := completeChecksum(out, int(h.csumStart), int(h.csumOffset)); err != nil {
+			return 0, err
+		}
 	}
 	return 1, nil
-}
-
-func readv(fd int, iov []unix.Iovec) (int, error) {
-	for {
-		n, _, e := syscall.Syscall(unix.SYS_READV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
-		if e == unix.EINTR {
-			continue
-		}
-		if e != 0 {
-			return 0, e
-		}
-		return int(n), nil
-	}
 }
 
 // Write writes bufs[i][offset:]: consecutive segments of a flow as one super-packet. It returns

@@ -63,22 +63,15 @@ var errShort = errors.New("tundev: truncated packet")
 
 // parse reads the IP and transport headers of pkt (IPv4 without fragments, IPv6 without extension
 // headers; TCP or UDP). ok is false for anything else.
-func parse(pkt []byte) (ipInfo, bool) { return parseHead(pkt, len(pkt)) }
-
-// parseHead is parse for a packet of total bytes of which head holds a prefix (at least the
-// headers; the rest may lie elsewhere, as after a scatter read).
-func parseHead(pkt []byte, total int) (ipInfo, bool) {
+func parse(pkt []byte) (ipInfo, bool) {
 	var in ipInfo
-	if len(pkt) > total {
-		pkt = pkt[:total]
-	}
 	if len(pkt) < 20 {
 		return in, false
 	}
 	switch pkt[0] >> 4 {
 	case 4:
 		in.ipLen = int(pkt[0]&0x0f) * 4
-		if in.ipLen < 20 || len(pkt) < in.ipLen || int(binary.BigEndian.Uint16(pkt[2:])) != total {
+		if in.ipLen < 20 || len(pkt) < in.ipLen || int(binary.BigEndian.Uint16(pkt[2:])) != len(pkt) {
 			return in, false
 		}
 		if binary.BigEndian.Uint16(pkt[6:])&0x3fff != 0 { // MF or fragment offset
@@ -86,7 +79,7 @@ func parseHead(pkt []byte, total int) (ipInfo, bool) {
 		}
 		in.proto = pkt[9]
 	case 6:
-		if len(pkt) < 40 || int(binary.BigEndian.Uint16(pkt[4:]))+40 != total {
+		if len(pkt) < 40 || int(binary.BigEndian.Uint16(pkt[4:]))+40 != len(pkt) {
 			return in, false
 		}
 		in.v6, in.ipLen, in.proto = true, 40, pkt[6]
@@ -111,7 +104,7 @@ func parseHead(pkt []byte, total int) (ipInfo, bool) {
 	default:
 		return in, false
 	}
-	in.payload = total - in.ipLen - in.l4Len
+	in.payload = len(l4) - in.l4Len
 	return in, true
 }
 
@@ -210,136 +203,87 @@ const (
 // split cuts a GSO super-packet (headers followed by payload, as the kernel hands it over) into
 // segments of at most gsoSize payload bytes, each written at bufs[i][offset:] with its own headers.
 // Segments keep a partial checksum (no checksum is computed over any payload) and are marked so.
-// This is the copying path; Device.Read's scatter read lands the payloads in place (splitInPlace).
 func split(pkt []byte, h *vnetHdr, bufs [][]byte, sizes []int, offset int) (int, error) {
 	in, ok := parse(pkt)
 	if !ok || in.ipLen != int(h.csumStart) {
 		return 0, fmt.Errorf("tundev: GSO packet with unexpected headers (type %d)", h.gsoType)
 	}
-	s, n, err := newSegmenter(pkt, in, h, len(bufs), len(pkt))
-	if err != nil {
-		return 0, err
+	hdrLen := in.ipLen + in.l4Len
+	gso := int(h.gsoSize)
+	if gso <= 0 {
+		return 0, fmt.Errorf("tundev: GSO size 0")
 	}
-	payload := pkt[s.hdrLen:]
+	payload := pkt[hdrLen:]
+	n := (len(payload) + gso - 1) / gso
+	if n > len(bufs) {
+		return 0, fmt.Errorf("tundev: GSO packet of %d segments, room for %d", n, len(bufs))
+	}
+	var seq uint32
+	if in.proto == 6 {
+		seq = binary.BigEndian.Uint32(pkt[in.ipLen+4:])
+	}
+	var id uint16
+	if !in.v6 {
+		id = binary.BigEndian.Uint16(pkt[4:])
+	}
+	// Every segment but the last has the same length: its pseudo-header sum and IPv4 header sum
+	// (without the ID, added per segment) are computed once.
+	fullLen := hdrLen + gso
+	var fullPseudo uint16
+	var ipBase uint64
 	for i := 0; i < n; i++ {
-		chunk := payload[i*s.gso : min((i+1)*s.gso, len(payload))]
-		size := s.hdrLen + len(chunk)
+		chunk := payload[i*gso : min((i+1)*gso, len(payload))]
+		size := hdrLen + len(chunk)
 		if offset+size > len(bufs[i]) {
 			return i, fmt.Errorf("tundev: segment of %d bytes does not fit a %d-byte buffer", size, len(bufs[i])-offset)
 		}
 		out := bufs[i][offset : offset+size]
-		copy(out, pkt[:s.hdrLen])
-		copy(out[s.hdrLen:], chunk)
-		s.fix(out, i, n)
-		bufs[i][offset-1] = metaPartial
-		sizes[i] = size
-	}
-	return n, nil
-}
-
-// splitInPlace is split for a super-packet of total bytes that a scatter read laid out already:
-// the headers and the first gso payload bytes at bufs[0][offset:], and payload chunk i (i ≥ 1) at
-// bufs[i][offset+hdrLen:]. It copies the headers in front of every chunk and fixes them; no
-// payload byte moves. in holds the head's headers (parseHead); the caller checked that they are
-// hdrLen long, that gsoSize is the layout's, and that the buffers have room.
-func splitInPlace(in ipInfo, h *vnetHdr, total int, bufs [][]byte, sizes []int, offset int) (int, error) {
-	head := bufs[0][offset:]
-	s, n, err := newSegmenter(head, in, h, len(bufs), total)
-	if err != nil {
-		return 0, err
-	}
-	for i := 1; i < n; i++ { // before segment 0's headers change
-		copy(bufs[i][offset:], head[:s.hdrLen])
-	}
-	payload := total - s.hdrLen
-	for i := 0; i < n; i++ {
-		size := s.hdrLen + min(s.gso, payload-i*s.gso)
-		s.fix(bufs[i][offset:offset+size], i, n)
-		bufs[i][offset-1] = metaPartial
-		sizes[i] = size
-	}
-	return n, nil
-}
-
-// segmenter holds what the segments of one super-packet share, and fixes each one's headers.
-type segmenter struct {
-	in      ipInfo
-	hdrLen  int
-	gso     int
-	fullLen int // a segment with a full gso payload
-	seq     uint32
-	id      uint16
-	// Every segment but the last has the same length: its pseudo-header sum and IPv4 header sum
-	// (without the ID, added per segment) are computed once.
-	fullPseudo uint16
-	ipBase     uint64
-}
-
-// newSegmenter reads the head's headers (head holds at least them) of a super-packet of total
-// bytes, and returns the segmenter and the number of segments, at most room.
-func newSegmenter(head []byte, in ipInfo, h *vnetHdr, room, total int) (*segmenter, int, error) {
-	s := segmenter{in: in, hdrLen: in.ipLen + in.l4Len, gso: int(h.gsoSize)}
-	if s.gso <= 0 {
-		return nil, 0, fmt.Errorf("tundev: GSO size 0")
-	}
-	n := (total - s.hdrLen + s.gso - 1) / s.gso
-	if n > room {
-		return nil, 0, fmt.Errorf("tundev: GSO packet of %d segments, room for %d", n, room)
-	}
-	s.fullLen = s.hdrLen + s.gso
-	if in.proto == 6 {
-		s.seq = binary.BigEndian.Uint32(head[in.ipLen+4:])
-	}
-	if !in.v6 {
-		s.id = binary.BigEndian.Uint16(head[4:])
-	}
-	return &s, n, nil
-}
-
-// fix writes segment i's (of n) headers in out, which holds a copy of the head's headers and the
-// segment's payload.
-func (s *segmenter) fix(out []byte, i, n int) {
-	in, size := &s.in, len(out)
-	if in.v6 {
-		binary.BigEndian.PutUint16(out[4:], uint16(size-40))
-	} else {
-		binary.BigEndian.PutUint16(out[2:], uint16(size))
-		binary.BigEndian.PutUint16(out[4:], 0)
-		out[10], out[11] = 0, 0
-		var hs uint64
-		if size == s.fullLen && i > 0 {
-			hs = s.ipBase
+		copy(out, pkt[:hdrLen])
+		copy(out[hdrLen:], chunk)
+		if in.v6 {
+			binary.BigEndian.PutUint16(out[4:], uint16(size-40))
 		} else {
-			hs = sum(out[:in.ipLen], 0)
-			if size == s.fullLen {
-				s.ipBase = hs
+			binary.BigEndian.PutUint16(out[2:], uint16(size))
+			binary.BigEndian.PutUint16(out[4:], 0)
+			out[10], out[11] = 0, 0
+			var hs uint64
+			if size == fullLen && i > 0 {
+				hs = ipBase
+			} else {
+				hs = sum(out[:in.ipLen], 0)
+				if size == fullLen {
+					ipBase = hs
+				}
+			}
+			segID := id + uint16(i)
+			binary.BigEndian.PutUint16(out[4:], segID)
+			binary.BigEndian.PutUint16(out[10:], ^fold(hs+uint64(segID)))
+		}
+		if in.proto == 17 {
+			binary.BigEndian.PutUint16(out[in.ipLen+4:], uint16(size-in.ipLen))
+		}
+		if in.proto == 6 {
+			th := out[in.ipLen:]
+			binary.BigEndian.PutUint32(th[4:], seq+uint32(i*gso))
+			if i < n-1 {
+				th[13] &^= tcpFIN | tcpPSH
+			}
+			if i > 0 {
+				th[13] &^= tcpCWR
 			}
 		}
-		segID := s.id + uint16(i)
-		binary.BigEndian.PutUint16(out[4:], segID)
-		binary.BigEndian.PutUint16(out[10:], ^fold(hs+uint64(segID)))
-	}
-	if in.proto == 17 {
-		binary.BigEndian.PutUint16(out[in.ipLen+4:], uint16(size-in.ipLen))
-	}
-	if in.proto == 6 {
-		th := out[in.ipLen:]
-		binary.BigEndian.PutUint32(th[4:], s.seq+uint32(i*s.gso))
-		if i < n-1 {
-			th[13] &^= tcpFIN | tcpPSH
+		var ps uint16
+		if size == fullLen && fullPseudo != 0 {
+			ps = fullPseudo
+		} else {
+			ps = pseudoSum(out, &in, size-in.ipLen)
+			if size == fullLen {
+				fullPseudo = ps
+			}
 		}
-		if i > 0 {
-			th[13] &^= tcpCWR
-		}
+		binary.BigEndian.PutUint16(out[in.ipLen+in.csumOffset():], ps)
+		bufs[i][offset-1] = metaPartial
+		sizes[i] = size
 	}
-	var ps uint16
-	if size == s.fullLen && s.fullPseudo != 0 {
-		ps = s.fullPseudo
-	} else {
-		ps = pseudoSum(out, in, size-in.ipLen)
-		if size == s.fullLen {
-			s.fullPseudo = ps
-		}
-	}
-	binary.BigEndian.PutUint16(out[in.ipLen+in.csumOffset():], ps)
+	return n, nil
 }
