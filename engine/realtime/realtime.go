@@ -7,8 +7,9 @@
 // internal/rt for why). The reader sleeps in ppoll(2) on the sending device's descriptor — kept out
 // of the Go netpoller, so that a packet wakes this thread directly — takes the time, reads a batch
 // (the device splits GSO super-packets into MTU-sized segments) and pushes each packet into its
-// Link, which decides its fate and deadline. The writer sleeps on a futex until SpinWindow before
-// the next deadline, spins (yielding) the rest of the way, and writes everything due to the
+// Link, which decides its fate and deadline. The writer sleeps on a futex until its spin window
+// before the next deadline (the p99 of how late its sleeps end, at most SpinWindow), spins
+// (yielding) the rest of the way, and writes everything due to the
 // receiving device in one batch. After a write it picks up (pickUp) what the receiving stack
 // answered inside that write — a SYN-ACK, an ACK — from the other direction's device when that
 // direction's reader is asleep, so an answer does not wait for a wake-up. No sleep lasts more than
@@ -110,8 +111,9 @@ type Config struct {
 	Observer Observer
 	// MTU bounds the packets read (segments after GSO splitting); default 1500.
 	MTU int
-	// SpinWindow is how long before a deadline the writer stops sleeping and spins; default
-	// DefaultSpinWindow. 0 < SpinWindow; negative disables spinning (sleep only).
+	// SpinWindow is the longest the writer spins before a deadline, and where its window starts;
+	// the window then follows its sleeps' p99 lateness (plus 10 µs, at least 20 µs, at most
+	// SpinWindow). Default DefaultSpinWindow. 0 < SpinWindow; negative disables spinning (sleep only).
 	SpinWindow time.Duration
 	// RealtimePriority is the SCHED_RR priority of the whole process while Run runs (1–99; 0 =
 	// DefaultRealtimePriority; negative = normal scheduling); see internal/rt for why the whole

@@ -237,7 +237,8 @@ type pipe struct {
 	pickups *intake      // the writer's scratch space for other.pickUp
 
 	spinBudget spinBudget
-	ev         Event // the writer's reused event
+	spinCal    spinCal // the writer's spin window
+	ev         Event   // the writer's reused event
 
 	readTick, writeTick schedTick // the reader's and the writer's passes through the Go scheduler
 }
@@ -558,34 +559,81 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 		futexWait(&p.w.seq, seq, maxSleep) // the caller looks again, and sleeps again
 		return
 	}
+	now := p.r.Now()
 	for {
 		if p.w.load() != seq {
 			return
 		}
-		now := p.r.Now()
 		rem := target - now
 		if rem <= 0 {
 			return
 		}
 		if rem >= pickUpRoom && p.writeTick.due(now, schedTickEvery) {
+			now = p.r.Now()
 			continue
 		}
 		if p.spin < 0 {
 			futexWait(&p.w.seq, seq, min(rem, maxSleep))
+			now = p.r.Now()
 			continue
 		}
-		if rem > p.spin {
-			futexWait(&p.w.seq, seq, min(rem-p.spin, maxSleep))
+		if win := p.spinCal.window(p.spin); rem > win {
+			sleep := min(rem-win, maxSleep)
+			futexWait(&p.w.seq, seq, sleep)
+			after := p.r.Now()
+			if p.w.load() == seq { // the timeout ended it, not a reader
+				p.spinCal.observe(after - now - sleep)
+			}
+			now = after
 			continue
 		}
-		if !p.spinBudget.allow(p.r.Now()) {
+		if !p.spinBudget.allow(now) {
 			futexWait(&p.w.seq, seq, rem)
+			now = p.r.Now()
 			continue
 		}
-		t0 := p.r.Now()
 		yield()
-		p.spinBudget.spent(p.r.Now() - t0)
+		t := p.r.Now()
+		p.spinBudget.spent(t - now)
+		now = t
 	}
+}
+
+// spinCal sets the writer's spin window from how late its own futex sleeps end: the window is the
+// sleeps' p99 lateness plus spinMargin, between spinMin and the configured SpinWindow, where it
+// starts. A fixed window has to cover the worst machine: 150 µs, while a quiet one's sleeps end
+// 5–40 µs late (DefaultSpinWindow) and every µs of window is spun at every release instant that
+// follows a sleep. The p99 (not a lower quantile) keeps release precision what the fixed window
+// gave where the two agree: on the loaded 2-vCPU machine of docs/network.md (load 30) the sleeps'
+// lateness was p50 32–64 µs, p90 77–104, p99 135–168, and the window stays near 150 µs there.
+type spinCal struct {
+	q    time.Duration // running p99 estimate of a sleep's lateness
+	init bool
+}
+
+const (
+	spinMin    = 20 * time.Microsecond
+	spinMargin = 10 * time.Microsecond
+	// The estimate moves 99 steps up for a sleep later than it and 1 down for one earlier: it
+	// settles where 1 % are later (a stochastic quantile estimate).
+	spinStep = 250 * time.Nanosecond
+)
+
+// observe records one timed sleep's lateness (its end − its timeout).
+func (c *spinCal) observe(late time.Duration) {
+	if late > c.q {
+		c.q += 99 * spinStep
+	} else if c.q >= spinStep {
+		c.q -= spinStep
+	}
+}
+
+// window is the spin window now, at most limit.
+func (c *spinCal) window(limit time.Duration) time.Duration {
+	if !c.init {
+		c.q, c.init = limit, true
+	}
+	return min(limit, max(spinMin, c.q+spinMargin))
 }
 
 // schedTick passes a reader's or writer's goroutine through the Go scheduler (runtime.Gosched)
