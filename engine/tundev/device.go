@@ -42,6 +42,8 @@ type Device struct {
 	groups []group
 	next   []int
 	events chan tun.Event
+
+	touched byte // see touch
 }
 
 var _ tun.Device = (*Device)(nil)
@@ -165,6 +167,7 @@ func (d *Device) Write(bufs [][]byte, offset int) (int, error) {
 	if !d.vnet {
 		return d.writePlain(bufs, offset)
 	}
+	d.touch(bufs, offset)
 	d.groups, d.next = plan(bufs, offset, d.uso, d.groups, d.next)
 	written := 0
 	var firstErr error
@@ -267,3 +270,16 @@ func iovec(b []byte) unix.Iovec {
 }
 
 func putUint16(b []byte, v uint16) { b[0], b[1] = byte(v>>8), byte(v) }
+
+// touch reads the first byte of each packet's headers before plan parses them. A packet written
+// out has waited in the link for its delay — at 2.4 Gbit/s and 10 ms, ~2,000 buffers (3 MB) in
+// flight — and its headers are no longer in the CPU's caches. plan's parse of one packet decides
+// what it reads of the next, so its misses come one after the other; these loads depend on nothing
+// and the CPU has them all under way at once.
+func (d *Device) touch(bufs [][]byte, offset int) {
+	var x byte
+	for _, b := range bufs {
+		x ^= b[offset]
+	}
+	d.touched = x // keeps the loads from being removed as dead code
+}
