@@ -1,6 +1,9 @@
 """Budgets: [sweep] thresholds checked at plan time and on a sweep's stored loads by the engine's one
 evaluator (wirelab-engine thresholds), against figures computed here from the same loads with pandas."""
 
+import json
+import sqlite3
+
 import pytest
 
 import wirelab
@@ -102,3 +105,36 @@ def test_a_sweep_without_thresholds_has_nothing_to_check(tmp_path, capsys):
     assert main(["results", "check", "small", "--db", str(db)]) == 2
     assert "its spec has no [sweep] thresholds" in capsys.readouterr().err
     assert spec_mod.load(spec).spec["sweep"]["thresholds"] == []
+
+
+def test_fcp_is_a_base_read_from_the_loads_client_object(stored):
+    """FCP (Chromium's client.first_contentful_paint_ms) is a budget base: its statistics are the
+    engine's over the loads that have one; a load without it is left out, not counted as 0."""
+    db, _ = stored
+    with sqlite3.connect(db) as c:
+        rows = c.execute("SELECT id, protocol, tow_ms, client_json FROM loads").fetchall()
+        for load_id, protocol, tow, client_json in rows:
+            client = json.loads(client_json)
+            # h2 paints 30 ms after its time on the wire; h1s loads say nothing (no FCP measured)
+            if protocol == "h2":
+                client["first_contentful_paint_ms"] = tow + 30
+                c.execute("UPDATE loads SET client_json = ? WHERE id = ?", (json.dumps(client), load_id))
+    with wirelab.open(db) as results:
+        loads = results.loads("small", with_errors=False)
+        h2 = loads[loads["protocol"] == "h2"]
+        fcp = h2.assign(fcp=[c["first_contentful_paint_ms"] for c in h2["client"]]).groupby("trial_id")["fcp"]
+        p75 = fcp.quantile(0.75)
+        limit = float(p75.median())
+        thresholds = [f"h2.fcp_p75_ms < {limit}", "h1s.fcp_median_ms < 1e9"]
+        budgets = _budgets._engine(None).thresholds(
+            thresholds, ["h1s", "h2"], _budgets.rows(results, "small")
+        )
+    assert budgets is not None
+    first, second = budgets["results"]
+    over = sorted(p75.index[p75 >= limit])
+    assert sorted(f["trial_id"] for f in first["failures"]) == over and over
+    for f in first["failures"]:
+        assert f["left"] == pytest.approx(p75[f["trial_id"]])
+    # h1s has no FCP: every configuration fails with no value
+    assert second["checked"] == len(p75) and all(f["left"] is None for f in second["failures"])
+    assert len(second["failures"]) == len(p75)

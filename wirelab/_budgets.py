@@ -15,7 +15,7 @@ from typing import Any
 from wirelab._engine import SubprocessEngine
 from wirelab.errors import SpecError, UsageError
 
-__all__ = ["Budgets", "check", "evaluate"]
+__all__ = ["Budgets", "check", "evaluate", "rows"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +46,14 @@ def _value(v: float | None) -> str:
     return "no value" if v is None else f"{v:,.4g}"
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _number(v: Any) -> float | None:
+    return None if v is None or math.isnan(float(v)) else float(v)
+
+
 def _engine(engine: str | Path | None) -> SubprocessEngine:
     return SubprocessEngine(engine)
 
@@ -67,26 +75,25 @@ def _label(params_json: str) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items())
 
 
-def evaluate(results: Any, sweep: str, *, engine: str | Path | None = None) -> Budgets | None:
-    """Check the stored sweep's ``[sweep] thresholds`` on its loads; None when it has none. ``results``
-    is an open :class:`wirelab.Results`."""
-    spec, _ = results.sweep_spec(sweep)
-    thresholds = (spec.get("sweep") or {}).get("thresholds") or []
-    if not thresholds:
-        return None
+def rows(results: Any, sweep: str) -> list[dict[str, Any]]:
+    """The sweep's loads as ``wirelab-engine thresholds --loads`` reads them: configuration, label,
+    protocol, error, and the record's numeric fields (its client object's as ``client.NAME``)."""
     loads = results.loads(sweep)
     query = (
         "SELECT t.trial_id, t.params_json FROM trials t JOIN sweeps s ON s.id = t.sweep_id WHERE s.name = ?"
     )
     labels = {row["trial_id"]: _label(row["params_json"]) for row in results.conn.execute(query, (sweep,))}
-    protocols = sorted({str(p) for p in loads["protocol"]}) if len(loads) else []
     skip = ("trial_index", "load_id")
     numeric = [c for c in loads.columns if loads[c].dtype.kind in "fiu" and c not in skip]
-    rows = []
+    out = []
     for rec in loads.to_dict("records"):
-        values = {c: None if rec[c] is None or math.isnan(float(rec[c])) else float(rec[c]) for c in numeric}
+        values = {c: _number(rec[c]) for c in numeric}
+        # the loader's own fields (Chromium's first_contentful_paint_ms: the fcp base) as client.NAME
+        client = rec.get("client")
+        if isinstance(client, dict):
+            values |= {f"client.{k}": _number(v) for k, v in client.items() if _is_number(v)}
         error = rec.get("error")
-        rows.append(
+        out.append(
             {
                 "trial_id": rec["trial_id"],
                 "label": labels.get(rec["trial_id"], ""),
@@ -95,7 +102,19 @@ def evaluate(results: Any, sweep: str, *, engine: str | Path | None = None) -> B
                 "values": values,
             }
         )
+    return out
+
+
+def evaluate(results: Any, sweep: str, *, engine: str | Path | None = None) -> Budgets | None:
+    """Check the stored sweep's ``[sweep] thresholds`` on its loads; None when it has none. ``results``
+    is an open :class:`wirelab.Results`."""
+    spec, _ = results.sweep_spec(sweep)
+    thresholds = (spec.get("sweep") or {}).get("thresholds") or []
+    if not thresholds:
+        return None
+    loads = rows(results, sweep)
+    protocols = sorted({r["protocol"] for r in loads})
     planned = sorted({p for t in results.trials(sweep)["spec"] for p in t["protocols"]})
-    out = _engine(engine).thresholds(thresholds, planned or protocols, rows)
+    out = _engine(engine).thresholds(thresholds, planned or protocols, loads)
     assert out is not None
     return Budgets(sweep=sweep, passed=bool(out["passed"]), results=list(out["results"]))

@@ -1,6 +1,7 @@
-// Package budget checks a sweep's page loads against budgets: the load tests' threshold language
-// (engine/loadgen, `METRIC OP NUMBER`) extended to per-protocol page metrics, comparisons between
-// protocols, factors and aggregates over a sweep's configurations (docs/vitals.md, "Budgets"):
+// Package budget is wirelab's one threshold language, its parser and its evaluator (docs/vitals.md,
+// "Budgets"): a sweep's budgets over its page loads — per-protocol page metrics, comparisons
+// between protocols, factors and aggregates over the sweep's configurations — and the load tests'
+// `METRIC OP NUMBER` (engine/loadgen), the same grammar over another vocabulary (LoadTest):
 //
 //	threshold := side OP side                OP: < <= > >= == !=
 //	side      := NUMBER | [NUMBER "*"] term
@@ -10,10 +11,12 @@
 // "max(h3.lcp_p75_ms) < 2500". Without an aggregate a threshold is checked per configuration (it
 // fails if any configuration fails it or has no value for it); with every term aggregated it is
 // one check over the sweep. `wirelab-engine thresholds` is its command; wirelab calls it at plan
-// time (--check) and after a run on the sweep's stored loads.
+// time (--check) and after a run on the sweep's stored loads. A load test's thresholds name its
+// run's metrics, without protocol or aggregate, a number on the right (ParseWith, Check).
 package budget
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -28,11 +31,12 @@ import (
 )
 
 // Bases are the page metrics' bases and the load record field each is read from (a load record of
-// schemas/load-record.schema.json).
+// schemas/load-record.schema.json; a field of its `client` object as client.NAME).
 var Bases = []struct{ Name, Field, Unit string }{
 	{"tow", "tow_ms", "_ms"},
 	{"tow_first_packet", "tow_first_packet_ms", "_ms"},
 	{"plt", "plt_ms", "_ms"},
+	{"fcp", "client.first_contentful_paint_ms", "_ms"}, // Chromium's, in the record's client object
 	{"lcp", "lcp_ms", "_ms"},
 	{"speed_index", "speed_index_ms", "_ms"},
 	{"visually_complete", "visually_complete_ms", "_ms"},
@@ -103,31 +107,109 @@ func (t Threshold) Protocols() []string {
 }
 
 var (
-	opRE   = regexp.MustCompile(`^(.*?)(<=|>=|==|!=|<|>)(.*)$`)
-	termRE = regexp.MustCompile(`^(?:([A-Za-z]+)\((.*)\)|(.*))$`)
-	nameRE = regexp.MustCompile(`^([a-z0-9]+)\.([a-z0-9_]+)$`)
+	opRE     = regexp.MustCompile(`^(.*?)(<=|>=|==|!=|<|>)(.*)$`)
+	termRE   = regexp.MustCompile(`^(?:([A-Za-z]+)\((.*)\)|(.*))$`)
+	nameRE   = regexp.MustCompile(`^([a-z0-9]+)\.([a-z0-9_]+)$`)
+	metricRE = regexp.MustCompile(`^([A-Za-z0-9_]+)$`)
 )
 
 const grammar = `want SIDE OP SIDE with OP one of < <= > >= == != and SIDE a number or [FACTOR *] [AGG(]PROTOCOL.METRIC[)] (e.g. "h3.lcp_p75_ms < 2500", "h2.tow_median_ms < 0.9 * h1s.tow_median_ms", "max(h3.lcp_p75_ms) < 2500")`
 
-// Parse parses a threshold; protocols are those the sweep loads (a protocol outside them is
-// refused). Errors are *fielderr.Error with an empty field (the caller names the threshold).
+// Vocabulary is what a threshold's terms may name: a sweep's page metrics of its protocols (Pages)
+// or a load test's run metrics (LoadTest).
+type Vocabulary struct {
+	// Protocols a term names (PROTOCOL.METRIC); nil: a term is a bare METRIC.
+	Protocols []string
+	Metrics   []string
+	// Aggregates: terms may be aggregated over configurations (AGG(…)).
+	Aggregates bool
+	// MetricOpNumber: only METRIC OP NUMBER (the load tests' form); every malformed threshold is
+	// refused with Form.
+	MetricOpNumber bool
+	// Form is the malformed threshold's message (default: the sweep grammar's).
+	Form string
+	// Unknown is an unknown metric's message (default: the closest metric, or the list).
+	Unknown func(metric string) string
+}
+
+// Pages is the vocabulary of a sweep's budgets: page metrics of the protocols it loads.
+func Pages(protocols []string) Vocabulary {
+	return Vocabulary{Protocols: protocols, Metrics: MetricNames(), Aggregates: true, Form: grammar, Unknown: unknownPageMetric}
+}
+
+func unknownPageMetric(name string) string {
+	allowed := "unknown metric " + strconv.Quote(name)
+	if slices.Contains(MetricNames(), name+"_ms") { // the unit left out
+		return fmt.Sprintf("%s; did you mean %s_ms?", allowed, name)
+	}
+	if c := suggest.Closest(name, MetricNames()); c != "" {
+		return fmt.Sprintf("%s; did you mean %s?", allowed, c)
+	}
+	return fmt.Sprintf("%s; metrics are BASE_STAT_ms (BASE %s; STAT %s), cls_STAT, bytes_down_STAT, %s",
+		allowed, contract.OrList(baseNames()), contract.OrList(Stats), contract.OrList(Counts))
+}
+
+// Parse parses a sweep's threshold; protocols are those the sweep loads (a protocol outside them
+// is refused). Errors are *fielderr.Error with an empty field (the caller names the threshold).
 func Parse(expr string, protocols []string) (Threshold, error) {
-	bad := func(allowed string) error { return &fielderr.Error{Value: strconv.Quote(expr), Allowed: allowed} }
+	return ParseWith(expr, Pages(protocols))
+}
+
+// formError is a malformed threshold (as opposed to an unknown name).
+type formError struct{ detail string }
+
+func (e formError) Error() string { return e.detail }
+
+func formf(format string, args ...any) error { return formError{fmt.Sprintf(format, args...)} }
+
+// ParseWith parses a threshold whose terms name v's metrics. Errors are *fielderr.Error with an
+// empty field (the caller names the threshold).
+func ParseWith(expr string, v Vocabulary) (Threshold, error) {
+	if v.Form == "" {
+		v.Form = grammar
+	}
+	if v.Unknown == nil {
+		v.Unknown = func(name string) string {
+			if c := suggest.Closest(name, v.Metrics); c != "" {
+				return fmt.Sprintf("unknown metric %q; did you mean %s?", name, c)
+			}
+			return "unknown metric; allowed: " + contract.OrList(v.Metrics)
+		}
+	}
+	bad := func(err error) error {
+		allowed := err.Error()
+		var fe formError
+		if v.MetricOpNumber && errors.As(err, &fe) {
+			allowed = v.Form
+		}
+		return &fielderr.Error{Value: strconv.Quote(expr), Allowed: allowed}
+	}
 	m := opRE.FindStringSubmatch(expr)
 	if m == nil {
-		return Threshold{}, bad(grammar)
+		return Threshold{}, bad(formError{v.Form})
 	}
 	t := Threshold{Expr: expr, Op: m[2]}
 	var err error
-	if t.Left, err = parseSide(m[1], protocols); err != nil {
-		return Threshold{}, bad(err.Error())
+	if t.Left, err = parseSide(m[1], v); err != nil {
+		return Threshold{}, bad(err)
 	}
-	if t.Right, err = parseSide(m[3], protocols); err != nil {
-		return Threshold{}, bad(err.Error())
+	if v.MetricOpNumber && (t.Left.Term == nil || t.Left.Factor != 1) {
+		return Threshold{}, bad(formError{v.Form})
+	}
+	if v.MetricOpNumber {
+		t.Right, err = parseNumber(m[3], v)
+	} else {
+		t.Right, err = parseSide(m[3], v)
+	}
+	if err != nil {
+		return Threshold{}, bad(err)
 	}
 	if t.Left.Term == nil && t.Right.Term == nil {
-		return Threshold{}, bad("compares two numbers; one side must name PROTOCOL.METRIC")
+		what := "PROTOCOL.METRIC"
+		if v.Protocols == nil {
+			what = "a METRIC"
+		}
+		return Threshold{}, bad(formf("compares two numbers; one side must name %s", what))
 	}
 	aggs := 0
 	terms := 0
@@ -140,54 +222,69 @@ func Parse(expr string, protocols []string) (Threshold, error) {
 		}
 	}
 	if aggs != 0 && aggs != terms {
-		return Threshold{}, bad("aggregates every term or none: a per-configuration value cannot be compared with one over the sweep")
+		return Threshold{}, bad(formf("aggregates every term or none: a per-configuration value cannot be compared with one over the sweep"))
 	}
 	return t, nil
 }
 
-func parseSide(text string, protocols []string) (Side, error) {
+// parseNumber is the right side of METRIC OP NUMBER: one word, a finite number.
+func parseNumber(text string, v Vocabulary) (Side, error) {
+	text = strings.TrimSpace(text)
+	if text == "" || strings.ContainsAny(text, " \t") {
+		return Side{}, formError{v.Form}
+	}
+	n, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+		return Side{}, fmt.Errorf("%q is not a finite number", text)
+	}
+	return Side{Number: n}, nil
+}
+
+func parseSide(text string, v Vocabulary) (Side, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
-		return Side{}, fmt.Errorf("a side is empty; %s", grammar)
+		return Side{}, formf("a side is empty; %s", v.Form)
 	}
-	if v, err := strconv.ParseFloat(text, 64); err == nil {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return Side{}, fmt.Errorf("%q is not a finite number", text)
+	if n, err := strconv.ParseFloat(text, 64); err == nil {
+		if math.IsNaN(n) || math.IsInf(n, 0) {
+			return Side{}, formf("%q is not a finite number", text)
 		}
-		return Side{Number: v}, nil
+		return Side{Number: n}, nil
 	}
 	side := Side{Factor: 1}
 	if f, rest, ok := strings.Cut(text, "*"); ok {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return Side{}, fmt.Errorf("factor %q is not a finite number; %s", strings.TrimSpace(f), grammar)
+		n, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+			return Side{}, formf("factor %q is not a finite number; %s", strings.TrimSpace(f), v.Form)
 		}
-		side.Factor, text = v, strings.TrimSpace(rest)
+		side.Factor, text = n, strings.TrimSpace(rest)
 	}
 	m := termRE.FindStringSubmatch(text)
 	term := &Term{Agg: m[1]}
 	name := strings.TrimSpace(m[2] + m[3])
+	if term.Agg != "" && !v.Aggregates {
+		return Side{}, formf("%q: no aggregates here; %s", text, v.Form)
+	}
 	if term.Agg != "" && !slices.Contains(Aggregates, term.Agg) {
-		return Side{}, fmt.Errorf("unknown aggregate %q; allowed: %s", term.Agg, contract.OrList(Aggregates))
+		return Side{}, formf("unknown aggregate %q; allowed: %s", term.Agg, contract.OrList(Aggregates))
 	}
-	n := nameRE.FindStringSubmatch(name)
-	if n == nil {
-		return Side{}, fmt.Errorf("%q is not PROTOCOL.METRIC; %s", name, grammar)
-	}
-	term.Protocol, term.Metric = n[1], n[2]
-	if !slices.Contains(protocols, term.Protocol) {
-		return Side{}, fmt.Errorf("protocol %q: the sweep loads %s", term.Protocol, contract.OrList(protocols))
-	}
-	if !slices.Contains(MetricNames(), term.Metric) {
-		allowed := "unknown metric " + strconv.Quote(term.Metric)
-		if slices.Contains(MetricNames(), term.Metric+"_ms") { // the unit left out
-			return Side{}, fmt.Errorf("%s; did you mean %s_ms?", allowed, term.Metric)
+	if v.Protocols == nil {
+		if !metricRE.MatchString(name) {
+			return Side{}, formf("%q is not a METRIC; %s", name, v.Form)
 		}
-		if c := suggest.Closest(term.Metric, MetricNames()); c != "" {
-			return Side{}, fmt.Errorf("%s; did you mean %s?", allowed, c)
+		term.Metric = name
+	} else {
+		n := nameRE.FindStringSubmatch(name)
+		if n == nil {
+			return Side{}, formf("%q is not PROTOCOL.METRIC; %s", name, v.Form)
 		}
-		return Side{}, fmt.Errorf("%s; metrics are BASE_STAT_ms (BASE %s; STAT %s), cls_STAT, bytes_down_STAT, %s",
-			allowed, contract.OrList(baseNames()), contract.OrList(Stats), contract.OrList(Counts))
+		term.Protocol, term.Metric = n[1], n[2]
+		if !slices.Contains(v.Protocols, term.Protocol) {
+			return Side{}, fmt.Errorf("protocol %q: the sweep loads %s", term.Protocol, contract.OrList(v.Protocols))
+		}
+	}
+	if !slices.Contains(v.Metrics, term.Metric) {
+		return Side{}, errors.New(v.Unknown(term.Metric))
 	}
 	side.Term = term
 	return side, nil
@@ -326,23 +423,42 @@ type Result struct {
 	Failures   []Failure `json:"failures"`
 }
 
+// Check evaluates t with value giving a term's measured value (false: none): the two sides'
+// values (nil: none) and whether it passed — a side without a value fails it.
+func (t Threshold) Check(value func(Term) (float64, bool)) (left, right *float64, pass bool) {
+	side := func(s Side) *float64 {
+		if s.Term == nil {
+			return &s.Number
+		}
+		v, ok := value(*s.Term)
+		if !ok {
+			return nil
+		}
+		v *= s.Factor
+		return &v
+	}
+	left, right = side(t.Left), side(t.Right)
+	return left, right, left != nil && right != nil && compare(*left, t.Op, *right)
+}
+
 // Evaluate checks t against the configurations' figures.
 func (t Threshold) Evaluate(configs []Config) Result {
 	r := Result{Expr: t.Expr, Aggregated: t.Aggregated(), Failures: []Failure{}}
 	if r.Aggregated {
 		r.Checked = 1
-		l, lok := t.Left.aggregate(configs)
-		rt, rok := t.Right.aggregate(configs)
-		if !lok || !rok || !compare(l, t.Op, rt) {
-			r.Failures = append(r.Failures, Failure{Left: ptr(l, lok), Right: ptr(rt, rok)})
+		l, rt, pass := t.Check(func(term Term) (float64, bool) { return aggregate(term, configs) })
+		if !pass {
+			r.Failures = append(r.Failures, Failure{Left: l, Right: rt})
 		}
 	} else {
 		for _, c := range configs {
 			r.Checked++
-			l, lok := t.Left.value(c)
-			rt, rok := t.Right.value(c)
-			if !lok || !rok || !compare(l, t.Op, rt) {
-				r.Failures = append(r.Failures, Failure{TrialID: c.TrialID, Label: c.Label, Left: ptr(l, lok), Right: ptr(rt, rok)})
+			l, rt, pass := t.Check(func(term Term) (float64, bool) {
+				v, ok := c.Values[term.Protocol][term.Metric]
+				return v, ok
+			})
+			if !pass {
+				r.Failures = append(r.Failures, Failure{TrialID: c.TrialID, Label: c.Label, Left: l, Right: rt})
 			}
 		}
 	}
@@ -350,28 +466,11 @@ func (t Threshold) Evaluate(configs []Config) Result {
 	return r
 }
 
-func ptr(v float64, ok bool) *float64 {
-	if !ok {
-		return nil
-	}
-	return &v
-}
-
-func (s Side) value(c Config) (float64, bool) {
-	if s.Term == nil {
-		return s.Number, true
-	}
-	v, ok := c.Values[s.Term.Protocol][s.Term.Metric]
-	return s.Factor * v, ok
-}
-
-func (s Side) aggregate(configs []Config) (float64, bool) {
-	if s.Term == nil {
-		return s.Number, true
-	}
+// aggregate is term's per-configuration values over the configurations that have one, aggregated.
+func aggregate(term Term, configs []Config) (float64, bool) {
 	var xs []float64
 	for _, c := range configs {
-		if v, ok := c.Values[s.Term.Protocol][s.Term.Metric]; ok {
+		if v, ok := c.Values[term.Protocol][term.Metric]; ok {
 			xs = append(xs, v)
 		}
 	}
@@ -379,7 +478,7 @@ func (s Side) aggregate(configs []Config) (float64, bool) {
 		return 0, false
 	}
 	sort.Float64s(xs)
-	return s.Factor * statistic(xs, s.Term.Agg), true
+	return statistic(xs, term.Agg), true
 }
 
 func compare(a float64, op string, b float64) bool {

@@ -103,3 +103,69 @@ func TestParseRefuses(t *testing.T) {
 		}
 	}
 }
+
+// FCP is a base: Chromium's first_contentful_paint_ms, a field of the load record's client object.
+func TestFCPBase(t *testing.T) {
+	var ls []Load
+	for i, v := range []float64{300, 100, 200} {
+		vals := map[string]*float64{"tow_ms": f(50), "client.first_contentful_paint_ms": f(v)}
+		ls = append(ls, Load{TrialID: "a", Protocol: "h2", Values: vals})
+		if i == 0 { // an engine-loader load has no FCP: left out, not 0
+			ls = append(ls, Load{TrialID: "a", Protocol: "h3", Values: map[string]*float64{"tow_ms": f(40)}})
+		}
+	}
+	c := Figures(ls)
+	if got := c[0].Values["h2"]["fcp_median_ms"]; got != 200 {
+		t.Errorf("h2 fcp_median_ms = %v, want 200", got)
+	}
+	if _, ok := c[0].Values["h3"]["fcp_median_ms"]; ok {
+		t.Error("h3 without FCP has an fcp figure")
+	}
+	th, err := Parse("h2.fcp_p75_ms <= 250", []string{"h2", "h3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := th.Evaluate(c); !r.Pass {
+		t.Errorf("h2.fcp_p75_ms <= 250: %+v", r)
+	}
+	th, _ = Parse("h3.fcp_p75_ms <= 250", []string{"h2", "h3"})
+	if r := th.Evaluate(c); r.Pass || len(r.Failures) != 1 || r.Failures[0].Left != nil {
+		t.Errorf("h3.fcp_p75_ms without FCP: %+v; want a failure with no value", r)
+	}
+	if _, err := Parse("h2.fcp_p75 < 1", []string{"h2"}); err == nil || !strings.Contains(err.Error(), "did you mean fcp_p75_ms?") {
+		t.Errorf("fcp without its unit: %v", err)
+	}
+}
+
+// ParseWith: the load tests' vocabulary is the same grammar over bare metrics, METRIC OP NUMBER.
+func TestParseWithAVocabulary(t *testing.T) {
+	v := Vocabulary{Metrics: []string{"errors", "page_p95_ms"}, MetricOpNumber: true, Form: "must be METRIC OP NUMBER"}
+	th, err := ParseWith(" page_p95_ms<=3e3 ", v)
+	if err != nil || th.Left.Term == nil || th.Left.Term.Metric != "page_p95_ms" || th.Left.Term.Protocol != "" || th.Op != "<=" || th.Right.Number != 3000 {
+		t.Fatalf("%+v, %v", th, err)
+	}
+	l, r, pass := th.Check(func(term Term) (float64, bool) { return 2999, term.Metric == "page_p95_ms" })
+	if !pass || *l != 2999 || *r != 3000 {
+		t.Errorf("check: %v %v %v", *l, *r, pass)
+	}
+	if _, _, pass := th.Check(func(Term) (float64, bool) { return 0, false }); pass {
+		t.Error("a metric without a value passed")
+	}
+	for expr, want := range map[string]string{
+		"h2.errors < 1":       "must be METRIC OP NUMBER",
+		"max(errors) < 1":     "must be METRIC OP NUMBER",
+		"errors < 2 * errors": "must be METRIC OP NUMBER",
+		"errors < 3s":         `"3s" is not a finite number`,
+		"erors < 1":           `unknown metric "erors"; did you mean errors?`,
+		"errors <":            "must be METRIC OP NUMBER",
+	} {
+		if _, err := ParseWith(expr, v); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", expr, err, want)
+		}
+	}
+	// Without MetricOpNumber a bare-metric vocabulary takes the whole grammar.
+	v.MetricOpNumber = false
+	if th, err := ParseWith("page_p95_ms < 2 * errors", v); err != nil || th.Right.Term.Metric != "errors" || th.Right.Factor != 2 {
+		t.Errorf("%+v, %v", th, err)
+	}
+}

@@ -1,19 +1,18 @@
 package loadgen
 
 import (
-	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 
+	"github.com/wirelab/wirelab/engine/budget"
 	"github.com/wirelab/wirelab/engine/contract"
-	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/suggest"
 )
 
 // Thresholds are k6-like pass/fail checks on a run's figures: `METRIC OP NUMBER`, e.g.
-// "pages_per_s >= 80", "page_p95_ms < 3000", "errors == 0".
+// "pages_per_s >= 80", "page_p95_ms < 3000", "errors == 0" — engine/budget's threshold language
+// over the run's metrics (one parser and evaluator for load tests and sweeps' budgets).
 
 // Threshold is one parsed check.
 type Threshold struct {
@@ -21,6 +20,7 @@ type Threshold struct {
 	Metric string
 	Op     string // < <= > >= == !=
 	Limit  float64
+	parsed budget.Threshold
 }
 
 // ThresholdResult is a threshold's outcome: Value is the metric's measured value (null when it
@@ -134,27 +134,28 @@ func findMetric(name string) (metric, bool) {
 	return Metrics[i], true
 }
 
-var thresholdRE = regexp.MustCompile(`^\s*([A-Za-z0-9_]+)\s*(<=|>=|==|!=|<|>)\s*(\S+)\s*$`)
-
-// ParseThreshold parses `METRIC OP NUMBER`. Errors are *fielderr.Error with an empty field (the
-// caller prefixes thresholds[i]).
-func ParseThreshold(expr string) (Threshold, error) {
-	m := thresholdRE.FindStringSubmatch(expr)
-	if m == nil {
-		return Threshold{}, &fielderr.Error{Value: strconv.Quote(expr), Allowed: "must be METRIC OP NUMBER with OP one of < <= > >= == != (e.g. \"page_p95_ms < 3000\")"}
-	}
-	if _, ok := findMetric(m[1]); !ok {
-		allowed := "unknown metric; allowed: " + contract.OrList(MetricNames())
-		if c := suggest.Closest(m[1], MetricNames()); c != "" {
-			allowed = "unknown metric " + strconv.Quote(m[1]) + "; did you mean " + c + "?"
+// loadTest is the load tests' vocabulary in engine/budget's one threshold language: METRIC OP
+// NUMBER over the run's metrics (no protocol, no aggregate).
+var loadTest = budget.Vocabulary{
+	Metrics:        MetricNames(),
+	MetricOpNumber: true,
+	Form:           `must be METRIC OP NUMBER with OP one of < <= > >= == != (e.g. "page_p95_ms < 3000")`,
+	Unknown: func(name string) string {
+		if c := suggest.Closest(name, MetricNames()); c != "" {
+			return "unknown metric " + strconv.Quote(name) + "; did you mean " + c + "?"
 		}
-		return Threshold{}, &fielderr.Error{Value: strconv.Quote(expr), Allowed: allowed}
+		return "unknown metric; allowed: " + contract.OrList(MetricNames())
+	},
+}
+
+// ParseThreshold parses `METRIC OP NUMBER` with engine/budget's parser. Errors are
+// *fielderr.Error with an empty field (the caller prefixes thresholds[i]).
+func ParseThreshold(expr string) (Threshold, error) {
+	t, err := budget.ParseWith(expr, loadTest)
+	if err != nil {
+		return Threshold{}, err
 	}
-	limit, err := strconv.ParseFloat(m[3], 64)
-	if err != nil || math.IsNaN(limit) || math.IsInf(limit, 0) {
-		return Threshold{}, &fielderr.Error{Value: strconv.Quote(expr), Allowed: fmt.Sprintf("%q is not a finite number", m[3])}
-	}
-	return Threshold{Expr: expr, Metric: m[1], Op: m[2], Limit: limit}, nil
+	return Threshold{Expr: expr, Metric: t.Left.Term.Metric, Op: t.Op, Limit: t.Right.Number, parsed: t}, nil
 }
 
 // NeedsServer reports whether the threshold's metric needs the lab's server samples.
@@ -163,30 +164,17 @@ func (t Threshold) NeedsServer() bool {
 	return m.server
 }
 
-// Evaluate checks the threshold against m. A metric without a value fails.
+// Evaluate checks the threshold against m with engine/budget's evaluator. A metric without a
+// value fails; an infinite one (a VU count never reached) compares as such and is reported null.
 func (t Threshold) Evaluate(m *Measures) ThresholdResult {
 	res := ThresholdResult{Expr: t.Expr, Metric: t.Metric, Op: t.Op, Limit: t.Limit}
-	mt, _ := findMetric(t.Metric)
-	v, ok := mt.value(m)
-	if !ok {
-		return res
-	}
-	if !math.IsInf(v, 0) {
-		res.Value = &v
-	}
-	switch t.Op {
-	case "<":
-		res.Pass = v < t.Limit
-	case "<=":
-		res.Pass = v <= t.Limit
-	case ">":
-		res.Pass = v > t.Limit
-	case ">=":
-		res.Pass = v >= t.Limit
-	case "==":
-		res.Pass = v == t.Limit
-	case "!=":
-		res.Pass = v != t.Limit
+	v, _, pass := t.parsed.Check(func(term budget.Term) (float64, bool) {
+		mt, _ := findMetric(term.Metric)
+		return mt.value(m)
+	})
+	res.Pass = pass
+	if v != nil && !math.IsInf(*v, 0) {
+		res.Value = v
 	}
 	return res
 }

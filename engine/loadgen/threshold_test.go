@@ -34,7 +34,7 @@ func TestParseThreshold(t *testing.T) {
 	} {
 		got, err := ParseThreshold(tc.in)
 		tc.want.Expr = tc.in
-		if err != nil || got != tc.want {
+		if err != nil || got.Expr != tc.want.Expr || got.Metric != tc.want.Metric || got.Op != tc.want.Op || got.Limit != tc.want.Limit {
 			t.Errorf("%q: %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
 	}
@@ -42,6 +42,18 @@ func TestParseThreshold(t *testing.T) {
 		if _, err := ParseThreshold(bad); err == nil {
 			t.Errorf("%q: accepted", bad)
 		}
+	}
+	// engine/budget's grammar parses them; the load tests' form is METRIC OP NUMBER only, and the
+	// sweep's protocols, aggregates, factors and reversed sides are refused with that form's message.
+	for _, bad := range []string{"h2.errors == 0", "max(errors) < 1", "page_p95_ms < 2 * page_p50_ms", "2 * page_p95_ms < 3000",
+		"3000 > page_p95_ms", "1 < 2", "errors < "} {
+		_, err := ParseThreshold(bad)
+		if err == nil || !strings.Contains(err.Error(), "must be METRIC OP NUMBER") {
+			t.Errorf("%q: %v; want the METRIC OP NUMBER refusal", bad, err)
+		}
+	}
+	if _, err := ParseThreshold("page_p59_ms < 3000"); err == nil || !strings.HasSuffix(err.Error(), `unknown metric "page_p59_ms"; did you mean page_p50_ms?`) {
+		t.Errorf("an unknown metric: %v", err)
 	}
 	if th, _ := ParseThreshold("server_cpu_util_max < 1"); !th.NeedsServer() {
 		t.Error("server_cpu_util_max does not need server samples")

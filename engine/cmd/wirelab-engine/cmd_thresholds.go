@@ -27,13 +27,15 @@ sweep's configurations:
 
   e.g. "h3.lcp_p75_ms < 2500"   "h2.tow_median_ms < 0.9 * h1s.tow_median_ms"   "max(h3.lcp_p75_ms) < 2500"
 
-Metrics: BASE_STAT_ms for BASE tow, tow_first_packet, plt, lcp, speed_index, visually_complete and
+Metrics: BASE_STAT_ms for BASE tow, tow_first_packet, plt, fcp, lcp, speed_index, visually_complete and
 STAT median, mean, p75, p90, p95, p99, min, max; cls_STAT; bytes_down_STAT; errors, error_rate,
 loads. Statistics are over a configuration's loads of that protocol without an error.
 
   --protocols P,…   the protocols the sweep loads (a threshold naming another is refused)
   --loads FILE      the sweep's loads, one JSON object per line: {"trial_id", "label", "protocol",
-                    "error" (null or text), "values": {load-record field: number or null}};
+                    "error" (null or text), "values": {load-record field: number or null}}
+                    (a field of the record's client object as client.NAME: fcp reads
+                    client.first_contentful_paint_ms);
                     - reads stdin. Without it the thresholds are only checked.
 
 Prints (with --loads) one JSON object: {"passed": bool, "results": [{"expr", "aggregated",
