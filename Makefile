@@ -26,7 +26,7 @@ PHASE_END = $(call PHASE_RECORD,$(1)); exit $$rc
 # elsewhere (engine/internal/offmachine, tests/conftest.py).
 ISOLATE := $(if $(filter 0,$(shell id -u)),unshare --net -- sh -c 'ip link set lo up && exec "$$@"' isolate)
 
-.PHONY: help setup build test test-go test-py fuzz-short lint bench demo clean bpf conformance facts
+.PHONY: help setup build test test-go test-py fuzz-short lint bench demo clean bpf conformance facts speedline
 help:
 	@echo "make demo    set up, build and run the demo sweep (report path printed at the end)"
 	@echo "make test    set up, build, lint and run every test (root tests too when run as root), fuzzing included;"
@@ -117,12 +117,20 @@ lint: setup
 	$(VENV)/bin/ruff format --check wirelab tests scripts
 	$(VENV)/bin/mypy
 
+# Lighthouse's Speed Index implementation (speedline-core, pinned in scripts/speedline's lock file)
+# for `bench visual --speedline` (docs/vitals.md, "How the two compare").
+speedline: scripts/speedline/node_modules/.package-lock.json
+scripts/speedline/node_modules/.package-lock.json: scripts/speedline/package-lock.json
+	cd scripts/speedline && npm ci --no-audit --no-fund
+
 bench: setup build
 	$(ENGINE) bench link --quick
 	$(ENGINE) bench variability --runs 20
 	$(ENGINE) bench loader --quick
 	$(ENGINE) bench why --quick
 	$(ENGINE) bench servers --quick
+	$(MAKE) speedline
+	$(ENGINE) bench visual --runs 5 --traces out/bench-visual --speedline scripts/speedline
 	$(ENGINE) bench loadgen --server nginx --rounds 1 --ramp 30s --hold 30s
 	cd engine && go test -run '^$$' -bench Loader -benchtime 30x ./client/
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_corpus.py

@@ -136,6 +136,9 @@ type Config struct {
 	Timeout time.Duration
 	// Trace records a devtools.timeline trace of the load (for dependency-graph recording).
 	Trace bool
+	// KeepVisualTrace keeps the trace events the visual metrics were computed from
+	// (Result.VisualTrace): what another implementation (Lighthouse's speedline) reads.
+	KeepVisualTrace bool
 	// ProfileParent is the directory in which the per-load profile directory is created
 	// (default os.TempDir()). The profile is removed when the load ends.
 	ProfileParent string

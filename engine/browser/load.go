@@ -207,6 +207,9 @@ func Load(ctx context.Context, cfg Config, rawURL string) (*Result, error) {
 	if cfg.Trace {
 		res.Trace = rec.traceEvents
 	}
+	if cfg.KeepVisualTrace {
+		res.VisualTrace = rec.visualTrace()
+	}
 	return res, nil
 }
 

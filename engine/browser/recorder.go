@@ -356,6 +356,13 @@ func (r *recorder) fill(res *Result, checkHost func(host string) error) {
 
 // visual computes the load's visual metrics from what the recorder kept (t0: the load's zero on
 // CDP's clock, in seconds); without a trace there are none.
+// visualTrace is a copy of the visual trace events.
+func (r *recorder) visualTrace() []TraceEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]TraceEvent(nil), r.visualEvents...)
+}
+
 func (r *recorder) visual(t0 float64, screenshots bool) (Visual, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

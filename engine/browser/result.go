@@ -83,6 +83,8 @@ type Result struct {
 	// Visual holds LCP and CLS (every traced load: Config.Screenshots or Config.Trace) and, with
 	// Config.Screenshots, the frames, Speed Index and visually-complete time.
 	Visual Visual
+	// VisualTrace are the trace events Visual was computed from (Config.KeepVisualTrace).
+	VisualTrace []TraceEvent
 
 	t0          float64 // CDP monotonic time of the first request (seconds)
 	cpuSlowdown float64 // Config.CPUSlowdown

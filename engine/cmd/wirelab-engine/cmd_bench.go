@@ -35,7 +35,7 @@ var benchmarks = map[string]struct {
 
 func init() {
 	register("bench", command{
-		Summary: "print benchmark figures: bench link, loader, servers, tcpplus, variability, why",
+		Summary: "print benchmark figures: bench link, loader, servers, tcpplus, variability, visual, why",
 		Run:     runBench,
 	})
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +53,10 @@ trial does: ip netns exec), where Chromium resolves names with the run's DNS ser
   --screenshots            capture the frames: Speed Index, visually complete, visual progress
   --frames DIR             also write the frames to DIR (000.jpg, 001.jpg … as visual_progress
                            lists them); implies --screenshots
+  --visual-trace FILE      also write the load's visual trace events (LCP, layout shifts, the
+                           screenshots) as a Chrome trace, {"traceEvents": […], "metadata":
+                           {"wirelab_time_origin_us": the load's zero on the trace clock}}, the
+                           input Lighthouse's speedline reads (scripts/speedline); implies --screenshots
   --allow-internet         allow public sites (a live trial's loads through the egress router):
                            names resolve through /etc/resolv.conf with no rule narrowing them,
                            certificates are checked against Chromium's roots, IP literals must be
@@ -74,6 +80,7 @@ type browseArgs struct {
 	json   bool
 	har    string
 	frames string
+	trace  string
 }
 
 func runBrowse(args []string, stdout io.Writer) error {
@@ -99,6 +106,11 @@ func runBrowse(args []string, stdout io.Writer) error {
 	}
 	if ba.frames != "" {
 		if err := writeFrames(ba.frames, res.Visual.Frames); err != nil {
+			return err
+		}
+	}
+	if ba.trace != "" {
+		if err := writeVisualTrace(ba.trace, res); err != nil {
 			return err
 		}
 	}
@@ -129,6 +141,26 @@ func writeBrowserHAR(path string, res *browser.Result) error {
 		return fmt.Errorf("--har %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// writeVisualTrace writes the load's visual trace events as a Chrome trace (--visual-trace), with
+// the load's zero (the T0 of PLT and the visual metrics) on the trace's clock in its metadata.
+func writeVisualTrace(path string, res *browser.Result) error {
+	events := res.VisualTrace
+	if events == nil {
+		events = []browser.TraceEvent{}
+	}
+	b, err := json.Marshal(struct {
+		TraceEvents []browser.TraceEvent `json:"traceEvents"`
+		Metadata    map[string]float64   `json:"metadata"`
+	}{events, map[string]float64{"wirelab_time_origin_us": math.Round(res.T0() * 1e6)}})
+	if err != nil {
+		return fmt.Errorf("--visual-trace: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("--visual-trace: %w", err)
+	}
+	return nil
 }
 
 // writeFrames writes a load's frames to dir (created), one JPEG per frame in visual_progress order.
@@ -170,8 +202,11 @@ func parseBrowseArgs(args []string) (*browseArgs, error) {
 	if len(positional) != 1 {
 		return nil, cli.Usagef("browse: want exactly one URL, got %d arguments (%s)", len(positional), strings.Join(positional, " "))
 	}
-	ba := &browseArgs{url: positional[0], json: *asJSON, har: *harFile, frames: sb.Frames}
+	ba := &browseArgs{url: positional[0], json: *asJSON, har: *harFile, frames: sb.Frames, trace: sb.VisualTrace}
 	if err := checkOutput("--har", ba.har); err != nil {
+		return nil, err
+	}
+	if err := checkOutput("--visual-trace", ba.trace); err != nil {
 		return nil, err
 	}
 	timeout := sb.Timeout
@@ -217,7 +252,8 @@ func parseBrowseArgs(args []string) (*browseArgs, error) {
 	}
 	cfg.Internet = sb.AllowInternet
 	cfg.View, cfg.H3, cfg.QUICHosts, cfg.CPUSlowdown = browser.View(sb.View), browser.H3Mode(sb.H3), sb.QUICHosts, sb.CPUSlowdown
-	cfg.Screenshots = sb.Screenshots || sb.Frames != ""
+	cfg.Screenshots = sb.Screenshots || sb.Frames != "" || sb.VisualTrace != ""
+	cfg.KeepVisualTrace = sb.VisualTrace != ""
 	if sb.Viewport != "" {
 		vp, err := browser.ParseViewport(sb.Viewport)
 		if err != nil {

@@ -224,6 +224,7 @@ type Browse struct {
 	Viewport      string   // WIDTHxHEIGHT[@DPR][,mobile] ("": 1350x940)
 	Screenshots   bool     // capture the frames (Speed Index, visual progress)
 	Frames        string   // write the frames to this directory (implies Screenshots)
+	VisualTrace   string   // write the visual trace events to this file (implies Screenshots)
 }
 
 // DefaultBrowse is browse's flags' defaults.
@@ -267,6 +268,7 @@ func (b Browse) Args() []string {
 		a = append(a, "--screenshots")
 	}
 	a = appendIf(a, "--frames", b.Frames)
+	a = appendIf(a, "--visual-trace", b.VisualTrace)
 	return a
 }
 
@@ -312,6 +314,7 @@ func (b *Browse) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&b.Viewport, "viewport", b.Viewport, "")
 	fs.BoolVar(&b.Screenshots, "screenshots", b.Screenshots, "")
 	fs.StringVar(&b.Frames, "frames", b.Frames, "")
+	fs.StringVar(&b.VisualTrace, "visual-trace", b.VisualTrace, "")
 }
 
 func appendIf(a []string, flag, v string) []string {

@@ -47,7 +47,7 @@ func TestArgsAndBindRoundTrip(t *testing.T) {
 	br := Browse{URL: "https://s1.wirelab.test/L/t/", Proto: "h3", Resolve: "s1.wirelab.test=10.77.1.1", SPKI: "abc=",
 		Timeout: time.Minute, JSON: true, HAR: "/h.har", Chromium: "/usr/bin/chromium", ChromiumLog: true, AllowInternet: true,
 		View: "repeat", H3: "alt-svc", QUICHosts: []string{"s1.wirelab.test", "s2.wirelab.test"}, CPUSlowdown: 4,
-		Viewport: "412x823@1.75,mobile", Screenshots: true, Frames: "/f/3-h2-1"}
+		Viewport: "412x823@1.75,mobile", Screenshots: true, Frames: "/f/3-h2-1", VisualTrace: "/t/3-h2-1.json"}
 	bb := DefaultBrowse()
 	fs = flag.NewFlagSet("browse", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
