@@ -2,18 +2,21 @@
 
 import json
 import os
+import shutil
 import sqlite3
 import stat
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import wirelab
 from wirelab import _facts, spec
+from wirelab.cli import main
 from wirelab.errors import SchemaVersionError, StoreError, UsageError
 from wirelab.runner import control_provenance, ingest
 from wirelab.store import SCHEMA_VERSION, Results, Store, objects_from_har
-from wirelab.testing import FixtureEngine
+from wirelab.testing import FIXTURES_DIR, FixtureEngine
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -357,3 +360,41 @@ def test_repeats_on_each_worker_stay_out_of_the_sweeps_tables_unless_asked_for(t
     assert len(all_loads) == plan.loads + of.loads
     assert set(all_loads.loc[all_loads["repeat_of"].notna(), "trial_id"]) == {repeats[0].id}
     assert len(repeat_objects) and not set(objects["trial_id"]) & {repeats[0].id}
+
+
+def test_visual_metrics_go_from_the_record_to_the_export(tmp_path, demo_spec):
+    """A Chromium load's visual fields (docs/vitals.md: lcp_ms, the LCP element's URL, size and type,
+    cls, speed_index_ms, visually_complete_ms, visual_progress, view) are stored, come back from
+    Results.loads and are exported by `wirelab results export` (visual_progress as JSON)."""
+    fixtures = tmp_path / "fixtures"
+    shutil.copytree(FIXTURES_DIR, fixtures)
+    visual = {
+        "view": "first",
+        "lcp_ms": 812.5,
+        "lcp_url": "https://s1.wirelab.test/L/x/hero.jpg",
+        "lcp_size_px": 240000.0,
+        "lcp_type": "image",
+        "cls": 0.118,
+        "speed_index_ms": 640.2,
+        "visually_complete_ms": 815.1,
+        "visual_progress": [[0, 0], [530.8, 41], [815.1, 100]],
+    }
+    for loads_file in (fixtures / "trials").glob("*/loads.jsonl"):
+        records = [json.loads(line) for line in loads_file.read_text().splitlines() if line.strip()]
+        loads_file.write_text("".join(json.dumps(r | visual) + "\n" for r in records))
+    db = tmp_path / "w.db"
+    assert wirelab.run(demo_spec, db=db, engine=FixtureEngine(fixtures)).ok
+    with wirelab.open(db) as results:
+        loads = results.loads("demo")
+    ok = loads[loads["error"].isna()]
+    assert len(ok) and (ok["lcp_ms"] == 812.5).all() and (ok["lcp_url"] == visual["lcp_url"]).all()
+    assert (ok["lcp_size_px"] == 240000).all() and (ok["lcp_type"] == "image").all()
+    assert ok["visual_progress"].map(lambda v: v == visual["visual_progress"]).all()
+    out = tmp_path / "loads.csv"
+    assert main(["results", "export", "demo", "-f", "csv", "-o", str(out), "--db", str(db)]) == 0
+    exported = pd.read_csv(out)
+    for column in ("view", "lcp_ms", "lcp_url", "lcp_size_px", "lcp_type", "cls", "speed_index_ms"):
+        assert column in exported.columns, column
+    row = exported[exported["error"].isna()].iloc[0]
+    assert row["lcp_url"] == visual["lcp_url"] and row["speed_index_ms"] == 640.2 and row["cls"] == 0.118
+    assert json.loads(row["visual_progress"]) == visual["visual_progress"]
