@@ -562,6 +562,13 @@ def test_a_chosen_metric_takes_the_place_of_tow_and_plt(tmp_path):
     assert f"HTTP/2 beats HTTPS (lower mean LCP) in {wins} of 6 configurations" in html
     assert "LCP reduction vs" in html and re.search(r"W(&#39;|')s ratio s = LCP\(", html)
     assert "lower mean ToW" not in html and "Empirical CDF of LCP" in html
+    # the waterfalls show each protocol's median-LCP load, the one pandas picks from the same loads
+    titles = re.findall(r"(HTTP/2|HTTPS), ([^:<]*): median-LCP load \(([\d,]+) ms\)", html)
+    assert titles
+    for proto_label, _config, shown in titles:
+        proto = {"HTTP/2": "h2", "HTTPS": "h1s"}[proto_label]
+        lcps = loads[(loads["protocol"] == proto) & loads["error"].isna()]["lcp_ms"].dropna()
+        assert any(f"{v:,.0f}" == shown for v in lcps)
     assert (
         main(["report", "demo", "--db", str(db), "--out", str(tmp_path / "cli"), "--metric", "plt_ms"]) == 0
     )

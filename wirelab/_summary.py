@@ -17,15 +17,17 @@ import pandas as pd
 __all__ = ["gain_pct", "median_plt_load", "protocol_table"]
 
 
-def median_plt_load(loads: pd.DataFrame) -> pd.Series | None:
+def median_plt_load(loads: pd.DataFrame, metric: str = "plt_ms") -> pd.Series | None:
     """The representative load of ``loads`` (one protocol's, of one configuration): the one with the
-    median PLT among those without error (the lower middle of an even count) — the load whose
-    waterfall ``wirelab load``, the report and ``wirelab results waterfall`` draw. None when every
-    load failed."""
+    median PLT (or ``metric``: the report's ``--metric``) among those without error that have it (the
+    lower middle of an even count) — the load whose waterfall ``wirelab load``, the report and
+    ``wirelab results waterfall`` draw. None when no such load exists."""
     ok = loads[loads["error"].isna()]
+    if metric != "plt_ms":
+        ok = ok[ok[metric].notna()] if metric in ok else ok.iloc[0:0]
     if ok.empty:
         return None
-    ranked = ok.sort_values("plt_ms").reset_index(drop=True)
+    ranked = ok.sort_values(metric).reset_index(drop=True)
     return ranked.iloc[(len(ranked) - 1) // 2]
 
 

@@ -1098,7 +1098,10 @@ class _Builder:
         )
 
     def representative(self, trial_id: str, protocol: str) -> pd.Series | None:
-        return median_plt_load(self.ok[(self.ok["trial_id"] == trial_id) & (self.ok["protocol"] == protocol)])
+        """The load of the configuration and protocol with the median of the ratio metric (PLT, or the
+        chosen ``--metric``) — the load the waterfalls and the filmstrip show."""
+        loads = self.ok[(self.ok["trial_id"] == trial_id) & (self.ok["protocol"] == protocol)]
+        return median_plt_load(loads, self.r.column)
 
     def waterfalls(self) -> None:
         sd = self.sd
@@ -1116,11 +1119,12 @@ class _Builder:
             objs = objects[(objects["trial_id"] == trial_id) & (objects["load_index"] == row["load_index"])]
             if objs.empty:
                 continue
-            title = f"{protocol_style(proto).label}, {label}: median-PLT load ({row['plt_ms']:,.0f} ms)"
+            r = self.r
+            title = f"{protocol_style(proto).label}, {label}: median-{r.short} load ({row[r.column]:,.0f} ms)"
             self.add_figure(
                 "waterfall",
                 title,
-                f"Requests of repetition {int(row['repetition'])} (the load with the median PLT) "
+                f"Requests of repetition {int(row['repetition'])} (the load with the median {r.short}) "
                 "by connection; "
                 "bars split into HAR phases. Every load's waterfall is in the drill-down below.",
                 functools.partial(plots.waterfall_figure, objs.to_dict("records")),
@@ -1128,8 +1132,8 @@ class _Builder:
             )
 
     def filmstrip(self) -> None:
-        """Chromium's frames of the median-PLT load of each protocol side by side (docs/vitals.md), for
-        the configuration the waterfalls show (or the first with frames)."""
+        """Chromium's frames of the median-PLT (or --metric) load of each protocol side by side
+        (docs/vitals.md), for the configuration the waterfalls show (or the first with frames)."""
         sd, ok = self.sd, self.ok
         if sd.results is None or "frames" not in ok or ok["frames"].isna().all():
             return
@@ -1143,13 +1147,16 @@ class _Builder:
             if row is None or not isinstance(row["frames"], str):
                 continue
             frames = sd.results.frames(sd.name, trial_id, int(row["load_index"]))
-            strips.append((proto, f"{protocol_style(proto).label}\n{row['plt_ms']:,.0f} ms PLT", frames))
+            strips.append(
+                (proto, f"{protocol_style(proto).label}\n{row[self.r.column]:,.0f} ms {self.r.short}", frames)
+            )
         if not strips:
             return
         self.add_figure(
             "filmstrip",
             f"Filmstrip, {label}",
-            "What the screen showed during the median-PLT load of each protocol (Chromium's screenshots): "
+            f"What the screen showed during the median-{self.r.short} load of each protocol "
+            "(Chromium's screenshots): "
             "one column per moment one of the loads' pictures changed (at most ten, evenly chosen), a "
             "coloured frame where that load changed then; under each picture its visual progress "
             "(WebPageTest's histogram method, docs/vitals.md).",
