@@ -13,6 +13,7 @@ experiments/predict-validation.quick.toml --db DB``):
 ``make bench`` prints the same figures without emulating.
 
 Usage: scripts/predict_fixture.py DB [--sweep predict-validation-quick] [--holdout 0.3] [--seed 1]
+       [--max-evals N] [--names a,b,…] [--keep-baseline]
 """
 
 from __future__ import annotations
@@ -36,6 +37,15 @@ def main() -> int:
     ap.add_argument("--holdout", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-evals", type=int, default=600)
+    ap.add_argument(
+        "--names",
+        help="fit only these constants, comma-separated (the rest keep the shipped values); default: all",
+    )
+    ap.add_argument(
+        "--keep-baseline",
+        action="store_true",
+        help="keep the shipped baseline's constants (a change that leaves the baseline's view untouched)",
+    )
     args = ap.parse_args()
     labels = _labels.from_db(args.db, [args.sweep])
     fixture = PACKAGE / _labels.FIXTURE
@@ -43,7 +53,7 @@ def main() -> int:
     print(f"{fixture}: {len(labels)} labelled configurations ({fixture.stat().st_size} bytes)")
 
     def progress(stage: str, evals: int, loss: float) -> None:
-        if evals % 25 == 0:
+        if evals % 10 == 0:
             print(f"  {stage}: {evals} evaluations, loss {loss:.4f}", flush=True)
 
     result = _validate.fit_and_score(
@@ -51,6 +61,8 @@ def main() -> int:
         holdout=args.holdout,
         seed=args.seed,
         max_evals=args.max_evals,
+        names=args.names.split(",") if args.names else None,
+        fit_baseline=not args.keep_baseline,
         progress=progress,
     )
     out = PACKAGE / "constants.json"

@@ -119,6 +119,57 @@ def test_mechanisms_move_the_right_way(engine):
     assert sharded["h2"].parts_ms["dns"] + sharded["h2"].parts_ms["setup"] >= one["h2"].parts_ms["setup"]
 
 
+def test_slot_sums_add_in_numpys_order():
+    """The per-slot state is kept slot by slot; its sums over slots are NumPy's own (pairwise) sums
+    of a configuration's row, to the last bit, whatever the slot count."""
+    from wirelab._predict._sim import _rowsum
+
+    rng = np.random.default_rng(3)
+    for slots in [*range(1, 20), 31, 64, 127, 128, 129, 200, 300]:
+        a = rng.standard_normal((64, slots)) * 10 ** rng.uniform(-3, 6, (64, slots))
+        assert np.array_equal(_rowsum(np.ascontiguousarray(a.T)), a.sum(axis=1)), slots
+
+
+def test_shortcuts_and_general_path_agree(engine, monkeypatch):
+    """The simulation's shortcuts for homogeneous batches (only multiplexed pools, one discipline,
+    the state-independent per-step terms computed for every step at once) give the general path's
+    results bit for bit: pages of 1 to 30 origins (up to 180 HTTP/1.x slots), every protocol, loss,
+    replay, the baseline's view and the parts."""
+    from wirelab._predict import _config, _pages, _plan, _sim
+
+    configs = []
+    for page, extra in (("twitter", {}), ("imgur", {}), ("nytimes", {"shards": 0, "shard_mode": "domain"})):
+        for net in ("rtt=80ms,bw=4mbit,loss=1%,queue=16", "rtt=30ms,bw=20mbit,queue=1024", "rtt=200ms"):
+            spec = {"page": page, "network": net, "protocols": ["h1s", "h2", "h3"], **extra}
+            configs += _config.configs_of(spec, spec["protocols"])
+    spec = {"page": "twitter", "network": "rtt=50ms,bw=10mbit,loss=0.5%", "protocols": ["h2"]}
+    configs += _config.configs_of({**spec, "client": {"mode": "replay"}}, ["h2"])
+    _pages.prefetch([c.page for c in configs], engine)
+    facts = _pages.known([c.page for c in configs])
+    k = _constants.load().constants
+    batches = [_plan.batch(configs, facts)]
+    batches += [_plan.batch([c], [f]) for c, f in zip(configs, facts, strict=True) if c.multiplexed][:6]
+    for b in batches:
+        for baseline in (False, True):
+            fast = _sim.simulate(b, k, baseline=baseline, explain=True)
+            monkeypatch.setattr(_sim, "SHORTCUTS", False)
+            general = _sim.simulate(b, k, baseline=baseline, explain=True)
+            monkeypatch.setattr(_sim, "SHORTCUTS", True)
+            for name in ("plt", "tow", "parts"):
+                assert np.array_equal(getattr(fast, name), getattr(general, name)), (name, baseline)
+
+
+def test_one_connection_holds_the_link_behind_a_shallow_queue(engine):
+    """A drop-tail queue of a quarter of the BDP: the one h2 connection backs off from its share of
+    the full pipe (BDP + queue), not from the window at which its slow start overflowed, so it
+    loses little to the deep queue's (docs/predict.md, §6): the largest sign misses of session 36."""
+    net = "rtt=209ms,bw=7080kbit,queue={}"
+    shallow = predict("unh100", network=net.format(32), protocols=["h1s", "h2"], engine=engine)
+    deep = predict("unh100", network=net.format(1024), protocols=["h1s", "h2"], engine=engine)
+    assert shallow["h2"].plt_ms < 1.15 * deep["h2"].plt_ms
+    assert shallow["h2"].plt_ms < shallow["h1s"].plt_ms
+
+
 def test_replay_counts_computation(engine):
     p = predict(
         "twitter", network="rtt=50ms,bw=10mbit", protocols=["h2"], client={"mode": "replay"}, engine=engine

@@ -88,6 +88,10 @@ class Constants:
     response_window: float = 2.06
     """The congestion-avoidance window at loss rate p is this/√p packets: CUBIC's TCP-friendly
     region with β = 0.7 (RFC 9438: √(3(1+β)/(2(1−β)))); Reno's is √1.5 ≈ 1.22 (Mathis et al.)."""
+    detect_share: float = 1.0
+    """A slow start's overflow is detected a round after it, when the flows sharing the bottleneck
+    fill the pipe: each backs off (× β) from its window's share of this × (BDP + Q), if larger than
+    the window at the overflow (0: from the window at the overflow)."""
     padhye_b: float = 2.0
     """Packets acknowledged per ACK in Padhye's throughput formula (delayed ACKs)."""
 
@@ -100,6 +104,9 @@ class Constants:
     2 × SRTT (RFC 8985), then the repair."""
     rto_min_s: float = 0.2
     """Linux's minimum retransmission timeout (RTO = SRTT + max(4·RTTVAR, 200 ms))."""
+    burst_resend: float = 1.0
+    """A burst's dropped tail goes again after the probe at the window that loss leaves (β·w): this
+    many rounds per window of dropped packets (SACK recovery, RFC 6675; PRR, RFC 6937)."""
     syn_rto_s: float = 1.0
     """Linux's initial RTO for a SYN or SYN-ACK (TCP_TIMEOUT_INIT, RFC 6298)."""
     quic_pto_s: float = 0.2
@@ -131,6 +138,7 @@ FITTED: dict[str, tuple[float, float]] = {
     "fast_rtts": (0.5, 4.0),
     "response_window": (0.8, 6.0),
     "tail_rtts": (1.0, 6.0),
+    "burst_resend": (0.0, 4.0),
     "recovery_scale": (0.2, 5.0),
 }
 

@@ -53,9 +53,9 @@ class Discipline:
         signal is a drop)."""
         raise NotImplementedError
 
-    def burst_drops(self, queued: Array, burst: Array, capacity: Array) -> Array:
-        """Whether a burst of ``burst`` bytes arriving at once, ``queued`` bytes already waiting,
-        loses its tail at arrival."""
+    def burst_loss(self, queued: Array, burst: Array, capacity: Array) -> Array:
+        """The bytes of a burst of ``burst`` bytes arriving at once, ``queued`` bytes already
+        waiting, that the queue drops at arrival (its tail)."""
         raise NotImplementedError
 
 
@@ -74,8 +74,8 @@ class DropTail(Discipline):
         burst = 2 * (capacity + MTU)  # half of an unpaced slow-start round's window waits in the queue
         return np.where(paced, full, np.minimum(full, burst)), np.ones_like(capacity, dtype=bool)
 
-    def burst_drops(self, queued: Array, burst: Array, capacity: Array) -> Array:
-        return queued + burst > capacity + MTU
+    def burst_loss(self, queued: Array, burst: Array, capacity: Array) -> Array:
+        return np.clip(queued + burst - capacity - MTU, 0.0, burst)
 
 
 #: Every discipline the model knows, by the name the profile's resolved form gives it.

@@ -146,22 +146,31 @@ def _path(b: Batch, k: Constants, baseline: bool) -> _Path:
     )
 
 
-def _ss_rounds(n: np.ndarray, w: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    """Rounds to send n packets in slow start from window w, the per-round delivery capped at cap."""
+def _ss_rounds(w: np.ndarray, cap: np.ndarray, *ns: np.ndarray) -> list[np.ndarray]:
+    """Rounds to send each n of ``ns`` packets in slow start from window w, the per-round delivery
+    capped at cap."""
     w = np.maximum(w, 1.0)
     cap = np.maximum(cap, w)
     r_cap = np.ceil(np.log2(cap / w))
     sent = w * (2.0**r_cap - 1)
-    before = np.ceil(np.log2(n / w + 1))
-    after = r_cap + np.ceil(np.maximum(n - sent, 0.0) / cap)
-    return np.maximum(np.where(n <= sent, before, after), 1.0)
+    out = []
+    for n in ns:
+        before = np.ceil(np.log2(n / w + 1))
+        after = r_cap + np.ceil(np.maximum(n - sent, 0.0) / cap)
+        out.append(np.maximum(np.where(n <= sent, before, after), 1.0))
+    return out
 
 
-def _ca_rounds(n: np.ndarray, w: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    """Rounds to send n packets in congestion avoidance (+1 packet per round) from window w."""
+def _ca_rounds(w: np.ndarray, cap: np.ndarray, *ns: np.ndarray) -> list[np.ndarray]:
+    """Rounds to send each n of ``ns`` packets in congestion avoidance (+1 packet per round) from
+    window w."""
     w = np.minimum(np.maximum(w, 1.0), cap)
-    grow = np.ceil((-(2 * w - 1) + np.sqrt((2 * w - 1) ** 2 + 8 * n)) / 2)
-    return np.maximum(np.where(w >= cap, np.ceil(n / cap), grow), 1.0)
+    full = w >= cap
+    b = 2 * w - 1
+    b2 = b**2
+    return [
+        np.maximum(np.where(full, np.ceil(n / cap), np.ceil((-b + np.sqrt(b2 + 8 * n)) / 2)), 1.0) for n in ns
+    ]
 
 
 def _padhye(
@@ -177,12 +186,23 @@ def _padhye(
 
 def _timeout_share(p: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Padhye's Q(p, w): the chance that a loss in a window of w packets is detected by a timeout."""
-    q = np.clip(p, 1e-9, 0.999)
-    w = np.maximum(w, 1.0)
-    a = 1 - (1 - q) ** 3
-    num = (1 + (1 - q) ** 3 * (1 - (1 - q) ** np.maximum(w - 3, 0))) * a
-    den = 1 - (1 - q) ** w
-    return np.where(w <= 3, 1.0, np.minimum(1.0, num / den))
+    return _TimeoutShare(p)(w)
+
+
+class _TimeoutShare:
+    """Padhye's Q(p, ·) for fixed loss rates p (what depends on p alone computed once)."""
+
+    def __init__(self, p: np.ndarray) -> None:
+        self.q = np.clip(p, 1e-9, 0.999)
+        self.q3 = (1 - self.q) ** 3
+        self.a = 1 - self.q3
+
+    def __call__(self, w: np.ndarray) -> np.ndarray:
+        w = np.maximum(w, 1.0)
+        keep = 1 - self.q
+        num = (1 + self.q3 * (1 - keep ** np.maximum(w - 3, 0))) * self.a
+        den = 1 - keep**w
+        return np.where(w <= 3, 1.0, np.minimum(1.0, num / den))
 
 
 def _median_delay(costs: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -202,6 +222,40 @@ def _median_delay(costs: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return (steps * w).sum(axis=0)
 
 
+def _rowsum(a: np.ndarray, lo: int = 0, m: int | None = None) -> np.ndarray:
+    """Σ over the first axis of ``a`` (slots × configurations), added in the order NumPy's own
+    pairwise sum adds a contiguous row (``np.add.reduce``: below 8 terms one by one, up to 128 in
+    eight interleaved partial sums, beyond that halves), so the per-slot state can be kept slot by
+    slot (each slot's row contiguous, a sum a few vector additions) and still give the very sums a
+    (configurations × slots) layout's ``sum(axis=1)`` gives."""
+    m = a.shape[0] - lo if m is None else m
+    if m < 8:
+        out = a[lo] + 0.0
+        for j in range(lo + 1, lo + m):
+            out = out + a[j]
+        return out
+    if m <= 128:
+        r = [a[lo + j] + 0.0 for j in range(8)]
+        j = 8
+        while j < m - m % 8:
+            for u in range(8):
+                r[u] += a[lo + j + u]
+            j += 8
+        out = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for u in range(lo + j, lo + m):
+            out = out + a[u]
+        return out
+    half = m // 2
+    half -= half % 8
+    return _rowsum(a, lo, half) + _rowsum(a, lo + half, m - half)
+
+
+#: Take the shortcuts: the state-independent terms of every step at once, and what a homogeneous
+#: batch allows (one queue discipline for all; only multiplexed pools). False: step by step and the
+#: general path always (a test holds both to the same results, bit for bit).
+SHORTCUTS = True
+
+
 def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = False) -> Result:
     """Simulate every configuration of ``b``. ``baseline``: the Lantern-style view (no loss, IW 10,
     h3 as h2 over TCP and TLS, no gateway queue)."""
@@ -215,15 +269,16 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     parts = np.zeros((steps, n, len(PARTS))) if explain else None
     pred = np.full((steps, n), -1, dtype=np.int64)
 
-    # connection slots
-    c_open = np.zeros((n, S), dtype=bool)
-    c_free = np.full((n, S), -INF)  # client: when it can take a request (multiplexed: handshake done)
-    c_send = np.full((n, S), -INF)  # bottleneck: when the connection's last byte given so far leaves
-    c_cwnd = np.zeros((n, S))  # packets
-    c_ss = np.ones((n, S))  # chance it is still in slow start
-    c_infl = np.zeros((n, S))  # bytes it keeps in flight while it sends (its window, or its data)
-    x_start = np.zeros((n, S))  # its current transfer at the bottleneck: first byte …
-    x_bytes = np.zeros((n, S))  # … and bytes (multiplexed: everything it was given since it was idle)
+    # connection slots: (slot, configuration), a slot's row contiguous; a step's own slot is read
+    # and written through flat indexes (slot · n + configuration)
+    c_open = np.zeros((S, n), dtype=bool)
+    c_free = np.full((S, n), -INF)  # client: when it can take a request (multiplexed: handshake done)
+    c_send = np.full((S, n), -INF)  # bottleneck: when the connection's last byte given so far leaves
+    c_cwnd = np.zeros((S, n))  # packets
+    c_ss = np.ones((S, n))  # chance it is still in slow start
+    c_infl = np.zeros((S, n))  # bytes it keeps in flight while it sends (its window, or its data)
+    x_start = np.zeros((S, n))  # its current transfer at the bottleneck: first byte …
+    x_bytes = np.zeros((S, n))  # … and bytes (multiplexed: everything it was given since it was idle)
     dns_done = np.full((b.origins, n), -INF)
     dns_started = np.zeros((b.origins, n), dtype=bool)
     up_backlog = np.zeros(n)  # request bytes waiting for the uplink at up_time
@@ -242,7 +297,23 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         for d in {c.discipline for c in b.configs}
     ]
     groups = [(d, m) for d, m in groups if m.any()]
+    # one discipline for every limited path: no masks (the unlimited paths' values are not used)
+    whole = SHORTCUTS and len(groups) == 1 and bool(groups[0][1].all())
+    all_mux = SHORTCUTS and bool(pa.mux.all())
+
+    def per_group(fn: str, *args: np.ndarray) -> np.ndarray:
+        """The discipline's ``fn`` over every limited path, each path's own discipline."""
+        if whole:
+            return getattr(groups[0][0], fn)(*args)
+        out = np.zeros(n)
+        for d, m in groups:
+            out[m] = getattr(d, fn)(*(a[m] for a in args))
+        return out
+
     pkt_bytes = pa.pkt * pa.wire
+    # the pipe, packets: what the flows through the bottleneck hold when its queue is full (0: no
+    # overflow there)
+    pipe = np.where(np.isfinite(bdp + pa.queue), (bdp + pa.queue) / pkt_bytes, 0.0)
     offs = np.arange(int(b.slot_count.max()))
     p, p_up = pa.p, pa.p_up
     p_rt = 1 - (1 - p) * (1 - p_up)
@@ -254,12 +325,37 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
 
     def standing(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the gateway's queueing delay for a packet arriving at t, bytes in flight per slot at t)."""
-        per_slot = c_infl * (c_send > t[:, None])
-        excess = per_slot.sum(axis=1) - bdp
-        out = np.zeros(n)
-        for d, m in groups:
-            out[m] = d.delay(excess[m], pa.queue[m], pa.rate[m])
-        return out, per_slot
+        per_slot = c_infl * (c_send > t)
+        excess = _rowsum(per_slot) - bdp
+        return per_group("delay", excess, pa.queue, pa.rate), per_slot
+
+    # what does not depend on the connections' state, for every step at once (steps × configurations)
+    extra_all = pa.extra[b.origin, cols]
+    rtt_all = pa.rtt + extra_all
+    rtt_r_all = rtt_all + pa.round_s  # a round trip as the endpoints see it
+    body_all = b.size + pa.head
+    npk_all = np.maximum(np.ceil(body_all / pa.pkt), 1.0)
+
+    def random_loss(npk: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Random loss in a response of npk packets: the chance of a first loss, CSA's packets
+        before it, the packets after it, the further loss events among them, β to their number
+        and the window's mean decay over them (5. below)."""
+        P1 = np.where(some, 1 - (1 - p) ** npk, 0.0)
+        d_ss = np.where(some, np.minimum(npk, P1 * (1 - p) / np.maximum(p, 1e-9) + 1), npk)
+        rest = np.maximum(npk - d_ss, 0.0)
+        m = rest * p
+        beta_m = k.beta**m
+        decay = np.where(m > 1e-6, (1 - beta_m) / (np.maximum(m, 1e-6) * np.log(1 / k.beta)), 1.0)
+        return P1, d_ss, rest, m, beta_m, decay
+
+    if SHORTCUTS:  # every step at once
+        P1_all, d_ss_all, rest_all, m_all, beta_m_all, decay_all = random_loss(npk_all)
+    else:  # step by step
+        P1_all, d_ss_all, rest_all, m_all, beta_m_all, decay_all = (
+            np.stack(rows) for rows in zip(*(random_loss(row) for row in npk_all), strict=True)
+        )
+    w_star = np.where(some, k.response_window / np.sqrt(np.maximum(p, 1e-9)), INF)
+    timeout_share = _TimeoutShare(p)
 
     for i in range(steps):
         kind = b.kind[i]
@@ -290,10 +386,10 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             continue
 
         o = b.origin[i]
-        extra = pa.extra[o, cols]
-        rtt = pa.rtt + extra
+        extra = extra_all[i]
+        rtt = rtt_all[i]
         d_up, d_down = pa.d_up + extra / 2, pa.d_down + extra / 2
-        rtt_r = rtt + pa.round_s  # a round trip as the endpoints see it
+        rtt_r = rtt_r_all[i]
         q_ready, _ = standing(ready)
 
         # 3a. the lookup: the origin's first download starts it, the others wait for it
@@ -305,21 +401,26 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         t_dns = np.maximum(ready, np.where(pa.dns, dns_done[o, cols], -INF))
 
         # 3b. a connection: the most recently idle, else a new one, else the first to be free
-        base, count = b.slot_base[o, cols], b.slot_count[o, cols]
-        idx = base[:, None] + np.minimum(offs[None, :], np.maximum(count[:, None] - 1, 0))
-        mine = offs[None, :] < count[:, None]
-        f = c_free[cols2, idx]
-        op = c_open[cols2, idx]
-        free_now = mine & (f <= t_dns[:, None])
-        idle = free_now & op
-        fresh = free_now & ~op
-        choice = np.where(
-            idle.any(axis=1),
-            np.where(idle, f, -INF).argmax(axis=1),
-            np.where(fresh.any(axis=1), fresh.argmax(axis=1), np.where(mine, f, INF).argmin(axis=1)),
-        )
-        slot = idx[cols, np.where(pa.mux, 0, choice)]
-        s_open, s_free = c_open[cols, slot], c_free[cols, slot]
+        base = b.slot_base[o, cols]
+        if all_mux:  # one connection per origin
+            slot = base
+        else:
+            count = b.slot_count[o, cols]
+            idx = base[:, None] + np.minimum(offs[None, :], np.maximum(count[:, None] - 1, 0))
+            mine = offs[None, :] < count[:, None]
+            f = c_free[idx, cols2]
+            op = c_open[idx, cols2]
+            free_now = mine & (f <= t_dns[:, None])
+            idle = free_now & op
+            fresh = free_now & ~op
+            choice = np.where(
+                idle.any(axis=1),
+                np.where(idle, f, -INF).argmax(axis=1),
+                np.where(fresh.any(axis=1), fresh.argmax(axis=1), np.where(mine, f, INF).argmin(axis=1)),
+            )
+            slot = idx[cols, np.where(pa.mux, 0, choice)]
+        at = slot * n + cols  # the step's slot, flat
+        s_open, s_free = c_open.take(at), c_free.take(at)
         t_conn = np.where(pa.mux, t_dns, np.maximum(t_dns, s_free))  # HTTP/1.x: wait for it
         opening = dl & ~s_open
         # handshakes, each round trip through the standing queue; a lost packet waits for its timer
@@ -328,23 +429,24 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         tcp = np.where(pa.quic, 0.0, rt_hs)
         # the server's flight crosses the bottleneck beside the other connections' bytes (shared)
         t_flight = t_conn + tcp
-        left = x_bytes * np.clip((c_send - t_flight[:, None]) / np.maximum(c_send - x_start, 1e-9), 0.0, 1.0)
-        flight_link = (flight + np.minimum(left, flight[:, None]).sum(axis=1)) / pa.rate
+        span = np.maximum(c_send - x_start, 1e-9)
+        left = x_bytes * np.minimum(np.maximum((c_send - t_flight) / span, 0.0), 1.0)
+        flight_link = (flight + _rowsum(np.minimum(left, flight))) / pa.rate
         tls = tls_rounds * rt_hs + pa.tls * (hello + flight_link)
         rare_syn += np.where(opening & ~pa.quic, p_rt, 0.0)
         rare_hs += np.where(opening & pa.tls, hs_loss, 0.0)
         setup = tcp + tls
         ready_conn = np.where(opening, t_conn + setup, s_free)
         first_data = np.where(opening, np.minimum(first_data, t_conn + tcp), first_data)
-        c_open[cols, slot] |= dl
+        c_open.put(at, s_open | dl)
         hs_flight = opening & pa.tls
-        x_start[cols, slot] = np.where(hs_flight, t_flight, x_start[cols, slot])
-        x_bytes[cols, slot] = np.where(hs_flight, flight, x_bytes[cols, slot])
-        c_send[cols, slot] = np.where(hs_flight, t_flight + flight_link, c_send[cols, slot])
+        x_start.put(at, np.where(hs_flight, t_flight, x_start.take(at)))
+        x_bytes.put(at, np.where(hs_flight, flight, x_bytes.take(at)))
+        c_send.put(at, np.where(hs_flight, t_flight + flight_link, c_send.take(at)))
         wire_total = np.where(hs_flight, wire_total + flight, wire_total)
-        c_free[cols, slot] = np.where(dl & pa.mux, ready_conn, c_free[cols, slot])
-        c_cwnd[cols, slot] = np.where(opening, pa.iw, c_cwnd[cols, slot])
-        c_ss[cols, slot] = np.where(opening, 1.0, c_ss[cols, slot])
+        c_free.put(at, np.where(dl & pa.mux, ready_conn, s_free))
+        c_cwnd.put(at, np.where(opening, pa.iw, c_cwnd.take(at)))
+        c_ss.put(at, np.where(opening, 1.0, c_ss.take(at)))
         t_conn_ok = np.maximum(t_conn, ready_conn)
         # h2/h3: a stream
         sd = b.stream_dep[i]
@@ -364,23 +466,26 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         t_srv = t_send + (waiting + pa.req) / pa.rate_up + d_up + req_rec + k.server_s
 
         # 5. the response in rounds
-        body = b.size[i] + pa.head
-        npk = np.maximum(np.ceil(body / pa.pkt), 1.0)
+        body = body_all[i]
+        npk = npk_all[i]
+        P1, d_ss = P1_all[i], d_ss_all[i]
         wbytes = body * pa.wire
-        prev_send = c_send[cols, slot]
+        prev_send = c_send.take(at)
         busy = pa.mux & (prev_send > t_srv)  # the connection's sender carries on with earlier streams
         s = np.where(busy, prev_send, t_srv)
         q_s, per_slot = standing(s)
-        own_infl = per_slot[cols, slot]
-        others = (per_slot.sum(axis=1) - own_infl) / pkt_bytes
+        own_infl = per_slot.take(at)
+        others = (_rowsum(per_slot) - own_infl) / pkt_bytes
         rtt_e = rtt_r + k.queue_in_rounds * q_s
         idle_long = ~busy & ~opening & ((s - prev_send) > np.maximum(k.rto_min_s + rtt, rtt))
-        w0 = np.where(idle_long, np.minimum(c_cwnd[cols, slot], pa.iw), c_cwnd[cols, slot])
+        cwnd = c_cwnd.take(at)
+        w0 = np.where(idle_long, np.minimum(cwnd, pa.iw), cwnd)
         cap = np.maximum(np.where(limited, pa.rate * rtt_e / pkt_bytes, INF), 1.0)
         ceil_pk = np.maximum(w0, pa.ceil_bytes / pkt_bytes - k.ceiling_share * others)
-        ss = c_ss[cols, slot]
-        r_ss = _ss_rounds(npk, w0, np.minimum(cap, ceil_pk))
-        r_ca = _ca_rounds(npk, w0, cap)
+        ss = c_ss.take(at)
+        cap_ss = np.minimum(cap, ceil_pk)
+        r_ss, ss_before = _ss_rounds(w0, cap_ss, npk, d_ss)
+        r_ca, ca_before = _ca_rounds(w0, cap, npk, d_ss)
         w_sent = np.maximum(np.minimum(w0, cap), 1.0)
         n_frac = body / pa.pkt  # a busy connection packs small responses into full segments
         r_cont = ss * np.log2(1 + n_frac / w_sent) + (1 - ss) * n_frac / w_sent
@@ -392,16 +497,15 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         # a fresh response's first window leaves an unpaced sender at once: a queue already holding
         # others' data may drop its tail (repaired after the tail-loss probe)
         burst_bytes = np.minimum(w0, npk) * pkt_bytes
-        tail = np.zeros(n)
-        for d, mk in groups:
-            tail[mk] = d.burst_drops(q_s[mk] * pa.rate[mk], burst_bytes[mk], pa.queue[mk])
-        tail = np.where(pa.quic | busy | ~dl, 0.0, tail)
+        dropped = per_group("burst_loss", q_s * pa.rate, burst_bytes, pa.queue)
+        dropped = np.where(pa.quic | busy | ~dl, 0.0, dropped)
+        tail = (dropped > 0).astype(np.float64)
+        # the probe reveals the holes; the lost packets go again at the reduced window
+        resend = k.burst_resend * dropped / pkt_bytes / np.maximum(k.beta * w0, 1.0)
         # random loss: CSA's slow start until the first loss, Padhye's throughput after it; the
         # first loss repaired by fast retransmit, or by a timer (Padhye's Q)
-        P1 = np.where(some, 1 - (1 - p) ** npk, 0.0)
-        d_ss = np.where(some, np.minimum(npk, P1 * (1 - p) / np.maximum(p, 1e-9) + 1), npk)
         rto = np.maximum(k.rto_min_s + rtt_r, 2 * rtt_r)
-        r_before = ss * _ss_rounds(d_ss, w0, np.minimum(cap, ceil_pk)) + (1 - ss) * _ca_rounds(d_ss, w0, cap)
+        r_before = ss * ss_before + (1 - ss) * ca_before
         r_before = np.where(busy, rounds * d_ss / npk, r_before - 1)
         # the window when the first loss comes, then the window's decay towards the loss rate's
         # steady state W* = kw/√p: ×β per loss event, one every 1/p packets (CUBIC's β = 0.7)
@@ -409,36 +513,44 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             ss * np.minimum(w0 + d_ss, ceil_pk) + (1 - ss) * (w0 + d_ss / np.maximum(w0, 1.0)),
             np.maximum(ceil_pk, w0),
         )
-        w_star = np.where(some, k.response_window / np.sqrt(np.maximum(p, 1e-9)), INF)
-        rest = np.maximum(npk - d_ss, 0.0)
-        m = rest * p
+        rest, m, decay = rest_all[i], m_all[i], decay_all[i]
         start_w = k.beta * w_at
-        decay = np.where(m > 1e-6, (1 - k.beta**m) / (np.maximum(m, 1e-6) * np.log(1 / k.beta)), 1.0)
         above = np.isfinite(w_star) & (start_w > w_star)
         w_avg = np.where(above, w_star + (start_w - np.where(above, w_star, 0)) * decay, start_w)
-        w_after = np.where(above, w_star + (start_w - np.where(above, w_star, 0)) * k.beta**m, start_w)
+        w_after = np.where(above, w_star + (start_w - np.where(above, w_star, 0)) * beta_m_all[i], start_w)
         per_round = np.maximum(np.minimum(w_avg, cap), 1.0)
-        Q = _timeout_share(p, np.minimum(w_at, npk))
+        Q = timeout_share(np.minimum(w_at, npk))
         first_loss = scale * (Q * (k.tail_rtts * rtt_e + p * rto) + (1 - Q) * k.fast_rtts * rtt_e)
-        later = scale * m * _timeout_share(p, np.minimum(w_avg, npk)) * rto
+        later = scale * m * timeout_share(np.minimum(w_avg, npk)) * rto
         t_clean = np.where(busy, rounds, rounds - 1) * rtt_e
         t_loss = r_before * rtt_e + first_loss + rest / per_round * rtt_e + later
         lossy = (
             P1 * np.maximum(t_loss - t_clean, 0.0)
             + ovf * scale * k.fast_rtts * rtt_e
-            + tail * scale * k.tail_rtts * rtt_r
+            + tail * scale * (k.tail_rtts + resend) * rtt_r
         )
         w_loss = np.where(some, np.maximum(w_after, 2.0), w_clean)
-        ovf = np.maximum(ovf, tail)
-        w_end = (1 - P1) * (1 - ovf) * w_clean + P1 * w_loss + (1 - P1) * ovf * k.beta * w_clean
+        # an overflow of the ceiling is seen a round later, when the flows' windows fill the pipe
+        # (BDP + Q): each backs off from its share of it, in proportion to its window
+        share = w_clean / np.maximum(w_clean + others, 1.0)
+        w_ovf = np.maximum(w_clean, share * pipe * k.detect_share)
+        cut = np.maximum(ovf, tail)
+        w_end = (
+            (1 - P1) * (1 - cut) * w_clean
+            + P1 * w_loss
+            + (1 - P1) * k.beta * (ovf * w_ovf + np.maximum(tail - ovf, 0.0) * w_clean)
+        )
+        ovf = cut
         ss_end = ss * (1 - P1) * (1 - ovf) * ~hit
         # the bottleneck, shared: each other connection's bytes still to send delay this response
         # by as many of them as it sends itself (processor sharing); a fresh response's first bytes
         # wait behind the standing queue
         lead = np.where(busy, 0.0, q_s)
-        remaining = x_bytes * np.clip((c_send - s[:, None]) / np.maximum(c_send - x_start, 1e-9), 0.0, 1.0)
-        remaining[cols, slot] = 0.0
-        link = (wbytes + np.minimum(remaining, wbytes[:, None]).sum(axis=1)) / pa.rate
+        remaining = x_bytes * np.minimum(
+            np.maximum((c_send - s) / np.maximum(c_send - x_start, 1e-9), 0.0), 1.0
+        )
+        remaining.put(at, 0.0)
+        link = (wbytes + _rowsum(np.minimum(remaining, wbytes))) / pa.rate
         last_round = np.where(busy, 0.0, np.minimum(wbytes, w_clean * pkt_bytes) / pa.rate)
         windowed = np.maximum(lead, last_round) + t_clean + lossy
         wire_total = np.where(dl, wire_total + wbytes, wire_total)
@@ -456,18 +568,16 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         c_done = e + d_down + hol + k.client_object_s
         done[i] = np.where(dl, c_done, done[i])
         first[i] = np.where(dl, s + lead + np.minimum(wbytes, pkt_bytes) / pa.rate + d_down, first[i])
-        x_start[cols, slot] = np.where(dl & ~busy, s, x_start[cols, slot])
-        x_bytes[cols, slot] = np.where(
-            dl, wbytes + np.where(busy, x_bytes[cols, slot], 0.0), x_bytes[cols, slot]
-        )
-        c_send[cols, slot] = np.where(dl, e, prev_send)
-        c_cwnd[cols, slot] = np.where(dl, np.maximum(w_end, 1.0), c_cwnd[cols, slot])
-        c_ss[cols, slot] = np.where(dl, ss_end, ss)
-        c_infl[cols, slot] = np.where(
-            dl, np.minimum(x_bytes[cols, slot], w_clean * pkt_bytes), c_infl[cols, slot]
-        )
-        c_free[cols, slot] = np.where(dl & ~pa.mux, c_done, c_free[cols, slot])
-        c_open[cols, slot] &= ~(dl & ~pa.mux & ~pa.keep_alive)
+        x_start.put(at, np.where(dl & ~busy, s, x_start.take(at)))
+        xb = x_bytes.take(at)
+        xb = np.where(dl, wbytes + np.where(busy, xb, 0.0), xb)
+        x_bytes.put(at, xb)
+        c_send.put(at, np.where(dl, e, prev_send))
+        c_cwnd.put(at, np.where(dl, np.maximum(w_end, 1.0), cwnd))
+        c_ss.put(at, np.where(dl, ss_end, ss))
+        c_infl.put(at, np.where(dl, np.minimum(xb, w_clean * pkt_bytes), c_infl.take(at)))
+        c_free.put(at, np.where(dl & ~pa.mux, c_done, c_free.take(at)))
+        c_open.put(at, c_open.take(at) & ~(dl & ~pa.mux & ~pa.keep_alive))
 
         if explain:
             assert parts is not None

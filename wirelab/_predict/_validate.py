@@ -172,11 +172,15 @@ def fit_and_score(
     seed: int = 1,
     max_evals: int = 400,
     start: _constants.ConstantsFile | None = None,
+    names: Sequence[str] | None = None,
+    fit_baseline: bool = True,
     progress: Callable[[str, int, float], None] | None = None,
     engine: Any = None,
 ) -> Validation:
     """Fit model and baseline on the labels' fitting part, score both on the held-out part (with
-    ``holdout`` 0, score on what they were fitted on, and say so)."""
+    ``holdout`` 0, score on what they were fitted on, and say so). ``names``: fit only these
+    constants (the rest stay at ``start``'s); ``fit_baseline`` False keeps ``start``'s baseline
+    (when a change of the model leaves the baseline's view untouched)."""
     if labels is None:
         assert db is not None
         labels = _labels.from_db(db, sweeps or None)
@@ -189,18 +193,26 @@ def fit_and_score(
     model, info_m = fit(
         train,
         start.constants,
+        names=names,
         max_evals=max_evals,
         engine=engine,
         progress=(lambda n, loss: progress("model", n, loss)) if progress else None,
     )
-    baseline, info_b = fit(
-        train,
-        start.baseline,
-        baseline=True,
-        max_evals=max_evals,
-        engine=engine,
-        progress=(lambda n, loss: progress("baseline", n, loss)) if progress else None,
-    )
+    if fit_baseline:
+        baseline, info_b = fit(
+            train,
+            start.baseline,
+            baseline=True,
+            max_evals=max_evals,
+            engine=engine,
+            progress=(lambda n, loss: progress("baseline", n, loss)) if progress else None,
+        )
+    else:
+        baseline, info_b = (
+            start.baseline,
+            dict(start.provenance.get("fit", {}).get("baseline", {}), kept=True),
+        )
+    info_m["constants"] = list(names or _constants.FITTED)
     ms, bs, pm = _score_both(held, model, baseline, engine)
     where = str(db) if db is not None else "labels"
     return Validation(
