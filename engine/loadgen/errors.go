@@ -95,3 +95,10 @@ func errorsOf(c *[numKinds]int64) Errors {
 func (e Errors) Total() int64 {
 	return e.ConnectRefused + e.Reset + e.Timeout + e.TLS + e.HTTPStatus + e.Other
 }
+
+// counts is e as the recorder's array (errorsOf's inverse).
+func (e Errors) counts() [numKinds]int64 {
+	var c [numKinds]int64
+	c[ConnectRefused], c[Reset], c[Timeout], c[TLS], c[HTTPStatus], c[Other] = e.ConnectRefused, e.Reset, e.Timeout, e.TLS, e.HTTPStatus, e.Other
+	return c
+}

@@ -30,6 +30,17 @@ type Interval struct {
 	// ended first (client.ConnGauge.ClosedByServer): kept connections a server drops under load.
 	ConnectionsClosedByServer int64     `json:"connections_closed_by_server"`
 	Generator                 Generator `json:"generator"`
+	// PageHist and RequestHist are the interval's histograms of page_ms and request_ms (µs), in
+	// HdrHistogram's V2 compressed encoding, base64 — with Config.Histograms (loadgen --histograms)
+	// only: what merging several generators' intervals needs (Merge).
+	PageHist    string `json:"page_hist,omitempty"`
+	RequestHist string `json:"request_hist,omitempty"`
+	// Degraded (merged intervals only): a generator of the run was lost before the interval ended,
+	// so its VUs are missing from it; GeneratorsLost names them.
+	Degraded       bool     `json:"degraded,omitempty"`
+	GeneratorsLost []string `json:"generators_lost,omitempty"`
+	// Generators (merged intervals only): each generator's share of the interval.
+	Generators []GeneratorShare `json:"generators,omitempty"`
 	// partial: the last interval, cut short when the last page ended or the run was interrupted.
 	partial bool
 }
@@ -108,7 +119,9 @@ type Summary struct {
 	Spec       *Spec  `json:"spec"`
 	Target     string `json:"target"`
 	// StartNs is the run's start on CLOCK_MONOTONIC (interval k covers start + k·interval …).
-	StartNs   int64   `json:"start_ns"`
+	StartNs int64 `json:"start_ns"`
+	// Part is this generator's share, K/N, when the run is spread over several (loadgen --part).
+	Part      string  `json:"part,omitempty"`
 	DurationS float64 `json:"duration_s"` // start → the last page ended (or the interruption)
 	// Interrupted: stopped by SIGINT/SIGTERM; pages in flight then were not counted.
 	Interrupted        bool              `json:"interrupted"`
@@ -119,6 +132,11 @@ type Summary struct {
 	ThresholdsPassed   bool              `json:"thresholds_passed"`
 	Generator          GeneratorTotals   `json:"generator"`
 	GeneratorSaturated bool              `json:"generator_saturated"`
+	// A run merged from several generators (Merge): each one's figures; Degraded when one was
+	// lost mid-run (GeneratorsLost names them; its intervals after the loss are marked).
+	Generators     []GeneratorRun `json:"generators,omitempty"`
+	Degraded       bool           `json:"degraded,omitempty"`
+	GeneratorsLost []string       `json:"generators_lost,omitempty"`
 }
 
 // outcomes derives study N's outcomes from the intervals.

@@ -64,6 +64,11 @@ type Config struct {
 	Conns *client.ConnGauge
 	// Probe, if set, measures the generator's own cost (NewProbe); nil reports zeros.
 	Probe *Probe
+	// Part is this generator's share of a run spread over several (zero: the whole run).
+	Part Part
+	// Histograms adds each interval's HDR histograms, encoded, to its record (page_hist,
+	// request_hist), so that the intervals of several generators merge exactly (Merge).
+	Histograms bool
 }
 
 // ErrInterrupted is returned with the summary when ctx ended the run early.
@@ -225,6 +230,9 @@ func (r *runner) emit(k int, end time.Time, partial bool) {
 		PageMs: latencyOf(w.page), RequestMs: latencyOf(w.request), Errors: errorsOf(&w.errors), Dropped: w.dropped,
 		partial: partial,
 	}
+	if r.cfg.Histograms {
+		iv.PageHist, iv.RequestHist = encodeHist(w.page), encodeHist(w.request)
+	}
 	iv.OpenConnections = r.cfg.Conns.Open()
 	byServer := r.cfg.Conns.ClosedByServer()
 	iv.ConnectionsClosedByServer, r.closedByServer = byServer-r.closedByServer, byServer
@@ -258,7 +266,7 @@ func (r *runner) summary(interrupted bool) *Summary {
 		t.VUsMax = max(t.VUsMax, iv.VUsMax)
 	}
 	t.ConnectionsOpened, t.ConnectionsClosedByServer = r.cfg.Conns.Opened(), r.cfg.Conns.ClosedByServer()
-	sum := &Summary{Event: "summary", Contract: Contract, LoadtestID: r.spec.LoadtestID, Spec: r.spec, DurationS: secs,
+	sum := &Summary{Event: "summary", Contract: Contract, LoadtestID: r.spec.LoadtestID, Spec: r.spec, DurationS: secs, Part: r.cfg.Part.String(),
 		Interrupted: interrupted, Intervals: len(r.intervals), Totals: t,
 		Outcomes: outcomes(r.spec, r.intervals, int(r.firstError.Load()))}
 	sum.Thresholds, sum.ThresholdsPassed = EvaluateAll(r.spec.Thresholds, &Measures{Totals: t, Outcomes: sum.Outcomes})
@@ -294,7 +302,7 @@ func (r *runner) runClosed(ctx context.Context) {
 		if t >= plan.End() || ctx.Err() != nil {
 			break
 		}
-		want := plan.VUsAt(t)
+		want := r.cfg.Part.share(plan.VUsAt(t))
 		for len(vus) < want {
 			vus = append(vus, r.startVU(ctx))
 		}
@@ -319,7 +327,7 @@ func (r *runner) runClosed(ctx context.Context) {
 }
 
 func (r *runner) startVU(ctx context.Context) *closedVU {
-	i := int(r.nextVU.Add(1) - 1)
+	i := r.cfg.Part.global(int(r.nextVU.Add(1) - 1))
 	vu := &closedVU{stop: make(chan struct{})}
 	r.activate(1)
 	r.wg.Add(1)
@@ -374,14 +382,24 @@ type openVU struct {
 func (r *runner) runOpen(ctx context.Context) {
 	plan := NewOpenPlan(r.spec.Scenario)
 	arrivals := plan.Arrivals()
-	maxVUs := r.spec.Scenario.MaxVUs
-	idle := make(chan *openVU, maxVUs)
+	maxVUs := r.cfg.Part.share(r.spec.Scenario.MaxVUs)
+	idle := make(chan *openVU, max(maxVUs, 1))
 	var free []*openVU
 	var pool []*openVU
 	var queue []time.Time // intended starts waiting for a VU, oldest first
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	next, more := arrivals.Next()
+	var k int64 // the arrival's number in the whole run
+	nextOwn := func() (time.Duration, bool) {
+		for {
+			at, ok := arrivals.Next()
+			k++
+			if !ok || r.cfg.Part.owns(k-1) {
+				return at, ok
+			}
+		}
+	}
+	next, more := nextOwn()
 	dispatch := func() {
 		for len(queue) > 0 {
 			var vu *openVU
@@ -389,7 +407,7 @@ func (r *runner) runOpen(ctx context.Context) {
 			case len(free) > 0:
 				vu, free = free[len(free)-1], free[:len(free)-1]
 			case len(pool) < maxVUs:
-				vu = r.startOpenVU(ctx, len(pool), idle)
+				vu = r.startOpenVU(ctx, r.cfg.Part.global(len(pool)), idle)
 				pool = append(pool, vu)
 			default:
 				// Every VU is busy: the queue waits, bounded by max_vus (an arrival still waiting
@@ -419,7 +437,7 @@ func (r *runner) runOpen(ctx context.Context) {
 		case <-timer.C:
 			for more && next <= r.now() {
 				queue = append(queue, r.cfg.Start.Add(next))
-				next, more = arrivals.Next()
+				next, more = nextOwn()
 			}
 		case vu := <-idle:
 			free = append(free, vu)

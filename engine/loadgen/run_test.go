@@ -56,7 +56,7 @@ type fakeRun struct {
 
 // runFake runs spec against fake users inside a synctest bubble; stop, if set, cancels the run
 // at that instant.
-func runFake(t *testing.T, spec *Spec, pageTime func(time.Duration) time.Duration, fail func(time.Duration) bool, stop time.Duration) *fakeRun {
+func runFake(t *testing.T, spec *Spec, pageTime func(time.Duration) time.Duration, fail func(time.Duration) bool, stop time.Duration, opts ...func(*Config)) *fakeRun {
 	t.Helper()
 	fr := &fakeRun{spec: spec}
 	synctest.Test(t, func(t *testing.T) {
@@ -67,7 +67,7 @@ func runFake(t *testing.T, spec *Spec, pageTime func(time.Duration) time.Duratio
 		}
 		start := time.Now()
 		var mu sync.Mutex
-		fr.sum, fr.err = Run(ctx, Config{
+		cfg := Config{
 			Spec:  spec,
 			Start: start,
 			NewUser: func(int) User {
@@ -75,7 +75,11 @@ func runFake(t *testing.T, spec *Spec, pageTime func(time.Duration) time.Duratio
 				return &fakeUser{start: start, pageTime: pageTime, fail: fail, requests: 3, cancelled: &fr.cancelled, closed: &fr.closed}
 			},
 			Interval: func(iv Interval) { mu.Lock(); fr.intervals = append(fr.intervals, iv); mu.Unlock() },
-		})
+		}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		fr.sum, fr.err = Run(ctx, cfg)
 	})
 	return fr
 }

@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"encoding/base64"
+	"fmt"
 	"sync"
 	"time"
 
@@ -146,4 +148,37 @@ func (r *recorder) rotate() *window {
 	r.cur, r.spare = r.spare, w
 	r.mu.Unlock()
 	return w
+}
+
+// encodeHist is h in HdrHistogram's V2 compressed encoding, base64 (an interval's page_hist and
+// request_hist); "" when h is empty.
+func encodeHist(h *hdrhistogram.Histogram) string {
+	if h.TotalCount() == 0 {
+		return ""
+	}
+	b, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil { // only a compression failure of an in-memory buffer
+		panic(fmt.Sprintf("loadgen: encoding a histogram: %v", err))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// decodeHist reads an interval's encoded histogram ("" is an empty one) into the engine's layout.
+func decodeHist(s string) (*hdrhistogram.Histogram, error) {
+	out := newHist()
+	if s == "" {
+		return out, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("not base64: %w", err)
+	}
+	h, err := hdrhistogram.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	if dropped := out.Merge(h); dropped != 0 {
+		return nil, fmt.Errorf("%d values outside the engine's range (%d–%d µs)", dropped, histLowestUS, histHighestUS)
+	}
+	return out, nil
 }

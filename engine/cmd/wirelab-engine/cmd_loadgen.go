@@ -56,6 +56,11 @@ interval ({"event":"interval",…}) and a final {"event":"summary",…} on stdou
                            range per server address and port (net.ipv4.ip_local_port_range), so
                            more connections than one range holds (28,232 by default) need more
                            addresses; default: the kernel's choice
+  --part K/N               run generator K's share (K from 0) of a run spread over N generators:
+                           the VUs whose run-wide index i has i mod N = K (open model: the arrivals
+                           k with k mod N = K, and that share of max_vus); the summary says part
+  --histograms             add each interval's HDR histograms (page_hist, request_hist: HdrHistogram
+                           V2 compressed, base64) to its line, for wirelab-engine loadmerge
 
 A limit of the generator's own machine (open files, local ports, socket memory) that a VU's
 connection still meets stops the run at once with one line naming it (exit 1, after the summary of
@@ -82,6 +87,8 @@ type loadgenArgs struct {
 	mono   int64 // start on CLOCK_MONOTONIC
 	// maxOpenFiles caps RLIMIT_NOFILE (--max-open-files; 0: raise it as far as the machine allows)
 	maxOpenFiles uint64
+	part         loadgen.Part
+	histograms   bool
 }
 
 func runLoadgen(args []string, stdout io.Writer) error {
@@ -105,12 +112,14 @@ func runLoadgen(args []string, stdout io.Writer) error {
 	enc := json.NewEncoder(stdout)
 	gauge := &client.ConnGauge{}
 	sum, err := loadgen.Run(ctx, loadgen.Config{
-		Spec:     la.spec,
-		NewUser:  loadgen.TabUsers(loader, la.target, la.spec, gauge),
-		Start:    la.start,
-		Interval: func(iv loadgen.Interval) { _ = enc.Encode(iv) },
-		Conns:    gauge,
-		Probe:    loadgen.NewProbe(),
+		Spec:       la.spec,
+		NewUser:    loadgen.TabUsers(loader, la.target, la.spec, gauge),
+		Start:      la.start,
+		Interval:   func(iv loadgen.Interval) { _ = enc.Encode(iv) },
+		Conns:      gauge,
+		Probe:      loadgen.NewProbe(),
+		Part:       la.part,
+		Histograms: la.histograms,
 	})
 	if sum == nil { // interrupted before the start
 		fmt.Fprintln(os.Stderr, "wirelab-engine: loadgen interrupted before its start")
@@ -159,6 +168,8 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	dnsAddr := fs.String("dns", "", "")
 	maxFiles := fs.Uint64("max-open-files", 0, "")
 	sources := fs.String("source", "", "")
+	part := fs.String("part", "", "")
+	histograms := fs.Bool("histograms", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -200,7 +211,12 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	if *maxFiles != 0 && *maxFiles < 16 {
 		return nil, cli.Usagef("--max-open-files %d: at least 16 (the generator's own files), or 0 for the machine's limit", *maxFiles)
 	}
-	la := &loadgenArgs{spec: spec, target: *target, maxOpenFiles: *maxFiles}
+	la := &loadgenArgs{spec: spec, target: *target, maxOpenFiles: *maxFiles, histograms: *histograms}
+	if *part != "" {
+		if la.part, err = loadgen.ParsePart(*part); err != nil {
+			return nil, cli.Usagef("--part %s: %v", *part, err)
+		}
+	}
 	cfg := &la.cfg
 	cfg.Protocol = client.Protocol(spec.Protocol)
 	cfg.MaxConnectionsPerOrigin = spec.Client.MaxConnectionsPerOrigin

@@ -85,6 +85,8 @@ func TestLoadgenBadInput(t *testing.T) {
 		{good, []string{"--resolve", "x"}, "--resolve x:"},
 		{good, []string{"--vus", "3"}, "flag provided but not defined: -vus"},
 		{good, []string{"--source", "x"}, "--source x: ParseAddr"},
+		{good, []string{"--part", "2/2"}, "--part 2/2: want 0 ≤ K < N ≤ 1024"},
+		{good, []string{"--part", "half"}, "--part half: want K/N"},
 		{good, []string{"--source", "127.0.0.2,127.0.0.2"}, "127.0.0.2: given twice"},
 		// binding only (nothing is sent): a documentation address this namespace does not own
 		{good, []string{"--source", "127.0.0.2,192.0.2.1"}, "192.0.2.1: not an address of this namespace"},

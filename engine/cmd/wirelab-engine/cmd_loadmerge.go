@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/loadgen"
+)
+
+const loadmergeUsage = `usage: wirelab-engine loadmerge --spec SPEC.json NAME=FILE [NAME=FILE …]
+
+Merges the outputs of the generators of one load test spread over several (docs/loadtest.md,
+"Generators on a Dask cluster"): each FILE is what ` + "`wirelab-engine loadgen --part K/N --histograms`" + `
+printed for generator NAME — its interval lines and, unless it was lost, its summary line. Prints
+what one generator would have: one {"event":"interval",…} line per interval and the summary, with
+every interval's counts summed over the generators, its latencies from the merged HDR histograms,
+each generator's share, CPU and saturation (generators), and, when a generator ended without its
+summary, the intervals it did not report marked degraded (generators_lost) and the summary degraded.
+
+Exit status: 0 merged (a degraded run too: the summary says so); 2 bad input (one line naming the
+file or line: a file that is not a generator's output, intervals without histograms).
+`
+
+func init() {
+	register("loadmerge", command{
+		Summary: "merge the interval lines of a load test's generators (HDR histograms merged exactly)",
+		Run:     func(args []string) error { return runLoadmerge(args, os.Stdout) },
+	})
+}
+
+func runLoadmerge(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("loadmerge", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	specFile := fs.String("spec", "", "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, loadmergeUsage)
+			return nil
+		}
+		return cli.Usagef("loadmerge: %v (wirelab-engine loadmerge -h)", err)
+	}
+	if *specFile == "" {
+		return cli.Usagef("--spec: required: the load test's spec (JSON), as its generators had it")
+	}
+	data, err := readInput("--spec", *specFile, maxSpecBytes, nil)
+	if err != nil {
+		return err
+	}
+	spec, err := loadgen.Decode(data)
+	if err != nil {
+		return usageIfField(err)
+	}
+	if fs.NArg() == 0 {
+		return cli.Usagef("loadmerge: no generator given; want NAME=FILE for each")
+	}
+	var gens []loadgen.GeneratorOutput
+	seen := map[string]bool{}
+	for _, a := range fs.Args() {
+		name, file, ok := strings.Cut(a, "=")
+		if !ok || name == "" || file == "" {
+			return cli.Usagef("loadmerge: %q: want NAME=FILE", a)
+		}
+		if seen[name] {
+			return cli.Usagef("loadmerge: generator %s given twice", name)
+		}
+		seen[name] = true
+		g, err := readGeneratorOutput(name, file)
+		if err != nil {
+			return cli.Usagef("loadmerge: %v", err)
+		}
+		gens = append(gens, g)
+	}
+	m, err := loadgen.Merge(spec, gens)
+	if err != nil {
+		return cli.Usagef("loadmerge: %v", err)
+	}
+	enc := json.NewEncoder(stdout)
+	for _, iv := range m.Intervals {
+		if err := enc.Encode(iv); err != nil {
+			return err
+		}
+	}
+	return enc.Encode(m.Summary)
+}
+
+// readGeneratorOutput reads a loadgen's stdout: interval lines, then at most one summary. A last
+// line cut short (a generator killed while writing) is left out; lines that are not JSON events
+// are refused.
+func readGeneratorOutput(name, file string) (loadgen.GeneratorOutput, error) {
+	g := loadgen.GeneratorOutput{Name: name}
+	f, err := os.Open(file)
+	if err != nil {
+		return g, fmt.Errorf("generator %s: %v", name, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	var lines [][]byte
+	for sc.Scan() {
+		lines = append(lines, append([]byte(nil), sc.Bytes()...))
+	}
+	if err := sc.Err(); err != nil {
+		return g, fmt.Errorf("generator %s: %s: %v", name, file, err)
+	}
+	for i, line := range lines {
+		var ev struct {
+			Event string `json:"event"`
+		}
+		if err := json.Unmarshal(line, &ev); err != nil {
+			if i == len(lines)-1 && g.Summary == nil {
+				break // cut short by the generator's end
+			}
+			return g, fmt.Errorf("generator %s: %s line %d: not a JSON event", name, file, i+1)
+		}
+		switch {
+		case g.Summary != nil:
+			return g, fmt.Errorf("generator %s: %s line %d: a line after the summary", name, file, i+1)
+		case ev.Event == "interval":
+			var iv loadgen.Interval
+			if err := json.Unmarshal(line, &iv); err != nil {
+				return g, fmt.Errorf("generator %s: %s line %d: %v", name, file, i+1, err)
+			}
+			g.Intervals = append(g.Intervals, iv)
+		case ev.Event == "summary":
+			var s loadgen.Summary
+			if err := json.Unmarshal(line, &s); err != nil {
+				return g, fmt.Errorf("generator %s: %s line %d: %v", name, file, i+1, err)
+			}
+			g.Summary = &s
+		default:
+			return g, fmt.Errorf("generator %s: %s line %d: event %q is not a generator's", name, file, i+1, ev.Event)
+		}
+	}
+	return g, nil
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wirelab/wirelab/engine/loadgen"
+	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/server"
+)
+
+// Two generator processes (loadgen --part 0/2 and 1/2, one start instant) load one server; the
+// second is SIGKILLed mid-run. loadmerge: every interval's requests are the generators' sum, its
+// p90 the merged histogram's (loadgen's Merge tests hold that value for value); the intervals after
+// the kill are marked degraded and name the lost generator.
+func TestLoadmergeTwoGeneratorsOneLost(t *testing.T) {
+	pg, err := page.Load("synthetic:6x1kB", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := builtinOnLoopback(t, pg)
+	root, _ := srv.RootURL(server.H1, "tok")
+	specJSON := `{"protocol":"h1","interval_s":0.5,"think":{"mean_s":0.05},"scenario":{"start":4,"stages":[{"duration_s":3,"target":4}]}}`
+	spec := writeSpec(t, specJSON)
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	start := strconv.FormatInt(ts.Nano()+int64(300*time.Millisecond), 10)
+	dir := t.TempDir()
+	var files []string
+	var outs []*os.File
+	for k := range 2 {
+		f, err := os.Create(filepath.Join(dir, "g"+strconv.Itoa(k)+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, outs = append(files, f.Name()), append(outs, f)
+	}
+	var procs []*osCmd
+	for k := range 2 {
+		cmd := engineCmd(nil, "loadgen", "--spec", spec, "--target", root, "--resolve", "s1.wirelab.test=127.0.0.1",
+			"--start-ns", start, "--part", strconv.Itoa(k)+"/2", "--histograms")
+		cmd.Stdout = outs[k]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, &osCmd{cmd.Process, cmd.Wait})
+	}
+	time.Sleep(300*time.Millisecond + 1250*time.Millisecond) // into interval 2
+	_ = procs[1].p.Kill()
+	_ = procs[1].wait()
+	if err := procs[0].wait(); err != nil {
+		t.Fatalf("generator 0: %v", err)
+	}
+	for _, f := range outs {
+		f.Close()
+	}
+	g0, err := readGeneratorOutput("g0", files[0])
+	if err != nil || g0.Summary == nil || g0.Summary.Part != "0/2" {
+		t.Fatalf("generator 0: %v, %+v", err, g0.Summary)
+	}
+	g1, err := readGeneratorOutput("g1", files[1])
+	if err != nil || g1.Summary != nil {
+		t.Fatalf("generator 1 (killed): %v, summary %+v", err, g1.Summary)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := engineCmd(nil, "loadmerge", "--spec", spec, "g0="+files[0], "g1="+files[1])
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("loadmerge: %v: %s", err, stderr.String())
+	}
+	ivs, sum := readLines(t, stdout.Bytes())
+	lostAt := len(g1.Intervals)
+	if lostAt < 1 || lostAt >= len(ivs) {
+		t.Fatalf("generator 1 reported %d intervals of %d", lostAt, len(ivs))
+	}
+	for i, iv := range ivs {
+		want := g0.Intervals[i].Hits
+		if i < lostAt {
+			want += g1.Intervals[i].Hits
+		}
+		if iv.Hits != want || iv.Degraded != (i >= lostAt) {
+			t.Errorf("interval %d: %d requests (generators' sum %d), degraded %v (lost after %d)", i, iv.Hits, want, iv.Degraded, lostAt)
+		}
+		if iv.Degraded && (len(iv.GeneratorsLost) != 1 || iv.GeneratorsLost[0] != "g1") {
+			t.Errorf("interval %d: lost %v", i, iv.GeneratorsLost)
+		}
+		if i < lostAt && iv.PageMs != nil {
+			h, err := mergedHistOf(g0.Intervals[i].PageHist, g1.Intervals[i].PageHist)
+			if err != nil || iv.PageMs.P90 != h {
+				t.Errorf("interval %d: p90 %v, the merged histogram's %v (%v)", i, iv.PageMs.P90, h, err)
+			}
+		}
+	}
+	if !sum.Degraded || strings.Join(sum.GeneratorsLost, ",") != "g1" || len(sum.Generators) != 2 || !sum.Generators[1].Lost {
+		t.Errorf("summary: degraded %v, lost %v, generators %+v", sum.Degraded, sum.GeneratorsLost, sum.Generators)
+	}
+}
+
+type osCmd struct {
+	p    *os.Process
+	wait func() error
+}
+
+func mergedHistOf(encoded ...string) (float64, error) { return loadgen.MergedP90(encoded...) }
+
+// Bad input: one line naming the file or argument, exit 2.
+func TestLoadmergeBadInput(t *testing.T) {
+	spec := writeSpec(t, `{"protocol":"h1","scenario":{"stages":[{"duration_s":1,"target":1}]}}`)
+	dir := t.TempDir()
+	noHist := filepath.Join(dir, "nohist.jsonl")
+	_ = os.WriteFile(noHist, []byte(`{"event":"interval","index":0,"t_start_s":0,"t_end_s":1,"pages":3,"hits":3}`+"\n"), 0o600)
+	garbage := filepath.Join(dir, "garbage.jsonl")
+	_ = os.WriteFile(garbage, []byte("hello\n{\"event\":\"summary\"}\n"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--spec", spec}, "no generator given"},
+		{[]string{"g0=" + noHist}, "--spec: required"},
+		{[]string{"--spec", spec, "g0"}, `"g0": want NAME=FILE`},
+		{[]string{"--spec", spec, "g0=" + noHist, "g0=" + noHist}, "generator g0 given twice"},
+		{[]string{"--spec", spec, "g0=/nonexistent"}, "generator g0: open /nonexistent"},
+		{[]string{"--spec", spec, "g0=" + garbage}, "garbage.jsonl line 1: not a JSON event"},
+		{[]string{"--spec", spec, "g0=" + noHist}, "generator g0 interval 0: page_hist holds 0 pages, the line says 3"},
+	} {
+		var stdout, stderr bytes.Buffer
+		cmd := engineCmd(nil, append([]string{"loadmerge"}, tc.args...)...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		msg := strings.TrimSpace(stderr.String())
+		if code := exitCodeOf(err); code != 2 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") || stdout.Len() != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, msg, tc.want)
+		}
+	}
+}
