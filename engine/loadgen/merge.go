@@ -75,108 +75,209 @@ func Merge(spec *Spec, gens []GeneratorOutput) (*Merged, error) {
 	if len(gens) == 0 {
 		return nil, fmt.Errorf("merge: no generator")
 	}
-	interval := spec.Interval()
-	n := 0
-	for _, g := range gens {
-		n = max(n, len(g.Intervals))
-		for i, iv := range g.Intervals {
-			if iv.Index != i {
-				return nil, fmt.Errorf("merge: generator %s: interval line %d has index %d", g.Name, i+1, iv.Index)
-			}
-		}
+	names := make([]string, len(gens))
+	for i, g := range gens {
+		names[i] = g.Name
 	}
-	total := newWindow()
-	runs := make([]GeneratorRun, len(gens))
+	m := NewMerger(spec, names)
 	for gi, g := range gens {
-		runs[gi] = GeneratorRun{Name: g.Name, Intervals: len(g.Intervals), Lost: g.Summary == nil, SaturatedIntervals: []int{}}
-		if g.Summary != nil {
-			runs[gi].Part, runs[gi].Target = g.Summary.Part, g.Summary.Target
-		}
-		if k := len(g.Intervals); k > 0 && g.Summary == nil {
-			runs[gi].LostAfterS = g.Intervals[k-1].TEndS
+		for _, iv := range g.Intervals {
+			if _, err := m.Add(gi, iv); err != nil {
+				return nil, err
+			}
 		}
 	}
-	out := &Merged{}
-	firstErrorVUs := -1
-	for k := 0; k < n; k++ {
-		w := newWindow()
-		iv := Interval{Event: "interval", Index: k, TStartS: (time.Duration(k) * interval).Seconds(), TEndS: (time.Duration(k) * interval).Seconds()}
-		var schedMax float64
-		for gi, g := range gens {
-			share := GeneratorShare{Name: g.Name, Part: runs[gi].Part}
-			if k >= len(g.Intervals) {
-				if g.Summary == nil {
-					share.Lost = true
-					iv.Degraded = true
-					iv.GeneratorsLost = append(iv.GeneratorsLost, g.Name)
-				}
-				iv.Generators = append(iv.Generators, share)
-				continue
+	for gi, g := range gens {
+		if _, err := m.End(gi, g.Summary); err != nil {
+			return nil, err
+		}
+	}
+	return m.Finish()
+}
+
+// Merger merges the generators' intervals as they arrive (wirelab-engine loadtest --generators
+// shows each merged interval as soon as every generator still running has reported it).
+type Merger struct {
+	spec     *Spec
+	interval time.Duration
+	names    []string
+	gens     [][]Interval
+	sums     []*Summary
+	ended    []bool
+	out      []Interval
+	total    *window
+	runs     []GeneratorRun
+	firstErr int
+}
+
+// NewMerger merges the intervals of the generators names (Add's g is an index into it).
+func NewMerger(spec *Spec, names []string) *Merger {
+	m := &Merger{spec: spec, interval: spec.Interval(), names: names, gens: make([][]Interval, len(names)),
+		sums: make([]*Summary, len(names)), ended: make([]bool, len(names)), total: newWindow(), firstErr: -1}
+	for _, n := range names {
+		m.runs = append(m.runs, GeneratorRun{Name: n, SaturatedIntervals: []int{}})
+	}
+	return m
+}
+
+// Add takes generator g's next interval line; it returns the merged intervals it completes.
+func (m *Merger) Add(g int, iv Interval) ([]Interval, error) {
+	if m.ended[g] {
+		return nil, fmt.Errorf("merge: generator %s: an interval after its end", m.names[g])
+	}
+	if iv.Index != len(m.gens[g]) {
+		return nil, fmt.Errorf("merge: generator %s: interval line %d has index %d", m.names[g], len(m.gens[g])+1, iv.Index)
+	}
+	m.gens[g] = append(m.gens[g], iv)
+	return m.ready()
+}
+
+// End says generator g has ended: with its summary, or nil when it ended without one (lost: its
+// later intervals are marked degraded).
+func (m *Merger) End(g int, sum *Summary) ([]Interval, error) {
+	m.ended[g], m.sums[g] = true, sum
+	r := &m.runs[g]
+	r.Lost, r.Intervals = sum == nil, len(m.gens[g])
+	if sum != nil {
+		r.Part, r.Target = sum.Part, sum.Target
+	} else if k := len(m.gens[g]); k > 0 {
+		r.LostAfterS = m.gens[g][k-1].TEndS
+	}
+	return m.ready()
+}
+
+// Finish merges what is left and the summary; every generator must have ended.
+func (m *Merger) Finish() (*Merged, error) {
+	n := 0
+	for _, g := range m.gens {
+		n = max(n, len(g))
+	}
+	for len(m.out) < n {
+		if _, err := m.merge(len(m.out)); err != nil {
+			return nil, err
+		}
+	}
+	gens := make([]GeneratorOutput, len(m.names))
+	for i := range gens {
+		gens[i] = GeneratorOutput{Name: m.names[i], Intervals: m.gens[i], Summary: m.sums[i]}
+	}
+	return &Merged{Intervals: m.out, Summary: mergedSummary(m.spec, gens, m.out, m.total, m.runs, m.firstErr)}, nil
+}
+
+// Lost names the generators that ended without a summary so far.
+func (m *Merger) Lost() []string {
+	var out []string
+	for g, r := range m.runs {
+		if m.ended[g] && r.Lost {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// ready merges the intervals every generator has reported or ended before.
+func (m *Merger) ready() ([]Interval, error) {
+	var out []Interval
+	for {
+		k := len(m.out)
+		any := false
+		for g := range m.gens {
+			if len(m.gens[g]) > k {
+				any = true
+			} else if !m.ended[g] {
+				return out, nil
 			}
-			gv := &g.Intervals[k]
-			page, err := decodeHist(gv.PageHist)
-			if err != nil {
-				return nil, fmt.Errorf("merge: generator %s interval %d: page_hist: %v", g.Name, k, err)
+		}
+		if !any {
+			return out, nil
+		}
+		iv, err := m.merge(k)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, iv)
+	}
+}
+
+// merge merges interval k of every generator that reported it.
+func (m *Merger) merge(k int) (Interval, error) {
+	interval := m.interval
+	w := newWindow()
+	iv := Interval{Event: "interval", Index: k, TStartS: (time.Duration(k) * interval).Seconds(), TEndS: (time.Duration(k) * interval).Seconds()}
+	var schedMax float64
+	for gi, name := range m.names {
+		share := GeneratorShare{Name: name, Part: m.runs[gi].Part}
+		if k >= len(m.gens[gi]) {
+			if m.ended[gi] && m.sums[gi] == nil {
+				share.Lost = true
+				iv.Degraded = true
+				iv.GeneratorsLost = append(iv.GeneratorsLost, name)
 			}
-			request, err := decodeHist(gv.RequestHist)
-			if err != nil {
-				return nil, fmt.Errorf("merge: generator %s interval %d: request_hist: %v", g.Name, k, err)
-			}
-			if page.TotalCount() != gv.Pages {
-				return nil, fmt.Errorf("merge: generator %s interval %d: page_hist holds %d pages, the line says %d (was loadgen run with --histograms?)", g.Name, k, page.TotalCount(), gv.Pages)
-			}
-			if request.TotalCount() > gv.Hits {
-				return nil, fmt.Errorf("merge: generator %s interval %d: request_hist holds %d requests, more than its %d hits", g.Name, k, request.TotalCount(), gv.Hits)
-			}
-			w.merge(&window{pages: gv.Pages, pagesFailed: gv.PagesFailed, hits: gv.Hits, bytes: gv.Bytes, dropped: gv.Dropped,
-				errors: gv.Errors.counts(), page: page, request: request})
-			iv.TEndS = max(iv.TEndS, gv.TEndS)
-			iv.VUs += gv.VUs
-			iv.VUsMax += gv.VUsMax
-			iv.OpenConnections += gv.OpenConnections
-			iv.ConnectionsClosedByServer += gv.ConnectionsClosedByServer
-			gen := gv.Generator
-			iv.Generator.CPUMs += gen.CPUMs
-			iv.Generator.CPUUtil += gen.CPUUtil
-			iv.Generator.RSSBytes += gen.RSSBytes
-			iv.Generator.Goroutines += gen.Goroutines
-			iv.Generator.Saturated = iv.Generator.Saturated || gen.Saturated
-			schedMax = max(schedMax, gen.SchedP99Ms)
-			share.VUs, share.Pages, share.PagesFailed, share.Hits = gv.VUs, gv.Pages, gv.PagesFailed, gv.Hits
-			share.CPUMs, share.CPUUtil, share.RSSBytes, share.SchedP99Ms, share.Saturated = gen.CPUMs, gen.CPUUtil, gen.RSSBytes, gen.SchedP99Ms, gen.Saturated
 			iv.Generators = append(iv.Generators, share)
-			r := &runs[gi]
-			r.Pages += gv.Pages
-			r.PagesFailed += gv.PagesFailed
-			r.Hits += gv.Hits
-			r.VUsMax = max(r.VUsMax, gv.VUsMax)
-			r.CPUMs += gen.CPUMs
-			r.RSSPeakBytes = max(r.RSSPeakBytes, gen.RSSBytes)
-			if gen.Saturated {
-				r.SaturatedIntervals = append(r.SaturatedIntervals, k)
-			}
+			continue
 		}
-		iv.Generator.SchedP99Ms = schedMax
-		for i := range iv.Generators {
-			if w.hits > 0 {
-				iv.Generators[i].Share = float64(iv.Generators[i].Hits) / float64(w.hits)
-			}
+		gv := &m.gens[gi][k]
+		page, err := decodeHist(gv.PageHist)
+		if err != nil {
+			return iv, fmt.Errorf("merge: generator %s interval %d: page_hist: %v", name, k, err)
 		}
-		secs := iv.TEndS - iv.TStartS
-		iv.Pages, iv.PagesFailed, iv.Hits, iv.Bytes, iv.Dropped = w.pages, w.pagesFailed, w.hits, w.bytes, w.dropped
-		iv.PagesPerS, iv.HitsPerS, iv.BytesPerS = rate(w.pages, secs), rate(w.hits, secs), rate(w.bytes, secs)
-		iv.PageMs, iv.RequestMs, iv.Errors = latencyOf(w.page), latencyOf(w.request), errorsOf(&w.errors)
-		iv.PageHist, iv.RequestHist = encodeHist(w.page), encodeHist(w.request)
-		// the generators' last intervals end when each one's last page ended: a short one is partial
-		iv.partial = secs < interval.Seconds()*0.999
-		if firstErrorVUs < 0 && w.pagesFailed > 0 {
-			firstErrorVUs = iv.VUsMax
+		request, err := decodeHist(gv.RequestHist)
+		if err != nil {
+			return iv, fmt.Errorf("merge: generator %s interval %d: request_hist: %v", name, k, err)
 		}
-		total.merge(w)
-		out.Intervals = append(out.Intervals, iv)
+		if page.TotalCount() != gv.Pages {
+			return iv, fmt.Errorf("merge: generator %s interval %d: page_hist holds %d pages, the line says %d (was loadgen run with --histograms?)", name, k, page.TotalCount(), gv.Pages)
+		}
+		if request.TotalCount() > gv.Hits {
+			return iv, fmt.Errorf("merge: generator %s interval %d: request_hist holds %d requests, more than its %d hits", name, k, request.TotalCount(), gv.Hits)
+		}
+		w.merge(&window{pages: gv.Pages, pagesFailed: gv.PagesFailed, hits: gv.Hits, bytes: gv.Bytes, dropped: gv.Dropped,
+			errors: gv.Errors.counts(), page: page, request: request})
+		iv.TEndS = max(iv.TEndS, gv.TEndS)
+		iv.VUs += gv.VUs
+		iv.VUsMax += gv.VUsMax
+		iv.OpenConnections += gv.OpenConnections
+		iv.ConnectionsClosedByServer += gv.ConnectionsClosedByServer
+		gen := gv.Generator
+		iv.Generator.CPUMs += gen.CPUMs
+		iv.Generator.CPUUtil += gen.CPUUtil
+		iv.Generator.RSSBytes += gen.RSSBytes
+		iv.Generator.Goroutines += gen.Goroutines
+		iv.Generator.Saturated = iv.Generator.Saturated || gen.Saturated
+		schedMax = max(schedMax, gen.SchedP99Ms)
+		share.VUs, share.Pages, share.PagesFailed, share.Hits = gv.VUs, gv.Pages, gv.PagesFailed, gv.Hits
+		share.CPUMs, share.CPUUtil, share.RSSBytes, share.SchedP99Ms, share.Saturated = gen.CPUMs, gen.CPUUtil, gen.RSSBytes, gen.SchedP99Ms, gen.Saturated
+		iv.Generators = append(iv.Generators, share)
+		r := &m.runs[gi]
+		r.Pages += gv.Pages
+		r.PagesFailed += gv.PagesFailed
+		r.Hits += gv.Hits
+		r.VUsMax = max(r.VUsMax, gv.VUsMax)
+		r.CPUMs += gen.CPUMs
+		r.RSSPeakBytes = max(r.RSSPeakBytes, gen.RSSBytes)
+		if gen.Saturated {
+			r.SaturatedIntervals = append(r.SaturatedIntervals, k)
+		}
 	}
-	out.Summary = mergedSummary(spec, gens, out.Intervals, total, runs, firstErrorVUs)
-	return out, nil
+	iv.Generator.SchedP99Ms = schedMax
+	for i := range iv.Generators {
+		if w.hits > 0 {
+			iv.Generators[i].Share = float64(iv.Generators[i].Hits) / float64(w.hits)
+		}
+	}
+	secs := iv.TEndS - iv.TStartS
+	iv.Pages, iv.PagesFailed, iv.Hits, iv.Bytes, iv.Dropped = w.pages, w.pagesFailed, w.hits, w.bytes, w.dropped
+	iv.PagesPerS, iv.HitsPerS, iv.BytesPerS = rate(w.pages, secs), rate(w.hits, secs), rate(w.bytes, secs)
+	iv.PageMs, iv.RequestMs, iv.Errors = latencyOf(w.page), latencyOf(w.request), errorsOf(&w.errors)
+	iv.PageHist, iv.RequestHist = encodeHist(w.page), encodeHist(w.request)
+	// the generators' last intervals end when each one's last page ended: a short one is partial
+	iv.partial = secs < interval.Seconds()*0.999
+	if m.firstErr < 0 && w.pagesFailed > 0 {
+		m.firstErr = iv.VUsMax
+	}
+	m.total.merge(w)
+	m.out = append(m.out, iv)
+	return iv, nil
 }
 
 func mergedSummary(spec *Spec, gens []GeneratorOutput, intervals []Interval, w *window, runs []GeneratorRun, firstErrorVUs int) *Summary {
