@@ -49,6 +49,8 @@ const (
 	ResultFile    = "loadtest.json"
 	IntervalsFile = "intervals.jsonl"
 	ServerFile    = "server.jsonl"
+	// GeneratorsDir holds each generator's own lines (NAME.jsonl) when there are several.
+	GeneratorsDir = "generators"
 	LogFile       = "engine.log"
 )
 
@@ -109,6 +111,9 @@ type Options struct {
 	Env      []string // their environment (default: this process's)
 	Command  []string // recorded as provenance (default os.Args)
 	Warn     io.Writer
+	// Generators runs the VUs as that many loadgen children (each its part, --part K/N), their
+	// intervals merged exactly (loadgen.Merger): past one process's open-files limit. 0 or 1: one.
+	Generators int
 }
 
 // Result is loadtest.json.
@@ -128,6 +133,38 @@ type Result struct {
 	ServerExited  *ServerExit `json:"server_exited"`
 	Intervals     int         `json:"intervals"`
 	ServerSamples int         `json:"server_samples"`
+	// Degraded: a generator of several (Options.Generators) was lost mid-run; the intervals after
+	// the loss are marked (degraded, generators_lost) and the load test failed. Generators are
+	// each generator's figures (the summary's, repeated here for readers of loadtest.json).
+	Degraded   bool                   `json:"degraded"`
+	Generators []loadgen.GeneratorRun `json:"generators"`
+}
+
+// DegradedError is Run's error when a generator was lost mid-run: loadtest.json is written
+// (degraded true), and the load test failed — never silently fewer VUs.
+type DegradedError struct {
+	Lost       []string
+	Generators []loadgen.GeneratorRun
+}
+
+func (e *DegradedError) Error() string {
+	var at []string
+	for _, g := range e.Generators {
+		if g.Lost {
+			at = append(at, fmt.Sprintf("%s after %.1f s", g.Name, g.LostAfterS))
+		}
+	}
+	return fmt.Sprintf("degraded: generator(s) lost mid-run (%s); the intervals after the loss are marked degraded, what was measured is kept", strings.Join(at, ", "))
+}
+
+// generator is one loadgen child.
+type generator struct {
+	name    string
+	cmd     *exec.Cmd
+	stdout  io.ReadCloser
+	stderr  *tail.Lines
+	summary *loadgen.Summary
+	err     error
 }
 
 // Outcomes are the generator's outcomes with the server's at the chosen VU counts.
@@ -171,7 +208,8 @@ func Run(ctx context.Context, p *Prepared, o Options) (*Result, error) {
 		err = errors.Join(err, cerr)
 	}
 	var exited *ServerExitError
-	if res != nil && (err == nil || errors.Is(err, ErrInterrupted) || errors.As(err, &exited)) {
+	var degraded *DegradedError
+	if res != nil && (err == nil || errors.Is(err, ErrInterrupted) || errors.As(err, &exited) || errors.As(err, &degraded)) {
 		if werr := trial.WriteJSON(filepath.Join(o.OutDir, ResultFile), res); werr != nil {
 			return nil, werr
 		}
@@ -198,6 +236,8 @@ type runner struct {
 	token   string
 	closed  bool
 	summary any
+	// degradedLogged: the first degraded interval was logged
+	degradedLogged bool
 }
 
 func (r *runner) progress(v any) { trial.WriteEvent(r.o.Progress, v) }
@@ -278,7 +318,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		res.Provenance = prov
 	}
 	var exited *ServerExitError
-	if err != nil && !errors.Is(err, ErrInterrupted) && !errors.As(err, &exited) {
+	var degraded *DegradedError
+	if err != nil && !errors.Is(err, ErrInterrupted) && !errors.As(err, &exited) && !errors.As(err, &degraded) {
 		return nil, err
 	}
 	// Stop the lab now, to have the emulator's summary in loadtest.json.
@@ -305,16 +346,51 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 	}
 	defer samples.Close()
 
-	cmd := r.lab.Topo.Command(netns.Client, argv...)
-	cmd.Env = r.o.Env
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
+	// The generators: one loadgen, or with Options.Generators N > 1 N of them in the client
+	// namespace, each running its part of the VUs (--part K/N) and printing its histograms, merged
+	// interval by interval (loadgen.Merger) as every generator still running has reported it.
+	n := max(r.o.Generators, 1)
+	gens := make([]*generator, n)
+	names := make([]string, n)
+	for k := range gens {
+		args := argv
+		names[k] = "local"
+		if n > 1 {
+			names[k] = fmt.Sprintf("local-%d", k)
+			args = append(append([]string(nil), argv...), "--part", fmt.Sprintf("%d/%d", k, n), "--histograms")
+		}
+		g := &generator{name: names[k], stderr: tail.New(8, "no stderr")}
+		g.cmd = r.lab.Topo.Command(netns.Client, args...)
+		g.cmd.Env = r.o.Env
+		g.cmd.Stderr = g.stderr
+		var err error
+		if g.stdout, err = g.cmd.StdoutPipe(); err != nil {
+			return nil, err
+		}
+		gens[k] = g
 	}
-	stderr := tail.New(8, "no stderr")
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("loadgen: %w", err)
+	var raw []*os.File // each generator's own lines, when there are several
+	if n > 1 {
+		if err := os.MkdirAll(filepath.Join(r.o.OutDir, GeneratorsDir), 0o755); err != nil {
+			return nil, err
+		}
+		for _, g := range gens {
+			f, err := os.Create(filepath.Join(r.o.OutDir, GeneratorsDir, g.name+".jsonl"))
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			raw = append(raw, f)
+		}
+	}
+	for k, g := range gens {
+		if err := g.cmd.Start(); err != nil {
+			for _, o := range gens[:k] {
+				_ = o.cmd.Process.Kill()
+				_ = o.cmd.Wait()
+			}
+			return nil, fmt.Errorf("loadgen: %w", err)
+		}
 	}
 	exited := make(chan struct{})
 
@@ -354,34 +430,89 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 		}
 	}()
 
-	// The generator's lines: intervals (also shown as progress) and the summary.
+	// The generators' lines: intervals (merged when there are several; also shown as progress)
+	// and the summaries.
 	var summary *loadgen.Summary
 	var lines int
+	var merger *loadgen.Merger
+	if n > 1 {
+		merger = loadgen.NewMerger(spec, names)
+	}
+	var mergeErr error
+	writeInterval := func(line []byte) {
+		lines++
+		_, _ = intervals.Write(append(append([]byte(nil), line...), '\n'))
+		if r.o.Progress != nil {
+			_, _ = r.o.Progress.Write(append(append([]byte(nil), line...), '\n'))
+		}
+	}
+	merged := func(ivs []loadgen.Interval, err error) {
+		if err != nil && mergeErr == nil {
+			mergeErr = err
+		}
+		for _, iv := range ivs {
+			if iv.Degraded && (iv.Index == 0 || !r.degradedLogged) {
+				r.degradedLogged = true
+				r.log.Printf("generator(s) %s lost: interval %d and those after it are marked degraded", strings.Join(iv.GeneratorsLost, ", "), iv.Index)
+			}
+			b, _ := json.Marshal(iv)
+			writeInterval(b)
+		}
+	}
+	type genLine struct {
+		k    int
+		line []byte // nil: the generator's output ended
+	}
+	feed := make(chan genLine, 64)
+	for k, g := range gens {
+		go func() {
+			sc := bufio.NewScanner(g.stdout)
+			sc.Buffer(make([]byte, 64<<10), 16<<20)
+			for sc.Scan() {
+				feed <- genLine{k, append([]byte(nil), sc.Bytes()...)}
+			}
+			feed <- genLine{k: k}
+		}()
+	}
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
+		for open := n; open > 0; {
+			gl := <-feed
+			g := gens[gl.k]
+			if gl.line == nil {
+				open--
+				if merger != nil {
+					merged(merger.End(gl.k, g.summary))
+				}
+				continue
+			}
+			if raw != nil {
+				_, _ = raw[gl.k].Write(append(gl.line, '\n'))
+			}
 			var ev struct {
 				Event string `json:"event"`
 			}
-			if json.Unmarshal(line, &ev) != nil {
-				r.log.Printf("loadgen: %s", line)
+			if json.Unmarshal(gl.line, &ev) != nil {
+				r.log.Printf("loadgen %s: %s", g.name, gl.line)
 				continue
 			}
 			switch ev.Event {
 			case "interval":
-				lines++
-				_, _ = intervals.Write(append(append([]byte(nil), line...), '\n'))
-				if r.o.Progress != nil {
-					_, _ = r.o.Progress.Write(append(append([]byte(nil), line...), '\n'))
+				if merger == nil {
+					writeInterval(gl.line)
+					continue
 				}
+				var iv loadgen.Interval
+				if err := json.Unmarshal(gl.line, &iv); err != nil {
+					merged(nil, fmt.Errorf("generator %s: %v", g.name, err))
+					continue
+				}
+				merged(merger.Add(gl.k, iv))
 			case "summary":
 				var s loadgen.Summary
-				if err := json.Unmarshal(line, &s); err == nil {
-					summary = &s
+				if err := json.Unmarshal(gl.line, &s); err == nil {
+					g.summary = &s
 				}
 			}
 		}
@@ -389,7 +520,14 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 	waitErr := make(chan error, 1)
 	go func() {
 		<-readDone
-		waitErr <- cmd.Wait()
+		var first error
+		for _, g := range gens {
+			g.err = g.cmd.Wait()
+			if g.err != nil && first == nil && g.summary != nil {
+				first = g.err // a lost generator's end is the merge's business
+			}
+		}
+		waitErr <- first
 		close(exited)
 	}()
 	interrupted := false
@@ -397,11 +535,15 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 	var werr error
 	stopVUs := func() {
 		// loadgen stops its VUs, prints its last interval and the summary, then exits 130.
-		_ = cmd.Process.Signal(syscall.SIGINT)
+		for _, g := range gens {
+			_ = g.cmd.Process.Signal(syscall.SIGINT)
+		}
 		select {
 		case werr = <-waitErr:
 		case <-time.After(spec.Timeout() + stopVUsGrace):
-			_ = cmd.Process.Kill()
+			for _, g := range gens {
+				_ = g.cmd.Process.Kill()
+			}
 			werr = <-waitErr
 		}
 	}
@@ -430,17 +572,36 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 	}
 	<-samplerDone
 	code := exitCode(werr)
-	r.log.Printf("loadgen exited: %v; %s", werr, stderr.String())
+	var stderrs []string
+	for _, g := range gens {
+		r.log.Printf("loadgen %s exited: %v; %s", g.name, g.err, g.stderr.String())
+		stderrs = append(stderrs, g.stderr.String())
+		if exitCode(g.err) == 2 {
+			code = 2
+		}
+	}
+	stderr := strings.Join(stderrs, "; ")
+	if merger != nil && mergeErr == nil {
+		var m *loadgen.Merged
+		if m, mergeErr = merger.Finish(); mergeErr == nil && len(merger.Lost()) < n {
+			summary = m.Summary
+		}
+	} else if merger == nil {
+		summary = gens[0].summary
+	}
+	if mergeErr != nil {
+		return nil, fmt.Errorf("merging the generators' intervals: %v", mergeErr)
+	}
 	if summary == nil {
 		if interrupted {
 			return nil, ErrInterrupted
 		}
-		return nil, fmt.Errorf("loadgen ended without a summary (%v): %s", werr, stderr.String())
+		return nil, fmt.Errorf("loadgen ended without a summary (%v): %s", werr, stderr)
 	}
 	if code == 2 {
-		return nil, fmt.Errorf("loadgen refused the spec the load test gave it (a bug): %s", stderr.String())
+		return nil, fmt.Errorf("loadgen refused the spec the load test gave it (a bug): %s", stderr)
 	}
-	res := &Result{Contract: Contract, Spec: spec, Summary: summary, Interrupted: interrupted || (serverExit == nil && summary.Interrupted),
+	res := &Result{Contract: Contract, Spec: spec, Summary: summary, Degraded: summary.Degraded, Generators: summary.Generators, Interrupted: interrupted || (serverExit == nil && summary.Interrupted),
 		Intervals: lines, ServerSamples: len(sampled), GeneratorSaturated: summary.GeneratorSaturated, ServerExited: serverExit}
 	res.Outcomes = Outcomes{Outcomes: summary.Outcomes, ServerAt: map[string]*Sample{}}
 	for _, s := range sampled {
@@ -463,6 +624,9 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 		&loadgen.Measures{Totals: summary.Totals, Outcomes: summary.Outcomes, ServerCPUUtilMax: res.Outcomes.ServerCPUUtilMax})
 	if serverExit != nil {
 		return res, &ServerExitError{ServerExit: *serverExit}
+	}
+	if res.Degraded {
+		return res, &DegradedError{Lost: summary.GeneratorsLost, Generators: summary.Generators}
 	}
 	if res.Interrupted {
 		return res, ErrInterrupted

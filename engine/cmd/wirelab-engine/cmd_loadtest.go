@@ -21,7 +21,7 @@ func init() {
 	})
 }
 
-const loadtestUsage = `usage: wirelab-engine loadtest --spec SPEC.json --out DIR [--progress]
+const loadtestUsage = `usage: wirelab-engine loadtest --spec SPEC.json --out DIR [--progress] [--generators N]
        wirelab-engine loadtest --check --spec SPEC.json
 
 Runs one load test (docs/loadtest.md) in the lab a trial runs in: the spec's page served by its
@@ -36,6 +36,12 @@ summary, outcomes with server_at, thresholds including the server's). Needs root
   --out DIR     the load test's directory (created when missing)
   --progress    print {"event":"ready"}, every interval line and {"event":"done"} on stdout
   --check       check the spec exactly as a run would (page, network, server) and create nothing
+  --generators N  run the VUs as N loadgen processes in the client namespace (each its part:
+                loadgen --part K/N --histograms), their intervals merged exactly (loadmerge's
+                merge: counts summed, HDR histograms merged); each one's lines are kept in
+                DIR/generators/local-K.jsonl. One process holds at most RLIMIT_NOFILE connections
+                (docs/loadtest.md). A generator lost mid-run marks the intervals after the loss
+                degraded and fails the load test (exit 1, loadtest.json degraded true). Default 1
 
 Exit status: 0 complete and every threshold passed; 1 a threshold failed, or the run could not run;
 2 bad spec (nothing created); 130 interrupted (SIGINT/SIGTERM: the VUs are stopped, what was
@@ -49,6 +55,7 @@ func runLoadtest(args []string) error {
 	out := fs.String("out", "", "")
 	progress := fs.Bool("progress", false, "")
 	check := fs.Bool("check", false, "")
+	generators := fs.Int("generators", 1, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Print(loadtestUsage)
@@ -61,6 +68,9 @@ func runLoadtest(args []string) error {
 	}
 	if *specFile == "" {
 		return cli.Usagef("--spec: required: the loadtest spec (JSON file)")
+	}
+	if *generators < 1 || *generators > loadgen.MaxParts {
+		return cli.Usagef("--generators %d: want 1 to %d loadgen processes", *generators, loadgen.MaxParts)
 	}
 	data, err := readInput("--spec", *specFile, maxSpecBytes, os.Stdin)
 	if err != nil {
@@ -91,7 +101,7 @@ func runLoadtest(args []string) error {
 	}
 	ctx, stop := cli.RunContext()
 	defer stop()
-	opts := loadtest.Options{OutDir: *out, Warn: os.Stderr}
+	opts := loadtest.Options{OutDir: *out, Warn: os.Stderr, Generators: *generators}
 	if *progress {
 		opts.Progress = os.Stdout
 	}
