@@ -214,13 +214,21 @@ def loadtest(
     resume: bool = True,
     engine: Engine | str | os.PathLike[str] | None = None,
     observer: LoadObserver | None = None,
+    generators: int = 1,
 ) -> LoadtestSummary:
     """Run a load test into ``db`` (``wirelab loadtest``): each grid point × protocol in turn, each on a
     fresh server. Resumes by default; raises :class:`~wirelab.errors.Interrupted` (with ``.summary``)
     when stopped by a signal. ``summary.ok`` is False when a run failed or a threshold did not pass.
+    ``generators``: each run's VUs as that many generator processes, intervals merged exactly; a
+    generator lost mid-run fails the run (``degraded``).
     The results: ``wirelab.open(db).loadtests()``, ``.load_intervals()``, ``.server_samples()``."""
     return run_loadtests(
-        plan_loadtest(spec), db=Path(db), engine=_engine(engine), resume=resume, observer=observer
+        plan_loadtest(spec),
+        db=Path(db),
+        engine=_engine(engine),
+        resume=resume,
+        observer=observer,
+        generators=generators,
     )
 
 

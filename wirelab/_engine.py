@@ -154,10 +154,14 @@ class Engine(ABC):
         creating nothing; raise :class:`SpecError` for the first bad one (``index``: its position)."""
         raise EngineNotFoundError(f"{self.name} cannot run load tests")
 
-    def start_loadtest(self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback) -> TrialRun:
+    def start_loadtest(
+        self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback, *, generators: int = 1
+    ) -> TrialRun:
         """Start ``wirelab-engine loadtest`` for ``spec`` (its ``loadtest_id`` names the run's events)
         writing into ``out_dir`` (created when missing): ``intervals.jsonl``, ``server.jsonl``,
-        ``engine.log``, last ``loadtest.json``; progress events ``ready``, ``interval``, ``done``."""
+        ``engine.log``, last ``loadtest.json``; progress events ``ready``, ``interval``, ``done``.
+        ``generators`` > 1: the VUs run as that many loadgen processes, their intervals merged
+        (``loadtest --generators``; docs/loadtest.md, "Several generators")."""
         raise EngineNotFoundError(f"{self.name} cannot run load tests")
 
     @abstractmethod
@@ -453,12 +457,16 @@ class SubprocessEngine(Engine):
                 error.index = index  # type: ignore[attr-defined]
                 raise error from None
 
-    def start_loadtest(self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback) -> TrialRun:
+    def start_loadtest(
+        self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback, *, generators: int = 1
+    ) -> TrialRun:
         self.require("loadtest")
         out_dir.mkdir(parents=True, exist_ok=True)
         spec_path = out_dir / SPEC_FILE
         spec_path.write_text(json.dumps(spec, indent=1) + "\n")
         argv = [str(self.path), "loadtest", "--spec", str(spec_path), "--out", str(out_dir), "--progress"]
+        if generators > 1:
+            argv += ["--generators", str(generators)]
         return _ProcessTrialRun(argv, spec["loadtest_id"], out_dir, on_event)
 
     def thresholds(

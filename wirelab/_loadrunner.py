@@ -49,6 +49,7 @@ from wirelab._sweep import (
     read_json,
     read_jsonl,
 )
+from wirelab._options import GENERATORS
 from wirelab.errors import ContractError, UsageError
 
 __all__ = ["LoadObserver", "LoadtestOutcome", "LoadtestSummary", "ingest_loadtest", "run_loadtests"]
@@ -191,7 +192,8 @@ def ingest_loadtest(
             f"{RESULT_FILE} says {result['intervals']} intervals; {INTERVALS_FILE} has {len(intervals)}"
         )
     exited = (result or {}).get("server_exited")
-    if result is not None and not result.get("interrupted") and not exited and returncode in (0, 1):
+    degraded = bool((result or {}).get("degraded"))
+    if result is not None and not result.get("interrupted") and not exited and not degraded and returncode in (0, 1):
         status = "complete"
     elif stopped or (result is not None and result.get("interrupted") and not exited):
         status = "interrupted"
@@ -202,6 +204,12 @@ def ingest_loadtest(
             error = (
                 f"the server exited at {exited.get('t_s')} s ({exited.get('error')}); the VUs were stopped"
             )
+        elif degraded:
+            error = "degraded: " + ", ".join(
+                f"generator {g.get('name')} lost after {g.get('lost_after_s')} s"
+                for g in (result or {}).get("generators") or []
+                if g.get("lost")
+            ) + " (the intervals after the loss are marked degraded)"
         error = error or f"the engine exited with status {returncode}"
     store.store_loadtest(
         sweep,
@@ -276,10 +284,14 @@ def run_loadtests(
     resume: bool = True,
     observer: LoadObserver | None = None,
     grace_s: float | None = None,
+    generators: int = 1,
 ) -> LoadtestSummary:
     """Run ``plan`` into the database ``db``; see the module docstring for the guarantees. ``grace_s``:
-    how long a stopped engine may take (default: the run's page timeout plus :data:`STOP_MARGIN_S`)."""
+    how long a stopped engine may take (default: the run's page timeout plus :data:`STOP_MARGIN_S`).
+    ``generators``: each run's VUs as that many generator processes, their intervals merged exactly
+    (``wirelab-engine loadtest --generators``); a generator lost mid-run fails the run ``degraded``."""
     observer = observer or LoadObserver()
+    GENERATORS.check(generators)
     validate_loadtest(engine, plan)
     create = lambda store, control: store.create_loadtest_sweep(plan, control)  # noqa: E731
     with Sweep(
@@ -298,7 +310,7 @@ def run_loadtests(
         todo = [r for r in plan.runs if statuses.get(r.id) != "complete"]
         observer.sweep_started(plan, todo, done)
         with sweep.running(summary, observer, f"load test {plan.name}"):
-            _Loop(sweep, engine, observer, summary, grace_s).run(todo, statuses)
+            _Loop(sweep, engine, observer, summary, grace_s, generators).run(todo, statuses)
     return summary
 
 
@@ -312,10 +324,13 @@ class _Loop(SweepLoop[LoadtestOutcome]):
         observer: LoadObserver,
         summary: LoadtestSummary,
         grace_s: float | None,
+        generators: int = 1,
     ):
         super().__init__(sweep, engine, summary, observer, observer.run_ended)
         self.observer: LoadObserver = observer
         self.grace_s = grace_s
+        #: passed only when > 1, so that engines without the keyword still run single-generator tests
+        self.spread: dict[str, int] = {"generators": generators} if generators > 1 else {}
 
     def run(self, todo: list[PlannedLoadtest], statuses: Mapping[str, str]) -> None:
         self.settle_stale(todo, statuses, RESULT_FILE)
@@ -336,7 +351,7 @@ class _Loop(SweepLoop[LoadtestOutcome]):
         t0 = time.monotonic()
         try:
             with interrupts_held() as held:  # an interrupt now must not lose the engine being started
-                proc = self.engine.start_loadtest(run.spec, directory, events.put)
+                proc = self.engine.start_loadtest(run.spec, directory, events.put, **self.spread)
         except BaseException as e:
             self.store.mark_ended(self.name, run.id, "failed", str(e))
             raise

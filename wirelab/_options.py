@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from wirelab._contract_models import ServerConfig, TrialSpecFields
+from wirelab._facts import engine_facts
 from wirelab.errors import UsageError
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "DEFAULT_RETRIES",
     "DEFAULT_WAIT_WORKERS_S",
     "GAP_MS",
+    "GENERATORS",
     "MAX_STREAMS",
     "PARALLEL",
     "PORT",
@@ -121,6 +123,8 @@ GAP_MS = _contract_bound("--gap-ms", TrialSpecFields, "gap_ms", integer=False)
 MAX_STREAMS = _contract_bound("--max-streams", ServerConfig, "max_concurrent_streams")
 REPETITIONS = _contract_bound("--repetitions", TrialSpecFields, "repetitions")
 SHARDS = _contract_bound("--shards", TrialSpecFields, "shards")
+#: a load test's generator processes per run (``wirelab-engine loadtest --generators``; the engine's bound)
+GENERATORS = Bound("--generators", 1, engine_facts()["loadgen"]["max_generators"])
 
 
 def only_with(option: str, given: bool, other: str, have: bool) -> None:

@@ -28,6 +28,7 @@ from wirelab._options import (
     DEFAULT_RETRIES,
     DEFAULT_WAIT_WORKERS_S,
     GAP_MS,
+    GENERATORS,
     MAX_STREAMS,
     PARALLEL,
     PORT,
@@ -457,6 +458,16 @@ def loadtest(
         "--resume/--no-resume",
         help="Run only runs not complete in the database; --no-resume replaces the sweep's results.",
     ),
+    generators: int = typer.Option(
+        1,
+        "--generators",
+        help=GENERATORS.help(
+            "Run each run's VUs as this many generator processes, their intervals merged exactly (HDR "
+            "histograms merged, never percentiles averaged); one process holds at most RLIMIT_NOFILE "
+            "connections (docs/loadtest.md, 'Several generators')"
+        ),
+        callback=GENERATORS.callback,
+    ),
     engine: Path = ENGINE_OPTION,
 ) -> None:
     """Run a load test (study N): virtual users against the server under test, through the emulated path.
@@ -473,15 +484,17 @@ def loadtest(
 
     if _is_trial_spec(spec):
         raise UsageError(f"{spec}: a trial sweep ([base]); run it with wirelab run {spec}")
-    summary = _loadtest(loadplan.load(spec), db, resume, _engine(engine))
+    summary = _loadtest(loadplan.load(spec), db, resume, _engine(engine), generators)
     if not summary.ok:
         raise typer.Exit(1)
 
 
-def _loadtest(plan: Any, db: Path, resume: bool, engine: Engine) -> Any:
+def _loadtest(plan: Any, db: Path, resume: bool, engine: Engine, generators: int = 1) -> Any:
     """Run a load-test plan with the live display and print its summary (also when interrupted)."""
     try:
-        summary = api.loadtest(plan, db=db, resume=resume, engine=engine, observer=RichLoadProgress(err))
+        summary = api.loadtest(
+            plan, db=db, resume=resume, engine=engine, observer=RichLoadProgress(err), generators=generators
+        )
     except Interrupted as e:
         if hasattr(e, "summary"):
             _print_loadtest_summary(e.summary)

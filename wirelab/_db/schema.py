@@ -398,6 +398,12 @@ INTERVALS = RecordTable(
         Column("generator_goroutines", "INTEGER", _at("generator", "goroutines")),
         Column("generator_sched_p99_ms", "REAL", _at("generator", "sched_p99_ms")),
         Column("generator_saturated", "INTEGER", _flag(_at("generator", "saturated"))),
+        # v12: a run spread over several generators (wirelab loadtest --generators): the interval is
+        # the merge of theirs; degraded when a generator had been lost before it ended (NULL: one
+        # generator, or stored before), generators_json each one's share, CPU and saturation
+        Column("degraded", "INTEGER", _flag(_at("degraded", default=False)), since=12),
+        Column("generators_lost", "TEXT", lambda line: ",".join(line.get("generators_lost") or []) or None, since=12),
+        Column("generators_json", "TEXT", _json_or_null("generators"), since=12),
     ),
 )
 
@@ -624,6 +630,10 @@ _V7 = ""
 #: v10: the loads' view and Chromium's visual metrics (view, lcp_ms, lcp_url, lcp_size_px, lcp_type, cls,
 #: speed_index_ms, visually_complete_ms, visual_progress_json, frames; ``docs/vitals.md``); NULL for
 #: loads stored before (first views) — generated from :data:`LOADS`.
+#: v12: load_intervals.degraded, generators_lost, generators_json (a run's VUs spread over several
+#: generators, its intervals merged: ``wirelab loadtest --generators``; NULL for intervals stored
+#: before) — generated from :data:`INTERVALS`. (v11 is another branch's; a number with no column
+#: is an empty step, so renumbering at merge is changing ``since``.)
 _STEPS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 
 #: The schema's version: the last hand-written step's, or the last version a record table's column

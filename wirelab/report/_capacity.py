@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from wirelab._figures import plots
@@ -363,6 +364,67 @@ class _Builder:
                     "busy",
                     "",
                 ],
+                rows,
+            )
+        )
+        self._generators_table(labels)
+
+    def _generators_table(self, labels: Mapping[str, Any]) -> None:
+        """One row per generator of each run spread over several (``wirelab loadtest --generators``):
+        its share of the requests, its pages, its CPU and the intervals it was saturated or lost in,
+        summed from the merged intervals' ``generators_json`` (absent for single-generator runs)."""
+        frame = self.data.intervals
+        if "generators_json" not in frame.columns or frame["generators_json"].isna().all():
+            return
+        rows = []
+        for (loadtest_id, protocol), group in frame.groupby(["loadtest_id", "protocol"], sort=False):
+            per: dict[str, dict[str, Any]] = {}
+            total_hits = 0
+            for r in group.to_dict("records"):
+                shares = json.loads(r["generators_json"]) if isinstance(r.get("generators_json"), str) else []
+                for g in shares:
+                    d = per.setdefault(
+                        g["name"],
+                        {"part": g.get("part") or "", "pages": 0, "failed": 0, "hits": 0, "cpu_ms": 0.0,
+                         "cpu_max": 0.0, "saturated": 0, "lost_from": None},
+                    )
+                    d["pages"] += g.get("pages", 0)
+                    d["failed"] += g.get("pages_failed", 0)
+                    d["hits"] += g.get("hits", 0)
+                    total_hits += g.get("hits", 0)
+                    d["cpu_ms"] += g.get("cpu_ms", 0.0)
+                    d["cpu_max"] = max(d["cpu_max"], g.get("cpu_util", 0.0))
+                    d["saturated"] += int(bool(g.get("saturated")))
+                    if g.get("lost") and d["lost_from"] is None:
+                        d["lost_from"] = int(r["interval_index"])
+            for name, d in per.items():
+                lost = d["lost_from"] is not None
+                rows.append(
+                    [
+                        Cell(labels.get(loadtest_id) or "—"),
+                        Cell(protocol_style(protocol).label, f"proto proto-{protocol}"),
+                        Cell(name),
+                        Cell(d["part"], "num"),
+                        Cell(f"{100 * d['hits'] / total_hits:.1f} %" if total_hits else "—", "num"),
+                        Cell(str(d["pages"]), "num"),
+                        Cell(str(d["failed"]), "num" + (" neg" if d["failed"] else " muted")),
+                        Cell(_fmt(d["cpu_ms"] / 1000, 1), "num"),
+                        Cell(_fmt(d["cpu_max"], 2), "num"),
+                        Cell(str(d["saturated"]), "num" + (" neg" if d["saturated"] else " muted")),
+                        Cell(f"from interval {d['lost_from']}" if lost else "—", "neg" if lost else "muted"),
+                    ]
+                )
+        self.tables.append(
+            TableBlock(
+                f"tab-{self.data.name}-generators",
+                "Per generator",
+                "Runs whose VUs ran as several generators (wirelab loadtest --generators): each generator's "
+                "part of the VUs (K/N), its share of the requests, its pages, its CPU (seconds over the run, "
+                "highest cores in an interval), the intervals it was saturated in, and, for one lost mid-run, "
+                "the first interval it is missing from (that interval and those after are degraded: fewer VUs "
+                "than planned). Every figure is from the merged intervals.",
+                ["configuration", "protocol", "generator", "part", "requests", "pages", "failed", "CPU s",
+                 "cores max", "saturated", "lost"],
                 rows,
             )
         )

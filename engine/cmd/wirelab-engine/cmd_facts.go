@@ -9,6 +9,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/loadgen"
 	"github.com/wirelab/wirelab/engine/policy"
 	"github.com/wirelab/wirelab/engine/probe"
 	"github.com/wirelab/wirelab/engine/trial"
@@ -43,6 +44,12 @@ type facts struct {
 	Probe    probeFacts     `json:"probe"`
 	Live     liveFacts      `json:"live"`
 	Why      whyFacts       `json:"why"`
+	Loadgen  loadgenFacts   `json:"loadgen"`
+}
+
+// loadgenFacts are the load generator's bounds the control plane's options state.
+type loadgenFacts struct {
+	MaxGenerators int `json:"max_generators"` // loadgen --part K/N and loadtest --generators: N at most
 }
 
 // whyFacts is the vocabulary of the load decomposition (engine/why's Defs, in order) and the
@@ -103,6 +110,7 @@ func writeFacts(w io.Writer) error {
 		Profiles: p,
 		Pages:    pages,
 		Fidelity: fidelityFacts{LatenessP99LimitUS: float64(emulator.LatenessLimit.Microseconds())},
+		Loadgen:  loadgenFacts{MaxGenerators: loadgen.MaxParts},
 		Probe: probeFacts{Concurrency: probe.DefaultConcurrency, Rate: probe.DefaultRate, Timeout: probe.DefaultTimeout.String(),
 			MaxSites: probe.DefaultMaxSites, MaxDuration: probe.DefaultMaxDuration.String(),
 			ConcurrencyMax: probe.MaxConcurrency, RateMaxPerS: probe.MaxRatePerSecond,
