@@ -121,3 +121,49 @@ def test_ctrl_c_mid_run_stores_what_was_measured(tmp_path, engine_path):
     assert first["intervals"] >= 2 and len(intervals) == first["intervals"]
     assert runs.iloc[1]["status"] == "planned"
     _gone(db.parent / first["dir"])
+
+
+TWO = """
+[sweep]
+name = "two"
+[load]
+page = "synthetic:6x1kB"
+protocols = ["h2"]
+network = { rtt = "10ms" }
+server = { impl = "builtin" }
+scenario = { start = 6, stages = [{ duration_s = 4, target = 6 }] }
+think = { mean_s = 0.1 }
+interval_s = 1
+"""
+
+
+def test_two_generators_are_stored_merged_with_their_shares(tmp_path, engine_path):
+    """`wirelab loadtest --generators 2`: the merged intervals stored, each with both generators' shares
+    (generators_json: their requests add up to the interval's), no interval degraded."""
+    db = tmp_path / "w.db"
+    summary = wirelab.loadtest(TWO, db=db, engine=engine_path, generators=2)
+    assert summary.ok, summary.lines()
+    with wirelab.open(db) as results:
+        run = results.loadtests("two").iloc[0]
+        intervals = results.load_intervals("two")
+    assert run["status"] == "complete" and intervals["pages"].sum() == run["pages"] > 0
+    assert (intervals["degraded"] == 0).all() and intervals["generators_lost"].isna().all()
+    for row in intervals.to_dict("records"):
+        shares = json.loads(row["generators_json"])
+        assert [g["name"] for g in shares] == ["local-0", "local-1"]
+        assert sum(g["hits"] for g in shares) == row["hits"]
+        assert sum(g["pages"] for g in shares) == row["pages"]
+    run_dir = Path(str(db) + ".d") / "two" / run["loadtest_id"]
+    assert sorted(p.name for p in (run_dir / "generators").iterdir()) == ["local-0.jsonl", "local-1.jsonl"]
+    _gone(run_dir)
+    # the report's table per generator: one row each, their shares of the requests adding up to 100 %
+    from wirelab.analysis.capacity import load_capacity
+    from wirelab.report._capacity import build_capacity
+
+    with wirelab.open(db) as results:
+        section = build_capacity(load_capacity(results, "two"), tmp_path / "figures")
+    (table,) = [t for t in section.tables if t.title == "Per generator"]
+    assert [row[2].text for row in table.rows] == ["local-0", "local-1"]
+    assert [row[3].text for row in table.rows] == ["0/2", "1/2"]
+    shares = [float(row[4].text.removesuffix(" %")) for row in table.rows]
+    assert abs(sum(shares) - 100) < 0.2 and min(shares) > 0

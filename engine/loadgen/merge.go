@@ -217,6 +217,10 @@ func (m *Merger) merge(k int) (Interval, error) {
 			continue
 		}
 		gv := &m.gens[gi][k]
+		share.Part = gv.Part
+		if m.runs[gi].Part == "" {
+			m.runs[gi].Part = gv.Part
+		}
 		page, err := decodeHist(gv.PageHist)
 		if err != nil {
 			return iv, fmt.Errorf("merge: generator %s interval %d: page_hist: %v", name, k, err)

@@ -111,12 +111,14 @@ func TestMergeEqualsTheWholeRun(t *testing.T) {
 					if got.PageMs != nil && got.PageMs.P90 != float64(h.ValueAtQuantile(90))/1000 {
 						t.Errorf("n %d interval %d: p90 %v, the merged histogram's %v", n, i, got.PageMs.P90, float64(h.ValueAtQuantile(90))/1000)
 					}
-					if name == "closed" && (got.Pages != want.Pages || got.PagesFailed != want.PagesFailed || got.Hits != want.Hits || got.VUs != want.VUs ||
+					// (vus at the interval's end is left out: a VU leaving at the boundary's very instant
+					// is counted before or after it as the goroutines happen to run)
+					if name == "closed" && (got.Pages != want.Pages || got.PagesFailed != want.PagesFailed || got.Hits != want.Hits ||
 						got.Dropped != want.Dropped || got.Errors != want.Errors || !reflect.DeepEqual(got.PageMs, want.PageMs) ||
 						!reflect.DeepEqual(got.RequestMs, want.RequestMs) || got.partial != want.partial) {
 						t.Errorf("n %d interval %d: merged %+v\nwhole %+v", n, i, got, want)
 					}
-					if got.Degraded || len(got.Generators) != n {
+					if got.Degraded || len(got.Generators) != n || got.Generators[n-1].Part != fmt.Sprintf("%d/%d", n-1, n) {
 						t.Errorf("n %d interval %d: degraded %v, %d generators", n, i, got.Degraded, len(got.Generators))
 					}
 				}

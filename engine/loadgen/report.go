@@ -30,6 +30,8 @@ type Interval struct {
 	// ended first (client.ConnGauge.ClosedByServer): kept connections a server drops under load.
 	ConnectionsClosedByServer int64     `json:"connections_closed_by_server"`
 	Generator                 Generator `json:"generator"`
+	// Part is the generator's share (K/N) of a run spread over several (loadgen --part).
+	Part string `json:"part,omitempty"`
 	// PageHist and RequestHist are the interval's histograms of page_ms and request_ms (µs), in
 	// HdrHistogram's V2 compressed encoding, base64 — with Config.Histograms (loadgen --histograms)
 	// only: what merging several generators' intervals needs (Merge).

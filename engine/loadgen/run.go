@@ -228,7 +228,7 @@ func (r *runner) emit(k int, end time.Time, partial bool) {
 		Pages: w.pages, PagesFailed: w.pagesFailed, Hits: w.hits, Bytes: w.bytes,
 		PagesPerS: rate(w.pages, secs), HitsPerS: rate(w.hits, secs), BytesPerS: rate(w.bytes, secs),
 		PageMs: latencyOf(w.page), RequestMs: latencyOf(w.request), Errors: errorsOf(&w.errors), Dropped: w.dropped,
-		partial: partial,
+		partial: partial, Part: r.cfg.Part.String(),
 	}
 	if r.cfg.Histograms {
 		iv.PageHist, iv.RequestHist = encodeHist(w.page), encodeHist(w.request)
