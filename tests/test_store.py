@@ -50,7 +50,9 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     # a reader migrates a copy in memory: the file keeps its version, nothing is created
     assert _snapshot(tmp_path) == before
     Store(db).close()  # a writer migrates the file
-    assert SCHEMA_VERSION == 12  # v11: lttarget's number (an empty step here); v12 the merged intervals' columns
+    assert (
+        SCHEMA_VERSION == 12
+    )  # v11: lttarget's number (an empty step here); v12 the merged intervals' columns
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -35,6 +35,7 @@ from wirelab._db.files import fix_modes
 from wirelab._db.writer import Store
 from wirelab._engine import Engine, TrialEvent, TrialRun
 from wirelab._loadplan import LoadPlan, PlannedLoadtest
+from wirelab._options import GENERATORS
 from wirelab._sweep import (
     Outcome,
     Summary,
@@ -49,7 +50,6 @@ from wirelab._sweep import (
     read_json,
     read_jsonl,
 )
-from wirelab._options import GENERATORS
 from wirelab.errors import ContractError, UsageError
 
 __all__ = ["LoadObserver", "LoadtestOutcome", "LoadtestSummary", "ingest_loadtest", "run_loadtests"]
@@ -193,7 +193,13 @@ def ingest_loadtest(
         )
     exited = (result or {}).get("server_exited")
     degraded = bool((result or {}).get("degraded"))
-    if result is not None and not result.get("interrupted") and not exited and not degraded and returncode in (0, 1):
+    if (
+        result is not None
+        and not result.get("interrupted")
+        and not exited
+        and not degraded
+        and returncode in (0, 1)
+    ):
         status = "complete"
     elif stopped or (result is not None and result.get("interrupted") and not exited):
         status = "interrupted"
@@ -205,11 +211,15 @@ def ingest_loadtest(
                 f"the server exited at {exited.get('t_s')} s ({exited.get('error')}); the VUs were stopped"
             )
         elif degraded:
-            error = "degraded: " + ", ".join(
-                f"generator {g.get('name')} lost after {g.get('lost_after_s')} s"
-                for g in (result or {}).get("generators") or []
-                if g.get("lost")
-            ) + " (the intervals after the loss are marked degraded)"
+            error = (
+                "degraded: "
+                + ", ".join(
+                    f"generator {g.get('name')} lost after {g.get('lost_after_s')} s"
+                    for g in (result or {}).get("generators") or []
+                    if g.get("lost")
+                )
+                + " (the intervals after the loss are marked degraded)"
+            )
         error = error or f"the engine exited with status {returncode}"
     store.store_loadtest(
         sweep,

@@ -399,7 +399,9 @@ class FixtureEngine(Engine):
         self, spec: dict[str, Any], out_dir: Path, on_event: EventCallback, *, generators: int = 1
     ) -> TrialRun:
         if generators > 1:
-            raise EngineError("the fixture engine replays recordings of one generator; --generators needs the real engine")
+            raise EngineError(
+                "the fixture engine replays recordings of one generator; --generators needs the real engine"
+            )
         self.require("loadtest")
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / SPEC_FILE).write_text(json.dumps(spec, indent=1) + "\n")

@@ -402,7 +402,12 @@ INTERVALS = RecordTable(
         # the merge of theirs; degraded when a generator had been lost before it ended (NULL: one
         # generator, or stored before), generators_json each one's share, CPU and saturation
         Column("degraded", "INTEGER", _flag(_at("degraded", default=False)), since=12),
-        Column("generators_lost", "TEXT", lambda line: ",".join(line.get("generators_lost") or []) or None, since=12),
+        Column(
+            "generators_lost",
+            "TEXT",
+            lambda line: ",".join(line.get("generators_lost") or []) or None,
+            since=12,
+        ),
         Column("generators_json", "TEXT", _json_or_null("generators"), since=12),
     ),
 )

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from wirelab._figures import plots
@@ -385,8 +385,16 @@ class _Builder:
                 for g in shares:
                     d = per.setdefault(
                         g["name"],
-                        {"part": g.get("part") or "", "pages": 0, "failed": 0, "hits": 0, "cpu_ms": 0.0,
-                         "cpu_max": 0.0, "saturated": 0, "lost_from": None},
+                        {
+                            "part": g.get("part") or "",
+                            "pages": 0,
+                            "failed": 0,
+                            "hits": 0,
+                            "cpu_ms": 0.0,
+                            "cpu_max": 0.0,
+                            "saturated": 0,
+                            "lost_from": None,
+                        },
                     )
                     d["pages"] += g.get("pages", 0)
                     d["failed"] += g.get("pages_failed", 0)
@@ -418,13 +426,25 @@ class _Builder:
             TableBlock(
                 f"tab-{self.data.name}-generators",
                 "Per generator",
-                "Runs whose VUs ran as several generators (wirelab loadtest --generators): each generator's "
-                "part of the VUs (K/N), its share of the requests, its pages, its CPU (seconds over the run, "
-                "highest cores in an interval), the intervals it was saturated in, and, for one lost mid-run, "
-                "the first interval it is missing from (that interval and those after are degraded: fewer VUs "
-                "than planned). Every figure is from the merged intervals.",
-                ["configuration", "protocol", "generator", "part", "requests", "pages", "failed", "CPU s",
-                 "cores max", "saturated", "lost"],
+                "Runs whose VUs ran as several generators (wirelab loadtest --generators): each "
+                "generator's part of the VUs (K/N), its share of the requests, its pages, its CPU "
+                "(seconds over the run, highest cores in an interval), the intervals it was saturated "
+                "in, and, for one lost mid-run, the first interval it is missing from (that interval and "
+                "those after are degraded: fewer VUs than planned). Every figure is from the merged "
+                "intervals.",
+                [
+                    "configuration",
+                    "protocol",
+                    "generator",
+                    "part",
+                    "requests",
+                    "pages",
+                    "failed",
+                    "CPU s",
+                    "cores max",
+                    "saturated",
+                    "lost",
+                ],
                 rows,
             )
         )
