@@ -270,10 +270,7 @@ func (m *Merger) merge(k int) (Interval, error) {
 		}
 	}
 	secs := iv.TEndS - iv.TStartS
-	iv.Pages, iv.PagesFailed, iv.Hits, iv.Bytes, iv.Dropped = w.pages, w.pagesFailed, w.hits, w.bytes, w.dropped
-	iv.PagesPerS, iv.HitsPerS, iv.BytesPerS = rate(w.pages, secs), rate(w.hits, secs), rate(w.bytes, secs)
-	iv.PageMs, iv.RequestMs, iv.Errors = latencyOf(w.page), latencyOf(w.request), errorsOf(&w.errors)
-	iv.PageHist, iv.RequestHist = encodeHist(w.page), encodeHist(w.request)
+	iv.measured(w, secs, true)
 	// the generators' last intervals end when each one's last page ended: a short one is partial
 	iv.partial = secs < interval.Seconds()*0.999
 	if m.firstErr < 0 && w.pagesFailed > 0 {

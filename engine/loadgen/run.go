@@ -224,15 +224,9 @@ func (r *runner) emit(k int, end time.Time, partial bool) {
 	secs := end.Sub(start).Seconds()
 	iv := Interval{
 		Event: "interval", Index: k, TStartS: start.Sub(r.cfg.Start).Seconds(), TEndS: end.Sub(r.cfg.Start).Seconds(),
-		VUs: int(vus), VUsMax: int(max(peak, vus)),
-		Pages: w.pages, PagesFailed: w.pagesFailed, Hits: w.hits, Bytes: w.bytes,
-		PagesPerS: rate(w.pages, secs), HitsPerS: rate(w.hits, secs), BytesPerS: rate(w.bytes, secs),
-		PageMs: latencyOf(w.page), RequestMs: latencyOf(w.request), Errors: errorsOf(&w.errors), Dropped: w.dropped,
-		partial: partial, Part: r.cfg.Part.String(),
+		VUs: int(vus), VUsMax: int(max(peak, vus)), partial: partial, Part: r.cfg.Part.String(),
 	}
-	if r.cfg.Histograms {
-		iv.PageHist, iv.RequestHist = encodeHist(w.page), encodeHist(w.request)
-	}
+	iv.measured(w, secs, r.cfg.Histograms)
 	iv.OpenConnections = r.cfg.Conns.Open()
 	byServer := r.cfg.Conns.ClosedByServer()
 	iv.ConnectionsClosedByServer, r.closedByServer = byServer-r.closedByServer, byServer
@@ -242,6 +236,17 @@ func (r *runner) emit(k int, end time.Time, partial bool) {
 	r.intervals = append(r.intervals, iv)
 	if r.cfg.Interval != nil {
 		r.cfg.Interval(iv)
+	}
+}
+
+// measured fills the interval's figures from what was measured in it, over secs seconds; hist
+// adds the encoded histograms.
+func (iv *Interval) measured(w *window, secs float64, hist bool) {
+	iv.Pages, iv.PagesFailed, iv.Hits, iv.Bytes, iv.Dropped = w.pages, w.pagesFailed, w.hits, w.bytes, w.dropped
+	iv.PagesPerS, iv.HitsPerS, iv.BytesPerS = rate(w.pages, secs), rate(w.hits, secs), rate(w.bytes, secs)
+	iv.PageMs, iv.RequestMs, iv.Errors = latencyOf(w.page), latencyOf(w.request), errorsOf(&w.errors)
+	if hist {
+		iv.PageHist, iv.RequestHist = encodeHist(w.page), encodeHist(w.request)
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -60,7 +59,12 @@ func TestLoadtestGenerators(t *testing.T) {
 			readJSONLines(t, filepath.Join(out, loadtest.IntervalsFile), &merged)
 			var gens [2][]loadgen.Interval
 			for k := range gens {
-				readGenLines(t, filepath.Join(out, loadtest.GeneratorsDir, "local-"+strconv.Itoa(k)+".jsonl"), &gens[k])
+				name := "local-" + strconv.Itoa(k)
+				g, err := readGeneratorOutput(name, filepath.Join(out, loadtest.GeneratorsDir, name+".jsonl"))
+				if err != nil || (g.Summary == nil) != (kill && k == 1) {
+					t.Fatalf("%s's own lines: %v, summary %v", name, err, g.Summary != nil)
+				}
+				gens[k] = g.Intervals
 			}
 			if res.Degraded != kill || len(res.Generators) != 2 || res.Generators[1].Lost != kill || res.Summary.Intervals != len(merged) {
 				t.Errorf("degraded %v, generators %+v, %d intervals (summary %d)", res.Degraded, res.Generators, len(merged), res.Summary.Intervals)
@@ -99,25 +103,6 @@ func TestLoadtestGenerators(t *testing.T) {
 				t.Errorf("gc after the run: %v: %s", err, out)
 			}
 		})
-	}
-}
-
-// readGenLines reads a generator's intervals from its own lines (the summary and a last line cut
-// short are skipped).
-func readGenLines(t *testing.T, path string, into *[]loadgen.Interval) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		var iv loadgen.Interval
-		if json.Unmarshal(sc.Bytes(), &iv) == nil && iv.Event == "interval" {
-			*into = append(*into, iv)
-		}
 	}
 }
 
