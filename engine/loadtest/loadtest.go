@@ -523,8 +523,9 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 		var first error
 		for _, g := range gens {
 			g.err = g.cmd.Wait()
-			if g.err != nil && first == nil && g.summary != nil {
-				first = g.err // a lost generator's end is the merge's business
+			// with several, a lost generator's end (no summary) is the merge's business
+			if g.err != nil && first == nil && (merger == nil || g.summary != nil) {
+				first = g.err
 			}
 		}
 		waitErr <- first
