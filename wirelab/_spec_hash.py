@@ -22,7 +22,7 @@ __all__ = ["canonical", "config_id", "plan_hash", "worker_repeats"]
 # their default (the schema's, as the generated models hold it), so that a sweep stored before them
 # keeps its ids and resumes without running again. A new field with a default joins its section here.
 _ADDED_LATER: dict[str, tuple[type[Any], tuple[str, ...]]] = {
-    "client": (ClientConfig, ("view", "cpu_slowdown", "viewport")),
+    "client": (ClientConfig, ("view", "h3", "cpu_slowdown", "viewport")),
     "capture": (CaptureConfig, ("screenshots",)),
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,6 +76,27 @@ func (p Protocol) wireName() string {
 		return "h3"
 	}
 }
+
+// H3Discovery is how an h3 load comes to speak HTTP/3 to an origin (docs/vitals.md, "HTTP/3 as
+// browsers find it").
+type H3Discovery string
+
+// The ways to find HTTP/3.
+const (
+	// H3Forced: QUIC from the first request to every origin (the load's protocol, as before).
+	H3Forced H3Discovery = "forced"
+	// H3AltSvc: an origin's first connection is HTTP/2 over TCP+TLS; once a response from it
+	// carries an Alt-Svc field announcing h3 on the same host, its later requests go over QUIC.
+	// The announcement is remembered by a Tab (Alt-Svc cache), so a repeat view starts on QUIC.
+	H3AltSvc H3Discovery = "alt-svc"
+	// H3HTTPSRR: before an origin's first connection the loader asks the DNS server for the host's
+	// HTTPS record (RFC 9460) beside its A record; QUIC when the record's alpn lists h3, else
+	// HTTP/2 over TCP+TLS. Needs a Resolver that answers HTTPS queries (DNSResolver).
+	H3HTTPSRR H3Discovery = "https-rr"
+)
+
+// H3Discoveries lists them.
+var H3Discoveries = []H3Discovery{H3Forced, H3AltSvc, H3HTTPSRR}
 
 // Mode decides which requests a load issues and when.
 type Mode string
@@ -172,6 +194,13 @@ type Config struct {
 	// pushed streams. A request for a pushed URL uses the pushed response (waiting for it if it
 	// is still arriving) instead of sending a request.
 	AcceptPush bool
+	// H3 is how an h3 load finds HTTP/3 (default H3Forced); other protocols ignore it.
+	H3 H3Discovery
+	// Profile, when set, is shared by loads as a browser profile is by a first and a repeat view:
+	// TLS session tickets (a connection to an origin with a ticket resumes — h1s, h2, spdy3 over
+	// TCP; h3 resumes its QUIC handshake and sends its first requests as 0-RTT data when the server
+	// allows early data) and the Alt-Svc cache. nil: a fresh profile per load, every handshake full.
+	Profile *Profile
 	// Sources spreads the TCP connections over these local addresses, in turn (a load generator
 	// holding more connections to one server than one address has ephemeral ports). nil: the
 	// kernel's choice. h3's UDP sockets do not use it.
@@ -233,6 +262,17 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ConnReceiveWindow < 65535 || c.ConnReceiveWindow > maxReceiveWindow {
 		return c, fmt.Errorf("client.conn_receive_window: %d: allowed 65535–%d", c.ConnReceiveWindow, maxReceiveWindow)
+	}
+	if c.H3 == "" {
+		c.H3 = H3Forced
+	}
+	if !slices.Contains(H3Discoveries, c.H3) {
+		return c, fmt.Errorf("client.h3: %s: allowed: forced, alt-svc, https-rr", c.H3)
+	}
+	if c.H3 == H3HTTPSRR && c.Protocol == H3 {
+		if _, ok := c.Resolver.(HTTPSResolver); !ok {
+			return c, errors.New("client.h3: https-rr: needs a DNS server to ask for HTTPS records (client.dns server; fetch --dns)")
+		}
 	}
 	if c.UserAgent == "" {
 		c.UserAgent = "wirelab-engine"

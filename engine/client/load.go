@@ -299,6 +299,7 @@ func (l *Loader) admit(r *request) error { return l.checkURL(r.url) }
 
 func (l *Loader) summarise(res *Result, s *session, all []*request) {
 	res.Entries = make([]Entry, len(all)) // all is in issue order
+	res.Protocols = map[string]int{}
 	first, last := unset, unset
 	if len(all) > 0 {
 		first = all[0].issued
@@ -306,6 +307,7 @@ func (l *Loader) summarise(res *Result, s *session, all []*request) {
 	for i, r := range all {
 		e := r.entry(s, first)
 		res.Entries[i] = e
+		res.Protocols[e.Protocol]++
 		last = max(last, r.end)
 		if r.err == nil {
 			res.Objects++
@@ -337,6 +339,15 @@ func (l *Loader) summarise(res *Result, s *session, all []*request) {
 			res.TLSResumed++
 		} else {
 			res.TLSHandshakes++
+		}
+		if c.ZeroRTT {
+			res.ZeroRTT++
+		}
+	}
+	if l.cfg.Protocol == H3 {
+		res.H3Discovery = "none"
+		if res.Protocols[H3.wireName()] > 0 {
+			res.H3Discovery = string(l.cfg.H3)
 		}
 	}
 	res.DNSQueries = s.dns.count()

@@ -39,6 +39,9 @@ func newPool(s *session, o origin) originPool {
 	case SPDY3:
 		return newSPDYPool(s, o)
 	default:
+		if s.cfg.H3 != H3Forced {
+			return newDiscoverPool(s, o)
+		}
 		return newH3Pool(s, o)
 	}
 }

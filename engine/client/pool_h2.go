@@ -155,7 +155,7 @@ func (p *h2Pool) usable() bool { return p.single.usable((*h2Conn).broken) }
 
 func (p *h2Pool) dial(ctx context.Context, r *request) (*h2Conn, error) {
 	alpn := ""
-	if p.s.cfg.Protocol == H2 {
+	if p.s.cfg.Protocol == H2 || p.s.cfg.Protocol == H3 { // h3: before HTTP/3 is discovered
 		alpn = "h2"
 	}
 	conn, rec, err := p.s.dialTCP(ctx, p.o, r, alpn)
@@ -523,6 +523,8 @@ func (c *h2Conn) handle(f http2.Frame, now time.Duration) error {
 				if n, err := strconv.ParseInt(hf.Value, 10, 64); err == nil && n >= 0 {
 					contentLength = n
 				}
+			case "alt-svc":
+				r.altSvc = hf.Value
 			}
 		}
 		r.gotHeaders(status, contentType, contentLength)

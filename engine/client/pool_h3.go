@@ -137,7 +137,7 @@ func (p *h3Pool) dial(ctx context.Context, r *request) (*h3Conn, error) {
 	raddr := net.UDPAddrFromAddrPort(netipAddrPort(addr, p.o.port))
 	closer := &quicCloser{udp: udp, gauge: p.s.gauge}
 	p.s.gauge.count(1, 0)
-	rec, err := p.s.register(p.o, r.connectStart, closer, udp.LocalAddr(), raddr)
+	rec, err := p.s.register(p.o, H3, r.connectStart, closer, udp.LocalAddr(), raddr)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,15 @@ func (p *h3Pool) dial(ctx context.Context, r *request) (*h3Conn, error) {
 		InitialConnectionReceiveWindow: uint64(p.s.cfg.ConnReceiveWindow),
 		MaxConnectionReceiveWindow:     uint64(p.s.cfg.ConnReceiveWindow),
 	}
-	qconn, err := quic.Dial(ctx, udp, raddr, p.s.tlsConfig(p.o, "h3"), qconf)
+	tlsConf := p.s.tlsConfig(p.o, "h3")
+	dial := quic.Dial
+	if tlsConf.ClientSessionCache != nil {
+		// With a session ticket of the origin (a repeat view's profile), DialEarly returns as
+		// soon as 0-RTT keys exist: the requests go out as early data in the first flight, as
+		// Chromium sends them; without one it returns when the handshake completes, as Dial.
+		dial = quic.DialEarly
+	}
+	qconn, err := dial(ctx, udp, raddr, tlsConf, qconf)
 	if err != nil {
 		closer.Close()
 		err = fmt.Errorf("quic handshake: %w", err)
@@ -165,10 +173,25 @@ func (p *h3Pool) dial(ctx context.Context, r *request) (*h3Conn, error) {
 	}
 	r.connectEnd = p.s.now()
 	closer.set(qconn)
-	st := qconn.ConnectionState()
-	rec.update(func(c *Conn) {
-		c.TLSVersion, c.ALPN, c.TLSResumed = tls.VersionName(st.TLS.Version), st.TLS.NegotiatedProtocol, st.TLS.DidResume
-	})
+	noteHandshake := func() {
+		st := qconn.ConnectionState()
+		rec.update(func(c *Conn) {
+			c.TLSVersion, c.ALPN, c.TLSResumed = tls.VersionName(st.TLS.Version), st.TLS.NegotiatedProtocol, st.TLS.DidResume
+			c.ZeroRTT = st.Used0RTT
+		})
+	}
+	select {
+	case <-qconn.HandshakeComplete():
+		noteHandshake()
+	default: // 0-RTT: the handshake completes while the first requests are on their way
+		go func() {
+			select {
+			case <-qconn.HandshakeComplete():
+				noteHandshake()
+			case <-qconn.Context().Done():
+			}
+		}()
+	}
 	rec.mu.Lock()
 	rec.lost = func() uint64 { return qconn.ConnectionStats().PacketsLost }
 	rec.mu.Unlock()

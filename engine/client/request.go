@@ -41,8 +41,10 @@ type request struct {
 	firstByte    time.Duration
 	end          time.Duration
 
-	conn          int   // connection id, 0 = none
-	streamID      int64 // -1 = none
+	conn          int      // connection id, 0 = none
+	proto         Protocol // what carried it when it differs from the load's (an h3 load's HTTP/2 requests); "" = the load's
+	altSvc        string   // the response's Alt-Svc field (HTTP/2 responses of an h3 load that discovers h3)
+	streamID      int64    // -1 = none
 	status        int
 	contentType   string
 	contentLength int64 // -1 = not announced
@@ -82,6 +84,7 @@ func (r *request) reset() {
 	r.sendStart, r.sendEnd, r.firstByte, r.end = unset, unset, unset, unset
 	r.conn, r.streamID, r.status, r.contentType = 0, -1, 0, ""
 	r.contentLength, r.bodyBytes, r.body, r.keep, r.err = -1, 0, nil, false, nil
+	r.altSvc = ""
 }
 
 // resetExchange clears the exchange (send onwards) but keeps the connection phases, before a
@@ -90,6 +93,7 @@ func (r *request) resetExchange() {
 	r.sendStart, r.sendEnd, r.firstByte, r.end = unset, unset, unset, unset
 	r.streamID, r.status, r.contentType = -1, 0, ""
 	r.contentLength, r.bodyBytes, r.body, r.keep, r.err = -1, 0, nil, false, nil
+	r.altSvc = ""
 }
 
 // gotHeaders records the response head: status, content type and length, and decides whether the
@@ -183,7 +187,7 @@ func (r *request) timings() Timings {
 // the origin of Entry.Start.
 func (r *request) entry(s *session, first time.Duration) Entry {
 	e := Entry{
-		URL: r.url.String(), Initiator: r.initiator, Protocol: s.cfg.Protocol.wireName(),
+		URL: r.url.String(), Initiator: r.initiator, Protocol: r.protocol(s).wireName(),
 		Connection: r.conn, StreamID: r.streamID, Status: r.status, ContentType: r.contentType,
 		BodyBytes: r.bodyBytes, StartedAt: s.wall0.Add(r.issued), Start: r.issued - first,
 		Time: ms(r.end - r.issued), Timings: r.timings(), Retries: r.retries, Pushed: r.pushed,
@@ -195,6 +199,14 @@ func (r *request) entry(s *session, first time.Duration) Entry {
 		e.Error = r.err.Error()
 	}
 	return e
+}
+
+// protocol is what carried r.
+func (r *request) protocol(s *session) Protocol {
+	if r.proto != "" {
+		return r.proto
+	}
+	return s.cfg.Protocol
 }
 
 // origin is scheme://host:port of a URL.

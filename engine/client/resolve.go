@@ -122,6 +122,46 @@ func answerAddrs(host string, resp *dns.Msg) ([]netip.Addr, error) {
 	return addrs, nil
 }
 
+// HTTPSResolver is a Resolver that also answers HTTPS queries (RFC 9460): client.h3 = https-rr.
+type HTTPSResolver interface {
+	Resolver
+	// LookupHTTPS returns the ALPN ids of the host's service-mode HTTPS records (empty: none).
+	LookupHTTPS(ctx context.Context, host string) ([]string, error)
+}
+
+var _ HTTPSResolver = (*DNSResolver)(nil)
+
+// LookupHTTPS implements HTTPSResolver: one HTTPS query (type 65) for host, as Chromium sends
+// beside its A query. No record, or a name without one (NODATA), is no ALPN id and no error.
+func (r *DNSResolver) LookupHTTPS(ctx context.Context, host string) ([]string, error) {
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(host), dns.TypeHTTPS)
+	resp, _, err := (&dns.Client{Net: "udp", Timeout: timeout}).ExchangeContext(ctx, q, r.Server)
+	if err == nil && resp.Truncated {
+		resp, _, err = (&dns.Client{Net: "tcp", Timeout: timeout}).ExchangeContext(ctx, q, r.Server)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s HTTPS via %s: %w", host, r.Server, err)
+	}
+	var alpn []string
+	for _, rr := range resp.Answer {
+		h, ok := rr.(*dns.HTTPS)
+		if !ok || h.Priority == 0 {
+			continue // alias mode: not followed (the lab serves none)
+		}
+		for _, kv := range h.Value {
+			if a, ok := kv.(*dns.SVCBAlpn); ok {
+				alpn = append(alpn, a.Alpn...)
+			}
+		}
+	}
+	return alpn, nil
+}
+
 // SystemResolver asks the operating system's resolver (for use outside the lab).
 type SystemResolver struct{}
 

@@ -72,8 +72,10 @@ type Conn struct {
 	TLSVersion string  `json:"tls_version"` // "" without TLS
 	ALPN       string  `json:"alpn"`
 	TLSResumed bool    `json:"tls_resumed"`
-	Requests   int     `json:"requests"`         // requests sent on it
-	Pushes     int     `json:"pushes,omitempty"` // pushed streams it kept (h2, h2c, spdy3)
+	// ZeroRTT: h3, the connection's first requests went as 0-RTT data and the server accepted them.
+	ZeroRTT  bool `json:"zero_rtt,omitempty"`
+	Requests int  `json:"requests"`         // requests sent on it
+	Pushes   int  `json:"pushes,omitempty"` // pushed streams it kept (h2, h2c, spdy3)
 	// PriorityUpdates counts the PRIORITY_UPDATE frames sent (h2: one per pushed stream kept,
 	// with a prioritisation policy).
 	PriorityUpdates int    `json:"priority_updates,omitempty"`
@@ -126,12 +128,19 @@ type Result struct {
 	Connections   int
 	TLSHandshakes int // full handshakes
 	TLSResumed    int // resumed handshakes
-	Objects       int // entries that completed with a status below 400
-	BodyBytes     int64
-	Phases        Phases
-	DNSQueries    int // names sent to the Resolver
-	Retries       int
-	Pushes        PushStats // server pushes received (h2, h2c, spdy3 with AcceptPush)
+	ZeroRTT       int // h3 connections whose first requests went as accepted 0-RTT data
+	// H3Discovery says how the load found HTTP/3 (h3 loads only, else ""): forced, alt-svc or
+	// https-rr when some request went over QUIC, "none" when none did (nothing announced it).
+	H3Discovery string
+	// Protocols counts the requests by what carried them (HTTP/1.1, h2, h3, spdy/3.1): an h3
+	// load that discovers HTTP/3 carries its first requests over h2.
+	Protocols  map[string]int
+	Objects    int // entries that completed with a status below 400
+	BodyBytes  int64
+	Phases     Phases
+	DNSQueries int // names sent to the Resolver
+	Retries    int
+	Pushes     PushStats // server pushes received (h2, h2c, spdy3 with AcceptPush)
 	// QUICPacketsLost sums Conns' PacketsLost: h3 packets the client declared lost.
 	QUICPacketsLost int64
 	// Err is the load's failure: the first object to fail (by completion time) or the timeout.
@@ -149,24 +158,27 @@ type Result struct {
 
 // Summary is the load as the trial contract's load record names its fields (docs/trial-contract.md).
 type Summary struct {
-	URL           string    `json:"url"`
-	Protocol      Protocol  `json:"protocol"`
-	Mode          Mode      `json:"mode"`
-	StartedAt     time.Time `json:"started_at"`
-	PLTms         float64   `json:"plt_ms"`
-	Connections   int       `json:"connections"`
-	TLSHandshakes int       `json:"tls_handshakes"`
-	TLSResumed    int       `json:"tls_resumed"`
-	Objects       int       `json:"objects"`
-	BodyBytes     int64     `json:"body_bytes"`
-	Phases        Phases    `json:"phases_ms"`
-	DNSQueries    int       `json:"dns_queries"`
-	Retries       int       `json:"retries"`
-	PushedBytes   int64     `json:"pushed_bytes"`            // body bytes received by server push
-	PushesUsed    int       `json:"pushes_used"`             // pushes a request adopted
-	PushesUnused  int       `json:"pushes_unused"`           // pushes no request adopted (refused ones included)
-	Priority      string    `json:"priority"`                // the prioritisation policy
-	ComputeScale  *float64  `json:"compute_scale,omitempty"` // replay mode only
+	URL           string         `json:"url"`
+	Protocol      Protocol       `json:"protocol"`
+	Mode          Mode           `json:"mode"`
+	StartedAt     time.Time      `json:"started_at"`
+	PLTms         float64        `json:"plt_ms"`
+	Connections   int            `json:"connections"`
+	TLSHandshakes int            `json:"tls_handshakes"`
+	TLSResumed    int            `json:"tls_resumed"`
+	ZeroRTT       int            `json:"zero_rtt_connections"`
+	H3Discovery   string         `json:"h3_discovery,omitempty"`
+	Protocols     map[string]int `json:"protocols"`
+	Objects       int            `json:"objects"`
+	BodyBytes     int64          `json:"body_bytes"`
+	Phases        Phases         `json:"phases_ms"`
+	DNSQueries    int            `json:"dns_queries"`
+	Retries       int            `json:"retries"`
+	PushedBytes   int64          `json:"pushed_bytes"`            // body bytes received by server push
+	PushesUsed    int            `json:"pushes_used"`             // pushes a request adopted
+	PushesUnused  int            `json:"pushes_unused"`           // pushes no request adopted (refused ones included)
+	Priority      string         `json:"priority"`                // the prioritisation policy
+	ComputeScale  *float64       `json:"compute_scale,omitempty"` // replay mode only
 	// QUICPacketsLost: h3 packets the client's QUIC stack declared lost (0 for TCP protocols);
 	// QUICLoss the same stack's recovery by kind (nil for TCP protocols).
 	QUICPacketsLost int64     `json:"quic_packets_lost"`
@@ -182,7 +194,7 @@ func (r *Result) Summary() Summary {
 	s := Summary{
 		URL: r.URL, Protocol: r.Protocol, Mode: r.Mode, StartedAt: r.StartedAt.UTC(),
 		PLTms: ms(r.PLT), Connections: r.Connections, TLSHandshakes: r.TLSHandshakes,
-		TLSResumed: r.TLSResumed, Objects: r.Objects, BodyBytes: r.BodyBytes, Phases: r.Phases,
+		TLSResumed: r.TLSResumed, ZeroRTT: r.ZeroRTT, H3Discovery: r.H3Discovery, Protocols: r.Protocols, Objects: r.Objects, BodyBytes: r.BodyBytes, Phases: r.Phases,
 		DNSQueries: r.DNSQueries, Retries: r.Retries, PushedBytes: r.Pushes.Bytes,
 		PushesUsed: r.Pushes.Used, PushesUnused: r.Pushes.Unused, Priority: string(r.priority),
 		ComputeScale: r.ComputeScale, QUICPacketsLost: r.QUICPacketsLost,

@@ -31,8 +31,10 @@ type session struct {
 	dns    *lookupCache
 	pri    *prioritiser
 	pushes *pushCache // pushed responses of the current load (when Config.AcceptPush and the protocol has push)
-	keep   bool       // a Tab's: connections outlive a load
-	gauge  *ConnGauge // counts the connections opened and closed (nil: not counted)
+	// profile is Config.Profile, or the load's own (no session caches) when that is nil.
+	profile *Profile
+	keep    bool       // a Tab's: connections outlive a load
+	gauge   *ConnGauge // counts the connections opened and closed (nil: not counted)
 	// load numbers the session's loads from 1; it changes only between loads (no request in
 	// flight), before the next load's request goroutines start.
 	load int
@@ -58,8 +60,12 @@ type connRecord struct {
 
 func newSession(cfg Config) *session {
 	now := time.Now()
+	prof := cfg.Profile
+	if prof == nil {
+		prof = freshProfile()
+	}
 	return &session{cfg: cfg, t0: now, wall0: now, dns: newLookupCache(cfg.Resolver),
-		pri: newPrioritiser(cfg), pushes: newPushCache(), load: 1, nextID: 1}
+		pri: newPrioritiser(cfg), pushes: newPushCache(), profile: prof, load: 1, nextID: 1}
 }
 
 // nextLoad starts the session's next load (a Tab's): closed connections leave the registry and
@@ -282,7 +288,7 @@ var errAborted = errors.New("load aborted")
 
 // register assigns the next connection id. If the load was aborted meanwhile, it closes c and
 // fails.
-func (s *session) register(o origin, opened time.Duration, c io.Closer, local, remote net.Addr) (*connRecord, error) {
+func (s *session) register(o origin, proto Protocol, opened time.Duration, c io.Closer, local, remote net.Addr) (*connRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.aborted {
@@ -290,7 +296,7 @@ func (s *session) register(o origin, opened time.Duration, c io.Closer, local, r
 		return nil, errAborted
 	}
 	rec := &connRecord{closer: c, load: s.load, info: Conn{
-		ID: s.nextID, Origin: o.String(), Protocol: s.cfg.Protocol.wireName(),
+		ID: s.nextID, Origin: o.String(), Protocol: proto.wireName(),
 		Local: local.String(), Remote: remote.String(), OpenedMS: ms(opened),
 	}}
 	s.nextID++
@@ -370,7 +376,9 @@ func (s *session) resolve(ctx context.Context, o origin, r *request) (netip.Addr
 	if a, err := netip.ParseAddr(o.host); err == nil {
 		return a, s.checkAddr(a, o.host)
 	}
-	r.dnsStart = s.now()
+	if r.dnsStart == unset { // else the https-rr lookup (discoverPool) began the dns phase
+		r.dnsStart = s.now()
+	}
 	addrs, err := s.dns.lookup(ctx, o.host)
 	if err != nil {
 		return netip.Addr{}, err
@@ -390,15 +398,36 @@ func (s *session) checkAddr(a netip.Addr, host string) error {
 	return checkAddr(a, host)
 }
 
-// tlsConfig is a fresh client TLS configuration: no session cache, so every handshake is full.
+// tlsConfig is a client TLS configuration for o. Its session cache is the profile's (TCP's, or
+// QUIC's for alpn h3): nil for a load without Config.Profile, so that every handshake is full.
 func (s *session) tlsConfig(o origin, alpn string) *tls.Config {
-	return &tls.Config{
-		ServerName:   o.host,
-		RootCAs:      s.cfg.RootCAs,
-		NextProtos:   []string{alpn},
-		MinVersion:   tls.VersionTLS12,
-		KeyLogWriter: s.cfg.KeyLogWriter,
+	cache := s.profile.tcp
+	if alpn == "h3" {
+		cache = s.profile.quic
 	}
+	return &tls.Config{
+		ServerName:         o.host,
+		RootCAs:            s.cfg.RootCAs,
+		NextProtos:         []string{alpn},
+		MinVersion:         tls.VersionTLS12,
+		KeyLogWriter:       s.cfg.KeyLogWriter,
+		ClientSessionCache: cache,
+	}
+}
+
+// httpsLookup asks the Resolver for host's HTTPS record (client.h3 = https-rr; Config checked
+// that the Resolver answers such queries).
+func (s *session) httpsLookup(ctx context.Context, host string) ([]string, error) {
+	return s.cfg.Resolver.(HTTPSResolver).LookupHTTPS(ctx, host)
+}
+
+// tcpProtocol is the protocol a TCP connection of the load speaks: the load's, or HTTP/2 for an
+// h3 load's connections before HTTP/3 is discovered (discoverPool).
+func (s *session) tcpProtocol() Protocol {
+	if s.cfg.Protocol == H3 {
+		return H2
+	}
+	return s.cfg.Protocol
 }
 
 // dialTCP opens a TCP connection to o on behalf of r (which then carries dns, connect and ssl),
@@ -418,7 +447,7 @@ func (s *session) dialTCP(ctx context.Context, o origin, r *request, alpn string
 		return nil, nil, err
 	}
 	raw = s.track(raw)
-	rec, err := s.register(o, r.connectStart, raw, raw.LocalAddr(), raw.RemoteAddr())
+	rec, err := s.register(o, s.tcpProtocol(), r.connectStart, raw, raw.LocalAddr(), raw.RemoteAddr())
 	if err != nil {
 		return nil, nil, err
 	}

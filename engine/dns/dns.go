@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -222,4 +223,19 @@ func (r HTTPSRecord) rr(fq string) (mdns.RR, error) {
 		rec.Value = append(rec.Value, &mdns.SVCBECHConfig{ECH: r.ECH})
 	}
 	return rec, nil
+}
+
+// OriginZone is OriginRecords with, when alpn is not empty, one service-mode HTTPS record per
+// name (priority 1, the name itself as target, SvcParam alpn): how a client.h3 = https-rr trial
+// announces HTTP/3 (docs/vitals.md, "HTTP/3 as browsers find it").
+func OriginZone(addrs []netip.Addr, alpn []string) Records {
+	z := Records{Addrs: OriginRecords(addrs)}
+	if len(alpn) == 0 {
+		return z
+	}
+	z.HTTPS = map[string][]HTTPSRecord{}
+	for name := range z.Addrs {
+		z.HTTPS[name] = []HTTPSRecord{{Priority: 1, ALPN: slices.Clone(alpn)}}
+	}
+	return z
 }

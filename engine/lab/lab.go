@@ -58,6 +58,10 @@ type Options struct {
 	// namespace's resolv.conf names it. FarServer only: a live lab's names are the egress
 	// router's forwarder's, which the client namespace's resolv.conf always names.
 	DNS bool
+	// AnnounceH3 asks the server under test to announce h3 in Alt-Svc (impl.Provision.AnnounceH3;
+	// client.h3 = alt-svc). HTTPSRecords gives every origin name an HTTPS record (RFC 9460) listing
+	// HTTPSALPN in the lab's DNS server (client.h3 = https-rr; needs DNS).
+	AnnounceH3, HTTPSRecords bool
 	// RecordsFile and ConnsFile receive the server's request records (server/requests.jsonl: every
 	// implementation's, from its access log for the real servers) and connection records (the
 	// built-in server's); "" = none.
@@ -76,6 +80,10 @@ type Options struct {
 	// Log receives one-line messages (the server's output among them); nil = discarded.
 	Log func(format string, args ...any)
 }
+
+// HTTPSALPN are the ALPN ids of the origins' HTTPS records (Options.HTTPSRecords): what the lab
+// serves over TLS and QUIC, h3 first as a server that prefers it would list them.
+var HTTPSALPN = []string{"h3", "h2"}
 
 // Lab is one running lab: the path, and what stands behind it.
 type Lab struct {

@@ -82,7 +82,7 @@ func (l *Lab) startServer(ctx context.Context) error {
 		Dir: dir, RunDir: runDir, Page: p.Page, PageArg: p.PageArg, Seed: p.Seed, Shards: p.Spec.Shards,
 		ShardMode: p.Spec.ShardMode, Origins: origins, Protocols: p.Protocols, Server: p.Spec.Server,
 		CertDir: l.Certs.Dir, Engine: o.Engine, Env: o.Env, Ports: impl.DefaultPorts,
-		ConnsFile: o.ConnsFile, QUICStats: l.QUICReports,
+		ConnsFile: o.ConnsFile, QUICStats: l.QUICReports, AnnounceH3: o.AnnounceH3,
 	}
 	if l.Tree != nil {
 		in.DocRoot = l.Tree.Root()
@@ -173,7 +173,11 @@ func (l *Lab) startDNS(ctx context.Context, origins []netip.Addr) error {
 	for i, a := range origins {
 		addrs[i] = a.String()
 	}
-	cmd := l.Topo.Command(netns.Server, l.o.Engine, "dns", "--listen", netns.DNSAddr.String()+":53", "--origins", strings.Join(addrs, ","))
+	args := []string{l.o.Engine, "dns", "--listen", netns.DNSAddr.String() + ":53", "--origins", strings.Join(addrs, ",")}
+	if l.o.HTTPSRecords {
+		args = append(args, "--https-alpn", strings.Join(HTTPSALPN, ","))
+	}
+	cmd := l.Topo.Command(netns.Server, args...)
 	cmd.Env = l.o.Env
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -134,24 +134,6 @@ func TestParseRateAndPacer(t *testing.T) {
 	}
 }
 
-func TestParseAltSvc(t *testing.T) {
-	got := ParseAltSvc(`h3=":443"; ma=86400, h3-29=":8443", h2="alt.example.org:443"; persist=1, h%33="[2001:db8::1]:9443", clear, bogus`)
-	want := []AltService{{"h3", "", 443}, {"h3-29", "", 8443}, {"h2", "alt.example.org", 443}, {"h3", "2001:db8::1", 9443}}
-	if len(got) != len(want) {
-		t.Fatalf("%+v", got)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("%d: %+v, want %+v", i, got[i], want[i])
-		}
-	}
-	if got := ParseAltSvc("clear"); len(got) != 0 {
-		t.Errorf("clear: %v", got)
-	}
-	if got := ParseAltSvc(`h3="a,b:443"`); len(got) != 1 || got[0].Host != "a,b" {
-		t.Errorf("quoted comma: %v", got)
-	}
-}
 
 // A site is checked as an address when it is one, as a name otherwise (engine/policy has the
 // policy's own tests).

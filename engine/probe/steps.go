@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/wirelab/wirelab/engine/internal/altsvc"
 	"io"
 	"net"
 	"net/http"
@@ -111,7 +112,7 @@ func (p *siteProbe) announceFromDNS() {
 // announceH3 reads the Alt-Svc values collected so far.
 func (p *siteProbe) announceH3() {
 	for _, v := range p.altSvcs {
-		for _, alt := range ParseAltSvc(v) {
+		for _, alt := range altsvc.Parse(v) {
 			if alt.ProtocolID == "h3" {
 				p.rec.Protocols[H3].announce(ByAltSvc)
 			}
@@ -123,7 +124,7 @@ func (p *siteProbe) announceH3() {
 // record's port when it announces h3), else the default.
 func (p *siteProbe) h3Port() int {
 	for _, v := range p.altSvcs {
-		for _, alt := range ParseAltSvc(v) {
+		for _, alt := range altsvc.Parse(v) {
 			if alt.ProtocolID == "h3" && (alt.Host == "" || alt.Host == p.site.Host) {
 				return alt.Port
 			}

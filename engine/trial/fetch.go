@@ -62,6 +62,7 @@ func fetchArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, er
 	}
 	f.Priority, f.AcceptPush = s.Client.Priority, s.Server.Push != "none"
 	f.DNS, f.Resolve = resolver(p)
+	f.H3, f.View = s.Client.H3, s.Client.View
 	if scheme == "https" {
 		f.CA = files.CAFile
 	}
@@ -82,6 +83,14 @@ func browseArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, e
 	b.Timeout = time.Duration(s.Client.TimeoutS * float64(time.Second))
 	b.DNS, b.Resolve = resolver(p)
 	b.View, b.CPUSlowdown, b.Viewport = s.Client.View, s.Client.CPUSlowdown, s.Client.Viewport
+	if b.H3 = s.Client.H3; b.H3 != "forced" {
+		// Chromium accepts the run's certificate over QUIC only for hosts named in
+		// --origin-to-force-quic-on (docs/browser.md): every origin of the page, on port 1.
+		for i := range p.Origins() {
+			b.QUICHosts = append(b.QUICHosts, page.OriginHost(i))
+		}
+		b.QUICHosts = append(b.QUICHosts, page.WWWHost)
+	}
 	b.Screenshots, b.Frames = s.Capture.Screenshots, files.Frames
 	if scheme == "https" {
 		if files.SPKI == "" {

@@ -1,6 +1,7 @@
 package trial
 
 import (
+	"fmt"
 	"net/netip"
 
 	"github.com/wirelab/wirelab/engine/netns"
@@ -161,6 +162,48 @@ func TestLoaderArgsChromium(t *testing.T) {
 	}
 }
 
+// client.h3 and client.view reach both loaders: fetch gets --h3 and --view, browse gets --h3 and
+// every origin's host in --quic-hosts (Chromium accepts the run's certificate over QUIC only for
+// them); the lab is asked to announce h3 (Alt-Svc) or to serve HTTPS records.
+func TestLoaderArgsH3Discovery(t *testing.T) {
+	for _, tc := range []struct{ impl, h3, view string }{{"engine", "alt-svc", "repeat"}, {"engine", "https-rr", "first"}, {"chromium", "alt-svc", "repeat"}, {"chromium", "https-rr", "first"}} {
+		p := prepared(t, fmt.Sprintf(`{"page":"twitter","shards":2,"protocols":["h3"],"client":{"impl":%q,"h3":%q,"view":%q}}`, tc.impl, tc.h3, tc.view))
+		args, err := loaderArgs(p, p.Sequence[0], "tok", loadFiles{CAFile: "/x/ca.pem", SPKI: "abc="})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := flagValue(args, "--h3"); got != tc.h3 {
+			t.Errorf("%+v: --h3 %q (args %q)", tc, got, args)
+		}
+		if got := flagValue(args, "--view"); (got != "repeat") != (tc.view == "first") {
+			t.Errorf("%+v: --view %q (args %q)", tc, got, args)
+		}
+		if got := flagValue(args, "--quic-hosts"); tc.impl == "chromium" && got != "s1.wirelab.test,s2.wirelab.test,www.wirelab.test" {
+			t.Errorf("%+v: --quic-hosts %q", tc, got)
+		}
+	}
+	// forced, the default: nothing passed
+	p := prepared(t, `{"page":"twitter","protocols":["h3"]}`)
+	args, _ := loaderArgs(p, p.Sequence[0], "tok", loadFiles{CAFile: "/x/ca.pem"})
+	if slices.Contains(args, "--h3") || slices.Contains(args, "--view") {
+		t.Errorf("default: %q", args)
+	}
+	// the built-in server announces h3 only when asked, on the QUIC port
+	p = prepared(t, `{"page":"twitter","protocols":["h2","h3"],"client":{"h3":"alt-svc"}}`)
+	in := &impl.Provision{PageArg: p.PageArg, Seed: 1, Shards: 1, ShardMode: "round-robin", Origins: []netip.Addr{netns.OriginAddr(1)},
+		Protocols: p.Spec.Protocols, Server: p.Spec.Server, CertDir: "/x", Engine: "e", Ports: impl.DefaultPorts}
+	for _, ask := range []bool{false, true} {
+		in.AnnounceH3 = ask
+		l, err := impl.Builtin{}.Provision(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := flagValue(l.Argv, "--alt-svc"), map[bool]string{true: `h3=":443"; ma=86400`}[ask]; got != want {
+			t.Errorf("AnnounceH3 %v: --alt-svc %q, want %q", ask, got, want)
+		}
+	}
+}
+
 // What Chromium cannot do is refused before anything starts, naming the field.
 func TestChromiumRefusals(t *testing.T) {
 	for spec, want := range map[string]string{
@@ -168,7 +211,8 @@ func TestChromiumRefusals(t *testing.T) {
 		`{"page":"twitter","protocols":["h2c"],"client":{"impl":"chromium"}}`:                 `protocols[0]: got "h2c"; not loadable by client.impl chromium`,
 		`{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","mode":"objects"}}`: `client.mode: got "objects"`,
 		// what only Chromium does (docs/vitals.md)
-		`{"page":"twitter","protocols":["h2"],"client":{"view":"repeat"}}`:                                           `client.view: got "repeat"; repeat views are loaded by Chromium only`,
+		`{"page":"twitter","protocols":["h3"],"client":{"h3":"https-rr","dns":"static"}}`:                            `client.h3: got "https-rr"; finds HTTP/3 in the lab DNS server's HTTPS records`,
+		`{"page":"twitter","protocols":["h3"],"client":{"impl":"chromium","h3":"https-rr","dns":"static"}}`:          `client.h3: got "https-rr"`,
 		`{"page":"twitter","protocols":["h2"],"server":{"impl":"h2o"},"client":{"impl":"chromium","view":"repeat"}}`: `client.view: got "repeat"; a repeat view needs the page's cache headers, which h2o cannot send`,
 		`{"page":"twitter","protocols":["h2"],"client":{"cpu_slowdown":4}}`:                                          `client.cpu_slowdown: got "4"; slows Chromium's renderer`,
 		`{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","viewport":"412x823@0.0"}}`:                `client.viewport: got "412x823@0.0"`,

@@ -203,7 +203,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 func (r *runner) startLab(ctx context.Context, prov *Provenance) error {
 	s := r.p.Spec
 	o := lab.Options{Engine: r.o.Engine, Env: r.o.Env, Command: r.o.Command, PacketLog: true, PcapRotation: s.Capture.Pcap,
-		DNS: s.Client.DNS == "server", Log: r.log.Printf}
+		DNS: s.Client.DNS == "server", Log: r.log.Printf,
+		AnnounceH3: s.Client.H3 == "alt-svc", HTTPSRecords: s.Client.H3 == "https-rr"}
 	var stderr bytes.Buffer
 	if r.p.Live == nil {
 		o.RecordsFile, o.ConnsFile = filepath.Join(r.o.OutDir, ServerReqs), filepath.Join(r.o.OutDir, ServerConns)

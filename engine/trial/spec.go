@@ -43,7 +43,8 @@ type Client struct {
 	ComputeScale            float64 `json:"compute_scale"`
 	Priority                string  `json:"priority"` // none | chrome | dependency
 	TimeoutS                float64 `json:"timeout_s"`
-	View                    string  `json:"view"`         // first | repeat (chromium)
+	View                    string  `json:"view"`         // first | repeat
+	H3                      string  `json:"h3"`           // forced | alt-svc | https-rr
 	CPUSlowdown             float64 `json:"cpu_slowdown"` // ≥ 1 (chromium)
 	Viewport                string  `json:"viewport"`     // WIDTHxHEIGHT[@DPR][,mobile] (chromium)
 }

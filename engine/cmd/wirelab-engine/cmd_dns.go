@@ -27,11 +27,13 @@ func init() {
 	})
 }
 
-const dnsUsage = `usage: wirelab-engine dns --listen HOST:PORT --origins A[,B,…]
+const dnsUsage = `usage: wirelab-engine dns --listen HOST:PORT --origins A[,B,…] [--https-alpn h3,h2]
        wirelab-engine dns --forward IP:PORT|system --listen HOST:PORT --router NAMESPACE --admit run|internet
 
 Answers DNS queries for *.wirelab.test over UDP and TCP (docs/server.md, "DNS"): sN.wirelab.test is
-the Nth address of --origins, www.wirelab.test the first. A lab runs it in the server namespace at
+the Nth address of --origins, www.wirelab.test the first. With --https-alpn every such name also
+has an HTTPS record (RFC 9460: priority 1, target ".", alpn …), how a trial with client.h3 =
+https-rr announces HTTP/3. A lab runs it in the server namespace at
 10.77.2.53:53 beside whichever server is under test. Prints {"event":"ready","dns":…} once it
 listens and {"event":"stopped","queries":N} after SIGINT/SIGTERM.
 
@@ -50,6 +52,7 @@ func runDNS(ctx context.Context, args []string, stdout io.Writer) error {
 	origins := fs.String("origins", "", "comma-separated origin addresses, s1 first (required unless --forward)")
 	forward := fs.String("forward", "", "forward to this resolver (IP:PORT, or system) as the egress router's forwarder")
 	router := fs.String("router", "", "with --forward: the run's router namespace (wirelab-<id>-s): where --listen is and what is admitted into")
+	httpsALPN := fs.String("https-alpn", "", "give every origin name an HTTPS record (RFC 9460) listing these comma-separated ALPN ids, e.g. h3,h2 (client.h3 = https-rr)")
 	admit := fs.String("admit", "", "with --forward: the policy of admissions: run or internet")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), dnsUsage); fs.PrintDefaults() }
 	if err := parseFlags(fs, args); err != nil {
@@ -59,8 +62,8 @@ func runDNS(ctx context.Context, args []string, stdout io.Writer) error {
 		return cli.Usagef("dns: unexpected argument %q", fs.Arg(0))
 	}
 	if *forward != "" {
-		if *origins != "" {
-			return cli.Usagef("dns: --origins and --forward: choose one")
+		if *origins != "" || *httpsALPN != "" {
+			return cli.Usagef("dns: --origins, --https-alpn and --forward: --forward goes alone")
 		}
 		return runForwarder(ctx, *forward, *listen, *router, *admit, os.Stdin, stdout)
 	}
@@ -83,7 +86,16 @@ func runDNS(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	ctx, stop := cli.SignalContext(ctx)
 	defer stop()
-	srv, err := dns.Listen(*listen, dns.OriginRecords(addrs))
+	var alpn []string
+	if *httpsALPN != "" {
+		for i, id := range strings.Split(*httpsALPN, ",") {
+			if id = strings.TrimSpace(id); id == "" || len(id) > 255 {
+				return cli.Usagef("https-alpn[%d]: got %q; must be an ALPN id (h3, h2, http/1.1)", i, id)
+			}
+			alpn = append(alpn, id)
+		}
+	}
+	srv, err := dns.ListenRecords(*listen, dns.OriginZone(addrs, alpn))
 	if err != nil {
 		return err
 	}

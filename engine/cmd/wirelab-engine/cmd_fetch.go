@@ -30,7 +30,8 @@ import (
 const fetchUsage = `usage: wirelab-engine fetch URL --proto P [flags]
 
 Loads one page with the engine's page loader and prints what it measured. One process per load:
-nothing (connection, TLS session, name) is carried from one load to the next.
+nothing (connection, TLS session, name) is carried from one load to the next — except within
+--view repeat, which loads the page twice.
 
   URL                      the page (flat mode) or the base of relative --urls entries (objects mode)
   --proto P                h1 | h1s | h2 | h2c | h3 | spdy3 (required); http URLs for h1/h2c, https otherwise
@@ -58,6 +59,14 @@ nothing (connection, TLS session, name) is carried from one load to the next.
   --allow-internet         allow public sites (a live trial's loads through the egress router):
                            any name; IP literals and resolved addresses must be 10.77.0.0/16 or
                            public — private, loopback, link-local, documentation … are refused
+  --h3 MODE                for --proto h3, how HTTP/3 is found: forced (default: QUIC from the first
+                           request), alt-svc (each origin over h2 until a response's Alt-Svc announces
+                           h3 on its host and port, then QUIC), https-rr (ask the --dns server for
+                           the host's HTTPS record beside its A record; QUIC when its alpn lists h3)
+  --view first|repeat      first (default); repeat: load the page, close every connection, load it
+                           again with the same profile (TLS session tickets, Alt-Svc cache; no HTTP
+                           cache) and report the second load — resumed TLS, h3 0-RTT where the
+                           server allows it (tls_resumed, zero_rtt per connection)
   --allow-any-target       allow hosts outside loopback, 10.77.0.0/16 and *.wirelab.test (no check)
 
 Without --dns or --resolve, names go to the system resolver. Exit status: 0 the load completed,
@@ -79,6 +88,7 @@ type fetchArgs struct {
 	json    bool
 	har     string
 	keylog  string
+	repeat  bool // --view repeat: load twice with one profile, report the second load
 }
 
 func runFetch(args []string, stdin io.Reader, stdout io.Writer) error {
@@ -105,6 +115,19 @@ func runFetch(args []string, stdin io.Reader, stdout io.Writer) error {
 	ctx, stop := cli.SignalContext(context.Background())
 	defer stop()
 	clock := newMonotonicRef()
+	view := "first"
+	if fa.repeat {
+		// The first view: its connections are closed when it ends (Load closes them); what the
+		// profile keeps — session tickets, Alt-Svc — is what the repeat view starts from.
+		view = "repeat"
+		first, err := loader.Load(ctx, fa.url, fa.objects)
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		if first.Err != nil && ctx.Err() == nil {
+			return fmt.Errorf("first view: %w", first.Err)
+		}
+	}
 	res, err := loader.Load(ctx, fa.url, fa.objects)
 	if err != nil {
 		return cli.Usagef("%v", err)
@@ -115,7 +138,11 @@ func runFetch(args []string, stdin io.Reader, stdout io.Writer) error {
 		}
 	}
 	if fa.json {
-		if err := clock.printLoaderLine(stdout, res.Summary(), res.StartedAt, res.PLT); err != nil {
+		summary := struct {
+			client.Summary
+			View string `json:"view"`
+		}{res.Summary(), view}
+		if err := clock.printLoaderLine(stdout, summary, res.StartedAt, res.PLT); err != nil {
 			return err
 		}
 	} else {
@@ -254,6 +281,11 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 	cfg.Internet = sf.AllowInternet
 	cfg.UserAgent = "wirelab-engine/" + version.Version
 	cfg.AcceptPush = *acceptPush
+	cfg.H3 = client.H3Discovery(sf.H3)
+	fa.repeat = sf.View == "repeat"
+	if fa.repeat {
+		cfg.Profile = client.NewProfile()
+	}
 	if cfg.Priority, err = client.ParsePriorityPolicy(*prio); err != nil {
 		return nil, cli.Usagef("--priority %v", err)
 	}

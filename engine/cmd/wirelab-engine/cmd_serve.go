@@ -106,6 +106,10 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 			return cli.Usagef("certs: %v", err)
 		}
 	}
+	cfg.AltSvc = sv.AltSvc
+	if len(sv.HTTPSALPN) > 0 && *dnsAddr == "" {
+		return cli.Usagef("serve: --https-alpn goes with --dns")
+	}
 	if cfg.Push, err = server.ParsePushPolicy(*push); err != nil {
 		return usageIfField(err)
 	}
@@ -135,7 +139,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	ready.Config.TLSVersion, ready.Config.SessionResumption, ready.Config.KeepAlive = rc.TLSVersion, rc.SessionResumption, rc.KeepAlive
 	ready.Config.Push = rc.Push.String()
 	if *dnsAddr != "" {
-		d, err := dns.Listen(*dnsAddr, dns.OriginRecords(cfg.Addrs))
+		d, err := dns.ListenRecords(*dnsAddr, dns.OriginZone(cfg.Addrs, sv.HTTPSALPN))
 		if err != nil {
 			return err
 		}

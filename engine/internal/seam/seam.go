@@ -37,10 +37,12 @@ type Serve struct {
 	CertDir              string // where new certificates go ("" = a temporary directory)
 	Certs                string // serve the certificates already in this directory instead
 	ReadyFile            string
-	DNS                  string // also answer DNS on this host:port
-	Records              string // request records file, written at exit
-	Conns                string // connection records file, written at exit
-	QUICStats            bool   // print quic_closed and h2_closed lines
+	DNS                  string   // also answer DNS on this host:port
+	Records              string   // request records file, written at exit
+	Conns                string   // connection records file, written at exit
+	QUICStats            bool     // print quic_closed and h2_closed lines
+	AltSvc               string   // the Alt-Svc field value of every response ("": none)
+	HTTPSALPN            []string // with DNS: an HTTPS record (RFC 9460) of every origin name listing these ALPN ids
 }
 
 // DefaultServe is serve's flags' defaults.
@@ -77,6 +79,10 @@ func (s Serve) Args() []string {
 	if s.QUICStats {
 		a = append(a, "--quic-stats")
 	}
+	a = appendIf(a, "--alt-svc", s.AltSvc)
+	if len(s.HTTPSALPN) > 0 {
+		a = append(a, "--https-alpn", strings.Join(s.HTTPSALPN, ","))
+	}
 	return a
 }
 
@@ -103,6 +109,8 @@ func (s *Serve) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&s.DNS, "dns", s.DNS, "also answer DNS for *.wirelab.test on this host:port")
 	fs.StringVar(&s.Records, "records", s.Records, "write the request records (JSON lines) to this file at exit")
 	fs.StringVar(&s.Conns, "conns", s.Conns, "write the connection records (JSON lines: streams, most open at once, DATA frames) to this file at exit")
+	fs.StringVar(&s.AltSvc, "alt-svc", s.AltSvc, `send this Alt-Svc field value with every response (RFC 7838), e.g. h3=":443"; ma=86400 ("": none)`)
+	fs.Func("https-alpn", "with --dns: give every origin name an HTTPS record (RFC 9460) listing these ALPN ids, e.g. h3,h2", func(v string) error { s.HTTPSALPN = split(v); return nil })
 	fs.BoolVar(&s.QUICStats, "quic-stats", s.QUICStats, `print {"event":"quic_closed",…} with the QUIC stack's packets sent and declared lost when an h3 connection ends, and {"event":"h2_closed",…} with its stream map when an h2 or h2c connection ends`)
 }
 
@@ -126,12 +134,15 @@ type Fetch struct {
 	HAR            string
 	KeyLog         string
 	AllowAnyTarget bool
-	AllowInternet  bool // public sites through the egress router (client.Config.Internet)
+	AllowInternet  bool   // public sites through the egress router (client.Config.Internet)
+	H3             string // forced (default) | alt-svc | https-rr: how an h3 load finds HTTP/3
+	View           string // first (default) | repeat: the page loaded twice with one profile, the second recorded
 }
 
 // DefaultFetch is fetch's flags' defaults.
 func DefaultFetch() Fetch {
-	return Fetch{Mode: "flat", Seed: 1, MaxConns: 6, Priority: "none", AcceptPush: true, Timeout: 120 * time.Second}
+	return Fetch{Mode: "flat", Seed: 1, MaxConns: 6, Priority: "none", AcceptPush: true, Timeout: 120 * time.Second,
+		H3: "forced", View: "first"}
 }
 
 // Args is the argv after the binary: "fetch", the URL and every flag that differs from its default
@@ -159,6 +170,12 @@ func (f Fetch) Args() []string {
 	}
 	if f.AllowInternet {
 		a = append(a, "--allow-internet")
+	}
+	if f.H3 != "" && f.H3 != d.H3 {
+		a = append(a, "--h3", f.H3)
+	}
+	if f.View != "" && f.View != d.View {
+		a = append(a, "--view", f.View)
 	}
 	return a
 }
@@ -200,6 +217,20 @@ func (f *Fetch) Bind(fs *flag.FlagSet, maxConns int) {
 	fs.StringVar(&f.KeyLog, "keylog", f.KeyLog, "")
 	fs.BoolVar(&f.AllowAnyTarget, "allow-any-target", f.AllowAnyTarget, "")
 	fs.BoolVar(&f.AllowInternet, "allow-internet", f.AllowInternet, "")
+	fs.Func("h3", "", func(v string) error {
+		if v != "forced" && v != "alt-svc" && v != "https-rr" {
+			return errors.New("allowed: forced, alt-svc, https-rr")
+		}
+		f.H3 = v
+		return nil
+	})
+	fs.Func("view", "", func(v string) error {
+		if v != "first" && v != "repeat" {
+			return errors.New("allowed: first, repeat")
+		}
+		f.View = v
+		return nil
+	})
 }
 
 // Browse is `wirelab-engine browse`'s command line: one load by Chromium.

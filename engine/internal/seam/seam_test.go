@@ -13,7 +13,8 @@ func TestArgsAndBindRoundTrip(t *testing.T) {
 	sv := Serve{Page: "/x/p.json", Seed: 9, Shards: 3, ShardMode: "tld", Addrs: []string{"10.77.1.1", "10.77.1.2"},
 		Protocols: []string{"h1s", "h2"}, PortHTTP: 8080, PortHTTPS: 8443, PortQUIC: 8443, MaxConcurrentStreams: 7,
 		WriteChunkBytes: 4096, TLSVersion: "1.2", SessionResumption: true, KeepAlive: false, Push: "all",
-		CertDir: "/c", Certs: "/d", ReadyFile: "/r", DNS: "10.77.2.53:53", Records: "/req", Conns: "/conns", QUICStats: true}
+		CertDir: "/c", Certs: "/d", ReadyFile: "/r", DNS: "10.77.2.53:53", Records: "/req", Conns: "/conns", QUICStats: true,
+		AltSvc: `h3=":8443"; ma=86400`, HTTPSALPN: []string{"h3", "h2"}}
 	back := DefaultServe()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -27,7 +28,8 @@ func TestArgsAndBindRoundTrip(t *testing.T) {
 
 	fe := Fetch{URL: "https://s1.wirelab.test/L/t/", Proto: "h2", Mode: "replay", Page: "/x/p.json", Seed: 3, ComputeScale: "0.5",
 		URLs: "/u", MaxConns: 4, Priority: "chrome", AcceptPush: false, DNS: "10.77.2.53", Resolve: "", CA: "/ca.pem",
-		Timeout: 30 * time.Second, JSON: true, HAR: "/h.har", KeyLog: "/k", AllowAnyTarget: true, AllowInternet: true}
+		Timeout: 30 * time.Second, JSON: true, HAR: "/h.har", KeyLog: "/k", AllowAnyTarget: true, AllowInternet: true,
+		H3: "https-rr", View: "repeat"}
 	fb := DefaultFetch()
 	fs = flag.NewFlagSet("fetch", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

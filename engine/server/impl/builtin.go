@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"slices"
 	"syscall"
 
 	"github.com/wirelab/wirelab/engine/internal/seam"
@@ -66,6 +67,9 @@ func (Builtin) Provision(in *Provision) (*Launch, error) {
 	sv.MaxConcurrentStreams, sv.WriteChunkBytes, sv.TLSVersion = mcs, k.WriteChunkBytes, k.TLSVersion
 	sv.SessionResumption, sv.KeepAlive, sv.Push = k.SessionResumption, k.KeepAlive, k.Push
 	sv.Certs, sv.Records, sv.Conns, sv.QUICStats = in.CertDir, in.RecordsFile, in.ConnsFile, in.QUICStats
+	if in.AnnounceH3 && slices.Contains(in.Protocols, "h3") {
+		sv.AltSvc = AltSvcH3(in.Ports)
+	}
 	argv := append([]string{in.Engine}, sv.Args()...)
 	return &Launch{
 		Argv: argv, Env: in.Env, Ready: ReadyLine, StopSignal: syscall.SIGTERM,

@@ -113,7 +113,15 @@ type Provision struct {
 	// server/requests.jsonl and server/conns.jsonl); "" = none.
 	RecordsFile, ConnsFile string
 	QUICStats              bool // the built-in server reports each h3 connection's losses
+	// AnnounceH3 asks the server to announce its h3 service in an Alt-Svc header field of every
+	// response (client.h3 = alt-svc): the built-in server sends AltSvcH3(Ports); Caddy announces
+	// h3 by itself whenever it serves it. Servers that do not serve h3 have nothing to announce.
+	AnnounceH3 bool
 }
+
+// AltSvcH3 is the Alt-Svc field value by which a lab server announces h3 on ports.QUIC (RFC
+// 7838; ma = one day, as Caddy and most CDNs send: a repeat view finds it still fresh).
+func AltSvcH3(p Ports) string { return fmt.Sprintf(`h3=":%d"; ma=86400`, p.QUIC) }
 
 // Ports are the listening ports (the same on every origin address).
 type Ports struct{ HTTP, HTTPS, QUIC int }

@@ -1,4 +1,6 @@
-package probe
+// Package altsvc parses the Alt-Svc header field (RFC 7838): the probe reads announcements with it,
+// and the loader follows them (client.h3 = alt-svc).
+package altsvc
 
 import (
 	"net/url"
@@ -13,8 +15,8 @@ type AltService struct {
 	Port       int
 }
 
-// ParseAltSvc parses an Alt-Svc field value; "clear" and malformed entries give nothing.
-func ParseAltSvc(value string) []AltService {
+// Parse parses an Alt-Svc field value; "clear" and malformed entries give nothing.
+func Parse(value string) []AltService {
 	var out []AltService
 	for _, entry := range splitOutsideQuotes(value, ',') {
 		params := splitOutsideQuotes(entry, ';')

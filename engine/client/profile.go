@@ -1,0 +1,52 @@
+package client
+
+import (
+	"crypto/tls"
+	"slices"
+	"sync"
+)
+
+// A Profile is what a browser profile keeps from one load to the next, for what the loader
+// models of a repeat view (docs/vitals.md, "Views"): the TLS session tickets of TCP connections
+// and of QUIC connections (kept apart, as Chromium keeps them), and the origins known to serve
+// h3 (Alt-Svc cache; HTTPS records are not cached: the lab's DNS answers with TTL 0). The loader
+// has no HTTP cache: a repeat view fetches every object again. Loads share a Profile through
+// Config.Profile; nil gives each load a fresh one (every handshake full, nothing announced). A
+// Profile is safe for concurrent use.
+type Profile struct {
+	tcp, quic tls.ClientSessionCache
+
+	mu     sync.Mutex
+	altSvc map[origin]bool     // an Alt-Svc field of the origin announced h3 on its own host and port
+	https  map[origin][]string // the ALPN ids of the origin's HTTPS record, as last looked up
+}
+
+// NewProfile returns an empty profile.
+func NewProfile() *Profile {
+	return &Profile{tcp: tls.NewLRUClientSessionCache(0), quic: tls.NewLRUClientSessionCache(0),
+		altSvc: map[origin]bool{}, https: map[origin][]string{}}
+}
+
+// fresh is a load's own profile without session caches (Config.Profile nil): Alt-Svc still
+// switches the origin within the load.
+func freshProfile() *Profile {
+	return &Profile{altSvc: map[origin]bool{}, https: map[origin][]string{}}
+}
+
+func (p *Profile) announce(o origin) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.altSvc[o] = true
+}
+
+func (p *Profile) announced(o origin) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.altSvc[o]
+}
+
+func (p *Profile) noteHTTPS(o origin, alpn []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.https[o] = slices.Clone(alpn)
+}
