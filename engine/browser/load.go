@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,6 +81,13 @@ func Load(ctx context.Context, cfg Config, rawURL string) (*Result, error) {
 	if len(cfg.QUICHosts) == 0 {
 		cfg.QUICHosts = []string{u.Hostname()}
 	}
+	netLog := ""
+	if u.Scheme == "https" {
+		// Whether a handshake resumed, and QUIC's 0-RTT, are in the NetLog only (netlog.go).
+		netLog = filepath.Join(profile, netLogFile)
+		opts = append(opts, chromedp.Flag("log-net-log", netLog))
+	}
+	recordedSince := time.Now() // when the recorded view begins (a repeat view: after the first)
 	for _, f := range cfg.Flags() {
 		name, value, hasValue := strings.Cut(strings.TrimPrefix(f, "--"), "=")
 		if hasValue {
@@ -90,7 +98,7 @@ func Load(ctx context.Context, cfg Config, rawURL string) (*Result, error) {
 	}
 
 	res := &Result{URL: rawURL, Protocol: cfg.Protocol, Flags: cfg.Flags(), View: cfg.View,
-		cpuSlowdown: cfg.CPUSlowdown, viewport: cfg.Viewport}
+		cpuSlowdown: cfg.CPUSlowdown, viewport: cfg.Viewport, h3: cfg.H3}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	tabCtx, cancelTab := chromedp.NewContext(allocCtx)
 	pid := 0
@@ -100,6 +108,9 @@ func Load(ctx context.Context, cfg Config, rawURL string) (*Result, error) {
 		killTree(pid, started)
 		if pid > 0 {
 			trackBrowser(pid, false)
+		}
+		if netLog != "" {
+			res.readHandshakes(netLog, recordedSince)
 		}
 		if err := removeAll(profile); err != nil && res.Err == nil {
 			res.Err = fmt.Errorf("remove chromium profile: %w", err)
@@ -177,7 +188,8 @@ func Load(ctx context.Context, cfg Config, rawURL string) (*Result, error) {
 			return nil, fmt.Errorf("chromium devtools setup: %w%s", err, stderr.tail())
 		}
 	}
-	res.StartedAt = time.Now()
+	recordedSince = time.Now()
+	res.StartedAt = recordedSince
 	res.Err = navigateAndWait(loadCtx, ctx, rec, rawURL, &stderr)
 	{
 		if res.Err == nil {

@@ -329,8 +329,8 @@ func (r *recorder) fill(res *Result, checkHost func(host string) error) {
 			res.Connections++
 		}
 		if e.Connection != "" && e.Connection != "0" && strings.HasPrefix(e.URL, "https:") && !tlsConns[e.Connection] {
-			// Every TLS (or QUIC) connection of a fresh profile starts with a handshake; CDP does
-			// not say whether it resumed a session (see docs/browser.md).
+			// CDP does not say whether a handshake resumed a session: Load replaces this count
+			// with the NetLog's full and resumed handshakes (netlog.go).
 			tlsConns[e.Connection] = true
 			res.TLSHandshakes++
 		}

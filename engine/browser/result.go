@@ -57,9 +57,16 @@ type Result struct {
 	StartedAt time.Time
 	// PLT: from the main document's request (issued) to the end of the last request to finish,
 	// among every request the page made until it had loaded and the network was idle.
-	PLT           time.Duration
-	Connections   int // distinct connection ids that carried a response
-	TLSHandshakes int // TLS (h1s, h2) or QUIC (h3) connections that carried a response
+	PLT         time.Duration
+	Connections int // distinct connection ids that carried a response
+	// TLSHandshakes: full TLS handshakes (h1s, h2) and QUIC handshakes (h3) of the recorded view,
+	// from the NetLog; TLSResumed the resumed ones among its TLS and QUIC connections, ZeroRTT its
+	// QUIC sessions whose 0-RTT data the server accepted (netlog.go). Without the NetLog
+	// (NetLogErr), TLSHandshakes counts the TLS or QUIC connections that carried a response.
+	TLSHandshakes int
+	TLSResumed    int
+	ZeroRTT       int
+	NetLogErr     string
 	Objects       int
 	BodyBytes     int64
 	DNSQueries    int // entries whose timing shows a DNS lookup
@@ -88,6 +95,7 @@ type Result struct {
 
 	t0          float64 // CDP monotonic time of the first request (seconds)
 	cpuSlowdown float64 // Config.CPUSlowdown
+	h3          H3Mode  // Config.H3
 	viewport    Viewport
 }
 
@@ -124,6 +132,14 @@ type Extras struct {
 	FirstViewPLTMs *float64 `json:"first_view_plt_ms,omitempty"`
 	CPUSlowdown    float64  `json:"cpu_slowdown"`
 	Viewport       string   `json:"viewport"`
+	// ZeroRTTConnections: QUIC sessions whose 0-RTT data the server accepted (from the NetLog).
+	ZeroRTTConnections int `json:"zero_rtt_connections"`
+	// NetLogError says why tls_handshakes and tls_resumed were not read from the NetLog (then
+	// tls_resumed is 0 and tls_handshakes counts the TLS connections).
+	NetLogError string `json:"netlog_error,omitempty"`
+	// H3Discovery: for an h3 load, how HTTP/3 was found (client.h3: forced, alt-svc, https-rr)
+	// when a response came over h3, "none" when none did.
+	H3Discovery string `json:"h3_discovery,omitempty"`
 }
 
 // Summary is the load as the trial contract's load record names its fields; Client holds the
@@ -162,13 +178,13 @@ func opt(v float64) *float64 {
 // Summary returns the load-record fields of r.
 func (r *Result) Summary() Summary {
 	s := Summary{URL: r.URL, Protocol: r.Protocol, Mode: "browser", StartedAt: r.StartedAt.UTC(),
-		PLTms: ms(r.PLT), Connections: r.Connections, TLSHandshakes: r.TLSHandshakes, Objects: r.Objects,
+		PLTms: ms(r.PLT), Connections: r.Connections, TLSHandshakes: r.TLSHandshakes, TLSResumed: r.TLSResumed, Objects: r.Objects,
 		BodyBytes: r.BodyBytes, Phases: r.Phases, DNSQueries: r.DNSQueries,
 		Client: Extras{Impl: "chromium", Version: r.Version, OnLoadMS: opt(r.OnLoadMS),
 			DOMContentLoadedMS: opt(r.DOMContentLoadedMS), FirstPaintMS: opt(r.FirstPaintMS),
 			FirstContentfulPaintMS: opt(r.FirstContentfulPaintMS), Requests: len(r.Entries),
 			NavigationDelayMS: r.NavigationDelayMS, Protocols: map[string]int{}, CPUSlowdown: r.cpuSlowdown,
-			Viewport: r.viewport.String()},
+			Viewport: r.viewport.String(), ZeroRTTConnections: r.ZeroRTT, NetLogError: r.NetLogErr},
 		View: r.View}
 	if s.View == "" {
 		s.View = FirstView
@@ -176,6 +192,12 @@ func (r *Result) Summary() Summary {
 	for _, e := range r.Entries {
 		if e.Protocol != "" {
 			s.Client.Protocols[e.Protocol]++
+		}
+	}
+	if r.Protocol == H3 {
+		s.Client.H3Discovery = "none"
+		if s.Client.Protocols["h3"] > 0 {
+			s.Client.H3Discovery = string(r.h3)
 		}
 	}
 	if r.FirstView != nil {
