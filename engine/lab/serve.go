@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -78,9 +79,15 @@ func (l *Lab) startServer(ctx context.Context) error {
 		}
 	}
 	l.QUICReports = o.QUICStats && sup.QUICLosses
+	protocols := p.Protocols
+	if (o.AnnounceH3 || o.HTTPSRecords) && slices.Contains(protocols, "h3") && !slices.Contains(protocols, "h2") {
+		// h3 found by Alt-Svc or an HTTPS record: a loader starts (alt-svc) or may start (a
+		// record that lists h2 too) on HTTP/2 over TCP+TLS, so the server serves it as well.
+		protocols = append(slices.Clone(protocols), "h2")
+	}
 	in := &impl.Provision{
 		Dir: dir, RunDir: runDir, Page: p.Page, PageArg: p.PageArg, Seed: p.Seed, Shards: p.Spec.Shards,
-		ShardMode: p.Spec.ShardMode, Origins: origins, Protocols: p.Protocols, Server: p.Spec.Server,
+		ShardMode: p.Spec.ShardMode, Origins: origins, Protocols: protocols, Server: p.Spec.Server,
 		CertDir: l.Certs.Dir, Engine: o.Engine, Env: o.Env, Ports: impl.DefaultPorts,
 		ConnsFile: o.ConnsFile, QUICStats: l.QUICReports, AnnounceH3: o.AnnounceH3,
 	}

@@ -28,7 +28,7 @@ func TestDecodeDefaults(t *testing.T) {
 		Server: spec.Server{Impl: "builtin", MaxConcurrentStreams: 100, WriteChunkBytes: 0, TLSVersion: "1.3", KeepAlive: true, Push: "none"}},
 		Protocols: []string{"h1s", "h2"}, Repetitions: 5, Order: "alternate", GapMs: 0, Seed: 1,
 		Client: Client{Impl: "engine", Mode: "flat", MaxConnectionsPerOrigin: 6, DNS: "server", ComputeScale: 1, Priority: "none", TimeoutS: 120,
-			View: "first", CPUSlowdown: 1, Viewport: "1350x940"},
+			View: "first", H3: "forced", CPUSlowdown: 1, Viewport: "1350x940"},
 		Capture: Capture{HAR: true, Screenshots: true}}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", s, want)

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/trial"
+)
+
+// HTTP/3 as browsers find it (client.h3, docs/vitals.md), for both loaders against both servers
+// that serve h3 here (the built-in server announces h3 when the trial asks; Caddy always does):
+//   - alt-svc, first view: the root document goes over h2 (no QUIC before an announcement); the
+//     engine's loader sends every later request over h3, Chromium once its QUIC job wins;
+//   - alt-svc, repeat view: h3 from the start (Alt-Svc cache warm), the handshake resumed, and its
+//     first requests sent as 0-RTT data (server.session_resumption on);
+//   - https-rr: the lab DNS's HTTPS record (alpn h3,h2) starts every request on h3.
+func TestH3Discovery(t *testing.T) {
+	roottest.RequireTUN(t)
+	for _, loader := range []string{"engine", "chromium"} {
+		for _, srv := range []string{"builtin", "caddy"} {
+			t.Run(loader+"/"+srv, func(t *testing.T) {
+				if loader == "chromium" {
+					requireChromium(t)
+				}
+				for _, c := range []struct{ h3, view string }{{"alt-svc", "first"}, {"alt-svc", "repeat"}, {"https-rr", "first"}} {
+					spec := fmt.Sprintf(`{"page":"synthetic:3x10kB","protocols":["h3"],"repetitions":1,"network":"rtt=10ms",`+
+						`"server":{"impl":%q,"session_resumption":true},"client":{"impl":%q,"h3":%q,"view":%q},"capture":{"screenshots":false}}`,
+						srv, loader, c.h3, c.view)
+					td := readTrial(t, runTrialOK(t, spec, 3*time.Minute))
+					l := td.loads[0]
+					if l.Error != nil {
+						t.Fatalf("%s %s: %s", c.h3, c.view, *l.Error)
+					}
+					checkH3Discovery(t, loader, srv, c.h3, c.view, l)
+				}
+			})
+		}
+	}
+}
+
+func checkH3Discovery(t *testing.T, loader, srv, mode, view string, l trial.Record) {
+	t.Helper()
+	count := func(key string) float64 {
+		v, _ := l.Client[key].(float64)
+		return v
+	}
+	protos, _ := l.Client["protocols"].(map[string]any)
+	h2, _ := protos["h2"].(float64)
+	h3, _ := protos["h3"].(float64)
+	t.Logf("%s %s %s %s: requests h2 %v h3 %v, h3_discovery %v, connections %d, full handshakes %d, resumed %d, 0-RTT %v",
+		loader, srv, mode, view, h2, h3, l.Client["h3_discovery"], l.Connections, l.TLSHandshakes, l.TLSResumed, l.Client["zero_rtt_connections"])
+	if got := l.Client["h3_discovery"]; got != mode {
+		t.Errorf("%s %s: h3_discovery %v, want %s", mode, view, got, mode)
+	}
+	switch {
+	case mode == "alt-svc" && view == "first":
+		if h2 < 1 {
+			t.Errorf("alt-svc first view: no request over h2 (%v): the root document went over QUIC before any announcement", protos)
+		}
+		if loader == "engine" && h3 < 1 {
+			t.Errorf("alt-svc first view: nothing over h3 after the root document's Alt-Svc (%v)", protos)
+		}
+	case mode == "alt-svc" && view == "repeat":
+		if h3 < 1 || (loader == "engine" && h2 > 0) {
+			t.Errorf("alt-svc repeat view: %v, want h3 from the start", protos)
+		}
+		if l.TLSResumed < 1 || count("zero_rtt_connections") < 1 {
+			t.Errorf("alt-svc repeat view: resumed %d, 0-RTT %v: want a resumed handshake with 0-RTT", l.TLSResumed, l.Client["zero_rtt_connections"])
+		}
+	case mode == "https-rr":
+		if h2 > 0 || h3 < 1 {
+			t.Errorf("https-rr: %v, want every request over h3", protos)
+		}
+	}
+}
