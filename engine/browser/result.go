@@ -138,7 +138,7 @@ type Extras struct {
 	// tls_resumed is 0 and tls_handshakes counts the TLS connections).
 	NetLogError string `json:"netlog_error,omitempty"`
 	// H3Discovery: for an h3 load, how HTTP/3 was found (client.h3: forced, alt-svc, https-rr)
-	// when a response came over h3, "none" when none did.
+	// when a response came over h3 or a QUIC session sent 0-RTT requests, "none" when neither.
 	H3Discovery string `json:"h3_discovery,omitempty"`
 }
 
@@ -195,8 +195,11 @@ func (r *Result) Summary() Summary {
 		}
 	}
 	if r.Protocol == H3 {
+		// A response revalidated with 304 is reported (CDP, HAR) with the protocol of the cached
+		// response it refreshed, so a repeat view whose only request went over QUIC may name h2
+		// only: QUIC sessions that sent 0-RTT requests (NetLog) count as h3 used.
 		s.Client.H3Discovery = "none"
-		if s.Client.Protocols["h3"] > 0 {
+		if s.Client.Protocols["h3"] > 0 || r.ZeroRTT > 0 {
 			s.Client.H3Discovery = string(r.h3)
 		}
 	}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/server/impl"
 	"github.com/wirelab/wirelab/engine/trial"
 )
 
@@ -15,7 +17,8 @@ import (
 //     engine's loader sends every later request over h3, Chromium once its QUIC job wins;
 //   - alt-svc, repeat view: h3 from the start (Alt-Svc cache warm), the handshake resumed, and its
 //     first requests sent as 0-RTT data (server.session_resumption on);
-//   - https-rr: the lab DNS's HTTPS record (alpn h3,h2) starts every request on h3.
+//   - https-rr: the lab DNS's HTTPS record (alpn h3,h2) starts the engine's requests on h3;
+//     Chromium races TCP beside QUIC and carries most of them over h3.
 func TestH3Discovery(t *testing.T) {
 	roottest.RequireTUN(t)
 	for _, loader := range []string{"engine", "chromium"} {
@@ -51,7 +54,9 @@ func checkH3Discovery(t *testing.T, loader, srv, mode, view string, l trial.Reco
 	h3, _ := protos["h3"].(float64)
 	t.Logf("%s %s %s %s: requests h2 %v h3 %v, h3_discovery %v, connections %d, full handshakes %d, resumed %d, 0-RTT %v",
 		loader, srv, mode, view, h2, h3, l.Client["h3_discovery"], l.Connections, l.TLSHandshakes, l.TLSResumed, l.Client["zero_rtt_connections"])
-	if got := l.Client["h3_discovery"]; got != mode {
+	// Chromium's first view may carry everything over the h2 session it already has: its QUIC job
+	// for a later request races that session (and need not win on a small page).
+	if got := l.Client["h3_discovery"]; got != mode && !(loader == "chromium" && mode == "alt-svc" && view == "first" && got == "none") {
 		t.Errorf("%s %s: h3_discovery %v, want %s", mode, view, got, mode)
 	}
 	switch {
@@ -63,15 +68,65 @@ func checkH3Discovery(t *testing.T, loader, srv, mode, view string, l trial.Reco
 			t.Errorf("alt-svc first view: nothing over h3 after the root document's Alt-Svc (%v)", protos)
 		}
 	case mode == "alt-svc" && view == "repeat":
-		if h3 < 1 || (loader == "engine" && h2 > 0) {
+		// h3 from the start: the engine sends everything over h3; Chromium, whose repeat view
+		// sends only the document's revalidation (reported with the cached response's protocol),
+		// opens no TCP connection at all — no full handshake, its QUIC session resumed with 0-RTT.
+		if loader == "engine" && (h3 < 1 || h2 > 0) {
 			t.Errorf("alt-svc repeat view: %v, want h3 from the start", protos)
+		}
+		if l.TLSHandshakes != 0 {
+			t.Errorf("alt-svc repeat view: %d full handshakes, want none (a TCP connection before QUIC?)", l.TLSHandshakes)
 		}
 		if l.TLSResumed < 1 || count("zero_rtt_connections") < 1 {
 			t.Errorf("alt-svc repeat view: resumed %d, 0-RTT %v: want a resumed handshake with 0-RTT", l.TLSResumed, l.Client["zero_rtt_connections"])
 		}
 	case mode == "https-rr":
-		if h2 > 0 || h3 < 1 {
-			t.Errorf("https-rr: %v, want every request over h3", protos)
+		// Chromium races a TCP connection beside the QUIC one the record asks for, and may carry
+		// the first request over it; the engine's loader starts on QUIC.
+		if h3 < 1 || (loader == "engine" && h2 > 0) {
+			t.Errorf("https-rr: %v, want the requests over h3", protos)
 		}
+	}
+}
+
+// The engine loader's repeat view against every server under test with session resumption on:
+// every handshake of the repeat view resumes (no full handshake: tls_resumed = connections), and
+// h3 connections send their first requests as 0-RTT data the server accepts. With resumption off
+// the repeat view's handshakes are all full.
+func TestEngineRepeatViewResumes(t *testing.T) {
+	roottest.RequireTUN(t)
+	for _, s := range impl.All {
+		srv := s.Name()
+		var protocols []string
+		for _, p := range []string{"h1s", "h2", "h3"} {
+			if slices.Contains(s.Support().Protocols, p) {
+				protocols = append(protocols, p)
+			}
+		}
+		t.Run(srv, func(t *testing.T) {
+			for _, resume := range []bool{true, false} {
+				spec := fmt.Sprintf(`{"page":"twitter","protocols":%s,"repetitions":1,"network":"rtt=10ms",`+
+					`"server":{"impl":%q,"session_resumption":%v},"client":{"view":"repeat"}}`, protocolList(protocols), srv, resume)
+				td := readTrial(t, runTrialOK(t, spec, 3*time.Minute))
+				for _, l := range td.loads {
+					if l.Error != nil {
+						t.Fatalf("%s: %s", l.Protocol, *l.Error)
+					}
+					zero, _ := l.Client["zero_rtt_connections"].(float64)
+					t.Logf("%s %s resumption %v: connections %d, full handshakes %d, resumed %d, 0-RTT %v",
+						srv, l.Protocol, resume, l.Connections, l.TLSHandshakes, l.TLSResumed, zero)
+					switch {
+					case l.View != "repeat":
+						t.Errorf("%s: view %q", l.Protocol, l.View)
+					case resume && (l.TLSHandshakes != 0 || l.TLSResumed != l.Connections):
+						t.Errorf("%s: %d full handshakes, %d resumed of %d connections: want every one resumed", l.Protocol, l.TLSHandshakes, l.TLSResumed, l.Connections)
+					case resume && l.Protocol == "h3" && zero < 1:
+						t.Errorf("h3: no 0-RTT connection")
+					case !resume && (l.TLSResumed != 0 || zero != 0):
+						t.Errorf("%s without resumption: %d resumed, %v 0-RTT", l.Protocol, l.TLSResumed, zero)
+					}
+				}
+			}
+		})
 	}
 }
