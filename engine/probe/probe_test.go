@@ -134,7 +134,6 @@ func TestParseRateAndPacer(t *testing.T) {
 	}
 }
 
-
 // A site is checked as an address when it is one, as a name otherwise (engine/policy has the
 // policy's own tests).
 func TestCheckSite(t *testing.T) {
