@@ -95,18 +95,18 @@ const (
 var Views = []View{FirstView, RepeatView}
 
 // H3Mode is how Chromium comes to speak HTTP/3 in an h3 load (docs/vitals.md, "HTTP/3 as
-// browsers find it").
-type H3Mode string
+// browsers find it"): the engine loader's modes, one list for both loaders.
+type H3Mode = client.H3Discovery
 
 // The h3 modes.
 const (
-	H3Forced  H3Mode = "forced"   // QUIC from the first request (--origin-to-force-quic-on)
-	H3AltSvc  H3Mode = "alt-svc"  // TCP first; QUIC once an origin's Alt-Svc announces h3
-	H3HTTPSRR H3Mode = "https-rr" // QUIC when the origin's HTTPS DNS record lists h3
+	H3Forced  = client.H3Forced  // QUIC from the first request (--origin-to-force-quic-on)
+	H3AltSvc  = client.H3AltSvc  // TCP first; QUIC once an origin's Alt-Svc announces h3
+	H3HTTPSRR = client.H3HTTPSRR // QUIC when the origin's HTTPS DNS record lists h3
 )
 
 // H3Modes lists the h3 modes.
-var H3Modes = []H3Mode{H3Forced, H3AltSvc, H3HTTPSRR}
+var H3Modes = client.H3Discoveries
 
 // Viewport is the emulated screen: CSS pixels, device pixel ratio, mobile (meta viewport, overlay
 // scrollbars).

@@ -58,6 +58,14 @@ func TestProtocolListsAreTheSchemas(t *testing.T) {
 	if !reflect.DeepEqual(modes["enum"], pageModes) {
 		t.Errorf("shard_mode enum %v, page.ShardModes %v", modes["enum"], pageModes)
 	}
+	h3, _ := contract.Property(contract.TrialSpec, "client", "h3")
+	var h3Modes []any
+	for _, m := range client.H3Discoveries {
+		h3Modes = append(h3Modes, string(m))
+	}
+	if !reflect.DeepEqual(h3["enum"], h3Modes) || h3["default"] != string(client.H3Forced) {
+		t.Errorf("client.h3 enum %v default %v, client.H3Discoveries %v", h3["enum"], h3["default"], h3Modes)
+	}
 	conns, _ := contract.Property(contract.TrialSpec, "client", "max_connections_per_origin")
 	if max, _ := conns["maximum"].(interface{ String() string }); max == nil || max.String() != strconv.Itoa(client.MaxConnectionsPerOriginLimit) {
 		t.Errorf("client.max_connections_per_origin maximum %v, the loader's limit %d", conns["maximum"], client.MaxConnectionsPerOriginLimit)

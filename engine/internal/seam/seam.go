@@ -217,13 +217,7 @@ func (f *Fetch) Bind(fs *flag.FlagSet, maxConns int) {
 	fs.StringVar(&f.KeyLog, "keylog", f.KeyLog, "")
 	fs.BoolVar(&f.AllowAnyTarget, "allow-any-target", f.AllowAnyTarget, "")
 	fs.BoolVar(&f.AllowInternet, "allow-internet", f.AllowInternet, "")
-	fs.Func("h3", "", func(v string) error {
-		if v != "forced" && v != "alt-svc" && v != "https-rr" {
-			return errors.New("allowed: forced, alt-svc, https-rr")
-		}
-		f.H3 = v
-		return nil
-	})
+	fs.Func("h3", "", h3Flag(&f.H3))
 	fs.Func("view", "", func(v string) error {
 		if v != "first" && v != "repeat" {
 			return errors.New("allowed: first, repeat")
@@ -326,13 +320,7 @@ func (b *Browse) Bind(fs *flag.FlagSet) {
 		b.View = v
 		return nil
 	})
-	fs.Func("h3", "", func(v string) error {
-		if v != "forced" && v != "alt-svc" && v != "https-rr" {
-			return errors.New("allowed: forced, alt-svc, https-rr")
-		}
-		b.H3 = v
-		return nil
-	})
+	fs.Func("h3", "", h3Flag(&b.H3))
 	fs.Func("quic-hosts", "", func(v string) error { b.QUICHosts = split(v); return nil })
 	fs.Func("cpu-slowdown", "", func(v string) error {
 		x, err := strconv.ParseFloat(v, 64)
@@ -387,4 +375,16 @@ func positiveDuration(fs *flag.FlagSet, dst *time.Duration, name string) {
 // listVar binds a comma-separated list flag.
 func listVar(fs *flag.FlagSet, dst *[]string, name, usage string) {
 	fs.Func(name, usage+" (default "+strings.Join(*dst, ",")+")", func(v string) error { *dst = split(v); return nil })
+}
+
+// h3Flag parses --h3 of fetch and browse into dst: how an h3 load finds HTTP/3 (the values of the
+// contract's client.h3).
+func h3Flag(dst *string) func(string) error {
+	return func(v string) error {
+		if v != "forced" && v != "alt-svc" && v != "https-rr" {
+			return errors.New("allowed: forced, alt-svc, https-rr")
+		}
+		*dst = v
+		return nil
+	}
 }
