@@ -16,8 +16,9 @@ import (
 // Chromium, where a request bound to a stream is not moved.
 //
 //   - alt-svc: a response carrying an Alt-Svc field with an h3 alternative on the origin's own
-//     host and port (the lab's servers announce h3=":443") makes every later request of the
-//     origin go over QUIC; the profile remembers it (Profile), so a repeat view starts on QUIC.
+//     host (the lab's servers announce h3=":443"; another port is followed) makes every later
+//     request of the origin go over QUIC to that port; the profile remembers it (Profile), so a
+//     repeat view starts on QUIC.
 //   - https-rr: the first request asks for the host's HTTPS record beside its A record (both in
 //     its dns phase, in parallel, as Chromium's resolver does); QUIC if its alpn lists h3.
 type discoverPool struct {
@@ -47,25 +48,29 @@ func (p *discoverPool) do(ctx context.Context, r *request) {
 	pool, proto := p.pick()
 	r.proto = proto
 	pool.do(ctx, r)
-	if proto == H2 && p.s.cfg.H3 == H3AltSvc && announcesH3(r.altSvc, p.o) {
-		p.s.profile.announce(p.o)
+	if proto == H2 && p.s.cfg.H3 == H3AltSvc {
+		if port, ok := announcedH3(r.altSvc, p.o); ok {
+			p.s.profile.announce(p.o, port)
+		}
 	}
 }
 
 // pick is the pool the next request of the origin goes to.
 func (p *discoverPool) pick() (originPool, Protocol) {
-	h3 := false
+	h3, alt := false, p.o
 	switch p.s.cfg.H3 {
 	case H3AltSvc:
-		h3 = p.s.profile.announced(p.o)
+		alt.port, h3 = p.s.profile.announced(p.o)
 	case H3HTTPSRR:
-		h3 = p.rrH3
+		h3 = p.rrH3 // the record's port parameter is not followed: the lab's records have none
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if h3 {
 		if p.quic == nil {
-			p.quic = newH3Pool(p.s, p.o)
+			// the alternative's port (Alt-Svc may name another one); requests keep the
+			// origin's authority (RFC 7838 §2)
+			p.quic = newH3Pool(p.s, alt)
 		}
 		return p.quic, H3
 	}
@@ -108,7 +113,6 @@ func (p *discoverPool) lookupHTTPS(ctx context.Context, r *request) error {
 		return err
 	}
 	p.rrH3 = slices.Contains(alpn, "h3")
-	p.s.profile.noteHTTPS(p.o, alpn)
 	return nil
 }
 
@@ -130,17 +134,17 @@ func (p *discoverPool) usable() bool {
 	return (p.tcp == nil || p.tcp.usable()) && (p.quic == nil || p.quic.usable())
 }
 
-// announcesH3 reports whether an Alt-Svc field value names an h3 alternative at o's own host
-// and port (the lab's servers send h3=":443"; another host is not followed: it would need its
-// own name and certificate).
-func announcesH3(altSvc string, o origin) bool {
+// announcedH3 returns the port of the first h3 alternative an Alt-Svc field value names on o's own
+// host (RFC 7838 §3: an empty host is the origin's). An alternative on another host is not
+// followed: it would need its own name and certificate.
+func announcedH3(altSvc string, o origin) (port string, ok bool) {
 	if altSvc == "" {
-		return false
+		return "", false
 	}
 	for _, alt := range altsvc.Parse(altSvc) {
-		if alt.ProtocolID == "h3" && (alt.Host == "" || strings.EqualFold(alt.Host, o.host)) && strconv.Itoa(alt.Port) == o.port {
-			return true
+		if alt.ProtocolID == "h3" && (alt.Host == "" || strings.EqualFold(alt.Host, o.host)) {
+			return strconv.Itoa(alt.Port), true
 		}
 	}
-	return false
+	return "", false
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"crypto/tls"
-	"slices"
 	"sync"
 )
 
@@ -17,36 +16,30 @@ type Profile struct {
 	tcp, quic tls.ClientSessionCache
 
 	mu     sync.Mutex
-	altSvc map[origin]bool     // an Alt-Svc field of the origin announced h3 on its own host and port
-	https  map[origin][]string // the ALPN ids of the origin's HTTPS record, as last looked up
+	altSvc map[origin]string // the port an Alt-Svc field of the origin announced h3 on (its own host)
 }
 
 // NewProfile returns an empty profile.
 func NewProfile() *Profile {
 	return &Profile{tcp: tls.NewLRUClientSessionCache(0), quic: tls.NewLRUClientSessionCache(0),
-		altSvc: map[origin]bool{}, https: map[origin][]string{}}
+		altSvc: map[origin]string{}}
 }
 
 // fresh is a load's own profile without session caches (Config.Profile nil): Alt-Svc still
 // switches the origin within the load.
 func freshProfile() *Profile {
-	return &Profile{altSvc: map[origin]bool{}, https: map[origin][]string{}}
+	return &Profile{altSvc: map[origin]string{}}
 }
 
-func (p *Profile) announce(o origin) {
+func (p *Profile) announce(o origin, port string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.altSvc[o] = true
+	p.altSvc[o] = port
 }
 
-func (p *Profile) announced(o origin) bool {
+func (p *Profile) announced(o origin) (port string, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.altSvc[o]
-}
-
-func (p *Profile) noteHTTPS(o origin, alpn []string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.https[o] = slices.Clone(alpn)
+	port, ok = p.altSvc[o]
+	return port, ok
 }
