@@ -62,7 +62,10 @@ func fetchArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, er
 	}
 	f.Priority, f.AcceptPush = s.Client.Priority, s.Server.Push != "none"
 	f.DNS, f.Resolve = resolver(p)
-	f.H3, f.View = s.Client.H3, s.Client.View
+	f.View = s.Client.View
+	if l.Protocol == "h3" { // other protocols have no HTTP/3 to find
+		f.H3 = s.Client.H3
+	}
 	if scheme == "https" {
 		f.CA = files.CAFile
 	}
@@ -83,7 +86,8 @@ func browseArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, e
 	b.Timeout = time.Duration(s.Client.TimeoutS * float64(time.Second))
 	b.DNS, b.Resolve = resolver(p)
 	b.View, b.CPUSlowdown, b.Viewport = s.Client.View, s.Client.CPUSlowdown, s.Client.Viewport
-	if b.H3 = s.Client.H3; b.H3 != "forced" {
+	if l.Protocol == "h3" && s.Client.H3 != "forced" { // other protocols have no HTTP/3 to find
+		b.H3 = s.Client.H3
 		// Chromium accepts the run's certificate over QUIC only for hosts named in
 		// --origin-to-force-quic-on (docs/browser.md): every origin of the page, on port 1.
 		for i := range p.Origins() {

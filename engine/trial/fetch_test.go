@@ -167,10 +167,17 @@ func TestLoaderArgsChromium(t *testing.T) {
 // them); the lab is asked to announce h3 (Alt-Svc) or to serve HTTPS records.
 func TestLoaderArgsH3Discovery(t *testing.T) {
 	for _, tc := range []struct{ impl, h3, view string }{{"engine", "alt-svc", "repeat"}, {"engine", "https-rr", "first"}, {"chromium", "alt-svc", "repeat"}, {"chromium", "https-rr", "first"}} {
-		p := prepared(t, fmt.Sprintf(`{"page":"twitter","shards":2,"protocols":["h3"],"client":{"impl":%q,"h3":%q,"view":%q}}`, tc.impl, tc.h3, tc.view))
+		p := prepared(t, fmt.Sprintf(`{"page":"twitter","shards":2,"protocols":["h3","h2"],"repetitions":1,"client":{"impl":%q,"h3":%q,"view":%q}}`, tc.impl, tc.h3, tc.view))
 		args, err := loaderArgs(p, p.Sequence[0], "tok", loadFiles{CAFile: "/x/ca.pem", SPKI: "abc="})
 		if err != nil {
 			t.Fatal(err)
+		}
+		h2, err := loaderArgs(p, p.Sequence[1], "tok", loadFiles{CAFile: "/x/ca.pem", SPKI: "abc="})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Sequence[1].Protocol != "h2" || slices.Contains(h2, "--h3") || slices.Contains(h2, "--quic-hosts") {
+			t.Errorf("%+v: the h2 load (%s) gets %q", tc, p.Sequence[1].Protocol, h2)
 		}
 		if got := flagValue(args, "--h3"); got != tc.h3 {
 			t.Errorf("%+v: --h3 %q (args %q)", tc, got, args)
