@@ -47,7 +47,9 @@ trial does: ip netns exec), where Chromium resolves names with the run's DNS ser
                            (TCP first, QUIC once Alt-Svc announces it), https-rr (QUIC when the
                            origin's HTTPS DNS record lists h3; needs --dns)
   --quic-hosts H[,H...]    alt-svc, https-rr: hosts whose certificate QUIC accepts without a known
-                           root (default: the URL's host)
+                           root (default: the URL's host; given as --origin-to-force-quic-on=H:1,
+                           a port nothing uses: Chromium refuses the run's certificate over QUIC
+                           for other hosts, even with --spki)
   --cpu-slowdown N         slow the renderer N times (1–100; default 1: none)
   --viewport WxH[@DPR][,mobile]  the emulated screen (default 1350x940)
   --screenshots            capture the frames: Speed Index, visually complete, visual progress
@@ -61,6 +63,9 @@ trial does: ip netns exec), where Chromium resolves names with the run's DNS ser
                            names resolve through /etc/resolv.conf with no rule narrowing them,
                            certificates are checked against Chromium's roots, IP literals must be
                            10.77.0.0/16 or public
+
+An https load runs Chromium with its NetLog in the load's profile: tls_handshakes (full),
+tls_resumed and client.zero_rtt_connections come from it (CDP does not report resumption).
 
 Without --allow-internet names outside *.wirelab.test never resolve in Chromium, and URLs outside
 loopback, 10.77.0.0/16 and *.wirelab.test are refused. Exit status: 0 the load completed, 1 it failed (the result is still
