@@ -38,11 +38,12 @@ type LoadgenOptions struct {
 	Clients   int      // page clients (h2load) = VUs (wirelab) in the pages part
 	Duration  time.Duration
 	Rounds    int      // h2load and wirelab alternate this many times per protocol
-	Protocols []string // h1 and/or h2
+	Protocols []string // h1 (cleartext), h1s (HTTP/1.1 over TLS), h2
 	VUs       int      // the vus part's VU count
 	VUPage    string   // the vus part's page
 	VURamp    time.Duration
 	VUHold    time.Duration
+	VUThink   time.Duration // the vus part's mean think time (exponential); 0: 5 s
 	Progress  io.Writer
 }
 
@@ -58,6 +59,8 @@ type LoadgenResult struct {
 	Pages       []PagesRow      `json:"pages,omitempty"`
 	VUs         *VUsRow         `json:"vus,omitempty"`
 	Bookkeeping *BookkeepingRow `json:"bookkeeping,omitempty"`
+	// Ratios are wirelab's pages/s over h2load's per protocol: medians over the rounds of one run.
+	Ratios []RatioRow `json:"ratios,omitempty"`
 	// Link is what the namespaces' kernels sent into the lab's link during the pages part (a real
 	// server): nothing.
 	Link    *LinkPackets `json:"link,omitempty"`
@@ -91,6 +94,45 @@ type PagesRow struct {
 	// HarnessCores is this process's CPU ÷ the run's wall time: the benchmark's own share of the
 	// machine (for a real server, mostly the lab's idle emulator), taken from both tools alike.
 	HarnessCores float64 `json:"harness_cores"`
+}
+
+// RatioRow compares the tools over one protocol: the median pages/s of each over the rounds (the
+// tools alternate, so both meet the same machine), and their ratio.
+type RatioRow struct {
+	Protocol      string  `json:"protocol"`
+	Rounds        int     `json:"rounds"`
+	WirelabPagesS float64 `json:"wirelab_pages_per_s"` // median
+	H2loadPagesS  float64 `json:"h2load_pages_per_s"`  // median
+	Ratio         float64 `json:"ratio"`               // wirelab ÷ h2load (≥ 1.0: the generator does not limit the result)
+	WirelabUsReq  float64 `json:"wirelab_cpu_us_per_request"`
+	H2loadUsReq   float64 `json:"h2load_cpu_us_per_request"`
+}
+
+// ratios are the pages part's RatioRows, in the order of protocols.
+func ratios(rows []PagesRow, protocols []string) []RatioRow {
+	var out []RatioRow
+	for _, proto := range protocols {
+		var w, h, wu, hu []float64
+		for _, p := range rows {
+			switch {
+			case p.Protocol != proto:
+			case p.Tool == "h2load":
+				h, hu = append(h, p.PagesPerS), append(hu, p.CPUUsPerReq)
+			default:
+				w, wu = append(w, p.PagesPerS), append(wu, p.CPUUsPerReq)
+			}
+		}
+		if len(w) == 0 || len(h) == 0 {
+			continue
+		}
+		r := RatioRow{Protocol: proto, Rounds: min(len(w), len(h)), WirelabPagesS: round(median(w), 1), H2loadPagesS: round(median(h), 1),
+			WirelabUsReq: round(median(wu), 1), H2loadUsReq: round(median(hu), 1)}
+		if m := median(h); m > 0 {
+			r.Ratio = round(median(w)/m, 2)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // VUsRow is the many-VUs run.
@@ -150,6 +192,7 @@ func Loadgen(ctx context.Context, o LoadgenOptions) (*LoadgenResult, error) {
 			return res, err
 		}
 	}
+	res.Ratios = ratios(res.Pages, o.Protocols)
 	if o.runs("bookkeeping") {
 		res.Bookkeeping = o.bookkeeping(res)
 	}
@@ -260,7 +303,7 @@ func (o *LoadgenOptions) h2load(ctx context.Context, s *Served, proto string, po
 	args := []string{o.H2load, "-D", strconv.Itoa(int(o.Duration.Seconds())), "-i", f.Name(), "--connect-to", connect}
 	var setup string
 	conns := o.Clients
-	if proto == "h1" {
+	if proto == "h1" || proto == "h1s" {
 		conns = 6 * o.Clients
 		args = append(args, "--h1", "-c", strconv.Itoa(conns), "-m", "1")
 		setup = fmt.Sprintf("%d clients × 6 connections", o.Clients)
@@ -468,7 +511,10 @@ func (o *LoadgenOptions) vus(ctx context.Context, srv LoadgenServer) (*VUsRow, e
 	if err != nil {
 		return nil, err
 	}
-	const think = 5.0
+	think := 5.0
+	if o.VUThink > 0 {
+		think = o.VUThink.Seconds()
+	}
 	spec := fmt.Sprintf(`{"protocol":%q,"interval_s":5,"think":{"distribution":"exponential","mean_s":%g},"limits":{"max_vus":%d},
 		"scenario":{"start":0,"stages":[{"duration_s":%g,"target":%d},{"duration_s":%g,"target":%d}]}}`,
 		proto, think, o.VUs, o.VURamp.Seconds(), o.VUs, o.VUHold.Seconds(), o.VUs)

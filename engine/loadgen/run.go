@@ -292,9 +292,21 @@ func (r *runner) summary(interrupted bool) *Summary {
 
 // --- closed model ---
 
-// closedVU is one VU of the closed model.
+// closedVU is one VU of the closed model. It has a goroutine only while it loads a page: its think
+// time is a timer whose expiry starts the next page on a goroutine of its own, so a thinking VU
+// holds no stack (docs/loadtest.md: memory per VU).
 type closedVU struct {
-	stop chan struct{} // closed: finish the current page, then leave
+	r     *runner
+	ctx   context.Context
+	i     int
+	user  User
+	think *Thinker
+	s     Sample
+	timer *time.Timer // the think time; fires loop
+
+	mu      sync.Mutex
+	stopped bool // halt was called: finish the current page, then leave
+	asleep  bool // thinking: the timer is set and loop is not running
 }
 
 func (r *runner) runClosed(ctx context.Context) {
@@ -312,7 +324,7 @@ func (r *runner) runClosed(ctx context.Context) {
 			vus = append(vus, r.startVU(ctx))
 		}
 		for len(vus) > want { // the most recently started VU leaves first
-			close(vus[len(vus)-1].stop)
+			vus[len(vus)-1].halt()
 			vus = vus[:len(vus)-1]
 		}
 		next, ok := plan.NextChange(t)
@@ -326,54 +338,81 @@ func (r *runner) runClosed(ctx context.Context) {
 		}
 	}
 	for _, vu := range vus {
-		close(vu.stop)
+		vu.halt()
 	}
 	r.wg.Wait()
 }
 
 func (r *runner) startVU(ctx context.Context) *closedVU {
 	i := r.cfg.Part.global(int(r.nextVU.Add(1) - 1))
-	vu := &closedVU{stop: make(chan struct{})}
+	vu := &closedVU{r: r, ctx: ctx, i: i}
 	r.activate(1)
 	r.wg.Add(1)
 	go func() {
-		defer r.wg.Done()
-		defer r.activate(-1)
-		user := r.cfg.NewUser(i)
-		defer user.Close()
-		think := NewThinker(r.spec.Think, r.spec.Seed, i)
-		var s Sample
-		timer := time.NewTimer(time.Hour)
-		timer.Stop()
-		for {
-			select {
-			case <-vu.stop:
-				return
-			case <-ctx.Done():
-				return
-			default:
-			}
-			s.reset()
-			start := time.Now()
-			user.Load(ctx, &s)
-			r.record(i, &s, start)
-			d := think.Next()
-			if d <= 0 {
-				continue
-			}
-			timer.Reset(d)
-			select {
-			case <-timer.C:
-			case <-vu.stop:
-				timer.Stop()
-				return
-			case <-ctx.Done():
-				timer.Stop()
-				return
-			}
-		}
+		vu.user = r.cfg.NewUser(i)
+		vu.think = NewThinker(r.spec.Think, r.spec.Seed, i)
+		vu.loop()
 	}()
 	return vu
+}
+
+// loop loads pages until the VU is halted, the run's context ends, or a think time comes: then
+// it sets the timer, whose expiry runs loop again, and returns.
+func (vu *closedVU) loop() {
+	for {
+		vu.mu.Lock()
+		vu.asleep = false
+		stop := vu.stopped || vu.ctx.Err() != nil
+		vu.mu.Unlock()
+		if stop {
+			vu.leave()
+			return
+		}
+		vu.s.reset()
+		start := time.Now()
+		vu.user.Load(vu.ctx, &vu.s)
+		vu.r.record(vu.i, &vu.s, start)
+		d := vu.think.Next()
+		if d <= 0 {
+			continue
+		}
+		vu.mu.Lock()
+		if vu.stopped || vu.ctx.Err() != nil {
+			vu.mu.Unlock()
+			vu.leave()
+			return
+		}
+		vu.asleep = true
+		if vu.timer == nil {
+			vu.timer = time.AfterFunc(d, vu.loop)
+		} else {
+			vu.timer.Reset(d)
+		}
+		vu.mu.Unlock()
+		return
+	}
+}
+
+// halt makes the VU leave: at once while it thinks, else after its current page (a cancelled
+// context ends that page at once).
+func (vu *closedVU) halt() {
+	vu.mu.Lock()
+	defer vu.mu.Unlock()
+	if vu.stopped {
+		return
+	}
+	vu.stopped = true
+	if vu.asleep && vu.timer.Stop() {
+		vu.asleep = false
+		go vu.leave() // Close waits for the user's connections: not under mu, not on the plan's goroutine
+	}
+	// Otherwise loop is running, or its timer has fired and loop is about to run: it sees stopped.
+}
+
+func (vu *closedVU) leave() {
+	vu.user.Close()
+	vu.r.activate(-1)
+	vu.r.wg.Done()
 }
 
 // --- open model ---

@@ -30,11 +30,12 @@ func runBenchLoadgen(args []string) error {
 	clients := fs.Int("clients", 20, "pages part: page clients (h2load) and VUs (wirelab)")
 	duration := fs.Duration("duration", 10*time.Second, "pages part: length of each run (whole seconds)")
 	rounds := fs.Int("rounds", 2, "pages part: h2load and wirelab alternate this many times per protocol")
-	protocols := fs.String("protocols", "h1,h2", "pages part: h1 and/or h2")
+	protocols := fs.String("protocols", "h1,h2", "pages part: h1 (cleartext), h1s (HTTP/1.1 over TLS) and/or h2")
 	vus := fs.Int("vus", 10000, "vus part: VUs")
 	vuPage := fs.String("vu-page", "synthetic:1x1kB", "vus part: the page")
 	ramp := fs.Duration("ramp", 60*time.Second, "vus part: ramp from 0 to --vus")
 	hold := fs.Duration("hold", 60*time.Second, "vus part: hold at --vus")
+	think := fs.Duration("think", 5*time.Second, "vus part: mean think time (exponential)")
 	h2load := fs.String("h2load", "/usr/bin/h2load", "the h2load binary (Debian: nghttp2-client)")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (progress goes to stderr)")
 	fs.Usage = func() {
@@ -83,8 +84,8 @@ flags:`)
 	}
 	var protoList []string
 	for _, p := range strings.Split(*protocols, ",") {
-		if p != "h1" && p != "h2" {
-			return cli.Usagef("protocols: %q; want h1 and/or h2", p)
+		if p != "h1" && p != "h1s" && p != "h2" {
+			return cli.Usagef("protocols: %q; want h1, h1s and/or h2", p)
 		}
 		protoList = append(protoList, p)
 	}
@@ -100,6 +101,8 @@ flags:`)
 		return cli.Usagef("rounds: got %d; must be 1–20", *rounds)
 	case *vus < 1 || *vus > 100000:
 		return cli.Usagef("vus: got %d; must be 1–100000", *vus)
+	case *think < 0 || *think > 10*time.Minute:
+		return cli.Usagef("think: got %v; must be 0–10 min", *think)
 	case *ramp < time.Second || *hold < 10*time.Second || *ramp+*hold > 2*time.Hour:
 		return cli.Usagef("ramp, hold: got %v and %v; ramp ≥ 1 s, hold ≥ 10 s, together ≤ 2 h", *ramp, *hold)
 	}
@@ -120,7 +123,7 @@ flags:`)
 	started := time.Now()
 	res, err := bench.Loadgen(ctx, bench.LoadgenOptions{Engine: self, H2load: *h2load, Server: *serverName, Parts: partList,
 		Page: *pageName, Clients: *clients, Duration: *duration, Rounds: *rounds, Protocols: protoList,
-		VUs: *vus, VUPage: *vuPage, VURamp: *ramp, VUHold: *hold, Progress: os.Stderr})
+		VUs: *vus, VUPage: *vuPage, VURamp: *ramp, VUHold: *hold, VUThink: *think, Progress: os.Stderr})
 	if errors.Is(err, context.Canceled) {
 		return &cli.ExitError{Code: 130}
 	}
@@ -144,21 +147,9 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 		for _, p := range r.Pages {
 			fmt.Printf("  %-4s %-8s %5d %10.1f %10d %12.1f %12.1f %8.2f %8.2f %8.2f\n", p.Protocol, p.Tool, p.Round, p.PagesPerS, p.Failed, p.CPUUsPerReq, p.ServerUsPerRq, p.ToolCores, p.ServerCores, p.HarnessCores)
 		}
-		for _, proto := range []string{"h1", "h2"} {
-			var h, w []float64
-			for _, p := range r.Pages {
-				if p.Protocol != proto {
-					continue
-				}
-				if p.Tool == "h2load" {
-					h = append(h, p.PagesPerS)
-				} else {
-					w = append(w, p.PagesPerS)
-				}
-			}
-			if len(h) > 0 && len(w) > 0 {
-				fmt.Printf("  %s: wirelab ÷ h2load = %.2f (mean pages/s %.1f vs %.1f)\n", proto, meanOf(w)/meanOf(h), meanOf(w), meanOf(h))
-			}
+		for _, q := range r.Ratios {
+			fmt.Printf("  %-4s wirelab ÷ h2load = %.2f (median pages/s %.1f vs %.1f over %d rounds; µs CPU per request %.1f vs %.1f)\n",
+				q.Protocol, q.Ratio, q.WirelabPagesS, q.H2loadPagesS, q.Rounds, q.WirelabUsReq, q.H2loadUsReq)
 		}
 	}
 	if l := r.Link; l != nil {
@@ -178,10 +169,3 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 	fmt.Printf("machine: %d CPUs, load %s → %s\n", m.CPUs, m.LoadBefore, m.LoadAfter)
 }
 
-func meanOf(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}

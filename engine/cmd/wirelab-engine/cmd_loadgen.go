@@ -61,6 +61,9 @@ interval ({"event":"interval",…}) and a final {"event":"summary",…} on stdou
                            k with k mod N = K, and that share of max_vus); the summary says part
   --histograms             add each interval's HDR histograms (page_hist, request_hist: HdrHistogram
                            V2 compressed, base64) to its line, for wirelab-engine loadmerge
+  --pprof ADDR             serve the Go runtime's profiles (net/http/pprof) on ADDR, a loopback
+                           address and port (e.g. 127.0.0.1:6060): go tool pprof
+                           http://ADDR/debug/pprof/heap (or /profile) while the VUs run
 
 A limit of the generator's own machine (open files, local ports, socket memory) that a VU's
 connection still meets stops the run at once with one line naming it (exit 1, after the summary of
@@ -89,6 +92,7 @@ type loadgenArgs struct {
 	maxOpenFiles uint64
 	part         loadgen.Part
 	histograms   bool
+	pprof        string // --pprof: the profiles' loopback address ("" none)
 }
 
 func runLoadgen(args []string, stdout io.Writer) error {
@@ -106,6 +110,11 @@ func runLoadgen(args []string, stdout io.Writer) error {
 	}
 	if _, err := loadgen.RaiseOpenFiles(la.maxOpenFiles); err != nil {
 		return fmt.Errorf("loadgen: setting the open-files limit: %w", err)
+	}
+	if la.pprof != "" {
+		if err := servePprof(la.pprof); err != nil {
+			return fmt.Errorf("loadgen --pprof %s: %w", la.pprof, err)
+		}
 	}
 	ctx, stop := cli.RunContext()
 	defer stop()
@@ -170,6 +179,7 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	sources := fs.String("source", "", "")
 	part := fs.String("part", "", "")
 	histograms := fs.Bool("histograms", false, "")
+	pprofAddr := fs.String("pprof", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -211,7 +221,12 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	if *maxFiles != 0 && *maxFiles < 16 {
 		return nil, cli.Usagef("--max-open-files %d: at least 16 (the generator's own files), or 0 for the machine's limit", *maxFiles)
 	}
-	la := &loadgenArgs{spec: spec, target: *target, maxOpenFiles: *maxFiles, histograms: *histograms}
+	if *pprofAddr != "" {
+		if err := checkPprofAddr(*pprofAddr); err != nil {
+			return nil, cli.Usagef("--pprof %s: %v", *pprofAddr, err)
+		}
+	}
+	la := &loadgenArgs{spec: spec, target: *target, maxOpenFiles: *maxFiles, histograms: *histograms, pprof: *pprofAddr}
 	if *part != "" {
 		if la.part, err = loadgen.ParsePart(*part); err != nil {
 			return nil, cli.Usagef("--part %s: %v", *part, err)
