@@ -168,4 +168,3 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 	m := r.Machine
 	fmt.Printf("machine: %d CPUs, load %s → %s\n", m.CPUs, m.LoadBefore, m.LoadAfter)
 }
-
