@@ -48,13 +48,54 @@ type h1Job struct {
 }
 
 type h1Conn struct {
-	rec    *connRecord
-	conn   net.Conn
-	br     *bufio.Reader
-	buf    []byte
-	wbuf   []byte
+	rec  *connRecord
+	conn net.Conn
+	// bufs are the connection's read buffers while a worker carries requests on it; an idle
+	// connection gives them back to the pool (memory per VU: a load generator's VUs keep their
+	// connections through the think time).
+	bufs   *h1Bufs
+	size   int // the buffers' size
 	served int
 	load   int // the session load it last carried a request of (guarded by the pool's mu)
+}
+
+// h1Bufs are an HTTP/1.1 connection's buffers: the response reader, the body buffer and the
+// request head.
+type h1Bufs struct {
+	br   *bufio.Reader
+	buf  []byte
+	wbuf []byte
+}
+
+// h1BufPools hold h1Bufs by size (Loader.Load's and a Tab's: session.bufSize).
+var h1BufPools sync.Map // int → *sync.Pool
+
+func h1BufPool(size int) *sync.Pool {
+	if p, ok := h1BufPools.Load(size); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := h1BufPools.LoadOrStore(size, &sync.Pool{New: func() any {
+		return &h1Bufs{br: bufio.NewReaderSize(nil, size), buf: make([]byte, size)}
+	}})
+	return p.(*sync.Pool)
+}
+
+// attach gives c its buffers for the requests a worker carries on it.
+func (c *h1Conn) attach() {
+	if c.bufs == nil {
+		c.bufs = h1BufPool(c.size).Get().(*h1Bufs)
+		c.bufs.br.Reset(c.conn)
+	}
+}
+
+// release gives c's buffers back to the pool — unless the server sent bytes beyond the last
+// response, which stay with the connection (the next request finds them, as before).
+func (c *h1Conn) release() {
+	if b := c.bufs; b != nil && b.br.Buffered() == 0 {
+		b.br.Reset(nil)
+		c.bufs = nil
+		h1BufPool(c.size).Put(b)
+	}
 }
 
 var (
@@ -137,6 +178,7 @@ func (p *h1Pool) work(c *h1Conn, j h1Job) {
 				p.queue, p.qhead = p.queue[:0], 0
 			}
 		case c != nil:
+			c.release()
 			p.idle = append(p.idle, c)
 		default:
 			p.open--
@@ -202,7 +244,7 @@ func (p *h1Pool) dial(ctx context.Context, r *request) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &h1Conn{rec: rec, conn: conn, br: bufio.NewReaderSize(conn, p.s.bufSize(32<<10)), buf: make([]byte, p.s.bufSize(32<<10)), load: p.s.load}
+	c := &h1Conn{rec: rec, conn: conn, size: p.s.bufSize(32 << 10), load: p.s.load}
 	p.mu.Lock()
 	p.all = append(p.all, c)
 	p.mu.Unlock()
@@ -222,6 +264,11 @@ func (p *h1Pool) ended(c *h1Conn) bool {
 // drop closes a connection and removes it from the pool's list (its place is not freed).
 func (p *h1Pool) drop(c *h1Conn) {
 	c.conn.Close()
+	if c.bufs != nil { // nothing more is read from it
+		c.bufs.br.Reset(nil)
+		h1BufPool(c.size).Put(c.bufs)
+		c.bufs = nil
+	}
 	p.mu.Lock()
 	if i := slices.Index(p.all, c); i >= 0 {
 		p.all = slices.Delete(p.all, i, i+1)
@@ -249,24 +296,26 @@ func (p *h1Pool) close() {
 func (c *h1Conn) roundTrip(s *session, r *request, host, userAgent string) (keep bool, err error) {
 	c.served++
 	c.rec.update(func(ci *Conn) { ci.Requests++ })
-	c.wbuf = appendH1Request(c.wbuf[:0], r, host, userAgent)
-	if _, err := c.conn.Write(c.wbuf); err != nil {
+	c.attach()
+	b := c.bufs
+	b.wbuf = appendH1Request(b.wbuf[:0], r, host, userAgent)
+	if _, err := c.conn.Write(b.wbuf); err != nil {
 		return false, err
 	}
 	r.sendEnd = s.now()
-	if _, err := c.br.Peek(1); err != nil {
+	if _, err := b.br.Peek(1); err != nil {
 		return false, err
 	}
 	r.firstByte = s.now()
-	if buffered, _ := c.br.Peek(c.br.Buffered()); len(buffered) > 0 {
+	if buffered, _ := b.br.Peek(b.br.Buffered()); len(buffered) > 0 {
 		if h, n, ok := parseH1Head(buffered); ok {
-			c.br.Discard(n)
+			b.br.Discard(n)
 			return c.readBody(r, h)
 		}
 	}
 	var resp *http.Response
 	for {
-		resp, err = http.ReadResponse(c.br, nil)
+		resp, err = http.ReadResponse(b.br, nil)
 		if err != nil {
 			return false, err
 		}
@@ -277,9 +326,9 @@ func (c *h1Conn) roundTrip(s *session, r *request, host, userAgent string) (keep
 	}
 	r.gotHeaders(resp.StatusCode, resp.Header.Get("Content-Type"), resp.ContentLength)
 	for {
-		n, err := resp.Body.Read(c.buf)
+		n, err := resp.Body.Read(b.buf)
 		if n > 0 {
-			r.gotBody(c.buf[:n])
+			r.gotBody(b.buf[:n])
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -295,10 +344,11 @@ func (c *h1Conn) roundTrip(s *session, r *request, host, userAgent string) (keep
 // It fails as net/http's body reader does when the connection ends first.
 func (c *h1Conn) readBody(r *request, h h1Head) (keep bool, err error) {
 	r.gotHeaders(h.status, h.contentType, h.contentLength)
+	b := c.bufs
 	for left := h.contentLength; left > 0; {
-		n, err := c.br.Read(c.buf[:min(int64(len(c.buf)), left)])
+		n, err := b.br.Read(b.buf[:min(int64(len(b.buf)), left)])
 		if n > 0 {
-			r.gotBody(c.buf[:n])
+			r.gotBody(b.buf[:n])
 			left -= int64(n)
 		}
 		if errors.Is(err, io.EOF) && left > 0 {

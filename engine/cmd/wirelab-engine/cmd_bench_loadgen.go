@@ -42,12 +42,13 @@ func runBenchLoadgen(args []string) error {
 		fmt.Fprintln(fs.Output(), `usage: wirelab-engine bench loadgen [flags]
 
   pages        h2load as closed-loop page clients, one thread per CPU (h1: 6 connections per
-               client, one request at a time; h2: one connection, one stream per object) and
-               wirelab's VUs without think time (`+"`loadgen`"+`), in turn on the same server: pages/s,
-               CPU µs per request of each tool and of the server, the harness's own CPU
+               client, one request at a time, h1s the same over TLS; h2: one connection, one
+               stream per object) and wirelab's VUs without think time (`+"`loadgen`"+`), in turn
+               on the same server: pages/s, CPU µs per request of each tool and of the server,
+               the harness's own CPU; wirelab ÷ h2load per protocol (medians over the rounds)
   bookkeeping  the generator's accounting (per page, per interval) as a share of its CPU in the
                pages part's wirelab run
-  vus          --vus VUs with 5 s think time (exponential) on a small page: pages/s, memory per VU;
+  vus          --vus VUs with --think think time (exponential) on a small page: pages/s, memory per VU;
                always on the built-in server (10 000 connections: more than the real servers'
                default knobs accept)
 
