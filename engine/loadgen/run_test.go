@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"runtime"
 	"testing/synctest"
 	"time"
 )
@@ -279,4 +280,43 @@ func TestRunInterrupted(t *testing.T) {
 	if fr.sum.Totals.Pages != 4*5 || fr.cancelled.Load() != 4 {
 		t.Errorf("%d pages, %d cut off; want 20 and 4", fr.sum.Totals.Pages, fr.cancelled.Load())
 	}
+}
+
+// A thinking VU holds no goroutine (memory per VU: its think time is a timer), and a VU halted
+// while it thinks leaves at once: 200 VUs with 0.1 s pages and 10 s think times have about one
+// goroutine per VU in a page at any instant, not one per VU; the scenario's end at t = 20.05 s
+// (mid-think) closes every user without waiting for the think time to end.
+func TestThinkingVUsHoldNoGoroutine(t *testing.T) {
+	spec := mustDecode(t, `{"protocol":"h2","interval_s":1,"think":{"mean_s":10},
+		"scenario":{"start":200,"stages":[{"duration_s":20.05,"target":200}]}}`)
+	synctest.Test(t, func(t *testing.T) {
+		base := runtime.NumGoroutine()
+		start := time.Now()
+		var closed, cancelled atomic.Int64
+		var most int
+		sum, err := Run(context.Background(), Config{
+			Spec:  spec,
+			Start: start,
+			NewUser: func(int) User {
+				return &fakeUser{start: start, pageTime: func(time.Duration) time.Duration { return 100 * time.Millisecond }, requests: 1, cancelled: &cancelled, closed: &closed}
+			},
+			Interval: func(iv Interval) {
+				if iv.TEndS >= 2 && iv.TEndS <= 20 {
+					most = max(most, runtime.NumGoroutine()-base)
+				}
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if most > 10 {
+			t.Errorf("%d goroutines beside the test's while 200 VUs think between 0.1 s pages; want a handful", most)
+		}
+		if sum.Totals.Pages != 2*200 {
+			t.Errorf("%d pages; want 400 (pages at 0 and 10.1 s; the third would start at 20.2 s, after the end)", sum.Totals.Pages)
+		}
+		if closed.Load() != 200 || time.Since(start) != 20050*time.Millisecond {
+			t.Errorf("%d users closed, the run over at %v; want 200 at 20.05 s (thinking VUs leave at once)", closed.Load(), time.Since(start))
+		}
+	})
 }
