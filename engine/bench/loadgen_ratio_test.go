@@ -1,0 +1,29 @@
+package bench
+
+import "testing"
+
+// The pages part's ratios are per protocol, of the medians over the rounds (one slow round of one
+// tool moves the median, not the ratio's whole), in the order the protocols ran.
+func TestRatiosAreMediansPerProtocol(t *testing.T) {
+	rows := []PagesRow{
+		{Protocol: "h2", Tool: "h2load", PagesPerS: 100, CPUUsPerReq: 20},
+		{Protocol: "h2", Tool: "wirelab", PagesPerS: 90, CPUUsPerReq: 30},
+		{Protocol: "h2", Tool: "h2load", PagesPerS: 300, CPUUsPerReq: 22},
+		{Protocol: "h2", Tool: "wirelab", PagesPerS: 95, CPUUsPerReq: 31},
+		{Protocol: "h2", Tool: "h2load", PagesPerS: 110, CPUUsPerReq: 21},
+		{Protocol: "h2", Tool: "wirelab", PagesPerS: 10, CPUUsPerReq: 90},
+		{Protocol: "h1s", Tool: "h2load", PagesPerS: 50},
+		{Protocol: "h1s", Tool: "wirelab", PagesPerS: 60},
+		{Protocol: "h1", Tool: "h2load", PagesPerS: 40}, // no wirelab row: no ratio
+	}
+	got := ratios(rows, []string{"h1", "h1s", "h2"})
+	if len(got) != 2 || got[0].Protocol != "h1s" || got[1].Protocol != "h2" {
+		t.Fatalf("rows %+v; want h1s and h2", got)
+	}
+	if r := got[0]; r.Ratio != 1.2 || r.Rounds != 1 {
+		t.Errorf("h1s: %+v; want 60 ÷ 50 = 1.2 over 1 round", r)
+	}
+	if r := got[1]; r.WirelabPagesS != 90 || r.H2loadPagesS != 110 || r.Ratio != 0.82 || r.Rounds != 3 || r.WirelabUsReq != 31 || r.H2loadUsReq != 21 {
+		t.Errorf("h2: %+v; want medians 90 and 110, ratio 0.82, CPU 31 and 21 µs, 3 rounds", r)
+	}
+}
