@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"runtime"
 	"testing/synctest"
 	"time"
 )
