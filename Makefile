@@ -132,7 +132,7 @@ bench: setup build
 	$(MAKE) speedline
 	$(ENGINE) bench visual --runs 5 --traces out/bench-visual --speedline scripts/speedline
 	for s in builtin nginx apache; do $(ENGINE) bench loadgen --server $$s --parts pages --protocols h1,h1s,h2 --rounds 3 || exit 1; done
-	$(ENGINE) bench loadgen --parts vus --vus 19000 --think 30s --ramp 180s --hold 60s
+	$(ENGINE) bench loadgen --parts vus --vus 19000 --think 30s --ramp 300s --hold 60s
 	cd engine && go test -run '^$$' -bench Loader -benchtime 30x ./client/
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_corpus.py
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_predict.py
