@@ -25,7 +25,11 @@ type pooledWriter struct {
 	err error   // the first write error: every later Write and Flush returns it
 }
 
-func (pw *pooledWriter) Write(p []byte) (int, error) {
+func (pw *pooledWriter) Write(p []byte) (int, error) { return pooledAppend(pw, p) }
+
+func (pw *pooledWriter) WriteString(s string) (int, error) { return pooledAppend(pw, s) }
+
+func pooledAppend[T string | []byte](pw *pooledWriter, p T) (int, error) {
 	if pw.err != nil {
 		return 0, pw.err
 	}
@@ -39,22 +43,6 @@ func (pw *pooledWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
-}
-
-func (pw *pooledWriter) WriteString(s string) (int, error) {
-	if pw.err != nil {
-		return 0, pw.err
-	}
-	if pw.buf == nil {
-		pw.buf = writeBufs.Get().(*[]byte)
-	}
-	*pw.buf = append(*pw.buf, s...)
-	if len(*pw.buf) >= writeBufSize {
-		if err := pw.Flush(); err != nil {
-			return 0, err
-		}
-	}
-	return len(s), nil
 }
 
 // Buffered is the number of bytes written and not yet flushed.
