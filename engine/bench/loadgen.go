@@ -323,11 +323,18 @@ func (o *LoadgenOptions) h2load(ctx context.Context, s *Served, proto string, po
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	release := watch(ctx, cmd, syscall.SIGTERM, h2loadStopGrace)
+	// h2load -D can outlive its duration: over h1s against Apache it ran on for 5 minutes once (its
+	// threads said they had stopped all clients). It gets the duration and a minute.
+	hctx, cancel := context.WithTimeout(ctx, o.Duration+time.Minute)
+	defer cancel()
+	release := watch(hctx, cmd, syscall.SIGTERM, h2loadStopGrace)
 	err = cmd.Wait()
 	release()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	if hctx.Err() != nil {
+		return nil, fmt.Errorf("h2load did not end within its duration (%v) and a minute; stopped: %s", o.Duration, lastLines(out.String(), 3))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%v: %s", err, lastLines(out.String(), 5))
