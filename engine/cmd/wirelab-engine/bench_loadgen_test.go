@@ -62,6 +62,9 @@ func TestBenchLoadgenNginx(t *testing.T) {
 			t.Errorf("no %s row in %+v", want, res.Pages)
 		}
 	}
+	if len(res.Ratios) != 2 || res.Ratios[0].Protocol != "h1" || res.Ratios[1].Protocol != "h2" || res.Ratios[0].Ratio <= 0 || res.Ratios[1].Ratio <= 0 {
+		t.Errorf("ratios %+v: want wirelab ÷ h2load for h1 and h2", res.Ratios)
+	}
 	// The tools reach the server's own address from its namespace: delivered through lo, not the
 	// lab's link (whose TUN devices would count every request's packets otherwise).
 	if l := res.Link; l == nil || int64(l.Client+l.Server) > requests/100 {
