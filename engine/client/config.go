@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/policy"
 )
 
 // Protocol is the wire protocol a load uses for every origin.
@@ -166,6 +167,10 @@ type Config struct {
 	// the lab's or public (engine/policy: special-purpose addresses are refused). The DNS server must
 	// still be the lab's. Default false.
 	Internet bool
+	// Target is the address policy of a load test of an external target (policy.Target: the
+	// target's host and the listed origins only; loopback, the run's namespaces, public addresses
+	// with AllowInternet, private ones only when named). It replaces the other policies; nil: none.
+	Target *policy.Target
 	// LoopbackOnly narrows the targets to loopback addresses (a load generator outside the lab):
 	// IP literals must be loopback, names pass the URL check and every address they resolve to
 	// must be loopback, and so must the DNS server's. AllowAnyTarget overrides it.

@@ -288,6 +288,9 @@ func (l *Loader) checkURL(u *url.URL) error {
 	if want := l.cfg.Protocol.Scheme(); o.scheme != want {
 		return fmt.Errorf("scheme %s does not match protocol %s (which needs %s URLs)", o.scheme, l.cfg.Protocol, want)
 	}
+	if l.cfg.Target != nil {
+		return checkTargetHost(*l.cfg.Target, o.host)
+	}
 	if l.cfg.LoopbackOnly && !l.cfg.AllowAnyTarget {
 		return checkLoopbackHost(o.host)
 	}

@@ -388,6 +388,8 @@ func (s *session) resolve(ctx context.Context, o origin, r *request) (netip.Addr
 
 func (s *session) checkAddr(a netip.Addr, host string) error {
 	switch {
+	case s.cfg.Target != nil:
+		return s.cfg.Target.CheckAddr(host, a)
 	case s.cfg.AllowAnyTarget:
 		return nil
 	case s.cfg.LoopbackOnly:

@@ -83,6 +83,18 @@ func checkAddr(a netip.Addr, host string) error {
 	return fmt.Errorf("host %q resolved to %s: %w", host, a, ErrNotLabTarget)
 }
 
+// checkTargetHost is the URL check under Config.Target: the host must be the target's or a listed
+// origin, and an IP literal must pass the address policy.
+func checkTargetHost(t policy.Target, host string) error {
+	if err := t.CheckHost(host); err != nil {
+		return err
+	}
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return t.CheckAddr(host, a)
+	}
+	return nil
+}
+
 // ErrNotLoopback is wrapped by every refusal under Config.LoopbackOnly.
 var ErrNotLoopback = errors.New("not a loopback address")
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/contract"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/spec"
 )
 
@@ -37,6 +38,27 @@ type Spec struct {
 	Thresholds []string `json:"thresholds"` // METRIC OP NUMBER (threshold.go); default []
 	AtVUs      []int    `json:"at_vus"`     // VU counts whose interval's page times the outcomes report; default []
 	Limits     Limits   `json:"limits"`
+	// Target is an external site loaded instead of a lab server (docs/loadtest.md, "External
+	// targets"); nil for a lab load test. Exclusive with the lab's page.
+	Target *Target `json:"target,omitempty"`
+	// AllowInternet lets Target reach addresses outside loopback and the run's namespaces. Set only
+	// by --allow-internet on a command line (the control plane refuses it in a spec file).
+	AllowInternet bool `json:"allow_internet"`
+	// AccessNetwork is a target's network profile (the users' access link, emulated in front of
+	// the egress router): the spec's network when it names a target instead of a page. Not
+	// marshalled: the generator child does not emulate anything.
+	AccessNetwork string `json:"-"`
+}
+
+// Target is the spec's "target" object: an external site (docs/loadtest.md, "External targets").
+type Target struct {
+	URL           string            `json:"url"`
+	Resolve       map[string]string `json:"resolve"`
+	CA            string            `json:"ca"`
+	Origins       []string          `json:"origins"`
+	StatusURL     string            `json:"status_url"`
+	StatusFormat  string            `json:"status_format"`
+	StatusMetrics map[string]string `json:"status_metrics"`
 }
 
 // Client holds the virtual users' loader knobs.
@@ -105,6 +127,10 @@ func Decode(data []byte) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	network := "native"
+	if n, ok := m["network"].(string); ok {
+		network = n
+	}
 	for _, f := range spec.Fields {
 		delete(m, f) // decoded above; the schema's defaults for them apply only with a page
 	}
@@ -123,6 +149,12 @@ func Decode(data []byte) (*Spec, error) {
 		return nil, err
 	}
 	s.Lab = lab
+	if s.Target != nil {
+		if _, err := profile.Parse(network); err != nil {
+			return nil, &fielderr.Error{Field: "network", Allowed: err.Error()}
+		}
+		s.AccessNetwork = network
+	}
 	if err := s.check(); err != nil {
 		return nil, err
 	}

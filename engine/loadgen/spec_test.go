@@ -9,6 +9,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/contract"
 	"github.com/wirelab/wirelab/engine/contract/contracttest"
+	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/spec"
 )
 
@@ -103,7 +104,7 @@ func TestDecodeErrors(t *testing.T) {
 		{`{"protocol":"h2",` + stage + `,"client":{"max_connections_per_origin":65}}`, `client.max_connections_per_origin: got 65; must be an integer 1–64`},
 		{`{"protocol":"h2s",` + stage + `}`, `protocol: got "h2s"; did you mean h2?`},
 		{`{` + stage + `}`, `protocol: required: one of h1, h1s, h2, h2c, h3 or spdy3`},
-		{`{"protocol":"h2",` + stage + `,"server":{"push":"all"}}`, `page: got null; required with shards, shard_mode, network or server`},
+		{`{"protocol":"h2",` + stage + `,"server":{"push":"all"}}`, `page: got null; required with shards, shard_mode or server`},
 		{`{"protocol":"h2",` + stage + `,"page":"twitter","server":{"max_concurent_streams":4}}`, `server.max_concurent_streams: unknown field; did you mean max_concurrent_streams?`},
 		{`{"protocol":"h2",` + stage + `,"page":"twitter","shards":0}`, `shards: got 0; 0 (one origin per top-level-domain group or per domain) needs shard_mode tld or domain`},
 		{`{"protocol":"h2","scenario":{"stages":[{"duration_s":7000,"target":10},{"duration_s":300,"target":10}]}}`, `scenario.stages: got 7300 s in all; must last at most limits.max_duration_s (7200 s)`},
@@ -111,7 +112,7 @@ func TestDecodeErrors(t *testing.T) {
 		{`{"protocol":"h2","scenario":{"model":"open","max_vus":500,"stages":[{"duration_s":60,"rate":3}]},"limits":{"max_vus":100}}`, `scenario.max_vus: got 500; must be at most limits.max_vus (100)`},
 		{`{"protocol":"h2",` + stage + `,"at_vus":[100,100]}`, `at_vus[1]: got 100; listed twice`},
 		{`{"protocol":"h2",` + stage + `,"loadtest_id":"A b"}`, `loadtest_id: got "A b"; must be 1–40 characters of a-z, 0-9 and -`},
-		{`{"protocol":"h2",` + stage + `,"vus":3}`, `vus: unknown field; allowed: at_vus, client, contract`},
+		{`{"protocol":"h2",` + stage + `,"vus":3}`, `vus: unknown field; allowed: allow_internet, at_vus, client, contract`},
 		{`[]`, `spec: got an array; must be a JSON object`},
 	} {
 		_, err := Decode([]byte(tc.in))
@@ -171,7 +172,8 @@ func TestDecoderAgreesWithSchema(t *testing.T) {
 			t.Errorf("%s: schema %v, decoder %v; want accepted = %v", tc.in, schemaErr, decErr, tc.ok)
 		}
 	}
-	// Every property of the schema is a field of the resolved spec (with a page: the lab's too).
+	// Every property of the schema is a field of the resolved spec (with a page: the lab's too;
+	// target is the alternative to the page, checked after).
 	full, err := Decode([]byte(`{"protocol":"h2","page":"twitter","scenario":{"stages":[{"duration_s":1,"target":1}]}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -187,8 +189,39 @@ func TestDecoderAgreesWithSchema(t *testing.T) {
 	for k := range resolved {
 		keys = append(keys, k)
 	}
-	if !sameSet(keys, props) {
+	if !sameSet(append(keys, "target"), props) {
 		t.Errorf("resolved spec fields %v, schema properties %v", keys, props)
+	}
+	// A target's every field is resolved too (defaults from the schema).
+	tgt, err := Decode([]byte(`{"protocol":"h2","target":{"url":"https://h2.wirelab.test/"},"network":"neoload","scenario":{"stages":[{"duration_s":1,"target":1}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = json.Marshal(tgt.Target)
+	got := map[string]any{}
+	json.Unmarshal(raw, &got)
+	if len(got) != 7 || tgt.AccessNetwork != "neoload" || tgt.Lab != nil {
+		t.Errorf("target resolved to %s (network %q, lab %v)", raw, tgt.AccessNetwork, tgt.Lab)
+	}
+}
+
+func TestDecodeTarget(t *testing.T) {
+	stage := `"scenario":{"stages":[{"duration_s":1,"target":1}]}`
+	for _, tc := range []struct{ in, field string }{
+		{`{"protocol":"h2","page":"twitter","target":{"url":"https://a.example/"},` + stage + `}`, "page"},
+		{`{"protocol":"h2","target":{"url":"ftp://a.example/"},` + stage + `}`, "target.url"},
+		{`{"protocol":"h2","target":{},` + stage + `}`, "target.url"},
+		{`{"protocol":"h2","target":{"url":"https://a.example/","resolve":{"a.example":"x"}},` + stage + `}`, `target.resolve["a.example"]`},
+		{`{"protocol":"h2","target":{"url":"https://a.example/","status_format":"iis"},` + stage + `}`, "target.status_format"},
+		{`{"protocol":"h2","target":{"url":"https://a.example/"},"server":{"impl":"nginx"},` + stage + `}`, "page"},
+		{`{"protocol":"h2","network":"neoload",` + stage + `}`, "page"},
+		{`{"protocol":"h2","target":{"url":"https://a.example/"},"network":"nosuch",` + stage + `}`, "network"},
+	} {
+		_, err := Decode([]byte(tc.in))
+		fe, ok := fielderr.As(err)
+		if !ok || fe.Field != tc.field {
+			t.Errorf("%s: got %v; want an error naming %s", tc.in, err, tc.field)
+		}
 	}
 }
 

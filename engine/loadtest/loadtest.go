@@ -78,11 +78,16 @@ var ErrInterrupted = errors.New("interrupted")
 // server's support), with what its lab needs. Nothing has been created yet.
 type Prepared struct {
 	Spec *loadgen.Spec
-	Lab  *lab.Prepared // the lab serving the page over the one protocol
+	Lab  *lab.Prepared // the lab serving the page over the one protocol; a target's live lab
+	// Target is the external target (spec.target); nil for a lab server.
+	Target *Target
 }
 
 // Prepare checks spec as a run would, creating nothing.
 func Prepare(spec *loadgen.Spec) (*Prepared, error) {
+	if spec.Target != nil {
+		return prepareTarget(spec)
+	}
 	if spec.Lab == nil {
 		return nil, &fielderr.Error{Field: "page", Allowed: "required: the page the load test's server serves (wirelab-engine loadtest runs the lab; loadgen --target loads a page elsewhere)"}
 	}
@@ -138,6 +143,12 @@ type Result struct {
 	// each generator's figures (the summary's, repeated here for readers of loadtest.json).
 	Degraded   bool                   `json:"degraded"`
 	Generators []loadgen.GeneratorRun `json:"generators"`
+	// ServerMeasured says whether the server side was measured: a lab server always is (its
+	// control group, its gauges); an external target only through target.status_url.
+	ServerMeasured bool `json:"server_measured"`
+	// Egress is an external target's egress router: what it let through and refused (nil for a
+	// lab server).
+	Egress *trial.EgressResult `json:"egress,omitempty"`
 }
 
 // DegradedError is Run's error when a generator was lost mid-run: loadtest.json is written
@@ -238,6 +249,9 @@ type runner struct {
 	summary any
 	// degradedLogged: the first degraded interval was logged
 	degradedLogged bool
+	// startCh receives the run's start from a target's generator (its start event, after its
+	// preflight load); nil for a lab server, whose start the parent sets.
+	startCh chan int64
 }
 
 func (r *runner) progress(v any) { trial.WriteEvent(r.o.Progress, v) }
@@ -255,6 +269,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.logFile, r.log = lf, trial.NewEngineLog(lf, r.started)
 	prov := trial.NewProvenance(r.o.Command, r.started)
 	specJSON, _ := json.Marshal(spec)
+	if r.p.Target != nil {
+		return r.runTarget(ctx, prov, specJSON)
+	}
 	r.log.Header(
 		fmt.Sprintf("wirelab-engine %s (%s) loadtest %s", prov.EngineVersion, prov.GitSHA, spec.LoadtestID),
 		"command: "+strings.Join(r.o.Command, " "),
@@ -401,6 +418,10 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 	go func() {
 		defer close(samplerDone)
 		enc := json.NewEncoder(samples)
+		if r.p.Target != nil {
+			r.sampleTarget(ctx, exited, enc, &sampled)
+			return
+		}
 		// The first interval starts at the run's start: read the server's usage then.
 		select {
 		case <-time.After(max(time.Duration(startNs-monotonicNow()), 0)):
@@ -498,6 +519,16 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 				continue
 			}
 			switch ev.Event {
+			case "start":
+				var st struct {
+					StartNs int64 `json:"start_ns"`
+				}
+				if json.Unmarshal(gl.line, &st) == nil && r.startCh != nil {
+					select { // once: the sampler counts from the first
+					case r.startCh <- st.StartNs:
+					default:
+					}
+				}
 			case "interval":
 				if merger == nil {
 					writeInterval(gl.line)
@@ -534,6 +565,10 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 	interrupted := false
 	var serverExit *ServerExit
 	var werr error
+	var serverExited <-chan struct{} // nil (never) for a target: its server is not ours
+	if r.lab.Server != nil {
+		serverExited = r.lab.Server.Exited()
+	}
 	stopVUs := func() {
 		// loadgen stops its VUs, prints its last interval and the summary, then exits 130.
 		for _, g := range gens {
@@ -553,7 +588,7 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 	case <-ctx.Done():
 		interrupted = true
 		stopVUs()
-	case <-r.lab.Server.Exited():
+	case <-serverExited:
 		// The server died under load — an outcome worth recording (out of memory, a crash), not
 		// one to keep loading for the rest of the scenario: the VUs run one more interval, so the
 		// record shows what they met (resets, refused connections, by kind), then stop; what was
@@ -582,6 +617,13 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 		}
 	}
 	stderr := strings.Join(stderrs, "; ")
+	if code == 2 && r.p.Target != nil {
+		// loadgen's preflight: the target cannot be loaded (unreachable, a certificate that
+		// fails, an error status) — bad input, nothing measured
+		all := strings.Split(stderr, " | ")
+		why := strings.TrimPrefix(all[len(all)-1], "wirelab-engine: ")
+		return nil, fielderr.New("target.url", r.p.Spec.Target.URL, "%s", why)
+	}
 	if merger != nil && mergeErr == nil {
 		var m *loadgen.Merged
 		if m, mergeErr = merger.Finish(); mergeErr == nil && len(merger.Lost()) < n {
@@ -602,11 +644,11 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 	if code == 2 {
 		return nil, fmt.Errorf("loadgen refused the spec the load test gave it (a bug): %s", stderr)
 	}
-	res := &Result{Contract: Contract, Spec: spec, Summary: summary, Degraded: summary.Degraded, Generators: summary.Generators, Interrupted: interrupted || (serverExit == nil && summary.Interrupted),
+	res := &Result{Contract: Contract, Spec: spec, Summary: summary, Degraded: summary.Degraded, Generators: summary.Generators, Interrupted: interrupted || (serverExit == nil && summary.Interrupted), ServerMeasured: true,
 		Intervals: lines, ServerSamples: len(sampled), GeneratorSaturated: summary.GeneratorSaturated, ServerExited: serverExit}
 	res.Outcomes = Outcomes{Outcomes: summary.Outcomes, ServerAt: map[string]*Sample{}}
 	for _, s := range sampled {
-		if s.Source != "" {
+		if s.Source != "" && r.p.Target == nil { // a target's status page has no CPU figure
 			if res.Outcomes.ServerCPUUtilMax == nil || s.CPUUtil > *res.Outcomes.ServerCPUUtilMax {
 				v := s.CPUUtil
 				res.Outcomes.ServerCPUUtilMax = &v

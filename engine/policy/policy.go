@@ -184,3 +184,78 @@ func SpecialPurpose(a netip.Addr) (string, bool) {
 	}
 	return "", false
 }
+
+// Private reports whether a is in an RFC 1918 private block (10/8, 172.16/12, 192.168/16): the
+// one kind of special-purpose address an external load-test target may have (a staging server),
+// and only when the user names it and passes --allow-internet (Target).
+func Private(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.Is4() && a.IsPrivate()
+}
+
+// Target is the address policy of a load test of an external target (docs/loadtest.md, "External
+// targets"): only the target's host and the origins the user lists may be requested, and every
+// address a VU dials must be
+//   - loopback, or one of the run's own namespaces (Own) — no flag needed;
+//   - public, only with AllowInternet (set by --allow-internet on the command line, never by a file);
+//   - private (RFC 1918), only with AllowInternet and when the user named that very address: as an
+//     IP literal of the target's URL or of an origin, or as a value of target.resolve (Named);
+//   - any other special-purpose address (link-local and the cloud metadata service 169.254.169.254,
+//     multicast, documentation, benchmarking, shared address space, …): never.
+type Target struct {
+	AllowInternet bool
+	// Hosts are the names and IP literals that may be requested (the target's host and
+	// target.origins), lower case; nil allows any host (the addresses are still checked).
+	Hosts []string
+	// Named are the addresses the user wrote (private ones pass only if named).
+	Named []netip.Addr
+	// Own reports whether an address belongs to the run's namespaces (default nil: none).
+	Own func(netip.Addr) bool
+}
+
+// CheckHost refuses a host that is neither the target's nor a listed origin.
+func (t Target) CheckHost(host string) error {
+	if t.Hosts == nil {
+		return nil
+	}
+	h := strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	for _, ok := range t.Hosts {
+		if h == ok {
+			return nil
+		}
+	}
+	return &RefusedError{What: host, Reason: "not the target's host nor one of target.origins (" + strings.Join(t.Hosts, ", ") + "); list the origins the VUs may contact"}
+}
+
+// CheckAddr is the check of an address before a packet is sent to it.
+func (t Target) CheckAddr(what string, a netip.Addr) error {
+	a = a.Unmap()
+	if a.IsLoopback() || (t.Own != nil && t.Own(a)) {
+		return nil
+	}
+	name, special := SpecialPurpose(a)
+	switch {
+	case special && Private(a):
+		if !t.named(a) {
+			return &RefusedError{What: what, Addr: a.String(), Reason: "a private address (" + name + ") the spec does not name; a private target must be named in target.url, target.resolve or target.origins, and loaded with --allow-internet"}
+		}
+		if !t.AllowInternet {
+			return &RefusedError{What: what, Addr: a.String(), Reason: "a private address outside this run's namespaces; loading it needs --allow-internet on the command line"}
+		}
+		return nil
+	case special:
+		return &RefusedError{What: what, Addr: a.String(), Reason: fmt.Sprintf("a special-purpose address (%s), refused even with --allow-internet", name)}
+	case !t.AllowInternet:
+		return &RefusedError{What: what, Addr: a.String(), Reason: "not loopback nor an address of this run's namespaces; loading it needs --allow-internet on the command line"}
+	}
+	return nil
+}
+
+func (t Target) named(a netip.Addr) bool {
+	for _, n := range t.Named {
+		if n.Unmap() == a {
+			return true
+		}
+	}
+	return false
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/loadgen"
 	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/policy"
 )
 
 const loadgenUsage = `usage: wirelab-engine loadgen --spec SPEC.json --target URL [flags]
@@ -41,12 +42,25 @@ interval ({"event":"interval",…}) and a final {"event":"summary",…} on stdou
                            count from it (interval k = [N + k·interval_s, …)); at most 60 s ahead,
                            at most one interval past
   --allow-remote-target    allow addresses outside loopback, resolving unknown names with the
-                           system's resolver. Point it only at servers you may load.
+                           system's resolver: public addresses, and a private (RFC 1918) one only
+                           when named (the --target URL's IP literal, a --resolve value, an
+                           --origins literal); special-purpose ones (link-local and 169.254.169.254,
+                           multicast, documentation, …) never. Only the target's host and --origins
+                           are contacted. Point it only at servers you may load.
+  --origins HOST,...       the hosts besides the target's that a VU may contact (a page's other
+                           origins); default: none. A spec's target.origins are used with --lab
+  --preflight              load the target once before the start: a target that cannot be loaded
+                           (unreachable, a certificate that fails, an answer ≥ 400) is bad input —
+                           one line naming the cause, exit 2, no VU started. Without --start-ns the
+                           run starts 0.2 s after it; the first line, {"event":"start","start_ns":N},
+                           says when
   --lab RUNID              run inside lab run RUNID (wirelab-engine loadtest starts it so in the
                            client namespace, bench loadgen in the server namespace): the lab's
                            addresses (10.77.0.0/16, *.wirelab.test) are allowed instead of loopback —
                            accepted only in that run's client or server namespace while the run
-                           lives (neither has a route off the machine)
+                           lives. With a spec's target: the target's policy (its host and
+                           target.origins; the run's namespaces, public addresses with the spec's
+                           allow_internet, private ones only when named, never special-purpose)
   --dns IP[:PORT]          with --lab: resolve names with the lab's DNS server (client.dns = server)
   --max-open-files N       cap the generator's open files (connections) at N; default: as many as the
                            machine allows — the soft RLIMIT_NOFILE raised to the hard one, and as
@@ -93,7 +107,12 @@ type loadgenArgs struct {
 	part         loadgen.Part
 	histograms   bool
 	pprof        string // --pprof: the profiles' loopback address ("" none)
+	preflight    bool   // --preflight: load the target once before the start
+	startGiven   bool   // --start-ns was given
 }
+
+// preflightLead is how far after a preflight load the run starts (without --start-ns).
+const preflightLead = 200 * time.Millisecond
 
 func runLoadgen(args []string, stdout io.Writer) error {
 	la, err := parseLoadgenArgs(args)
@@ -119,6 +138,17 @@ func runLoadgen(args []string, stdout io.Writer) error {
 	ctx, stop := cli.RunContext()
 	defer stop()
 	enc := json.NewEncoder(stdout)
+	if la.preflight {
+		if err := preflight(ctx, loader, la.target, la.spec.Timeout()); err != nil {
+			return err
+		}
+		if !la.startGiven {
+			// the run starts a moment after the preflight; the first line says when
+			la.start, la.mono, _ = loadgenStart("", la.spec.Interval())
+			la.start, la.mono = la.start.Add(preflightLead), la.mono+int64(preflightLead)
+		}
+		_ = enc.Encode(map[string]any{"event": "start", "start_ns": la.mono})
+	}
 	gauge := &client.ConnGauge{}
 	sum, err := loadgen.Run(ctx, loadgen.Config{
 		Spec:       la.spec,
@@ -173,6 +203,8 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	caFile := fs.String("ca", "", "")
 	startNs := fs.String("start-ns", "", "")
 	remote := fs.Bool("allow-remote-target", false, "")
+	originsFlag := fs.String("origins", "", "")
+	pre := fs.Bool("preflight", false, "")
 	labID := fs.String("lab", "", "")
 	dnsAddr := fs.String("dns", "", "")
 	maxFiles := fs.Uint64("max-open-files", 0, "")
@@ -226,7 +258,7 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 			return nil, cli.Usagef("--pprof %s: %v", *pprofAddr, err)
 		}
 	}
-	la := &loadgenArgs{spec: spec, target: *target, maxOpenFiles: *maxFiles, histograms: *histograms, pprof: *pprofAddr}
+	la := &loadgenArgs{spec: spec, target: *target, maxOpenFiles: *maxFiles, histograms: *histograms, pprof: *pprofAddr, preflight: *pre}
 	if *part != "" {
 		if la.part, err = loadgen.ParsePart(*part); err != nil {
 			return nil, cli.Usagef("--part %s: %v", *part, err)
@@ -237,7 +269,6 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	cfg.MaxConnectionsPerOrigin = spec.Client.MaxConnectionsPerOrigin
 	cfg.Timeout = spec.Timeout()
 	cfg.UserAgent = "wirelab-engine/" + version.Version
-	cfg.AllowAnyTarget = *remote
 	cfg.LoopbackOnly = !*remote && *labID == "" // in a lab: the client's lab policy (10.77.0.0/16, *.wirelab.test)
 	static := client.StaticResolver{"localhost": netip.MustParseAddr("127.0.0.1")}
 	if *resolve != "" {
@@ -249,6 +280,32 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 			static[name] = a
 		}
 	}
+	var origins []string
+	if *originsFlag != "" {
+		if *labID != "" {
+			return nil, cli.Usagef("--origins: not with --lab (a load test's origins are its spec's target.origins)")
+		}
+		origins = strings.Split(*originsFlag, ",")
+	}
+	switch {
+	case *remote:
+		tp, err := loadgen.TargetPolicy(*target, origins, static, true, nil)
+		if err != nil {
+			return nil, cli.Usagef("--target %s: %v", *target, err)
+		}
+		cfg.Target = tp
+	case *labID != "" && spec.Target != nil:
+		if *target != spec.Target.URL {
+			return nil, cli.Usagef("--target %s: the spec's target is %s", *target, spec.Target.URL)
+		}
+		tp, err := loadgen.TargetPolicy(*target, spec.Target.Origins, static, spec.AllowInternet, policy.OwnRoute)
+		if err != nil {
+			return nil, usageIfField(err)
+		}
+		cfg.Target = tp
+	case len(origins) > 0:
+		return nil, cli.Usagef("--origins: only with --allow-remote-target (loopback loads contact any loopback origin)")
+	}
 	if *sources != "" {
 		if cfg.Sources, err = parseSources(*sources); err != nil {
 			return nil, cli.Usagef("--source %s: %v; want local addresses of this namespace, comma-separated", *sources, err)
@@ -256,7 +313,7 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	}
 	cfg.Resolver = static
 	if *remote {
-		cfg.Resolver = staticThenSystem{static}
+		cfg.Resolver = staticThen{static, client.SystemResolver{}}
 	}
 	if *dnsAddr != "" {
 		server, err := dnsServerAddr(*dnsAddr)
@@ -267,6 +324,9 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 			return nil, cli.Usagef("--dns %s: %v", *dnsAddr, client.ErrNotLabTarget)
 		}
 		cfg.Resolver = &client.DNSResolver{Server: server.String()}
+		if cfg.Target != nil && *resolve != "" {
+			cfg.Resolver = staticThen{static, cfg.Resolver} // a target's resolve names, then the router's forwarder
+		}
 	}
 	if *caFile != "" {
 		pool, err := caPool("--ca", *caFile, nil)
@@ -278,6 +338,14 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	if err := checkLoadgenTarget(*target, cfg, *remote || *labID != ""); err != nil {
 		return nil, err
 	}
+	if cfg.Target != nil {
+		// the target's own host, before anything is sent: a literal or a --resolve value now,
+		// a name's addresses when it is resolved (each checked before it is dialled)
+		if err := targetAddrCheck(*target, cfg); err != nil {
+			return nil, err
+		}
+	}
+	la.startGiven = *startNs != ""
 	if la.start, la.mono, err = loadgenStart(*startNs, spec.Interval()); err != nil {
 		return nil, err
 	}
@@ -304,6 +372,9 @@ func parseSources(list string) (*client.SourceAddrs, error) {
 
 // standaloneChecks refuses what only the lab's `loadtest` can provide.
 func standaloneChecks(spec *loadgen.Spec) error {
+	if spec.Target != nil {
+		return fielderr.New("target", spec.Target.URL, "is loaded by wirelab-engine loadtest (through the access link and the egress router); loadgen alone takes --target, --resolve, --ca and --origins")
+	}
 	if spec.Client.DNS == "server" {
 		return fielderr.New("client.dns", "server", "needs the lab's DNS server (wirelab-engine loadtest); loadgen --target resolves names with --resolve")
 	}
@@ -348,6 +419,49 @@ func checkLoadgenTarget(raw string, cfg *client.Config, remote bool) error {
 	return nil
 }
 
+// targetAddrCheck refuses a target whose host (an IP literal or a --resolve name) the target
+// policy refuses: one line, exit 2, before any packet.
+func targetAddrCheck(raw string, cfg *client.Config) error {
+	u, _ := url.Parse(raw)
+	host := u.Hostname()
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else if st, ok := cfg.Resolver.(client.StaticResolver); ok {
+		if a, ok := st[strings.ToLower(host)]; ok {
+			addrs = []netip.Addr{a}
+		}
+	} else if st, ok := cfg.Resolver.(staticThen); ok {
+		if a, ok := st.static[strings.ToLower(host)]; ok {
+			addrs = []netip.Addr{a}
+		}
+	}
+	for _, a := range addrs {
+		if err := cfg.Target.CheckAddr(host, a); err != nil {
+			return cli.Usagef("--target %s: refused before any packet was sent: %v", raw, err)
+		}
+	}
+	return nil
+}
+
+// preflight loads the target once: a target that cannot be loaded is bad input, said in one line
+// naming the cause (exit 2), before any VU starts.
+func preflight(ctx context.Context, loader *client.Loader, target string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := loader.Load(ctx, target, nil)
+	if err == nil && res.Err != nil {
+		err = res.Err
+	}
+	if err == nil && len(res.Entries) > 0 && res.Entries[0].Status >= 400 {
+		err = fmt.Errorf("answered %d", res.Entries[0].Status)
+	}
+	if err != nil {
+		return cli.Usagef("--target %s: cannot be loaded: %v", target, err)
+	}
+	return nil
+}
+
 // loadgenStart maps --start-ns (CLOCK_MONOTONIC) onto Go's clock; without it the run starts now.
 func loadgenStart(raw string, interval time.Duration) (time.Time, int64, error) {
 	var ts unix.Timespec
@@ -368,14 +482,18 @@ func loadgenStart(raw string, interval time.Duration) (time.Time, int64, error) 
 	return now.Add(ahead), n, nil
 }
 
-// staticThenSystem resolves through a static map, then the system's resolver (--allow-remote-target).
-type staticThenSystem struct{ static client.StaticResolver }
+// staticThen resolves through a static map, then another resolver (the system's with
+// --allow-remote-target; the egress router's forwarder for a load test's target).
+type staticThen struct {
+	static client.StaticResolver
+	next   client.Resolver
+}
 
-func (r staticThenSystem) Lookup(ctx context.Context, host string) ([]netip.Addr, error) {
+func (r staticThen) Lookup(ctx context.Context, host string) ([]netip.Addr, error) {
 	if addrs, err := r.static.Lookup(ctx, host); err == nil {
 		return addrs, nil
 	}
-	return client.SystemResolver{}.Lookup(ctx, host)
+	return r.next.Lookup(ctx, host)
 }
 
-var _ client.Resolver = staticThenSystem{}
+var _ client.Resolver = staticThen{}

@@ -32,7 +32,7 @@ DIR/intervals.jsonl (the generator's intervals), DIR/server.jsonl (one server sa
 DIR/engine.log and, last, DIR/loadtest.json (spec, provenance, emulator summary, the generator's
 summary, outcomes with server_at, thresholds including the server's). Needs root.
 
-  --spec FILE   the loadtest spec (JSON; schemas/loadtest-spec.schema.json; page required; - reads stdin)
+  --spec FILE   the loadtest spec (JSON; schemas/loadtest-spec.schema.json; page or target required; - reads stdin)
   --out DIR     the load test's directory (created when missing)
   --progress    print {"event":"ready"}, every interval line and {"event":"done"} on stdout
   --check       check the spec exactly as a run would (page, network, server) and create nothing
@@ -42,6 +42,11 @@ summary, outcomes with server_at, thresholds including the server's). Needs root
                 DIR/generators/local-K.jsonl. One process holds at most RLIMIT_NOFILE connections
                 (docs/loadtest.md). A generator lost mid-run marks the intervals after the loss
                 degraded and fails the load test (exit 1, loadtest.json degraded true). Default 1
+  --allow-internet  a target (spec.target) may be outside loopback and the run's local internet:
+                public addresses, and private (RFC 1918) ones the spec names; never special-purpose
+                ones (link-local, metadata 169.254.169.254, multicast, documentation, …). Without
+                it such a target is refused before anything is sent (the control plane sets the
+                spec's allow_internet only from its own --allow-internet flag)
 
 Exit status: 0 complete and every threshold passed; 1 a threshold failed, or the run could not run;
 2 bad spec (nothing created); 130 interrupted (SIGINT/SIGTERM: the VUs are stopped, what was
@@ -56,6 +61,7 @@ func runLoadtest(args []string) error {
 	progress := fs.Bool("progress", false, "")
 	check := fs.Bool("check", false, "")
 	generators := fs.Int("generators", 1, "")
+	allowInternet := fs.Bool("allow-internet", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Print(loadtestUsage)
@@ -79,6 +85,10 @@ func runLoadtest(args []string) error {
 	spec, err := loadgen.Decode(data)
 	if err != nil {
 		return usageIfField(err)
+	}
+	spec.AllowInternet = spec.AllowInternet || *allowInternet
+	if spec.Target != nil && *generators > 1 {
+		return cli.Usagef("--generators %d: an external target is loaded by one generator (several are not built for targets yet)", *generators)
 	}
 	p, err := loadtest.Prepare(spec)
 	if err != nil {
