@@ -86,3 +86,37 @@ func TestPolicy(t *testing.T) {
 		t.Error("the default policy accepts 10.77.1.1 outside a run")
 	}
 }
+
+func TestTargetPolicy(t *testing.T) {
+	own := func(a netip.Addr) bool { return netip.MustParsePrefix("10.77.0.0/16").Contains(a) }
+	named := []netip.Addr{netip.MustParseAddr("10.20.0.5")}
+	for _, tc := range []struct {
+		addr    string
+		flag    bool
+		refused string // "" = allowed
+	}{
+		{"127.0.0.1", false, ""},
+		{"10.77.1.2", false, ""}, // the run's own
+		{"93.184.215.14", false, "needs --allow-internet"},
+		{"93.184.215.14", true, ""},
+		{"10.20.0.5", false, "needs --allow-internet"},
+		{"10.20.0.5", true, ""},
+		{"10.20.0.6", true, "the spec does not name"},
+		{"192.168.1.1", true, "the spec does not name"},
+		{"169.254.169.254", true, "link-local"},
+		{"224.0.0.1", true, "multicast"},
+		{"192.0.2.1", true, "documentation"},
+		{"100.64.0.1", true, "shared address space"},
+		{"::ffff:169.254.169.254", true, "link-local"},
+	} {
+		p := Target{AllowInternet: tc.flag, Named: named, Own: own}
+		err := p.CheckAddr("t", netip.MustParseAddr(tc.addr))
+		if (tc.refused == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.refused)) {
+			t.Errorf("%s (flag %v): %v; want refused %q", tc.addr, tc.flag, err, tc.refused)
+		}
+	}
+	p := Target{Hosts: []string{"staging.example.com", "cdn.example.com"}}
+	if p.CheckHost("Staging.Example.com.") != nil || p.CheckHost("other.example.com") == nil {
+		t.Error("CheckHost: the target's hosts only")
+	}
+}
