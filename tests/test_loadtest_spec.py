@@ -214,3 +214,61 @@ def test_is_loadtest(tmp_path):
     (tmp_path / "t.toml").write_text('[sweep]\nname = "x"\n[base]\npage = "twitter"\n')
     assert loadplan.is_loadtest(tmp_path / "l.toml") and not loadplan.is_loadtest(tmp_path / "t.toml")
     assert not loadplan.is_loadtest(tmp_path / "missing.toml")
+
+
+_TARGET_TOML = """
+[sweep]
+name = "staging"
+[load]
+protocols = ["h2"]
+network = { preset = "neoload" }
+scenario = { stages = [{ duration_s = 60, target = 10 }] }
+[load.target]
+url = "https://staging.example.com/"
+resolve = { "staging.example.com" = "10.20.0.5" }
+"""
+
+
+def test_target_without_page_and_the_flag_only_from_the_command_line():
+    from wirelab import _loadplan as loadplan
+    from wirelab.errors import SpecError
+
+    plain = loadplan.loads(_TARGET_TOML)
+    flagged = loadplan.loads(_TARGET_TOML, allow_internet=True)
+    assert plain.runs[0].spec["target"]["url"] == "https://staging.example.com/"
+    assert "allow_internet" not in plain.runs[0].spec
+    assert flagged.runs[0].spec["allow_internet"] is True
+    assert plain.runs[0].id == flagged.runs[0].id  # the flag is the command line's, not the test's
+    with pytest.raises(SpecError, match=r"load.allow_internet: is set only by --allow-internet"):
+        loadplan.loads(_TARGET_TOML.replace("[load.target]", "allow_internet = true\n[load.target]"))
+    with pytest.raises(SpecError, match=r"load.page"):
+        loadplan.loads(
+            _TARGET_TOML.replace('url = "https://staging.example.com/"\n', "")
+            .replace("[load.target]\n", "")
+            .replace('resolve = { "staging.example.com" = "10.20.0.5" }\n', "")
+        )
+
+
+def test_report_says_when_the_server_side_was_not_measured():
+    import pandas as pd
+
+    from wirelab.report._capacity import target_notes
+
+    runs = pd.DataFrame(
+        {
+            "spec": [
+                {"target": {"url": "https://a.example/"}},
+                {
+                    "target": {
+                        "url": "https://b.example/",
+                        "status_url": "https://b.example/server-status?auto",
+                    }
+                },
+                {"page": "neoload50"},
+            ]
+        }
+    )
+    notes = target_notes(runs)
+    assert len(notes) == 2
+    assert "https://a.example/: the server side was not measured" in notes[0]
+    assert "measured only through its status page https://b.example/server-status?auto (apache)" in notes[1]

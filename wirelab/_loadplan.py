@@ -65,6 +65,7 @@ _SET_BY_WIRELAB = {
     "contract": "is set by wirelab",
     "loadtest_id": "is set by wirelab (each run's id comes from its content)",
     "protocol": "is set by wirelab from protocols (each protocol runs in turn)",
+    "allow_internet": "is set only by --allow-internet on the command line of wirelab loadtest, not the file",
 }
 #: top-level tables of a load-test spec
 _TABLES = ("sweep", "load", "grid")
@@ -218,7 +219,12 @@ def stages_seconds(spec: Mapping[str, Any]) -> float:
 def loadtest_id(spec: Mapping[str, Any]) -> str:
     """Stable id of a run: a hash of its spec with the schema's defaults, without ``loadtest_id``, the
     network as its resolved object (equivalent profile strings give the same id)."""
-    body = {k: v for k, v in contract.apply_defaults(SCHEMA, dict(spec)).items() if k != "loadtest_id"}
+    # allow_internet is the command line's, not the test's: the same test with or without the flag
+    body = {
+        k: v
+        for k, v in contract.apply_defaults(SCHEMA, dict(spec)).items()
+        if k not in ("loadtest_id", "allow_internet")
+    }
     body["network"] = netprofile.parse(body.get("network", "native"))
     # Fields added after load tests were first stored are left out at their default, so that a sweep
     # stored before them keeps its ids and resumes without running again.
@@ -321,8 +327,10 @@ def _check_tables(data: Mapping[str, Any]) -> None:
         raise SpecError("grid: is not a table; write [grid] with its axes", path="grid")
 
 
-def from_dict(data: Mapping[str, Any], *, source: str = "") -> LoadPlan:
-    """Validate and expand a load-test spec given as a dict (the TOML's structure)."""
+def from_dict(data: Mapping[str, Any], *, source: str = "", allow_internet: bool = False) -> LoadPlan:
+    """Validate and expand a load-test spec given as a dict (the TOML's structure). ``allow_internet``
+    (``wirelab loadtest --allow-internet``, never the file) lets a ``[load.target]`` be outside loopback
+    and the run's local internet; it is not part of a run's id."""
     refuse_non_finite(data, "")
     _check_tables(data)
     try:
@@ -345,7 +353,7 @@ def from_dict(data: Mapping[str, Any], *, source: str = "") -> LoadPlan:
             'load.protocols: is missing; list the protocols to run in turn, e.g. protocols = ["h1s", "h2"]',
             path="load.protocols",
         )
-    if "page" not in load_table and "page" not in axes:
+    if "page" not in load_table and "page" not in axes and "target" not in load_table:
         raise _page_required("load.page")
     runs: list[PlannedLoadtest] = []
     ids: dict[str, int] = {}
@@ -363,6 +371,8 @@ def from_dict(data: Mapping[str, Any], *, source: str = "") -> LoadPlan:
         protocols = fields.pop("protocols")
         for protocol in protocols:
             spec, resolved = _resolve_run(fields, protocol, written)
+            if allow_internet and "target" in spec:
+                spec["allow_internet"] = resolved["allow_internet"] = True
             run = PlannedLoadtest(
                 id=spec["loadtest_id"],
                 index=len(runs),
@@ -395,14 +405,14 @@ def from_dict(data: Mapping[str, Any], *, source: str = "") -> LoadPlan:
     )
 
 
-def loads(text: str, *, origin: str = "spec") -> LoadPlan:
+def loads(text: str, *, origin: str = "spec", allow_internet: bool = False) -> LoadPlan:
     """Parse, validate and expand TOML text. ``origin`` names the text in syntax errors."""
-    return from_dict(parse_toml(text, origin), source=text)
+    return from_dict(parse_toml(text, origin), source=text, allow_internet=allow_internet)
 
 
-def load(path: str | Path) -> LoadPlan:
+def load(path: str | Path, *, allow_internet: bool = False) -> LoadPlan:
     """Read, validate and expand a load-test spec file."""
-    return loads(read_spec_text(path), origin=str(path))
+    return loads(read_spec_text(path), origin=str(path), allow_internet=allow_internet)
 
 
 def is_loadtest(path: str | Path) -> bool:

@@ -468,6 +468,13 @@ def loadtest(
         ),
         callback=GENERATORS.callback,
     ),
+    allow_internet: bool = typer.Option(
+        False,
+        "--allow-internet",
+        help="Let a [load.target] be outside loopback and the run's local internet: public addresses, and "
+        "private (RFC 1918) ones the spec names; never link-local/metadata, multicast or documentation "
+        "addresses. Only this flag allows it, never the spec file. Load only servers you may load.",
+    ),
     engine: Path = ENGINE_OPTION,
 ) -> None:
     """Run a load test (study N): virtual users against the server under test, through the emulated path.
@@ -484,7 +491,9 @@ def loadtest(
 
     if _is_trial_spec(spec):
         raise UsageError(f"{spec}: a trial sweep ([base]); run it with wirelab run {spec}")
-    summary = _loadtest(loadplan.load(spec), db, resume, _engine(engine), generators)
+    summary = _loadtest(
+        loadplan.load(spec, allow_internet=allow_internet), db, resume, _engine(engine), generators
+    )
     if not summary.ok:
         raise typer.Exit(1)
 

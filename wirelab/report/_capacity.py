@@ -91,6 +91,7 @@ class _Builder:
 
         for name, get in (
             ("page", lambda s: s.get("page")),
+            ("target", lambda s: (s.get("target") or {}).get("url")),
             ("network", lambda s: s.get("network", "native")),
             ("server", lambda s: (s.get("server") or {}).get("impl", "builtin")),
             ("scenario", scenario_text),
@@ -193,6 +194,8 @@ class _Builder:
                 )
             else:
                 self.notes.append("No server samples were measured: the server figure is left out.")
+            for note in target_notes(data.runs):
+                self.notes.append(note)
 
     def sentences(self) -> None:
         table = self.table
@@ -471,6 +474,29 @@ def _think(spec: dict[str, Any]) -> str:
 def _none(v: Any) -> Any:
     """``v``, or None for None and NaN (a DataFrame's missing value)."""
     return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+
+
+def target_notes(runs: Any) -> list[str]:
+    """What the report says of external targets (``[load.target]``): which server side was measured."""
+    notes: list[str] = []
+    seen: set[str] = set()
+    for spec in runs["spec"]:
+        target = (spec or {}).get("target") if isinstance(spec, dict) else None
+        if not target or target.get("url") in seen:
+            continue
+        seen.add(target["url"])
+        if target.get("status_url"):
+            notes.append(
+                f"External target {target['url']}: its server side was measured only through its status page "
+                f"{target['status_url']} ({target.get('status_format', 'apache')}); CPU and memory of its "
+                "machine were not measured."
+            )
+        else:
+            notes.append(
+                f"External target {target['url']}: the server side was not measured (no target.status_url): "
+                "page times, errors and throughput are the users' side only."
+            )
+    return notes
 
 
 def build_capacity(data: CapacityData, figures_dir: Path) -> SweepSection:
