@@ -17,10 +17,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/wirelab/wirelab/engine/egress"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/userpath"
 	"github.com/wirelab/wirelab/engine/lab"
@@ -302,10 +300,10 @@ func (r *runner) runTarget(ctx context.Context, prov trial.Provenance, specJSON 
 	if ctx.Err() != nil {
 		return nil, ErrInterrupted
 	}
-	ev := &egressLog{log: r.log}
+	ev := trial.NewEgressEvents(r.log)
 	var err error
 	r.lab, err = lab.Start(ctx, lp, lab.Options{Engine: r.o.Engine, Env: r.o.Env, Command: r.o.Command,
-		OnEgress: ev.on, Stderr: r.o.Warn, Log: r.log.Printf})
+		OnEgress: ev.On, Stderr: r.o.Warn, Log: r.log.Printf})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ErrInterrupted
@@ -358,7 +356,7 @@ func (r *runner) runTarget(ctx context.Context, prov trial.Provenance, specJSON 
 	if res != nil {
 		prov.Finish()
 		res.Provenance = prov
-		res.Egress = r.egressResult(ev)
+		res.Egress = trial.EgressOf(r.lab.Topo, ev)
 		res.ServerMeasured = t.Status != nil
 	}
 	var exited *ServerExitError
@@ -402,44 +400,4 @@ func (r *runner) sampleTarget(ctx context.Context, exited <-chan struct{}, enc *
 			return
 		}
 	}
-}
-
-// egressLog logs the egress router's forwarder's admissions and refusals and counts the refusals.
-type egressLog struct {
-	mu      sync.Mutex
-	log     *trial.EngineLog
-	refused int
-}
-
-func (e *egressLog) on(ev egress.Event) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	switch ev.Event {
-	case "admitted":
-		e.log.Printf("egress: admitted %s (%s)", ev.Addr, ev.Name)
-	case "refused":
-		e.refused++
-		e.log.Printf("egress: refused %s (%s): %s", ev.Addr, ev.Name, ev.Reason)
-	}
-}
-
-// egressResult is loadtest.json's "egress": what the router let through and refused.
-func (r *runner) egressResult(ev *egressLog) *trial.EgressResult {
-	rc, err := r.lab.Topo.RouterCounters()
-	if err != nil {
-		r.log.Printf("egress: counters: %v", err)
-		return nil
-	}
-	res := &trial.EgressResult{Far: r.lab.Topo.Uplink().Far.String(), Admitted: []string{}}
-	for _, a := range rc.Admitted {
-		res.Admitted = append(res.Admitted, a.String())
-	}
-	slices.Sort(res.Admitted)
-	res.RefusedPackets = int64(rc.Refused)
-	ev.mu.Lock()
-	res.RefusedByPolicy = ev.refused
-	ev.mu.Unlock()
-	r.log.Printf("egress: admitted %s; refused by the policy: %d answers or names; refused by the router: %d packets",
-		strings.Join(res.Admitted, ", "), res.RefusedByPolicy, res.RefusedPackets)
-	return res
 }

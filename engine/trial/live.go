@@ -230,15 +230,19 @@ func spokenOtherwise(harPath, protocol string) (string, error) {
 	return "", nil
 }
 
-// egressEvents logs the DNS forwarder's admissions and refusals and counts the refusals (the
-// admissions are the router's set: RouterCounters).
-type egressEvents struct {
+// EgressEvents logs the DNS forwarder's admissions and refusals and counts the refusals (the
+// admissions are the router's set: RouterCounters). Live trials and load tests of a target use it.
+type EgressEvents struct {
 	mu      sync.Mutex
 	log     *EngineLog
 	refused int
 }
 
-func (e *egressEvents) on(ev egress.Event) {
+// NewEgressEvents logs to log.
+func NewEgressEvents(log *EngineLog) *EgressEvents { return &EgressEvents{log: log} }
+
+// On is lab.Options.OnEgress.
+func (e *EgressEvents) On(ev egress.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch ev.Event {
@@ -312,21 +316,27 @@ func (r *runner) egressResult() *EgressResult {
 	if r.egress == nil || r.emu == nil {
 		return nil
 	}
-	res := &EgressResult{Far: r.emu.Topo.Uplink().Far.String(), Admitted: []string{}}
-	rc, err := r.emu.Topo.RouterCounters()
+	return EgressOf(r.emu.Topo, r.egress)
+}
+
+// EgressOf is what the router of topo let through and refused, with ev's refusals by the policy;
+// nil (logged) when its counters cannot be read.
+func EgressOf(topo *netns.Topology, ev *EgressEvents) *EgressResult {
+	rc, err := topo.RouterCounters()
 	if err != nil {
-		r.log.Printf("egress: counters: %v", err)
+		ev.log.Printf("egress: counters: %v", err)
 		return nil
 	}
+	res := &EgressResult{Far: topo.Uplink().Far.String(), Admitted: []string{}}
 	for _, a := range rc.Admitted {
 		res.Admitted = append(res.Admitted, a.String())
 	}
 	slices.Sort(res.Admitted)
 	res.RefusedPackets = int64(rc.Refused)
-	r.egress.mu.Lock()
-	res.RefusedByPolicy = r.egress.refused
-	r.egress.mu.Unlock()
-	r.log.Printf("egress: admitted %s; refused by the policy: %d answers or names; refused by the router: %d packets",
+	ev.mu.Lock()
+	res.RefusedByPolicy = ev.refused
+	ev.mu.Unlock()
+	ev.log.Printf("egress: admitted %s; refused by the policy: %d answers or names; refused by the router: %d packets",
 		strings.Join(res.Admitted, ", "), res.RefusedByPolicy, res.RefusedPackets)
 	return res
 }

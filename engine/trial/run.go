@@ -133,7 +133,7 @@ type runner struct {
 	lab      *lab.Lab
 	emu      *emulator.Emulator // the lab's
 	quic     *quicReports
-	egress   *egressEvents // a live page's egress router's events
+	egress   *EgressEvents // a live page's egress router's events
 	whyPath  why.Path      // the path's bottleneck for the loads' decomposition
 	summary  emulator.Summary
 	stopped  bool
@@ -212,8 +212,8 @@ func (r *runner) startLab(ctx context.Context, prov *Provenance) error {
 		o.QUICStats = slices.ContainsFunc(s.Protocols, func(p string) bool { return p == "h3" || p == "h2" || p == "h2c" })
 		o.OnServerLine = r.quic.line(r.log)
 	} else {
-		r.egress = &egressEvents{log: r.log}
-		o.OnEgress, o.Stderr = r.egress.on, &stderr
+		r.egress = NewEgressEvents(r.log)
+		o.OnEgress, o.Stderr = r.egress.On, &stderr
 	}
 	var err error
 	r.lab, err = lab.Start(ctx, r.p.Prepared, o)
