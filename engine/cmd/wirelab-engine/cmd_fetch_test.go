@@ -170,7 +170,7 @@ func TestFetchJSON(t *testing.T) {
 	sort.Strings(keys)
 	want := []string{"body_bytes", "client", "connections", "error", "monotonic_end_ns", "monotonic_start_ns", "objects",
 		"phases_ms", "plt_ms", "protocol", "pushed_bytes", "pushes_unused", "pushes_used", "quic_packets_lost",
-		"started_at", "timeline", "tls_handshakes", "tls_resumed"}
+		"started_at", "timeline", "tls_handshakes", "tls_resumed", "view"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("keys %v, want %v", keys, want)
 	}
@@ -179,7 +179,7 @@ func TestFetchJSON(t *testing.T) {
 		extras = append(extras, k)
 	}
 	sort.Strings(extras)
-	if want := []string{"dns_queries", "mode", "priority", "retries", "url"}; !reflect.DeepEqual(extras, want) {
+	if want := []string{"dns_queries", "mode", "priority", "protocols", "retries", "url", "zero_rtt_connections"}; !reflect.DeepEqual(extras, want) {
 		t.Errorf("client %v, want %v", extras, want)
 	}
 	// The load's instants on CLOCK_MONOTONIC: end − start is the PLT, and both lie in the past.
