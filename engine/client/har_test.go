@@ -3,49 +3,18 @@ package client
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/wirelab/wirelab/engine/har"
+	"github.com/wirelab/wirelab/engine/internal/hartest"
 )
-
-// harSchema compiles the HAR 1.2 schema vendored by package har.
-func harSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	files, err := filepath.Glob("../har/testdata/har-schema/*.json")
-	if err != nil || len(files) < 10 {
-		t.Fatalf("schema files: %v %v", files, err)
-	}
-	c := jsonschema.NewCompiler()
-	const base = "https://har-schema.invalid/"
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		if err := c.AddResource(base+filepath.Base(f), doc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.AssertFormat()
-	s, err := c.Compile(base + "har.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // TestHAR: every protocol's load converts to a HAR that validates against HAR 1.2, with the
 // loader's timings, connection ids, protocols and stream ids; a failed request's error is kept.
 func TestHAR(t *testing.T) {
-	schema := harSchema(t)
+	schema := hartest.Schema(t)
 	for _, proto := range Protocols {
 		t.Run(string(proto), func(t *testing.T) {
 			t.Parallel()

@@ -4,44 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/wirelab/wirelab/engine/internal/hartest"
 )
-
-// harSchema compiles the vendored HAR 1.2 schema (testdata/har-schema).
-func harSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	files, err := filepath.Glob("testdata/har-schema/*.json")
-	if err != nil || len(files) < 10 {
-		t.Fatalf("schema files: %v %v", files, err)
-	}
-	c := jsonschema.NewCompiler()
-	const base = "https://har-schema.invalid/"
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		if err := c.AddResource(base+filepath.Base(f), doc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.AssertFormat()
-	s, err := c.Compile(base + "har.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 func sampleLog() *Log {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
@@ -77,7 +46,7 @@ func TestWriteValidatesAgainstHAR12Schema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := harSchema(t).Validate(inst); err != nil {
+	if err := hartest.Schema(t).Validate(inst); err != nil {
 		t.Fatalf("HAR does not validate: %v\n%s", err, buf.String())
 	}
 	// an empty log is valid too
@@ -86,14 +55,14 @@ func TestWriteValidatesAgainstHAR12Schema(t *testing.T) {
 		t.Fatal(err)
 	}
 	inst, _ = jsonschema.UnmarshalJSON(bytes.NewReader(buf.Bytes()))
-	if err := harSchema(t).Validate(inst); err != nil {
+	if err := hartest.Schema(t).Validate(inst); err != nil {
 		t.Fatalf("empty HAR does not validate: %v", err)
 	}
 }
 
 // The schema is not vacuous: it rejects an entry without timings and a wrong type.
 func TestSchemaRejectsBrokenHAR(t *testing.T) {
-	s := harSchema(t)
+	s := hartest.Schema(t)
 	var buf bytes.Buffer
 	if err := Write(&buf, sampleLog()); err != nil {
 		t.Fatal(err)
