@@ -77,24 +77,21 @@ fuzz-short: $(STAMPS)/gomod
 	@mkdir -p $(TIMES)
 	$(PHASE_START) FUZZTIME=$(FUZZTIME) scripts/fuzz-short.sh; $(call PHASE_END,go-fuzz)
 
-# Every package's tests, then every package whose tests need no root (none of its tests imports
-# internal/roottest: namespaces, TUN devices, BPF, real-time scheduling) again under the race
-# detector, with -short: the tests that check physical timing bounds or take long skip there (the
-# detector slows the code it watches 2–20×, which such bounds would report as the path's).
-# The race-instrumented test binaries are compiled on both cores first (-p 2, run by /bin/true: nothing
-# runs), so that -p 1 serialises only the tests: with a cold build cache, compiling them (and the
-# race-instrumented standard library and dependencies) is 242 s of CPU, of which linking 26 s
-# (docs/testing.md); a warm cache costs the second link only. Its errors show in the run after it.
+# Every package's tests (-p 1: see GOTEST_FLAGS; inside engine/cmd/wirelab-engine the tests without a
+# timing bound run two at a time after the others, parallel_test.go), then, under the race detector
+# with -short (the tests that check physical timing bounds or take long skip there: the detector
+# slows the code it watches 2–20×, which such bounds would report as the path's), the packages that
+# scripts/race-packages.sh names: tests need no root, code or tests concurrent. Two race binaries
+# run at a time (-p 2), except those whose tests still hold a timing bound (client, realtime: run
+# one at a time, after). docs/testing.md has the figures behind each choice.
 # h2spec (the HTTP/2 conformance suite) runs on its own with -v so that its pass count is printed.
-GO_PKGS_NOROOT = go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
-                 awk '{r=0; for (i = 2; i <= NF; i++) if ($$i ~ /engine\/internal\/roottest$$/) r=1; if (!r) print $$1}'
 test-go: $(ENGINE) $(STAMPS)/venv
 	@mkdir -p $(TIMES); rm -f $(TIMES)/phases.jsonl
 	$(PHASE_START) set -o pipefail; cd engine && $(ISOLATE) go test $(GOTEST_FLAGS) -json -skip '^TestH2Spec$$' ./... | \
 	  ../$(PY) ../scripts/test_times.py go ../$(TIMES)/go.jsonl; $(call PHASE_END,go)
-	$(PHASE_START) cd engine && pkgs=$$($(GO_PKGS_NOROOT)) && \
-	  { go test $(GOTEST_FLAGS) -p 2 -race -short -exec /bin/true $$pkgs >/dev/null 2>&1; \
-	    $(ISOLATE) go test $(GOTEST_FLAGS) -race -short $$pkgs; }; $(call PHASE_END,go-race)
+	$(PHASE_START) untimed=$$(scripts/race-packages.sh untimed) && timed=$$(scripts/race-packages.sh timed) && cd engine && \
+	  ( $(ISOLATE) go test $(GOTEST_FLAGS) -p 2 -race -short $$untimed; r=$$?; \
+	    $(ISOLATE) go test $(GOTEST_FLAGS) -race -short $$timed && exit $$r ); $(call PHASE_END,go-race)
 	@$(PHASE_START) cd engine && out=$$($(ISOLATE) go test $(GOTEST_FLAGS) -run '^TestH2Spec$$' -v ./server 2>&1); \
 	  $(call PHASE_RECORD,h2spec); echo "$$out" | grep -E 'h2spec against|failed:|^(ok|FAIL|---)'; exit $$rc
 

@@ -357,6 +357,7 @@ func listTree(t *testing.T, dir string) []string {
 
 // TestBadInputCorpus is the engine's bad-input corpus (docs/bad-input.md).
 func TestBadInputCorpus(t *testing.T) {
+	t.Parallel() // no timing bound: runs beside the package's other such tests (parallel_test.go)
 	cases := badInputCases()
 	if len(cases) < 100 {
 		t.Fatalf("%d cases; the corpus promises at least 100 on this side", len(cases))

@@ -50,6 +50,7 @@ func requireChromium(t *testing.T) {
 // emulated path, resolving names with the run's DNS server; every HAR entry says the protocol
 // asked for, and every object arrives with its size.
 func TestBrowseEmulatedCorpus(t *testing.T) {
+	t.Parallel() // no timing bound: runs beside the package's other such tests (parallel_test.go)
 	roottest.RequireTUN(t)
 	requireChromium(t)
 	for _, name := range page.CorpusNames() {

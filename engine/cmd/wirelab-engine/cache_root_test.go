@@ -18,6 +18,7 @@ import (
 // h2o cannot set a header per path without mruby and still sends no-store (docs/server.md): it
 // is left out here.
 func TestRepeatViewReadsTheCache(t *testing.T) {
+	t.Parallel() // no timing bound: runs beside the package's other such tests (parallel_test.go)
 	roottest.RequireTUN(t)
 	requireChromium(t)
 	for _, srv := range []string{"builtin", "nginx", "apache", "caddy"} {

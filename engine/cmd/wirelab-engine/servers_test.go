@@ -50,6 +50,7 @@ func protocolList(ps []string) string {
 // the emulated path, with exactly the page's objects and body bytes; HTTP/1.x uses at most 6
 // connections per origin, h2/h2c/h3 exactly one per origin — whatever the server.
 func TestServersCorpusAllProtocols(t *testing.T) {
+	t.Parallel() // no timing bound: runs beside the package's other such tests (parallel_test.go)
 	roottest.RequireTUN(t)
 	servers := realServers(t)
 	for _, name := range page.CorpusNames() {
@@ -111,6 +112,7 @@ func TestServersCorpusAllProtocols(t *testing.T) {
 
 // A sharded page is served on every origin address, by every real server.
 func TestServersShardedPage(t *testing.T) {
+	t.Parallel() // no timing bound: runs beside the package's other such tests (parallel_test.go)
 	roottest.RequireTUN(t)
 	pg, err := page.Load("imgur", 1)
 	if err != nil {

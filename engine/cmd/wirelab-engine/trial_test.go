@@ -234,6 +234,7 @@ var allSix = `["h1","h1s","h2","h2c","h3","spdy3"]`
 // and body bytes; HTTP/1.x uses at most 6 connections per origin, h2/h2c/h3/spdy3 exactly one —
 // with shards=3, exactly three.
 func TestTrialCorpusAllProtocols(t *testing.T) {
+	t.Parallel() // no timing bound: runs beside the package's other such tests (parallel_test.go)
 	roottest.RequireTUN(t)
 	type tc struct {
 		page   string
@@ -842,6 +843,7 @@ func computeChainMs(p *page.Page) float64 {
 // client.impl = chromium loads each page in Chromium (browse) through the emulated path: every
 // object, one connection per origin for h2 and h3, Chromium's extras in the record, ToW ≤ PLT.
 func TestTrialChromium(t *testing.T) {
+	t.Parallel() // no timing bound: runs beside the package's other such tests (parallel_test.go)
 	roottest.RequireTUN(t)
 	requireChromium(t)
 	p, err := page.Load("imgur", 1)
