@@ -307,20 +307,7 @@ func TestLoadtestEnds(t *testing.T) {
 					t.Fatalf("gc: %v\n%s", err, out)
 				}
 			}
-			dir := filepath.Join(os.TempDir(), "wirelab-lab-"+id)
-			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("%s left behind", dir)
-			}
-			for _, cg := range cgroups {
-				if _, err := os.Stat(cg); !errors.Is(err, os.ErrNotExist) {
-					t.Errorf("control group %s left behind", cg)
-				}
-			}
-			for _, pid := range pids {
-				if alive(pid) {
-					t.Errorf("server process %d left running", pid)
-				}
-			}
+			assertLabGone(t, filepath.Join(os.TempDir(), "wirelab-lab-"+id), cgroups, pids)
 			for _, pid := range generators {
 				if alive(pid) {
 					t.Errorf("loadgen %d left running", pid)

@@ -286,21 +286,27 @@ func TestServersLeaveNothingBehind(t *testing.T) {
 					t.Fatalf("gc: %v\n%s", err, out)
 				}
 			}
-			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("%s left behind", dir)
-			}
-			for _, cg := range cgroups {
-				if _, err := os.Stat(cg); !errors.Is(err, os.ErrNotExist) {
-					t.Errorf("control group %s left behind", cg)
-				}
-			}
-			for _, pid := range pids {
-				if alive(pid) {
-					t.Errorf("server process %d left running", pid)
-				}
-			}
+			assertLabGone(t, dir, cgroups, pids)
 			assertGone(t, id)
 		})
+	}
+}
+
+// assertLabGone: the lab's directory, its servers' control groups and its server processes are gone.
+func assertLabGone(t *testing.T, dir string, cgroups []string, pids []int) {
+	t.Helper()
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left behind", dir)
+	}
+	for _, cg := range cgroups {
+		if _, err := os.Stat(cg); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("control group %s left behind", cg)
+		}
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("server process %d left running", pid)
+		}
 	}
 }
 
@@ -372,9 +378,7 @@ func TestServersBadInput(t *testing.T) {
 	if err := os.WriteFile(refused, []byte("events {}\nhttp { frobnicate on; }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := wirelabNamespaces(t)
-	var pids []int
-	for _, tc := range []struct{ spec, want string }{
+	checkRefusedSpecs(t, []refusedSpec{
 		{`{"page":"twitter","server":{"impl":"lighttpd"}}`, `server.impl: got "lighttpd"; must be builtin, apache, nginx, h2o or caddy`},
 		{`{"page":"twitter","protocols":["h1s","h3"],"server":{"impl":"nginx"}}`, `protocols[1]: got "h3"; not served by server.impl nginx, which serves h1, h1s, h2`},
 		{`{"page":"twitter","protocols":["spdy3"],"server":{"impl":"apache"}}`, `protocols[0]: got "spdy3"; not served by server.impl apache`},
@@ -385,28 +389,7 @@ func TestServersBadInput(t *testing.T) {
 		{`{"page":"twitter","server":{"impl":"nginx","config":"/nonexistent/nginx.conf"}}`, `server.config: got "/nonexistent/nginx.conf"; must be a regular file: it does not exist`},
 		{`{"page":"twitter","protocols":["h1"],"server":{"impl":"nginx","config":"` + refused + `"}}`, `server.config: got "` + refused + `"; nginx refuses it: `},
 		{`{"page":"twitter","protocols":["h1"],"server":{"impl":"nginx","config":"` + refused + `"}}`, `unknown directive "frobnicate" in ` + refused + `:2`},
-	} {
-		cmd, out := trialCmd(t, tc.spec, time.Minute)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		if cmd.Process != nil {
-			pids = append(pids, cmd.Process.Pid)
-		}
-		if code := exitCodeOf(err); code != 2 {
-			t.Errorf("%s: exit %d, want 2 (stderr %q)", tc.spec, code, stderr.String())
-		}
-		msg := strings.TrimSuffix(stderr.String(), "\n")
-		if strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) {
-			t.Errorf("%s: stderr %q, want one line with %q", tc.spec, stderr.String(), tc.want)
-		}
-		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s: the trial directory was created", tc.spec)
-		}
-	}
-	if left := leftNamespaces(t, before, pids); len(left) > 0 {
-		t.Errorf("namespaces left behind: %v", left)
-	}
+	})
 }
 
 // docs/server.md shows the registry's tables exactly as `servers ls --markdown` prints them.

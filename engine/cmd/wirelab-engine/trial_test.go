@@ -514,9 +514,7 @@ func TestTrialBadInput(t *testing.T) {
 	  {"id":"root","path":"/index.html","origin":0,"size":-5,"type":"html","content_type":"text/html"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := wirelabNamespaces(t)
-	var pids []int
-	for _, tc := range []struct{ spec, want string }{
+	checkRefusedSpecs(t, []refusedSpec{
 		{`{"page":"twiter"}`, `page: got "twiter"; must be a corpus page`},
 		{`{"page":"twitter","protocols":["h2","h4"]}`, `protocols[1]: got "h4"; did you mean h1? must be h1, h1s, h2, h2c, h3 or spdy3`},
 		{`{"page":"twitter","shards":9}`, `shards: got 9; the page has 6 objects besides the root, so at most 6 shards`},
@@ -527,31 +525,7 @@ func TestTrialBadInput(t *testing.T) {
 		{`{"page":"twitter","client":{"impl":"chromium"},"protocols":["h2","h2c"]}`, `protocols[1]: got "h2c"; not loadable by client.impl chromium`},
 		{`{"page":"twitter","client":{"impl":"chromium","mode":"replay"},"protocols":["h2"]}`, `client.mode: got "replay"; Chromium loads a page as a browser does`},
 		{`{"page":"twitter","network":"rtt=fast"}`, `network: rtt: "fast"`},
-	} {
-		cmd, out := trialCmd(t, tc.spec, time.Minute)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		if cmd.Process != nil {
-			pids = append(pids, cmd.Process.Pid)
-		}
-		if code := exitCodeOf(err); code != 2 {
-			t.Errorf("%s: exit %d, want 2 (stderr %q)", tc.spec, code, stderr.String())
-		}
-		msg := strings.TrimSuffix(stderr.String(), "\n")
-		if strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) {
-			t.Errorf("%s: stderr %q, want one line with %q", tc.spec, stderr.String(), tc.want)
-		}
-		if stdout.Len() != 0 {
-			t.Errorf("%s: stdout %q", tc.spec, stdout.String())
-		}
-		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s: the trial directory was created", tc.spec)
-		}
-	}
-	if left := leftNamespaces(t, before, pids); len(left) > 0 {
-		t.Errorf("namespaces left behind: %v", left)
-	}
+	})
 
 	// An output directory that already holds a trial is refused too.
 	cmd, out := trialCmd(t, `{"page":"twitter"}`, time.Minute)
@@ -868,5 +842,41 @@ func TestTrialChromium(t *testing.T) {
 		if l.TowMs <= 0 || l.BytesDown < p.TotalBytes() {
 			t.Errorf("%s: tow %.1f ms, %d bytes down for %d body bytes", l.Protocol, l.TowMs, l.BytesDown, p.TotalBytes())
 		}
+	}
+}
+
+// refusedSpec is a trial spec the engine must refuse, with what its one line must say.
+type refusedSpec struct{ spec, want string }
+
+// checkRefusedSpecs runs a trial of each spec: exit 2, one line on stderr holding want, nothing on
+// stdout, no trial directory, and no namespace of these commands' runs left behind.
+func checkRefusedSpecs(t *testing.T, cases []refusedSpec) {
+	t.Helper()
+	before := wirelabNamespaces(t)
+	var pids []int
+	for _, tc := range cases {
+		cmd, out := trialCmd(t, tc.spec, time.Minute)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if cmd.Process != nil {
+			pids = append(pids, cmd.Process.Pid)
+		}
+		if code := exitCodeOf(err); code != 2 {
+			t.Errorf("%s: exit %d, want 2 (stderr %q)", tc.spec, code, stderr.String())
+		}
+		msg := strings.TrimSuffix(stderr.String(), "\n")
+		if strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: stderr %q, want one line with %q", tc.spec, stderr.String(), tc.want)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%s: stdout %q", tc.spec, stdout.String())
+		}
+		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the trial directory was created", tc.spec)
+		}
+	}
+	if left := leftNamespaces(t, before, pids); len(left) > 0 {
+		t.Errorf("namespaces left behind: %v", left)
 	}
 }
