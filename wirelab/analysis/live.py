@@ -70,15 +70,19 @@ def site_gains(
     by: Sequence[str] = (),
     seed: int = 0,
     n_boot: int = N_BOOT,
+    metric: str = "tow_ms",
 ) -> pd.DataFrame:
     """Study E's table of average gain per site: per site (and per ``by`` column, e.g. the network)
-    and compared protocol, the mean ToW of the baseline and of the protocol, the gain (% reduction of
-    the mean ToW) and its bootstrap CI — :func:`wirelab.analysis.gain` keyed by site (``loads``'
-    ``site`` column, else its page's host). Columns:
+    and compared protocol, the mean ToW (or ``metric``: the report's ``--metric``) of the baseline and
+    of the protocol, the gain (% reduction of the mean) and its bootstrap CI —
+    :func:`wirelab.analysis.gain` keyed by site (``loads``' ``site`` column, else its page's host).
+    Columns:
     ``site``, ``*by``, ``baseline``, ``protocol``, ``n_base``, ``n``, ``base_mean``, ``mean``,
     ``gain_pct``, ``ci_low``, ``ci_high``."""
     frame = _with_site(loads)
-    parts = [gain(frame, ["site", *by], baseline, proto, seed=seed, n_boot=n_boot) for proto in compared]
+    parts = [
+        gain(frame, ["site", *by], baseline, proto, metric, seed=seed, n_boot=n_boot) for proto in compared
+    ]
     if not parts:
         cols = ["site", *by, "baseline", "protocol", "n_base", "n", "base_mean", "mean", "gain_pct"]
         return pd.DataFrame(columns=[*cols, "ci_low", "ci_high"])

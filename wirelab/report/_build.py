@@ -117,6 +117,8 @@ class LoadView:
     error: str | None
     waterfall: str | None  #: key into the report's waterfall data, None when not embedded
     representative: bool
+    #: the chosen ``--metric``'s value when it is neither ToW nor PLT (None: not measured)
+    metric_ms: float | None = None
 
 
 @dataclasses.dataclass
@@ -146,6 +148,10 @@ class SweepSection:
     spec_toml: str
     provenance: dict[str, str]
     waterfalls: dict[str, Any]
+    #: the metric whose median load the drill-down's ★ marks (``PLT``, or the chosen ``--metric``)
+    representative_metric: str = "PLT"
+    #: the drill-down's column of the chosen ``--metric`` when it is neither ToW nor PLT (``LCP``)
+    metric_column: str | None = None
 
 
 def add_figure(
@@ -183,6 +189,7 @@ def sweep_section(
     provenance: dict[str, str],
     trials: list[TrialView] | None = None,
     waterfalls: dict[str, Any] | None = None,
+    metric: page_metrics.Metric | None = None,
 ) -> SweepSection:
     """A sweep's section (a trial sweep's ``SweepData`` or a load test's ``CapacityData``: its name,
     description, axes and spec) with what its builder made; ``quality``, when it says anything, is the
@@ -204,7 +211,14 @@ def sweep_section(
         spec_toml=data.source or json.dumps(data.spec, indent=1),
         provenance=provenance,
         waterfalls=waterfalls or {},
+        representative_metric=(metric or page_metrics.DEFAULT_RATIO).short,
+        metric_column=metric.short if metric and metric.column not in ("tow_ms", "plt_ms") else None,
     )
+
+
+def _number(v: Any) -> float | None:
+    """A stored number, None for a missing one (NaN, None)."""
+    return None if v is None or v != v else float(v)
 
 
 def _mpl(text: Any) -> str:
@@ -337,6 +351,27 @@ class _Builder:
         if self.metric is None:
             return loads
         return loads[loads["error"].notna() | loads[self.metric.column].notna()]
+
+    def without_metric(self, loads: pd.DataFrame, names: dict[str, str]) -> str:
+        """With a chosen metric, a sentence naming the groups (``names``: trial id → what the figure
+        calls it) none of whose successful loads has it — they are missing from the figure, not drawn
+        with ToW or PLT instead; empty when every group has it (or no metric was chosen)."""
+        if self.metric is None:
+            return ""
+        col = self.metric.column
+        has = set(loads.loc[loads[col].notna(), "trial_id"]) if col in loads else set()
+        missing = list(dict.fromkeys(n for t, n in names.items() if t not in has))
+        if not missing:
+            return ""
+        why = (
+            " (measured by Chromium loads only; the engine's loader does not paint)"
+            if (self.metric.chromium_only)
+            else ""
+        )
+        return (
+            f" No successful load of {', '.join(missing)} has {self.metric.short}{why}: "
+            f"{'it is' if len(missing) == 1 else 'they are'} left out here."
+        )
 
     def _spec(self, trial_id: str) -> dict[str, Any] | None:
         match = self.sd.trials[self.sd.trials["trial_id"] == trial_id]
@@ -710,8 +745,8 @@ class _Builder:
         )
 
     def live_sites(self) -> None:
-        """Study E's live figures: a ToW CDF per protocol per site and the table of average gain per
-        site (wirelab.analysis.live)."""
+        """Study E's live figures: a ToW (or ``--metric``) CDF per protocol per site and the table of
+        average gain per site (wirelab.analysis.live)."""
         if not self.live_sweep:
             return
         sd = self.sd
@@ -720,12 +755,18 @@ class _Builder:
         # One configuration per site: the site names it; else the configuration's label does.
         name_col = "site" if int(per_site.max()) == 1 else "label"
         names = configs.set_index("trial_id")[name_col]
+        g = self.g
+        missing = self.without_metric(self.ok, names.to_dict())
         panels = []
         for trial_id in configs["trial_id"].head(choose.MAX_LIVE_PANELS):
             mine = self.ok[self.ok["trial_id"] == trial_id]
-            data = {p: mine.loc[mine["protocol"] == p, "tow_ms"].to_numpy(float) for p in sd.protocols}
-            panels.append((_mpl(names[trial_id]), {p: v for p, v in data.items() if len(v)}))
-        if any(data for _, data in panels):
+            data = {
+                p: mine.loc[mine["protocol"] == p, g.column].dropna().to_numpy(float) for p in sd.protocols
+            }
+            data = {p: v for p, v in data.items() if len(v)}
+            if data:
+                panels.append((_mpl(names[trial_id]), data))
+        if panels:
             more = (
                 ""
                 if len(configs) <= choose.MAX_LIVE_PANELS
@@ -733,17 +774,17 @@ class _Builder:
             )
             self.add_figure(
                 "live-cdf",
-                "Time on Wire per live site",
-                f"Empirical CDF of ToW over the repetitions, per protocol, one panel per site{more}: "
-                "study E's live figure. The loads alternated the protocols.",
-                lambda: plots.cdf_figure(panels),
+                f"{g.short} per live site" if self.metric else "Time on Wire per live site",
+                f"Empirical CDF of {g.short} over the repetitions, per protocol, one panel per site{more}: "
+                f"study E's live figure. The loads alternated the protocols.{missing}",
+                lambda: plots.cdf_figure(panels, x_label=g.axis_label),
                 self.config_text(),
             )
         if not sd.compared:
             return
-        loads = self.with_config(sd.loads)
+        loads = self.with_config(self.metric_loads(sd.loads))
         loads["site"] = loads["trial_id"].map(names)
-        gains = site_gains(loads, sd.baseline, sd.compared, seed=self.seed)
+        gains = site_gains(loads, sd.baseline, sd.compared, seed=self.seed, metric=g.column)
         rows = []
         for r in gains.to_dict("records"):
             g = r["gain_pct"]
@@ -768,10 +809,20 @@ class _Builder:
             TableBlock(
                 f"tab-{sd.name}-live-gain",
                 "Average gain per site",
-                "Study E's live table: per site, the mean ToW over the loads without error of the baseline "
-                "and of each protocol, and the gain (% reduction of the mean ToW; positive: the protocol "
-                f"is faster) with its {CI_TEXT}. n: loads of the baseline / of the protocol.",
-                ["site", "comparison", "n", "baseline ToW mean ms", "ToW mean ms", "gain", "95 % CI"],
+                f"Study E's live table: per site, the mean {g.short} over the loads without error of the "
+                f"baseline and of each protocol, and the gain (% reduction of the mean {g.short}; positive: "
+                f"the protocol is faster) with its {CI_TEXT}. n: loads of the baseline / of the protocol"
+                + (f" that have {g.short}." if self.metric else ".")
+                + missing,
+                [
+                    "site",
+                    "comparison",
+                    "n",
+                    f"baseline {g.short} mean ms",
+                    f"{g.short} mean ms",
+                    "gain",
+                    "95 % CI",
+                ],
                 rows,
                 open=True,
             )
@@ -787,7 +838,7 @@ class _Builder:
                     f"Live sites: {label} vs {base}",
                     [
                         f"{label} loaded {faster} of {len(mine)} sites faster than {base} on average "
-                        f"(gain in mean ToW from {mine['gain_pct'].min():+.1f} % to "
+                        f"(gain in mean {g.short} from {mine['gain_pct'].min():+.1f} % to "
                         f"{mine['gain_pct'].max():+.1f} %)."
                     ],
                 )
@@ -973,16 +1024,24 @@ class _Builder:
             ]
         by = [axis.column, *([column] if column else [])]
         table = gateway_effects(loads, [*by, "protocol"])
+        g = self.g
+        missing = self.without_metric(loads, self.configs.set_index("trial_id")["label"].to_dict())
         if sd.compared:
-            gains = compare(loads, by, sd.baseline, sd.compared, seed=self.seed)[
-                [*by, "protocol", "gain_pct"]
-            ]
+            gains = compare(
+                self.metric_loads(loads),
+                by,
+                sd.baseline,
+                sd.compared,
+                seed=self.seed,
+                gain_metric=g.column,
+                ratio_metric=self.r.column,
+            )[[*by, "protocol", "gain_pct"]]
             table = table.merge(gains, on=[*by, "protocol"], how="left")
         order = {v: i for i, v in enumerate(axis.values)}
         table = table.sort_values(axis.column, key=lambda c: c.map(order), kind="stable")
         panels = []
         if "gain_pct" in table:
-            panels.append(("gain_pct", f"ToW reduction vs {protocol_style(sd.baseline).label} (%)"))
+            panels.append(("gain_pct", f"{g.short} reduction vs {protocol_style(sd.baseline).label} (%)"))
         panels += [("sojourn_down_p95_ms", "gateway delay, p95 down (ms)"), ("drops", "queue drops per load")]
         if "marks" in table and (table["marks"] > 0).any():
             panels.append(("marks", "ECN marks per load"))
@@ -990,10 +1049,11 @@ class _Builder:
         self.add_figure(
             "gateway-discipline",
             "The gateway per discipline",
-            "Per discipline and protocol, means per load: the ToW reduction against the baseline, the "
+            f"Per discipline and protocol, means per load: the {g.short} reduction against the baseline "
+            "(study E's gain of the mean), the "
             "95th percentile of the time the load's down packets waited in the gateway's queue (measured "
             "by the emulator), the queue's drops by cause (tail: a full drop-tail queue; AQM: the "
-            "discipline's early drops; overflow: an AQM's hard limit) and the retransmissions.",
+            f"discipline's early drops; overflow: an AQM's hard limit) and the retransmissions.{missing}",
             functools.partial(
                 plots.discipline_figure,
                 table,
@@ -1006,7 +1066,7 @@ class _Builder:
         )
         # Overflow drops and ECN marks only where some load had them (most sweeps have neither).
         columns = [
-            ("gain_pct", "ToW reduction %"),
+            ("gain_pct", f"{g.short} reduction %"),
             ("sojourn_down_p50_ms", "delay p50 ms"),
             ("sojourn_down_p95_ms", "delay p95 ms"),
             ("drops_tail", "tail drops"),
@@ -1035,9 +1095,10 @@ class _Builder:
             TableBlock(
                 f"tab-{sd.name}-gateway-discipline",
                 "The gateway per discipline",
-                "Means per load. Gateway delay: the time the load's down packets waited in the gateway's "
+                f"Means per load; {g.short} reduction: study E's gain of the mean {g.short} against the "
+                "baseline. Gateway delay: the time the load's down packets waited in the gateway's "
                 "queue (p50, p95 of each load). Flows: the load's connections the gateway dropped (or "
-                "marked) packets of, and the most drops of one of them.",
+                f"marked) packets of, and the most drops of one of them.{missing}",
                 ["gateway", "configuration", "protocol", *(h for _, h in columns)],
                 rows,
             )
@@ -1206,18 +1267,23 @@ class _Builder:
         )
 
     def number_tables(self) -> None:
+        """The numbers table: per configuration and protocol, the mean (with its CI) and median of the
+        gains' metric (ToW, or the chosen ``--metric``), then the medians and means of ToW and PLT
+        that it is not."""
         sd = self.sd
-        rows = []
-        for r in (
-            self.desc["tow_ms"]
-            .merge(
-                self.desc["plt_ms"][["trial_id", "protocol", "mean", "median"]].rename(
-                    columns={"mean": "plt_mean", "median": "plt_median"}
+        g = self.g
+        lead = self.desc[g.column]
+        extra = [m for m in ("tow_ms", "plt_ms") if m != g.column]
+        for m in extra:
+            lead = lead.merge(
+                self.desc[m][["trial_id", "protocol", "mean", "median"]].rename(
+                    columns={"mean": f"{m}_mean", "median": f"{m}_median"}
                 ),
                 on=["trial_id", "protocol"],
             )
-            .to_dict("records")
-        ):
+        shorts = {m: page_metrics.by_name(m).short for m in extra}
+        rows = []
+        for r in lead.to_dict("records"):
             rows.append(
                 [
                     Cell(str(r["label"])),
@@ -1227,26 +1293,40 @@ class _Builder:
                     Cell(_fmt(r["mean"], 0), "num"),
                     Cell(f"{_fmt(r['ci_low'], 0)}–{_fmt(r['ci_high'], 0)}", "num muted"),
                     Cell(_fmt(r["median"], 0), "num"),
-                    Cell(_fmt(r["plt_mean"], 0), "num"),
-                    Cell(_fmt(r["plt_median"], 0), "num"),
+                    *(Cell(_fmt(r[f"{m}_{stat}"], 0), "num") for m in extra for stat in ("mean", "median")),
                 ]
+            )
+        if self.metric is None:
+            title = "Time on Wire and page load time"
+            caption = f"Per configuration and protocol, loads without error; CI: {CI_TEXT} of the mean ToW."
+        else:
+            title = f"{g.name[0].upper() + g.name[1:]}" + (
+                ", time on the wire and page load time"
+                if g.chromium_only
+                else " and " + page_metrics.by_name(extra[0]).name
+            )
+            caption = (
+                f"Per configuration and protocol, loads without error; n: those that have {g.short}, "
+                f"whose mean (CI: {CI_TEXT}) and median lead; then "
+                + " and ".join(f"{shorts[m]} over every load without error" for m in extra)
+                + "."
+                + self.without_metric(self.ok, self.configs.set_index("trial_id")["label"].to_dict())
             )
         self.tables.insert(
             0,
             TableBlock(
                 f"tab-{sd.name}-stats",
-                "Time on Wire and page load time",
-                f"Per configuration and protocol, loads without error; CI: {CI_TEXT} of the mean ToW.",
+                title,
+                caption,
                 [
                     "configuration",
                     "protocol",
                     "n",
                     "errors",
-                    "ToW mean ms",
+                    f"{g.short} mean ms",
                     "95 % CI",
-                    "ToW median",
-                    "PLT mean",
-                    "PLT median",
+                    f"{g.short} median",
+                    *(f"{shorts[m]} {stat}" for m in extra for stat in ("mean", "median")),
                 ],
                 rows,
             ),
@@ -1378,6 +1458,7 @@ def _trial_views(
                     error=r["error"],
                     waterfall=wf,
                     representative=key in representatives,
+                    metric_ms=_number(r.get(builder.r.column)) if builder.metric else None,
                 )
             )
         views.append(
@@ -1399,7 +1480,7 @@ def _trial_views(
         every = shown >= len(representatives)
         note = (
             f"The sweep has {len(objects):,} requests, more than the {budget:,} the page embeds: waterfalls "
-            f"are embedded for {shown:,} loads, the median-PLT load of each protocol "
+            f"are embedded for {shown:,} loads, the median-{builder.r.short} load of each protocol "
             + ("in every configuration" if every else "in the first configurations, until the budget ran out")
             + ". Any load's waterfall: wirelab results waterfall SWEEP TRIAL [LOAD | --protocol P] "
             "[-o FILE.svg] (every load's HAR is in the results directory too)."
@@ -1590,4 +1671,5 @@ def build_sweep(
         provenance=provenance_rows(sd.trials["provenance"].dropna(), sd.spec_hash),
         trials=trial_views,
         waterfalls=waterfalls,
+        metric=metric,
     )
