@@ -15,6 +15,7 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import wirelab
@@ -573,3 +574,121 @@ def test_a_chosen_metric_takes_the_place_of_tow_and_plt(tmp_path):
         main(["report", "demo", "--db", str(db), "--out", str(tmp_path / "cli"), "--metric", "plt_ms"]) == 0
     )
     assert "lower mean PLT" in (tmp_path / "cli" / "index.html").read_text()
+    # the numbers table leads with LCP: n, mean and median per configuration and protocol are pandas's
+    # over the loads that have one; ToW and PLT follow
+    trial_of = dict(
+        (label, trial)
+        for trial, label in re.findall(
+            r'<details class="trial" data-trial="([^"]+)">\s*<summary><span class="label">([^<]+)</span>',
+            html,
+        )
+    )
+    columns, rows = _table(html, "tab-demo-stats")
+    assert columns[4:] == [
+        "LCP mean ms",
+        "95 % CI",
+        "LCP median",
+        "ToW mean",
+        "ToW median",
+        "PLT mean",
+        "PLT median",
+    ]
+    assert len(rows) == 12
+    labels = {"HTTP/2": "h2", "HTTPS": "h1s"}
+    ok = loads[loads["error"].isna()]
+    for row in rows:
+        mine = ok[(ok["trial_id"] == trial_of[row[0]]) & (ok["protocol"] == labels[row[1]])]
+        lcp = mine["lcp_ms"].dropna()
+        assert row[2] == str(len(lcp))
+        assert row[4] == f"{lcp.mean():,.0f}" and row[6] == f"{lcp.median():,.0f}"
+        assert row[8] == f"{mine['tow_ms'].median():,.0f}" and row[10] == f"{mine['plt_ms'].median():,.0f}"
+    # the drill-down: an LCP column, and ★ on each protocol's median-LCP load (the lower middle)
+    assert "★ marks the median-LCP load of each protocol" in html and "median-PLT" not in html
+    assert '<th class="num">LCP ms</th>' in html
+    starred = set()
+    for block in html.split('<details class="trial" data-trial="')[1:]:
+        trial = block[: block.index('"')]
+        for index, proto in re.findall(
+            r'<tr class="load">\s*<td class="num">(\d+)</td>\s*<td class="proto proto-(\w+)">[^<]*'
+            r'<span title="median-LCP load">',
+            block[: block.index("</details>")],
+        ):
+            starred.add((trial, int(index), proto))
+    expected = set()
+    for (trial, proto), group in ok.dropna(subset=["lcp_ms"]).groupby(["trial_id", "protocol"]):
+        ranked = group.sort_values("lcp_ms")
+        expected.add((trial, int(ranked.iloc[(len(ranked) - 1) // 2]["load_index"]), proto))
+    assert starred == expected and len(expected) == 12
+
+
+def _table(html: str, table_id: str) -> tuple[list[str], list[list[str]]]:
+    """The header and the cells' text of the report's table ``table_id``."""
+    part = html[html.index(f'id="{table_id}"') :]
+    part = part[: part.index("</table>")]
+    columns = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<th[^>]*>(.*?)</th>", part)]
+    body = part[part.index("<tbody>") :]
+    rows = [
+        [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+        for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S)
+    ]
+    return columns, rows
+
+
+def test_a_chosen_metric_reaches_live_sites_and_gateway_disciplines(tmp_path):
+    """--metric lcp_ms in the live sites' CDFs and table and the gateway-per-discipline panels and table:
+    the gains are pandas's over the loads that have an LCP; a configuration none of whose loads has
+    one is named in the caption, never drawn with ToW instead."""
+    from wirelab.testing import FixtureEngine
+
+    db = tmp_path / "wirelab.db"
+    wirelab.run(ROOT / "experiments" / "elkhatib-live.quick.toml", db=db, engine=FixtureEngine(), parallel=1)
+    wirelab.run(ROOT / "experiments" / "gateway-aqm.quick.toml", db=db, engine=ModelEngine(), parallel=2)
+    with sqlite3.connect(db) as c:
+        # not proportional to ToW, so a gain of ToW cannot pass for LCP's
+        c.execute(
+            "UPDATE loads SET lcp_ms = tow_ms * CASE protocol WHEN 'h2' THEN 1.4 ELSE 1.0 END + 7 * (id % 5)"
+        )
+    with wirelab.open(db) as results:
+        aqm = results.loads("gateway-aqm-quick")
+        live = results.loads("elkhatib-live-quick")
+    # the engine's loader measured no LCP in one gateway configuration
+    dark = aqm["trial_id"].iloc[0]
+    with sqlite3.connect(db) as c:
+        c.execute(
+            "UPDATE loads SET lcp_ms = NULL WHERE trial_row IN (SELECT id FROM trials WHERE trial_id = ?)",
+            (dark,),
+        )
+    aqm.loc[aqm["trial_id"] == dark, "lcp_ms"] = float("nan")
+
+    def gains(loads: pd.DataFrame, by: str) -> list[str]:
+        ok = loads[loads["error"].isna()].dropna(subset=["lcp_ms"])
+        out = []
+        for _key, group in ok.groupby(by, sort=False):
+            means = group.groupby("protocol")["lcp_ms"].mean()
+            out += [
+                f"{(means['h1s'] - means[p]) / means['h1s'] * 100:.1f}" for p in ("h2", "h3") if p in means
+            ]
+        return sorted(out)
+
+    html = write_report(db, ["elkhatib-live-quick"], tmp_path / "live", metric="lcp_ms").read_text()
+    assert "LCP per live site" in html and "Empirical CDF of LCP over the repetitions" in html
+    assert "Time on Wire per live site" not in html
+    columns, rows = _table(html, "tab-elkhatib-live-quick-live-gain")
+    assert columns[3:5] == ["baseline LCP mean ms", "LCP mean ms"]
+    live = live.assign(site=live["page"].str.extract(r"https://([^/]+)/")[0])
+    assert sorted(r[5].replace(" %", "").replace("+", "") for r in rows) == [
+        g.lstrip("+") for g in gains(live, "site")
+    ]
+    assert "gain in mean LCP" in html
+    svg = next((tmp_path / "live" / "figures" / "elkhatib-live-quick").glob("live-cdf-*.svg"))
+    assert "LCP (ms)" in svg.read_text()
+
+    html = write_report(db, ["gateway-aqm-quick"], tmp_path / "aqm", metric="lcp_ms").read_text()
+    columns, rows = _table(html, "tab-gateway-aqm-quick-gateway-discipline")
+    assert columns[3] == "LCP reduction %"
+    shown = sorted(r[3] for r in rows if r[2] != "HTTPS" and r[3] != "—")
+    assert shown == gains(aqm, "trial_id")
+    svg = next((tmp_path / "aqm" / "figures" / "gateway-aqm-quick").glob("gateway-discipline-*.svg"))
+    assert "LCP reduction vs HTTPS" in svg.read_text()
+    label = re.search(r"No successful load of ([^<]+?) has LCP \(measured by Chromium loads only", html)
+    assert label, "the configuration without LCP is named"

@@ -787,7 +787,7 @@ class _Builder:
         gains = site_gains(loads, sd.baseline, sd.compared, seed=self.seed, metric=g.column)
         rows = []
         for r in gains.to_dict("records"):
-            g = r["gain_pct"]
+            gp = r["gain_pct"]
             rows.append(
                 [
                     Cell(str(r["site"])),
@@ -799,8 +799,8 @@ class _Builder:
                     Cell(_fmt(r["base_mean"], 0), "num"),
                     Cell(_fmt(r["mean"], 0), "num"),
                     Cell(
-                        _fmt(g) + " %" if math.isfinite(g) else "—",
-                        "num " + ("pos" if g > 0 else "neg" if g < 0 else ""),
+                        _fmt(gp) + " %" if math.isfinite(gp) else "—",
+                        "num " + ("pos" if gp > 0 else "neg" if gp < 0 else ""),
                     ),
                     Cell(f"{_fmt(r['ci_low'])} to {_fmt(r['ci_high'])}", "num muted"),
                 ]
