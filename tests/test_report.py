@@ -692,3 +692,37 @@ def test_a_chosen_metric_reaches_live_sites_and_gateway_disciplines(tmp_path):
     assert "LCP reduction vs HTTPS" in svg.read_text()
     label = re.search(r"No successful load of ([^<]+?) has LCP \(measured by Chromium loads only", html)
     assert label, "the configuration without LCP is named"
+
+
+def test_a_chosen_metric_reaches_the_corpus_figures(tmp_path):
+    """--metric lcp_ms in study W over a corpus: the pages won and the ratios s are of median LCP, as
+    pandas computes them; a page where a protocol has no LCP is left out, not ranked by PLT."""
+    db = tmp_path / "wirelab.db"
+    text = (
+        '[sweep]\nname = "pages"\n[base]\nprotocols = ["h1s", "h2"]\nrepetitions = 3\n'
+        'network = { bw = "10mbit", rtt = "50ms" }\n'
+        '[grid]\npage = { corpus = "web200", sample = 6, seed = 1 }\n'
+    )
+    wirelab.run(text, db=db, engine=ModelEngine(), parallel=2)
+    with sqlite3.connect(db) as c:
+        c.execute(
+            "UPDATE loads SET lcp_ms = plt_ms * CASE protocol WHEN 'h2' THEN 2.0 ELSE 1.0 END + 5 * (id % 7)"
+        )
+        c.execute(  # one page's h2 loads have none
+            "UPDATE loads SET lcp_ms = NULL "
+            "WHERE protocol = 'h2' AND trial_row = (SELECT MIN(id) FROM trials)"
+        )
+    with wirelab.open(db) as results:
+        loads = results.loads("pages")
+    html = write_report(db, ["pages"], tmp_path / "out", metric="lcp_ms").read_text()
+    assert "LCP ratio over pages" in html and "PLT ratio over pages" not in html
+    med = loads[loads["error"].isna()].groupby(["trial_id", "protocol"])["lcp_ms"].median().unstack().dropna()
+    s = (med["h2"] / med["h1s"]).sort_values()
+    wins = int((med["h2"] < med["h1s"]).sum())
+    _columns, rows = _table(html, "tab-pages-corpus-wins")
+    h2 = next(r for r in rows if r[1] == "HTTP/2")
+    assert h2[2] == str(len(med)) == "5"
+    assert h2[3] == f"{wins / len(med) * 100:.0f} %" and h2[5] == f"{s.median():.2f}"
+    assert "has the lowest median LCP on" in html
+    svg = next((tmp_path / "out" / "figures" / "pages").glob("corpus-ratio-cdf-*.svg")).read_text()
+    assert "LCP" in svg

@@ -54,12 +54,17 @@ def config_columns(axis_columns: Sequence[str]) -> list[str]:
 
 
 def page_ratios(
-    loads: pd.DataFrame, configs: pd.DataFrame, baseline: str, protocols: Sequence[str]
+    loads: pd.DataFrame,
+    configs: pd.DataFrame,
+    baseline: str,
+    protocols: Sequence[str],
+    metric: str = "plt_ms",
 ) -> pd.DataFrame:
-    """One row per trial (page × configuration) and compared protocol: ``s``, ``cls`` and the
-    configuration's columns."""
+    """One row per trial (page × configuration) and compared protocol: ``s`` (of ``metric``'s medians:
+    PLT, or the report's ``--metric``), ``cls`` and the configuration's columns."""
     ok = ok_loads(loads)
-    frames = [ratio_classes(ok, ["trial_id"], baseline, p) for p in protocols if p != baseline]
+    ok = ok[ok[metric].notna()] if metric in ok else ok.iloc[0:0]
+    frames = [ratio_classes(ok, ["trial_id"], baseline, p, metric) for p in protocols if p != baseline]
     if not frames:
         return pd.DataFrame()
     out = pd.concat(frames, ignore_index=True)
@@ -67,12 +72,17 @@ def page_ratios(
 
 
 def win_shares(
-    loads: pd.DataFrame, configs: pd.DataFrame, by: Sequence[str], protocols: Sequence[str]
+    loads: pd.DataFrame,
+    configs: pd.DataFrame,
+    by: Sequence[str],
+    protocols: Sequence[str],
+    metric: str = "plt_ms",
 ) -> pd.DataFrame:
-    """Per configuration (``by``) and protocol: ``pages``, ``wins`` (pages where its median PLT is the
-    lowest of ``protocols``), ``share`` and its Wilson 95 % interval ``ci_low``/``ci_high``."""
+    """Per configuration (``by``) and protocol: ``pages``, ``wins`` (pages where its median PLT — or
+    ``metric`` — is the lowest of ``protocols``; a page where some protocol has no value is left out),
+    ``share`` and its Wilson 95 % interval ``ci_low``/``ci_high``."""
     ok = ok_loads(loads)
-    med = ok.groupby(["trial_id", "protocol"])["plt_ms"].median().unstack("protocol")
+    med = ok.groupby(["trial_id", "protocol"])[metric].median().unstack("protocol")
     med = med[[p for p in protocols if p in med.columns]].dropna()
     if med.empty:
         return pd.DataFrame(columns=[*by, "protocol", "pages", "wins", "share", "ci_low", "ci_high"])

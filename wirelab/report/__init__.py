@@ -96,7 +96,7 @@ def _build_sections(
         data = load_sweep(results, name)
         kwargs: dict[str, Any] = {} if waterfall_budget is None else {"waterfall_budget": waterfall_budget}
         sections.append(build_sweep(data, out_dir / "figures" / name, metric=metric, **kwargs))
-        add_corpus_section(sections[-1], data, out_dir / "figures" / name)
+        add_corpus_section(sections[-1], data, out_dir / "figures" / name, metric)
     return sections
 
 

@@ -20,6 +20,7 @@ from wirelab._figures.rendering import new_figure, render, slug
 from wirelab._registry import CLASS_STYLES, protocol_style
 from wirelab.analysis import conclusions as say
 from wirelab.analysis import corpus as corp
+from wirelab.analysis import metrics as page_metrics
 from wirelab.analysis.sweep import SweepData
 from wirelab.analysis.tree import fit_tree
 from wirelab.errors import UsageError
@@ -88,19 +89,24 @@ def _win_figure(shares: pd.DataFrame, labels: list[str], protocols: list[str]) -
     return fig
 
 
-def add_corpus_section(section: SweepSection, sd: SweepData, figures_dir: Path) -> None:
-    """Add the corpus figures, tables and findings to ``section`` (a no-op for other sweeps)."""
+def add_corpus_section(
+    section: SweepSection, sd: SweepData, figures_dir: Path, metric: page_metrics.Metric | None = None
+) -> None:
+    """Add the corpus figures, tables and findings to ``section`` (a no-op for other sweeps). ``metric``
+    (the report's ``--metric``) takes PLT's place in the ratios, the wins and the tree."""
     if not is_corpus_sweep(sd) or sd.loads.empty:
         return
+    m = metric or page_metrics.DEFAULT_RATIO
+    short = m.short
     cols = corp.config_columns([a.column for a in sd.axes])
     corpora = sorted(set(corp.corpus_pages(list(sd.configs["page"])).values()))
-    ratios = corp.page_ratios(sd.loads, sd.configs, sd.baseline, sd.protocols)
+    ratios = corp.page_ratios(sd.loads, sd.configs, sd.baseline, sd.protocols, m.column)
     if ratios.empty:
         return
     ratios["config"] = [_label(sd, r, cols) for r in ratios.to_dict("records")]
     configs = sd.configs.copy()
     configs["config"] = [_label(sd, r, cols) for r in configs.to_dict("records")]
-    shares = corp.win_shares(sd.loads, configs, ["config"], sd.protocols)
+    shares = corp.win_shares(sd.loads, configs, ["config"], sd.protocols, m.column)
     labels = list(dict.fromkeys(configs["config"]))
     base = protocol_style(sd.baseline).label
     figures_dir.mkdir(parents=True, exist_ok=True)
@@ -117,7 +123,8 @@ def add_corpus_section(section: SweepSection, sd: SweepData, figures_dir: Path) 
         "wins",
         "Share of pages each protocol wins",
         f"Per configuration, the share of the {pages_n} pages of {corpus_text} on which each protocol has "
-        "the lowest median PLT, with its 95 % Wilson interval (pages are the samples).",
+        f"the lowest median {short}, with its 95 % Wilson interval (pages are the samples)"
+        + (f"; a page where some protocol has no {short} is left out." if metric else "."),
         _win_figure(shares, labels, sd.protocols),
         {"corpus": corpus_text, "pages": str(pages_n)},
     )
@@ -127,16 +134,16 @@ def add_corpus_section(section: SweepSection, sd: SweepData, figures_dir: Path) 
             continue
         add(
             "ratio-cdf",
-            f"PLT ratio over pages — {lbl}",
-            f"CDF over the pages of {corpus_text} of study W's s = median PLT of each protocol / median PLT "
-            f"of {base}; shaded: s < 0.9 (faster) and s > 1.1 (slower).",
-            plots.ratio_cdf_figure(mine, baseline=sd.baseline, unit="pages"),
+            f"{short} ratio over pages — {lbl}",
+            f"CDF over the pages of {corpus_text} of study W's s = median {short} of each protocol / "
+            f"median {short} of {base}; shaded: s < 0.9 (faster) and s > 1.1 (slower).",
+            plots.ratio_cdf_figure(mine, baseline=sd.baseline, metric=short, unit="pages"),
             {"configuration": lbl},
         )
     if len(labels) > MAX_CDF_FIGURES:
         section.notes.append(
-            f"The PLT-ratio CDFs are drawn for the first {MAX_CDF_FIGURES} of {len(labels)} configurations; "
-            "the table “Pages won” covers every one."
+            f"The {short}-ratio CDFs are drawn for the first {MAX_CDF_FIGURES} of {len(labels)} "
+            "configurations; the table “Pages won” covers every one."
         )
 
     rows = []
@@ -159,9 +166,9 @@ def add_corpus_section(section: SweepSection, sd: SweepData, figures_dir: Path) 
         TableBlock(
             f"tab-{sd.name}-corpus-wins",
             "Pages won",
-            f"Per configuration and protocol: pages won (lowest median PLT) with the 95 % Wilson interval; "
-            f"the median over pages of s = PLT / PLT of {base} and the shares of pages with s < 0.9 and "
-            "s > 1.1.",
+            f"Per configuration and protocol: pages won (lowest median {short}) with the 95 % Wilson "
+            f"interval; the median over pages of s = {short} / {short} of {base} and the shares of pages "
+            "with s < 0.9 and s > 1.1.",
             ["configuration", "protocol", "pages", "won", "95 % CI", "median s", "s < 0.9", "s > 1.1"],
             rows,
             open=True,
@@ -174,7 +181,7 @@ def add_corpus_section(section: SweepSection, sd: SweepData, figures_dir: Path) 
             continue
         top = mine.iloc[0]
         sentences.append(
-            f"{lbl}: {protocol_style(top['protocol']).label} has the lowest median PLT on "
+            f"{lbl}: {protocol_style(top['protocol']).label} has the lowest median {short} on "
             f"{top['share'] * 100:.0f} % of {int(top['pages'])} pages (95 % CI {top['ci_low'] * 100:.0f}–"
             f"{top['ci_high'] * 100:.0f} %)."
         )
@@ -211,8 +218,8 @@ def add_corpus_section(section: SweepSection, sd: SweepData, figures_dir: Path) 
             "page-tree",
             f"Page features that decide {x} vs {b}",
             "Study W's decision tree over the pages' characteristics (as the loads measured them) and the "
-            "configuration's numeric axes; classes from s = median PLT ratio (< 0.9, > 1.1, else equal); "
-            f"coloured nodes: majority class likelihood > {tree.threshold:.2f}.",
+            f"configuration's numeric axes; classes from s = median {short} ratio (< 0.9, > 1.1, else "
+            f"equal); coloured nodes: majority class likelihood > {tree.threshold:.2f}.",
             functools.partial(plots.tree_figure, tree, names=names, class_names=class_names, formats=units)(),
             {"factors": ", ".join(names[f] for f in tree.features)},
         )
