@@ -1308,8 +1308,8 @@ class _Builder:
             caption = (
                 f"Per configuration and protocol, loads without error; n: those that have {g.short}, "
                 f"whose mean (CI: {CI_TEXT}) and median lead; then "
-                + " and ".join(f"{shorts[m]} over every load without error" for m in extra)
-                + "."
+                + f"the means and medians of {' and '.join(shorts[m] for m in extra)} over every load "
+                "without error."
                 + self.without_metric(self.ok, self.configs.set_index("trial_id")["label"].to_dict())
             )
         self.tables.insert(
