@@ -334,12 +334,18 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		prov.Finish()
 		res.Provenance = prov
 	}
+	return r.finish(res, err)
+}
+
+// finish ends a run, of a lab server or of a target, once its generators have: a run that ended
+// with a result to keep (complete, interrupted, its server exited, a generator lost) stops the lab
+// now, to have the emulator's summary in loadtest.json; any other error is the run's failure.
+func (r *runner) finish(res *Result, err error) (*Result, error) {
 	var exited *ServerExitError
 	var degraded *DegradedError
 	if err != nil && !errors.Is(err, ErrInterrupted) && !errors.As(err, &exited) && !errors.As(err, &degraded) {
 		return nil, err
 	}
-	// Stop the lab now, to have the emulator's summary in loadtest.json.
 	if cerr := r.cleanup(); cerr != nil {
 		return nil, cerr
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -359,17 +358,7 @@ func (r *runner) runTarget(ctx context.Context, prov trial.Provenance, specJSON 
 		res.Egress = trial.EgressOf(r.lab.Topo, ev)
 		res.ServerMeasured = t.Status != nil
 	}
-	var exited *ServerExitError
-	if err != nil && !errors.Is(err, ErrInterrupted) && !errors.As(err, &exited) {
-		return nil, err
-	}
-	if cerr := r.cleanup(); cerr != nil {
-		return nil, cerr
-	}
-	if res != nil {
-		res.Emulator = r.summary
-	}
-	return res, err
+	return r.finish(res, err)
 }
 
 // sampleTarget samples the target's status page at start + k·interval until the generator ends
