@@ -59,7 +59,10 @@ type Record struct {
 	Flags     uint8   // TCP flags
 	ECN       uint8   // the IP header's ECN field as the packet left the link (3: CE, marked by it or before)
 	Dir       Dir
-	Fate      link.Fate // Delivered, Marked, or a drop (DroppedLoss, DroppedQueue, DroppedAQM, DroppedOverflow)
+	Fate      link.Fate
+	// QUIC is the QUIC long-header packet type of a UDP datagram's first packet, read from the
+	// unencrypted first byte and version (RFC 9000 §17.2; RFC 9369 §3.2 for v2), or QUICNone.
+	QUIC QUICType // Delivered, Marked, or a drop (DroppedLoss, DroppedQueue, DroppedAQM, DroppedOverflow)
 }
 
 // ClientTime is when the client's side of the link saw the packet: entering the link for Up
@@ -144,5 +147,48 @@ func Parse(pkt []byte, r *Record) {
 		r.SrcPort = binary.BigEndian.Uint16(l4[0:])
 		r.DstPort = binary.BigEndian.Uint16(l4[2:])
 		r.Payload = uint16(len(l4) - 8)
+		r.QUIC = quicLongType(l4[8:])
 	}
+}
+
+// QUICType is a QUIC long-header packet type, the same for every version this reader knows.
+type QUICType uint8
+
+// The long-header packet types; QUICNone for anything else (a short header, an unknown version,
+// a version negotiation packet, not QUIC at all).
+const (
+	QUICNone QUICType = iota
+	QUICInitial
+	QUIC0RTT
+	QUICHandshake
+	QUICRetry
+)
+
+// quicLongType reads the type of a UDP payload's first QUIC packet: header form and fixed bits
+// set, version 1 or 2, and the two type bits mapped by that version's table.
+func quicLongType(p []byte) QUICType {
+	if len(p) < 5 || p[0]&0xc0 != 0xc0 {
+		return QUICNone
+	}
+	t := (p[0] >> 4) & 3
+	switch binary.BigEndian.Uint32(p[1:5]) {
+	case 0x00000001: // RFC 9000 §17.2: 0 Initial, 1 0-RTT, 2 Handshake, 3 Retry
+		return QUICType(t + 1)
+	case 0x6b3343cf: // RFC 9369 §3.2: 1 Initial, 2 0-RTT, 3 Handshake, 0 Retry
+		return [4]QUICType{QUICRetry, QUICInitial, QUIC0RTT, QUICHandshake}[t]
+	}
+	return QUICNone
+}
+
+// QUICPackets counts the datagrams in dir whose first QUIC packet has type t (coalesced packets
+// after the first are encrypted-length-delimited and not followed). A client's 0-RTT datagrams
+// on a load: QUICPackets(recs, Up, QUIC0RTT).
+func QUICPackets(recs []Record, dir Dir, t QUICType) int {
+	n := 0
+	for i := range recs {
+		if recs[i].Dir == dir && recs[i].Proto == ProtoUDP && recs[i].QUIC == t {
+			n++
+		}
+	}
+	return n
 }
