@@ -180,8 +180,8 @@ func quicLongType(p []byte) QUICType {
 	return QUICNone
 }
 
-// QUICPackets counts the datagrams in dir whose first QUIC packet has type t (coalesced packets
-// after the first are encrypted-length-delimited and not followed). A client's 0-RTT datagrams
+// QUICPackets counts the datagrams in dir whose first QUIC packet has type t (packets coalesced
+// behind the first are not followed yet). A client's 0-RTT datagrams
 // on a load: QUICPackets(recs, Up, QUIC0RTT).
 func QUICPackets(recs []Record, dir Dir, t QUICType) int {
 	n := 0
