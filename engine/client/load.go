@@ -139,6 +139,15 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 				go func() { r.finish(s.now(), err); done <- r }()
 				continue
 			}
+			if cache := s.profile.http; cache != nil {
+				if e, fresh := cache.lookup(key, time.Now()); fresh {
+					r.fromCache(e, s.now())
+					go func() { done <- r }()
+					continue
+				} else if e != nil {
+					r.validate = e
+				}
+			}
 			r.prio, r.signal = s.pri.of(r.url, r.kind)
 			pool := run.pools[r.origin]
 			if pool == nil {
@@ -181,6 +190,9 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 		select {
 		case r := <-done:
 			inflight--
+			if cache := s.profile.http; cache != nil {
+				cache.completed(r, r.protocol(s), time.Now())
+			}
 			if r.err != nil && res.Err == nil && !run.aborted {
 				res.Err = r.err
 			}
@@ -310,7 +322,15 @@ func (l *Loader) summarise(res *Result, s *session, all []*request) {
 	for i, r := range all {
 		e := r.entry(s, first)
 		res.Entries[i] = e
-		res.Protocols[e.Protocol]++
+		switch r.cache {
+		case cacheHit:
+			res.CacheHits++ // not carried by any protocol
+		case cacheRevalidated:
+			res.CacheRevalidated++
+		}
+		if r.cache != cacheHit {
+			res.Protocols[e.Protocol]++
+		}
 		last = max(last, r.end)
 		if r.err == nil {
 			res.Objects++

@@ -307,7 +307,8 @@ func (c *h1Conn) roundTrip(s *session, r *request, host, userAgent string) (keep
 		return false, err
 	}
 	r.firstByte = s.now()
-	if buffered, _ := b.br.Peek(b.br.Buffered()); len(buffered) > 0 {
+	// The lean path reads no cache fields: a load with an HTTP cache reads its heads with net/http.
+	if buffered, _ := b.br.Peek(b.br.Buffered()); len(buffered) > 0 && s.profile.http == nil {
 		if h, n, ok := parseH1Head(buffered); ok {
 			b.br.Discard(n)
 			return c.readBody(r, h)
@@ -325,6 +326,9 @@ func (c *h1Conn) roundTrip(s *session, r *request, host, userAgent string) (keep
 		}
 	}
 	r.gotHeaders(resp.StatusCode, resp.Header.Get("Content-Type"), resp.ContentLength)
+	if s.profile.http != nil {
+		r.cacheResp.fromHeader(resp.Header)
+	}
 	for {
 		n, err := resp.Body.Read(b.buf)
 		if n > 0 {
@@ -371,6 +375,21 @@ func appendH1Request(b []byte, r *request, host, userAgent string) []byte {
 	b = append(b, host...)
 	b = append(b, "\r\nUser-Agent: "...)
 	b = append(b, userAgent...)
-	b = append(b, "\r\nAccept: */*\r\nAccept-Encoding: identity\r\n\r\n"...)
-	return b
+	b = append(b, "\r\nAccept: */*\r\nAccept-Encoding: identity\r\n"...)
+	if inm, ims := r.conditional(); inm != "" || ims != "" {
+		b = appendField(b, "If-None-Match", inm)
+		b = appendField(b, "If-Modified-Since", ims)
+	}
+	return append(b, "\r\n"...)
+}
+
+// appendField appends "name: value\r\n" when value is not empty (a value as the server sent it).
+func appendField(b []byte, name, value string) []byte {
+	if value == "" || strings.ContainsAny(value, "\r\n") {
+		return b
+	}
+	b = append(b, name...)
+	b = append(b, ": "...)
+	b = append(b, value...)
+	return append(b, "\r\n"...)
 }

@@ -438,6 +438,14 @@ func (c *h2Conn) writeHeaders(st *h2Stream, r *request, maxFrame uint32, flush b
 	if r.signal {
 		c.henc.WriteField(hpack.HeaderField{Name: "priority", Value: r.prio.String()})
 	}
+	if inm, ims := r.conditional(); inm != "" || ims != "" {
+		if inm != "" {
+			c.henc.WriteField(hpack.HeaderField{Name: "if-none-match", Value: inm})
+		}
+		if ims != "" {
+			c.henc.WriteField(hpack.HeaderField{Name: "if-modified-since", Value: ims})
+		}
+	}
 	block := c.hbuf.Bytes()
 	var err error
 	for first := true; err == nil && (first || len(block) > 0); first = false {
@@ -539,6 +547,10 @@ func (c *h2Conn) handle(f http2.Frame, now time.Duration) error {
 				}
 			case "alt-svc":
 				r.altSvc = hf.Value
+			default:
+				if c.s.profile.http != nil {
+					r.cacheResp.set(hf.Name, hf.Value)
+				}
 			}
 		}
 		r.gotHeaders(status, contentType, contentLength)

@@ -224,6 +224,7 @@ func (c *h3Conn) roundTrip(s *session, r *request, str *http3.RequestStream) err
 		// client has no way to send PRIORITY_UPDATE frames, and HTTP/3 here has no push.)
 		req.Header.Set("Priority", r.prio.String())
 	}
+	setConditional(req.Header, r)
 	if err := str.SendRequestHeader(req); err != nil {
 		return fmt.Errorf("h3 send: %w", err)
 	}
@@ -247,6 +248,9 @@ func (c *h3Conn) roundTrip(s *session, r *request, str *http3.RequestStream) err
 		}
 	}
 	r.gotHeaders(resp.StatusCode, resp.Header.Get("Content-Type"), resp.ContentLength)
+	if s.profile.http != nil {
+		r.cacheResp.fromHeader(resp.Header)
+	}
 	buf := make([]byte, s.bufSize(32<<10))
 	for {
 		n, err := resp.Body.Read(buf)

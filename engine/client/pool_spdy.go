@@ -125,6 +125,7 @@ func (c *spdyConn) roundTrip(ctx context.Context, s *session, r *request) error 
 			"Accept-Encoding": {"identity"},
 		},
 	}).WithContext(ctx)
+	setConditional(req.Header, r)
 	// The hooks run on the session's goroutines with the session locked; the ones used here all
 	// fire before Do returns (Do waits for the SYN_REPLY under the same lock).
 	trace := &spdy.StreamTrace{
@@ -138,6 +139,9 @@ func (c *spdyConn) roundTrip(ctx context.Context, s *session, r *request) error 
 	}
 	defer resp.Body.Close()
 	r.gotHeaders(resp.StatusCode, resp.Header.Get("Content-Type"), resp.ContentLength)
+	if s.profile.http != nil {
+		r.cacheResp.fromHeader(resp.Header)
+	}
 	return readBody(r, resp.Body)
 }
 

@@ -41,10 +41,13 @@ type request struct {
 	firstByte    time.Duration
 	end          time.Duration
 
-	conn          int      // connection id, 0 = none
-	proto         Protocol // what carried it when it differs from the load's (an h3 load's HTTP/2 requests); "" = the load's
-	altSvc        string   // the response's Alt-Svc field (HTTP/2 responses of an h3 load that discovers h3)
-	streamID      int64    // -1 = none
+	conn          int         // connection id, 0 = none
+	proto         Protocol    // what carried it when it differs from the load's (an h3 load's HTTP/2 requests); "" = the load's
+	altSvc        string      // the response's Alt-Svc field (HTTP/2 responses of an h3 load that discovers h3)
+	cacheResp     cacheFields // the response fields the HTTP cache reads (a load with a Profile)
+	validate      *cacheEntry // the stored response this request revalidates (conditional request); nil = none
+	cache         string      // Entry.Cache: cacheHit, cacheRevalidated or ""
+	streamID      int64       // -1 = none
 	status        int
 	contentType   string
 	contentLength int64 // -1 = not announced
@@ -84,7 +87,7 @@ func (r *request) reset() {
 	r.sendStart, r.sendEnd, r.firstByte, r.end = unset, unset, unset, unset
 	r.conn, r.streamID, r.status, r.contentType = 0, -1, 0, ""
 	r.contentLength, r.bodyBytes, r.body, r.keep, r.err = -1, 0, nil, false, nil
-	r.altSvc = ""
+	r.altSvc, r.cacheResp = "", cacheFields{}
 }
 
 // resetExchange clears the exchange (send onwards) but keeps the connection phases, before a
@@ -93,7 +96,7 @@ func (r *request) resetExchange() {
 	r.sendStart, r.sendEnd, r.firstByte, r.end = unset, unset, unset, unset
 	r.streamID, r.status, r.contentType = -1, 0, ""
 	r.contentLength, r.bodyBytes, r.body, r.keep, r.err = -1, 0, nil, false, nil
-	r.altSvc = ""
+	r.altSvc, r.cacheResp = "", cacheFields{}
 }
 
 // gotHeaders records the response head: status, content type and length, and decides whether the
@@ -126,7 +129,8 @@ func (r *request) gotBody(p []byte) {
 // still an error when its status is ≥ 400 or its body disagrees with Content-Length.
 func (r *request) finish(now time.Duration, err error) {
 	r.end = now
-	if err == nil && r.contentLength >= 0 && r.bodyBytes != r.contentLength {
+	// A 304's Content-Length is the stored representation's (RFC 9110 §8.6): it has no body.
+	if err == nil && r.contentLength >= 0 && r.bodyBytes != r.contentLength && r.status != 304 {
 		err = fmt.Errorf("body has %d bytes, Content-Length said %d", r.bodyBytes, r.contentLength)
 	}
 	if err == nil && r.status >= 400 {
@@ -191,6 +195,7 @@ func (r *request) entry(s *session, first time.Duration) Entry {
 		Connection: r.conn, StreamID: r.streamID, Status: r.status, ContentType: r.contentType,
 		BodyBytes: r.bodyBytes, StartedAt: s.wall0.Add(r.issued), Start: r.issued - first,
 		Time: ms(r.end - r.issued), Timings: r.timings(), Retries: r.retries, Pushed: r.pushed,
+		Cache: r.cache,
 	}
 	if r.signal {
 		e.Priority = r.prio.String()

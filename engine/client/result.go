@@ -59,6 +59,11 @@ type Entry struct {
 	// Priority is the priority the request signalled (RFC 9218 field value, e.g. "u=1"; for
 	// spdy3 its SYN_STREAM priority on the same 0–7 scale); "" when the policy signals none.
 	Priority string `json:"priority,omitempty"`
+	// Cache says how the profile's HTTP cache took part (a repeat view, docs/vitals.md "Views"):
+	// "hit" — the fresh stored response was used, no request was sent (Connection 0, BodyBytes 0,
+	// Protocol the stored response's); "revalidated" — a conditional request was answered 304 and
+	// the stored body used (Status 304); "" — the cache took no part.
+	Cache string `json:"cache,omitempty"`
 }
 
 // Conn is one transport connection the load opened.
@@ -129,6 +134,9 @@ type Result struct {
 	TLSHandshakes int // full handshakes
 	TLSResumed    int // resumed handshakes
 	ZeroRTT       int // h3 connections whose first requests went as accepted 0-RTT data
+	// CacheHits and CacheRevalidated count the entries the HTTP cache answered without a request
+	// and with a 304 (Entry.Cache); both 0 without a Profile.
+	CacheHits, CacheRevalidated int
 	// H3Discovery says how the load found HTTP/3 (h3 loads only, else ""): forced, alt-svc or
 	// https-rr when some request went over QUIC, "none" when none did (nothing announced it).
 	H3Discovery string
@@ -158,27 +166,31 @@ type Result struct {
 
 // Summary is the load as the trial contract's load record names its fields (docs/trial-contract.md).
 type Summary struct {
-	URL           string         `json:"url"`
-	Protocol      Protocol       `json:"protocol"`
-	Mode          Mode           `json:"mode"`
-	StartedAt     time.Time      `json:"started_at"`
-	PLTms         float64        `json:"plt_ms"`
-	Connections   int            `json:"connections"`
-	TLSHandshakes int            `json:"tls_handshakes"`
-	TLSResumed    int            `json:"tls_resumed"`
-	ZeroRTT       int            `json:"zero_rtt_connections"`
-	H3Discovery   string         `json:"h3_discovery,omitempty"`
-	Protocols     map[string]int `json:"protocols"`
-	Objects       int            `json:"objects"`
-	BodyBytes     int64          `json:"body_bytes"`
-	Phases        Phases         `json:"phases_ms"`
-	DNSQueries    int            `json:"dns_queries"`
-	Retries       int            `json:"retries"`
-	PushedBytes   int64          `json:"pushed_bytes"`            // body bytes received by server push
-	PushesUsed    int            `json:"pushes_used"`             // pushes a request adopted
-	PushesUnused  int            `json:"pushes_unused"`           // pushes no request adopted (refused ones included)
-	Priority      string         `json:"priority"`                // the prioritisation policy
-	ComputeScale  *float64       `json:"compute_scale,omitempty"` // replay mode only
+	URL           string    `json:"url"`
+	Protocol      Protocol  `json:"protocol"`
+	Mode          Mode      `json:"mode"`
+	StartedAt     time.Time `json:"started_at"`
+	PLTms         float64   `json:"plt_ms"`
+	Connections   int       `json:"connections"`
+	TLSHandshakes int       `json:"tls_handshakes"`
+	TLSResumed    int       `json:"tls_resumed"`
+	ZeroRTT       int       `json:"zero_rtt_connections"`
+	// CacheHits and CacheRevalidated: the requests the profile's HTTP cache answered itself and
+	// those answered 304 (a repeat view; absent when 0).
+	CacheHits        int            `json:"cache_hits,omitempty"`
+	CacheRevalidated int            `json:"cache_revalidated,omitempty"`
+	H3Discovery      string         `json:"h3_discovery,omitempty"`
+	Protocols        map[string]int `json:"protocols"`
+	Objects          int            `json:"objects"`
+	BodyBytes        int64          `json:"body_bytes"`
+	Phases           Phases         `json:"phases_ms"`
+	DNSQueries       int            `json:"dns_queries"`
+	Retries          int            `json:"retries"`
+	PushedBytes      int64          `json:"pushed_bytes"`            // body bytes received by server push
+	PushesUsed       int            `json:"pushes_used"`             // pushes a request adopted
+	PushesUnused     int            `json:"pushes_unused"`           // pushes no request adopted (refused ones included)
+	Priority         string         `json:"priority"`                // the prioritisation policy
+	ComputeScale     *float64       `json:"compute_scale,omitempty"` // replay mode only
 	// QUICPacketsLost: h3 packets the client's QUIC stack declared lost (0 for TCP protocols);
 	// QUICLoss the same stack's recovery by kind (nil for TCP protocols).
 	QUICPacketsLost int64     `json:"quic_packets_lost"`
@@ -194,7 +206,7 @@ func (r *Result) Summary() Summary {
 	s := Summary{
 		URL: r.URL, Protocol: r.Protocol, Mode: r.Mode, StartedAt: r.StartedAt.UTC(),
 		PLTms: ms(r.PLT), Connections: r.Connections, TLSHandshakes: r.TLSHandshakes,
-		TLSResumed: r.TLSResumed, ZeroRTT: r.ZeroRTT, H3Discovery: r.H3Discovery, Protocols: r.Protocols, Objects: r.Objects, BodyBytes: r.BodyBytes, Phases: r.Phases,
+		TLSResumed: r.TLSResumed, ZeroRTT: r.ZeroRTT, CacheHits: r.CacheHits, CacheRevalidated: r.CacheRevalidated, H3Discovery: r.H3Discovery, Protocols: r.Protocols, Objects: r.Objects, BodyBytes: r.BodyBytes, Phases: r.Phases,
 		DNSQueries: r.DNSQueries, Retries: r.Retries, PushedBytes: r.Pushes.Bytes,
 		PushesUsed: r.Pushes.Used, PushesUnused: r.Pushes.Unused, Priority: string(r.priority),
 		ComputeScale: r.ComputeScale, QUICPacketsLost: r.QUICPacketsLost,

@@ -1,0 +1,248 @@
+package client
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// httpCache is the loader's HTTP cache: a private cache (RFC 9111) kept in a Profile, so that a
+// repeat view finds what the first view stored (docs/vitals.md, "Views"). It models what the
+// lab's servers send and a browser's cache does with it:
+//
+//   - storing (§3): a complete 200 response to a GET, unless its Cache-Control has no-store or
+//     its Vary is "*"; public, private and s-maxage make no difference to a private cache;
+//   - freshness (§4.2): max-age, else Expires − Date; the current age is the Age field plus the
+//     time the response has been stored. A response without either is stale (no heuristic
+//     freshness, §4.2.2: Chromium would give it 10 % of its Last-Modified age);
+//   - no-cache (without field names) and a stale response are revalidated (§4.3.1): the request
+//     carries If-None-Match (its ETag) and If-Modified-Since (its Last-Modified); a 304 updates
+//     the stored response's fields and its body is used; without a validator the request is sent
+//     as it would be without a cache;
+//   - a fresh response is used without a request (§4.2), at no network cost.
+//
+// Not modelled: Vary beyond "*" (the loader's request fields never change between loads, so any
+// other Vary selects the same response), heuristic freshness, stale-while-revalidate and
+// stale-if-error, must-revalidate's stale case (no stale response is ever used), invalidation by
+// unsafe methods (the loader only GETs), the cache's size limit, and pushed responses (not
+// stored). The body is kept only when the request kept it for discovery (HTML and CSS): the
+// cache's answer to a later request carries the same bytes for the planner.
+type httpCache struct {
+	mu      sync.Mutex
+	entries map[string]*cacheEntry
+}
+
+func newHTTPCache() *httpCache { return &httpCache{entries: map[string]*cacheEntry{}} }
+
+// cacheEntry is a stored response.
+type cacheEntry struct {
+	status      int
+	contentType string
+	size        int64  // body bytes
+	body        []byte // the body, when the storing request kept it (HTML, CSS)
+	kept        bool
+	proto       Protocol // what carried it
+	fields      cacheFields
+	stored      time.Time // response_time (§4.2.3)
+}
+
+// cacheFields are the response fields the cache reads, as received.
+type cacheFields struct {
+	cacheControl, etag, lastModified, expires, date, age, vary string
+}
+
+// set records a response field (lower-case name) if the cache reads it.
+func (f *cacheFields) set(name, value string) {
+	switch name {
+	case "cache-control":
+		if f.cacheControl != "" {
+			value = f.cacheControl + ", " + value
+		}
+		f.cacheControl = value
+	case "etag":
+		f.etag = value
+	case "last-modified":
+		f.lastModified = value
+	case "expires":
+		f.expires = value
+	case "date":
+		f.date = value
+	case "age":
+		f.age = value
+	case "vary":
+		f.vary = value
+	}
+}
+
+// fromHeader reads the fields from a net/http header.
+func (f *cacheFields) fromHeader(h http.Header) {
+	*f = cacheFields{
+		cacheControl: strings.Join(h.Values("Cache-Control"), ", "), etag: h.Get("ETag"),
+		lastModified: h.Get("Last-Modified"), expires: h.Get("Expires"), date: h.Get("Date"),
+		age: h.Get("Age"), vary: strings.Join(h.Values("Vary"), ", "),
+	}
+}
+
+// merge updates f with the fields a 304 carries (§4.3.4: the stored response's fields are
+// replaced by those in the 304).
+func (f *cacheFields) merge(n cacheFields) {
+	for _, p := range []struct {
+		dst *string
+		src string
+	}{
+		{&f.cacheControl, n.cacheControl}, {&f.etag, n.etag}, {&f.lastModified, n.lastModified},
+		{&f.expires, n.expires}, {&f.date, n.date}, {&f.age, n.age}, {&f.vary, n.vary},
+	} {
+		if p.src != "" {
+			*p.dst = p.src
+		}
+	}
+}
+
+// directives parses a Cache-Control value: lower-case directive names, their values unquoted.
+func directives(v string) map[string]string {
+	d := map[string]string{}
+	for _, part := range strings.Split(v, ",") {
+		name, val, _ := strings.Cut(strings.TrimSpace(part), "=")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if name == "" {
+			continue
+		}
+		if _, dup := d[name]; !dup { // the first occurrence counts (§4.2.1)
+			d[name] = strings.Trim(strings.TrimSpace(val), `"`)
+		}
+	}
+	return d
+}
+
+// storable reports whether a response with these fields may be stored (§3).
+func (f cacheFields) storable(status int) bool {
+	if status != http.StatusOK || strings.TrimSpace(f.vary) == "*" {
+		return false
+	}
+	_, noStore := directives(f.cacheControl)["no-store"]
+	return !noStore
+}
+
+// lifetime is the freshness lifetime (§4.2.1): max-age, else Expires − Date; ok false when the
+// response has neither (or they do not parse).
+func (f cacheFields) lifetime() (d time.Duration, ok bool) {
+	if v, has := directives(f.cacheControl)["max-age"]; has {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, false // an invalid max-age makes the response stale (§4.2.1)
+		}
+		return time.Duration(min(n, 1<<31)) * time.Second, true
+	}
+	if f.expires == "" {
+		return 0, false
+	}
+	exp, err := http.ParseTime(f.expires)
+	if err != nil {
+		return 0, true // an invalid Expires is in the past (§5.3)
+	}
+	date, err := http.ParseTime(f.date)
+	if err != nil {
+		return 0, false
+	}
+	return max(exp.Sub(date), 0), true
+}
+
+// fresh reports whether the entry may be used without a request at now (§4.2).
+func (e *cacheEntry) fresh(now time.Time) bool {
+	if _, noCache := directives(e.fields.cacheControl)["no-cache"]; noCache {
+		return false
+	}
+	life, ok := e.fields.lifetime()
+	if !ok {
+		return false
+	}
+	age := now.Sub(e.stored)
+	if n, err := strconv.ParseInt(strings.TrimSpace(e.fields.age), 10, 64); err == nil && n > 0 {
+		age += time.Duration(n) * time.Second
+	}
+	return age < life
+}
+
+// lookup returns the stored response for url, and whether it is fresh at now.
+func (c *httpCache) lookup(url string, now time.Time) (e *cacheEntry, fresh bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e = c.entries[url]
+	if e == nil {
+		return nil, false
+	}
+	return e, e.fresh(now)
+}
+
+// completed is the cache's part in a request's completion (the load loop calls it before the
+// planner sees r): a 304 to a revalidation takes the stored response (its body for discovery)
+// and refreshes it; a storable 200 is stored; anything else leaves the cache as it was.
+func (c *httpCache) completed(r *request, proto Protocol, now time.Time) {
+	if r.err != nil || r.cache == cacheHit || r.pushed {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := r.url.String()
+	if r.status == http.StatusNotModified && r.validate != nil {
+		e := r.validate
+		e.fields.merge(r.cacheResp)
+		e.stored = now
+		if !e.fields.storable(e.status) {
+			delete(c.entries, key)
+		}
+		r.cache = cacheRevalidated
+		r.contentType = e.contentType
+		if r.parse && e.kept {
+			r.body, r.keep = e.body, true
+		}
+		return
+	}
+	if !r.cacheResp.storable(r.status) {
+		delete(c.entries, key) // a no-store answer replaces nothing it could be used for
+		return
+	}
+	c.entries[key] = &cacheEntry{status: r.status, contentType: r.contentType, size: r.bodyBytes,
+		body: r.body, kept: r.keep, proto: proto, fields: r.cacheResp, stored: now}
+}
+
+// Entry.Cache values: how the cache took part in a request.
+const (
+	cacheHit         = "hit"         // the fresh stored response was used; no request was sent
+	cacheRevalidated = "revalidated" // a conditional request was answered 304; the stored body was used
+)
+
+// fromCache makes r the stored response e, used at now without a request.
+func (r *request) fromCache(e *cacheEntry, now time.Duration) {
+	r.cache = cacheHit
+	r.status, r.contentType, r.contentLength = e.status, e.contentType, -1
+	r.proto = e.proto
+	if r.parse && e.kept {
+		r.body, r.keep = e.body, true
+	}
+	r.end = now
+}
+
+// conditional is the revalidation's request fields (If-None-Match, If-Modified-Since), empty
+// without a revalidation.
+func (r *request) conditional() (ifNoneMatch, ifModifiedSince string) {
+	if r.validate == nil {
+		return "", ""
+	}
+	return r.validate.fields.etag, r.validate.fields.lastModified
+}
+
+// setConditional adds the revalidation's fields to a net/http request header (h3, spdy3).
+func setConditional(h http.Header, r *request) {
+	if inm, ims := r.conditional(); inm != "" || ims != "" {
+		if inm != "" {
+			h.Set("If-None-Match", inm)
+		}
+		if ims != "" {
+			h.Set("If-Modified-Since", ims)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/server"
+)
+
+// A repeat view with a shared Profile against the built-in server, over every protocol: each
+// object is answered as its Cache-Control says (the page model's default policy, with per-object
+// overrides): max-age objects from the cache without a request, no-cache and max-age=0 ones by a
+// 304 to a conditional request, no-store ones fetched whole. The planner still finds every object
+// (the document's and the stylesheets' bodies come from the cache), and the body bytes received
+// are exactly the no-store objects'.
+func TestRepeatViewUsesTheCache(t *testing.T) {
+	pg, err := page.Load("twitter", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{} // path → the repeat view's Entry.Cache
+	var noStoreBytes int64
+	overrides := map[page.Type][]string{page.TypeImage: {"no-store", "max-age=0"}, page.TypeJS: {"no-cache"}}
+	for i := range pg.Objects {
+		o := &pg.Objects[i]
+		if vs := overrides[o.Type]; len(vs) > 0 {
+			o.CacheControl, overrides[o.Type] = vs[0], vs[1:]
+		}
+		switch o.CachePolicy() {
+		case "no-store":
+			want[o.Path], noStoreBytes = "", noStoreBytes+o.Size
+		case "no-cache", "max-age=0":
+			want[o.Path] = cacheRevalidated
+		default:
+			want[o.Path] = cacheHit
+		}
+	}
+	if len(overrides[page.TypeImage])+len(overrides[page.TypeJS]) > 0 {
+		t.Fatalf("twitter lacks the objects the test overrides: %v", overrides)
+	}
+	srv, resolver := startBuiltin(t, pg, func(c *server.Config) { c.SessionResumption = true })
+	for _, proto := range Protocols {
+		t.Run(string(proto), func(t *testing.T) {
+			root, err := srv.RootURL(server.Protocol(proto), page.NewToken())
+			if err != nil {
+				t.Fatal(err)
+			}
+			prof := NewProfile()
+			var views [2]*Result
+			for i := range views {
+				ld, err := New(Config{Protocol: proto, Profile: prof, Resolver: resolver, RootCAs: srv.Certs().CAPool(), Timeout: 60 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if views[i], err = ld.Load(context.Background(), root, nil); err != nil || views[i].Err != nil {
+					t.Fatal(err, views[i].Err)
+				}
+			}
+			first, repeat := views[0], views[1]
+			if first.CacheHits+first.CacheRevalidated != 0 || first.BodyBytes != pg.TotalBytes() {
+				t.Errorf("first view: %d hits, %d revalidated, %d bytes of %d", first.CacheHits, first.CacheRevalidated, first.BodyBytes, pg.TotalBytes())
+			}
+			if repeat.Objects != len(pg.Objects) || len(repeat.Entries) != len(pg.Objects) {
+				t.Fatalf("repeat view: %d objects, %d entries; the page has %d", repeat.Objects, len(repeat.Entries), len(pg.Objects))
+			}
+			if repeat.BodyBytes != noStoreBytes {
+				t.Errorf("repeat view: %d body bytes, want the no-store objects' %d", repeat.BodyBytes, noStoreBytes)
+			}
+			hits, revalidated := 0, 0
+			for _, e := range repeat.Entries {
+				_, path, _ := page.SplitPath(mustURL(e.URL).Path)
+				if path == "/" {
+					path = pg.Objects[0].Path
+				}
+				w, ok := want[path]
+				switch {
+				case !ok:
+					t.Errorf("%s: not a page object", e.URL)
+				case e.Cache != w:
+					t.Errorf("%s (%s): cache %q, want %q", path, pg.Objects[0].Path, e.Cache, w)
+				case w == cacheHit && (e.Connection != 0 || e.BodyBytes != 0 || e.Status != http.StatusOK):
+					t.Errorf("%s: a hit with connection %d, %d bytes, status %d", path, e.Connection, e.BodyBytes, e.Status)
+				case w == cacheRevalidated && (e.Status != http.StatusNotModified || e.BodyBytes != 0):
+					t.Errorf("%s: revalidated with status %d, %d bytes", path, e.Status, e.BodyBytes)
+				case w == "" && e.Status != http.StatusOK:
+					t.Errorf("%s: status %d", path, e.Status)
+				}
+				switch e.Cache {
+				case cacheHit:
+					hits++
+				case cacheRevalidated:
+					revalidated++
+				}
+			}
+			if hits != repeat.CacheHits || revalidated != repeat.CacheRevalidated {
+				t.Errorf("counts %d hits %d revalidated, entries say %d and %d", repeat.CacheHits, repeat.CacheRevalidated, hits, revalidated)
+			}
+			if s := repeat.Summary(); s.CacheHits != hits || s.Protocols[proto.wireName()] != len(pg.Objects)-hits {
+				t.Errorf("summary: %d hits, protocols %v; want %d hits and %d requests over %s", s.CacheHits, s.Protocols, hits, len(pg.Objects)-hits, proto.wireName())
+			}
+		})
+	}
+}
+
+// Freshness as RFC 9111 §4.2 computes it from the fields the cache reads.
+func TestCacheFreshness(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	date := t0.Format(http.TimeFormat)
+	for _, c := range []struct {
+		f     cacheFields
+		after time.Duration
+		fresh bool
+	}{
+		{cacheFields{cacheControl: "max-age=60"}, 59 * time.Second, true},
+		{cacheFields{cacheControl: "max-age=60"}, 60 * time.Second, false},
+		{cacheFields{cacheControl: "public, max-age=60", age: "30"}, 31 * time.Second, false},
+		{cacheFields{cacheControl: "max-age=60, no-cache"}, 0, false},
+		{cacheFields{cacheControl: `max-age="60"`}, time.Second, true},
+		{cacheFields{cacheControl: "max-age=-1"}, 0, false},
+		{cacheFields{cacheControl: "max-age=60, max-age=0"}, time.Second, true}, // the first counts
+		{cacheFields{expires: t0.Add(time.Hour).Format(http.TimeFormat), date: date}, 59 * time.Minute, true},
+		{cacheFields{expires: t0.Add(time.Hour).Format(http.TimeFormat), date: date}, time.Hour, false},
+		{cacheFields{cacheControl: "max-age=0", expires: t0.Add(time.Hour).Format(http.TimeFormat), date: date}, 0, false},
+		{cacheFields{expires: "0", date: date}, 0, false},
+		{cacheFields{lastModified: date}, 0, false}, // no heuristic freshness
+		{cacheFields{}, 0, false},
+	} {
+		e := &cacheEntry{status: http.StatusOK, fields: c.f, stored: t0}
+		if got := e.fresh(t0.Add(c.after)); got != c.fresh {
+			t.Errorf("%+v after %v: fresh %v, want %v", c.f, c.after, got, c.fresh)
+		}
+	}
+	for _, c := range []struct {
+		f      cacheFields
+		status int
+		want   bool
+	}{
+		{cacheFields{cacheControl: "no-store"}, 200, false},
+		{cacheFields{cacheControl: "max-age=60, No-Store"}, 200, false},
+		{cacheFields{cacheControl: "no-cache"}, 200, true},
+		{cacheFields{cacheControl: "max-age=60", vary: "*"}, 200, false},
+		{cacheFields{cacheControl: "max-age=60", vary: "accept-encoding"}, 200, true},
+		{cacheFields{cacheControl: "max-age=60"}, 404, false},
+	} {
+		if got := c.f.storable(c.status); got != c.want {
+			t.Errorf("%+v status %d: storable %v, want %v", c.f, c.status, got, c.want)
+		}
+	}
+}
