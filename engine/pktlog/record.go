@@ -60,9 +60,10 @@ type Record struct {
 	ECN       uint8   // the IP header's ECN field as the packet left the link (3: CE, marked by it or before)
 	Dir       Dir
 	Fate      link.Fate
-	// QUIC is the QUIC long-header packet type of a UDP datagram's first packet, read from the
-	// unencrypted first byte and version (RFC 9000 §17.2; RFC 9369 §3.2 for v2), or QUICNone.
-	QUIC QUICType // Delivered, Marked, or a drop (DroppedLoss, DroppedQueue, DroppedAQM, DroppedOverflow)
+	// QUIC is the set of QUIC long-header packet types in a UDP datagram: its first packet's and
+	// those of the packets coalesced behind it (RFC 9000 §12.2), read from their unencrypted
+	// first bytes, versions and Length fields (RFC 9000 §17.2; RFC 9369 §3.2 for v2).
+	QUIC QUICSet
 }
 
 // ClientTime is when the client's side of the link saw the packet: entering the link for Up
@@ -147,7 +148,7 @@ func Parse(pkt []byte, r *Record) {
 		r.SrcPort = binary.BigEndian.Uint16(l4[0:])
 		r.DstPort = binary.BigEndian.Uint16(l4[2:])
 		r.Payload = uint16(len(l4) - 8)
-		r.QUIC = quicLongType(l4[8:])
+		r.QUIC = quicLongTypes(l4[8:])
 	}
 }
 
@@ -164,7 +165,13 @@ const (
 	QUICRetry
 )
 
-// quicLongType reads the type of a UDP payload's first QUIC packet: header form and fixed bits
+// QUICSet is a set of long-header packet types (bit 1<<t for type t): those a datagram carries.
+type QUICSet uint8
+
+// Has reports whether the set holds type t.
+func (s QUICSet) Has(t QUICType) bool { return t != QUICNone && s&(1<<t) != 0 }
+
+// quicLongType reads the type of the QUIC packet at the start of p: header form and fixed bits
 // set, version 1 or 2, and the two type bits mapped by that version's table.
 func quicLongType(p []byte) QUICType {
 	if len(p) < 5 || p[0]&0xc0 != 0xc0 {
@@ -180,13 +187,70 @@ func quicLongType(p []byte) QUICType {
 	return QUICNone
 }
 
-// QUICPackets counts the datagrams in dir whose first QUIC packet has type t (packets coalesced
-// behind the first are not followed yet). A client's 0-RTT datagrams
-// on a load: QUICPackets(recs, Up, QUIC0RTT).
+// quicLongTypes reads the long-header packets of a UDP payload and returns their types. A long
+// header's lengths are outside header protection (which covers the first byte's low bits and the
+// packet number only), so the packets coalesced behind the first are found by skipping
+// Destination and Source Connection IDs, an Initial's Token, and the Length field's count of
+// packet-number and payload bytes (RFC 9000 §17.2). It stops at a short header (which runs to the
+// datagram's end), a Retry (no Length), an unknown version, padding, or a length that overruns.
+func quicLongTypes(p []byte) QUICSet {
+	var s QUICSet
+	for {
+		t := quicLongType(p)
+		if t == QUICNone {
+			return s
+		}
+		s |= 1 << t
+		if t == QUICRetry {
+			return s
+		}
+		off := 5
+		for range 2 { // Destination, then Source Connection ID: a length byte and the ID
+			if off >= len(p) {
+				return s
+			}
+			off += 1 + int(p[off])
+		}
+		if off > len(p) {
+			return s
+		}
+		if t == QUICInitial {
+			tok, n := quicVarint(p[off:])
+			if n == 0 || tok > uint64(len(p)-off-n) {
+				return s
+			}
+			off += n + int(tok)
+		}
+		length, n := quicVarint(p[off:])
+		if n == 0 || length > uint64(len(p)-off-n) {
+			return s
+		}
+		p = p[off+n+int(length):]
+	}
+}
+
+// quicVarint reads a QUIC variable-length integer (RFC 9000 §16); n = 0 when p is too short.
+func quicVarint(p []byte) (v uint64, n int) {
+	if len(p) == 0 {
+		return 0, 0
+	}
+	n = 1 << (p[0] >> 6)
+	if len(p) < n {
+		return 0, 0
+	}
+	v = uint64(p[0] & 0x3f)
+	for _, b := range p[1:n] {
+		v = v<<8 | uint64(b)
+	}
+	return v, n
+}
+
+// QUICPackets counts the datagrams in dir that carry a QUIC packet of type t, first or coalesced.
+// A client's 0-RTT datagrams on a load: QUICPackets(recs, Up, QUIC0RTT).
 func QUICPackets(recs []Record, dir Dir, t QUICType) int {
 	n := 0
 	for i := range recs {
-		if recs[i].Dir == dir && recs[i].Proto == ProtoUDP && recs[i].QUIC == t {
+		if recs[i].Dir == dir && recs[i].Proto == ProtoUDP && recs[i].QUIC.Has(t) {
 			n++
 		}
 	}
