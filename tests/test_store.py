@@ -50,9 +50,9 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     # a reader migrates a copy in memory: the file keeps its version, nothing is created
     assert _snapshot(tmp_path) == before
     Store(db).close()  # a writer migrates the file
-    assert (
-        SCHEMA_VERSION == 12
-    )  # v11: lttarget's number (an empty step here); v12 the merged intervals' columns
+    # v11: lttarget's number (an empty step here); v12 the merged intervals' columns; v13 the
+    # loads' quic_0rtt_packets
+    assert SCHEMA_VERSION == 13
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -73,6 +73,8 @@ def test_v1_database_is_migrated_on_open(tmp_path):
     # v8 adds what the gateway did to each load: unknown (NULL) for loads stored before
     assert loads["drops_aqm"].isna().all() and loads["sojourn_down_p95_ms"].isna().all()
     assert loads["congested_flows"].isna().all()
+    # v13 adds the client's 0-RTT datagrams: unknown (NULL) for loads stored before
+    assert loads["quic_0rtt_packets"].isna().all()
     # v5 adds the worker a trial ran on: unknown (None) for trials stored before; and repeat_of (planned
     # trials: None)
     assert trials["worker"].isna().all() and loads["worker"].isna().all()

@@ -1,6 +1,7 @@
 package trial
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -34,6 +35,10 @@ type Record struct {
 	PushedBytes      int64   `json:"pushed_bytes"`
 	PushesUsed       int64   `json:"pushes_used"`
 	PushesUnused     int64   `json:"pushes_unused"`
+	// QUIC0RTTPackets counts the client's UDP datagrams in the load's window that carry a QUIC
+	// 0-RTT packet (first or coalesced; pktlog.QUICPackets): early data seen on the wire, beside
+	// the loader's own client.zero_rtt_connections. 0 for TCP protocols.
+	QUIC0RTTPackets int64 `json:"quic_0rtt_packets"`
 	// ServerCPUMs and ServerRSSPeakBytes are the server under test's cost during the load (its
 	// control group); nil when the machine cannot measure it.
 	ServerCPUMs        *float64 `json:"server_cpu_ms"`
@@ -184,4 +189,19 @@ func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 func rounded(p Phases) Phases {
 	return Phases{DNS: round3(p.DNS), Connect: round3(p.Connect), SSL: round3(p.SSL), Send: round3(p.Send),
 		Wait: round3(p.Wait), Receive: round3(p.Receive), Blocked: round3(p.Blocked)}
+}
+
+// zeroRTTDisagreement checks the loader's count of accepted 0-RTT connections against the 0-RTT
+// datagrams the packet log saw: a connection whose early data the server accepted sent at least
+// one. (The other way round is no disagreement: a client may send 0-RTT data the server rejects.)
+// "" when they agree.
+func zeroRTTDisagreement(rec Record) string {
+	conns, _ := rec.Client["zero_rtt_connections"].(float64)
+	if n, ok := rec.Client["zero_rtt_connections"].(int); ok {
+		conns = float64(n)
+	}
+	if conns > 0 && rec.QUIC0RTTPackets == 0 {
+		return fmt.Sprintf("the loader reports %g connections with accepted 0-RTT data, but the packet log saw no 0-RTT datagram from the client", conns)
+	}
+	return ""
 }

@@ -247,3 +247,26 @@ func TestRecordGateway(t *testing.T) {
 		t.Error("no congested flows must be [] in JSON, not null")
 	}
 }
+
+// The loader's accepted 0-RTT connections against the 0-RTT datagrams the packet log saw.
+func TestZeroRTTDisagreement(t *testing.T) {
+	for _, c := range []struct {
+		conns   any
+		packets int64
+		bad     bool
+	}{
+		{float64(1), 0, true},
+		{float64(1), 3, false},
+		{float64(0), 2, false}, // early data sent and rejected
+		{nil, 0, false},
+		{2, 0, true},
+	} {
+		rec := Record{QUIC0RTTPackets: c.packets, Client: map[string]any{}}
+		if c.conns != nil {
+			rec.Client["zero_rtt_connections"] = c.conns
+		}
+		if got := zeroRTTDisagreement(rec) != ""; got != c.bad {
+			t.Errorf("%v connections, %d datagrams: disagreement %v, want %v", c.conns, c.packets, got, c.bad)
+		}
+	}
+}

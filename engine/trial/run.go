@@ -461,6 +461,10 @@ func (r *runner) load(ctx context.Context, l Load, settleLimit time.Duration) (R
 		pcaps.LoadEndNs = r.emu.Wall(responseBy).UnixNano()
 	}
 	rec := BuildRecord(s.TrialID, l, started, f, win, failure)
+	rec.QUIC0RTTPackets = int64(pktlog.QUICPackets(own, pktlog.Up, pktlog.QUIC0RTT))
+	if msg := zeroRTTDisagreement(rec); msg != "" {
+		r.log.Printf("load %d %s: %s", l.Index, l.Protocol, msg)
+	}
 	whyIn := WhyInput(r.whyPath, all, own, win, f, clock.emulatorTime)
 	rec.Client["loader_cpu_ms"] = round3(float64(out.cpu) / float64(time.Millisecond))
 	if costOK {

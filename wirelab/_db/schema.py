@@ -234,6 +234,8 @@ LOADS = RecordTable(
         Column("pushed_bytes", "INTEGER NOT NULL"),
         Column("pushes_used", "INTEGER NOT NULL"),
         Column("pushes_unused", "INTEGER NOT NULL"),
+        # v13: the client's datagrams carrying a QUIC 0-RTT packet (NULL: stored before v13)
+        Column("quic_0rtt_packets", "INTEGER", since=13),
         # the server under test's cost per load (NULL: not measured, or stored before v3)
         Column("server_cpu_ms", "REAL", since=3),
         Column("server_rss_peak_bytes", "INTEGER", since=3),
@@ -639,6 +641,8 @@ _V7 = ""
 #: generators, its intervals merged: ``wirelab loadtest --generators``; NULL for intervals stored
 #: before) — generated from :data:`INTERVALS`. (v11 is another branch's; a number with no column
 #: is an empty step, so renumbering at merge is changing ``since``.)
+#: v13: loads.quic_0rtt_packets (the client's UDP datagrams carrying a QUIC 0-RTT packet, from the
+#: packet log; NULL for loads stored before; ``docs/vitals.md`` "Views") — generated from :data:`LOADS`.
 _STEPS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 
 #: The schema's version: the last hand-written step's, or the last version a record table's column
