@@ -220,7 +220,6 @@ func TestChromiumRefusals(t *testing.T) {
 		// what only Chromium does (docs/vitals.md)
 		`{"page":"twitter","protocols":["h3"],"client":{"h3":"https-rr","dns":"static"}}`:                            `client.h3: got "https-rr"; finds HTTP/3 in the lab DNS server's HTTPS records`,
 		`{"page":"twitter","protocols":["h3"],"client":{"impl":"chromium","h3":"https-rr","dns":"static"}}`:          `client.h3: got "https-rr"`,
-		`{"page":"twitter","protocols":["h2"],"server":{"impl":"h2o"},"client":{"impl":"chromium","view":"repeat"}}`: `client.view: got "repeat"; a repeat view needs the page's cache headers, which h2o cannot send`,
 		`{"page":"twitter","protocols":["h2"],"client":{"cpu_slowdown":4}}`:                                          `client.cpu_slowdown: got "4"; slows Chromium's renderer`,
 		`{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","viewport":"412x823@0.0"}}`:                `client.viewport: got "412x823@0.0"`,
 	} {

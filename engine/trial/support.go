@@ -63,19 +63,13 @@ func checkSupported(s *Spec) error {
 			return fielderr.New("server.push", s.Server.Push,
 				"Chromium no longer accepts server push (it announces SETTINGS_ENABLE_PUSH 0); with client.impl chromium it must be none")
 		}
-		if s.Client.View == string(browser.RepeatView) && s.Server.Impl == "h2o" {
-			// h2o 2.2 sets response headers per host or path prefix only, and the lab's URLs carry
-			// the load's token first: it cannot send the page's cache policy (docs/server.md).
-			return fielderr.New("client.view", s.Client.View,
-				"a repeat view needs the page's cache headers, which h2o cannot send per object; with server.impl h2o it must be first")
-		}
 		if _, err := browser.ParseViewport(s.Client.Viewport); err != nil {
 			return fielderr.New("client.viewport", s.Client.Viewport, "must be WIDTHxHEIGHT[@DPR][,mobile] with sizes 1–10000 and a DPR above 0 up to 10")
 		}
 		return nil
 	}
 	// What only Chromium does (docs/vitals.md): the engine's loader records at full speed, with no
-	// screen; its repeat view models resumed TLS and 0-RTT, not an HTTP cache.
+	// screen (its repeat view models the HTTP cache, resumed TLS and 0-RTT).
 	if s.Client.CPUSlowdown != 1 {
 		return fielderr.New("client.cpu_slowdown", fmt.Sprint(s.Client.CPUSlowdown),
 			"slows Chromium's renderer; with client.impl engine it must be 1 (replay mode scales computation with client.compute_scale)")

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server/impl"
+	"github.com/wirelab/wirelab/engine/trial"
 )
 
 // A Chromium repeat view of a corpus page reads its subresources from the HTTP cache, because
@@ -15,13 +20,11 @@ import (
 // and h3 (where the server serves it) the repeat view moves far fewer bytes down than the first
 // view of the same configuration: the subresources come from the cache, the no-cache document is
 // revalidated (304 against the validator every server sends).
-// h2o cannot set a header per path without mruby and still sends no-store (docs/server.md): it
-// is left out here.
 func TestRepeatViewReadsTheCache(t *testing.T) {
 	t.Parallel() // no timing bound: runs beside the package's other such tests (parallel_test.go)
 	roottest.RequireTUN(t)
 	requireChromium(t)
-	for _, srv := range []string{"builtin", "nginx", "apache", "caddy"} {
+	for _, srv := range []string{"builtin", "nginx", "apache", "caddy", "h2o"} {
 		t.Run(srv, func(t *testing.T) {
 			var protocols []string
 			for _, s := range impl.All {
@@ -53,6 +56,122 @@ func TestRepeatViewReadsTheCache(t *testing.T) {
 				if first == 0 || repeat*20 > first {
 					t.Errorf("%s: repeat view %d bytes down, first view %d: the cache was not read", p, repeat, first)
 				}
+			}
+		})
+	}
+}
+
+// The engine loader's repeat view (client.view repeat) against the built-in server with session
+// resumption on, over h1s, h2 and h3, for three corpus pages (7, 51 and 133 objects): the profile's HTTP cache (docs/vitals.md, "Views") answers
+// the max-age subresources itself and revalidates the no-cache document (304), so the repeat view
+// moves fewer bytes down than the first view of the same configuration; no handshake is full;
+// an h3 repeat view's early data is seen on the wire (quic_0rtt_packets ≥ 1, agreeing with the
+// loader's zero_rtt_connections) and a first view sends none.
+func TestEngineRepeatViewCache(t *testing.T) {
+	t.Parallel() // no timing bound: runs beside the package's other such tests (parallel_test.go)
+	roottest.RequireTUN(t)
+	for _, pg := range []string{"twitter", "flags", "imgur"} {
+		t.Run(pg, func(t *testing.T) {
+			loads := map[string]map[string]trial.Record{}
+			for _, view := range []string{"first", "repeat"} {
+				spec := fmt.Sprintf(`{"page":%q,"protocols":["h1s","h2","h3"],"repetitions":1,"network":"rtt=10ms",`+
+					`"server":{"impl":"builtin","session_resumption":true},"client":{"view":%q}}`, pg, view)
+				td := readTrial(t, runTrialOK(t, spec, 3*time.Minute))
+				loads[view] = map[string]trial.Record{}
+				for _, l := range td.loads {
+					if l.Error != nil {
+						t.Fatalf("%s %s: %s", view, l.Protocol, *l.Error)
+					}
+					loads[view][l.Protocol] = l
+				}
+			}
+			for _, p := range []string{"h1s", "h2", "h3"} {
+				first, repeat := loads["first"][p], loads["repeat"][p]
+				count := func(l trial.Record, key string) float64 { v, _ := l.Client[key].(float64); return v }
+				t.Logf("%s %s: bytes down first %d, repeat %d; body bytes %d, %d; cache hits %v, revalidated %v; "+
+					"connections %d, full %d, resumed %d; 0-RTT connections %v, datagrams first %d, repeat %d",
+					pg, p, first.BytesDown, repeat.BytesDown, first.BodyBytes, repeat.BodyBytes, count(repeat, "cache_hits"),
+					count(repeat, "cache_revalidated"), repeat.Connections, repeat.TLSHandshakes, repeat.TLSResumed,
+					count(repeat, "zero_rtt_connections"), first.QUIC0RTTPackets, repeat.QUIC0RTTPackets)
+				if repeat.BytesDown >= first.BytesDown || repeat.BodyBytes >= first.BodyBytes {
+					t.Errorf("%s: repeat view %d bytes down (%d body), first view %d (%d): the cache was not used", p, repeat.BytesDown, repeat.BodyBytes, first.BytesDown, first.BodyBytes)
+				}
+				if count(repeat, "cache_hits") < 1 || count(repeat, "cache_revalidated") < 1 || repeat.Objects != first.Objects {
+					t.Errorf("%s: %v hits, %v revalidated, %d objects of %d", p, repeat.Client["cache_hits"], repeat.Client["cache_revalidated"], repeat.Objects, first.Objects)
+				}
+				if repeat.TLSHandshakes != 0 || repeat.TLSResumed != repeat.Connections {
+					t.Errorf("%s: %d full handshakes, %d resumed of %d connections", p, repeat.TLSHandshakes, repeat.TLSResumed, repeat.Connections)
+				}
+				if first.QUIC0RTTPackets != 0 {
+					t.Errorf("%s first view: %d 0-RTT datagrams", p, first.QUIC0RTTPackets)
+				}
+				switch {
+				case p == "h3" && (repeat.QUIC0RTTPackets < 1 || count(repeat, "zero_rtt_connections") < 1):
+					t.Errorf("h3 repeat view: %d 0-RTT datagrams, %v 0-RTT connections; want both", repeat.QUIC0RTTPackets, repeat.Client["zero_rtt_connections"])
+				case p != "h3" && repeat.QUIC0RTTPackets != 0:
+					t.Errorf("%s: %d 0-RTT datagrams over TCP", p, repeat.QUIC0RTTPackets)
+				}
+			}
+		})
+	}
+}
+
+// Every server under test sends the page model's cache policy — the default by type and each
+// object's own cache_control — with a validator, and answers a revalidation with 304: the engine
+// loader's repeat view of a page whose objects override the default (no-store, max-age=0, no-cache,
+// "public, max-age=600") gets from every server exactly the hits, 304s and whole fetches the
+// policy says.
+func TestServersServeTheCachePolicy(t *testing.T) {
+	t.Parallel() // no timing bound: runs beside the package's other such tests (parallel_test.go)
+	roottest.RequireTUN(t)
+	pg, err := page.Load("twitter", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	overrides := map[page.Type][]string{page.TypeImage: {"no-store", "max-age=0", "public, max-age=600"}, page.TypeJS: {"no-cache"}}
+	var hits, revalidated int
+	var noStore int64
+	for i := range pg.Objects {
+		o := &pg.Objects[i]
+		if vs := overrides[o.Type]; len(vs) > 0 {
+			o.CacheControl, overrides[o.Type] = vs[0], vs[1:]
+		}
+		switch o.CachePolicy() {
+		case "no-store":
+			noStore += o.Size
+		case "no-cache", "max-age=0":
+			revalidated++
+		default:
+			hits++
+		}
+	}
+	if len(overrides[page.TypeImage])+len(overrides[page.TypeJS]) > 0 {
+		t.Fatalf("twitter lacks the objects the test overrides: %v", overrides)
+	}
+	b, err := json.Marshal(pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "cache-policy.json")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range impl.All {
+		srv := s.Name()
+		t.Run(srv, func(t *testing.T) {
+			spec := fmt.Sprintf(`{"page":%q,"protocols":["h2"],"repetitions":1,"network":"rtt=4ms",`+
+				`"server":{"impl":%q},"client":{"view":"repeat"}}`, file, srv)
+			td := readTrial(t, runTrialOK(t, spec, 3*time.Minute))
+			l := td.loads[0]
+			if l.Error != nil {
+				t.Fatal(*l.Error)
+			}
+			gotHits, _ := l.Client["cache_hits"].(float64)
+			gotRevalidated, _ := l.Client["cache_revalidated"].(float64)
+			t.Logf("%s: %v hits, %v revalidated, %d body bytes (want %d, %d, %d)", srv, gotHits, gotRevalidated, l.BodyBytes, hits, revalidated, noStore)
+			if int(gotHits) != hits || int(gotRevalidated) != revalidated || l.BodyBytes != noStore || int(l.Objects) != len(pg.Objects) {
+				t.Errorf("%s: %v hits, %v revalidated, %d body bytes, %d objects; the policy says %d, %d, %d, %d",
+					srv, gotHits, gotRevalidated, l.BodyBytes, l.Objects, hits, revalidated, noStore, len(pg.Objects))
 			}
 		})
 	}

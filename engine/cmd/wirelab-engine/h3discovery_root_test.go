@@ -113,8 +113,8 @@ func TestEngineRepeatViewResumes(t *testing.T) {
 						t.Fatalf("%s: %s", l.Protocol, *l.Error)
 					}
 					zero, _ := l.Client["zero_rtt_connections"].(float64)
-					t.Logf("%s %s resumption %v: connections %d, full handshakes %d, resumed %d, 0-RTT %v",
-						srv, l.Protocol, resume, l.Connections, l.TLSHandshakes, l.TLSResumed, zero)
+					t.Logf("%s %s resumption %v: connections %d, full handshakes %d, resumed %d, 0-RTT %v (%d datagrams)",
+						srv, l.Protocol, resume, l.Connections, l.TLSHandshakes, l.TLSResumed, zero, l.QUIC0RTTPackets)
 					switch {
 					case l.View != "repeat":
 						t.Errorf("%s: view %q", l.Protocol, l.View)
@@ -124,6 +124,11 @@ func TestEngineRepeatViewResumes(t *testing.T) {
 						t.Errorf("h3: no 0-RTT connection")
 					case !resume && (l.TLSResumed != 0 || zero != 0):
 						t.Errorf("%s without resumption: %d resumed, %v 0-RTT", l.Protocol, l.TLSResumed, zero)
+					}
+					// 0-RTT seen on the wire: the client's datagrams carrying a 0-RTT packet
+					// (coalesced behind its Initial or on their own) — some with resumption, none without.
+					if resume && l.Protocol == "h3" && l.QUIC0RTTPackets < 1 || !resume && l.QUIC0RTTPackets != 0 {
+						t.Errorf("%s resumption %v: %d 0-RTT datagrams from the client", l.Protocol, resume, l.QUIC0RTTPackets)
 					}
 				}
 			}
