@@ -64,9 +64,10 @@ nothing (connection, TLS session, name) is carried from one load to the next —
                            h3 on its host and port, then QUIC), https-rr (ask the --dns server for
                            the host's HTTPS record beside its A record; QUIC when its alpn lists h3)
   --view first|repeat      first (default); repeat: load the page, close every connection, load it
-                           again with the same profile (TLS session tickets, Alt-Svc cache; no HTTP
-                           cache) and report the second load — resumed TLS, h3 0-RTT where the
-                           server allows it (tls_resumed, zero_rtt per connection)
+                           again with the same profile (TLS session tickets, Alt-Svc cache, HTTP
+                           cache) and report the second load — cached and revalidated objects as
+                           the responses' Cache-Control says (cache_hits, cache_revalidated), resumed
+                           TLS, h3 0-RTT where the server allows it (tls_resumed, zero_rtt)
   --allow-any-target       allow hosts outside loopback, 10.77.0.0/16 and *.wirelab.test (no check)
 
 Without --dns or --resolve, names go to the system resolver. Exit status: 0 the load completed,

@@ -52,8 +52,8 @@ func checkH3Discovery(t *testing.T, loader, srv, mode, view string, l trial.Reco
 	protos, _ := l.Client["protocols"].(map[string]any)
 	h2, _ := protos["h2"].(float64)
 	h3, _ := protos["h3"].(float64)
-	t.Logf("%s %s %s %s: requests h2 %v h3 %v, h3_discovery %v, connections %d, full handshakes %d, resumed %d, 0-RTT %v",
-		loader, srv, mode, view, h2, h3, l.Client["h3_discovery"], l.Connections, l.TLSHandshakes, l.TLSResumed, l.Client["zero_rtt_connections"])
+	t.Logf("%s %s %s %s: requests h2 %v h3 %v, h3_discovery %v, connections %d, full handshakes %d, resumed %d, 0-RTT %v (%d datagrams)",
+		loader, srv, mode, view, h2, h3, l.Client["h3_discovery"], l.Connections, l.TLSHandshakes, l.TLSResumed, l.Client["zero_rtt_connections"], l.QUIC0RTTPackets)
 	// Chromium's first view may carry everything over the h2 session it already has: its QUIC job
 	// for a later request races that session (and need not win on a small page).
 	if got := l.Client["h3_discovery"]; got != mode && !(loader == "chromium" && mode == "alt-svc" && view == "first" && got == "none") {
@@ -77,8 +77,9 @@ func checkH3Discovery(t *testing.T, loader, srv, mode, view string, l trial.Reco
 		if l.TLSHandshakes != 0 {
 			t.Errorf("alt-svc repeat view: %d full handshakes, want none (a TCP connection before QUIC?)", l.TLSHandshakes)
 		}
-		if l.TLSResumed < 1 || count("zero_rtt_connections") < 1 {
-			t.Errorf("alt-svc repeat view: resumed %d, 0-RTT %v: want a resumed handshake with 0-RTT", l.TLSResumed, l.Client["zero_rtt_connections"])
+		if l.TLSResumed < 1 || count("zero_rtt_connections") < 1 || l.QUIC0RTTPackets < 1 {
+			t.Errorf("alt-svc repeat view: resumed %d, 0-RTT %v, 0-RTT datagrams %d: want a resumed handshake with 0-RTT, seen on the wire",
+				l.TLSResumed, l.Client["zero_rtt_connections"], l.QUIC0RTTPackets)
 		}
 	case mode == "https-rr":
 		// Chromium races a TCP connection beside the QUIC one the record asks for, and may carry
