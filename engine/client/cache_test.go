@@ -15,7 +15,7 @@ import (
 // overrides): max-age objects from the cache without a request, no-cache and max-age=0 ones by a
 // 304 to a conditional request, no-store ones fetched whole. The planner still finds every object
 // (the document's and the stylesheets' bodies come from the cache), and the body bytes received
-// are exactly the no-store objects'.
+// are exactly the no-store objects'. Its connection resumes (h3: with 0-RTT).
 func TestRepeatViewUsesTheCache(t *testing.T) {
 	pg, err := page.Load("twitter", 1)
 	if err != nil {
@@ -97,6 +97,14 @@ func TestRepeatViewUsesTheCache(t *testing.T) {
 			}
 			if hits != repeat.CacheHits || revalidated != repeat.CacheRevalidated {
 				t.Errorf("counts %d hits %d revalidated, entries say %d and %d", repeat.CacheHits, repeat.CacheRevalidated, hits, revalidated)
+			}
+			// The repeat view's connections resume, h3's with 0-RTT — noted even when the
+			// answers beat the handshake (a few small requests).
+			if proto != H1 && proto != H2C && (repeat.Connections < 1 || repeat.TLSResumed != repeat.Connections || repeat.TLSHandshakes != 0) {
+				t.Errorf("repeat view: %d connections, %d resumed, %d full handshakes; want every one resumed", repeat.Connections, repeat.TLSResumed, repeat.TLSHandshakes)
+			}
+			if proto == H3 && repeat.ZeroRTT != repeat.Connections {
+				t.Errorf("h3 repeat view: %d 0-RTT connections of %d", repeat.ZeroRTT, repeat.Connections)
 			}
 			if s := repeat.Summary(); s.CacheHits != hits || s.Protocols[proto.wireName()] != len(pg.Objects)-hits {
 				t.Errorf("summary: %d hits, protocols %v; want %d hits and %d requests over %s", s.CacheHits, s.Protocols, hits, len(pg.Objects)-hits, proto.wireName())

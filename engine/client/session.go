@@ -43,6 +43,44 @@ type session struct {
 	conns   []*connRecord // registered during the current load
 	nextID  int           // the next connection id
 	aborted bool
+	// handshaking are h3 handshakes still completing behind 0-RTT requests: closed once the
+	// connection's resumption and 0-RTT are noted (or it ended). awaitHandshakes waits for them.
+	handshaking []chan struct{}
+}
+
+// handshakeMaxWait bounds how long a load's end waits for handshakes still completing.
+const handshakeMaxWait = 2 * time.Second
+
+// awaitHandshakes waits (at most d) for the h3 handshakes still completing behind 0-RTT
+// requests, so that the connections' resumption and 0-RTT are known when the load is summarised:
+// a repeat view whose only request is answered as 0.5-RTT data can end before its handshake has
+// been noted. The load's PLT is not affected (its last response has arrived).
+func (s *session) awaitHandshakes(d time.Duration) {
+	s.mu.Lock()
+	chs := s.handshaking
+	s.handshaking = nil
+	s.mu.Unlock()
+	if len(chs) == 0 {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for _, ch := range chs {
+		select {
+		case <-ch:
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// handshakePending registers an h3 handshake still completing (see awaitHandshakes).
+func (s *session) handshakePending() chan struct{} {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.handshaking = append(s.handshaking, ch)
+	s.mu.Unlock()
+	return ch
 }
 
 // connRecord is a registered connection: its public description and how to close it.
