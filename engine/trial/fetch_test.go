@@ -218,10 +218,10 @@ func TestChromiumRefusals(t *testing.T) {
 		`{"page":"twitter","protocols":["h2c"],"client":{"impl":"chromium"}}`:                 `protocols[0]: got "h2c"; not loadable by client.impl chromium`,
 		`{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","mode":"objects"}}`: `client.mode: got "objects"`,
 		// what only Chromium does (docs/vitals.md)
-		`{"page":"twitter","protocols":["h3"],"client":{"h3":"https-rr","dns":"static"}}`:                            `client.h3: got "https-rr"; finds HTTP/3 in the lab DNS server's HTTPS records`,
-		`{"page":"twitter","protocols":["h3"],"client":{"impl":"chromium","h3":"https-rr","dns":"static"}}`:          `client.h3: got "https-rr"`,
-		`{"page":"twitter","protocols":["h2"],"client":{"cpu_slowdown":4}}`:                                          `client.cpu_slowdown: got "4"; slows Chromium's renderer`,
-		`{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","viewport":"412x823@0.0"}}`:                `client.viewport: got "412x823@0.0"`,
+		`{"page":"twitter","protocols":["h3"],"client":{"h3":"https-rr","dns":"static"}}`:                   `client.h3: got "https-rr"; finds HTTP/3 in the lab DNS server's HTTPS records`,
+		`{"page":"twitter","protocols":["h3"],"client":{"impl":"chromium","h3":"https-rr","dns":"static"}}`: `client.h3: got "https-rr"`,
+		`{"page":"twitter","protocols":["h2"],"client":{"cpu_slowdown":4}}`:                                 `client.cpu_slowdown: got "4"; slows Chromium's renderer`,
+		`{"page":"twitter","protocols":["h2"],"client":{"impl":"chromium","viewport":"412x823@0.0"}}`:       `client.viewport: got "412x823@0.0"`,
 	} {
 		s, err := DecodeSpec([]byte(spec))
 		if err != nil {
