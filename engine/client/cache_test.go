@@ -7,40 +7,22 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/page/cachetest"
 	"github.com/wirelab/wirelab/engine/server"
 )
 
 // A repeat view with a shared Profile against the built-in server, over every protocol: each
-// object is answered as its Cache-Control says (the page model's default policy, with per-object
-// overrides): max-age objects from the cache without a request, no-cache and max-age=0 ones by a
+// object of the cache test page (page/cachetest: the default policy with per-object
+// overrides) is answered as its Cache-Control says: max-age objects from the cache without a request, no-cache and max-age=0 ones by a
 // 304 to a conditional request, no-store ones fetched whole. The planner still finds every object
 // (the document's and the stylesheets' bodies come from the cache), and the body bytes received
 // are exactly the no-store objects'. Its connection resumes (h3: with 0-RTT).
 func TestRepeatViewUsesTheCache(t *testing.T) {
-	pg, err := page.Load("twitter", 1)
+	cp, err := cachetest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{} // path → the repeat view's Entry.Cache
-	var noStoreBytes int64
-	overrides := map[page.Type][]string{page.TypeImage: {"no-store", "max-age=0"}, page.TypeJS: {"no-cache"}}
-	for i := range pg.Objects {
-		o := &pg.Objects[i]
-		if vs := overrides[o.Type]; len(vs) > 0 {
-			o.CacheControl, overrides[o.Type] = vs[0], vs[1:]
-		}
-		switch o.CachePolicy() {
-		case "no-store":
-			want[o.Path], noStoreBytes = "", noStoreBytes+o.Size
-		case "no-cache", "max-age=0":
-			want[o.Path] = cacheRevalidated
-		default:
-			want[o.Path] = cacheHit
-		}
-	}
-	if len(overrides[page.TypeImage])+len(overrides[page.TypeJS]) > 0 {
-		t.Fatalf("twitter lacks the objects the test overrides: %v", overrides)
-	}
+	pg, want, noStoreBytes := cp.Page, cp.Want, cp.NoStoreBytes
 	srv, resolver := startBuiltin(t, pg, func(c *server.Config) { c.SessionResumption = true })
 	for _, proto := range Protocols {
 		t.Run(string(proto), func(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/roottest"
-	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/page/cachetest"
 	"github.com/wirelab/wirelab/engine/server/impl"
 	"github.com/wirelab/wirelab/engine/trial"
 )
@@ -118,38 +118,17 @@ func TestEngineRepeatViewCache(t *testing.T) {
 
 // Every server under test sends the page model's cache policy — the default by type and each
 // object's own cache_control — with a validator, and answers a revalidation with 304: the engine
-// loader's repeat view of a page whose objects override the default (no-store, max-age=0, no-cache,
-// "public, max-age=600") gets from every server exactly the hits, 304s and whole fetches the
+// loader's repeat view of a page whose objects override the default (page/cachetest: no-store,
+// max-age=0, no-cache, "public, max-age=600") gets from every server exactly the hits, 304s and whole fetches the
 // policy says.
 func TestServersServeTheCachePolicy(t *testing.T) {
 	t.Parallel() // no timing bound: runs beside the package's other such tests (parallel_test.go)
 	roottest.RequireTUN(t)
-	pg, err := page.Load("twitter", 1)
+	cp, err := cachetest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	overrides := map[page.Type][]string{page.TypeImage: {"no-store", "max-age=0"}, page.TypeCSS: {"public, max-age=600"}, page.TypeJS: {"no-cache"}}
-	var hits, revalidated int
-	var noStore int64
-	for i := range pg.Objects {
-		o := &pg.Objects[i]
-		if vs := overrides[o.Type]; len(vs) > 0 {
-			o.CacheControl, overrides[o.Type] = vs[0], vs[1:]
-		}
-		switch o.CachePolicy() {
-		case "no-store":
-			noStore += o.Size
-		case "no-cache", "max-age=0":
-			revalidated++
-		default:
-			hits++
-		}
-	}
-	for _, left := range overrides {
-		if len(left) > 0 {
-			t.Fatalf("twitter lacks the objects the test overrides: %v", overrides)
-		}
-	}
+	pg, hits, revalidated, noStore := cp.Page, cp.Hits(), cp.Revalidated(), cp.NoStoreBytes
 	b, err := json.Marshal(pg)
 	if err != nil {
 		t.Fatal(err)

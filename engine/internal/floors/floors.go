@@ -55,6 +55,7 @@ var Of = map[string]Floor{
 
 	"link":                  Model,
 	"page":                  Model,
+	"page/cachetest":        Model,
 	"pktlog":                Model,
 	"why":                   Model,
 	"budget":                Model,
