@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/har"
 )
 
 // httpCache is the loader's HTTP cache: a private cache (RFC 9111) kept in a Profile, so that a
@@ -46,6 +48,7 @@ type cacheEntry struct {
 	proto       Protocol // what carried it
 	fields      cacheFields
 	stored      time.Time // response_time (§4.2.3)
+	hits        int       // times used (a hit or a 304) since stored
 }
 
 // cacheFields are the response fields the cache reads, as received.
@@ -166,15 +169,25 @@ func (e *cacheEntry) fresh(now time.Time) bool {
 	return age < life
 }
 
-// lookup returns the stored response for url, and whether it is fresh at now.
-func (c *httpCache) lookup(url string, now time.Time) (e *cacheEntry, fresh bool) {
+// lookup returns the stored response for url, whether it is fresh at now, and its state before
+// this use (a fresh one is counted as used).
+func (c *httpCache) lookup(url string, now time.Time) (e *cacheEntry, fresh bool, before *har.CacheState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e = c.entries[url]
 	if e == nil {
-		return nil, false
+		return nil, false, nil
 	}
-	return e, e.fresh(now)
+	before = e.state()
+	if fresh = e.fresh(now); fresh {
+		e.hits++
+	}
+	return e, fresh, before
+}
+
+// state is the entry as it is now (the HAR's cache.beforeRequest); c.mu held.
+func (e *cacheEntry) state() *har.CacheState {
+	return &har.CacheState{LastAccess: e.stored.UTC(), ETag: e.fields.etag, HitCount: e.hits}
 }
 
 // completed is the cache's part in a request's completion (the load loop calls it before the
@@ -189,6 +202,8 @@ func (c *httpCache) completed(r *request, proto Protocol, now time.Time) {
 	key := r.url.String()
 	if r.status == http.StatusNotModified && r.validate != nil {
 		e := r.validate
+		r.cacheBefore = e.state()
+		e.hits++
 		e.fields.merge(r.cacheResp)
 		e.stored = now
 		if !e.fields.storable(e.status) {
@@ -216,8 +231,8 @@ const (
 )
 
 // fromCache makes r the stored response e, used at now without a request.
-func (r *request) fromCache(e *cacheEntry, now time.Duration) {
-	r.cache = cacheHit
+func (r *request) fromCache(e *cacheEntry, before *har.CacheState, now time.Duration) {
+	r.cache, r.cacheBefore = cacheHit, before
 	r.status, r.contentType, r.contentLength = e.status, e.contentType, -1
 	r.proto = e.proto
 	if r.parse && e.kept {

@@ -77,6 +77,28 @@ func TestRepeatViewUsesTheCache(t *testing.T) {
 					revalidated++
 				}
 			}
+			// The HAR shows the cache: the stored entry before each request (its validator), and a
+			// revalidation's conditional request field.
+			for i, he := range repeat.HAR("test").Entries {
+				e := repeat.Entries[i]
+				b := he.Cache.BeforeRequest
+				inm := ""
+				for _, h := range he.Request.Headers {
+					if h.Name == "If-None-Match" {
+						inm = h.Value
+					}
+				}
+				switch {
+				case e.Cache == "" && (b != nil || inm != ""):
+					t.Errorf("%s: fetched whole, HAR cache %+v, If-None-Match %q", e.URL, b, inm)
+				case e.Cache != "" && (b == nil || b.ETag == "" || he.Cache.Comment != e.Cache):
+					t.Errorf("%s: %s, HAR cache %+v %q", e.URL, e.Cache, b, he.Cache.Comment)
+				case e.Cache == cacheRevalidated && inm != b.ETag:
+					t.Errorf("%s: revalidated with If-None-Match %q, stored ETag %q", e.URL, inm, b.ETag)
+				case e.Cache == cacheHit && inm != "":
+					t.Errorf("%s: a hit lists If-None-Match %q", e.URL, inm)
+				}
+			}
 			if hits != repeat.CacheHits || revalidated != repeat.CacheRevalidated {
 				t.Errorf("counts %d hits %d revalidated, entries say %d and %d", repeat.CacheHits, repeat.CacheRevalidated, hits, revalidated)
 			}

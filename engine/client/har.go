@@ -96,6 +96,15 @@ func harEntry(e Entry, serverIP, userAgent string) har.Entry {
 	if e.Pushed {
 		he.WasPushed = 1 // as Chrome marks pushed responses
 	}
+	if e.cacheBefore != nil {
+		he.Cache.BeforeRequest = e.cacheBefore
+		he.Cache.Comment = e.Cache // hit: no request was sent; revalidated: answered 304
+	}
+	for _, h := range [...]har.NameValue{{Name: "If-None-Match", Value: e.ifNoneMatch}, {Name: "If-Modified-Since", Value: e.ifModifiedSince}} {
+		if h.Value != "" {
+			he.Request.Headers = append(he.Request.Headers, h)
+		}
+	}
 	he.PrioritySignal = e.Priority
 	return he
 }

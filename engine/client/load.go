@@ -141,8 +141,8 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 				continue
 			}
 			if cache := s.profile.http; cache != nil {
-				if e, fresh := cache.lookup(key, time.Now()); fresh {
-					r.fromCache(e, s.now())
+				if e, fresh, before := cache.lookup(key, time.Now()); fresh {
+					r.fromCache(e, before, s.now())
 					go func() { done <- r }()
 					continue
 				} else if e != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/internal/priority"
 	"github.com/wirelab/wirelab/engine/page"
 )
@@ -41,13 +42,14 @@ type request struct {
 	firstByte    time.Duration
 	end          time.Duration
 
-	conn          int         // connection id, 0 = none
-	proto         Protocol    // what carried it when it differs from the load's (an h3 load's HTTP/2 requests); "" = the load's
-	altSvc        string      // the response's Alt-Svc field (HTTP/2 responses of an h3 load that discovers h3)
-	cacheResp     cacheFields // the response fields the HTTP cache reads (a load with a Profile)
-	validate      *cacheEntry // the stored response this request revalidates (conditional request); nil = none
-	cache         string      // Entry.Cache: cacheHit, cacheRevalidated or ""
-	streamID      int64       // -1 = none
+	conn          int             // connection id, 0 = none
+	proto         Protocol        // what carried it when it differs from the load's (an h3 load's HTTP/2 requests); "" = the load's
+	altSvc        string          // the response's Alt-Svc field (HTTP/2 responses of an h3 load that discovers h3)
+	cacheResp     cacheFields     // the response fields the HTTP cache reads (a load with a Profile)
+	validate      *cacheEntry     // the stored response this request revalidates (conditional request); nil = none
+	cache         string          // Entry.Cache: cacheHit, cacheRevalidated or ""
+	cacheBefore   *har.CacheState // the stored entry's state before the request (the HAR's cache)
+	streamID      int64           // -1 = none
 	status        int
 	contentType   string
 	contentLength int64 // -1 = not announced
@@ -195,8 +197,9 @@ func (r *request) entry(s *session, first time.Duration) Entry {
 		Connection: r.conn, StreamID: r.streamID, Status: r.status, ContentType: r.contentType,
 		BodyBytes: r.bodyBytes, StartedAt: s.wall0.Add(r.issued), Start: r.issued - first,
 		Time: ms(r.end - r.issued), Timings: r.timings(), Retries: r.retries, Pushed: r.pushed,
-		Cache: r.cache,
+		Cache: r.cache, cacheBefore: r.cacheBefore,
 	}
+	e.ifNoneMatch, e.ifModifiedSince = r.conditional()
 	if r.signal {
 		e.Priority = r.prio.String()
 	}

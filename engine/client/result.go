@@ -3,6 +3,7 @@ package client
 import (
 	"time"
 
+	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/why"
 )
 
@@ -64,6 +65,9 @@ type Entry struct {
 	// Protocol the stored response's); "revalidated" — a conditional request was answered 304 and
 	// the stored body used (Status 304); "" — the cache took no part.
 	Cache string `json:"cache,omitempty"`
+
+	cacheBefore                  *har.CacheState // the stored entry before the request (HAR cache.beforeRequest)
+	ifNoneMatch, ifModifiedSince string          // a revalidation's request fields (HAR request headers)
 }
 
 // Conn is one transport connection the load opened.

@@ -157,8 +157,20 @@ type Content struct {
 	Comment  string `json:"comment,omitempty"`
 }
 
-// Cache is always empty: wirelab loads never use a cache.
-type Cache struct{}
+// Cache is HAR's cache object: empty ({}) unless the engine loader's repeat view found the object
+// in its HTTP cache (docs/vitals.md, "Views"); then BeforeRequest is the stored entry's state.
+type Cache struct {
+	BeforeRequest *CacheState `json:"beforeRequest,omitempty"`
+	Comment       string      `json:"comment,omitempty"`
+}
+
+// CacheState is a cache entry's state (HAR 1.2 "beforeRequest"): when it was last stored or
+// refreshed, its validator, and how often it has been used.
+type CacheState struct {
+	LastAccess time.Time `json:"lastAccess"`
+	ETag       string    `json:"eTag"`
+	HitCount   int       `json:"hitCount"`
+}
 
 // Timings of one entry in milliseconds, with HAR semantics: -1 when a phase does not apply
 // (blocked, dns, connect, ssl); send, wait and receive are always ≥ 0. ssl is included in
