@@ -4,26 +4,41 @@ Scores the shipped constants on the shipped labels' seeded held-out split, as ``
 validate`` does, and lists each significant pair (emulated 95 % interval of the gain excludes zero)
 whose predicted sign is wrong, with the measured and predicted gains and the configuration.
 
-    WIRELAB_ENGINE=bin/wirelab-engine .venv/bin/python scripts/predict_sign_misses.py
+    WIRELAB_ENGINE=bin/wirelab-engine .venv/bin/python scripts/predict_sign_misses.py [--set NAME=VALUE …]
+
+``--set`` scores the shipped constants with some changed (e.g. ``--set queue_in_rounds=1``: the
+FIFO's wait in later rounds, docs/predict.md §9) and prints the held-out scores beside the misses.
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
 
 import numpy as np
 
 from wirelab._predict import _constants, _labels
-from wirelab._predict._fit import _gain_interval, split, targets
+from wirelab._predict._fit import _gain_interval, score, split, targets
 from wirelab._predict._run import predict_configs
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="change a constant")
+    args = ap.parse_args()
     cfile = _constants.load()
+    changes = {name: float(value) for name, value in (s.split("=", 1) for s in args.set)}
+    k = cfile.constants.replace(**changes)
     split_ = cfile.provenance["split"]
     _, held = split(_labels.read_fixture(), split_["holdout"], split_["seed"])
     tgts = targets(held)
-    plt = predict_configs([t.config for t in tgts], cfile.constants).plt
+    plt = predict_configs([t.config for t in tgts], k).plt
+    scores = score(tgts, plt)
+    print(
+        f"held out {len(held)} configurations{' with ' + ', '.join(args.set) if args.set else ''}: "
+        f"median {100 * scores.median_abs_error:.1f} %, p90 {100 * scores.p90_abs_error:.1f} %, "
+        f"rho {scores.spearman:.3f}, sign {100 * scores.sign_right:.1f} %"
+    )
     by: dict[str, dict[str, tuple]] = {}
     for t, p in zip(tgts, plt, strict=True):
         by.setdefault(t.label.trial_id, {})[t.config.protocol] = (t, float(p))

@@ -322,6 +322,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     tls_rounds = np.where(pa.tls12, 2.0, 1.0) * pa.tls
     hello = k.client_hello_bytes / pa.rate_up
     some = p > 0
+    fifo_share = 0.0 if baseline else k.queue_in_rounds  # Lantern: the link shared fairly, no FIFO
 
     def standing(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the gateway's queueing delay for a packet arriving at t, bytes in flight per slot at t)."""
@@ -476,7 +477,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         q_s, per_slot = standing(s)
         own_infl = per_slot.take(at)
         others = (_rowsum(per_slot) - own_infl) / pkt_bytes
-        rtt_e = rtt_r + k.queue_in_rounds * q_s
+        rtt_e = rtt_r
         idle_long = ~busy & ~opening & ((s - prev_send) > np.maximum(k.rto_min_s + rtt, rtt))
         cwnd = c_cwnd.take(at)
         w0 = np.where(idle_long, np.minimum(cwnd, pa.iw), cwnd)
@@ -552,7 +553,14 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         remaining.put(at, 0.0)
         link = (wbytes + _rowsum(np.minimum(remaining, wbytes))) / pa.rate
         last_round = np.where(busy, 0.0, np.minimum(wbytes, w_clean * pkt_bytes) / pa.rate)
+        # the drop-tail queue is a FIFO, not a fair share: each later round of this response waits
+        # behind the standing queue again, as long as the other connections have bytes to keep it
+        # standing (their bytes still to send bound the total wait)
         windowed = np.maximum(lead, last_round) + t_clean + lossy
+        if fifo_share:
+            windowed = windowed + fifo_share * np.minimum(
+                np.where(busy, rounds, rounds - 1) * q_s, _rowsum(remaining) / pa.rate
+            )
         wire_total = np.where(dl, wire_total + wbytes, wire_total)
         # work conservation: in issue order, a response ends no earlier than the link could carry
         # everything issued before it and itself since the load's first request
