@@ -10,7 +10,8 @@
 // Link, which decides its fate and deadline. The writer sleeps on a futex until its spin window
 // before the next deadline (the p99 of how late its sleeps end, at most SpinWindow), spins
 // (yielding) the rest of the way, and writes everything due to the
-// receiving device in one batch. After a write it picks up (pickUp) what the receiving stack
+// receiving device in one batch. A release that closely follows the previous one (a fast stream,
+// a queue draining at 100 Mbit/s) is not spun for: the writer sleeps all the way to it. After a write it picks up (pickUp) what the receiving stack
 // answered inside that write — a SYN-ACK, an ACK — from the other direction's device when that
 // direction's reader is asleep, so an answer does not wait for a wake-up. No sleep lasts more than
 // 5 ms per system call, and each goroutine passes through the Go scheduler every 5–8 ms, so the

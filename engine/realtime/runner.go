@@ -236,9 +236,10 @@ type pipe struct {
 	other   *pipe        // the other direction: its source is this pipe's destination
 	pickups *intake      // the writer's scratch space for other.pickUp
 
-	spinBudget spinBudget
-	spinCal    spinCal // the writer's spin window
-	ev         Event   // the writer's reused event
+	spinBudget  spinBudget
+	spinCal     spinCal       // the writer's spin window
+	lastRelease time.Duration // the writer's last write (Now), for sparse
+	ev          Event         // the writer's reused event
 
 	readTick, writeTick schedTick // the reader's and the writer's passes through the Go scheduler
 }
@@ -544,7 +545,7 @@ func (p *pipe) flush(o *outbox) bool {
 	if len(o.batch) == 0 {
 		return false
 	}
-	p.release(o.batch, o.wbufs[:0], o.lat[:0])
+	p.lastRelease = p.release(o.batch, o.wbufs[:0], o.lat[:0])
 	clear(o.batch)
 	o.batch = o.batch[:0]
 	return true
@@ -577,8 +578,14 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 			now = p.r.Now()
 			continue
 		}
-		if win := p.spinCal.window(p.spin); rem > win {
-			sleep := min(rem-win, maxSleep)
+		win := p.spinCal.window(p.spin)
+		spin := rem <= spinMin || sparse(target, p.lastRelease, min(rem, win))
+		if rem > win || !spin {
+			sleep := rem // a stream's release: all the way, in one sleep
+			if spin {
+				sleep = rem - win
+			}
+			sleep = min(sleep, maxSleep)
 			futexWait(&p.w.seq, seq, sleep)
 			after := p.r.Now()
 			if p.w.load() == seq { // the timeout ended it, not a reader
@@ -598,6 +605,28 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 		now = t
 	}
 }
+
+// sparse says whether a release at target is worth a spin of length spin (the window, or the
+// time left when the deadline is closer): when the spin is at most a sparseGap-th of the time since
+// the writer's previous release (last). A sparse release — a handshake, a request, the first packet
+// after a pause — is what the spin is for, and keeps it. A release that closely follows another is
+// part of a fast stream, a queue draining at the link's rate (120 µs apart at 100 Mbit/s), where a
+// spin would cost most of the gap, or all of it, at every packet: before, such a stream
+// spent the writer's whole budget (spinBudget) in the first 10 ms of each 100 ms and slept for the
+// rest anyway. Such a release now sleeps all the way to its deadline in one sleep and ends as late
+// as a sleep does — a few tens of µs (the spin window is the p99 of that lateness). A deadline at
+// most spinMin away is spun regardless: on this VM a timed sleep costs more CPU than that
+// (docs/network.md, "Where a rate-limited path's CPU goes").
+func sparse(target, last, spin time.Duration) bool {
+	return spin <= (target-last)/sparseGap
+}
+
+// sparseGap: a release is sparse when its spin takes at most 1/sparseGap of the time since the
+// previous one. At 4, a stream of releases at least 4 spin windows apart is still spun (up to
+// 20 Mbit/s of 1500-byte packets with the 150 µs window of a loaded machine, 60 Mbit/s with a quiet
+// one's 50 µs), within spinBudget; one at 100 Mbit/s no longer is. At 10 (spinShare) 10 Mbit/s
+// streams slept too: their lateness p99 rose from 57 to 459 µs at load 15–25 for 0.07 cores.
+const sparseGap = 4
 
 // spinCal sets the writer's spin window from how late its own futex sleeps end: the window is the
 // sleeps' p99 lateness plus spinMargin, between spinMin and the configured SpinWindow, where it
@@ -725,8 +754,8 @@ func (p *pipe) drop(dropped []entry) {
 	}
 }
 
-// release writes a batch of due packets to the receiving device.
-func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) {
+// release writes a batch of due packets to the receiving device; it returns the time of the write.
+func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) time.Duration {
 	now := p.r.Now()
 	var bytes int64
 	for i := range batch {
@@ -757,6 +786,7 @@ func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) {
 	}
 	p.pool.putAll(wbufs)
 	clear(wbufs)
+	return now
 }
 
 func (p *pipe) stop() {

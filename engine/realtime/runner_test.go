@@ -357,3 +357,48 @@ func TestDropsAfterAcceptanceAndMarks(t *testing.T) {
 		}
 	}
 }
+
+// Packets due close together (two origins whose delays differ by 15 µs, sent in pairs 1 ms apart:
+// each pair's second release follows the first closely, a stream's) leave no earlier than their
+// deadlines. The lower bound is exact.
+func TestCloseDeadlinesNeverEarly(t *testing.T) {
+	const delay, skew = 5 * time.Millisecond, 15 * time.Microsecond
+	h := start(t, &fakeLink{delay: delay, extra: map[int]time.Duration{2: skew}}, &fakeLink{})
+	const pairs = 20
+	go func() {
+		for range 2 * pairs {
+			<-h.server.Inbound
+		}
+	}()
+	for i := range pairs {
+		h.client.Outbound <- tcp("10.77.0.2:1000", "10.77.1.2:80", uint32(2*i), 100)
+		h.client.Outbound <- tcp("10.77.0.2:1000", "10.77.1.1:80", uint32(2*i+1), 100)
+		time.Sleep(time.Millisecond)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for h.obs.count(Delivered, link.Up) < 2*pairs && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.stop()
+	h.obs.mu.Lock()
+	defer h.obs.mu.Unlock()
+	n := 0
+	for _, e := range h.obs.events {
+		if e.Kind != Delivered || e.Dir != link.Up {
+			continue
+		}
+		n++
+		want := delay
+		if e.Data[19] == 2 { // destination 10.77.1.2
+			want += skew
+		}
+		if e.Out-e.In < want {
+			t.Errorf("delivered after %v, before its delay %v", e.Out-e.In, want)
+		}
+	}
+	s := h.r.Stats()
+	if n != 2*pairs || s.Up.Delivered != 2*pairs {
+		t.Fatalf("delivered %d (stats %d) of %d", n, s.Up.Delivered, 2*pairs)
+	}
+	t.Logf("%d packets in %d writes; lateness p50 %v p99 %v", s.Up.Delivered, s.Up.Writes, s.Lateness.P50, s.Lateness.P99)
+}

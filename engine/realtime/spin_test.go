@@ -48,3 +48,27 @@ func TestSpinWindowFollowsSleepLateness(t *testing.T) {
 		t.Fatalf("window %v with a 5 µs limit", w)
 	}
 }
+
+// A release gets a spin when the spin is at most a sparseGap-th of the time since the previous
+// release.
+func TestSparseReleasesSpin(t *testing.T) {
+	const us = time.Microsecond
+	for _, c := range []struct {
+		target, last, spin time.Duration
+		want               bool
+	}{
+		{10 * time.Millisecond, 0, 150 * us, true}, // a handshake after a pause
+		{600 * us, 0, 150 * us, true},              // exactly a quarter
+		{599 * us, 0, 150 * us, false},
+		{1200 * us, 0, 150 * us, true},                              // a 10 Mbit/s stream, a loaded machine's window
+		{5120 * us, 5000 * us, 150 * us, false},                     // 100 Mbit/s: 120 µs apart
+		{5120 * us, 5000 * us, 50 * us, false},                      // the same with a quiet machine's window
+		{5120 * us, 5000 * us, 30 * us, true},                       // a deadline 30 µs off after a 120 µs gap
+		{5200 * us, 5000 * us, 50 * us, true},                       // 60 Mbit/s with a quiet machine's window
+		{time.Duration(1 << 40), time.Duration(1<<40 - 1), 0, true}, // no spin needed
+	} {
+		if got := sparse(c.target, c.last, c.spin); got != c.want {
+			t.Errorf("sparse(target %v, last %v, spin %v) = %v, want %v", c.target, c.last, c.spin, got, c.want)
+		}
+	}
+}
