@@ -473,15 +473,6 @@ func (p *pipe) writeLoop() {
 			if hasNext {
 				p.sleepUntil = int64(next)
 			}
-		} else if len(o.batch) > 0 {
-			if next, hasNext = p.link.NextDeadline(); hold(o, now, next, hasNext) {
-				// The next packet is due within groupWindow of the batch's first: release them
-				// together, at the later deadline.
-				p.sleepUntil = int64(next)
-				p.mu.Unlock()
-				p.wait(next, true, seq)
-				continue
-			}
 		}
 		p.mu.Unlock()
 		dropsOnly := len(o.batch) == 0 && len(o.dropped) > 0
@@ -504,27 +495,6 @@ func (p *pipe) writeLoop() {
 		released = false
 		p.wait(next, hasNext, seq)
 	}
-	for _, es := range [][]entry{o.batch, o.dropped} { // held when the runner stopped
-		for i := range es {
-			p.pool.put(es[i].buf)
-		}
-	}
-}
-
-// groupWindow: the writer holds a batch of due packets for the next packet when that one is due
-// within groupWindow of the batch's first deadline, and writes them together (hold). A path whose
-// rate cap spaces packets closer than a write costs — 12 µs apart at 1 Gbit/s — was written one or
-// two packets at a time: a system call each, and each a separate pass through the receiving
-// stack (which processes a coalesced write as one super-packet, as GRO would). No packet leaves
-// before its deadline; the batch's first leaves at most groupWindow late, plus the sleep's own
-// lateness. A packet alone, or the last of a stream, is never held: hold needs a next deadline.
-const groupWindow = 20 * time.Microsecond
-
-// hold says whether the writer, with o's batch collected at now, waits for the link's next deadline
-// (next, if has) to release the batch together with it.
-func hold(o *outbox, now, next time.Duration, has bool) bool {
-	return has && next > now && len(o.batch) < batchSize && len(o.dropped) < batchSize &&
-		len(o.batch) > 0 && next-o.batch[0].deadline <= groupWindow
 }
 
 // outbox is a writer's scratch space: the packets the link is done with, to release or free.
