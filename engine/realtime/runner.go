@@ -239,6 +239,7 @@ type pipe struct {
 	spinBudget  spinBudget
 	spinCal     spinCal       // the writer's spin window
 	lastRelease time.Duration // the writer's last write (Now), for sparse
+	streak      int           // releases in a row that closely followed their previous one
 	ev          Event         // the writer's reused event
 
 	readTick, writeTick schedTick // the reader's and the writer's passes through the Go scheduler
@@ -545,7 +546,13 @@ func (p *pipe) flush(o *outbox) bool {
 	if len(o.batch) == 0 {
 		return false
 	}
-	p.lastRelease = p.release(o.batch, o.wbufs[:0], o.lat[:0])
+	at := p.release(o.batch, o.wbufs[:0], o.lat[:0])
+	if sparse(at, p.lastRelease, p.spinCal.window(p.spin)) {
+		p.streak = 0
+	} else {
+		p.streak++
+	}
+	p.lastRelease = at
 	clear(o.batch)
 	o.batch = o.batch[:0]
 	return true
@@ -579,7 +586,7 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 			continue
 		}
 		win := p.spinCal.window(p.spin)
-		spin := rem <= spinMin || sparse(target, p.lastRelease, min(rem, win))
+		spin := worthSpin(rem, win, target, p.lastRelease, p.streak)
 		if rem > win || !spin {
 			sleep := rem // a stream's release: all the way, in one sleep
 			if spin {
@@ -608,18 +615,33 @@ func (p *pipe) wait(target time.Duration, has bool, seq uint32) {
 
 // sparse says whether a release at target is worth a spin of length spin (the window, or the
 // time left when the deadline is closer): when the spin is at most a sparseGap-th of the time since
-// the writer's previous release (last). A sparse release — a handshake, a request, the first packet
-// after a pause — is what the spin is for, and keeps it. A release that closely follows another is
-// part of a fast stream, a queue draining at the link's rate (120 µs apart at 100 Mbit/s), where a
-// spin would cost most of the gap, or all of it, at every packet: before, such a stream
-// spent the writer's whole budget (spinBudget) in the first 10 ms of each 100 ms and slept for the
-// rest anyway. Such a release now sleeps all the way to its deadline in one sleep and ends as late
-// as a sleep does — a few tens of µs (the spin window is the p99 of that lateness). A deadline at
-// most spinMin away is spun regardless: on this VM a timed sleep costs more CPU than that
-// (docs/network.md, "Where a rate-limited path's CPU goes").
+// the writer's previous release (last). The writer applies it once in a stream (worthSpin). A
+// sparse release — a handshake, a request, the first packet after a pause — is what the spin is
+// for, and keeps it. A release that closely follows another in a stream is a queue draining at the
+// link's rate (120 µs apart at 100 Mbit/s), where a spin would cost most of the gap, or all of it,
+// at every packet: before, such a stream spent the writer's whole budget (spinBudget) in the first
+// 10 ms of each 100 ms and slept for the rest anyway. Such a release now sleeps all the way to its
+// deadline in one sleep and ends as late as a sleep does — a few tens of µs (the spin window is
+// the p99 of that lateness). A deadline at most spinMin away is spun regardless: on this VM a
+// timed sleep costs more CPU than that (docs/network.md, "Where a rate-limited path's CPU goes").
 func sparse(target, last, spin time.Duration) bool {
 	return spin <= (target-last)/sparseGap
 }
+
+// worthSpin says whether the writer spins the last min(rem, win) before a release at target: a
+// deadline at most spinMin off always (a timed sleep costs more), outside a stream always, in a
+// stream (streak ≥ streamRun) only a sparse release.
+func worthSpin(rem, win, target, last time.Duration, streak int) bool {
+	return rem <= spinMin || streak < streamRun || sparse(target, last, min(rem, win))
+}
+
+// streamRun: a writer is in a stream after streamRun releases in a row that each closely followed
+// the one before; only then does it stop spinning for releases that are not sparse. A handshake's
+// packets come close together too — a connection's close and the next connect's SYN, pushed tens
+// of µs apart — and must keep their precision: with the rule applied from the first close release,
+// the RTT part of `bench link` saw its timer lateness p50 rise from 4 to 7–14 µs and its connect
+// error p50 at 5 ms one way from +0.21–0.23 to +0.27–0.33 ms (three runs each, load 12–13).
+const streamRun = 8
 
 // sparseGap: a release is sparse when its spin takes at most 1/sparseGap of the time since the
 // previous one. At 4, a stream of releases at least 4 spin windows apart is still spun (up to

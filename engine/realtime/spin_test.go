@@ -72,3 +72,23 @@ func TestSparseReleasesSpin(t *testing.T) {
 		}
 	}
 }
+
+// Outside a stream every release is spun for; in one, only a sparse release or a deadline at most
+// spinMin off.
+func TestWorthSpinOnlyOutsideStreams(t *testing.T) {
+	const us = time.Microsecond
+	win := 150 * us
+	// 100 Mbit/s: the next release 120 µs after the last, 100 µs from now.
+	if !worthSpin(100*us, win, 5120*us, 5000*us, streamRun-1) {
+		t.Error("a close release before a stream was established was not spun for")
+	}
+	if worthSpin(100*us, win, 5120*us, 5000*us, streamRun) {
+		t.Error("a stream's close release was spun for")
+	}
+	if !worthSpin(spinMin, win, 5120*us, 5000*us, streamRun) {
+		t.Error("a deadline spinMin off was not spun for")
+	}
+	if !worthSpin(100*us, win, 10*time.Millisecond, 5000*us, streamRun) {
+		t.Error("a sparse release in a stream was not spun for")
+	}
+}
