@@ -650,11 +650,32 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 	if code == 2 {
 		return nil, fmt.Errorf("loadgen refused the spec the load test gave it (a bug): %s", stderr)
 	}
-	res := &Result{Contract: Contract, Spec: spec, Summary: summary, Degraded: summary.Degraded, Generators: summary.Generators, Interrupted: interrupted || (serverExit == nil && summary.Interrupted), ServerMeasured: true,
-		Intervals: lines, ServerSamples: len(sampled), GeneratorSaturated: summary.GeneratorSaturated, ServerExited: serverExit}
+	res := Assemble(spec, summary, sampled, lines, interrupted || (serverExit == nil && summary.Interrupted), r.p.Target == nil)
+	res.ServerExited = serverExit
+	if serverExit != nil {
+		return res, &ServerExitError{ServerExit: *serverExit}
+	}
+	if res.Degraded {
+		return res, &DegradedError{Lost: summary.GeneratorsLost, Generators: summary.Generators}
+	}
+	if res.Interrupted {
+		return res, ErrInterrupted
+	}
+	return res, nil
+}
+
+// Assemble is loadtest.json's record of a run from what its generator(s) and server sampler
+// gave: the summary (one generator's, or the merge of several), the server samples (one per
+// interval, same index), how many interval lines were written. serverCPU: the samples carry the
+// server's CPU (a lab server's control group; not a target's status page), so server_cpu_util_max
+// and the server thresholds are decided from them. Used by a lab run and by loadmerge --out (a run
+// whose generators ran on cluster workers).
+func Assemble(spec *loadgen.Spec, summary *loadgen.Summary, sampled []Sample, lines int, interrupted, serverCPU bool) *Result {
+	res := &Result{Contract: Contract, Spec: spec, Summary: summary, Degraded: summary.Degraded, Generators: summary.Generators, Interrupted: interrupted, ServerMeasured: true,
+		Intervals: lines, ServerSamples: len(sampled), GeneratorSaturated: summary.GeneratorSaturated}
 	res.Outcomes = Outcomes{Outcomes: summary.Outcomes, ServerAt: map[string]*Sample{}}
 	for _, s := range sampled {
-		if s.Source != "" && r.p.Target == nil { // a target's status page has no CPU figure
+		if s.Source != "" && serverCPU {
 			if res.Outcomes.ServerCPUUtilMax == nil || s.CPUUtil > *res.Outcomes.ServerCPUUtilMax {
 				v := s.CPUUtil
 				res.Outcomes.ServerCPUUtilMax = &v
@@ -671,16 +692,7 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 	}
 	res.Thresholds, res.ThresholdsPassed = loadgen.EvaluateAll(spec.Thresholds,
 		&loadgen.Measures{Totals: summary.Totals, Outcomes: summary.Outcomes, ServerCPUUtilMax: res.Outcomes.ServerCPUUtilMax})
-	if serverExit != nil {
-		return res, &ServerExitError{ServerExit: *serverExit}
-	}
-	if res.Degraded {
-		return res, &DegradedError{Lost: summary.GeneratorsLost, Generators: summary.Generators}
-	}
-	if res.Interrupted {
-		return res, ErrInterrupted
-	}
-	return res, nil
+	return res
 }
 
 // ServerExit is when and how the server under test exited before the load test ended.

@@ -9,12 +9,14 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/loadgen"
+	"github.com/wirelab/wirelab/engine/loadtest"
 )
 
-const loadmergeUsage = `usage: wirelab-engine loadmerge --spec SPEC.json NAME=FILE [NAME=FILE …]
+const loadmergeUsage = `usage: wirelab-engine loadmerge --spec SPEC.json [--out DIR [--server FILE]] NAME=FILE [NAME=FILE …]
 
 Merges the outputs of the generators of one load test spread over several (docs/loadtest.md,
 "Generators on a Dask cluster"): each FILE is what ` + "`wirelab-engine loadgen --part K/N --histograms`" + `
@@ -24,7 +26,13 @@ every interval's counts summed over the generators, its latencies from the merge
 each generator's share, CPU and saturation (generators), and, when a generator ended without its
 summary, the intervals it did not report marked degraded (generators_lost) and the summary degraded.
 
-Exit status: 0 merged (a degraded run too: the summary says so); 2 bad input (one line naming the
+With --out, writes DIR as a lab run writes its directory instead (docs/loadtest.md, "A Dask
+cluster"): DIR/intervals.jsonl (the merged intervals), DIR/server.jsonl (--server's samples, one
+per interval: a server.jsonl of wirelab-engine loadtest --serve), last DIR/loadtest.json (outcomes
+with server_at, the thresholds decided, degraded, generators); exit 1 after writing it when the
+run is degraded (one line naming the lost generators) or a threshold failed.
+
+Exit status: 0 merged (without --out a degraded run too: the summary says so); 2 bad input (one line naming the
 file or line: a file that is not a generator's output, intervals without histograms).
 `
 
@@ -36,9 +44,12 @@ func init() {
 }
 
 func runLoadmerge(args []string, stdout io.Writer) error {
+	started := time.Now()
 	fs := flag.NewFlagSet("loadmerge", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	specFile := fs.String("spec", "", "")
+	out := fs.String("out", "", "")
+	serverFile := fs.String("server", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, loadmergeUsage)
@@ -56,6 +67,20 @@ func runLoadmerge(args []string, stdout io.Writer) error {
 	spec, err := loadgen.Decode(data)
 	if err != nil {
 		return usageIfField(err)
+	}
+	if *serverFile != "" && *out == "" {
+		return cli.Usagef("--server %s: needs --out (the samples go into the directory written)", *serverFile)
+	}
+	if *out != "" {
+		if err := checkOutputDir("--out", *out); err != nil {
+			return err
+		}
+	}
+	var samples []loadtest.Sample
+	if *serverFile != "" {
+		if samples, err = loadtest.ReadSamples(*serverFile); err != nil {
+			return cli.Usagef("--server: %v", err)
+		}
 	}
 	if fs.NArg() == 0 {
 		return cli.Usagef("loadmerge: no generator given; want NAME=FILE for each")
@@ -80,6 +105,25 @@ func runLoadmerge(args []string, stdout io.Writer) error {
 	m, err := loadgen.Merge(spec, gens)
 	if err != nil {
 		return cli.Usagef("loadmerge: %v", err)
+	}
+	if *out != "" {
+		res, err := loadtest.WriteMerged(*out, spec, m, samples, os.Args, started)
+		var degraded *loadtest.DegradedError
+		switch {
+		case errors.As(err, &degraded):
+			return err
+		case err != nil:
+			return fmt.Errorf("loadmerge: %w", err)
+		case !res.ThresholdsPassed:
+			var failed []string
+			for _, t := range res.Thresholds {
+				if !t.Pass {
+					failed = append(failed, t.Expr)
+				}
+			}
+			return fmt.Errorf("loadtest %s: %d of %d thresholds failed: %s", spec.LoadtestID, len(failed), len(res.Thresholds), strings.Join(failed, "; "))
+		}
+		return nil
 	}
 	enc := json.NewEncoder(stdout)
 	for _, iv := range m.Intervals {

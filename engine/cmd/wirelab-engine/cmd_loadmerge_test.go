@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -100,6 +102,45 @@ func TestLoadmergeTwoGeneratorsOneLost(t *testing.T) {
 	}
 	if !sum.Degraded || strings.Join(sum.GeneratorsLost, ",") != "g1" || len(sum.Generators) != 2 || !sum.Generators[1].Lost {
 		t.Errorf("summary: degraded %v, lost %v, generators %+v", sum.Degraded, sum.GeneratorsLost, sum.Generators)
+	}
+
+	// --out: the same merge written as a lab run's directory (the cluster path), with the server's
+	// samples beside it; exit 1 with the degraded line after everything is written.
+	samples := filepath.Join(dir, "server.jsonl")
+	var sl []string
+	for i := range ivs {
+		sl = append(sl, fmt.Sprintf(`{"index":%d,"t_s":%d,"cpu_ms":%d,"cpu_util":0.%d,"source":"cgroup-v1","gauges":{}}`, i, i+1, 10*i, i+1))
+	}
+	_ = os.WriteFile(samples, []byte(strings.Join(sl, "\n")+"\n"), 0o600)
+	out := filepath.Join(dir, "merged")
+	stderr.Reset()
+	cmd = engineCmd(nil, "loadmerge", "--spec", spec, "--out", out, "--server", samples, "g0="+files[0], "g1="+files[1])
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if msg := strings.TrimSpace(stderr.String()); exitCodeOf(err) != 1 || !strings.Contains(msg, "degraded: generator(s) lost mid-run (g1 after") || strings.Contains(msg, "\n") {
+		t.Fatalf("loadmerge --out: exit %d, stderr %q; want 1 and the degraded line", exitCodeOf(err), msg)
+	}
+	var res struct {
+		Degraded       bool `json:"degraded"`
+		Intervals      int  `json:"intervals"`
+		ServerSamples  int  `json:"server_samples"`
+		ServerMeasured bool `json:"server_measured"`
+		Outcomes       struct {
+			ServerCPUUtilMax *float64 `json:"server_cpu_util_max"`
+		} `json:"outcomes"`
+		Generators []loadgen.GeneratorRun `json:"generators"`
+	}
+	data, err := os.ReadFile(filepath.Join(out, "loadtest.json"))
+	if err != nil || json.Unmarshal(data, &res) != nil {
+		t.Fatalf("loadtest.json: %v", err)
+	}
+	if !res.Degraded || res.Intervals != len(ivs) || res.ServerSamples != len(ivs) || !res.ServerMeasured || len(res.Generators) != 2 ||
+		res.Outcomes.ServerCPUUtilMax == nil || *res.Outcomes.ServerCPUUtilMax != float64(len(ivs))/10 {
+		t.Errorf("loadtest.json: %s", data)
+	}
+	written, err := os.ReadFile(filepath.Join(out, "intervals.jsonl"))
+	if err != nil || !bytes.Equal(written, stdout.Bytes()[:len(written)]) {
+		t.Errorf("intervals.jsonl is not loadmerge's merged intervals (%v)", err)
 	}
 }
 
