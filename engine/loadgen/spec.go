@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"net/netip"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -48,6 +49,10 @@ type Spec struct {
 	// the egress router): the spec's network when it names a target instead of a page. Not
 	// marshalled: the generator child does not emulate anything.
 	AccessNetwork string `json:"-"`
+	// RunServer is the address of this run's own lab server on a cluster worker (docs/loadtest.md,
+	// "A Dask cluster"): a generator's target resolves there, and that one address is admitted as
+	// the run's own without AllowInternet. Set only by --run-server on a command line.
+	RunServer netip.Addr `json:"-"`
 }
 
 // Target is the spec's "target" object: an external site (docs/loadtest.md, "External targets").

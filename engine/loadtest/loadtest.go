@@ -119,6 +119,12 @@ type Options struct {
 	// Generators runs the VUs as that many loadgen children (each its part, --part K/N), their
 	// intervals merged exactly (loadgen.Merger): past one process's open-files limit. 0 or 1: one.
 	Generators int
+	// A generator task of a cluster run (docs/loadtest.md, "A Dask cluster"; a target spec made by
+	// GeneratorSpec): Part is its share, K/N (loadgen --part K/N --histograms), and AwaitStart gives
+	// the run's shared start instant (ReadStart) after the lab is up and {"event":"ready"} printed.
+	// Serve reads its start from AwaitStart too.
+	Part       string
+	AwaitStart io.Reader
 }
 
 // Result is loadtest.json.
@@ -418,7 +424,6 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 	exited := make(chan struct{})
 
 	// The sampler: the server at start + k·interval (CLOCK_MONOTONIC), until the generator ends.
-	interval := spec.Interval()
 	var sampled []Sample
 	samplerDone := make(chan struct{})
 	go func() {
@@ -428,33 +433,7 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 			r.sampleTarget(ctx, exited, enc, &sampled)
 			return
 		}
-		// The first interval starts at the run's start: read the server's usage then.
-		select {
-		case <-time.After(max(time.Duration(startNs-monotonicNow()), 0)):
-		case <-exited:
-		}
-		u0, err0 := r.lab.Server.Usage()
-		prev := usage{Usage: u0, ok: err0 == nil && u0.Source != "", at: time.Duration(monotonicNow() - startNs)}
-		if r.lab.Server.Group != nil {
-			r.lab.Server.Group.ResetPeak()
-		}
-		for k := 0; ; k++ {
-			at := startNs + int64(k+1)*interval.Nanoseconds()
-			wait := time.Duration(at - monotonicNow())
-			last := false
-			select {
-			case <-time.After(max(wait, 0)):
-			case <-exited:
-				last = true
-			}
-			s, u := r.sample(ctx, k, prev, time.Duration(monotonicNow()-startNs))
-			prev = u
-			sampled = append(sampled, s)
-			_ = enc.Encode(s)
-			if last {
-				return
-			}
-		}
+		r.sampleServer(ctx, startNs, exited, enc, &sampled)
 	}()
 
 	// The generators' lines: intervals (merged when there are several; also shown as progress)
@@ -693,6 +672,39 @@ func Assemble(spec *loadgen.Spec, summary *loadgen.Summary, sampled []Sample, li
 	res.Thresholds, res.ThresholdsPassed = loadgen.EvaluateAll(spec.Thresholds,
 		&loadgen.Measures{Totals: summary.Totals, Outcomes: summary.Outcomes, ServerCPUUtilMax: res.Outcomes.ServerCPUUtilMax})
 	return res
+}
+
+// sampleServer samples the lab's server at start + k·interval (CLOCK_MONOTONIC) until stop is
+// closed, then once more (the last, partial interval).
+func (r *runner) sampleServer(ctx context.Context, startNs int64, stop <-chan struct{}, enc *json.Encoder, sampled *[]Sample) {
+	interval := r.p.Spec.Interval()
+	// The first interval starts at the run's start: read the server's usage then.
+	select {
+	case <-time.After(max(time.Duration(startNs-monotonicNow()), 0)):
+	case <-stop:
+	}
+	u0, err0 := r.lab.Server.Usage()
+	prev := usage{Usage: u0, ok: err0 == nil && u0.Source != "", at: time.Duration(monotonicNow() - startNs)}
+	if r.lab.Server.Group != nil {
+		r.lab.Server.Group.ResetPeak()
+	}
+	for k := 0; ; k++ {
+		at := startNs + int64(k+1)*interval.Nanoseconds()
+		wait := time.Duration(at - monotonicNow())
+		last := false
+		select {
+		case <-time.After(max(wait, 0)):
+		case <-stop:
+			last = true
+		}
+		s, u := r.sample(ctx, k, prev, time.Duration(monotonicNow()-startNs))
+		prev = u
+		*sampled = append(*sampled, s)
+		_ = enc.Encode(s)
+		if last {
+			return
+		}
+	}
 }
 
 // ServerExit is when and how the server under test exited before the load test ended.

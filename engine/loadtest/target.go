@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,9 +80,20 @@ func prepareTarget(spec *loadgen.Spec) (*Prepared, error) {
 		}
 		res.Resolve[strings.ToLower(name)] = a.Unmap()
 	}
-	res.Policy, err = loadgen.TargetPolicy(u.String(), t.Origins, res.Resolve, spec.AllowInternet, nil)
+	res.Policy, err = loadgen.TargetPolicy(u.String(), t.Origins, res.Resolve, spec.AllowInternet, loadgen.RunServerOwn(spec.RunServer, nil))
 	if err != nil {
 		return nil, fielderr.New("target.origins", t.Origins, "%v", err)
+	}
+	local := 0
+	if spec.RunServer.IsValid() {
+		// A generator of a cluster run (--run-server): every host is a name of the run's lab
+		// server, resolved to the worker that runs it; the far side is the host's way there.
+		for _, h := range res.Policy.Hosts {
+			if res.Resolve[h] != spec.RunServer {
+				return nil, fielderr.New(fieldOf(h, u), h, "a cluster generator loads only its run's server at %s (--run-server): resolve it there", spec.RunServer)
+			}
+		}
+		goto checked
 	}
 	for _, h := range res.Policy.Hosts {
 		a, err := netip.ParseAddr(h)
@@ -90,7 +102,6 @@ func prepareTarget(spec *loadgen.Spec) (*Prepared, error) {
 		}
 	}
 	// Local: every host a name of the run's local internet, none resolved elsewhere.
-	local := 0
 	for _, h := range res.Policy.Hosts {
 		if policy.IsLabName(h) {
 			if _, ok := sites.Find(h); !ok {
@@ -126,6 +137,7 @@ func prepareTarget(spec *loadgen.Spec) (*Prepared, error) {
 			}
 		}
 	}
+checked:
 	if t.CA != "" {
 		f, err := userpath.Open(t.CA, maxCAFile)
 		if err != nil {
@@ -337,10 +349,24 @@ func (r *runner) runTarget(ctx context.Context, prov trial.Provenance, specJSON 
 	r.progress(map[string]any{"event": "ready"})
 
 	// loadgen loads the target once first (--preflight) and then prints the run's start, which
-	// the sampler's boundaries count from.
+	// the sampler's boundaries count from. A cluster generator starts at the run's shared instant
+	// instead (its server is the run's own, checked by the client before the start).
 	r.startCh = make(chan int64, 1)
 	args := []string{r.o.Engine, "loadgen", "--spec", specFile, "--target", spec.Target.URL,
-		"--lab", r.lab.Topo.ID, "--dns", netns.DNSAddr.String(), "--preflight"}
+		"--lab", r.lab.Topo.ID, "--dns", netns.DNSAddr.String()}
+	var startNs int64
+	if r.o.AwaitStart != nil {
+		if startNs, err = ReadStart(ctx, r.o.AwaitStart, spec.Interval()); err != nil {
+			return r.finish(nil, err)
+		}
+		r.log.Printf("start instant received: %.3f s from now", float64(startNs-monotonicNow())/1e9)
+		args = append(args, "--start-ns", strconv.FormatInt(startNs, 10), "--run-server", spec.RunServer.String())
+		if r.o.Part != "" {
+			args = append(args, "--part", r.o.Part, "--histograms")
+		}
+	} else {
+		args = append(args, "--preflight")
+	}
 	switch {
 	case spec.Target.CA != "":
 		args = append(args, "--ca", spec.Target.CA)
@@ -351,7 +377,7 @@ func (r *runner) runTarget(ctx context.Context, prov trial.Provenance, specJSON 
 		args = append(args, "--resolve", rf)
 	}
 	r.log.Printf("loadgen: %s", strings.Join(args[1:], " "))
-	res, err := r.generate(ctx, args, 0)
+	res, err := r.generate(ctx, args, startNs)
 	if res != nil {
 		prov.Finish()
 		res.Provenance = prov

@@ -75,6 +75,9 @@ interval ({"event":"interval",…}) and a final {"event":"summary",…} on stdou
                            k with k mod N = K, and that share of max_vus); the summary says part
   --histograms             add each interval's HDR histograms (page_hist, request_hist: HdrHistogram
                            V2 compressed, base64) to its line, for wirelab-engine loadmerge
+  --run-server IP          with --lab and a spec's target: IP is this run's own lab server on a
+                           cluster worker (wirelab-engine loadtest --serve; docs/loadtest.md, "A Dask
+                           cluster"), admitted as the run's own without allow_internet
   --pprof ADDR             serve the Go runtime's profiles (net/http/pprof) on ADDR, a loopback
                            address and port (e.g. 127.0.0.1:6060): go tool pprof
                            http://ADDR/debug/pprof/heap (or /profile) while the VUs run
@@ -212,6 +215,7 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	part := fs.String("part", "", "")
 	histograms := fs.Bool("histograms", false, "")
 	pprofAddr := fs.String("pprof", "", "")
+	runServer := fs.String("run-server", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -287,6 +291,9 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 		}
 		origins = strings.Split(*originsFlag, ",")
 	}
+	if *runServer != "" && (*labID == "" || spec.Target == nil) {
+		return nil, cli.Usagef("--run-server %s: only with --lab and a spec's target (wirelab-engine loadtest --run-server runs it so)", *runServer)
+	}
 	switch {
 	case *remote:
 		tp, err := loadgen.TargetPolicy(*target, origins, static, true, nil)
@@ -298,7 +305,18 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 		if *target != spec.Target.URL {
 			return nil, cli.Usagef("--target %s: the spec's target is %s", *target, spec.Target.URL)
 		}
-		tp, err := loadgen.TargetPolicy(*target, spec.Target.Origins, static, spec.AllowInternet, policy.OwnRoute)
+		own := policy.OwnRoute
+		if *runServer != "" {
+			a, err := netip.ParseAddr(*runServer)
+			if err == nil {
+				err = loadgen.CheckRunServer(a)
+			}
+			if err != nil {
+				return nil, cli.Usagef("--run-server %s: %v", *runServer, err)
+			}
+			own = loadgen.RunServerOwn(a.Unmap(), own)
+		}
+		tp, err := loadgen.TargetPolicy(*target, spec.Target.Origins, static, spec.AllowInternet, own)
 		if err != nil {
 			return nil, usageIfField(err)
 		}
