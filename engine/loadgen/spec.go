@@ -1,12 +1,12 @@
 package loadgen
 
 import (
-	"net/netip"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/netip"
 	"strconv"
 	"time"
 
