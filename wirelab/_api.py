@@ -26,6 +26,7 @@ from wirelab._options import (
     DEFAULT_ARTIFACTS,
     DEFAULT_RETRIES,
     DEFAULT_WAIT_WORKERS_S,
+    GENERATORS,
     PARALLEL,
     RETRIES,
     WAIT_WORKERS,
@@ -215,21 +216,58 @@ def loadtest(
     engine: Engine | str | os.PathLike[str] | None = None,
     observer: LoadObserver | None = None,
     generators: int = 1,
+    cluster: str | None = None,
+    server_worker: str | None = None,
+    wait_workers: float | None = None,
 ) -> LoadtestSummary:
     """Run a load test into ``db`` (``wirelab loadtest``): each grid point × protocol in turn, each on a
     fresh server. Resumes by default; raises :class:`~wirelab.errors.Interrupted` (with ``.summary``)
     when stopped by a signal. ``summary.ok`` is False when a run failed or a threshold did not pass.
     ``generators``: each run's VUs as that many generator processes, intervals merged exactly; a
-    generator lost mid-run fails the run (``degraded``).
+    generator lost mid-run fails the run (``degraded``). ``cluster`` (``tcp://HOST:8786``): the
+    generators on that many ``wirelab worker``s of the Dask scheduler, each behind an access link of
+    its own, the server on another (``server_worker``, default the first by name); ``wait_workers``
+    seconds for them to connect (docs/loadtest.md, "A Dask cluster").
     The results: ``wirelab.open(db).loadtests()``, ``.load_intervals()``, ``.server_samples()``."""
-    return run_loadtests(
-        plan_loadtest(spec),
-        db=Path(db),
-        engine=_engine(engine),
-        resume=resume,
-        observer=observer,
-        generators=generators,
-    )
+    the_plan = plan_loadtest(spec)
+    if cluster is None:
+        for option, value in (("--server-worker", server_worker), ("--wait-workers", wait_workers)):
+            if value is not None:
+                raise UsageError(f"{option}: only with --cluster")
+        return run_loadtests(
+            the_plan,
+            db=Path(db),
+            engine=_engine(engine),
+            resume=resume,
+            observer=observer,
+            generators=generators,
+        )
+    from wirelab._cluster import ClusterEngine
+    from wirelab._loadcluster import ClusterLoadEngine
+
+    GENERATORS.check(generators)
+    if wait_workers is not None:
+        WAIT_WORKERS.check(wait_workers)
+    local = _engine(engine)
+    validate_loadtest(local, the_plan)  # bad input refused before the cluster is asked anything
+    wait = DEFAULT_WAIT_WORKERS_S if wait_workers is None else wait_workers
+    on_wait = getattr(observer, "message", None)
+    on_cluster = ClusterEngine(cluster, checker=local, wait_workers=wait, on_wait=on_wait)
+    try:
+        load_engine = ClusterLoadEngine(
+            on_cluster,
+            local,
+            generators=generators,
+            server_worker=server_worker,
+            wait_workers=wait,
+            on_wait=on_wait,
+        )
+        load_engine.check_loadtests([r.spec for r in the_plan.runs])
+        for interval in sorted({float(r.spec["interval_s"]) for r in the_plan.runs}):
+            load_engine.check_clocks(interval)
+        return run_loadtests(the_plan, db=Path(db), engine=load_engine, resume=resume, observer=observer)
+    finally:
+        on_cluster.close()
 
 
 def open(db: str | os.PathLike[str] = DEFAULT_DB) -> Results:  # noqa: A001 - mirrors the built-in on purpose

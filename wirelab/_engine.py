@@ -280,7 +280,9 @@ def _pdeathsig_preexec() -> Callable[[], None]:
 
 
 class _ProcessTrialRun(TrialRun):
-    def __init__(self, argv: list[str], trial_id: str, out_dir: Path, on_event: EventCallback):
+    def __init__(
+        self, argv: list[str], trial_id: str, out_dir: Path, on_event: EventCallback, *, stdin: bool = False
+    ):
         self.trial_id = trial_id
         self.out_dir = out_dir
         self._on_event = on_event
@@ -289,7 +291,7 @@ class _ProcessTrialRun(TrialRun):
         self._returncode: int | None = None
         self._stderr_file = open(out_dir / STDERR_FILE, "w")  # noqa: SIM115 - closed by the reader
         try:
-            self._proc = _spawn(argv)
+            self._proc = _spawn(argv, stdin=stdin)
         except EngineNotFoundError:
             self._stderr_file.close()
             raise
@@ -344,6 +346,14 @@ class _ProcessTrialRun(TrialRun):
 
     def poll(self) -> int | None:
         return self._proc.poll()
+
+    def send(self, line: str) -> None:
+        """Write one line to the engine's stdin (started with ``stdin=True``: a cluster task's start
+        instant, ``loadtest --await-start``)."""
+        assert self._proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self._proc.stdin.write(line.rstrip("\n") + "\n")
+            self._proc.stdin.flush()
 
     def _signal(self, sig: int) -> None:
         if self._proc.poll() is not None:
@@ -645,13 +655,13 @@ class SubprocessEngine(Engine):
             raise EngineError(f"wirelab-engine probe: {last}")
 
 
-def _spawn(argv: list[str]) -> subprocess.Popen[str]:
+def _spawn(argv: list[str], *, stdin: bool = False) -> subprocess.Popen[str]:
     """An engine process in a process group of its own (wirelab decides what a Ctrl-C does to it), given
-    SIGTERM if wirelab dies, its stdout and stderr read line by line as text."""
+    SIGTERM if wirelab dies, its stdout and stderr read line by line as text; ``stdin``: a pipe to it."""
     try:
         return subprocess.Popen(
             argv,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             process_group=0,

@@ -475,6 +475,21 @@ def loadtest(
         "private (RFC 1918) ones the spec names; never link-local/metadata, multicast or documentation "
         "addresses. Only this flag allows it, never the spec file. Load only servers you may load.",
     ),
+    cluster: str = typer.Option(
+        None,
+        "--cluster",
+        help="Run each generator (--generators) on a wirelab worker of this Dask scheduler "
+        "(tcp://HOST:8786), each behind an emulated access link of its own, and the server on another "
+        "worker; the intervals "
+        "merged exactly on this machine (docs/loadtest.md, 'A Dask cluster').",
+    ),
+    server_worker: str = typer.Option(
+        None,
+        "--server-worker",
+        help="Only with --cluster: the name of the wirelab worker that runs the server under test (reachable "
+        "by the generators' workers only); default: the first connected worker by name.",
+    ),
+    wait_workers: float = WAIT_WORKERS_OPTION,
     engine: Path = ENGINE_OPTION,
 ) -> None:
     """Run a load test (study N): virtual users against the server under test, through the emulated path.
@@ -491,18 +506,43 @@ def loadtest(
 
     if _is_trial_spec(spec):
         raise UsageError(f"{spec}: a trial sweep ([base]); run it with wirelab run {spec}")
-    summary = _loadtest(
-        loadplan.load(spec, allow_internet=allow_internet), db, resume, _engine(engine), generators
-    )
+    if cluster is not None:
+        summary = _loadtest(
+            loadplan.load(spec, allow_internet=allow_internet),
+            db,
+            resume,
+            _engine(engine),
+            generators,
+            cluster={"cluster": cluster, "server_worker": server_worker, "wait_workers": wait_workers},
+        )
+    else:
+        for option, value in (("--server-worker", server_worker), ("--wait-workers", wait_workers)):
+            only_with(option, value is not None, "--cluster", False)
+        summary = _loadtest(
+            loadplan.load(spec, allow_internet=allow_internet), db, resume, _engine(engine), generators
+        )
     if not summary.ok:
         raise typer.Exit(1)
 
 
-def _loadtest(plan: Any, db: Path, resume: bool, engine: Engine, generators: int = 1) -> Any:
+def _loadtest(
+    plan: Any,
+    db: Path,
+    resume: bool,
+    engine: Engine,
+    generators: int = 1,
+    cluster: dict[str, Any] | None = None,
+) -> Any:
     """Run a load-test plan with the live display and print its summary (also when interrupted)."""
     try:
         summary = api.loadtest(
-            plan, db=db, resume=resume, engine=engine, observer=RichLoadProgress(err), generators=generators
+            plan,
+            db=db,
+            resume=resume,
+            engine=engine,
+            observer=RichLoadProgress(err),
+            generators=generators,
+            **(cluster or {}),
         )
     except Interrupted as e:
         if hasattr(e, "summary"):
