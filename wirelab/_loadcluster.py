@@ -55,6 +55,7 @@ __all__ = ["ClusterLoadEngine", "check_clocks", "clock_bound_s", "run_load_task"
 
 LOAD_TOPIC_PREFIX = "wirelab-load-"  #: + run key: every task's lines (serving, ready, interval)
 START_PREFIX = "wirelab-start-"  #: + run key: the Variable holding the shared start instant (Unix ns)
+STARTED_PREFIX = "wirelab-started-"  #: + run key: the Event set once that Variable holds it
 SERVE_STOP_PREFIX = "wirelab-serve-stop-"  #: + run key: the Event that ends the server task
 START_LEAD_S = 2.0  #: the start instant is this far ahead of the moment every generator was ready
 READY_TIMEOUT_S = 300.0  #: the longest wait for the server's serving line and the generators' ready
@@ -113,17 +114,17 @@ def run_load_task(
     try:
         run = _ProcessTrialRun(argv, name, directory, on_event, stdin=True)
         start = Variable(START_PREFIX + run_key)
+        started = Event(STARTED_PREFIX + run_key)
         stop_all = Event(STOP_PREFIX + run_key)
         stop_server = Event(SERVE_STOP_PREFIX + run_key)
         sent = False
         interrupted_at: float | None = None
         next_check = 0.0
-        while not exited.wait(0 if not sent else POLL_S):
+        while not exited.wait(POLL_S):
             now = time.monotonic()
-            if not sent:
-                with contextlib.suppress(TimeoutError, Exception):
-                    at = start.get(timeout=POLL_S)
-                    run.send(str(int(at)))
+            if not sent and _is_set(started):
+                with contextlib.suppress(Exception):
+                    run.send(str(int(start.get(timeout=10))))
                     sent = True
             if interrupted_at is None and now >= next_check:
                 next_check = now + 0.5
@@ -433,7 +434,7 @@ class _ClusterLoadtestRun(TrialRun):
         return set(self.client.scheduler_info(n_workers=-1)["workers"])
 
     def _run(self) -> tuple[int, str]:
-        from distributed import Variable
+        from distributed import Event, Variable
 
         eng = self.engine
         eng.workers = eng.wait_for_workers()  # the connected workers now (one may have left)
@@ -485,13 +486,12 @@ class _ClusterLoadtestRun(TrialRun):
                 ready.add(str(m.get("name")))
         at = time.time_ns() + int(START_LEAD_S * 1e9)
         Variable(START_PREFIX + self.key, client=self.client).set(at)
+        Event(STARTED_PREFIX + self.key, client=self.client).set()
         self._on_event(
             TrialEvent(self.trial_id, "ready", {"start_unix_ns": at, "workers": [g for g, _ in w.generators]})
         )
         lost = self._follow(w, gens, streamed)
         # every generator ended: the server task ends too, its samples come back
-        from distributed import Event
-
         Event(SERVE_STOP_PREFIX + self.key, client=self.client).set()
         server_dir = self.out_dir / "server"
         try:

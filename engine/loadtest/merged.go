@@ -55,6 +55,11 @@ func WriteMerged(dir string, spec *loadgen.Spec, m *loadgen.Merged, samples []Sa
 	if _, err := os.Stat(filepath.Join(dir, ResultFile)); err == nil {
 		return nil, fmt.Errorf("%s already holds %s of another run", dir, ResultFile)
 	}
+	// The server is sampled until it is stopped, after the generators ended: a sample past the
+	// last interval describes no load and is left out (server.jsonl line k is interval k's).
+	if len(samples) > len(m.Intervals) {
+		samples = samples[:len(m.Intervals)]
+	}
 	if err := writeLines(filepath.Join(dir, IntervalsFile), m.Intervals); err != nil {
 		return nil, err
 	}
