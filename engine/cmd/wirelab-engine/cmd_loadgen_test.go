@@ -92,6 +92,7 @@ func TestLoadgenBadInput(t *testing.T) {
 		{good, []string{"--source", "127.0.0.2,192.0.2.1"}, "192.0.2.1: not an address of this namespace"},
 		{good, []string{"--pprof", "192.0.2.1:6060"}, "--pprof 192.0.2.1:6060: want a loopback address and port"},
 		{good, []string{"--pprof", "6060"}, "--pprof 6060: want a loopback address and port"},
+		{good, []string{"--run-server", "10.0.0.5"}, "--run-server 10.0.0.5: only with --lab and a spec's target"},
 	} {
 		args := []string{"loadgen", "--spec", writeSpec(t, tc.spec)}
 		if !strings.Contains(strings.Join(tc.args, " "), "--target") {
