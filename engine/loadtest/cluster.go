@@ -209,25 +209,15 @@ func (r *runner) serve(ctx context.Context, o ServeOptions) (*ServeResult, error
 		fmt.Sprintf("server half of a cluster load test: reachable at %s from %s only", o.Listen, strings.Join(allow, ", ")),
 	)
 	res := &ServeResult{Contract: Contract, Spec: spec, Listen: o.Listen.String(), AllowFrom: allow}
-	r.lab, err = lab.Start(ctx, lp, lab.Options{Engine: r.o.Engine, Env: r.o.Env, Command: r.o.Command, NoEmulator: true, Log: r.log.Printf})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ErrInterrupted
-		}
-		return nil, err
-	}
-	prov.Namespaces = r.lab.Namespaces()
-	prov.Server = trial.ServerProvenanceOf(r.lab)
+	root, err := r.startServer(ctx, &prov, lab.Options{Engine: r.o.Engine, Env: r.o.Env, Command: r.o.Command, NoEmulator: true, Log: r.log.Printf})
 	res.Provenance = prov
-	r.token = page.NewToken()
-	if err := r.lab.Serve(r.token, spec.Protocol); err != nil {
+	if err != nil {
+		if r.lab == nil {
+			return nil, err
+		}
 		return res, err
 	}
 	scheme := page.Scheme(spec.Protocol)
-	root, err := lp.Page.URL(0, page.Base{Scheme: scheme, Token: r.token})
-	if err != nil {
-		return res, err
-	}
 	port := 80
 	if scheme == "https" {
 		port = 443

@@ -289,27 +289,12 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if ctx.Err() != nil {
 		return nil, ErrInterrupted
 	}
-	r.lab, err = lab.Start(ctx, lp, lab.Options{Engine: r.o.Engine, Env: r.o.Env, Command: r.o.Command,
+	root, err := r.startServer(ctx, &prov, lab.Options{Engine: r.o.Engine, Env: r.o.Env, Command: r.o.Command,
 		DNS: spec.Client.DNS == "server", Log: r.log.Printf})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ErrInterrupted
-		}
-		return nil, err
-	}
-	prov.Namespaces = r.lab.Namespaces()
-	prov.Server = trial.ServerProvenanceOf(r.lab)
-	// One token for the whole run: VUs load the same URLs thousands of times (the loader keeps no
-	// cache), and a file server cannot have a tree written per page.
-	r.token = page.NewToken()
-	if err := r.lab.Serve(r.token, spec.Protocol); err != nil {
 		return nil, err
 	}
 	scheme := page.Scheme(spec.Protocol)
-	root, err := lp.Page.URL(0, page.Base{Scheme: scheme, Token: r.token})
-	if err != nil {
-		return nil, err
-	}
 	private := filepath.Join(r.lab.Dir, "loadtest")
 	if err := os.Mkdir(private, 0o700); err != nil {
 		return nil, err
@@ -341,6 +326,28 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		res.Provenance = prov
 	}
 	return r.finish(res, err)
+}
+
+// startServer starts the lab (a lab server's: the server under test behind the emulated path, or
+// a cluster run's server half) and makes the page servable; the page's root URL. One token for the
+// whole run: VUs load the same URLs thousands of times (the loader keeps no cache), and a file
+// server cannot have a tree written per page.
+func (r *runner) startServer(ctx context.Context, prov *trial.Provenance, o lab.Options) (string, error) {
+	var err error
+	r.lab, err = lab.Start(ctx, r.p.Lab, o)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ErrInterrupted
+		}
+		return "", err
+	}
+	prov.Namespaces = r.lab.Namespaces()
+	prov.Server = trial.ServerProvenanceOf(r.lab)
+	r.token = page.NewToken()
+	if err := r.lab.Serve(r.token, r.p.Spec.Protocol); err != nil {
+		return "", err
+	}
+	return r.p.Lab.Page.URL(0, page.Base{Scheme: page.Scheme(r.p.Spec.Protocol), Token: r.token})
 }
 
 // finish ends a run, of a lab server or of a target, once its generators have: a run that ended

@@ -114,16 +114,8 @@ func runLoadmerge(args []string, stdout io.Writer) error {
 			return err
 		case err != nil:
 			return fmt.Errorf("loadmerge: %w", err)
-		case !res.ThresholdsPassed:
-			var failed []string
-			for _, t := range res.Thresholds {
-				if !t.Pass {
-					failed = append(failed, t.Expr)
-				}
-			}
-			return fmt.Errorf("loadtest %s: %d of %d thresholds failed: %s", spec.LoadtestID, len(failed), len(res.Thresholds), strings.Join(failed, "; "))
 		}
-		return nil
+		return thresholdsFailed(spec.LoadtestID, res)
 	}
 	enc := json.NewEncoder(stdout)
 	for _, iv := range m.Intervals {

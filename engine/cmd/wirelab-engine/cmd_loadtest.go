@@ -268,14 +268,19 @@ func runLoadtest(args []string) error {
 		}
 		return fmt.Errorf("loadtest %s: %w", spec.LoadtestID, err)
 	}
-	if !res.ThresholdsPassed {
-		var failed []string
-		for _, t := range res.Thresholds {
-			if !t.Pass {
-				failed = append(failed, t.Expr)
-			}
-		}
-		return fmt.Errorf("loadtest %s: %d of %d thresholds failed: %s", spec.LoadtestID, len(failed), len(res.Thresholds), strings.Join(failed, "; "))
+	return thresholdsFailed(spec.LoadtestID, res)
+}
+
+// thresholdsFailed is the one line of a load test whose thresholds did not all pass (exit 1), or nil.
+func thresholdsFailed(id string, res *loadtest.Result) error {
+	if res.ThresholdsPassed {
+		return nil
 	}
-	return nil
+	var failed []string
+	for _, t := range res.Thresholds {
+		if !t.Pass {
+			failed = append(failed, t.Expr)
+		}
+	}
+	return fmt.Errorf("loadtest %s: %d of %d thresholds failed: %s", id, len(failed), len(res.Thresholds), strings.Join(failed, "; "))
 }
