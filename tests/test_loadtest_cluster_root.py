@@ -43,6 +43,19 @@ think = { mean_s = 0.3 }
 interval_s = 1
 thresholds = ["errors == 0"]
 """
+TARGET = """
+[sweep]
+name = "target"
+[load]
+protocols = ["h2"]
+network = { rtt = "10ms" }
+scenario = { start = 2, stages = [{ duration_s = 4, target = 4 }] }
+think = { mean_s = 0.3 }
+interval_s = 1
+thresholds = ["errors == 0"]
+[load.target]
+url = "https://h2.wirelab.test/L/fixture/"
+"""
 WORKERS = ("gen-0", "gen-1", "srv")
 
 
@@ -217,7 +230,32 @@ def test_two_generators_on_workers_one_server_worker_merged_exactly_then_one_los
         assert served["relay"]["refused"] >= 1 and served["relay"]["refused_from"] == ["10.199.3.1"], served
         made = _namespaces(run_dir)
 
-        # 2. one generator's worker SIGKILLed mid-run: degraded, the intervals after the loss marked
+        # 2. an external target over the cluster (a site of each generator's local internet): no server
+        # task, each generator its own access link and egress router, merged the same way
+        db3 = tmp_path / "target.db"
+        summary = wirelab.loadtest(
+            TARGET, db=db3, engine=engine, generators=2, cluster=address, wait_workers=30
+        )
+        assert summary.ok, summary.lines()
+        with wirelab.open(db3) as results:
+            run = results.loadtests("target").iloc[0]
+            intervals = results.load_intervals("target")
+        assert run["status"] == "complete" and run["pages"] > 0 and (intervals["degraded"] == 0).all()
+        run_dir = Path(str(db3) + ".d") / "target" / run["loadtest_id"]
+        own = {
+            g: [json.loads(x) for x in (run_dir / "generators" / f"{g}.jsonl").read_text().splitlines()]
+            for g in ("gen-0", "gen-1")
+        }
+        for row in intervals.to_dict("records"):
+            i = row["interval_index"]
+            assert row["hits"] == sum(
+                own[g][i]["hits"] for g in own if own[g][i].get("event") == "interval"
+            ), row
+        assert all(own[g][-1].get("event") == "summary" for g in own)
+        assert json.loads((run_dir / "cluster.json").read_text())["server"] is None
+        made += _namespaces(run_dir)
+
+        # 3. one generator's worker SIGKILLed mid-run: degraded, the intervals after the loss marked
         db2 = tmp_path / "lost.db"
         killed: dict[str, float] = {}
 
@@ -286,5 +324,6 @@ def _namespaces(run_dir: Path) -> list[str]:
     """The namespaces the run's tasks created (their records' provenance)."""
     names: list[str] = []
     for record in [run_dir / "server" / "serve.json", *run_dir.glob("generators/*/loadtest.json")]:
-        names += (json.loads(record.read_text())["provenance"].get("namespaces") or "").split()
+        if record.exists():
+            names += (json.loads(record.read_text())["provenance"].get("namespaces") or "").split()
     return names

@@ -261,6 +261,7 @@ def loadtest(
             server_worker=server_worker,
             wait_workers=wait,
             on_wait=on_wait,
+            needs_server=any(not r.spec.get("target") for r in the_plan.runs),
         )
         load_engine.check_loadtests([r.spec for r in the_plan.runs])
         for interval in sorted({float(r.spec["interval_s"]) for r in the_plan.runs}):

@@ -169,7 +169,7 @@ def _wall_clock() -> float:
 class LoadWorkers:
     """The workers of one cluster load test: name → address of the server's and the generators'."""
 
-    server: tuple[str, str]
+    server: tuple[str, str] | None  #: None: the plan's runs load external targets only
     generators: list[tuple[str, str]]
 
 
@@ -205,18 +205,24 @@ def check_clocks(client: Any, workers: Mapping[str, str], interval_s: float) -> 
 
 
 def choose_workers(
-    names: Mapping[str, str], generators: int, server_worker: str | None
+    names: Mapping[str, str], generators: int, server_worker: str | None, needs_server: bool = True
 ) -> LoadWorkers | None:
     """The server's worker (``server_worker``, else the first by name) and ``generators`` others (by
     name); None while too few are connected."""
     if server_worker is not None and server_worker not in names:
         return None
     ordered = sorted(names)
+    if not needs_server and server_worker is None:
+        if len(ordered) < generators:
+            return None
+        return LoadWorkers(None, [(n, names[n]) for n in ordered[:generators]])
     server = server_worker or (ordered[0] if ordered else None)
     others = [n for n in ordered if n != server]
     if server is None or len(others) < generators:
         return None
-    return LoadWorkers((server, names[server]), [(n, names[n]) for n in others[:generators]])
+    return LoadWorkers(
+        (server, names[server]) if needs_server else None, [(n, names[n]) for n in others[:generators]]
+    )
 
 
 class ClusterLoadEngine(Engine):
@@ -231,6 +237,7 @@ class ClusterLoadEngine(Engine):
         generators: int,
         server_worker: str | None,
         wait_workers: float,
+        needs_server: bool = True,
         on_wait: Callable[[str], None] | None = None,
     ):
         if not isinstance(local, SubprocessEngine):
@@ -241,6 +248,7 @@ class ClusterLoadEngine(Engine):
         self.name = f"{local.name} + cluster {cluster.cluster}"
         self.generators = generators
         self.server_worker = server_worker
+        self.needs_server = needs_server
         self.wait_workers = wait_workers
         self.on_wait = on_wait
         self.workers = self.wait_for_workers()
@@ -252,20 +260,22 @@ class ClusterLoadEngine(Engine):
         said = False
         while True:
             names = self.clusterer.trial_workers()
-            chosen = choose_workers(names, self.generators, self.server_worker)
+            chosen = choose_workers(names, self.generators, self.server_worker, self.needs_server)
             if chosen is not None:
                 return chosen
             left = deadline - time.monotonic()
             if left <= 0:
                 server = (
-                    f"the server's worker {self.server_worker}"
+                    f"the server's worker {self.server_worker} and "
                     if self.server_worker
-                    else "one for the server"
+                    else "one for the server and "
+                    if self.needs_server
+                    else ""
                 )
                 raise UsageError(
                     f"--cluster: {len(names)} wirelab worker(s) connected to {self.cluster} within "
-                    f"{self.wait_workers:g} s (--wait-workers); a load test needs {server} and "
-                    f"{self.generators} more for the generators (--generators); start them: "
+                    f"{self.wait_workers:g} s (--wait-workers); a load test needs {server}"
+                    f"{self.generators} for the generators (--generators); start them: "
                     f"wirelab worker --scheduler {self.cluster} --name NAME"
                 )
             if not said and self.on_wait is not None:
@@ -278,7 +288,8 @@ class ClusterLoadEngine(Engine):
 
     def check_clocks(self, interval_s: float) -> dict[str, dict[str, float]]:
         w = self.workers
-        return check_clocks(self.clusterer.client, dict([w.server, *w.generators]), interval_s)
+        workers = dict(w.generators + ([w.server] if w.server else []))
+        return check_clocks(self.clusterer.client, workers, interval_s)
 
     # Engine
     def version(self) -> str:
@@ -294,15 +305,8 @@ class ClusterLoadEngine(Engine):
         raise EngineError("cluster load engine: trials run with wirelab run --cluster")
 
     def check_loadtests(self, specs: Sequence[Mapping[str, Any]]) -> None:
-        for index, spec in enumerate(specs):
-            if spec.get("target"):
-                error = UsageError(
-                    "--cluster: [load.target] over the cluster is not built; load an external target from "
-                    "one machine (leave out --cluster)"
-                )
-                error.index = index  # type: ignore[attr-defined]
-                raise error
-            if spec.get("protocol") == "h3":
+        for spec in specs:
+            if spec.get("protocol") == "h3" and not spec.get("target"):
                 raise UsageError(
                     "--cluster: h3 over the cluster is not built (the server's relay carries TCP)"
                 )
@@ -413,12 +417,20 @@ class _ClusterLoadtestRun(TrialRun):
                 with contextlib.suppress(Exception):
                     f.cancel()
 
-    def _submit(self, role: str, name: str, address: str, extra: list[str], serving: str | None) -> Any:
+    def _submit(
+        self,
+        role: str,
+        name: str,
+        address: str,
+        extra: list[str],
+        serving: str | None,
+        spec: dict[str, Any] | None = None,
+    ) -> Any:
         future = self.client.submit(
             run_load_task,
             role,
             name,
-            self.spec,
+            spec or self.spec,
             self.key,
             extra,
             serving,
@@ -448,7 +460,9 @@ class _ClusterLoadtestRun(TrialRun):
             json.dumps(
                 {
                     "scheduler": eng.cluster,
-                    "server": {"name": w.server[0], "address": w.server[1]},
+                    "server": None
+                    if w.server is None or self.spec.get("target")
+                    else {"name": w.server[0], "address": w.server[1]},
                     "generators": [
                         {"name": g, "address": a, "part": f"{k}/{n}"} for k, (g, a) in enumerate(w.generators)
                     ],
@@ -458,6 +472,10 @@ class _ClusterLoadtestRun(TrialRun):
             )
             + "\n"
         )
+        if self.spec.get("target"):
+            return self._run_target(w, n)
+        assert w.server is not None
+        server_name = w.server[0]
         gen_hosts = sorted({host_of(a) for _, a in w.generators})
         server = self._submit(
             "server",
@@ -467,7 +485,7 @@ class _ClusterLoadtestRun(TrialRun):
             None,
         )
         serving = self._wait_for(
-            lambda m: m.get("name") == w.server[0] and m.get("kind") == "serving",
+            lambda m: m.get("name") == server_name and m.get("kind") == "serving",
             [server],
             "the server's serving line",
         )
@@ -505,6 +523,36 @@ class _ClusterLoadtestRun(TrialRun):
         if result["returncode"] not in (0, 130):
             raise _Failed(1, f"the server task on {w.server[0]} failed: {_last(result['stderr_tail'])}")
         return self._merge(w, gens, streamed, lost)
+
+    def _run_target(self, w: LoadWorkers, n: int) -> tuple[int, str]:
+        """An external target over the cluster: no server task; each generator a live lab of its own
+        loading the target (``loadtest --part K/N --await-start``); generator 0 alone samples the
+        target's status page (if any), and its samples are the run's."""
+        from distributed import Event, Variable
+
+        gens = []
+        for k, (g, a) in enumerate(w.generators):
+            spec = dict(self.spec)
+            if k > 0 and isinstance(spec.get("target"), dict):
+                spec["target"] = {
+                    key: v for key, v in spec["target"].items() if not key.startswith("status_")
+                }
+            gens.append(
+                self._submit("generator", g, a, ["--part", f"{k}/{n}", "--progress"], None, spec=spec)
+            )
+        streamed: dict[str, list[str]] = {g: [] for g, _ in w.generators}
+        ready: set[str] = set()
+        while len(ready) < n:
+            m = self._wait_for(lambda m: m.get("kind") in ("ready", "interval"), gens, "the generators' labs")
+            if m.get("kind") == "ready":
+                ready.add(str(m.get("name")))
+        at = time.time_ns() + int(START_LEAD_S * 1e9)
+        Variable(START_PREFIX + self.key, client=self.client).set(at)
+        Event(STARTED_PREFIX + self.key, client=self.client).set()
+        self._on_event(TrialEvent(self.trial_id, "ready", {"start_unix_ns": at, "workers": sorted(ready)}))
+        lost = self._follow(w, gens, streamed)
+        code = self._merge(w, gens, streamed, lost, samples_from=w.generators[0][0])
+        return code
 
     def _wait_for(
         self, want: Callable[[Mapping[str, Any]], bool], futures: list[Any], what: str
@@ -565,7 +613,7 @@ class _ClusterLoadtestRun(TrialRun):
                     self._message(f"generator {name} lost: its worker left the scheduler")
                 elif f.done():
                     ended.add(name)
-            if w.server[1] not in alive:
+            if w.server is not None and not self.spec.get("target") and w.server[1] not in alive:
                 raise _Failed(1, f"the server's worker {w.server[0]} was lost mid-run")
         return lost
 
@@ -617,10 +665,16 @@ class _ClusterLoadtestRun(TrialRun):
         return done.stdout
 
     def _merge(
-        self, w: LoadWorkers, gens: list[Any], streamed: dict[str, list[str]], lost: dict[str, str]
+        self,
+        w: LoadWorkers,
+        gens: list[Any],
+        streamed: dict[str, list[str]],
+        lost: dict[str, str],
+        samples_from: str | None = None,
     ) -> tuple[int, str]:
         """The generators' directories back, each one's lines (its own when it came back, else what was
-        streamed) with its summary when it has one, merged into the run's directory."""
+        streamed) with its summary when it has one, merged into the run's directory; ``samples_from``:
+        the generator whose server.jsonl (an external target's status page) is the run's."""
         names = [g for g, _ in w.generators]
         summaries: dict[str, str] = {}
         for name, f in zip(names, gens, strict=True):
@@ -648,6 +702,11 @@ class _ClusterLoadtestRun(TrialRun):
                 self._message(
                     f"generator {name} lost: its run ended without a summary ({_last(r['stderr_tail'])})"
                 )
+        if samples_from is not None:
+            sampled = self.out_dir / "generators" / samples_from / "server.jsonl"
+            if sampled.exists() and sampled.stat().st_size > 0:
+                (self.out_dir / "server").mkdir(exist_ok=True)
+                shutil.copyfile(sampled, self.out_dir / "server" / "server.jsonl")
         files = self._write_inputs(names, streamed, summaries)
         if not summaries:
             raise _Failed(1, "every generator was lost: nothing of the run can be merged")

@@ -66,7 +66,9 @@ func WriteMerged(dir string, spec *loadgen.Spec, m *loadgen.Merged, samples []Sa
 	if err := writeLines(filepath.Join(dir, ServerFile), samples); err != nil {
 		return nil, err
 	}
-	res := Assemble(spec, m.Summary, samples, len(m.Intervals), m.Summary.Interrupted, true)
+	// A lab server's samples carry its CPU; an external target's (its status page, sampled by one
+	// generator) do not.
+	res := Assemble(spec, m.Summary, samples, len(m.Intervals), m.Summary.Interrupted, spec.Target == nil)
 	res.ServerMeasured = len(samples) > 0
 	res.Provenance = trial.NewProvenance(command, started)
 	res.Provenance.Finish()

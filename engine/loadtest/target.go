@@ -360,7 +360,11 @@ func (r *runner) runTarget(ctx context.Context, prov trial.Provenance, specJSON 
 			return r.finish(nil, err)
 		}
 		r.log.Printf("start instant received: %.3f s from now", float64(startNs-monotonicNow())/1e9)
-		args = append(args, "--start-ns", strconv.FormatInt(startNs, 10), "--run-server", spec.RunServer.String())
+		args = append(args, "--start-ns", strconv.FormatInt(startNs, 10))
+		if spec.RunServer.IsValid() {
+			args = append(args, "--run-server", spec.RunServer.String())
+		}
+		r.startCh <- startNs // the status page's boundaries count from the shared start
 		if r.o.Part != "" {
 			args = append(args, "--part", r.o.Part, "--histograms")
 		}

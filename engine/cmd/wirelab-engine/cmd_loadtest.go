@@ -66,7 +66,8 @@ A load test spread over a Dask cluster (docs/loadtest.md, "A Dask cluster"; wire
                 this generator's users' access link (a live lab, far side the host, docs/egress.md)
                 and loadgen runs --part K/N --histograms against the server at its addr (admitted
                 as the run's own: --run-server). DIR/intervals.jsonl keeps its lines with histograms
-  --part K/N    with --serving: this generator's share of the VUs
+  --part K/N    with --serving, or with a spec's target (an external target loaded over the
+                cluster: the same live lab, no server task): this generator's share of the VUs
   --await-start after {"event":"ready"} (or serving), read the run's shared start instant from
                 stdin: one line, Unix nanoseconds, at most 60 s ahead; mapped onto CLOCK_MONOTONIC
 
@@ -93,10 +94,12 @@ func clusterRole(spec *loadgen.Spec, serve, allowFrom, servingFile, part string,
 		return c, cli.Usagef("--generators %d: a cluster task runs one generator (its --part)", generators)
 	case (serve != "" || servingFile != "") && !await:
 		return c, cli.Usagef("--await-start: required with --serve and --serving (the run's shared start comes on stdin)")
-	case await && serve == "" && servingFile == "":
-		return c, cli.Usagef("--await-start: only with --serve or --serving (a cluster run's tasks)")
-	case part != "" && servingFile == "":
-		return c, cli.Usagef("--part %s: only with --serving (loadtest --generators N splits the VUs on one machine)", part)
+	case await && serve == "" && servingFile == "" && spec.Target == nil:
+		return c, cli.Usagef("--await-start: only with --serve, --serving or a spec's target (a cluster run's tasks)")
+	case part != "" && servingFile == "" && spec.Target == nil:
+		return c, cli.Usagef("--part %s: only with --serving or a spec's target (loadtest --generators N splits the VUs on one machine)", part)
+	case part != "" && !await:
+		return c, cli.Usagef("--part %s: needs --await-start (the run's generators share one start)", part)
 	case allowFrom != "" && serve == "":
 		return c, cli.Usagef("--allow-from: only with --serve")
 	}
@@ -127,6 +130,11 @@ func clusterRole(spec *loadgen.Spec, serve, allowFrom, servingFile, part string,
 			return c, cli.Usagef("--serve: the spec names a target; a cluster run's server serves the spec's page (an external target over the cluster is not built)")
 		}
 	}
+	if part != "" {
+		if _, err := loadgen.ParsePart(part); err != nil {
+			return c, cli.Usagef("--part %s: %v", part, err)
+		}
+	}
 	if servingFile != "" {
 		data, err := readInput("--serving", servingFile, maxSpecBytes, nil)
 		if err != nil {
@@ -142,11 +150,6 @@ func clusterRole(spec *loadgen.Spec, serve, allowFrom, servingFile, part string,
 		}
 		if err != nil {
 			return c, cli.Usagef("--serving %s: addr %s: %v", servingFile, sv.Addr, err)
-		}
-		if part != "" {
-			if _, err := loadgen.ParsePart(part); err != nil {
-				return c, cli.Usagef("--part %s: %v", part, err)
-			}
 		}
 		ca := ""
 		if sv.CA != "" {

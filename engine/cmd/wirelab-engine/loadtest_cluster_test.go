@@ -29,7 +29,7 @@ func TestLoadtestClusterFlagsBadInput(t *testing.T) {
 		{[]string{"--serve", "169.254.169.254", "--allow-from", "10.0.0.6", "--await-start"}, "--serve 169.254.169.254: a special-purpose address"},
 		{[]string{"--serve", "10.0.0.5", "--allow-from", "ten", "--await-start"}, `--allow-from ten: "ten" is not an IP address or prefix`},
 		{[]string{"--serve", "10.0.0.5", "--serving", serving, "--await-start"}, "--serve and --serving: a task is the server or a generator"},
-		{[]string{"--await-start"}, "--await-start: only with --serve or --serving"},
+		{[]string{"--await-start"}, "--await-start: only with --serve, --serving or a spec's target"},
 		{[]string{"--part", "0/2"}, "--part 0/2: only with --serving"},
 		{[]string{"--allow-from", "10.0.0.6"}, "--allow-from: only with --serve"},
 		{[]string{"--serving", garbage, "--await-start"}, "not a server task's serving line"},
