@@ -12,14 +12,20 @@ import (
 // the user allowed.
 type RateCapError struct {
 	MaxRPS    float64
+	Part      Part    // a generator of several caps its share: MaxRPS ÷ N
+
 	Got       int64   // responses in the second that broke the cap
 	AtS       float64 // the run's time when it did, s
 	ActiveVUs int64
 }
 
 func (e *RateCapError) Error() string {
-	return fmt.Sprintf("stopped: %d responses in the second before t = %.1f s, above limits.max_rps (%g), at %d active VUs; lower the VUs or the rate, or raise limits.max_rps if the server's owner agrees",
-		e.Got, e.AtS, e.MaxRPS, e.ActiveVUs)
+	what := fmt.Sprintf("limits.max_rps (%g)", e.MaxRPS)
+	if !e.Part.Whole() {
+		what = fmt.Sprintf("generator %s's share of limits.max_rps (%g of %g)", e.Part, e.MaxRPS/float64(e.Part.N), e.MaxRPS)
+	}
+	return fmt.Sprintf("stopped: %d responses in the second before t = %.1f s, above %s, at %d active VUs; lower the VUs or the rate, or raise limits.max_rps if the server's owner agrees",
+		e.Got, e.AtS, what, e.ActiveVUs)
 }
 
 // rateSlots divide the cap's one-second window: a page's responses count in the slot in which the

@@ -52,3 +52,20 @@ func TestRateCapWindow(t *testing.T) {
 		}
 	}
 }
+
+// A generator of several caps its share of limits.max_rps, so that together they never pass it:
+// part 0/2 of the run above holds 5 VUs, 15 responses/s — under 30's share (15), over 29's (14.5).
+func TestRateCapShareOfAPart(t *testing.T) {
+	const spec = `{"protocol":"h2","interval_s":1,"think":{"mean_s":0.9},"scenario":{"start":10,"stages":[{"duration_s":5,"target":10}]},"limits":{"max_rps":%s}}`
+	pageTime := func(time.Duration) time.Duration { return 100 * time.Millisecond }
+	half := func(c *Config) { c.Part = Part{K: 0, N: 2} }
+	fr := runFake(t, mustDecode(t, strings.Replace(spec, "%s", "30", 1)), pageTime, nil, 0, half)
+	if fr.err != nil || fr.sum.Totals.Hits < 5*15 {
+		t.Fatalf("cap 30, part 0/2: err %v, %d hits; want the part complete", fr.err, fr.sum.Totals.Hits)
+	}
+	fr = runFake(t, mustDecode(t, strings.Replace(spec, "%s", "29", 1)), pageTime, nil, 0, half)
+	var re *RateCapError
+	if !errors.As(fr.err, &re) || re.Got != 15 || !strings.Contains(re.Error(), "generator 0/2's share of limits.max_rps (14.5 of 29)") {
+		t.Fatalf("cap 29, part 0/2: err %v; want a *RateCapError at 15 responses naming the share", fr.err)
+	}
+}

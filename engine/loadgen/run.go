@@ -82,6 +82,10 @@ var ErrInterrupted = errors.New("load test interrupted")
 func Run(parent context.Context, cfg Config) (*Summary, error) {
 	r := &runner{cfg: cfg, spec: cfg.Spec, rec: newRecorder(), interval: cfg.Spec.Interval()}
 	if m := cfg.Spec.Limits.MaxRPS; m > 0 {
+		if !cfg.Part.Whole() {
+			// each generator of several caps its share, so that together they never pass the cap
+			m /= float64(cfg.Part.N)
+		}
 		r.rate = &rateCap{max: m, start: cfg.Start}
 	}
 	r.firstError.Store(-1)
@@ -183,7 +187,7 @@ func (r *runner) record(vu int, s *Sample, start time.Time) {
 	}
 	r.rec.page(s, time.Since(start))
 	if got := r.rate.add(time.Now(), int64(len(s.Exchanges))+s.HitsUntimed); got > 0 {
-		re := &RateCapError{MaxRPS: r.spec.Limits.MaxRPS, Got: got, AtS: r.now().Seconds(), ActiveVUs: r.active.Load()}
+		re := &RateCapError{MaxRPS: r.spec.Limits.MaxRPS, Part: r.cfg.Part, Got: got, AtS: r.now().Seconds(), ActiveVUs: r.active.Load()}
 		if r.capped.CompareAndSwap(nil, re) {
 			r.stop()
 		}
