@@ -11,8 +11,8 @@ import (
 // "External targets") — the run stops rather than go on loading someone's server harder than
 // the user allowed.
 type RateCapError struct {
-	MaxRPS    float64
-	Part      Part    // a generator of several caps its share: MaxRPS ÷ N
+	MaxRPS float64
+	Part   Part // a generator of several caps its share: MaxRPS ÷ N
 
 	Got       int64   // responses in the second that broke the cap
 	AtS       float64 // the run's time when it did, s
