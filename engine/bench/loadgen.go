@@ -135,28 +135,6 @@ func ratios(rows []PagesRow, protocols []string) []RatioRow {
 	return out
 }
 
-// VUsRow is the many-VUs run.
-type VUsRow struct {
-	Server          string  `json:"server"` // always the built-in server (docs/loadtest.md)
-	Protocol        string  `json:"protocol"`
-	Page            string  `json:"page"`
-	VUs             int     `json:"vus"`
-	ThinkS          float64 `json:"think_s"`
-	VUsReached      int     `json:"vus_reached"`
-	PagesPerSHold   float64 `json:"pages_per_s_hold"`    // mean over the hold's intervals
-	PagesPerSPlan   float64 `json:"pages_per_s_planned"` // VUs ÷ (think + page p50)
-	PageP50Ms       float64 `json:"page_p50_ms"`
-	PageP99Ms       float64 `json:"page_p99_ms"`
-	Errors          int64   `json:"errors"`
-	RSSBytes        int64   `json:"rss_bytes"`        // at the hold's end
-	RSSBaseBytes    int64   `json:"rss_base_bytes"`   // after the first interval
-	BytesPerVU      float64 `json:"bytes_per_vu"`     // (rss − base) ÷ (VUs − VUs in the first interval)
-	Goroutines      int     `json:"goroutines"`       // at the hold's end
-	OpenConnections int64   `json:"open_connections"` // at the hold's end
-	CPUCores        float64 `json:"cpu_cores_hold"`   // the generator's CPU during the hold
-	SaturatedHold   int     `json:"saturated_intervals_hold"`
-}
-
 // BookkeepingRow relates the generator's accounting to a real run's CPU.
 type BookkeepingRow struct {
 	Protocol         string  `json:"protocol"` // the pages part's wirelab run it is related to
@@ -198,8 +176,9 @@ func Loadgen(ctx context.Context, o LoadgenOptions) (*LoadgenResult, error) {
 	}
 	if o.runs("vus") {
 		// On the built-in server whatever --server says: 10 000 VUs hold 10 000 connections, more
-		// than the real servers' default knobs accept (nginx: 768 per worker).
-		row, err := o.vus(ctx, LoadgenServers["builtin"](o.Engine))
+		// than the real servers' default knobs accept (nginx: 768 per worker); as many server
+		// processes as generators (loadgen_vus.go).
+		row, err := o.vus(ctx)
 		if err != nil {
 			return res, err
 		}
@@ -489,87 +468,6 @@ func (o *LoadgenOptions) bookkeeping(res *LoadgenResult) *BookkeepingRow {
 	o.progress("  bookkeeping: %.2f µs per page of %d requests, %.0f µs per interval: %.3f %% of the generator's CPU (%s run)",
 		row.PerPageUs, res.Objects, row.PerIntervalUs, 100*row.ShareOfGenerator, run.Protocol)
 	return row
-}
-
-// vus runs many VUs with think time against a small page and reports the memory per VU.
-func (o *LoadgenOptions) vus(ctx context.Context, srv LoadgenServer) (*VUsRow, error) {
-	proto := "h2"
-	if len(o.Protocols) == 1 {
-		proto = o.Protocols[0]
-	}
-	pg, err := page.Load(o.VUPage, 1)
-	if err != nil {
-		return nil, err
-	}
-	s, err := srv.Start(ctx, o.VUPage, []string{proto})
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _, _ = s.Stop() }()
-	scheme, port := "https", s.HTTPSPort
-	if proto == "h1" {
-		scheme, port = "http", s.HTTPPort
-	}
-	token, err := s.Serve(proto)
-	if err != nil {
-		return nil, err
-	}
-	root, err := pg.URL(0, page.Base{Scheme: scheme, Port: port, Token: token})
-	if err != nil {
-		return nil, err
-	}
-	think := 5.0
-	if o.VUThink > 0 {
-		think = o.VUThink.Seconds()
-	}
-	spec := fmt.Sprintf(`{"protocol":%q,"interval_s":5,"think":{"distribution":"exponential","mean_s":%g},"limits":{"max_vus":%d},
-		"scenario":{"start":0,"stages":[{"duration_s":%g,"target":%d},{"duration_s":%g,"target":%d}]}}`,
-		proto, think, o.VUs, o.VURamp.Seconds(), o.VUs, o.VUHold.Seconds(), o.VUs)
-	o.progress("  %d VUs over %s, think %g s (exponential), page %s: ramp %v, hold %v", o.VUs, proto, think, o.VUPage, o.VURamp, o.VUHold)
-	var ivs []loadgen.Interval
-	sum, _, _, err := o.runLoadgen(ctx, spec, root, s, func(iv loadgen.Interval) {
-		ivs = append(ivs, iv)
-		o.progress("    t=%5.0f s  %5d VUs  %7.1f pages/s  p99 %7.1f ms  rss %5.0f MB  %d goroutines  %.2f cores  %d conns",
-			iv.TEndS, iv.VUs, iv.PagesPerS, p99(iv.PageMs), float64(iv.Generator.RSSBytes)/1e6, iv.Generator.Goroutines, iv.Generator.CPUUtil, iv.OpenConnections)
-	})
-	if err != nil {
-		return nil, err
-	}
-	row := &VUsRow{Server: "builtin", Protocol: proto, Page: o.VUPage, VUs: o.VUs, ThinkS: think, VUsReached: sum.Totals.VUsMax, Errors: sum.Totals.Errors.Total()}
-	holdFrom := o.VURamp.Seconds()
-	var hold []loadgen.Interval
-	for _, iv := range ivs {
-		if iv.TStartS >= holdFrom && iv.TEndS <= holdFrom+o.VUHold.Seconds() {
-			hold = append(hold, iv)
-		}
-	}
-	if len(hold) == 0 || len(ivs) == 0 {
-		return row, errors.New("no interval in the hold stage")
-	}
-	var pages, cpu float64
-	for _, iv := range hold {
-		pages += iv.PagesPerS
-		cpu += iv.Generator.CPUUtil
-		if iv.Generator.Saturated {
-			row.SaturatedHold++
-		}
-	}
-	row.PagesPerSHold = round(pages/float64(len(hold)), 1)
-	row.CPUCores = round(cpu/float64(len(hold)), 2)
-	last := hold[len(hold)-1]
-	if len(hold) > 1 { // the last one ends with the scenario, as the VUs leave
-		last = hold[len(hold)-2]
-	}
-	row.RSSBytes, row.Goroutines, row.OpenConnections = last.Generator.RSSBytes, last.Generator.Goroutines, last.OpenConnections
-	row.RSSBaseBytes = ivs[0].Generator.RSSBytes
-	if n := last.VUs - ivs[0].VUs; n > 0 && row.RSSBytes > 0 && row.RSSBaseBytes > 0 { // 0: not read
-		row.BytesPerVU = round(float64(row.RSSBytes-row.RSSBaseBytes)/float64(n), 0)
-	}
-	if sum.Totals.PageMs != nil {
-		row.PageP50Ms, row.PageP99Ms = sum.Totals.PageMs.P50, sum.Totals.PageMs.P99
-		row.PagesPerSPlan = round(float64(o.VUs)/(think+row.PageP50Ms/1000), 1)
-	}
-	return row, nil
 }
 
 func p99(l *loadgen.Latency) float64 {

@@ -36,6 +36,8 @@ type Served struct {
 	Where string
 	// Addr is the address the page's origin is reached at by a tool run with Command.
 	Addr string
+	// PID is the server's process (the built-in server; 0 for a lab's server).
+	PID int
 	// HTTPPort and HTTPSPort are its ports; 0 = the scheme's default (no port in the URLs).
 	HTTPPort, HTTPSPort int
 	CAFile              string
@@ -169,7 +171,7 @@ func (b builtinServer) Start(ctx context.Context, pageName string, protocols []s
 	pid := cmd.Process.Pid
 	return &Served{
 		Where: "loopback (127.0.0.1), the built-in server a process of its own (serve)",
-		Addr:  "127.0.0.1", HTTPPort: ready.Ports.HTTP, HTTPSPort: ready.Ports.HTTPS, CAFile: ready.CAFile,
+		Addr:  "127.0.0.1", PID: pid, HTTPPort: ready.Ports.HTTP, HTTPSPort: ready.Ports.HTTPS, CAFile: ready.CAFile,
 		Command: func(argv ...string) *exec.Cmd { return exec.Command(argv[0], argv[1:]...) },
 		CPU:     func() (time.Duration, bool) { return processCPU(pid), true },
 		Serve:   func(string) (string, error) { return "bench", nil }, // it generates every response

@@ -13,6 +13,7 @@ import (
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/page"
 )
 
 func init() {
@@ -115,6 +116,21 @@ flags:`)
 	if slices.Contains(partList, "bookkeeping") && !slices.Contains(partList, "pages") {
 		return cli.Usagef("parts: bookkeeping relates to the pages part's run; add pages")
 	}
+	if slices.Contains(partList, "vus") {
+		// The processes the VUs need, sized from the machine's limits: one line naming the limit
+		// the machine cannot hold them under, before anything runs.
+		proto := "h2"
+		if len(protoList) == 1 {
+			proto = protoList[0]
+		}
+		pg, err := page.Load(*vuPage, 1)
+		if err != nil {
+			return cli.Usagef("vu-page: %v", err)
+		}
+		if _, err := bench.PlanVUs(*vus, bench.FDsPerVU(pg, proto), bench.ReadMachineLimits()); err != nil {
+			return cli.Usagef("%v", err)
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -161,10 +177,17 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 			b.PerPageUs, b.PerIntervalUs, b.BookkeepingMs, b.GeneratorCPUMs, b.Protocol, 100*b.ShareOfGenerator)
 	}
 	if v := r.VUs; v != nil {
-		fmt.Printf("vus (server %s): %d VUs over %s (%s, think %g s): reached %d, %.1f pages/s in the hold (planned %.1f), page p50 %.1f ms p99 %.1f ms, %d errors\n",
-			v.Server, v.VUs, v.Protocol, v.Page, v.ThinkS, v.VUsReached, v.PagesPerSHold, v.PagesPerSPlan, v.PageP50Ms, v.PageP99Ms, v.Errors)
-		fmt.Printf("     rss %.0f MB (%.0f MB base): %.1f kB per VU; %d goroutines, %d connections open, %.2f cores, %d saturated intervals in the hold\n",
-			float64(v.RSSBytes)/1e6, float64(v.RSSBaseBytes)/1e6, v.BytesPerVU/1e3, v.Goroutines, v.OpenConnections, v.CPUCores, v.SaturatedHold)
+		fmt.Printf("vus (server %s): %d VUs over %s (%s, think %g s) in %d generator and %d server processes (≤ %d VUs each: %s)\n",
+			v.Server, v.VUs, v.Protocol, v.Page, v.ThinkS, v.Plan.Generators, v.Plan.Servers, v.Plan.PerProcess, v.Plan.BoundBy)
+		fmt.Printf("     reached %d, held %d; %.1f pages/s served in the hold of %.1f planned; page p50 %.1f ms p99 %.1f ms; %d errors, %d pages failed\n",
+			v.VUsReached, v.VUsHeld, v.PagesPerSHold, v.PagesPerSPlan, v.PageP50Ms, v.PageP99Ms, v.Errors, v.PagesFailed)
+		fmt.Printf("     generators' memory (%s, every process): %.0f MB = %.1f kB per VU (%.1f kB per VU added after the first interval's %.0f MB); RSS summed %.0f MB = %.1f kB per VU\n",
+			v.MemorySource, float64(v.MemoryBytes)/1e6, v.BytesPerVU/1e3, v.BytesPerVUMarg/1e3, float64(v.MemoryBaseBytes)/1e6, float64(v.RSSBytes)/1e6, v.RSSBytesPerVU/1e3)
+		fmt.Printf("     %d connections open, %d goroutines, %.2f cores, %d saturated intervals in the hold; server processes' memory %.0f MB\n",
+			v.OpenConnections, v.Goroutines, v.CPUCores, v.SaturatedHold, float64(v.ServerMemBytes)/1e6)
+		for _, f := range v.Failed {
+			fmt.Printf("     generator %s: its line above says why; the figures cover less than the plan\n", f)
+		}
 	}
 	m := r.Machine
 	fmt.Printf("machine: %d CPUs, load %s → %s\n", m.CPUs, m.LoadBefore, m.LoadAfter)
