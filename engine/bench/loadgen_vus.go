@@ -164,11 +164,14 @@ func PlanVUs(vus, fdsPerVU int, m MachineLimits) (VUPlan, error) {
 }
 
 // FDsPerVU are the connections one VU keeps to a page: one per origin over h2, up to six per
-// origin (at most one per object) over HTTP/1.1.
+// origin (at most one per object loaded at once) over HTTP/1.1 — the root document loads alone,
+// on a connection the objects after it reuse.
 func FDsPerVU(pg *page.Page, proto string) int {
 	origins := map[int]int{}
-	for _, o := range pg.Objects {
-		origins[o.Origin]++
+	for i, o := range pg.Objects {
+		if i > 0 || len(pg.Objects) == 1 {
+			origins[o.Origin]++
+		}
 	}
 	n := 0
 	for _, objects := range origins {
@@ -268,10 +271,14 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 	names := make([]string, plan.Generators)
 	cmds := make([]*exec.Cmd, 0, plan.Generators)
 	var wg sync.WaitGroup
-	defer func() {
+	defer func() { // an early return: stop the generators still running, their readers drained
 		for _, c := range cmds {
 			_ = c.Process.Signal(syscall.SIGINT)
 		}
+		go func() {
+			for range lines {
+			}
+		}()
 		done := make(chan struct{})
 		go func() { wg.Wait(); close(done) }()
 		select {
@@ -304,9 +311,11 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 		if genGroup != nil {
 			_ = genGroup.Add(cmd.Process.Pid)
 		}
+		release := watch(ctx, cmd, syscall.SIGINT, loadgenStopGrace) // SIGINT: it prints its summary
 		wg.Add(1)
 		go func(k int) {
 			defer wg.Done()
+			defer release()
 			sc := bufio.NewScanner(stdout)
 			sc.Buffer(make([]byte, 1<<20), 16<<20)
 			for sc.Scan() {
@@ -340,15 +349,7 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 		}
 	}
 	for running := plan.Generators; running > 0; {
-		var l line
-		select {
-		case l = <-lines:
-		case <-ctx.Done():
-			for _, c := range cmds {
-				_ = c.Process.Signal(syscall.SIGINT)
-			}
-			l = <-lines
-		}
+		l := <-lines // every generator ends: watch stops them when ctx ends
 		if l.end {
 			running--
 			take(merger.End(l.g, sums[l.g]))

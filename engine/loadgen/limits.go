@@ -98,3 +98,20 @@ func RaiseOpenFiles(want uint64) (uint64, error) {
 	next := unix.Rlimit{Cur: rl.Max, Max: rl.Max}
 	return next.Cur, unix.Setrlimit(unix.RLIMIT_NOFILE, &next)
 }
+
+// GCPercent is the Go collector's target (GOGC) the generator runs spec with. VUs that think
+// (closed model, mean think time > 0) spend most of the run idle, holding their connections' state
+// and allocating little: the heap is that state, and GOGC 100's headroom — the next collection at
+// twice the live heap — was the largest share of the memory per VU (docs/loadtest.md, "Memory per
+// VU"); 50 halves it for a few more collections of a slowly growing heap. VUs without think time
+// (the pages part of bench loadgen, a stress test) allocate fast over a small heap, where a lower
+// target would cost CPU per request: Go's default, 100.
+func GCPercent(s *Spec) int {
+	if s.Scenario.Model != "open" && s.Think.MeanS > 0 {
+		return ThinkingGCPercent
+	}
+	return 100
+}
+
+// ThinkingGCPercent is GCPercent of VUs that think.
+const ThinkingGCPercent = 50

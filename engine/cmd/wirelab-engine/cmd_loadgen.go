@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -132,6 +133,9 @@ func runLoadgen(args []string, stdout io.Writer) error {
 	}
 	if _, err := loadgen.RaiseOpenFiles(la.maxOpenFiles); err != nil {
 		return fmt.Errorf("loadgen: setting the open-files limit: %w", err)
+	}
+	if os.Getenv("GOGC") == "" { // the environment's GOGC wins
+		debug.SetGCPercent(loadgen.GCPercent(la.spec))
 	}
 	if la.pprof != "" {
 		if err := servePprof(la.pprof); err != nil {

@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wirelab/wirelab/engine/loadgen"
+	"github.com/wirelab/wirelab/engine/page"
+)
+
+// This machine's limits: hard RLIMIT_NOFILE 20 000 without CAP_SYS_RESOURCE, the default port
+// range, a large fs.file-max.
+var here = MachineLimits{OpenFiles: 20000, OpenFilesHard: 20000, FileMax: 2466170, FilesInUse: 3000, PortSpan: 28232, PortRange: "32768 60999"}
+
+func TestPlanVUsFromTheOpenFilesLimit(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		vus, fds     int
+		m            MachineLimits
+		procs, per   int
+		boundContain string
+	}{
+		{"10⁵ h2 VUs here", 100000, 1, here, 6, 19744, "RLIMIT_NOFILE 20000"},
+		{"10⁴ fit one process", 10000, 1, here, 1, 19744, "RLIMIT_NOFILE 20000"},
+		{"exactly one process's worth", 19744, 1, here, 1, 19744, "RLIMIT_NOFILE 20000"},
+		{"one more VU, one more pair", 19745, 1, here, 2, 19744, "RLIMIT_NOFILE 20000"},
+		{"six connections per VU (h1, many objects)", 10000, 6, here, 4, 3290, "RLIMIT_NOFILE 20000"},
+		// With CAP_SYS_RESOURCE the limit is fs.nr_open: the port range of one pair binds.
+		{"the port range binds", 100000, 1, MachineLimits{OpenFiles: 1 << 20, FileMax: 1 << 24, PortSpan: 28232, PortRange: "32768 60999"}, 4, 27976, "ip_local_port_range 32768 60999"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := PlanVUs(c.vus, c.fds, c.m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Generators != c.procs || p.Servers != c.procs || p.PerProcess != c.per || !strings.Contains(p.BoundBy, c.boundContain) {
+				t.Errorf("plan %+v; want %d generators and servers of %d VUs, bound by %q", p, c.procs, c.per, c.boundContain)
+			}
+			if p.Generators*p.PerProcess < c.vus || (p.Generators-1)*p.PerProcess >= c.vus {
+				t.Errorf("%d processes of %d VUs for %d VUs: not the fewest that hold them", p.Generators, p.PerProcess, c.vus)
+			}
+		})
+	}
+}
+
+func TestPlanVUsNamesTheLimit(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		vus  int
+		m    MachineLimits
+		want []string
+	}{
+		{"a container's 1024", 100000, MachineLimits{OpenFiles: 1024, FileMax: 1 << 24, PortSpan: 28232, PortRange: "32768 60999"},
+			[]string{"100000 VUs need 131 generator and 131 server processes", "RLIMIT_NOFILE 1024 per process", "at most 64", "ulimit -Hn"}},
+		{"no room for one VU", 10, MachineLimits{OpenFiles: 200, FileMax: 1 << 24, PortSpan: 28232},
+			[]string{"cannot hold one VU's 1 connections", "RLIMIT_NOFILE 200"}},
+		{"fs.file-max", 100000, MachineLimits{OpenFiles: 20000, FileMax: 150000, FilesInUse: 2000, PortSpan: 28232},
+			[]string{"above the system's limit (fs.file-max 150000)", "sysctl -w fs.file-max="}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := PlanVUs(c.vus, 1, c.m)
+			if err == nil {
+				t.Fatal("planned; want the limit named")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") {
+				t.Errorf("not one line: %q", msg)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("%q lacks %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestFDsPerVU(t *testing.T) {
+	one, err := page.Load("synthetic:1x1kB", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many, err := page.Load("synthetic:20x1kB", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pg    *page.Page
+		proto string
+		want  int
+	}{{one, "h2", 1}, {one, "h1s", 1}, {many, "h2", 1}, {many, "h1", 6}, {many, "h1s", 6}} {
+		if got := FDsPerVU(c.pg, c.proto); got != c.want {
+			t.Errorf("%d objects over %s: %d connections per VU; want %d", len(c.pg.Objects), c.proto, got, c.want)
+		}
+	}
+}
+
+// The hold's figures come from its last full interval (the very last ends as the VUs leave),
+// memory per VU from the memory read beside it.
+func TestFillVUsRowReadsTheHold(t *testing.T) {
+	iv := func(k, vus int, pages float64, rss int64, conns int64) loadgen.Interval {
+		v := loadgen.Interval{Index: k, TStartS: float64(5 * k), TEndS: float64(5*k + 5), VUs: vus, PagesPerS: pages, OpenConnections: conns}
+		v.Generator.RSSBytes = rss
+		return v
+	}
+	ivs := []loadgen.Interval{iv(0, 1000, 10, 50e6, 1000), iv(1, 2000, 20, 90e6, 2000), iv(2, 2000, 30, 100e6, 2000), iv(3, 2000, 40, 100e6, 2000), iv(4, 0, 50, 100e6, 0)}
+	mem := []int64{40e6, 70e6, 80e6, 80e6, 10e6}
+	row := &VUsRow{VUs: 2000, ThinkS: 30}
+	fillVUsRow(row, nil, ivs, mem, 10*time.Second, 15*time.Second)
+	if row.PagesPerSHold != 40 || row.VUsHeld != 2000 || row.MemoryBytes != 80e6 || row.OpenConnections != 2000 {
+		t.Errorf("hold: %+v", row)
+	}
+	if row.BytesPerVU != 40000 || row.BytesPerVUMarg != 40000 || row.RSSBytesPerVU != 50000 {
+		t.Errorf("per VU: %v total, %v added, %v RSS; want 40000, 40000, 50000", row.BytesPerVU, row.BytesPerVUMarg, row.RSSBytesPerVU)
+	}
+}
