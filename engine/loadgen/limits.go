@@ -99,19 +99,28 @@ func RaiseOpenFiles(want uint64) (uint64, error) {
 	return next.Cur, unix.Setrlimit(unix.RLIMIT_NOFILE, &next)
 }
 
-// GCPercent is the Go collector's target (GOGC) the generator runs spec with. VUs that think
-// (closed model, mean think time > 0) spend most of the run idle, holding their connections' state
-// and allocating little: the heap is that state, and GOGC 100's headroom — the next collection at
-// twice the live heap — was the largest share of the memory per VU (docs/loadtest.md, "Memory per
-// VU"); 50 halves it for a few more collections of a slowly growing heap. VUs without think time
-// (the pages part of bench loadgen, a stress test) allocate fast over a small heap, where a lower
-// target would cost CPU per request: Go's default, 100.
+// GCPercent is the Go collector's target (GOGC) the generator runs spec with (the environment's
+// GOGC wins). VUs that think (closed model, mean think time > 0) spend most of the run idle,
+// holding their connections' state and allocating little: the heap is that state, and GOGC 100's
+// headroom — the next collection at twice the live heap — was the largest share of the memory per
+// VU (docs/loadtest.md, "Memory per VU"); ThinkingGCPercent halves it for a few more collections
+// of a slowly growing heap. VUs without think time (the pages part of bench loadgen, a stress
+// test) allocate fast over a small heap — a few connections' state —, where the collector's work
+// per request is the cost: StressGCPercent collects a quarter as often. The open model keeps
+// Go's default.
 func GCPercent(s *Spec) int {
-	if s.Scenario.Model != "open" && s.Think.MeanS > 0 {
+	switch {
+	case s.Scenario.Model == "open":
+		return 100
+	case s.Think.MeanS > 0:
 		return ThinkingGCPercent
+	default:
+		return StressGCPercent
 	}
-	return 100
 }
 
-// ThinkingGCPercent is GCPercent of VUs that think.
-const ThinkingGCPercent = 50
+// The collector's targets of GCPercent.
+const (
+	ThinkingGCPercent = 50
+	StressGCPercent   = 400
+)

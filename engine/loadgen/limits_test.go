@@ -124,3 +124,22 @@ func TestRaiseOpenFiles(t *testing.T) {
 		t.Errorf("RaiseOpenFiles(64) = %d, %v; want the cap 64", got, err)
 	}
 }
+
+func TestGCPercent(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		want int
+	}{
+		{`{"protocol":"h2","think":{"mean_s":30},"scenario":{"stages":[{"duration_s":10,"target":5}]}}`, ThinkingGCPercent},
+		{`{"protocol":"h2","think":{"mean_s":0},"scenario":{"start":20,"stages":[{"duration_s":10,"target":20}]}}`, StressGCPercent},
+		{`{"protocol":"h2","scenario":{"model":"open","stages":[{"duration_s":10,"rate":5}]}}`, 100},
+	} {
+		s, err := Decode([]byte(c.spec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := GCPercent(s); got != c.want {
+			t.Errorf("%s: GOGC %d; want %d", c.spec, got, c.want)
+		}
+	}
+}
