@@ -94,3 +94,40 @@ func TestBenchLoadgenBadServer(t *testing.T) {
 		t.Errorf("exit %d, %q: want exit 2 and one line naming the value and %q", code, b, want)
 	}
 }
+
+// Bad input in a list of servers: each is checked, and none twice.
+func TestBenchLoadgenServerList(t *testing.T) {
+	for _, c := range []struct{ servers, want string }{
+		{"builtin,lighttpd", `"lighttpd"`},
+		{"builtin,builtin", `server: "builtin" twice`},
+	} {
+		b, err := engine("bench", "loadgen", "--server", c.servers, "--parts", "pages").CombinedOutput()
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if code := exitCodeOf(err); code != 2 || len(lines) != 1 || !strings.Contains(lines[0], c.want) {
+			t.Errorf("--server %s: exit %d, %q: want exit 2 and one line with %q", c.servers, code, b, c.want)
+		}
+	}
+}
+
+// The vus part sizes its processes from the open-files limit it reads (its hard limit here lowered
+// to 600 with prlimit): VUs that would need more processes than it runs are one line naming the
+// limit, exit 2, before anything starts.
+func TestBenchLoadgenVUsNamesTheLimit(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("no prlimit (util-linux)")
+	}
+	cmd := engine("bench", "loadgen", "--parts", "vus", "--vus", "100000")
+	cmd.Path, cmd.Args = prlimit, append([]string{prlimit, "--nofile=600:600"}, cmd.Args...)
+	b, err := cmd.CombinedOutput()
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	want := []string{"100000 VUs need 291 generator and 291 server processes of at most 344 VUs each", "RLIMIT_NOFILE 600 per process", "at most 64"}
+	if code := exitCodeOf(err); code != 2 || len(lines) != 1 {
+		t.Fatalf("exit %d, %q: want exit 2 and one line", code, b)
+	}
+	for _, w := range want {
+		if !strings.Contains(lines[0], w) {
+			t.Errorf("%q lacks %q", lines[0], w)
+		}
+	}
+}

@@ -26,7 +26,7 @@ func init() {
 func runBenchLoadgen(args []string) error {
 	fs := flag.NewFlagSet("bench loadgen", flag.ContinueOnError)
 	parts := fs.String("parts", "pages,bookkeeping,vus", "parts to run: pages, bookkeeping (needs pages), vus")
-	serverName := fs.String("server", "builtin", "pages part: the server under test, "+strings.Join(bench.LoadgenServerNames(), ", "))
+	serverName := fs.String("server", "builtin", "pages part: the server(s) under test, comma-separated, in turn: "+strings.Join(bench.LoadgenServerNames(), ", "))
 	pageName := fs.String("page", "neoload50", "the pages part's page")
 	clients := fs.Int("clients", 20, "pages part: page clients (h2load) and VUs (wirelab)")
 	duration := fs.Duration("duration", 10*time.Second, "pages part: length of each run (whole seconds)")
@@ -91,8 +91,14 @@ flags:`)
 		}
 		protoList = append(protoList, p)
 	}
-	if err := bench.CheckLoadgenServer(*serverName, protoList); err != nil {
-		return cli.Usagef("%v", err)
+	servers := strings.Split(*serverName, ",")
+	for i, name := range servers {
+		if slices.Contains(servers[:i], name) {
+			return cli.Usagef("server: %q twice", name)
+		}
+		if err := bench.CheckLoadgenServer(name, protoList); err != nil {
+			return cli.Usagef("%v", err)
+		}
 	}
 	switch {
 	case *clients < 1 || *clients > 1000:
@@ -138,23 +144,67 @@ flags:`)
 	ctx, stop := cli.RunContext()
 	defer stop()
 	started := time.Now()
-	res, err := bench.Loadgen(ctx, bench.LoadgenOptions{Engine: self, H2load: *h2load, Server: *serverName, Parts: partList,
+	opts := bench.LoadgenOptions{Engine: self, H2load: *h2load, Parts: partList,
 		Page: *pageName, Clients: *clients, Duration: *duration, Rounds: *rounds, Protocols: protoList,
-		VUs: *vus, VUPage: *vuPage, VURamp: *ramp, VUHold: *hold, VUThink: *think, Progress: os.Stderr})
-	if errors.Is(err, context.Canceled) {
-		return &cli.ExitError{Code: 130}
-	}
-	if err != nil {
-		return fmt.Errorf("bench loadgen: %w", err)
+		VUs: *vus, VUPage: *vuPage, VURamp: *ramp, VUHold: *hold, VUThink: *think, Progress: os.Stderr}
+	var runs []*bench.LoadgenResult
+	for i, name := range servers {
+		o := opts
+		o.Server = name
+		if len(servers) > 1 { // the pages parts server by server, the vus part (the built-in server) once, last
+			o.Parts = slices.DeleteFunc(slices.Clone(partList), func(p string) bool { return p == "vus" && i < len(servers)-1 })
+			fmt.Fprintf(os.Stderr, "server %s (%d of %d)\n", name, i+1, len(servers))
+		}
+		res, err := bench.Loadgen(ctx, o)
+		if errors.Is(err, context.Canceled) {
+			return &cli.ExitError{Code: 130}
+		}
+		if err != nil {
+			return fmt.Errorf("bench loadgen: server %s: %w", name, err)
+		}
+		runs = append(runs, res)
 	}
 	if *asJSON {
-		if err := printBenchJSON(res, started); err != nil {
+		var out any = runs[0]
+		if len(runs) > 1 {
+			out = struct {
+				Runs []*bench.LoadgenResult `json:"runs"`
+			}{runs}
+		}
+		if err := printBenchJSON(out, started); err != nil {
 			return fmt.Errorf("bench loadgen: %w", err)
 		}
 		return nil
 	}
-	printLoadgenResult(res)
+	for _, res := range runs {
+		printLoadgenResult(res)
+	}
+	if len(runs) > 1 {
+		printRatioTable(runs, protoList)
+	}
 	return nil
+}
+
+// printRatioTable is wirelab ÷ h2load per server (rows) and protocol (columns), each the ratio
+// of the medians of one server's rounds, with the load averages around that server's runs.
+func printRatioTable(runs []*bench.LoadgenResult, protocols []string) {
+	fmt.Printf("wirelab ÷ h2load (pages/s, medians of the rounds; the tools alternate within each server's run):\n  %-8s", "server")
+	for _, p := range protocols {
+		fmt.Printf(" %6s", p)
+	}
+	fmt.Printf("  load before → after\n")
+	for _, r := range runs {
+		fmt.Printf("  %-8s", r.Server)
+		for _, p := range protocols {
+			i := slices.IndexFunc(r.Ratios, func(q bench.RatioRow) bool { return q.Protocol == p })
+			if i < 0 {
+				fmt.Printf(" %6s", "—")
+				continue
+			}
+			fmt.Printf(" %6.2f", r.Ratios[i].Ratio)
+		}
+		fmt.Printf("  %s → %s\n", r.Machine.LoadBefore, r.Machine.LoadAfter)
+	}
 }
 
 func printLoadgenResult(r *bench.LoadgenResult) {
