@@ -65,6 +65,9 @@ type LoadgenResult struct {
 	// server): nothing.
 	Link    *LinkPackets `json:"link,omitempty"`
 	Machine Machine      `json:"machine"`
+	// Error says why this server's run ended early (bench loadgen --server A,B,…: the next
+	// servers still run); what was measured before it is kept.
+	Error string `json:"error,omitempty"`
 }
 
 // PagesRow is one run of one tool over one protocol.
@@ -167,6 +170,8 @@ func Loadgen(ctx context.Context, o LoadgenOptions) (*LoadgenResult, error) {
 	res := &LoadgenResult{Server: o.Server, Page: o.Page, Clients: o.Clients, DurationS: o.Duration.Seconds(), Machine: machine()}
 	if o.runs("pages") || o.runs("bookkeeping") {
 		if err := o.pages(ctx, srv, res); err != nil {
+			// What was measured before the failure stays: its ratios (rounds that completed).
+			res.Ratios, res.Machine.LoadAfter = ratios(res.Pages, o.Protocols), loadavg()
 			return res, err
 		}
 	}

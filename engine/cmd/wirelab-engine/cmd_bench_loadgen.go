@@ -23,7 +23,7 @@ func init() {
 	}{"load generator: pages/s beside h2load on one server, 10 000 VUs with think time, bookkeeping cost", runBenchLoadgen}
 }
 
-func runBenchLoadgen(args []string) error {
+func runBenchLoadgen(args []string) (rerr error) {
 	fs := flag.NewFlagSet("bench loadgen", flag.ContinueOnError)
 	parts := fs.String("parts", "pages,bookkeeping,vus", "parts to run: pages, bookkeeping (needs pages), vus")
 	serverName := fs.String("server", "builtin", "pages part: the server(s) under test, comma-separated, in turn: "+strings.Join(bench.LoadgenServerNames(), ", "))
@@ -148,6 +148,7 @@ flags:`)
 		Page: *pageName, Clients: *clients, Duration: *duration, Rounds: *rounds, Protocols: protoList,
 		VUs: *vus, VUPage: *vuPage, VURamp: *ramp, VUHold: *hold, VUThink: *think, Progress: os.Stderr}
 	var runs []*bench.LoadgenResult
+	failed := 0
 	for i, name := range servers {
 		o := opts
 		o.Server = name
@@ -159,11 +160,24 @@ flags:`)
 		if errors.Is(err, context.Canceled) {
 			return &cli.ExitError{Code: 130}
 		}
-		if err != nil {
-			return fmt.Errorf("bench loadgen: server %s: %w", name, err)
+		if err != nil && len(servers) == 1 {
+			return fmt.Errorf("bench loadgen: %w", err)
+		}
+		if err != nil { // one line now; the next servers still run, and the exit status is 1
+			fmt.Fprintf(os.Stderr, "wirelab-engine: bench loadgen: server %s: %v\n", name, err)
+			if res == nil {
+				res = &bench.LoadgenResult{Server: name}
+			}
+			res.Error = err.Error()
+			failed++
 		}
 		runs = append(runs, res)
 	}
+	defer func() {
+		if failed > 0 && rerr == nil {
+			rerr = &cli.ExitError{Code: 1}
+		}
+	}()
 	if *asJSON {
 		var out any = runs[0]
 		if len(runs) > 1 {
@@ -195,6 +209,10 @@ func printRatioTable(runs []*bench.LoadgenResult, protocols []string) {
 	fmt.Printf("  load before → after\n")
 	for _, r := range runs {
 		fmt.Printf("  %-8s", r.Server)
+		if r.Error != "" && len(r.Ratios) == 0 {
+			fmt.Printf(" not measured: %s\n", r.Error)
+			continue
+		}
 		for _, p := range protocols {
 			i := slices.IndexFunc(r.Ratios, func(q bench.RatioRow) bool { return q.Protocol == p })
 			if i < 0 {
@@ -203,7 +221,11 @@ func printRatioTable(runs []*bench.LoadgenResult, protocols []string) {
 			}
 			fmt.Printf(" %6.2f", r.Ratios[i].Ratio)
 		}
-		fmt.Printf("  %s → %s\n", r.Machine.LoadBefore, r.Machine.LoadAfter)
+		fmt.Printf("  %s → %s", r.Machine.LoadBefore, r.Machine.LoadAfter)
+		if r.Error != "" {
+			fmt.Printf("  (ended early: %s)", r.Error)
+		}
+		fmt.Println()
 	}
 }
 
