@@ -137,13 +137,8 @@ type builtinServer struct{ engine string }
 func (b builtinServer) Start(ctx context.Context, pageName string, protocols []string) (*Served, error) {
 	cmd := exec.Command(b.engine, "serve", "--page", pageName, "--addrs", "127.0.0.1", "--port-http", "0", "--port-https", "0",
 		"--port-quic", "0", "--protocols", strings.Join(protocols, ","))
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdout, err := cmd.StdoutPipe()
+	stdout, err := startChild(cmd)
 	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	stop := func() (*LinkPackets, error) {
@@ -177,6 +172,18 @@ func (b builtinServer) Start(ctx context.Context, pageName string, protocols []s
 		Serve:   func(string) (string, error) { return "bench", nil }, // it generates every response
 		Stop:    stop,
 	}, nil
+}
+
+// startChild starts cmd, a child of the benchmark: its stderr on ours, killed when this process
+// dies; it returns cmd's stdout.
+func startChild(cmd *exec.Cmd) (io.ReadCloser, error) {
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	return stdout, cmd.Start()
 }
 
 // labServer runs a real implementation in a lab (engine/lab: namespaces without the emulator, the

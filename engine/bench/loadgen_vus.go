@@ -298,13 +298,8 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 		if s.CAFile != "" {
 			cmd.Args = append(cmd.Args, "--ca", s.CAFile)
 		}
-		cmd.Stderr = os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		stdout, err := cmd.StdoutPipe()
+		stdout, err := startChild(cmd)
 		if err != nil {
-			return nil, err
-		}
-		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("generator %d: %w", k, err)
 		}
 		cmds = append(cmds, cmd)
