@@ -533,7 +533,7 @@ def test_repeats_on_each_worker_are_compared_in_data_quality_and_nowhere_else(tm
     html = write_report(db, ["demo"], tmp_path / "out").read_text()
     facts = dict(re.findall(r'<span class="k">([^<]*)</span><span class="v">([^<]*)</span>', html))
     assert facts["configurations"] == "6 / 6" and facts["loads"] == "36"  # the plan's alone
-    [sentence] = re.findall(r"[^>]*ToW of configuration [^<]*", html)
+    [sentence] = re.findall(r"(?<=>)[^>]*ToW of configuration [^<]*", html)  # from a tag's end: linear
     assert of.id in sentence and "node-a" in sentence and "repeat_on_each_worker" in sentence
 
 
