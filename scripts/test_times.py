@@ -88,10 +88,12 @@ def slowest(n: int, paths: list[Path]) -> int:
     return 0
 
 
-def record(out_path: Path, name: str, start: str, load_before: str, times_file: str, rc: str) -> int:
+def record(
+    out_path: Path, name: str, start: str, load_before: str, times_file: str, rc: str, beside: str = ""
+) -> int:
     """Append a phase's line to PHASES.jsonl (module docstring); ``times_file`` holds what bash's
     ``times`` printed (its last line: the children's user and system time), ``start`` is the phase's
-    ``date +%s.%N``."""
+    ``date +%s.%N``; ``beside``, the phase this one ran beside (its wall time is not added to the total)."""
     lines = Path(times_file).read_text().splitlines() if Path(times_file).exists() else []
     times_line = lines[-1] if lines else ""
 
@@ -108,6 +110,8 @@ def record(out_path: Path, name: str, start: str, load_before: str, times_file: 
         "load_after": _loadavg(),
         "exit": int(rc),
     }
+    if beside:
+        row["beside"] = beside
     with open(out_path, "a") as out:
         out.write(json.dumps(row) + "\n")
     return 0
@@ -126,14 +130,16 @@ def _print_phases(path: Path) -> None:
     print("phases (wall, CPU = user + system of every process; load average before → after):")
     for r in rows:
         load = f"{r['load_before']} → {r['load_after']}"
-        print(f"  {r['wall_s']:8.1f} s  {r['cpu_s']:8.1f} s CPU  {r['phase']}  ({load})")
-    print(f"  {sum(r['wall_s'] for r in rows):8.1f} s  {sum(r['cpu_s'] for r in rows):8.1f} s CPU  in all")
+        beside = f", beside {r['beside']}" if r.get("beside") else ""
+        print(f"  {r['wall_s']:8.1f} s  {r['cpu_s']:8.1f} s CPU  {r['phase']}  ({load}{beside})")
+    wall = sum(r["wall_s"] for r in rows if not r.get("beside"))
+    print(f"  {wall:8.1f} s  {sum(r['cpu_s'] for r in rows):8.1f} s CPU  in all")
 
 
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "go":
         return go(Path(argv[1]))
-    if len(argv) == 7 and argv[0] == "record":
+    if len(argv) in (7, 8) and argv[0] == "record":
         return record(Path(argv[1]), *argv[2:])
     if len(argv) >= 2 and argv[0] == "slowest":
         return slowest(int(argv[1]), [Path(p) for p in argv[2:]])
