@@ -20,7 +20,7 @@ PHASE_START = t0=$$(date +%s.%N); l0=$$(cut -d' ' -f1-3 /proc/loadavg);
 # A phase that runs beside another names it as $(2): its wall time is not added to the total.
 PHASE_RECORD = rc=$$?; times >$(CURDIR)/$(TIMES)/.times-$(1); $(CURDIR)/$(PY) $(CURDIR)/scripts/test_times.py record \
                $(CURDIR)/$(TIMES)/phases.jsonl $(1) "$$t0" "$$l0" $(CURDIR)/$(TIMES)/.times-$(1) $$rc $(2)
-PHASE_END = $(call PHASE_RECORD,$(1)); exit $$rc
+PHASE_END = $(call PHASE_RECORD,$(1),$(2)); exit $$rc
 # As root (CI), every test runs in a network namespace of its own holding only a loopback device: no
 # test can send a packet off the machine, even through a broken guard. The tests that give a guard
 # a target off the machine (a public name, a documentation address) run only there and skip
@@ -107,16 +107,18 @@ test-go: $(ENGINE) $(STAMPS)/venv
 # core idle (waiting on emulated round trips, children, signals: 195 s wall for 119 s CPU on CI), so
 # under make test (FUZZ_BESIDE) the fuzz targets run beside them at nice 19 — the tests' processes
 # take the CPU whenever they want it (the emulators are real-time anyway), and no timing-bound Go test
-# runs meanwhile. Each phase runs in a subshell of its own so that its CPU time is its own; the fuzz
-# output is printed when both have ended.
+# runs meanwhile. Each phase runs in a subshell of its own so that its CPU time is its own (the
+# serial tests in the foreground, as before: Ctrl-C and the signals they send work as they did); the
+# fuzzers are a job of their own (set -m: their own process group, SIGINT not ignored), killed if the
+# recipe ends early; their output is printed when both have ended.
 SERIAL_PY = WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "root or serial" \
 	  --junitxml=$(TIMES)/pytest-serial.xml tests
 SERIAL_ALONE = $(PHASE_START) $(SERIAL_PY); $(call PHASE_END,py-serial)
-SERIAL_WITH_FUZZ = ( $(PHASE_START) FUZZTIME=$(FUZZTIME_BESIDE) nice -n 19 scripts/fuzz-short.sh; \
-	  $(call PHASE_END,go-fuzz,py-serial) ) >$(TIMES)/fuzz.log 2>&1 & fuzz=$$!; \
-	( $(SERIAL_ALONE) ) & serial=$$!; \
-	wait $$serial; rc=$$?; wait $$fuzz; frc=$$?; echo "--- go-fuzz (beside py-serial):"; cat $(TIMES)/fuzz.log; \
-	[ $$rc -ne 0 ] || rc=$$frc; exit $$rc
+SERIAL_WITH_FUZZ = set -m; ( $(PHASE_START) FUZZTIME=$(FUZZTIME_BESIDE) nice -n 19 scripts/fuzz-short.sh; \
+	  $(call PHASE_END,go-fuzz,py-serial) ) >$(TIMES)/fuzz.log 2>&1 & fuzz=$$!; set +m; \
+	trap "kill -- -$$fuzz 2>/dev/null" EXIT; \
+	( $(SERIAL_ALONE) ); rc=$$?; wait $$fuzz; frc=$$?; echo "--- go-fuzz (beside py-serial):"; \
+	cat $(TIMES)/fuzz.log; [ $$rc -ne 0 ] || rc=$$frc; exit $$rc
 test-py: $(STAMPS)/venv $(ENGINE)
 	@mkdir -p $(TIMES)
 	$(PHASE_START) WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "not root and not serial" -n 2 \
