@@ -117,7 +117,15 @@ func TestChromiumLoopback(t *testing.T) {
 						t.Errorf("%d connections over %s", res.Connections, proto)
 					}
 				}
-				if proto != H1 && res.TLSHandshakes != res.Connections {
+				// The NetLog counts every handshake, CDP the connections that carried a response: over
+				// HTTP/1.1 Chromium may connect a socket that a request no longer needs once another
+				// became free (late binding; seen once in CI: 6 handshakes for 5 connections), so h1s
+				// allows spare sockets up to the origin's six; h2 and h3 use their one connection.
+				switch {
+				case proto == H1:
+				case proto == H1S && (res.TLSHandshakes < res.Connections || res.TLSHandshakes > 6):
+					t.Errorf("%d TLS handshakes for %d connections (want %d to 6)", res.TLSHandshakes, res.Connections, res.Connections)
+				case proto != H1S && res.TLSHandshakes != res.Connections:
 					t.Errorf("%d TLS handshakes for %d connections", res.TLSHandshakes, res.Connections)
 				}
 				var buf bytes.Buffer
