@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/wirelab/wirelab/engine/lab"
-	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/spec"
 )
@@ -59,13 +59,13 @@ func RootURL(proto string) string {
 // Browse loads the page in Chromium over proto in the lab's client namespace and returns the
 // load's JSON summary.
 func Browse(l *lab.Lab, proto string, extra ...string) (map[string]any, []byte, error) {
-	args := append([]string{"browse", RootURL(proto), "--proto", proto, "--dns", netns.DNSAddr.String(), "--spki", l.SPKIHash, "--json"}, extra...)
+	args := append([]string{"browse", RootURL(proto), "--proto", proto, "--dns", labaddr.DNSAddr.String(), "--spki", l.SPKIHash, "--json"}, extra...)
 	return decodeSummary(l.RunEngine(args...))
 }
 
 // Fetch loads the page with the engine's loader over proto (extra: --mode replay …).
 func Fetch(l *lab.Lab, proto string, extra ...string) (map[string]any, []byte, error) {
-	args := append([]string{"fetch", RootURL(proto), "--proto", proto, "--dns", netns.DNSAddr.String(), "--ca", l.CAFile, "--json"}, extra...)
+	args := append([]string{"fetch", RootURL(proto), "--proto", proto, "--dns", labaddr.DNSAddr.String(), "--ca", l.CAFile, "--json"}, extra...)
 	return decodeSummary(l.RunEngine(args...))
 }
 

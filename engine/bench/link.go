@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wirelab/wirelab/engine/emulator"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/realtime"
@@ -374,7 +375,7 @@ func (b *linkBench) start(profile string, seed uint64) (*session, error) {
 		return nil, err
 	}
 	s := &session{e: e}
-	srv := e.Topo.Command(netns.Server, b.peerArgs("serve", netns.OriginAddr(1).String()+":9000")...)
+	srv := e.Topo.Command(netns.Server, b.peerArgs("serve", labaddr.OriginAddr(1).String()+":9000")...)
 	out, err := srv.StdoutPipe()
 	if err != nil {
 		e.Stop()
@@ -449,7 +450,7 @@ func (b *linkBench) rtt() {
 			ConnectMs   []float64 `json:"connect_ms"`
 			KernelRTTMs []float64 `json:"kernel_rtt_ms"`
 		}
-		err = b.client(s, &r, "connect", netns.OriginAddr(1).String()+":9000", fmt.Sprint(count), fmt.Sprint(parallel), spacing.String())
+		err = b.client(s, &r, "connect", labaddr.OriginAddr(1).String()+":9000", fmt.Sprint(count), fmt.Sprint(parallel), spacing.String())
 		sum := b.stop(name, s)
 		if err != nil {
 			b.fail(name, err)
@@ -501,7 +502,7 @@ func (b *linkBench) goodput() {
 			continue
 		}
 		var g Goodput
-		err = b.client(s, &g, "receive", netns.OriginAddr(1).String()+":9000", c.warm.String(), c.duration.String())
+		err = b.client(s, &g, "receive", labaddr.OriginAddr(1).String()+":9000", c.warm.String(), c.duration.String())
 		sum := b.stop(name, s)
 		if err != nil {
 			b.fail(name, err)
@@ -541,7 +542,7 @@ func (b *linkBench) loss() {
 		var r struct {
 			Sent int64 `json:"sent"`
 		}
-		err = b.client(s, &r, "blast", netns.OriginAddr(1).String()+":9000", fmt.Sprint(count), fmt.Sprint(pps))
+		err = b.client(s, &r, "blast", labaddr.OriginAddr(1).String()+":9000", fmt.Sprint(count), fmt.Sprint(pps))
 		sum := b.stop(name, s)
 		if err != nil {
 			b.fail(name, err)
@@ -586,7 +587,7 @@ func (b *linkBench) bulk(name, profile string, warm, d time.Duration) (CapacityS
 	cpu0 := selfCPU()
 	t0 := time.Now()
 	var g Goodput
-	err = b.client(s, &g, "receive", netns.OriginAddr(1).String()+":9000", warm.String(), d.String())
+	err = b.client(s, &g, "receive", labaddr.OriginAddr(1).String()+":9000", warm.String(), d.String())
 	wall := time.Since(t0)
 	cpu := selfCPU() - cpu0
 	after := s.e.Runner.Stats()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/lab"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server/impl"
@@ -211,7 +212,7 @@ func (s labServer) Start(ctx context.Context, pageName string, protocols []strin
 	if err != nil {
 		return nil, fmt.Errorf("lab with %s: %w", s.name, err)
 	}
-	addr := netns.OriginAddr(1).String()
+	addr := labaddr.OriginAddr(1).String()
 	return &Served{
 		Where: fmt.Sprintf("%s (%s) in lab %s without an emulator; the tools in its server namespace %s, reaching %s: local delivery through lo",
 			s.name, l.Version, l.Topo.ID, l.Topo.Name(netns.Server), addr),

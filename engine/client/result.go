@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/har"
-	"github.com/wirelab/wirelab/engine/why"
+	"github.com/wirelab/wirelab/engine/internal/seam"
 )
 
 // Timings are one request's phases in milliseconds with HAR 1.2 semantics; docs/metrics.md
@@ -93,8 +93,8 @@ type Conn struct {
 	// packet numbers: a capture cannot count retransmissions).
 	PacketsLost uint64 `json:"packets_lost,omitempty"`
 	// QUICLoss is, for h3, this side's QUIC loss recovery by kind (engine/internal/quicloss).
-	QUICLoss *why.Retx `json:"quic_loss,omitempty"`
-	Error    string    `json:"error,omitempty"` // why it failed, if it did
+	QUICLoss *seam.Retx `json:"quic_loss,omitempty"`
+	Error    string     `json:"error,omitempty"` // why it failed, if it did
 	// Kept: a Tab's connection opened by an earlier load and used by this one (OpenedMS is then
 	// negative, Requests counts the earlier loads' too).
 	Kept bool `json:"kept,omitempty"`
@@ -165,7 +165,7 @@ type Result struct {
 
 	userAgent string         // sent with every request (for the HAR)
 	priority  PriorityPolicy // the load's prioritisation policy
-	tl        *why.Timeline  // Summary's timeline (a single load's, not a Tab's)
+	tl        *seam.Timeline // Summary's timeline (a single load's, not a Tab's)
 }
 
 // Summary is the load as the trial contract's load record names its fields (docs/trial-contract.md).
@@ -197,12 +197,12 @@ type Summary struct {
 	ComputeScale     *float64       `json:"compute_scale,omitempty"` // replay mode only
 	// QUICPacketsLost: h3 packets the client's QUIC stack declared lost (0 for TCP protocols);
 	// QUICLoss the same stack's recovery by kind (nil for TCP protocols).
-	QUICPacketsLost int64     `json:"quic_packets_lost"`
-	QUICLoss        *why.Retx `json:"quic_loss,omitempty"`
-	Error           *string   `json:"error"`
+	QUICPacketsLost int64      `json:"quic_packets_lost"`
+	QUICLoss        *seam.Retx `json:"quic_loss,omitempty"`
+	Error           *string    `json:"error"`
 	// Timeline is every request's boundaries and every connection's endpoints, for the trial's
 	// decomposition of the load (engine/why; not part of the load record).
-	Timeline *why.Timeline `json:"timeline,omitempty"`
+	Timeline *seam.Timeline `json:"timeline,omitempty"`
 }
 
 // Summary returns the load-record fields of r.
@@ -219,7 +219,7 @@ func (r *Result) Summary() Summary {
 	for _, c := range r.Conns {
 		if c.QUICLoss != nil {
 			if s.QUICLoss == nil {
-				s.QUICLoss = &why.Retx{}
+				s.QUICLoss = &seam.Retx{}
 			}
 			s.QUICLoss.Add(*c.QUICLoss)
 		}

@@ -7,12 +7,12 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/policy"
 )
 
 // The loader targets only the lab unless told otherwise: loopback, the run's namespaces
-// (netns.LabPrefix, 10.77.0.0/16, docs/architecture.md) and names under wirelab.test. With
+// (labaddr.LabPrefix, 10.77.0.0/16, docs/architecture.md) and names under wirelab.test. With
 // Config.Internet (a live load of a public site through the egress router, docs/egress.md) any name
 // may be requested, and an IP literal or a resolved address must be the lab's or public
 // (policy.Policy with AllowInternet: never private, loopback outside the namespace, link-local,
@@ -21,17 +21,17 @@ import (
 // (which is always the lab's).
 
 // ErrNotLabTarget is wrapped by every refusal of the lab policy.
-var ErrNotLabTarget = fmt.Errorf("not a lab target (allowed: loopback, %s, *.%s; pass --allow-any-target to override)", netns.LabPrefix, policy.LabDomain)
+var ErrNotLabTarget = fmt.Errorf("not a lab target (allowed: loopback, %s, *.%s; pass --allow-any-target to override)", labaddr.LabPrefix, policy.LabDomain)
 
-// IsLabAddr reports whether a is loopback or inside the lab's block (netns.LabPrefix).
+// IsLabAddr reports whether a is loopback or inside the lab's block (labaddr.LabPrefix).
 func IsLabAddr(a netip.Addr) bool {
 	a = a.Unmap()
-	return a.IsLoopback() || netns.LabPrefix.Contains(a)
+	return a.IsLoopback() || labaddr.LabPrefix.Contains(a)
 }
 
 // internetPolicy is Config.Internet's: the lab's block is the run's own, the rest must be public —
 // loopback too is refused (a public name answered with 127.0.0.1 must not reach local services).
-var internetPolicy = policy.Policy{AllowInternet: true, Own: netns.LabPrefix.Contains}
+var internetPolicy = policy.Policy{AllowInternet: true, Own: labaddr.LabPrefix.Contains}
 
 // CheckInternetHost is the URL check under Config.Internet: an IP literal must pass the policy; a
 // name passes here and its addresses are checked once resolved.

@@ -1,5 +1,5 @@
 // Package egress is the egress path's DNS forwarder (docs/egress.md): it answers the client
-// namespace's queries at the run's resolver address (netns.DNSAddr, on the egress router) by
+// namespace's queries at the run's resolver address (labaddr.DNSAddr, on the egress router) by
 // asking the far side's resolver, and admits into the router's set every IPv4 address an answer
 // carries that passes the address policy — before it relays the answer. So the client can reach
 // exactly the addresses its own lookups returned and the policy passed; the router rejects the

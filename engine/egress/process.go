@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/child"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/policy"
 )
@@ -21,7 +22,7 @@ import (
 
 // Admit modes: which addresses the forwarder admits.
 const (
-	// AdmitRun: the run's own local internet (netns.OriginPrefix); no public name is even asked.
+	// AdmitRun: the run's own local internet (labaddr.OriginPrefix); no public name is even asked.
 	AdmitRun = "run"
 	// AdmitInternet: public addresses (policy.Policy with AllowInternet: never special-purpose).
 	AdmitInternet = "internet"
@@ -34,7 +35,7 @@ const SystemUpstream = "system"
 func PolicyFor(mode string) (policy.Policy, error) {
 	switch mode {
 	case AdmitRun:
-		return policy.Policy{Own: netns.OriginPrefix.Contains}, nil
+		return policy.Policy{Own: labaddr.OriginPrefix.Contains}, nil
 	case AdmitInternet:
 		return policy.Policy{AllowInternet: true, Own: func(netip.Addr) bool { return false }}, nil
 	}
@@ -75,7 +76,7 @@ func Start(topo *netns.Topology, engine string, env []string, onEvent func(Event
 	if topo.Uplink().Far == netns.FarInternet {
 		upstream, admit = netip.AddrPortFrom(netns.InternetDNSAddr, 53).String(), AdmitRun
 	}
-	cmd := topo.FarCommand(engine, "dns", "--forward", upstream, "--listen", netip.AddrPortFrom(netns.DNSAddr, 53).String(),
+	cmd := topo.FarCommand(engine, "dns", "--forward", upstream, "--listen", netip.AddrPortFrom(labaddr.DNSAddr, 53).String(),
 		"--router", topo.Name(netns.Server), "--admit", admit)
 	cmd.Env = env
 	var stderr strings.Builder

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/netns"
 )
 
@@ -142,12 +143,12 @@ func TestEgressLocalInternet(t *testing.T) {
 
 	// The client's resolver is the router's own address: not forwarded, so not filtered.
 	var dns net.PacketConn
-	if err := topo.Do(netns.Server, func() (err error) { dns, err = net.ListenPacket("udp4", netns.DNSAddr.String()+":53"); return err }); err != nil {
+	if err := topo.Do(netns.Server, func() (err error) { dns, err = net.ListenPacket("udp4", labaddr.DNSAddr.String()+":53"); return err }); err != nil {
 		t.Fatal(err)
 	}
 	defer dns.Close()
 	err = topo.Do(netns.Client, func() error {
-		u, err := net.Dial("udp4", netns.DNSAddr.String()+":53")
+		u, err := net.Dial("udp4", labaddr.DNSAddr.String()+":53")
 		if err != nil {
 			return err
 		}
@@ -160,7 +161,7 @@ func TestEgressLocalInternet(t *testing.T) {
 	}
 	dns.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, _, err := dns.ReadFrom(make([]byte, 64)); err != nil {
-		t.Errorf("a query to %s did not reach the router namespace: %v", netns.DNSAddr, err)
+		t.Errorf("a query to %s did not reach the router namespace: %v", labaddr.DNSAddr, err)
 	}
 
 	rc, err := topo.RouterCounters()

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/link"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/pcap"
@@ -99,7 +100,7 @@ func Start(cfg Config) (*Emulator, error) {
 	}
 	r, err := realtime.New(realtime.Config{
 		Client: topo.TUN(netns.Client), Server: topo.TUN(netns.Server), Up: cfg.Up, Down: cfg.Down,
-		OriginOf: netns.OriginOf, Observer: obs, MTU: topo.Config().MTU, SpinWindow: cfg.SpinWindow,
+		OriginOf: labaddr.OriginOf, Observer: obs, MTU: topo.Config().MTU, SpinWindow: cfg.SpinWindow,
 	})
 	if err != nil {
 		topo.Close()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/internal/timebound"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/pcap"
 	"github.com/wirelab/wirelab/engine/realtime/realtimetest"
@@ -34,7 +35,7 @@ func listen(t *testing.T, e *Emulator, port string) net.Listener {
 	t.Helper()
 	var ln net.Listener
 	err := e.Topo.Do(netns.Server, func() (err error) {
-		ln, err = net.Listen("tcp4", netns.OriginAddr(1).String()+":"+port)
+		ln, err = net.Listen("tcp4", labaddr.OriginAddr(1).String()+":"+port)
 		return err
 	})
 	if err != nil {

@@ -30,6 +30,7 @@ import (
 	"github.com/wirelab/wirelab/engine/egress"
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/child"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/server"
 	"github.com/wirelab/wirelab/engine/server/impl"
@@ -223,7 +224,7 @@ func (l *Lab) makePrivateDir(mode os.FileMode) error {
 // trust (WIRELAB_CA_FILE), the DNS server (WIRELAB_DNS_ADDR), and behind the local internet its
 // sites' URLs (WIRELAB_SITES).
 func (l *Lab) Env() []string {
-	env := []string{"WIRELAB_DNS_ADDR=" + netns.DNSAddr.String()}
+	env := []string{"WIRELAB_DNS_ADDR=" + labaddr.DNSAddr.String()}
 	if l.CAFile != "" {
 		env = append(env, "WIRELAB_CA_FILE="+l.CAFile)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/internal/cgroup"
 	"github.com/wirelab/wirelab/engine/internal/child"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
@@ -43,7 +44,7 @@ func (l *Lab) startServer(ctx context.Context) error {
 	}
 	origins := make([]netip.Addr, len(p.Page.Origins))
 	for i := range origins {
-		origins[i] = netns.OriginAddr(i + 1)
+		origins[i] = labaddr.OriginAddr(i + 1)
 	}
 	var err error
 	if l.Certs, err = server.NewCerts(filepath.Join(l.Dir, "certs"), origins); err != nil {
@@ -180,7 +181,7 @@ func (l *Lab) startDNS(ctx context.Context, origins []netip.Addr) error {
 	for i, a := range origins {
 		addrs[i] = a.String()
 	}
-	args := []string{l.o.Engine, "dns", "--listen", netns.DNSAddr.String() + ":53", "--origins", strings.Join(addrs, ",")}
+	args := []string{l.o.Engine, "dns", "--listen", labaddr.DNSAddr.String() + ":53", "--origins", strings.Join(addrs, ",")}
 	if l.o.HTTPSRecords {
 		args = append(args, "--https-alpn", strings.Join(HTTPSALPN, ","))
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/lab"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/loadgen"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
@@ -222,7 +223,7 @@ func (r *runner) serve(ctx context.Context, o ServeOptions) (*ServeResult, error
 	if scheme == "https" {
 		port = 443
 	}
-	rl, err := newRelay(o.Listen, port, o.AllowFrom, r.lab.Topo, netip.AddrPortFrom(netns.OriginAddr(1), uint16(port)))
+	rl, err := newRelay(o.Listen, port, o.AllowFrom, r.lab.Topo, netip.AddrPortFrom(labaddr.OriginAddr(1), uint16(port)))
 	if err != nil {
 		return res, err
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/tail"
 	"github.com/wirelab/wirelab/engine/lab"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/loadgen"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
@@ -315,7 +316,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		args = append(args, "--ca", r.lab.CAFile)
 	}
 	if spec.Client.DNS == "server" {
-		args = append(args, "--dns", netns.DNSAddr.String())
+		args = append(args, "--dns", labaddr.DNSAddr.String())
 	} else {
 		args = append(args, "--resolve", trial.StaticMap(lp.Origins()))
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/userpath"
 	"github.com/wirelab/wirelab/engine/lab"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/loadgen"
 	"github.com/wirelab/wirelab/engine/loadtest/status"
 	"github.com/wirelab/wirelab/engine/netns"
@@ -353,7 +354,7 @@ func (r *runner) runTarget(ctx context.Context, prov trial.Provenance, specJSON 
 	// instead (its server is the run's own, checked by the client before the start).
 	r.startCh = make(chan int64, 1)
 	args := []string{r.o.Engine, "loadgen", "--spec", specFile, "--target", spec.Target.URL,
-		"--lab", r.lab.Topo.ID, "--dns", netns.DNSAddr.String()}
+		"--lab", r.lab.Topo.ID, "--dns", labaddr.DNSAddr.String()}
 	var startNs int64
 	if r.o.AwaitStart != nil {
 		if startNs, err = ReadStart(ctx, r.o.AwaitStart, spec.Interval()); err != nil {

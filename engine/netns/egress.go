@@ -12,6 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
 	"github.com/wirelab/wirelab/engine/internal/nsthread"
+	"github.com/wirelab/wirelab/engine/labaddr"
 )
 
 // An egress topology (Config.Egress, docs/egress.md): the server namespace is a router whose
@@ -225,7 +226,7 @@ func (t *Topology) buildInternet(h *netlink.Handle) error {
 	}
 	addrs := []netip.Addr{InternetDNSAddr}
 	for n := 1; n <= t.cfg.Origins; n++ {
-		addrs = append(addrs, OriginAddr(n))
+		addrs = append(addrs, labaddr.OriginAddr(n))
 	}
 	for _, a := range addrs {
 		if err := h.AddrAdd(lo, &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(a, 32))}); err != nil {

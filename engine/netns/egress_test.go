@@ -12,6 +12,7 @@ import (
 	"github.com/google/nftables"
 
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/labaddr"
 )
 
 // uplinkEntries lists UplinkDir (but its lock).
@@ -71,10 +72,10 @@ func TestEgressTopology(t *testing.T) {
 		t.Fatalf("state: %+v %v", st, err)
 	}
 	srv, cli, inet := topo.Name(Server), topo.Name(Client), topo.Name(Internet)
-	if a := ipIn(t, srv, "-4", "addr", "show", "dev", TUNName); !strings.Contains(a, "10.77.2.53/32") || strings.Contains(a, "10.77.1.1/") {
+	if a := ipIn(t, srv, "-4", "addr", "show", "dev", labaddr.TUNName); !strings.Contains(a, "10.77.2.53/32") || strings.Contains(a, "10.77.1.1/") {
 		t.Errorf("router's TUN device: want the DNS forwarder's address only:\n%s", a)
 	}
-	if r := ipIn(t, cli, "route", "show", "default"); !strings.Contains(r, "dev "+TUNName) {
+	if r := ipIn(t, cli, "route", "show", "default"); !strings.Contains(r, "dev "+labaddr.TUNName) {
 		t.Errorf("client default route: %s", r)
 	}
 	if r := ipIn(t, srv, "route", "show", "default"); !strings.Contains(r, "via 10.77.3.1 dev "+UplinkName) {

@@ -9,9 +9,6 @@ import (
 // Prefix starts the name of every namespace wirelab creates; GC touches nothing else.
 const Prefix = "wirelab-"
 
-// TUNName is the name of the TUN device in each namespace.
-const TUNName = "wltun0"
-
 // Side is one end of the emulated path.
 type Side int
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"github.com/wirelab/wirelab/engine/internal/nsthread"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"golang.org/x/sys/unix"
 )
 
@@ -90,7 +91,7 @@ func installRouter(ns *os.File) error {
 	fwd := c.AddChain(&nftables.Chain{Name: "forward", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter, Policy: &drop})
 	c.AddRule(&nftables.Rule{Table: t, Chain: fwd, Exprs: append(ctState(ctEstablished), accept())})
-	fromClient := append(matchIf(expr.MetaKeyIIFNAME, expr.CmpOpEq, ifname(TUNName)),
+	fromClient := append(matchIf(expr.MetaKeyIIFNAME, expr.CmpOpEq, ifname(labaddr.TUNName)),
 		matchIf(expr.MetaKeyOIFNAME, expr.CmpOpEq, ifname(UplinkName))...)
 	for _, p := range WebPorts {
 		e := append([]expr.Any(nil), fromClient...)
@@ -109,7 +110,7 @@ func installRouter(ns *os.File) error {
 	// Anything else the client sends through: rejected at once (a loader fails instead of waiting
 	// out a timeout), and counted.
 	c.AddRule(&nftables.Rule{Table: t, Chain: fwd, UserData: []byte(ruleRefused), Exprs: append(
-		matchIf(expr.MetaKeyIIFNAME, expr.CmpOpEq, ifname(TUNName)),
+		matchIf(expr.MetaKeyIIFNAME, expr.CmpOpEq, ifname(labaddr.TUNName)),
 		&expr.Counter{},
 		&expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: icmpAdminProhibited})})
 	nat := c.AddChain(&nftables.Chain{Name: "postrouting", Table: t, Type: nftables.ChainTypeNAT,

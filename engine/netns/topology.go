@@ -28,6 +28,7 @@ import (
 	"golang.zx2c4.com/wireguard/tun"
 
 	"github.com/wirelab/wirelab/engine/internal/nsthread"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/tcpplus"
 	"github.com/wirelab/wirelab/engine/tundev"
 )
@@ -87,8 +88,8 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.Origins == 0 {
 		out.Origins = 1
 	}
-	if out.Origins < 1 || out.Origins > MaxOrigins {
-		return out, fmt.Errorf("origins: %d outside 1…%d", c.Origins, MaxOrigins)
+	if out.Origins < 1 || out.Origins > labaddr.MaxOrigins {
+		return out, fmt.Errorf("origins: %d outside 1…%d", c.Origins, labaddr.MaxOrigins)
 	}
 	if out.MTU == 0 {
 		out.MTU = DefaultMTU
@@ -194,7 +195,7 @@ func Create(cfg Config) (*Topology, error) {
 		}
 		st := &state{
 			ID: id, PID: os.Getpid(), PIDStart: start, Command: c.Command, CreatedAt: time.Now().UTC(),
-			TUNs: []string{TUNName + "@" + NamespaceName(id, Client), TUNName + "@" + NamespaceName(id, Server)},
+			TUNs: []string{labaddr.TUNName + "@" + NamespaceName(id, Client), labaddr.TUNName + "@" + NamespaceName(id, Server)},
 		}
 		for _, side := range c.sides() {
 			st.Namespaces = append(st.Namespaces, NamespaceName(id, side))
@@ -262,7 +263,7 @@ func (t *Topology) build() error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		conf := fmt.Sprintf("# wirelab run %s\nnameserver %s\nsearch wirelab.test\noptions ndots:1\n", t.ID, DNSAddr)
+		conf := fmt.Sprintf("# wirelab run %s\nnameserver %s\nsearch wirelab.test\noptions ndots:1\n", t.ID, labaddr.DNSAddr)
 		if err := os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte(conf), 0o644); err != nil {
 			return err
 		}
@@ -301,7 +302,7 @@ func (t *Topology) createTUN(side Side) (tun.Device, error) {
 		if err != nil {
 			return err
 		}
-		ifr, err := unix.NewIfreq(TUNName)
+		ifr, err := unix.NewIfreq(labaddr.TUNName)
 		if err != nil {
 			return err
 		}
@@ -319,7 +320,7 @@ func (t *Topology) createTUN(side Side) (tun.Device, error) {
 		return nil, err
 	}
 	// With IFF_VNET_HDR: TSO/USO/checksum offloads (GSO split on read, coalescing on write).
-	dev, err := tundev.New(fd, TUNName, t.cfg.MTU, !t.cfg.NoOffload)
+	dev, err := tundev.New(fd, labaddr.TUNName, t.cfg.MTU, !t.cfg.NoOffload)
 	if err != nil {
 		unix.Close(fd)
 		return nil, err
@@ -341,7 +342,7 @@ func (t *Topology) configure(side Side) error {
 	if err := h.LinkSetUp(lo); err != nil {
 		return err
 	}
-	dev, err := h.LinkByName(TUNName)
+	dev, err := h.LinkByName(labaddr.TUNName)
 	if err != nil {
 		return err
 	}
@@ -360,18 +361,18 @@ func (t *Topology) configure(side Side) error {
 	var rc RouteConfig
 	switch {
 	case side == Client:
-		addrs = []net.IP{ClientAddr.AsSlice()}
-		route.Dst = ipNet(LabPrefix)
+		addrs = []net.IP{labaddr.ClientAddr.AsSlice()}
+		route.Dst = ipNet(labaddr.LabPrefix)
 		rc = t.cfg.Client
 	case t.cfg.Egress != nil: // the router: the DNS forwarder's address only
-		addrs = []net.IP{DNSAddr.AsSlice()}
-		route.Dst = ipNet(ClientPrefix)
+		addrs = []net.IP{labaddr.DNSAddr.AsSlice()}
+		route.Dst = ipNet(labaddr.ClientPrefix)
 	default:
 		for n := 1; n <= t.cfg.Origins; n++ {
-			addrs = append(addrs, OriginAddr(n).AsSlice())
+			addrs = append(addrs, labaddr.OriginAddr(n).AsSlice())
 		}
-		addrs = append(addrs, DNSAddr.AsSlice())
-		route.Dst = ipNet(ClientPrefix)
+		addrs = append(addrs, labaddr.DNSAddr.AsSlice())
+		route.Dst = ipNet(labaddr.ClientPrefix)
 		rc = t.cfg.Server
 	}
 	for _, a := range addrs {
@@ -381,7 +382,7 @@ func (t *Topology) configure(side Side) error {
 	}
 	// The lab is IPv4: without this the kernel sends IPv6 router solicitations and MLD reports
 	// through the link, noise in captures and packet counts.
-	_ = nsthread.SetSysctl(t.ns[side], "ipv6/conf/"+TUNName+"/disable_ipv6", "1")
+	_ = nsthread.SetSysctl(t.ns[side], "ipv6/conf/"+labaddr.TUNName+"/disable_ipv6", "1")
 	if err := t.setECN(t.ns[side]); err != nil {
 		return err
 	}
@@ -471,7 +472,7 @@ func (t *Topology) own(add func(*state)) error {
 func (t *Topology) OriginAddrs() []string {
 	out := make([]string, t.cfg.Origins)
 	for i := range out {
-		out[i] = OriginAddr(i + 1).String()
+		out[i] = labaddr.OriginAddr(i + 1).String()
 	}
 	return out
 }
@@ -515,7 +516,7 @@ func (t *Topology) DeviceStats(side Side) (DeviceStats, error) {
 		return DeviceStats{}, err
 	}
 	defer h.Close()
-	dev, err := h.LinkByName(TUNName)
+	dev, err := h.LinkByName(labaddr.TUNName)
 	if err != nil {
 		return DeviceStats{}, err
 	}
@@ -535,7 +536,7 @@ func (t *Topology) SentPackets(side Side) (uint64, error) {
 		return 0, err
 	}
 	defer h.Close()
-	dev, err := h.LinkByName(TUNName)
+	dev, err := h.LinkByName(labaddr.TUNName)
 	if err != nil {
 		return 0, err
 	}
@@ -554,7 +555,7 @@ func (t *Topology) SentPackets(side Side) (uint64, error) {
 		}
 		return n, nil
 	}
-	return 0, fmt.Errorf("%s: no root queueing discipline with statistics", TUNName)
+	return 0, fmt.Errorf("%s: no root queueing discipline with statistics", labaddr.TUNName)
 }
 
 // KillGrace is how long Close waits after SIGTERM before it sends SIGKILL.

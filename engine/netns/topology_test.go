@@ -15,6 +15,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/internal/timebound"
+	"github.com/wirelab/wirelab/engine/labaddr"
 )
 
 // assertGone checks that nothing of run id is left.
@@ -55,10 +56,10 @@ func TestCreateClose(t *testing.T) {
 		t.Fatalf("state file: %+v %v", st, err)
 	}
 	srv, cli := topo.Name(Server), topo.Name(Client)
-	addrs := ipIn(t, srv, "-4", "addr", "show", "dev", TUNName)
+	addrs := ipIn(t, srv, "-4", "addr", "show", "dev", labaddr.TUNName)
 	for _, want := range []string{"10.77.1.1/32", "10.77.1.2/32", "10.77.1.3/32", "10.77.2.53/32", "mtu 1500", "qlen 500", "UP"} {
 		if !strings.Contains(addrs, want) {
-			t.Errorf("server %s: no %q in\n%s", TUNName, want, addrs)
+			t.Errorf("server %s: no %q in\n%s", labaddr.TUNName, want, addrs)
 		}
 	}
 	if strings.Contains(addrs, "10.77.1.4/") {
@@ -84,7 +85,7 @@ func TestCreateClose(t *testing.T) {
 	if err != nil {
 		t.Fatalf("command: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "nameserver 10.77.2.53") || !strings.Contains(string(out), TUNName) {
+	if !strings.Contains(string(out), "nameserver 10.77.2.53") || !strings.Contains(string(out), labaddr.TUNName) {
 		t.Errorf("command in client namespace saw:\n%s", out)
 	}
 	if s, err := topo.DeviceStats(Client); err != nil || s.Dropped() != 0 {
@@ -382,11 +383,11 @@ func TestSentPackets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	send(OriginAddr(1), 5) // its own address: delivered through lo
+	send(labaddr.OriginAddr(1), 5) // its own address: delivered through lo
 	if n, err := topo.SentPackets(Server); err != nil || n != 0 {
 		t.Fatalf("after local delivery: %d packets sent into the device (%v), want 0", n, err)
 	}
-	send(ClientAddr, 3) // the client: through the device
+	send(labaddr.ClientAddr, 3) // the client: through the device
 	if n, err := topo.SentPackets(Server); err != nil || n != 3 {
 		t.Errorf("after 3 datagrams to the client: %d packets sent into the device (%v), want 3", n, err)
 	}

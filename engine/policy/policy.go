@@ -13,7 +13,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/labaddr"
 )
 
 // The address policy. Without AllowInternet a probe or a load contacts only
@@ -111,11 +111,11 @@ func (p Policy) CheckResolver(server string) error {
 }
 
 // OwnRoute reports whether a belongs to the run's namespaces as seen from the calling process's
-// network namespace: it is in the lab's block (netns.LabPrefix) and the kernel routes it over the
-// run's TUN device (netns.TUNName). Outside a run's client namespace nothing is own.
+// network namespace: it is in the lab's block (labaddr.LabPrefix) and the kernel routes it over the
+// run's TUN device (labaddr.TUNName). Outside a run's client namespace nothing is own.
 func OwnRoute(a netip.Addr) bool {
 	a = a.Unmap()
-	if !a.Is4() || !netns.LabPrefix.Contains(a) {
+	if !a.Is4() || !labaddr.LabPrefix.Contains(a) {
 		return false
 	}
 	routes, err := netlink.RouteGet(a.AsSlice())
@@ -123,7 +123,7 @@ func OwnRoute(a netip.Addr) bool {
 		return false
 	}
 	link, err := netlink.LinkByIndex(routes[0].LinkIndex)
-	return err == nil && link.Attrs().Name == netns.TUNName
+	return err == nil && link.Attrs().Name == labaddr.TUNName
 }
 
 // specialBlock is one entry of IANA's special-purpose address registries.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/labaddr"
 )
 
 func TestPolicy(t *testing.T) {
@@ -74,7 +74,7 @@ func TestPolicy(t *testing.T) {
 	}
 	// Outside a run's client namespace nothing is own: the default policy refuses the lab's
 	// addresses (the root tests check the inside).
-	if _, err := netlink.LinkByName(netns.TUNName); err == nil {
+	if _, err := netlink.LinkByName(labaddr.TUNName); err == nil {
 		t.Skip("the test runs inside a run's namespace")
 	}
 	for _, a := range []string{"10.77.1.1", "127.0.0.1", "8.8.8.8"} {

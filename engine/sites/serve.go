@@ -21,7 +21,7 @@ const PageName = "synthetic:8x4kB,html=4kB"
 // ServeConfig places the catalog's sites on addresses and ports.
 type ServeConfig struct {
 	Sites []Site
-	// Addrs are the addresses of Served(Sites), in order (netns.OriginAddr(1…) in a run).
+	// Addrs are the addresses of Served(Sites), in order (labaddr.OriginAddr(1…) in a run).
 	Addrs []netip.Addr
 	// Ports of every site (default 80, 443, 443). Tests on loopback pick free ones.
 	PortHTTP, PortHTTPS, PortQUIC int

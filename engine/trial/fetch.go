@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/seam"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 )
@@ -108,16 +109,16 @@ func browseArgs(p *Prepared, l Load, token string, files loadFiles) ([]string, e
 // resolver names the loader's resolver: the run's DNS server, or the static map.
 func resolver(p *Prepared) (dns, static string) {
 	if p.Spec.Client.DNS == "server" {
-		return netns.DNSAddr.String(), ""
+		return labaddr.DNSAddr.String(), ""
 	}
 	return "", StaticMap(p.Origins())
 }
 
 // StaticMap is the name map of client.dns = static: sN.wirelab.test and www.wirelab.test.
 func StaticMap(origins int) string {
-	m := []string{page.WWWHost + "=" + netns.OriginAddr(1).String()}
+	m := []string{page.WWWHost + "=" + labaddr.OriginAddr(1).String()}
 	for i := 0; i < origins; i++ {
-		m = append(m, page.OriginHost(i)+"="+netns.OriginAddr(i+1).String())
+		m = append(m, page.OriginHost(i)+"="+labaddr.OriginAddr(i+1).String())
 	}
 	return strings.Join(m, ",")
 }

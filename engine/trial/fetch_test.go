@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/server/impl"
 
 	"slices"
@@ -197,7 +197,7 @@ func TestLoaderArgsH3Discovery(t *testing.T) {
 	}
 	// the built-in server announces h3 only when asked, on the QUIC port
 	p = prepared(t, `{"page":"twitter","protocols":["h2","h3"],"client":{"h3":"alt-svc"}}`)
-	in := &impl.Provision{PageArg: p.PageArg, Seed: 1, Shards: 1, ShardMode: "round-robin", Origins: []netip.Addr{netns.OriginAddr(1)},
+	in := &impl.Provision{PageArg: p.PageArg, Seed: 1, Shards: 1, ShardMode: "round-robin", Origins: []netip.Addr{labaddr.OriginAddr(1)},
 		Protocols: p.Spec.Protocols, Server: p.Spec.Server, CertDir: "/x", Engine: "e", Ports: impl.DefaultPorts}
 	for _, ask := range []bool{false, true} {
 		in.AnnounceH3 = ask
@@ -237,7 +237,7 @@ func TestChromiumRefusals(t *testing.T) {
 func builtinArgv(t *testing.T, p *Prepared) []string {
 	t.Helper()
 	l, err := impl.Builtin{}.Provision(&impl.Provision{PageArg: p.PageArg, Seed: p.Spec.Seed, Shards: p.Spec.Shards,
-		ShardMode: p.Spec.ShardMode, Origins: []netip.Addr{netns.OriginAddr(1)}, Protocols: p.Spec.Protocols,
+		ShardMode: p.Spec.ShardMode, Origins: []netip.Addr{labaddr.OriginAddr(1)}, Protocols: p.Spec.Protocols,
 		Server: p.Spec.Server, CertDir: "/x/certs", Engine: "wirelab-engine", Ports: impl.DefaultPorts})
 	if err != nil {
 		t.Fatal(err)

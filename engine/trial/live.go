@@ -20,6 +20,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/seam"
 	"github.com/wirelab/wirelab/engine/lab"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
@@ -179,7 +180,7 @@ func liveLoaderArgs(p *Prepared, l Load, files liveFiles) []string {
 	if s.Client.Impl == "chromium" {
 		b := seam.DefaultBrowse()
 		b.URL, b.Proto, b.JSON, b.HAR, b.Timeout = p.Live.LoadURL(l.Protocol), l.Protocol, true, files.HAR, timeout
-		b.DNS = netns.DNSAddr.String()
+		b.DNS = labaddr.DNSAddr.String()
 		if https && p.Live.Local {
 			b.SPKI = files.SPKI
 		}
@@ -192,7 +193,7 @@ func liveLoaderArgs(p *Prepared, l Load, files liveFiles) []string {
 	f.Timeout = timeout
 	f.JSON, f.HAR = true, files.HAR
 	f.AcceptPush = false
-	f.DNS = netns.DNSAddr.String()
+	f.DNS = labaddr.DNSAddr.String()
 	if https && p.Live.Local {
 		f.CA = files.CAFile // a public site's certificate is checked against the system's roots
 	}
@@ -264,7 +265,7 @@ func (e *EgressEvents) On(ev egress.Event) {
 // against the probe's policy, sending nothing to the site; a refusal is bad input (exit 2). The
 // planned addresses are admitted through the router.
 func (r *runner) planLive(ctx context.Context) error {
-	args := []string{r.o.Engine, "probe", "--plan", "--dns", netns.DNSAddr.String()}
+	args := []string{r.o.Engine, "probe", "--plan", "--dns", labaddr.DNSAddr.String()}
 	if r.p.Spec.AllowInternet {
 		args = append(args, "--allow-internet")
 	}

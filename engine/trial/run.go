@@ -18,6 +18,7 @@ import (
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/shellquote"
 	"github.com/wirelab/wirelab/engine/lab"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/pktlog"
@@ -235,12 +236,12 @@ func (r *runner) startLab(ctx context.Context, prov *Provenance) error {
 	case lab.FarInternet:
 		prov.Server = &ServerProvenance{Impl: "builtin", Version: prov.EngineVersion}
 		r.log.Printf("local internet %s / %s / %s up: %d sites behind the egress router, DNS forwarder %s",
-			r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.emu.Topo.Name(netns.Internet), len(sites.Served(r.lab.Sites)), netns.DNSAddr)
+			r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), r.emu.Topo.Name(netns.Internet), len(sites.Served(r.lab.Sites)), labaddr.DNSAddr)
 		return nil
 	case lab.FarHost:
 		up := r.emu.Topo.Uplink()
 		r.log.Printf("egress path %s / %s up: the host's way out %s, uplink %s (router %s), DNS forwarder %s asks the host's resolver",
-			r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), up.HostIface, up.Prefix, up.Router, netns.DNSAddr)
+			r.emu.Topo.Name(netns.Client), r.emu.Topo.Name(netns.Server), up.HostIface, up.Prefix, up.Router, labaddr.DNSAddr)
 		return nil
 	}
 	prov.Server = ServerProvenanceOf(r.lab)

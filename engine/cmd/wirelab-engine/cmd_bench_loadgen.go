@@ -12,7 +12,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
-	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/page"
 )
 
@@ -61,7 +61,7 @@ Where the pages part runs (--server), loopback in effect, no emulator on the way
                control group with its default knobs, max_concurrent_streams 0 — its own — and
                nginx's keepalive_requests out of reach: h2load opens no new HTTP/2 connection
                after a GOAWAY); h2load and `+"`loadgen --lab RUNID`"+` run in the lab's server
-               namespace and connect to the server's own address (`+netns.OriginAddr(1).String()+`),
+               namespace and connect to the server's own address (`+labaddr.OriginAddr(1).String()+`),
                which the kernel delivers locally through lo (the packets sent into the lab's link
                are counted and printed: none); the server's CPU is its control group's (all its
                processes). Everything the lab creates is removed at the end, also on failure and

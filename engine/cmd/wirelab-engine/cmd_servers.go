@@ -14,6 +14,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/conformance"
 	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/lab"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server/impl"
@@ -276,7 +277,7 @@ func conformanceOf(ctx context.Context, s impl.Server) ([]conformanceResult, err
 	var out []conformanceResult
 	for _, p := range protocols {
 		port := "80"
-		args := []string{engine, "h2spec", "--host", netns.OriginAddr(1).String(), "--path", page.LoadPrefix + token + pg.Objects[1].Path}
+		args := []string{engine, "h2spec", "--host", labaddr.OriginAddr(1).String(), "--path", page.LoadPrefix + token + pg.Objects[1].Path}
 		if p == "h2" {
 			port = "443"
 			args = append(args, "--tls")

@@ -20,6 +20,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/shellquote"
 	"github.com/wirelab/wirelab/engine/internal/version"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 )
@@ -54,7 +55,7 @@ func shellFlags(o *shellOptions) *flag.FlagSet {
 	fs.StringVar(&o.statsFile, "stats", "", "write the emulator's statistics as JSON to this file at exit")
 	fs.StringVar(&o.logFile, "log", "", "write the engine log (header with command line and settings, then events) to this file; - for stderr")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the loss model and jitter")
-	fs.BoolVar(&o.resolver, "resolver", false, "give CMD an /etc/resolv.conf naming "+netns.DNSAddr.String()+" (for a DNS server run by --server-cmd)")
+	fs.BoolVar(&o.resolver, "resolver", false, "give CMD an /etc/resolv.conf naming "+labaddr.DNSAddr.String()+" (for a DNS server run by --server-cmd)")
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintln(w, "usage: wirelab-engine shell [flags] [-- CMD [ARG…]]")
@@ -82,8 +83,8 @@ func parseShell(args []string) (shellOptions, emulator.Config, profile.Resolved,
 		}
 		o.argv = []string{sh}
 	}
-	if o.origins < 1 || o.origins > netns.MaxOrigins {
-		return o, emulator.Config{}, profile.Resolved{}, cli.Usagef("origins: %d is out of range; use 1 to %d", o.origins, netns.MaxOrigins)
+	if o.origins < 1 || o.origins > labaddr.MaxOrigins {
+		return o, emulator.Config{}, profile.Resolved{}, cli.Usagef("origins: %d is out of range; use 1 to %d", o.origins, labaddr.MaxOrigins)
 	}
 	if o.serverPort < 0 || o.serverPort > 65535 {
 		return o, emulator.Config{}, profile.Resolved{}, cli.Usagef("server-port: %d is out of range; use 1 to 65535", o.serverPort)
@@ -187,8 +188,8 @@ func runShell(args []string) error {
 func runShellCommands(o shellOptions, e *emulator.Emulator, log io.Writer, sigs <-chan os.Signal, interactive bool) (int, error) {
 	env := append(os.Environ(),
 		"WIRELAB_SERVER_ADDRS="+strings.Join(e.Topo.OriginAddrs(), ","),
-		"WIRELAB_CLIENT_ADDR="+netns.ClientAddr.String(),
-		"WIRELAB_DNS_ADDR="+netns.DNSAddr.String(),
+		"WIRELAB_CLIENT_ADDR="+labaddr.ClientAddr.String(),
+		"WIRELAB_DNS_ADDR="+labaddr.DNSAddr.String(),
 	)
 	serverDone := make(chan error, 1)
 	if o.serverCmd != "" {
@@ -248,7 +249,7 @@ const (
 // waitForPort waits until something accepts TCP connections on origin 1's port, from inside the
 // server namespace. It gives up when the server command exits, on a signal, or after serverPortWait.
 func waitForPort(e *emulator.Emulator, port int, serverDone <-chan error, sigs <-chan os.Signal) error {
-	addr := net.JoinHostPort(netns.OriginAddr(1).String(), fmt.Sprint(port))
+	addr := net.JoinHostPort(labaddr.OriginAddr(1).String(), fmt.Sprint(port))
 	deadline := time.Now().Add(serverPortWait)
 	tick := time.NewTicker(portPoll)
 	defer tick.Stop()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/lab"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/server"
@@ -177,7 +178,7 @@ func sitesLs(args []string, stdout io.Writer) error {
 			e.Addr = s.Addr.String()
 		} else {
 			n++
-			e.Addr = netns.OriginAddr(n).String()
+			e.Addr = labaddr.OriginAddr(n).String()
 		}
 		list = append(list, e)
 	}
@@ -213,7 +214,7 @@ func sitesServe(args []string, stdout io.Writer) error {
 	catalog := sites.Catalog()
 	var addrs []netip.Addr
 	for i := range sites.Served(catalog) {
-		addrs = append(addrs, netns.OriginAddr(i+1))
+		addrs = append(addrs, labaddr.OriginAddr(i+1))
 	}
 	run, err := sites.Serve(sites.ServeConfig{Sites: catalog, Addrs: addrs, DNS: netip.AddrPortFrom(netns.InternetDNSAddr, 53).String(), CertDir: *certDir})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/wirelab/wirelab/engine/egress"
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 )
@@ -84,7 +85,7 @@ func TestEgressForwarderOnTheHost(t *testing.T) {
 	err = e.Topo.Do(netns.Client, func() (err error) {
 		q := new(mdns.Msg)
 		q.SetQuestion(name, mdns.TypeA)
-		answer, _, err = (&mdns.Client{Timeout: 5 * time.Second}).Exchange(q, netip.AddrPortFrom(netns.DNSAddr, 53).String())
+		answer, _, err = (&mdns.Client{Timeout: 5 * time.Second}).Exchange(q, netip.AddrPortFrom(labaddr.DNSAddr, 53).String())
 		return err
 	})
 	if err != nil {

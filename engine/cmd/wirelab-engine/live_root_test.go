@@ -16,7 +16,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/contract/contracttest"
 	"github.com/wirelab/wirelab/engine/internal/roottest"
-	"github.com/wirelab/wirelab/engine/netns"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/pktlog"
 	"github.com/wirelab/wirelab/engine/trial"
 )
@@ -102,7 +102,7 @@ func liveTrial(t *testing.T, impl string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs, err := pktlog.FromPcap(f, netns.ClientAddr)
+		recs, err := pktlog.FromPcap(f, labaddr.ClientAddr)
 		f.Close()
 		if err != nil {
 			t.Fatal(err)

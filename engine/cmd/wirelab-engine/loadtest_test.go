@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/loadtest"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/server/impl"
@@ -412,7 +413,7 @@ func TestLoadgenLabRefusedOutsideTheRun(t *testing.T) {
 	}
 	a, other := runs[0], runs[1]
 	// Targets each namespace delivers locally (nothing listens on port 9: connection refused).
-	targets := map[netns.Side]string{netns.Client: "http://" + netns.ClientAddr.String() + ":9/", netns.Server: "http://" + netns.OriginAddr(1).String() + ":9/"}
+	targets := map[netns.Side]string{netns.Client: "http://" + labaddr.ClientAddr.String() + ":9/", netns.Server: "http://" + labaddr.OriginAddr(1).String() + ":9/"}
 	for _, side := range []netns.Side{netns.Client, netns.Server} {
 		args := []string{os.Args[0], "loadgen", "--spec", spec, "--target", targets[side], "--lab", a.ID}
 		cmd := a.Command(side, args...)

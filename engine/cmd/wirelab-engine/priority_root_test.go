@@ -10,6 +10,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/emulator"
 	"github.com/wirelab/wirelab/engine/internal/roottest"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/link/profile"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/page"
@@ -50,7 +51,7 @@ func TestPriorityThroughEmulatorRoot(t *testing.T) {
 	defer e.Stop()
 	var srv *server.Server
 	err = e.Topo.Do(netns.Server, func() error {
-		sc := server.DefaultConfig(netns.OriginAddr(1))
+		sc := server.DefaultConfig(labaddr.OriginAddr(1))
 		sc.CertDir = t.TempDir()
 		var err error
 		srv, err = server.Start(pg, sc)
@@ -82,7 +83,7 @@ func TestPriorityThroughEmulatorRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd := e.Topo.Command(netns.Client, os.Args[0], "fetch", urls[0], "--proto", string(proto), "--mode", "objects",
-			"--urls", listFile, "--resolve", "s1.wirelab.test="+netns.OriginAddr(1).String(), "--ca", srv.Certs().CAPath(),
+			"--urls", listFile, "--resolve", "s1.wirelab.test="+labaddr.OriginAddr(1).String(), "--ca", srv.Certs().CAPath(),
 			"--priority", "chrome", "--page", "twitter", "--json", "--timeout", "60s")
 		cmd.Env = append(os.Environ(), testMainEnv+"=1")
 		var out, stderr bytes.Buffer

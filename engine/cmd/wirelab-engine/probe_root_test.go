@@ -21,6 +21,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/internal/timebound"
 	"github.com/wirelab/wirelab/engine/lab"
+	"github.com/wirelab/wirelab/engine/labaddr"
 	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/probe"
 	"github.com/wirelab/wirelab/engine/sites"
@@ -139,7 +140,7 @@ func TestProbeRefusesBeforeAnyPacket(t *testing.T) {
 	defer l.Close()
 	topo := l.Topo
 	err = topo.Do(netns.Client, func() error {
-		link, err := netlink.LinkByName(netns.TUNName)
+		link, err := netlink.LinkByName(labaddr.TUNName)
 		if err != nil {
 			return err
 		}

@@ -52,6 +52,7 @@ var Of = map[string]Floor{
 	"link/profile":          Contract,
 	"har":                   Contract,
 	"pcap":                  Contract,
+	"labaddr":               Contract,
 
 	"link":                  Model,
 	"page":                  Model,

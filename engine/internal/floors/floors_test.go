@@ -94,3 +94,43 @@ func TestPlace(t *testing.T) {
 		t.Error("an unknown package has a floor")
 	}
 }
+
+// The virtual-user generator depends on what a generator needs — the loaders, the spec, the
+// contract, the address policy — and not on the lab (namespaces, TCP+, the TUN device, the
+// emulator): issue 25 holds it to 20 engine packages besides itself (`go list -deps ./loadgen`).
+func TestLoadgenDependsOnLittle(t *testing.T) {
+	const most = 20
+	modPath, pkgs := module(t)
+	imports := map[string][]string{}
+	for _, p := range pkgs {
+		imports[p.ImportPath] = p.Imports
+	}
+	root := modPath + "/loadgen"
+	if _, ok := imports[root]; !ok {
+		t.Fatalf("no package %s", root)
+	}
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(p string) {
+		for _, imp := range imports[p] {
+			if strings.HasPrefix(imp, modPath+"/") && !seen[imp] {
+				seen[imp] = true
+				walk(imp)
+			}
+		}
+	}
+	walk(root)
+	var deps []string
+	for d := range seen {
+		deps = append(deps, strings.TrimPrefix(d, modPath+"/"))
+	}
+	sort.Strings(deps)
+	if len(deps) > most {
+		t.Errorf("loadgen depends on %d engine packages (at most %d): %s", len(deps), most, strings.Join(deps, " "))
+	}
+	for _, d := range deps {
+		if f, _ := Place(d); f == Host && d != "policy" {
+			t.Errorf("loadgen depends on %s (%s floor): the lab's machinery, not a generator's", d, f)
+		}
+	}
+}

@@ -1,11 +1,18 @@
-package netns
+// Package labaddr is the lab's address plan, the same in every run (each run's namespaces isolate
+// it): the client's, the DNS server's and the origins' addresses, the lab's block and the name of
+// the TUN device that carries it. The namespaces (netns) build it; the loaders, the address policy
+// and the emulator read it — without depending on what builds it.
+package labaddr
 
 import (
 	"fmt"
 	"net/netip"
 )
 
-// The address plan is identical in every run: the namespaces isolate it.
+// TUNName is the name of the TUN device in each namespace.
+const TUNName = "wltun0"
+
+// The addresses.
 var (
 	// ClientAddr is the client's address (on its TUN device).
 	ClientAddr = netip.AddrFrom4([4]byte{10, 77, 0, 2})
@@ -26,7 +33,7 @@ const MaxOrigins = 64
 // OriginAddr is the address of origin n (1 ≤ n ≤ MaxOrigins): 10.77.1.n.
 func OriginAddr(n int) netip.Addr {
 	if n < 1 || n > MaxOrigins {
-		panic(fmt.Sprintf("netns: origin %d outside 1…%d", n, MaxOrigins))
+		panic(fmt.Sprintf("labaddr: origin %d outside 1…%d", n, MaxOrigins))
 	}
 	return netip.AddrFrom4([4]byte{10, 77, 1, byte(n)})
 }
