@@ -353,3 +353,30 @@ def test_results_waterfall_draws_any_stored_load(capsys, tmp_path, demo_spec, fa
         code, _, err = run_cli(capsys, "results", "waterfall", "demo", *args, "--db", str(db))
         assert code == 2 and err.count("\n") == 1 and words in err, (args, err)
     assert not (tmp_path / "w.txt").exists() and not (tmp_path / "none").exists()
+
+
+def test_help_texts_keep_their_brackets():
+    """Help is rendered with rich markup: a spec table named in brackets (``[load.target]``) would be
+    read as a style and vanish from ``--help``; it must be escaped (``\\[load.target]``)."""
+    import typer.main
+    from rich.markup import RE_TAGS
+    from rich.style import Style
+
+    def texts(cmd):
+        yield cmd.name, cmd.help or ""
+        for p in cmd.params:
+            yield f"{cmd.name} {p.name}", getattr(p, "help", None) or ""
+        for sub in getattr(cmd, "commands", {}).values():
+            yield from texts(sub)
+
+    eaten = []
+    for where, text in texts(typer.main.get_command(cli.app)):
+        for m in RE_TAGS.finditer(text):  # what rich reads as a tag
+            escapes, tag = m.group(2), m.group(3)
+            if len(escapes) % 2 or tag.startswith("/"):
+                continue  # escaped (\\[…]), or a closing tag
+            try:
+                Style.parse(tag)  # a real style ([bold], [dim]) is meant as markup
+            except Exception:
+                eaten.append(f"{where}: {m.group(1)}")
+    assert not eaten, "unescaped brackets rich would swallow: " + "; ".join(eaten)

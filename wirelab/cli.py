@@ -471,7 +471,7 @@ def loadtest(
     allow_internet: bool = typer.Option(
         False,
         "--allow-internet",
-        help="Let a [load.target] be outside loopback and the run's local internet: public addresses, and "
+        help="Let a \\[load.target] be outside loopback and the run's local internet: public addresses, and "
         "private (RFC 1918) ones the spec names; never link-local/metadata, multicast or documentation "
         "addresses. Only this flag allows it, never the spec file. Load only servers you may load.",
     ),
