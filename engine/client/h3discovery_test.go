@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"strconv"
@@ -121,6 +122,35 @@ func TestH3DiscoveryHTTPSRecord(t *testing.T) {
 	}
 	if _, err := New(Config{Protocol: H3, H3: "altsvc"}); err == nil {
 		t.Error("an unknown h3 discovery was accepted")
+	}
+}
+
+// lostHTTPS answers A queries and never an HTTPS query (as if every attempt were lost on the path).
+type lostHTTPS struct{ *DNSResolver }
+
+func (lostHTTPS) LookupHTTPS(context.Context, string) ([]string, error) {
+	return nil, errors.New("i/o timeout")
+}
+
+// https-rr without an answer to the HTTPS query: the origin goes over h2 on its A record, as a
+// browser does — the load does not fail.
+func TestH3DiscoveryHTTPSRecordUnanswered(t *testing.T) {
+	l := startH3Lab(t, false, []string{"h3", "h2"})
+	root, err := l.srv.RootURL(server.H2, page.NewToken())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld, err := New(Config{Protocol: H3, H3: H3HTTPSRR, Resolver: lostHTTPS{&DNSResolver{Server: l.dns.Addr()}},
+		RootCAs: l.srv.Certs().CAPool(), Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ld.Load(context.Background(), root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Err != nil || res.Protocols["h2"] != len(res.Entries) || res.H3Discovery == "https-rr" {
+		t.Errorf("unanswered HTTPS query: error %v, requests %v, discovery %q: want every request over h2", res.Err, res.Protocols, res.H3Discovery)
 	}
 }
 

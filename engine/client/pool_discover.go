@@ -108,11 +108,13 @@ func (p *discoverPool) lookupHTTPS(ctx context.Context, r *request) error {
 	}()
 	alpn, err := p.s.httpsLookup(ctx, p.o.host)
 	<-a
-	if err != nil {
-		p.rrErr = err
-		return err
+	if err != nil && ctx.Err() != nil {
+		p.rrErr = ctx.Err()
+		return p.rrErr
 	}
-	p.rrH3 = slices.Contains(alpn, "h3")
+	// No answer (lost on the path after every attempt, refused, malformed) is no HTTP/3: the
+	// origin goes over HTTP/2 on its A record, as a browser does — not a failed request.
+	p.rrH3 = err == nil && slices.Contains(alpn, "h3")
 	return nil
 }
 

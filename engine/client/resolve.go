@@ -71,6 +71,16 @@ type DNSResolver struct {
 
 // Lookup implements Resolver.
 func (r *DNSResolver) Lookup(ctx context.Context, host string) ([]netip.Addr, error) {
+	resp, err := r.exchange(ctx, host, dns.TypeA)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s via %s: %w", host, r.Server, err)
+	}
+	return answerAddrs(host, resp)
+}
+
+// exchange sends one query for host of type qtype: over UDP, a truncated answer again over TCP,
+// each attempt with its own socket; an attempt that times out is tried again, up to Attempts.
+func (r *DNSResolver) exchange(ctx context.Context, host string, qtype uint16) (*dns.Msg, error) {
 	timeout, attempts := r.Timeout, r.Attempts
 	if timeout <= 0 {
 		timeout = 5 * time.Second
@@ -79,7 +89,7 @@ func (r *DNSResolver) Lookup(ctx context.Context, host string) ([]netip.Addr, er
 		attempts = 2
 	}
 	q := new(dns.Msg)
-	q.SetQuestion(dns.Fqdn(host), dns.TypeA)
+	q.SetQuestion(dns.Fqdn(host), qtype)
 	udp := &dns.Client{Net: "udp", Timeout: timeout}
 	var lastErr error
 	for range attempts {
@@ -88,20 +98,19 @@ func (r *DNSResolver) Lookup(ctx context.Context, host string) ([]netip.Addr, er
 			tcp := &dns.Client{Net: "tcp", Timeout: timeout}
 			resp, _, err = tcp.ExchangeContext(ctx, q, r.Server)
 		}
-		if err != nil {
-			lastErr = err
-			if ctx.Err() != nil {
-				break
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
+		if err == nil {
+			return resp, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
 			break
 		}
-		return answerAddrs(host, resp)
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			break
+		}
 	}
-	return nil, fmt.Errorf("resolve %s via %s: %w", host, r.Server, lastErr)
+	return nil, lastErr
 }
 
 func answerAddrs(host string, resp *dns.Msg) ([]netip.Addr, error) {
@@ -131,19 +140,10 @@ type HTTPSResolver interface {
 
 var _ HTTPSResolver = (*DNSResolver)(nil)
 
-// LookupHTTPS implements HTTPSResolver: one HTTPS query (type 65) for host, as Chromium sends
-// beside its A query. No record, or a name without one (NODATA), is no ALPN id and no error.
+// LookupHTTPS implements HTTPSResolver: an HTTPS query (type 65) for host, as Chromium sends
+// beside its A query, tried as often as an A query. No record, or a name without one (NODATA), is no ALPN id and no error.
 func (r *DNSResolver) LookupHTTPS(ctx context.Context, host string) ([]string, error) {
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	q := new(dns.Msg)
-	q.SetQuestion(dns.Fqdn(host), dns.TypeHTTPS)
-	resp, _, err := (&dns.Client{Net: "udp", Timeout: timeout}).ExchangeContext(ctx, q, r.Server)
-	if err == nil && resp.Truncated {
-		resp, _, err = (&dns.Client{Net: "tcp", Timeout: timeout}).ExchangeContext(ctx, q, r.Server)
-	}
+	resp, err := r.exchange(ctx, host, dns.TypeHTTPS)
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s HTTPS via %s: %w", host, r.Server, err)
 	}
