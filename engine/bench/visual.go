@@ -11,7 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -352,15 +352,9 @@ func summarizeChecks(r *VisualResult) {
 	}
 	r.Compared = len(errMs)
 	if len(errMs) > 0 {
-		r.SIErrMedianMs, r.SIErrMaxMs, r.SIErrMedianPct = median(errMs), maxOf(errMs), median(errPct)
+		r.SIErrMedianMs, r.SIErrMaxMs, r.SIErrMedianPct = median(errMs), slices.Max(errMs), median(errPct)
 	}
 	if len(baseMs) > 0 {
-		r.BaselineErrMedianMs, r.BaselineErrMaxMs, r.BaselineErrMedPct = median(baseMs), maxOf(baseMs), median(basePct)
+		r.BaselineErrMedianMs, r.BaselineErrMaxMs, r.BaselineErrMedPct = median(baseMs), slices.Max(baseMs), median(basePct)
 	}
-}
-
-func maxOf(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)-1]
 }

@@ -157,7 +157,7 @@ func (p *h2Pool) usable() bool { return p.single.usable((*h2Conn).broken) }
 
 func (p *h2Pool) dial(ctx context.Context, r *request) (*h2Conn, error) {
 	alpn := ""
-	if p.s.cfg.Protocol == H2 || p.s.cfg.Protocol == H3 { // h3: before HTTP/3 is discovered
+	if p.s.tcpProtocol() == H2 { // h3: before HTTP/3 is discovered
 		alpn = "h2"
 	}
 	conn, rec, err := p.s.dialTCP(ctx, p.o, r, alpn)

@@ -3,11 +3,9 @@ package loadgen
 import (
 	"math"
 	"slices"
-	"strconv"
 
 	"github.com/wirelab/wirelab/engine/budget"
 	"github.com/wirelab/wirelab/engine/contract"
-	"github.com/wirelab/wirelab/engine/internal/suggest"
 )
 
 // Thresholds are k6-like pass/fail checks on a run's figures: `METRIC OP NUMBER`, e.g.
@@ -140,12 +138,6 @@ var loadTest = budget.Vocabulary{
 	Metrics:        MetricNames(),
 	MetricOpNumber: true,
 	Form:           `must be METRIC OP NUMBER with OP one of < <= > >= == != (e.g. "page_p95_ms < 3000")`,
-	Unknown: func(name string) string {
-		if c := suggest.Closest(name, MetricNames()); c != "" {
-			return "unknown metric " + strconv.Quote(name) + "; did you mean " + c + "?"
-		}
-		return "unknown metric; allowed: " + contract.OrList(MetricNames())
-	},
 }
 
 // ParseThreshold parses `METRIC OP NUMBER` with engine/budget's parser. Errors are

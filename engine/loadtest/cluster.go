@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -320,7 +321,7 @@ func (rl *relay) accept() {
 			c.Close()
 			rl.mu.Lock()
 			rl.counts.Refused++
-			if s := from.Addr().String(); len(rl.counts.RefusedFrom) < 16 && !containsStr(rl.counts.RefusedFrom, s) {
+			if s := from.Addr().String(); len(rl.counts.RefusedFrom) < 16 && !slices.Contains(rl.counts.RefusedFrom, s) {
 				rl.counts.RefusedFrom = append(rl.counts.RefusedFrom, s)
 			}
 			rl.mu.Unlock()
@@ -388,15 +389,6 @@ func (rl *relay) close() RelayCounts {
 func (rl *relay) allowed(a netip.Addr) bool {
 	for _, p := range rl.allow {
 		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-func containsStr(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
 			return true
 		}
 	}

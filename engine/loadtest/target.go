@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -14,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -74,7 +74,7 @@ func prepareTarget(spec *loadgen.Spec) (*Prepared, error) {
 		return nil, fielderr.New("target.url", t.URL, "has no port: the VUs use the protocol's (80 for h1 and h2c, 443 for the others), the ports the egress router passes")
 	}
 	res := &Target{URL: u, Resolve: map[string]netip.Addr{}}
-	for _, name := range sortedKeys(t.Resolve) {
+	for _, name := range slices.Sorted(maps.Keys(t.Resolve)) {
 		a, err := netip.ParseAddr(t.Resolve[name])
 		if err != nil || !a.Unmap().Is4() {
 			return nil, fielderr.New(fmt.Sprintf("target.resolve[%q]", name), t.Resolve[name], "must be an IPv4 address (the egress router forwards IPv4)")
@@ -132,7 +132,7 @@ func prepareTarget(spec *loadgen.Spec) (*Prepared, error) {
 				}
 			}
 		}
-		for _, name := range sortedKeys(t.Resolve) {
+		for _, name := range slices.Sorted(maps.Keys(t.Resolve)) {
 			if err := res.Policy.CheckAddr(name, res.Resolve[strings.ToLower(name)]); err != nil {
 				return nil, fielderr.New(fmt.Sprintf("target.resolve[%q]", name), t.Resolve[name], "refused before any packet was sent: %v", err)
 			}
@@ -266,15 +266,6 @@ func (r *runner) targetSample(ctx context.Context, k int, since time.Duration) S
 	}
 	s.Gauges = g
 	return s
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // resolveFlag is loadgen's --resolve for the target's names ("" for none).

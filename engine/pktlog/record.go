@@ -59,7 +59,7 @@ type Record struct {
 	Flags     uint8   // TCP flags
 	ECN       uint8   // the IP header's ECN field as the packet left the link (3: CE, marked by it or before)
 	Dir       Dir
-	Fate      link.Fate
+	Fate      link.Fate // Delivered, Marked, or a drop (DroppedLoss, DroppedQueue, DroppedAQM, DroppedOverflow)
 	// QUIC is the set of QUIC long-header packet types in a UDP datagram: its first packet's and
 	// those of the packets coalesced behind it (RFC 9000 §12.2), read from their unencrypted
 	// first bytes, versions and Length fields (RFC 9000 §17.2; RFC 9369 §3.2 for v2).

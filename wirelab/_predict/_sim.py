@@ -184,11 +184,6 @@ def _padhye(
     return np.minimum(wmax / rtt, 1.0 / denom)
 
 
-def _timeout_share(p: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Padhye's Q(p, w): the chance that a loss in a window of w packets is detected by a timeout."""
-    return _TimeoutShare(p)(w)
-
-
 class _TimeoutShare:
     """Padhye's Q(p, ·) for fixed loss rates p (what depends on p alone computed once)."""
 
