@@ -194,11 +194,11 @@ func printLinkResult(r *bench.LinkResult) {
 		fmt.Printf("loss %-16s realised %.4f over %d packets\n", l.Profile, l.Realized, l.Packets)
 	}
 	for _, c := range r.CapacityRuns {
-		fmt.Printf("capacity run %d %s: %.0f Mbit/s, %.3f µs CPU per packet, %.2f cores, %d drops\n", c.Run, c.Profile, c.GoodputMbps, c.CPUUsPerPacket, c.CPUCores, c.Drops)
+		fmt.Printf("capacity run %d %s: %.0f Mbit/s, %.3f µs CPU per packet (%.3f per data packet), %.2f cores, %d drops\n", c.Run, c.Profile, c.GoodputMbps, c.CPUUsPerPacket, c.CPUUsPerDataPacket, c.CPUCores, c.Drops)
 	}
 	for _, d := range r.Disciplines {
-		fmt.Printf("discipline run %d %-10s at %s: %6.0f Mbit/s, %.3f µs CPU per packet, %d queue drops, %d device drops, sojourn p50 %.2f ms p99 %.2f ms\n",
-			d.Run, d.Discipline, bench.DisciplineRate, d.GoodputMbps, d.CPUUsPerPacket, d.DropsQueue, d.DeviceDrops, d.SojournP50Ms, d.SojournP99Ms)
+		fmt.Printf("discipline run %d %-10s at %s: %6.0f Mbit/s, %.3f µs CPU per packet (%.3f per data packet), %d queue drops, %d device drops, sojourn p50 %.2f ms p99 %.2f ms\n",
+			d.Run, d.Discipline, bench.DisciplineRate, d.GoodputMbps, d.CPUUsPerPacket, d.CPUUsPerDataPacket, d.DropsQueue, d.DeviceDrops, d.SojournP50Ms, d.SojournP99Ms)
 	}
 	if t := r.Targets; t != nil {
 		met := map[bool]string{true: "met", false: "NOT met"}
