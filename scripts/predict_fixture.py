@@ -12,8 +12,11 @@ experiments/predict-validation.quick.toml --db DB``):
 ``wirelab predict validate`` (no DB) then scores the held-out part with the shipped constants, and
 ``make bench`` prints the same figures without emulating.
 
+``--relabel DB2`` takes the labels of the trials DB2 holds (the same trial ids, emulated again:
+``scripts/predict_relabel.py``) in place of DB's, for trials whose loads the host disturbed.
+
 Usage: scripts/predict_fixture.py DB [--sweep predict-validation-quick] [--holdout 0.3] [--seed 1]
-       [--max-evals N] [--names a,b,…] [--keep-baseline]
+       [--max-evals N] [--names a,b,…] [--keep-baseline] [--relabel DB2 [--relabel-sweep predict-relabel]]
 """
 
 from __future__ import annotations
@@ -46,8 +49,15 @@ def main() -> int:
         action="store_true",
         help="keep the shipped baseline's constants (a change that leaves the baseline's view untouched)",
     )
+    ap.add_argument("--relabel", type=Path, help="a database of some of DB's trials emulated again")
+    ap.add_argument("--relabel-sweep", default="predict-relabel")
     args = ap.parse_args()
     labels = _labels.from_db(args.db, [args.sweep])
+    source = f"{args.db.name} (sweep {args.sweep})"
+    if args.relabel:
+        labels, replaced = _labels.replace(labels, _labels.from_db(args.relabel, [args.relabel_sweep]))
+        source += f"; trials {', '.join(replaced)} from {args.relabel.name} (sweep {args.relabel_sweep})"
+        print(f"relabelled {len(replaced)} trials from {args.relabel}: {', '.join(replaced)}")
     fixture = PACKAGE / _labels.FIXTURE
     _labels.write_fixture(labels, fixture)
     print(f"{fixture}: {len(labels)} labelled configurations ({fixture.stat().st_size} bytes)")
@@ -66,9 +76,7 @@ def main() -> int:
         progress=progress,
     )
     out = PACKAGE / "constants.json"
-    _validate.write_constants(
-        result, out, labels_sha256=_validate.file_sha256(fixture), db=f"{args.db.name} (sweep {args.sweep})"
-    )
+    _validate.write_constants(result, out, labels_sha256=_validate.file_sha256(fixture), db=source)
     summary = result.summary()
     print(f"{out}: fitted on {result.fitting} configurations, scored on {result.heldout}")
     for who in ("model", "baseline"):

@@ -19,7 +19,7 @@ from typing import Any
 
 from wirelab.errors import UsageError
 
-__all__ = ["FIXTURE", "Label", "from_db", "read_fixture", "write_fixture"]
+__all__ = ["FIXTURE", "Label", "from_db", "read_fixture", "replace", "write_fixture"]
 
 FIXTURE = "labels.jsonl.gz"
 
@@ -105,6 +105,41 @@ def from_db(
             + "; label configurations first (wirelab run experiments/predict-validation.quick.toml)"
         )
     return labels
+
+
+def replace(labels: list[Label], again: Iterable[Label]) -> tuple[list[Label], list[str]]:
+    """``labels`` with each trial of ``again`` (the same trial, emulated again) in place of its
+    label, in the same order; and the ids replaced. A trial of ``again`` that ``labels`` lacks, or
+    whose spec differs, is refused: a re-emulation replaces a label, it never adds one."""
+    by_id = {lab.trial_id: lab for lab in again}
+    known = {lab.trial_id: lab for lab in labels}
+    for tid, lab in by_id.items():
+        if tid not in known:
+            raise UsageError(
+                f"relabel: trial {tid} is not in the labelled set; emulate the set's trials only"
+            )
+        if not _within(known[tid].spec, lab.spec):
+            raise UsageError(f"relabel: trial {tid}'s spec differs from the set's; emulate the same trial")
+    out = [
+        dataclasses.replace(
+            lab,
+            plt_ms=by_id[lab.trial_id].plt_ms,
+            tow_ms=by_id[lab.trial_id].tow_ms,
+            flags=by_id[lab.trial_id].flags,
+        )
+        if lab.trial_id in by_id
+        else lab
+        for lab in labels
+    ]
+    return out, sorted(by_id)
+
+
+def _within(old: Any, new: Any) -> bool:
+    """Every field ``old`` sets, ``new`` sets alike (a later contract may spell out more defaults;
+    the trial id, a hash of the resolved spec, is the same)."""
+    if isinstance(old, dict):
+        return isinstance(new, dict) and all(k in new and _within(v, new[k]) for k, v in old.items())
+    return bool(old == new)
 
 
 def write_fixture(labels: Iterable[Label], path: str | Path) -> None:

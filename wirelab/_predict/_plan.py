@@ -207,15 +207,21 @@ def batch(configs: list[Config], facts: list[PageFacts]) -> Batch:
     base = np.zeros((origins, n), dtype=np.int64)
     count = np.zeros((origins, n), dtype=np.int64)
     slots = 1
+    # configurations with the same plan, pools and compute scale have the same columns: one write each
+    groups: dict[tuple, list[int]] = {}
     for j, (c, p) in enumerate(zip(configs, plans, strict=True)):
-        k = p.steps
-        kind[:k, j] = np.where(p.download, 0, 1)
-        size[:k, j], origin[:k, j] = p.size, p.origin
-        duration[:k, j] = p.duration * c.compute_scale
-        deps[:k, j, : p.deps.shape[1]], first[:k, j, : p.deps.shape[1]] = p.deps, p.first_chunk
-        pools = pools_of(p, c.multiplexed, c.max_conns, c.max_streams)
-        first_of[:k, j], stream_dep[:k, j] = pools.first_of_origin, pools.stream_dep
-        base[: p.origins, j], count[: p.origins, j] = pools.slot_base, pools.slot_count
+        groups.setdefault((id(p), c.multiplexed, c.max_conns, c.max_streams, c.compute_scale), []).append(j)
+    for (_, mux, max_conns, max_streams, compute_scale), members in groups.items():
+        js = np.array(members)
+        p = plans[members[0]]
+        k, w = p.steps, p.deps.shape[1]
+        kind[:k, js] = np.where(p.download, 0, 1)[:, None]
+        size[:k, js], origin[:k, js] = p.size[:, None], p.origin[:, None]
+        duration[:k, js] = (p.duration * compute_scale)[:, None]
+        deps[:k, js, :w], first[:k, js, :w] = p.deps[:, None, :], p.first_chunk[:, None, :]
+        pools = pools_of(p, mux, max_conns, max_streams)
+        first_of[:k, js], stream_dep[:k, js] = pools.first_of_origin[:, None], pools.stream_dep[:, None]
+        base[: p.origins, js], count[: p.origins, js] = pools.slot_base[:, None], pools.slot_count[:, None]
         slots = max(slots, pools.slots)
     return Batch(
         configs=configs,
