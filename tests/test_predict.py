@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import wirelab
+import wirelab.spec
 from wirelab._predict import _config, _constants, _fit, _labels, _validate
 from wirelab._predict._api import predict, predict_specs
 from wirelab._predict._run import predict_configs
@@ -172,19 +173,60 @@ def test_one_connection_holds_the_link_behind_a_shallow_queue(engine):
 
 
 def test_a_fifo_queue_delays_each_connection_by_the_others_bytes(engine):
-    """A drop-tail queue is a FIFO (docs/predict.md, §9; shipped off, queue_in_rounds = 0): each
-    later round of a response waits behind the other connections' queued bytes. One connection
-    (h2, h3 on one origin) has no others, so it is untouched; HTTP/1.1's six connections pay it,
-    and behind a queue of four BDPs with no loss h1s is then slower than h2, as the emulator
-    measures (imgur, 146 ms, 2.64 Mbit/s: h1s 7.8 s, h2 6.7 s in the shipped labels)."""
-    k = _constants.load().constants
+    """A drop-tail queue is a FIFO (docs/predict.md, §9): each later round of a response waits
+    behind the other connections' queued bytes, and the flows share the link in proportion to their
+    bytes in flight. One connection (h2, h3 on one origin) has no others, so it is untouched;
+    HTTP/1.1's six connections pay it, and behind a queue of four BDPs with no loss h1s is then
+    slower than h2, as the emulator measures (imgur, 146 ms, 2.64 Mbit/s: h1s 7.8 s, h2 6.7 s in the
+    shipped labels). The baseline keeps Lantern's fair share whatever the constants say."""
+    cfile = _constants.load()
+    k = cfile.constants.replace(queue_in_rounds=1.0, window_shares=1.0)
     configs = _config.configs_of(
         {"page": "imgur", "network": "rtt=146ms,bw=2640kbit,queue=128,iw=4", "protocols": ["h1s", "h2", "h3"]}
     )
-    fifo = predict_configs(configs, k.replace(queue_in_rounds=1.0), engine=engine).plt
-    fair = predict_configs(configs, k.replace(queue_in_rounds=0.0), engine=engine).plt
+    fifo = predict_configs(configs, k, engine=engine).plt
+    fair = predict_configs(configs, k.replace(queue_in_rounds=0.0, window_shares=0.0), engine=engine).plt
     assert fifo[1:].tolist() == fair[1:].tolist()
     assert fifo[0] > fair[0] and fifo[0] > fifo[1]
+    shares_only = predict_configs(configs, k.replace(queue_in_rounds=0.0), engine=engine).plt
+    assert shares_only[1:].tolist() == fair[1:].tolist() and shares_only[0] != fair[0]
+    b = cfile.baseline
+    base = predict_configs(configs, b, baseline=True, engine=engine).plt
+    base_off = predict_configs(
+        configs, b.replace(queue_in_rounds=0.0, window_shares=0.0), baseline=True, engine=engine
+    ).plt
+    assert base.tolist() == base_off.tolist()
+
+
+def test_relabel_replaces_a_trials_loads_only():
+    """A trial emulated again (scripts/predict_relabel.py, predict_fixture.py --relabel) replaces its
+    label's loads and keeps its place and spec; a trial outside the set, or another spec, is refused."""
+    labels = _labels.read_fixture()[:3]
+    a = labels[1]
+    spec = {**a.spec, "client": {**a.spec.get("client", {}), "view": "first"}}  # a later contract's default
+    again = _labels.Label(a.trial_id, spec, {"h2": (1.0, 2.0)}, {"h2": (0.5, 1.5)})
+    out, ids = _labels.replace(labels, [again])
+    assert ids == [a.trial_id] and [x.trial_id for x in out] == [x.trial_id for x in labels]
+    assert out[1].spec == a.spec and out[1].plt_ms == {"h2": (1.0, 2.0)} and out[0] == labels[0]
+    with pytest.raises(UsageError, match="relabel: trial nope"):
+        _labels.replace(labels, [_labels.Label("nope", a.spec, {}, {})])
+    other = {**a.spec, "network": "rtt=1ms"}
+    with pytest.raises(UsageError, match="spec differs"):
+        _labels.replace(labels, [_labels.Label(a.trial_id, other, {}, {})])
+
+
+def test_relabel_spec_is_the_same_trials():
+    import importlib.util
+
+    loc = importlib.util.spec_from_file_location("predict_relabel", ROOT / "scripts" / "predict_relabel.py")
+    assert loc is not None and loc.loader is not None
+    mod = importlib.util.module_from_spec(loc)
+    loc.loader.exec_module(mod)
+    ids = [lab.trial_id for lab in _labels.read_fixture()[5:7]]
+    text = mod.relabel_spec(ids)
+    assert [t.id for t in wirelab.spec.loads(text).trials] == ids
+    with pytest.raises(SystemExit, match="not in"):
+        mod.relabel_spec(["0000000000000000"])
 
 
 def test_replay_counts_computation(engine):

@@ -14,9 +14,11 @@ from wirelab._predict._sim import Result, simulate
 
 __all__ = ["predict_configs"]
 
-#: Configurations per batch: wide enough that NumPy's per-call cost is spread, narrow enough that
-#: padding a short page to a long one's steps wastes little (batches group similar step counts).
-BATCH = 1024
+#: Configurations per batch: wide enough that NumPy's per-call cost is spread (a step costs 2.7–3.1×
+#: as much at 4,096 configurations as at 1,024: ``scripts/bench_predict.py --per-step``), narrow
+#: enough that padding a short page to a long one's steps wastes little (batches group similar step
+#: counts) and a replay's parts (steps × configurations × parts) stay tens of MB.
+BATCH = 4096
 
 
 def predict_configs(
@@ -36,13 +38,22 @@ def predict_configs(
         [p.origins for p in plans]
     )
     steps = np.array([p.steps for p in plans])
-    order = np.lexsort((steps, np.ceil(np.log2(slots + 1))))
+    width = np.ceil(np.log2(slots + 1))
+    order = np.lexsort((steps, width))
     plt = np.empty(len(configs))
     tow = np.empty(len(configs))
     parts = np.empty((len(configs), 0)) if not explain else None
     chunks = []
-    for start in range(0, len(order), BATCH):
-        idx = order[start : start + BATCH]
+    # a batch holds one width class (a batch of h2 and h1s configurations would pay HTTP/1.x's pool
+    # selection and six slots for all), at most BATCH configurations
+    classes = np.flatnonzero(np.diff(width[order])) + 1
+    bounds = [
+        (lo + off, min(lo + off + BATCH, hi))
+        for lo, hi in zip(np.r_[0, classes], np.r_[classes, len(order)], strict=True)
+        for off in range(0, hi - lo, BATCH)
+    ]
+    for start, stop in bounds:
+        idx = order[start:stop]
         r = simulate(
             batch([configs[i] for i in idx], [facts[i] for i in idx]),
             constants,

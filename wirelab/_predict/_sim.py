@@ -245,6 +245,11 @@ def _rowsum(a: np.ndarray, lo: int = 0, m: int | None = None) -> np.ndarray:
     return _rowsum(a, lo, half) + _rowsum(a, lo + half, m - half)
 
 
+def _pick(mask: np.ndarray | None, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.where(mask, a, b)``; ``a`` when there is no mask (every configuration takes it)."""
+    return a if mask is None else np.where(mask, a, b)
+
+
 #: Take the shortcuts: the state-independent terms of every step at once, and what a homogeneous
 #: batch allows (one queue discipline for all; only multiplexed pools). False: step by step and the
 #: general path always (a test holds both to the same results, bit for bit).
@@ -318,6 +323,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     hello = k.client_hello_bytes / pa.rate_up
     some = p > 0
     fifo_share = 0.0 if baseline else k.queue_in_rounds  # Lantern: the link shared fairly, no FIFO
+    window_shares = 0.0 if baseline else k.window_shares
 
     def standing(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the gateway's queueing delay for a packet arriving at t, bytes in flight per slot at t)."""
@@ -380,6 +386,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         dl = kind == 0
         if not dl.any():
             continue
+        dl_mask = None if SHORTCUTS and dl.all() else dl  # every configuration downloads here: no masks
 
         o = b.origin[i]
         extra = extra_all[i]
@@ -419,35 +426,39 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         s_open, s_free = c_open.take(at), c_free.take(at)
         t_conn = np.where(pa.mux, t_dns, np.maximum(t_dns, s_free))  # HTTP/1.x: wait for it
         opening = dl & ~s_open
-        # handshakes, each round trip through the standing queue; a lost packet waits for its timer
-        q_hs = np.where(opening, q_ready, 0.0)
-        rt_hs = rtt_r + q_hs
-        tcp = np.where(pa.quic, 0.0, rt_hs)
-        # the server's flight crosses the bottleneck beside the other connections' bytes (shared)
-        t_flight = t_conn + tcp
-        span = np.maximum(c_send - x_start, 1e-9)
-        left = x_bytes * np.minimum(np.maximum((c_send - t_flight) / span, 0.0), 1.0)
-        flight_link = (flight + _rowsum(np.minimum(left, flight))) / pa.rate
-        tls = tls_rounds * rt_hs + pa.tls * (hello + flight_link)
-        rare_syn += np.where(opening & ~pa.quic, p_rt, 0.0)
-        rare_hs += np.where(opening & pa.tls, hs_loss, 0.0)
-        setup = tcp + tls
-        ready_conn = np.where(opening, t_conn + setup, s_free)
-        first_data = np.where(opening, np.minimum(first_data, t_conn + tcp), first_data)
-        c_open.put(at, s_open | dl)
-        hs_flight = opening & pa.tls
-        x_start.put(at, np.where(hs_flight, t_flight, x_start.take(at)))
-        x_bytes.put(at, np.where(hs_flight, flight, x_bytes.take(at)))
-        c_send.put(at, np.where(hs_flight, t_flight + flight_link, c_send.take(at)))
-        wire_total = np.where(hs_flight, wire_total + flight, wire_total)
-        c_free.put(at, np.where(dl & pa.mux, ready_conn, s_free))
-        c_cwnd.put(at, np.where(opening, pa.iw, c_cwnd.take(at)))
-        c_ss.put(at, np.where(opening, 1.0, c_ss.take(at)))
+        if SHORTCUTS and not opening.any():  # no handshake here: the connections' state stands
+            q_hs = setup = np.zeros(n)
+            ready_conn = s_free
+        else:
+            # handshakes, each round trip through the standing queue; a lost packet waits for its timer
+            q_hs = np.where(opening, q_ready, 0.0)
+            rt_hs = rtt_r + q_hs
+            tcp = np.where(pa.quic, 0.0, rt_hs)
+            # the server's flight crosses the bottleneck beside the other connections' bytes (shared)
+            t_flight = t_conn + tcp
+            span = np.maximum(c_send - x_start, 1e-9)
+            left = x_bytes * np.minimum(np.maximum((c_send - t_flight) / span, 0.0), 1.0)
+            flight_link = (flight + _rowsum(np.minimum(left, flight))) / pa.rate
+            tls = tls_rounds * rt_hs + pa.tls * (hello + flight_link)
+            rare_syn += np.where(opening & ~pa.quic, p_rt, 0.0)
+            rare_hs += np.where(opening & pa.tls, hs_loss, 0.0)
+            setup = tcp + tls
+            ready_conn = np.where(opening, t_conn + setup, s_free)
+            first_data = np.where(opening, np.minimum(first_data, t_conn + tcp), first_data)
+            c_open.put(at, s_open | dl)
+            hs_flight = opening & pa.tls
+            x_start.put(at, np.where(hs_flight, t_flight, x_start.take(at)))
+            x_bytes.put(at, np.where(hs_flight, flight, x_bytes.take(at)))
+            c_send.put(at, np.where(hs_flight, t_flight + flight_link, c_send.take(at)))
+            wire_total = np.where(hs_flight, wire_total + flight, wire_total)
+            c_free.put(at, np.where(dl & pa.mux, ready_conn, s_free))
+            c_cwnd.put(at, np.where(opening, pa.iw, c_cwnd.take(at)))
+            c_ss.put(at, np.where(opening, 1.0, c_ss.take(at)))
         t_conn_ok = np.maximum(t_conn, ready_conn)
         # h2/h3: a stream
         sd = b.stream_dep[i]
         t_send = np.where(sd >= 0, np.maximum(t_conn_ok, done[np.maximum(sd, 0), cols]), t_conn_ok)
-        first_data = np.where(dl, np.minimum(first_data, t_send), first_data)
+        first_data = _pick(dl_mask, np.minimum(first_data, t_send), first_data)
 
         # 4. the request: the uplink drains its backlog at its rate (a request met out of time
         # order finds it undrained); then the server
@@ -456,8 +467,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             np.maximum(up_backlog - np.maximum(t_send - up_time, 0.0) * pa.rate_up, 0.0),
             0.0,
         )
-        up_backlog = np.where(dl, waiting + pa.req, up_backlog)
-        up_time = np.where(dl, np.maximum(up_time, t_send), up_time)
+        up_backlog = _pick(dl_mask, waiting + pa.req, up_backlog)
+        up_time = _pick(dl_mask, np.maximum(up_time, t_send), up_time)
         req_rec = scale * p_up * k.tail_rtts * rtt_r
         t_srv = t_send + (waiting + pa.req) / pa.rate_up + d_up + req_rec + k.server_s
 
@@ -546,17 +557,28 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             np.maximum((c_send - s) / np.maximum(c_send - x_start, 1e-9), 0.0), 1.0
         )
         remaining.put(at, 0.0)
-        link = (wbytes + _rowsum(np.minimum(remaining, wbytes))) / pa.rate
+        # the bottleneck, a FIFO: the flows' shares of the link follow their bytes in flight (a window
+        # twice another's sends twice as much per round trip through the same queue); equal shares
+        # (processor sharing) at window_shares = 0, the baseline's view
+        if window_shares:
+            others_infl = per_slot.copy()
+            others_infl.put(at, 0.0)
+            own_w = np.maximum(np.minimum(wbytes, w_clean * pkt_bytes), pkt_bytes)
+            weight = (1 - window_shares) + window_shares * others_infl / own_w
+            served = _rowsum(np.minimum(remaining, wbytes * weight))
+        else:
+            served = _rowsum(np.minimum(remaining, wbytes))
+        link = (wbytes + served) / pa.rate
         last_round = np.where(busy, 0.0, np.minimum(wbytes, w_clean * pkt_bytes) / pa.rate)
-        # the drop-tail queue is a FIFO, not a fair share: each later round of this response waits
-        # behind the standing queue again, as long as the other connections have bytes to keep it
-        # standing (their bytes still to send bound the total wait)
+        # the drop-tail queue is a FIFO: each later round of this response waits behind the standing
+        # queue again, as long as the other connections have bytes to keep it standing (what they
+        # send while this response is sent bounds the total wait)
         windowed = np.maximum(lead, last_round) + t_clean + lossy
         if fifo_share:
             windowed = windowed + fifo_share * np.minimum(
-                np.where(busy, rounds, rounds - 1) * q_s, _rowsum(remaining) / pa.rate
+                np.where(busy, rounds, rounds - 1) * q_s, served / pa.rate
             )
-        wire_total = np.where(dl, wire_total + wbytes, wire_total)
+        wire_total = _pick(dl_mask, wire_total + wbytes, wire_total)
         # work conservation: in issue order, a response ends no earlier than the link could carry
         # everything issued before it and itself since the load's first request
         e = np.maximum(s + np.maximum(windowed, link), first_data + k.conserve * wire_total / pa.rate)
@@ -569,16 +591,16 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             0.0,
         )
         c_done = e + d_down + hol + k.client_object_s
-        done[i] = np.where(dl, c_done, done[i])
-        first[i] = np.where(dl, s + lead + np.minimum(wbytes, pkt_bytes) / pa.rate + d_down, first[i])
+        done[i] = _pick(dl_mask, c_done, done[i])
+        first[i] = _pick(dl_mask, s + lead + np.minimum(wbytes, pkt_bytes) / pa.rate + d_down, first[i])
         x_start.put(at, np.where(dl & ~busy, s, x_start.take(at)))
         xb = x_bytes.take(at)
-        xb = np.where(dl, wbytes + np.where(busy, xb, 0.0), xb)
+        xb = _pick(dl_mask, wbytes + np.where(busy, xb, 0.0), xb)
         x_bytes.put(at, xb)
-        c_send.put(at, np.where(dl, e, prev_send))
-        c_cwnd.put(at, np.where(dl, np.maximum(w_end, 1.0), cwnd))
-        c_ss.put(at, np.where(dl, ss_end, ss))
-        c_infl.put(at, np.where(dl, np.minimum(xb, w_clean * pkt_bytes), c_infl.take(at)))
+        c_send.put(at, _pick(dl_mask, e, prev_send))
+        c_cwnd.put(at, _pick(dl_mask, np.maximum(w_end, 1.0), cwnd))
+        c_ss.put(at, _pick(dl_mask, ss_end, ss))
+        c_infl.put(at, _pick(dl_mask, np.minimum(xb, w_clean * pkt_bytes), c_infl.take(at)))
         c_free.put(at, np.where(dl & ~pa.mux, c_done, c_free.take(at)))
         c_open.put(at, c_open.take(at) & ~(dl & ~pa.mux & ~pa.keep_alive))
 
