@@ -17,6 +17,7 @@ experiments/predict-validation.quick.toml --db DB``):
 
 Usage: scripts/predict_fixture.py DB [--sweep predict-validation-quick] [--holdout 0.3] [--seed 1]
        [--max-evals N] [--names a,b,…] [--keep-baseline] [--relabel DB2 [--relabel-sweep predict-relabel]]
+       [--labels-only FILE]
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ def main() -> int:
     )
     ap.add_argument("--relabel", type=Path, help="a database of some of DB's trials emulated again")
     ap.add_argument("--relabel-sweep", default="predict-relabel")
+    ap.add_argument(
+        "--labels-only", type=Path, metavar="FILE", help="write the labels to FILE and stop (no fit)"
+    )
     args = ap.parse_args()
     labels = _labels.from_db(args.db, [args.sweep])
     source = f"{args.db.name} (sweep {args.sweep})"
@@ -58,6 +62,10 @@ def main() -> int:
         labels, replaced = _labels.replace(labels, _labels.from_db(args.relabel, [args.relabel_sweep]))
         source += f"; trials {', '.join(replaced)} from {args.relabel.name} (sweep {args.relabel_sweep})"
         print(f"relabelled {len(replaced)} trials from {args.relabel}: {', '.join(replaced)}")
+    if args.labels_only:
+        _labels.write_fixture(labels, args.labels_only)
+        print(f"{args.labels_only}: {len(labels)} labelled configurations")
+        return 0
     fixture = PACKAGE / _labels.FIXTURE
     _labels.write_fixture(labels, fixture)
     print(f"{fixture}: {len(labels)} labelled configurations ({fixture.stat().st_size} bytes)")

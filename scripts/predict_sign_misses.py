@@ -8,6 +8,8 @@ whose predicted sign is wrong, with the measured and predicted gains and the con
 
 ``--set`` scores the shipped constants with some changed (e.g. ``--set queue_in_rounds=1``: the
 FIFO's wait in later rounds, docs/predict.md §9) and prints the held-out scores beside the misses.
+``--labels FILE`` scores another labels file (``predict_fixture.py`` writes one) on the same seeded
+split; ``--part fit`` scores the part the constants were fitted on instead of the held-out one.
 """
 
 from __future__ import annotations
@@ -25,17 +27,22 @@ from wirelab._predict._run import predict_configs
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="change a constant")
+    ap.add_argument("--labels", help="a labels file (default: the shipped one)")
+    ap.add_argument("--part", choices=("held", "fit"), default="held")
     args = ap.parse_args()
     cfile = _constants.load()
     changes = {name: float(value) for name, value in (s.split("=", 1) for s in args.set)}
     k = cfile.constants.replace(**changes)
     split_ = cfile.provenance["split"]
-    _, held = split(_labels.read_fixture(), split_["holdout"], split_["seed"])
+    fit_part, held = split(_labels.read_fixture(args.labels), split_["holdout"], split_["seed"])
+    if args.part == "fit":
+        held = fit_part
     tgts = targets(held)
     plt = predict_configs([t.config for t in tgts], k).plt
     scores = score(tgts, plt)
     print(
-        f"held out {len(held)} configurations{' with ' + ', '.join(args.set) if args.set else ''}: "
+        f"{'held out' if args.part == 'held' else 'fitted on'} {len(held)} configurations"
+        f"{' with ' + ', '.join(args.set) if args.set else ''}: "
         f"median {100 * scores.median_abs_error:.1f} %, p90 {100 * scores.p90_abs_error:.1f} %, "
         f"rho {scores.spearman:.3f}, sign {100 * scores.sign_right:.1f} %"
     )

@@ -104,6 +104,7 @@ def main() -> int:
     ap.add_argument("--db", help="the results database the labels came from")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="change a constant")
     ap.add_argument("--retransmissions", action="store_true")
+    ap.add_argument("--labels", help="a labels file (default: the shipped one)")
     args = ap.parse_args()
     if args.retransmissions:
         if not args.db:
@@ -112,7 +113,7 @@ def main() -> int:
         return 0
     if not args.trial:
         ap.error("give a trial id (or --retransmissions)")
-    labels = [lab for lab in _labels.read_fixture() if lab.trial_id.startswith(args.trial)]
+    labels = [lab for lab in _labels.read_fixture(args.labels) if lab.trial_id.startswith(args.trial)]
     if len(labels) != 1:
         print(f"trial: {args.trial!r} matches {len(labels)} labels; give a longer prefix", file=sys.stderr)
         return 2
