@@ -20,13 +20,17 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/shellquote"
 	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/link/profile"
+	"github.com/wirelab/wirelab/engine/trial"
 )
 
-// benchmarks are the `bench` subcommands, each in its own file (cmd_bench_*.go).
-var benchmarks = map[string]struct {
+// benchmark is a `bench` subcommand: its line in `bench -h`, and what runs it.
+type benchmark struct {
 	summary string
 	run     func(args []string) error
-}{
+}
+
+// benchmarks are the `bench` subcommands, each in its own file (cmd_bench_*.go).
+var benchmarks = map[string]benchmark{
 	"link":    {"emulator fidelity (RTT error, goodput, loss) and capacity", runBenchLink},
 	"loader":  {"page loads through real trials: loader overhead (PLT, CPU ms) and wire efficiency at 1 Mbit/s", runBenchLoader},
 	"servers": {"each server under test: imgur's PLT and the server's CPU per load over h1s and h2, unimpaired path", runBenchServers},
@@ -64,24 +68,16 @@ func runBench(args []string) error {
 }
 
 func runBenchLink(args []string) error {
-	fs := flag.NewFlagSet("bench link", flag.ContinueOnError)
+	fs, asJSON := newBenchFlags("link", "usage: wirelab-engine bench link [--quick] [--json] [--only PARTS] [--runs N] [--peers auto|rt|normal] [--packet-log]\n                                 [--cpuprofile FILE] [--memprofile FILE]\n\nMeasures the emulated path: RTT error (TCP connect times at one-way delays 5, 50, 250 ms),\ncubic goodput against 1, 10 and 100 Mbit/s, realised loss at 1 % and 3 %, capacity and CPU\nper packet through a 10 ms path without a rate cap, and CPU per packet through a 100 Mbit/s queue\nwith each discipline (drop-tail, CoDel, FQ-CoDel, PIE, DOCSIS-PIE, RED); the TUN devices' drop\ncounters throughout. Every run's figures are printed, and the worst run against the emulator's\ntargets (RTT error p99 ≤ 0.5 ms at every delay; ≥ 5,000 Mbit/s at ≤ 1.5 µs CPU per packet, 0 drops).\nCPU is getrusage(2) of this process, where the emulator runs.\nNeeds root.\n\nflags:")
 	quick := fs.Bool("quick", false, "short runs: finishes within 60 s")
-	asJSON := fs.Bool("json", false, "print one JSON object on stdout (progress goes to stderr)")
 	only := fs.String("only", "", "comma-separated parts to run: "+strings.Join(bench.LinkParts, ", ")+" (default all)")
 	peers := fs.String("peers", bench.PeersAuto, "scheduling of the traffic peers: auto (real-time below the emulator for the RTT part, ordinary like a trial's servers and clients for the rest), rt (real-time throughout), normal (ordinary throughout)")
 	packetLog := fs.Bool("packet-log", false, "keep the packet log in every run, as trials do (measures its cost)")
 	runs := fs.Int("runs", 1, "how many times the "+strings.Join(bench.RepeatedParts, ", ")+" parts run; every run is reported, and the targets must hold in each")
 	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the benchmark's process (the emulator) to this file")
 	memProfile := fs.String("memprofile", "", "write a pprof allocation profile (every allocation sampled) of the emulator's process to this file at the end")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wirelab-engine bench link [--quick] [--json] [--only PARTS] [--runs N] [--peers auto|rt|normal] [--packet-log]\n                                 [--cpuprofile FILE] [--memprofile FILE]\n\nMeasures the emulated path: RTT error (TCP connect times at one-way delays 5, 50, 250 ms),\ncubic goodput against 1, 10 and 100 Mbit/s, realised loss at 1 % and 3 %, capacity and CPU\nper packet through a 10 ms path without a rate cap, and CPU per packet through a 100 Mbit/s queue\nwith each discipline (drop-tail, CoDel, FQ-CoDel, PIE, DOCSIS-PIE, RED); the TUN devices' drop\ncounters throughout. Every run's figures are printed, and the worst run against the emulator's\ntargets (RTT error p99 ≤ 0.5 ms at every delay; ≥ 5,000 Mbit/s at ≤ 1.5 µs CPU per packet, 0 drops).\nCPU is getrusage(2) of this process, where the emulator runs.\nNeeds root.\n\nflags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		return cli.Usagef("bench link: unexpected argument %q", fs.Arg(0))
 	}
 	var parts []string
 	if *only != "" {
@@ -126,18 +122,51 @@ func runBenchLink(args []string) error {
 	if perr := stopProfiles(); perr != nil && err == nil {
 		err = perr
 	}
-	if err != nil {
-		return fmt.Errorf("bench link: %w", err)
-	}
-	if *asJSON {
-		if err := printBenchJSON(res, started); err != nil {
-			return fmt.Errorf("bench link: %w", err)
-		}
-	} else {
-		printLinkResult(res)
+	if err := benchOutcome(fs, res, err, started, *asJSON, func() { printLinkResult(res) }); err != nil {
+		return err
 	}
 	if len(res.Errors) > 0 {
 		return fmt.Errorf("bench link: %d part(s) failed: %s", len(res.Errors), strings.Join(res.Errors, "; "))
+	}
+	return nil
+}
+
+// newBenchFlags starts the flags of `bench NAME`: --json, and the usage text printed before the
+// flags' defaults.
+func newBenchFlags(name, usage string) (fs *flag.FlagSet, asJSON *bool) {
+	fs = flag.NewFlagSet("bench "+name, flag.ContinueOnError)
+	asJSON = fs.Bool("json", false, "print one JSON object on stdout (progress goes to stderr)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	return fs, asJSON
+}
+
+// benchEngine is the start of a benchmark that runs this engine's commands as processes of their
+// own: it needs root, and the engine's path.
+func benchEngine(fs *flag.FlagSet) (self string, err error) {
+	if err := cli.NeedRoot(fs.Name()); err != nil {
+		return "", err
+	}
+	return os.Executable()
+}
+
+// benchOutcome ends a benchmark's run (fs its flags): interrupted, exit 130; failed, the error under
+// the benchmark's name; else its result printed as JSON with the run's provenance (asJSON) or by
+// text.
+func benchOutcome(fs *flag.FlagSet, res any, err error, started time.Time, asJSON bool, text func()) error {
+	if errors.Is(err, trial.ErrInterrupted) {
+		return &cli.ExitError{Code: 130}
+	}
+	if err == nil && asJSON {
+		err = printBenchJSON(res, started)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	if !asJSON {
+		text()
 	}
 	return nil
 }

@@ -1,30 +1,19 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
-	"github.com/wirelab/wirelab/engine/trial"
 )
 
 func runBenchLoader(args []string) error {
-	fs := flag.NewFlagSet("bench loader", flag.ContinueOnError)
+	fs, asJSON := newBenchFlags("loader", "usage: wirelab-engine bench loader [--quick] [--json]\n\nRuns real trials (topology, emulator, serve, one fetch process per load) and reports the loader's\noverhead on an unimpaired path (imgur over h2 and h1s: median PLT and CPU ms per load) and the wire\nefficiency at 1 Mbit/s, 150 ms RTT (bytes on the wire ÷ rate ÷ ToW) for twitter, youtube and imgur\nover h1s and h2. Needs root.\n\nflags:")
 	quick := fs.Bool("quick", false, "fewer loads: 10 per protocol on the unimpaired path, 1 per page and protocol at 1 Mbit/s (about a minute)")
-	asJSON := fs.Bool("json", false, "print one JSON object on stdout (progress goes to stderr)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wirelab-engine bench loader [--quick] [--json]\n\nRuns real trials (topology, emulator, serve, one fetch process per load) and reports the loader's\noverhead on an unimpaired path (imgur over h2 and h1s: median PLT and CPU ms per load) and the wire\nefficiency at 1 Mbit/s, 150 ms RTT (bytes on the wire ÷ rate ÷ ToW) for twitter, youtube and imgur\nover h1s and h2. Needs root.\n\nflags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		return cli.Usagef("bench loader: unexpected argument %q", fs.Arg(0))
 	}
 	if err := cli.NeedRoot("bench loader"); err != nil {
 		return err
@@ -33,18 +22,10 @@ func runBenchLoader(args []string) error {
 	defer stop()
 	started := time.Now()
 	res, err := bench.Loader(ctx, bench.LoaderOptions{Quick: *quick, Progress: os.Stderr})
-	if errors.Is(err, trial.ErrInterrupted) {
-		return &cli.ExitError{Code: 130}
-	}
-	if err != nil {
-		return fmt.Errorf("bench loader: %w", err)
-	}
-	if *asJSON {
-		if err := printBenchJSON(res, started); err != nil {
-			return fmt.Errorf("bench loader: %w", err)
-		}
-		return nil
-	}
+	return benchOutcome(fs, res, err, started, *asJSON, func() { printLoaderResult(res) })
+}
+
+func printLoaderResult(res *bench.LoaderResult) {
 	fmt.Println("loader overhead, unimpaired path (profile native), one fetch process per load:")
 	for _, o := range res.Overhead {
 		fmt.Printf("  %-8s %-4s %3d loads (%d errors): PLT median %7.1f ms (min %.1f, max %.1f), CPU %6.1f ms/load median (mean %.1f); lateness p99 %.0f µs\n",
@@ -57,5 +38,4 @@ func runBenchLoader(args []string) error {
 	}
 	m := res.Machine
 	fmt.Printf("machine: %d CPUs, load %s → %s, other processes busy %.0f %% of the CPUs; %.0f s\n", m.CPUs, m.LoadBefore, m.LoadAfter, m.OtherBusyPct, res.DurationS)
-	return nil
 }

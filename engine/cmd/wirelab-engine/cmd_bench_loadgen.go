@@ -17,10 +17,7 @@ import (
 )
 
 func init() {
-	benchmarks["loadgen"] = struct {
-		summary string
-		run     func(args []string) error
-	}{"load generator: pages/s beside h2load on one server, 10 000 VUs with think time, bookkeeping cost", runBenchLoadgen}
+	benchmarks["loadgen"] = benchmark{"load generator: pages/s beside h2load on one server, 10 000 VUs with think time, bookkeeping cost", runBenchLoadgen}
 }
 
 func runBenchLoadgen(args []string) (rerr error) {
@@ -71,11 +68,8 @@ Figures and commands: docs/loadtest.md.
 flags:`)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		return cli.Usagef("bench loadgen: unexpected argument %q", fs.Arg(0))
 	}
 	var partList []string
 	for _, p := range strings.Split(*parts, ",") {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -11,23 +9,14 @@ import (
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/server/impl"
-	"github.com/wirelab/wirelab/engine/trial"
 )
 
 func runBenchServers(args []string) error {
-	fs := flag.NewFlagSet("bench servers", flag.ContinueOnError)
+	fs, asJSON := newBenchFlags("servers", "usage: wirelab-engine bench servers [--quick] [--servers builtin,apache,…] [--json]\n\nRuns one real trial per server under test, in turn, in one run: the imgur page (133 objects) over\nh1s and h2 on an unimpaired path (profile native), each server with its own stream limit. Prints\nper server and protocol the median PLT and the server's CPU per load (its control group: every\nprocess it forks), per request, and its peak memory. Needs root.\n\nflags:")
 	quick := fs.Bool("quick", false, "10 loads per protocol and server instead of 20")
 	only := fs.String("servers", "", "comma-separated implementations (default: every one installed)")
-	asJSON := fs.Bool("json", false, "print one JSON object on stdout (progress goes to stderr)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wirelab-engine bench servers [--quick] [--servers builtin,apache,…] [--json]\n\nRuns one real trial per server under test, in turn, in one run: the imgur page (133 objects) over\nh1s and h2 on an unimpaired path (profile native), each server with its own stream limit. Prints\nper server and protocol the median PLT and the server's CPU per load (its control group: every\nprocess it forks), per request, and its peak memory. Needs root.\n\nflags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		return cli.Usagef("bench servers: unexpected argument %q", fs.Arg(0))
 	}
 	var names []string
 	if *only != "" {
@@ -45,15 +34,10 @@ func runBenchServers(args []string) error {
 	defer stop()
 	started := time.Now()
 	res, err := bench.Servers(ctx, bench.ServersOptions{Quick: *quick, Servers: names, Progress: os.Stderr})
-	if errors.Is(err, trial.ErrInterrupted) {
-		return &cli.ExitError{Code: 130}
-	}
-	if err != nil {
-		return fmt.Errorf("bench servers: %w", err)
-	}
-	if *asJSON {
-		return printBenchJSON(res, started)
-	}
+	return benchOutcome(fs, res, err, started, *asJSON, func() { printServersResult(res) })
+}
+
+func printServersResult(res *bench.ServersResult) {
 	fmt.Printf("servers under test: %s over h1s and h2, network %s, one trial per server:\n", res.Page, res.Network)
 	fmt.Printf("  %-8s %-24s %-4s %6s %14s %16s %18s %14s\n", "server", "version", "", "loads", "PLT median ms", "server CPU ms", "CPU µs/request", "peak mem MB")
 	for _, r := range res.Rows {
@@ -62,5 +46,4 @@ func runBenchServers(args []string) error {
 	}
 	m := res.Machine
 	fmt.Printf("machine: %d CPUs, load %s → %s, other processes busy %.0f %% of the CPUs; %.0f s\n", m.CPUs, m.LoadBefore, m.LoadAfter, m.OtherBusyPct, res.DurationS)
-	return nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,10 +13,7 @@ import (
 )
 
 func init() {
-	benchmarks["visual"] = struct {
-		summary string
-		run     func(args []string) error
-	}{"the cost of Chromium's visual capture (wall time and PLT with and without screenshots); Speed Index vs Lighthouse's speedline", runBenchVisual}
+	benchmarks["visual"] = benchmark{"the cost of Chromium's visual capture (wall time and PLT with and without screenshots); Speed Index vs Lighthouse's speedline", runBenchVisual}
 }
 
 const benchVisualUsage = `usage: wirelab-engine bench visual [--pages twitter,youtube,paint:hero,paint:grid,paint:article] [--nets cable,lte] [--protos h1s,h2,h3]
@@ -41,11 +37,10 @@ traces with wirelab's time origin, and each load's Speed Index is printed beside
 with the error of the baseline, the first contentful paint taken as the Speed Index.
 Needs root and Chromium (and node for --speedline). docs/vitals.md has the figures.
 
-flags:
-`
+flags:`
 
 func runBenchVisual(args []string) error {
-	fs := flag.NewFlagSet("bench visual", flag.ContinueOnError)
+	fs, asJSON := newBenchFlags("visual", benchVisualUsage)
 	pages := fs.String("pages", "twitter,youtube,"+strings.Join(bench.PaintPages, ","), "pages (corpus names, "+strings.Join(bench.PaintPages, ", ")+", synthetic names or page files)")
 	nets := fs.String("nets", "cable,lte", "network profiles")
 	protos := fs.String("protos", "h1s,h2,h3", "protocols: h1s, h2, h3")
@@ -53,16 +48,8 @@ func runBenchVisual(args []string) error {
 	traces := fs.String("traces", "", "write one traced load per case to this directory (browse --visual-trace)")
 	speedline := fs.String("speedline", "", "run Lighthouse's speedline-core (this directory: scripts/speedline, npm ci done) on the traces")
 	node := fs.String("node", "node", "the node binary for --speedline")
-	asJSON := fs.Bool("json", false, "print one JSON object on stdout (progress goes to stderr)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), benchVisualUsage)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		return cli.Usagef("bench visual: unexpected argument %q", fs.Arg(0))
 	}
 	if *runs < 1 || *runs > 1000 {
 		return cli.Usagef("runs: got %d; must be 1–1000", *runs)
@@ -84,25 +71,15 @@ func runBenchVisual(args []string) error {
 	if err := checkOutputDir("--traces", *traces); err != nil {
 		return err
 	}
-	if err := cli.NeedRoot("bench visual"); err != nil {
-		return err
-	}
-	self, err := os.Executable()
+	self, err := benchEngine(fs)
 	if err != nil {
 		return err
 	}
 	started := time.Now()
 	res, err := bench.Visual(bench.VisualOptions{Pages: strings.Split(*pages, ","), Profiles: strings.Split(*nets, ","),
 		Protocols: protocols, Runs: *runs, TraceDir: *traces, Speedline: *speedline, Node: *node, Engine: self, Progress: os.Stderr})
-	if err != nil {
-		return fmt.Errorf("bench visual: %w", err)
-	}
-	if *asJSON {
-		if err := printBenchJSON(res, started); err != nil {
-			return fmt.Errorf("bench visual: %w", err)
-		}
-	} else {
-		printVisualResult(res, *speedline != "")
+	if err := benchOutcome(fs, res, err, started, *asJSON, func() { printVisualResult(res, *speedline != "") }); err != nil {
+		return err
 	}
 	errs := 0
 	for _, c := range res.Cases {

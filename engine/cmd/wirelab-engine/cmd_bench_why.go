@@ -1,35 +1,21 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/bench"
 	"github.com/wirelab/wirelab/engine/internal/cli"
-	"github.com/wirelab/wirelab/engine/trial"
 	"github.com/wirelab/wirelab/engine/why"
 )
 
 func init() {
-	benchmarks["why"] = struct {
-		summary string
-		run     func(args []string) error
-	}{"the decomposition of every corpus load over h1s, h2, h3 at clean, 1 % loss, 256 kbit/s: sums, unattributed share, cost", runBenchWhy}
+	benchmarks["why"] = benchmark{"the decomposition of every corpus load over h1s, h2, h3 at clean, 1 % loss, 256 kbit/s: sums, unattributed share, cost", runBenchWhy}
 }
 
 func runBenchWhy(args []string) error {
-	fs := flag.NewFlagSet("bench why", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "three pages (twitter, flags, youtube) instead of the whole corpus (about 5 minutes)")
-	asJSON := fs.Bool("json", false, "print one JSON object on stdout (progress goes to stderr)")
-	dump := fs.String("dump", "", "keep every load's decomposition input under `DIR` (wirelab-engine why FILE decomposes one again)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: wirelab-engine bench why [--quick] [--json] [--dump DIR]
+	fs, asJSON := newBenchFlags("why", `usage: wirelab-engine bench why [--quick] [--json] [--dump DIR]
 
 Loads every corpus page once over h1s, h2 and h3 at three network profiles — clean (rtt=100ms,
 bw=10mbit), 1 % loss (the same, loss=1%) and 256 kbit/s (rtt=100ms,bw=256kbit) — through real
@@ -39,31 +25,22 @@ part's share, and what the decompositions cost against the trials' wall time. Th
 about 20 minutes (the 256 kbit/s loads are most of it). Needs root.
 
 flags:`)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	quick := fs.Bool("quick", false, "three pages (twitter, flags, youtube) instead of the whole corpus (about 5 minutes)")
+	dump := fs.String("dump", "", "keep every load's decomposition input under `DIR` (wirelab-engine why FILE decomposes one again)")
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 {
-		return cli.Usagef("bench why: unexpected argument %q", fs.Arg(0))
+	if err := cli.NeedRoot("bench why"); err != nil {
+		return err
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("bench why: needs root (network namespaces and TUN devices)")
-	}
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := cli.RunContext()
 	defer stop()
 	started := time.Now()
 	res, err := bench.Why(ctx, bench.WhyOptions{Quick: *quick, Progress: os.Stderr, Dump: *dump})
-	if errors.Is(err, trial.ErrInterrupted) {
-		return &cli.ExitError{Code: 130}
-	}
-	if err != nil {
-		return fmt.Errorf("bench why: %w", err)
-	}
-	if *asJSON {
-		return printBenchJSON(res, started)
-	}
+	return benchOutcome(fs, res, err, started, *asJSON, func() { printWhyResult(res) })
+}
+
+func printWhyResult(res *bench.WhyResult) {
 	fmt.Println("decomposition of every load (docs/why.md): Σ why − tow_first_packet_ms, unattributed share of it (median / p95 / max), the largest parts")
 	for _, r := range res.Rows {
 		fmt.Printf("  %-8s %-4s %3d loads (%d errors): |Σ − tow| ≤ %.4f ms; unattributed %5.2f / %5.2f / %5.2f %%;", r.Profile, r.Protocol, r.Loads, r.Errors,
@@ -79,5 +56,4 @@ flags:`)
 	fmt.Printf("cost: %.1f ms decomposing in %.0f ms of trials: %.3f %% (slowest load %.2f ms)\n", res.DecomposeMs, res.TrialsWallMs, res.OverheadPct, res.DecomposeMsMax)
 	m := res.Machine
 	fmt.Printf("machine: %d CPUs, load %s → %s; %.0f s\n", m.CPUs, m.LoadBefore, m.LoadAfter, res.DurationS)
-	return nil
 }

@@ -55,11 +55,8 @@ func runDNS(ctx context.Context, args []string, stdout io.Writer) error {
 	httpsALPN := fs.String("https-alpn", "", "give every origin name an HTTPS record (RFC 9460) listing these comma-separated ALPN ids, e.g. h3,h2 (client.h3 = https-rr)")
 	admit := fs.String("admit", "", "with --forward: the policy of admissions: run or internet")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), dnsUsage); fs.PrintDefaults() }
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return helpOK(err)
-	}
-	if fs.NArg() != 0 {
-		return cli.Usagef("dns: unexpected argument %q", fs.Arg(0))
 	}
 	if *forward != "" {
 		if *origins != "" || *httpsALPN != "" {

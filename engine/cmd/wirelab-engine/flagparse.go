@@ -28,6 +28,18 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// parseNoArgs is parseFlags for a command that takes flags only: a positional argument is a
+// UsageError naming it.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return cli.Usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
 // helpOK turns errHelp into success.
 func helpOK(err error) error {
 	if errors.Is(err, errHelp) {
