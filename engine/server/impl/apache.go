@@ -1,10 +1,10 @@
 package impl
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -106,52 +106,33 @@ func resolveApache(k ApacheKnobs) ApacheKnobs {
 
 // Provision implements Server.
 func (a Apache) Provision(in *Provision) (*Launch, error) {
-	td, err := newTemplateData(in, "apache2")
+	var own, resolved ApacheKnobs // resolved: no 0 left (the package's defaults for the MPM)
+	td, conf, err := configure(in, "apache2", "apache.conf.tmpl", "apache2.conf", &own, func(td *TemplateData) any {
+		resolved = resolveApache(own)
+		return struct {
+			*TemplateData
+			Apache ApacheKnobs
+		}{td, resolved}
+	})
 	if err != nil {
 		return nil, err
 	}
-	var own ApacheKnobs
-	if err := decodeOwn(in.Server, &own); err != nil {
-		return nil, err
+	status := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(td.StatusPort))
+	l := td.launch(conf, []string{a.Support().Binary, "-f", conf, "-DFOREGROUND"}, []string{a.Support().Binary, "-t", "-f", conf},
+		syscall.SIGWINCH) // graceful-stop: finish what is in flight
+	l.Status = func(ctx context.Context, in *Instance) (map[string]float64, error) {
+		var topo *netns.Topology
+		if in != nil {
+			topo = in.Topology()
+		}
+		body, err := tcpGetIn(ctx, topo, status, "localhost", "/server-status?auto")
+		if err != nil {
+			return nil, err
+		}
+		return ParseServerStatus(string(body))
 	}
-	d := struct {
-		*TemplateData
-		Apache ApacheKnobs // resolved: no 0 left (the package's defaults for the MPM)
-	}{td, resolveApache(own)}
-	conf := filepath.Join(in.Dir, "apache2.conf")
-	if err := render(in, "apache.conf.tmpl", conf, d); err != nil {
-		return nil, err
-	}
-	mcs := in.Server.MaxConcurrentStreams
-	if mcs == 0 {
-		mcs = 100
-	}
-	status := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(d.StatusPort))
-	eff := map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": 0, "tls_version": in.Server.TLSVersion,
-		"session_resumption": in.Server.SessionResumption, "keep_alive": in.Server.KeepAlive, "push": in.Server.Push}
-	eff["apache"] = d.Apache
-	return &Launch{
-		Argv:        []string{a.Support().Binary, "-f", conf, "-DFOREGROUND"},
-		Test:        []string{a.Support().Binary, "-t", "-f", conf},
-		Ready:       ReadyProbe,
-		StopSignal:  syscall.SIGWINCH, // graceful-stop: finish what is in flight
-		Index:       d.Index,
-		AccessLog:   d.AccessLog,
-		parseAccess: parseTemplateAccess,
-		Config:      conf,
-		Status: func(ctx context.Context, in *Instance) (map[string]float64, error) {
-			var topo *netns.Topology
-			if in != nil {
-				topo = in.Topology()
-			}
-			body, err := tcpGetIn(ctx, topo, status, "localhost", "/server-status?auto")
-			if err != nil {
-				return nil, err
-			}
-			return ParseServerStatus(string(body))
-		},
-		Effective: eff,
-	}, nil
+	l.Effective = effective(in.Server, cmp.Or(in.Server.MaxConcurrentStreams, 100), map[string]any{"apache": resolved})
+	return l, nil
 }
 
 // scoreboardStates names the characters of mod_status's scoreboard.

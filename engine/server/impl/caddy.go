@@ -1,7 +1,6 @@
 package impl
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -73,46 +72,29 @@ func (Caddy) NewKnobs() any { return &CaddyKnobs{} }
 
 // Provision implements Server.
 func (c Caddy) Provision(in *Provision) (*Launch, error) {
-	td, err := newTemplateData(in, "caddy")
+	var own CaddyKnobs
+	td, conf, err := configure(in, "caddy", "caddy.json.tmpl", "caddy.json", &own, func(td *TemplateData) any {
+		return struct {
+			*TemplateData
+			Caddy CaddyKnobs
+		}{td, own}
+	})
 	if err != nil {
 		return nil, err
 	}
-	d := struct {
-		*TemplateData
-		Caddy CaddyKnobs
-	}{TemplateData: td}
-	if err := decodeOwn(in.Server, &d.Caddy); err != nil {
-		return nil, err
+	l := td.launch(conf, []string{c.Support().Binary, "run", "--config", conf},
+		[]string{c.Support().Binary, "validate", "--config", conf}, syscall.SIGINT) // Caddy's graceful stop
+	l.Env = []string{"HOME=" + in.RunDir, "XDG_DATA_HOME=" + filepath.Join(in.RunDir, "data"), "XDG_CONFIG_HOME=" + filepath.Join(in.RunDir, "config")}
+	if own.GOMAXPROCS > 0 {
+		l.Env = append(l.Env, "GOMAXPROCS="+strconv.Itoa(own.GOMAXPROCS))
 	}
-	conf := filepath.Join(in.Dir, "caddy.json")
-	if err := render(in, "caddy.json.tmpl", conf, d); err != nil {
-		return nil, err
-	}
-	env := []string{"HOME=" + in.RunDir, "XDG_DATA_HOME=" + filepath.Join(in.RunDir, "data"), "XDG_CONFIG_HOME=" + filepath.Join(in.RunDir, "config")}
-	if d.Caddy.GOMAXPROCS > 0 {
-		env = append(env, "GOMAXPROCS="+strconv.Itoa(d.Caddy.GOMAXPROCS))
-	}
-	return &Launch{
-		Argv:        []string{c.Support().Binary, "run", "--config", conf},
-		Env:         env,
-		Test:        []string{c.Support().Binary, "validate", "--config", conf},
-		Ready:       ReadyProbe,
-		StopSignal:  syscall.SIGINT, // Caddy's graceful stop
-		Index:       d.Index,
-		AccessLog:   d.AccessLog,
-		parseAccess: parseCaddyAccess,
-		Config:      conf,
-		Status: func(ctx context.Context, _ *Instance) (map[string]float64, error) {
-			body, err := unixGet(ctx, d.StatusSocket, "localhost", "/metrics")
-			if err != nil {
-				return nil, err
-			}
-			return ParsePrometheus(string(body), caddyMetrics)
-		},
-		Effective: map[string]any{"max_concurrent_streams": map[string]int{"h2": 250, "h3": 100}, "write_chunk_bytes": 0,
-			"tls_version": in.Server.TLSVersion, "session_resumption": in.Server.SessionResumption, "keep_alive": true, "push": "none",
-			"gomaxprocs": d.Caddy.GOMAXPROCS},
-	}, nil
+	l.parseAccess = parseCaddyAccess
+	l.Status = unixStatus(td.StatusSocket, "localhost", "/metrics", func(body []byte) (map[string]float64, error) {
+		return ParsePrometheus(string(body), caddyMetrics)
+	})
+	l.Effective = effective(in.Server, map[string]int{"h2": 250, "h3": 100},
+		map[string]any{"keep_alive": true, "push": "none", "gomaxprocs": own.GOMAXPROCS})
+	return l, nil
 }
 
 // caddyMetrics are the metrics of Caddy's endpoint kept as gauges (summed over their labels).

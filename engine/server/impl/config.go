@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -11,12 +12,14 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/template"
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/userpath"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
+	"github.com/wirelab/wirelab/engine/spec"
 )
 
 //go:embed templates/*.tmpl
@@ -66,6 +69,40 @@ type OriginData struct {
 	Host string // sN.wirelab.test
 	Addr string // its address
 	Root string // its document root (Tree.OriginRoot)
+}
+
+// configure writes a real server's configuration file in.Dir/file from templates/tmpl (or the
+// user's server.config): newTemplateData (name: the server's files' name), then the server's own
+// knobs, the spec's server.<impl>, decoded into own; data puts the two together as the template reads
+// them (the knobs under the server's name, above).
+func configure(in *Provision, name, tmpl, file string, own any, data func(*TemplateData) any) (td *TemplateData, conf string, err error) {
+	if td, err = newTemplateData(in, name); err != nil {
+		return nil, "", err
+	}
+	if err := decodeOwn(in.Server, own); err != nil {
+		return nil, "", err
+	}
+	conf = filepath.Join(in.Dir, file)
+	return td, conf, render(in, tmpl, conf, data(td))
+}
+
+// launch is how a server configured from a template (conf, written by configure) runs: argv, test
+// (its configuration check) and its graceful stop signal; ready when its ports answer; its index and
+// access log as the template names them, the log in the format of wirelab's templates.
+func (td *TemplateData) launch(conf string, argv, test []string, stop syscall.Signal) *Launch {
+	return &Launch{Argv: argv, Test: test, Ready: ReadyProbe, StopSignal: stop, Index: td.Index,
+		AccessLog: td.AccessLog, parseAccess: parseTemplateAccess, Config: conf}
+}
+
+// effective is the common knobs a real server runs with (Launch.Effective): mcs its
+// max_concurrent_streams (its own default resolved), write_chunk_bytes 0 (each sizes its own
+// writes), the others as the spec says — then own: the server's own knobs, and any common knob it
+// cannot set at the value it runs with.
+func effective(s spec.Server, mcs any, own map[string]any) map[string]any {
+	eff := map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": 0, "tls_version": s.TLSVersion,
+		"session_resumption": s.SessionResumption, "keep_alive": s.KeepAlive, "push": s.Push}
+	maps.Copy(eff, own)
+	return eff
 }
 
 // serverUser is the unprivileged user servers that start as root switch to.

@@ -1,9 +1,8 @@
 package impl
 
 import (
-	"context"
+	"cmp"
 	"encoding/json"
-	"path/filepath"
 	"syscall"
 
 	"github.com/wirelab/wirelab/engine/spec"
@@ -61,48 +60,23 @@ func (H2O) NewKnobs() any { return &H2OKnobs{} }
 
 // Provision implements Server.
 func (h H2O) Provision(in *Provision) (*Launch, error) {
-	td, err := newTemplateData(in, "h2o")
+	var own H2OKnobs
+	td, conf, err := configure(in, "h2o", "h2o.conf.tmpl", "h2o.conf", &own, func(td *TemplateData) any {
+		return struct {
+			*TemplateData
+			H2O H2OKnobs
+		}{td, own}
+	})
 	if err != nil {
 		return nil, err
 	}
-	d := struct {
-		*TemplateData
-		H2O H2OKnobs
-	}{TemplateData: td}
-	if err := decodeOwn(in.Server, &d.H2O); err != nil {
-		return nil, err
-	}
-	conf := filepath.Join(in.Dir, "h2o.conf")
-	if err := render(in, "h2o.conf.tmpl", conf, d); err != nil {
-		return nil, err
-	}
-	mcs := in.Server.MaxConcurrentStreams
-	if mcs == 0 {
-		mcs = 100
-	}
-	threads := d.H2O.NumThreads
-	if threads == 0 {
-		threads = d.CPUs
-	}
-	return &Launch{
-		Argv:        []string{h.Support().Binary, "-c", conf},
-		Test:        []string{h.Support().Binary, "-t", "-c", conf},
-		Ready:       ReadyProbe,
-		StopSignal:  syscall.SIGTERM, // h2o's graceful shutdown
-		Index:       d.Index,
-		AccessLog:   d.AccessLog,
-		parseAccess: parseTemplateAccess,
-		Config:      conf,
-		Status: func(ctx context.Context, _ *Instance) (map[string]float64, error) {
-			body, err := unixGet(ctx, d.StatusSocket, "status", "/status/json")
-			if err != nil {
-				return nil, err
-			}
-			return ParseH2OStatus(body)
-		},
-		Effective: map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": 0, "tls_version": in.Server.TLSVersion,
-			"session_resumption": in.Server.SessionResumption, "keep_alive": true, "push": "none", "num_threads": threads},
-	}, nil
+	threads := cmp.Or(own.NumThreads, td.CPUs)
+	l := td.launch(conf, []string{h.Support().Binary, "-c", conf}, []string{h.Support().Binary, "-t", "-c", conf},
+		syscall.SIGTERM) // h2o's graceful shutdown
+	l.Status = unixStatus(td.StatusSocket, "status", "/status/json", ParseH2OStatus)
+	l.Effective = effective(in.Server, cmp.Or(in.Server.MaxConcurrentStreams, 100),
+		map[string]any{"keep_alive": true, "push": "none", "num_threads": threads})
+	return l, nil
 }
 
 // ParseH2OStatus reads h2o's status JSON: connections, max connections, worker threads, and the

@@ -1,9 +1,8 @@
 package impl
 
 import (
-	"context"
+	"cmp"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,46 +64,26 @@ func (Nginx) NewKnobs() any { return &NginxKnobs{} }
 
 // Provision implements Server.
 func (n Nginx) Provision(in *Provision) (*Launch, error) {
-	td, err := newTemplateData(in, "nginx")
+	var own NginxKnobs
+	td, conf, err := configure(in, "nginx", "nginx.conf.tmpl", "nginx.conf", &own, func(td *TemplateData) any {
+		return struct {
+			*TemplateData
+			Nginx NginxKnobs
+		}{td, own}
+	})
 	if err != nil {
 		return nil, err
 	}
-	d := struct {
-		*TemplateData
-		Nginx NginxKnobs
-	}{TemplateData: td}
-	if err := decodeOwn(in.Server, &d.Nginx); err != nil {
-		return nil, err
-	}
-	conf := filepath.Join(in.Dir, "nginx.conf")
-	if err := render(in, "nginx.conf.tmpl", conf, d); err != nil {
-		return nil, err
-	}
-	mcs := in.Server.MaxConcurrentStreams
-	if mcs == 0 {
-		mcs = 128
-	}
-	return &Launch{
-		Argv:        []string{n.Support().Binary, "-c", conf, "-p", in.Dir, "-e", d.ErrorLog},
-		Test:        []string{n.Support().Binary, "-t", "-q", "-c", conf, "-p", in.Dir},
-		Ready:       ReadyProbe,
-		StopSignal:  syscall.SIGQUIT, // graceful: finish what is in flight, then exit
-		Index:       d.Index,
-		AccessLog:   d.AccessLog,
-		parseAccess: parseTemplateAccess,
-		Config:      conf,
-		Status: func(ctx context.Context, _ *Instance) (map[string]float64, error) {
-			body, err := unixGet(ctx, d.StatusSocket, "localhost", "/status")
-			if err != nil {
-				return nil, err
-			}
-			return ParseStubStatus(string(body))
-		},
-		Effective: map[string]any{"max_concurrent_streams": mcs, "write_chunk_bytes": 0, "tls_version": in.Server.TLSVersion,
-			"session_resumption": in.Server.SessionResumption, "keep_alive": in.Server.KeepAlive, "push": in.Server.Push,
-			"worker_processes": d.Nginx.WorkerProcesses, "worker_connections": d.Nginx.WorkerConnections,
-			"keepalive_requests": d.Nginx.KeepaliveRequests},
-	}, nil
+	l := td.launch(conf, []string{n.Support().Binary, "-c", conf, "-p", in.Dir, "-e", td.ErrorLog},
+		[]string{n.Support().Binary, "-t", "-q", "-c", conf, "-p", in.Dir},
+		syscall.SIGQUIT) // graceful: finish what is in flight, then exit
+	l.Status = unixStatus(td.StatusSocket, "localhost", "/status", func(body []byte) (map[string]float64, error) {
+		return ParseStubStatus(string(body))
+	})
+	l.Effective = effective(in.Server, cmp.Or(in.Server.MaxConcurrentStreams, 128), map[string]any{
+		"worker_processes": own.WorkerProcesses, "worker_connections": own.WorkerConnections,
+		"keepalive_requests": own.KeepaliveRequests})
+	return l, nil
 }
 
 // ParseStubStatus reads nginx's stub_status page:

@@ -227,6 +227,17 @@ func unixGet(ctx context.Context, socket, host, path string) ([]byte, error) {
 	return httpGet(ctx, conn, host, path)
 }
 
+// unixStatus is a Launch.Status that reads a status endpoint on a unix socket with parse.
+func unixStatus(socket, host, path string, parse func([]byte) (map[string]float64, error)) func(context.Context, *Instance) (map[string]float64, error) {
+	return func(ctx context.Context, _ *Instance) (map[string]float64, error) {
+		body, err := unixGet(ctx, socket, host, path)
+		if err != nil {
+			return nil, err
+		}
+		return parse(body)
+	}
+}
+
 // tcpGetIn makes a plain HTTP/1.1 GET to an address inside the server namespace.
 func tcpGetIn(ctx context.Context, topo *netns.Topology, to netip.AddrPort, host, path string) ([]byte, error) {
 	conn, err := dialIn(ctx, topo, "tcp", to)
