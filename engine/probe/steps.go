@@ -153,12 +153,13 @@ func contains(list []string, s string) bool {
 }
 
 // step begins a step: the host's rate, then a context bounded by the step timeout.
-func (p *siteProbe) step(ctx context.Context) (context.Context, context.CancelFunc, error) {
+func (p *siteProbe) step(ctx context.Context, r *ProtocolResult) (context.Context, context.CancelFunc, bool) {
 	if err := p.pacer.wait(ctx, p.site.Host); err != nil {
-		return nil, nil, err
+		fail(ctx, r, "wait", err)
+		return nil, nil, false
 	}
 	sctx, cancel := context.WithTimeoutCause(ctx, p.cfg.Timeout, fmt.Errorf("timeout after %s", p.cfg.Timeout))
-	return sctx, cancel, nil
+	return sctx, cancel, true
 }
 
 // fail records a step's error, preferring the context's cause (a timeout) to what it caused.
@@ -227,39 +228,48 @@ func verify(cs tls.ConnectionState, roots *x509.CertPool, host string) string {
 // tlsStep connects, offers alpn and, for a protocol the probe speaks, sends the request over the
 // negotiated protocol. It returns the negotiated ALPN ("" none; "-" no handshake).
 func (p *siteProbe) tlsStep(ctx context.Context, alpn []string, r *ProtocolResult) string {
-	sctx, cancel, err := p.step(ctx)
-	if err != nil {
-		fail(ctx, r, "wait", err)
-		return "-"
+	negotiated := "-"
+	p.tcpStep(ctx, r, p.tlsPort(), func(sctx context.Context, raw net.Conn) {
+		tc := tls.Client(raw, p.tlsConfig(r, alpn))
+		start := time.Now()
+		if err := tc.HandshakeContext(sctx); err != nil {
+			fail(sctx, r, "tls", err)
+			return
+		}
+		r.HandshakeMS = ms(time.Since(start))
+		cs := tc.ConnectionState()
+		r.ALPN, r.TLSVersion = cs.NegotiatedProtocol, tlsVersion(cs.Version)
+		negotiated = cs.NegotiatedProtocol
+		switch {
+		case cs.NegotiatedProtocol == "h2" && contains(alpn, "h2"):
+			p.h2Request(sctx, tc, r)
+		case cs.NegotiatedProtocol == spdy.NextProtoTLS:
+			r.announce(ByALPN)
+			p.spdyRequest(sctx, tc, r)
+		case cs.NegotiatedProtocol == "http/1.1" || (cs.NegotiatedProtocol == "" && contains(alpn, "http/1.1")):
+			if cs.NegotiatedProtocol == "http/1.1" && len(alpn) == 1 {
+				r.announce(ByALPN)
+			}
+			p.h1Request(sctx, tc, r)
+		}
+	})
+	return negotiated
+}
+
+// tcpStep is a step over a TCP connection to port (paced, with its own timeout): do runs with the
+// step's context on the connection, closed after it. A failure to wait or connect is r's error.
+func (p *siteProbe) tcpStep(ctx context.Context, r *ProtocolResult, port int, do func(ctx context.Context, c net.Conn)) {
+	sctx, cancel, ok := p.step(ctx, r)
+	if !ok {
+		return
 	}
 	defer cancel()
-	raw, err := p.dialTCP(sctx, r, p.tlsPort())
+	c, err := p.dialTCP(sctx, r, port)
 	if err != nil {
-		return "-"
+		return
 	}
-	defer raw.Close()
-	tc := tls.Client(raw, p.tlsConfig(r, alpn))
-	start := time.Now()
-	if err := tc.HandshakeContext(sctx); err != nil {
-		fail(sctx, r, "tls", err)
-		return "-"
-	}
-	r.HandshakeMS = ms(time.Since(start))
-	cs := tc.ConnectionState()
-	r.ALPN, r.TLSVersion = cs.NegotiatedProtocol, tlsVersion(cs.Version)
-	switch {
-	case cs.NegotiatedProtocol == "h2" && contains(alpn, "h2"):
-		p.h2Request(sctx, tc, r)
-	case cs.NegotiatedProtocol == spdy.NextProtoTLS:
-		r.announce(ByALPN)
-		p.spdyRequest(sctx, tc, r)
-	case cs.NegotiatedProtocol == "http/1.1" || (cs.NegotiatedProtocol == "" && contains(alpn, "http/1.1")):
-		if cs.NegotiatedProtocol == "http/1.1" && len(alpn) == 1 {
-			r.announce(ByALPN)
-		}
-		p.h1Request(sctx, tc, r)
-	}
-	return cs.NegotiatedProtocol
+	defer c.Close()
+	do(sctx, c)
 }
 
 // moveTLSResult gives h1s the first TLS step's connection facts and response (the server chose
@@ -338,14 +348,7 @@ func (p *siteProbe) h2Request(ctx context.Context, tc *tls.Conn, r *ProtocolResu
 		return
 	}
 	defer cc.Close()
-	sent := time.Now()
-	resp, err := cc.RoundTrip(p.newRequest(ctx, "https"))
-	if err != nil {
-		fail(ctx, r, "h2 request", err)
-		return
-	}
-	resp.Body.Close()
-	p.answered(r, resp, sent)
+	p.roundTrip(ctx, r, "h2", cc)
 }
 
 func (p *siteProbe) spdyRequest(ctx context.Context, tc *tls.Conn, r *ProtocolResult) {
@@ -355,10 +358,18 @@ func (p *siteProbe) spdyRequest(ctx context.Context, tc *tls.Conn, r *ProtocolRe
 		return
 	}
 	defer cc.Close()
+	p.roundTrip(ctx, r, "spdy", cc)
+}
+
+// roundTrip sends one GET over a client connection of a multiplexed protocol (what: its name in
+// errors) and records the response's headers.
+func (p *siteProbe) roundTrip(ctx context.Context, r *ProtocolResult, what string, cc interface {
+	RoundTrip(*http.Request) (*http.Response, error)
+}) {
 	sent := time.Now()
 	resp, err := cc.RoundTrip(p.newRequest(ctx, "https"))
 	if err != nil {
-		fail(ctx, r, "spdy request", err)
+		fail(ctx, r, what+" request", err)
 		return
 	}
 	resp.Body.Close()
@@ -367,34 +378,16 @@ func (p *siteProbe) spdyRequest(ctx context.Context, tc *tls.Conn, r *ProtocolRe
 
 // h1Step: one HTTP/1.1 GET on the cleartext port.
 func (p *siteProbe) h1Step(ctx context.Context, r *ProtocolResult) {
-	sctx, cancel, err := p.step(ctx)
-	if err != nil {
-		fail(ctx, r, "wait", err)
-		return
-	}
-	defer cancel()
-	c, err := p.dialTCP(sctx, r, p.httpPort())
-	if err != nil {
-		return
-	}
-	defer c.Close()
-	p.h1Request(sctx, c, r)
+	p.tcpStep(ctx, r, p.httpPort(), func(sctx context.Context, c net.Conn) { p.h1Request(sctx, c, r) })
 }
 
 // h2cStep asks the cleartext port to upgrade to h2c (RFC 7540 §3.2). 101 announces h2c; the
 // response that then arrives on stream 1 serves it.
 func (p *siteProbe) h2cStep(ctx context.Context, r *ProtocolResult) {
-	sctx, cancel, err := p.step(ctx)
-	if err != nil {
-		fail(ctx, r, "wait", err)
-		return
-	}
-	defer cancel()
-	c, err := p.dialTCP(sctx, r, p.httpPort())
-	if err != nil {
-		return
-	}
-	defer c.Close()
+	p.tcpStep(ctx, r, p.httpPort(), func(sctx context.Context, c net.Conn) { p.h2cUpgrade(sctx, c, r) })
+}
+
+func (p *siteProbe) h2cUpgrade(sctx context.Context, c net.Conn, r *ProtocolResult) {
 	req := p.newRequest(sctx, "http")
 	req.Header.Set("Connection", "Upgrade, HTTP2-Settings")
 	req.Header.Set("Upgrade", "h2c")
@@ -456,20 +449,16 @@ func readUpgradedResponse(c net.Conn, br *bufio.Reader, r *ProtocolResult) error
 			if f.StreamID == 1 {
 				return fmt.Errorf("RST_STREAM %v", f.ErrCode)
 			}
-		case *http2.HeadersFrame:
-			if f.StreamID != 1 {
+		case *http2.HeadersFrame, *http2.ContinuationFrame: // the header block and its continuations
+			if f.Header().StreamID != 1 {
 				continue
 			}
-			block = append(block, f.HeaderBlockFragment()...)
-			if f.HeadersEnded() {
-				return decodeStatus(block, r)
-			}
-		case *http2.ContinuationFrame:
-			if f.StreamID != 1 {
-				continue
-			}
-			block = append(block, f.HeaderBlockFragment()...)
-			if f.HeadersEnded() {
+			hf := f.(interface {
+				HeaderBlockFragment() []byte
+				HeadersEnded() bool
+			})
+			block = append(block, hf.HeaderBlockFragment()...)
+			if hf.HeadersEnded() {
 				return decodeStatus(block, r)
 			}
 		}
@@ -497,9 +486,8 @@ func decodeStatus(block []byte, r *ProtocolResult) error {
 
 // h3Step: a QUIC handshake offering h3, then one HTTP/3 GET.
 func (p *siteProbe) h3Step(ctx context.Context, r *ProtocolResult) {
-	sctx, cancel, err := p.step(ctx)
-	if err != nil {
-		fail(ctx, r, "wait", err)
+	sctx, cancel, ok := p.step(ctx, r)
+	if !ok {
 		return
 	}
 	defer cancel()
@@ -526,13 +514,5 @@ func (p *siteProbe) h3Step(ctx context.Context, r *ProtocolResult) {
 	r.HandshakeMS = ms(time.Since(start))
 	st := qc.ConnectionState().TLS
 	r.ALPN, r.TLSVersion = st.NegotiatedProtocol, tlsVersion(st.Version)
-	cc := (&http3.Transport{}).NewClientConn(qc)
-	sent := time.Now()
-	resp, err := cc.RoundTrip(p.newRequest(sctx, "https"))
-	if err != nil {
-		fail(sctx, r, "h3 request", err)
-		return
-	}
-	resp.Body.Close()
-	p.answered(r, resp, sent)
+	p.roundTrip(sctx, r, "h3", (&http3.Transport{}).NewClientConn(qc))
 }
