@@ -323,7 +323,7 @@ func (r *recorder) fill(res *Result, checkHost func(host string) error) {
 			res.Objects++
 		}
 		res.BodyBytes += e.BodyBytes
-		addPhases(&res.Phases, e.Timings)
+		res.Phases.Add(e.Timings)
 		if e.Connection != "" && e.Connection != "0" && !conns[e.Connection] {
 			conns[e.Connection] = true
 			res.Connections++

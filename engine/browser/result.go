@@ -409,15 +409,3 @@ func statusText(e Entry) string {
 	}
 	return http.StatusText(e.Status)
 }
-
-// addPhases sums t into p (HAR semantics: -1 values are skipped).
-func addPhases(p *client.Phases, t client.Timings) {
-	pos := func(v float64) float64 { return max(v, 0) }
-	p.DNS += pos(t.DNS)
-	p.Connect += pos(t.Connect)
-	p.SSL += pos(t.SSL)
-	p.Send += pos(t.Send)
-	p.Wait += pos(t.Wait)
-	p.Receive += pos(t.Receive)
-	p.Blocked += pos(t.Blocked)
-}

@@ -338,7 +338,7 @@ func (l *Loader) summarise(res *Result, s *session, all []*request) {
 		}
 		res.BodyBytes += r.bodyBytes
 		res.Retries += r.retries
-		res.Phases.add(e.Timings)
+		res.Phases.Add(e.Timings)
 	}
 	if first != unset {
 		res.PLT = last - first

@@ -7,31 +7,8 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/seam"
 )
 
-// Timings are one request's phases in milliseconds with HAR 1.2 semantics; docs/metrics.md
-// ("Loader timings") defines each boundary. -1 means the phase does not apply (blocked never is;
-// dns, connect and ssl are -1 except on the request that opened its connection; ssl is -1 without
-// TLS). As in HAR, connect includes ssl. Phases are contiguous, so their sum (ssl not counted
-// twice) is the entry's Time.
-type Timings struct {
-	Blocked float64 `json:"blocked"`
-	DNS     float64 `json:"dns"`
-	Connect float64 `json:"connect"`
-	SSL     float64 `json:"ssl"`
-	Send    float64 `json:"send"`
-	Wait    float64 `json:"wait"`
-	Receive float64 `json:"receive"`
-}
-
-// Total is the HAR entry time: the sum of the phases that apply, ssl excluded (it is inside connect).
-func (t Timings) Total() float64 {
-	sum := 0.0
-	for _, v := range []float64{t.Blocked, t.DNS, t.Connect, t.Send, t.Wait, t.Receive} {
-		if v > 0 {
-			sum += v
-		}
-	}
-	return sum
-}
+// Timings are one request's phases (seam.Timings: the loaders' one declaration).
+type Timings = seam.Timings
 
 // Entry is one requested object.
 type Entry struct {
@@ -102,27 +79,8 @@ type Conn struct {
 	arrivals [][4]int64 // h3: STREAM frames received (stream, session ns, offset, length)
 }
 
-// Phases are the per-phase sums over entries, in ms (HAR semantics: -1 values are skipped; connect includes ssl).
-type Phases struct {
-	DNS     float64 `json:"dns"`
-	Connect float64 `json:"connect"`
-	SSL     float64 `json:"ssl"`
-	Send    float64 `json:"send"`
-	Wait    float64 `json:"wait"`
-	Receive float64 `json:"receive"`
-	Blocked float64 `json:"blocked"`
-}
-
-func (p *Phases) add(t Timings) {
-	pos := func(v float64) float64 { return max(v, 0) }
-	p.DNS += pos(t.DNS)
-	p.Connect += pos(t.Connect)
-	p.SSL += pos(t.SSL)
-	p.Send += pos(t.Send)
-	p.Wait += pos(t.Wait)
-	p.Receive += pos(t.Receive)
-	p.Blocked += pos(t.Blocked)
-}
+// Phases are the per-phase sums over entries (seam.Phases).
+type Phases = seam.Phases
 
 // Result is one page load.
 type Result struct {

@@ -27,14 +27,7 @@ type Record struct {
 	Retransmissions  int64   `json:"retransmissions"`
 	DropsQueue       int64   `json:"drops_queue"`
 	DropsLoss        int64   `json:"drops_loss"`
-	Connections      int64   `json:"connections"`
-	TLSHandshakes    int64   `json:"tls_handshakes"`
-	TLSResumed       int64   `json:"tls_resumed"`
-	Objects          int64   `json:"objects"`
-	BodyBytes        int64   `json:"body_bytes"`
-	PushedBytes      int64   `json:"pushed_bytes"`
-	PushesUsed       int64   `json:"pushes_used"`
-	PushesUnused     int64   `json:"pushes_unused"`
+	seam.LoaderCounts
 	// QUIC0RTTPackets counts the client's UDP datagrams in the load's window that carry a QUIC
 	// 0-RTT packet (first or coalesced; pktlog.QUICPackets): early data seen on the wire, beside
 	// the loader's own client.zero_rtt_connections. 0 for TCP protocols.
@@ -146,9 +139,7 @@ func BuildRecord(trialID string, l Load, started time.Time, f *FetchResult, w pk
 			started = f.StartedAt
 		}
 		r.PltMs = round3(f.PltMs)
-		r.Connections, r.TLSHandshakes, r.TLSResumed = f.Connections, f.TLSHandshakes, f.TLSResumed
-		r.Objects, r.BodyBytes = f.Objects, f.BodyBytes
-		r.PushedBytes, r.PushesUsed, r.PushesUnused = f.PushedBytes, f.PushesUsed, f.PushesUnused
+		r.LoaderCounts = f.LoaderCounts
 		r.Phases = rounded(f.Phases)
 		if f.View != "" {
 			r.View = f.View

@@ -14,18 +14,11 @@ import (
 // (the engine loader's url, mode, dns_queries, retries, priority …; Chromium's impl, version,
 // on_load_ms …) — in Client, which becomes the record's "client" object as it is.
 type LoaderResult struct {
-	Protocol      string    `json:"protocol"`
-	StartedAt     time.Time `json:"started_at"`
-	PltMs         float64   `json:"plt_ms"`
-	Connections   int64     `json:"connections"`
-	TLSHandshakes int64     `json:"tls_handshakes"`
-	TLSResumed    int64     `json:"tls_resumed"`
-	Objects       int64     `json:"objects"`
-	BodyBytes     int64     `json:"body_bytes"`
-	PushedBytes   int64     `json:"pushed_bytes"`
-	PushesUsed    int64     `json:"pushes_used"`
-	PushesUnused  int64     `json:"pushes_unused"`
-	Phases        Phases    `json:"phases_ms"`
+	Protocol  string    `json:"protocol"`
+	StartedAt time.Time `json:"started_at"`
+	PltMs     float64   `json:"plt_ms"`
+	LoaderCounts
+	Phases Phases `json:"phases_ms"`
 	// QUICPacketsLost is the packets the client's QUIC stack declared lost (h3), when reported;
 	// QUICLoss its loss recovery by kind (engine/internal/quicloss), nil when not reported.
 	QUICPacketsLost int64 `json:"quic_packets_lost"`
@@ -46,6 +39,19 @@ type LoaderResult struct {
 	Timeline *Timeline `json:"timeline,omitempty"`
 }
 
+// LoaderCounts are the load record's counts a loader reports (LoaderResult's, the record's: this one
+// declaration embedded in each).
+type LoaderCounts struct {
+	Connections   int64 `json:"connections"`
+	TLSHandshakes int64 `json:"tls_handshakes"`
+	TLSResumed    int64 `json:"tls_resumed"`
+	Objects       int64 `json:"objects"`
+	BodyBytes     int64 `json:"body_bytes"`
+	PushedBytes   int64 `json:"pushed_bytes"`
+	PushesUsed    int64 `json:"pushes_used"`
+	PushesUnused  int64 `json:"pushes_unused"`
+}
+
 // VisualMetrics are a Chromium load's visual metrics (docs/vitals.md), as browse's summary, the
 // loader's result and the load record name them (each embeds this one declaration); nil when not
 // measured (and left out of the JSON: the engine's loader prints none).
@@ -60,15 +66,46 @@ type VisualMetrics struct {
 	VisualProgress     [][2]float64 `json:"visual_progress,omitempty"` // [t_ms, percent] per frame that changed
 }
 
-// Phases are the HAR phases summed over a load's objects, in ms.
-type Phases struct {
+// Timings are one request's phases in milliseconds with HAR 1.2 semantics, as both loaders
+// report them; docs/metrics.md ("Loader timings") defines each boundary. -1 means the phase does
+// not apply (blocked never is; dns, connect and ssl are -1 except on the request that opened its
+// connection; ssl is -1 without TLS). As in HAR, connect includes ssl. Phases are contiguous, so
+// their sum (ssl not counted twice) is the entry's time.
+type Timings struct {
+	Blocked float64 `json:"blocked"`
 	DNS     float64 `json:"dns"`
 	Connect float64 `json:"connect"`
 	SSL     float64 `json:"ssl"`
 	Send    float64 `json:"send"`
 	Wait    float64 `json:"wait"`
 	Receive float64 `json:"receive"`
-	Blocked float64 `json:"blocked"`
+}
+
+// Total is the HAR entry time: the sum of the phases that apply, ssl excluded (it is inside connect).
+func (t Timings) Total() float64 {
+	sum := 0.0
+	for _, v := range []float64{t.Blocked, t.DNS, t.Connect, t.Send, t.Wait, t.Receive} {
+		if v > 0 {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// Phases are the HAR phases summed over a load's objects, in ms: Timings' fields, a phase that
+// did not apply (-1) adding nothing; connect includes ssl.
+type Phases Timings
+
+// Add adds a request's timings to the sums.
+func (p *Phases) Add(t Timings) {
+	pos := func(v float64) float64 { return max(v, 0) }
+	p.Blocked += pos(t.Blocked)
+	p.DNS += pos(t.DNS)
+	p.Connect += pos(t.Connect)
+	p.SSL += pos(t.SSL)
+	p.Send += pos(t.Send)
+	p.Wait += pos(t.Wait)
+	p.Receive += pos(t.Receive)
 }
 
 // resultFields are LoaderResult's own JSON names (from its struct tags: declared once, above).
