@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"maps"
 	"math"
 	"slices"
@@ -127,25 +128,38 @@ func Decode(field string, data []byte) (any, error) {
 // value that would become ±Inf is bad input, named by its path (the first in key order, so the same
 // input always gets the same message). root is the whole value, for the path's rendering.
 func finite(root, v any, path []string) error {
-	switch x := v.(type) {
-	case json.Number:
+	if x, ok := v.(json.Number); ok {
 		if f, err := strconv.ParseFloat(x.String(), 64); err != nil || math.IsInf(f, 0) {
 			return &fielderr.Error{Field: fieldPath(root, path), Value: fielderr.Cut(x.String()), Allowed: "must be a finite number"}
 		}
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			if err := finite(root, x[k], append(path[:len(path):len(path)], k)); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for i, e := range x {
-			if err := finite(root, e, append(path[:len(path):len(path)], strconv.Itoa(i))); err != nil {
-				return err
-			}
+	}
+	for step, e := range members(v) {
+		if err := finite(root, e, append(path[:len(path):len(path)], step)); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// members are a JSON value's members with their path steps: an object's in key order, an array's
+// by index; none for any other value.
+func members(v any) iter.Seq2[string, any] {
+	return func(yield func(string, any) bool) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				if !yield(k, x[k]) {
+					return
+				}
+			}
+		case []any:
+			for i, e := range x {
+				if !yield(strconv.Itoa(i), e) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // Validate checks a decoded value (Decode's form, or any JSON-shaped Go value) against the named
@@ -188,18 +202,11 @@ func normalise(v any) (any, error) {
 }
 
 func isJSONModel(v any) bool {
-	switch x := v.(type) {
+	switch v.(type) {
 	case nil, bool, string, json.Number:
 		return true
-	case map[string]any:
-		for _, e := range x {
-			if !isJSONModel(e) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		for _, e := range x {
+	case map[string]any, []any:
+		for _, e := range members(v) {
 			if !isJSONModel(e) {
 				return false
 			}
@@ -338,11 +345,7 @@ func deepCopy(v any) any {
 // schema's root, merged with the schemas it refers to: what a field's type, range, default and
 // annotations are.
 func Property(name string, path ...string) (map[string]any, error) {
-	c, err := load()
-	if err != nil {
-		return nil, err
-	}
-	id, node, err := c.locate(name, path)
+	c, id, node, err := locate(name, path)
 	if err != nil {
 		return nil, err
 	}
@@ -351,15 +354,20 @@ func Property(name string, path ...string) (map[string]any, error) {
 
 // Properties lists the property names of the object at path (sorted).
 func Properties(name string, path ...string) ([]string, error) {
-	c, err := load()
-	if err != nil {
-		return nil, err
-	}
-	id, node, err := c.locate(name, path)
+	c, id, node, err := locate(name, path)
 	if err != nil {
 		return nil, err
 	}
 	return c.propertyNames(id, node), nil
+}
+
+// locate loads the contract and finds the schema node at path below the named schema's root.
+func locate(name string, path []string) (c *compiled, id string, node any, err error) {
+	if c, err = load(); err != nil {
+		return nil, "", nil, err
+	}
+	id, node, err = c.locate(name, path)
+	return c, id, node, err
 }
 
 func (c *compiled) locate(name string, path []string) (string, any, error) {
