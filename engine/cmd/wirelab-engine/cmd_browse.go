@@ -11,14 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/wirelab/wirelab/engine/browser"
 	"github.com/wirelab/wirelab/engine/client"
-	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/seam"
-	"github.com/wirelab/wirelab/engine/internal/version"
 )
 
 const browseUsage = `usage: wirelab-engine browse URL --proto P [flags]
@@ -104,10 +101,8 @@ func runBrowse(args []string, stdout io.Writer) error {
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
-	if ba.har != "" {
-		if err := writeBrowserHAR(ba.har, res); err != nil {
-			return err
-		}
+	if err := writeHAR(ba.har, res); err != nil {
+		return err
 	}
 	if ba.frames != "" {
 		if err := writeFrames(ba.frames, res.Visual.Frames); err != nil {
@@ -136,16 +131,22 @@ func runBrowse(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func writeBrowserHAR(path string, res *browser.Result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--har: %w", err)
+
+// spkiHashes are the certificates Chromium accepts without a known root: --spki's hashes and
+// those of --cert's PEM file (nil when neither is given).
+func spkiHashes(spki, certFile string) ([]string, error) {
+	var hashes []string
+	if spki != "" {
+		hashes = strings.Split(spki, ",")
 	}
-	if err := har.Write(f, res.HAR(version.String())); err != nil {
-		f.Close()
-		return fmt.Errorf("--har %s: %w", path, err)
+	if certFile != "" {
+		h, err := browser.SPKIHashesFromPEMFile(certFile)
+		if err != nil {
+			return nil, certError(certFile, err)
+		}
+		hashes = append(hashes, h...)
 	}
-	return f.Close()
+	return hashes, nil
 }
 
 // writeVisualTrace writes the load's visual trace events as a Chrome trace (--visual-trace), with
@@ -189,25 +190,11 @@ func parseBrowseArgs(args []string) (*browseArgs, error) {
 	sb.Bind(fs)
 	proto, dnsAddr, resolve, spki, certFile := &sb.Proto, &sb.DNS, &sb.Resolve, &sb.SPKI, &sb.Cert
 	asJSON, harFile, chromium, chromiumLog := &sb.JSON, &sb.HAR, &sb.Chromium, &sb.ChromiumLog
-	var positional []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, cli.Usagef("browse: %v (wirelab-engine browse -h lists the flags)", err)
-		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		positional = append(positional, rest[0])
-		rest = rest[1:]
+	target, err := parseOneURL(fs, args)
+	if err != nil {
+		return nil, err
 	}
-	if len(positional) != 1 {
-		return nil, cli.Usagef("browse: want exactly one URL, got %d arguments (%s)", len(positional), strings.Join(positional, " "))
-	}
-	ba := &browseArgs{url: positional[0], json: *asJSON, har: *harFile, frames: sb.Frames, trace: sb.VisualTrace}
+	ba := &browseArgs{url: target, json: *asJSON, har: *harFile, frames: sb.Frames, trace: sb.VisualTrace}
 	if err := checkOutput("--har", ba.har); err != nil {
 		return nil, err
 	}
@@ -227,33 +214,18 @@ func parseBrowseArgs(args []string) (*browseArgs, error) {
 	if *chromiumLog {
 		cfg.Stderr = func(line string) { fmt.Fprintln(os.Stderr, "chromium: "+line) }
 	}
-	switch {
-	case *dnsAddr != "" && *resolve != "":
-		return nil, cli.Usagef("--dns and --resolve: choose one")
-	case *dnsAddr != "":
-		server, err := dnsServerAddr(*dnsAddr)
-		if err != nil {
-			return nil, cli.Usagef("--dns %s: %v", *dnsAddr, err)
-		}
+	server, static, err := parseResolution(*dnsAddr, *resolve)
+	if err != nil {
+		return nil, err
+	}
+	if server.IsValid() {
 		if err := browser.CheckResolvConf("/etc/resolv.conf", server.Addr()); err != nil {
 			return nil, cli.Usagef("--dns %s: %v", *dnsAddr, err)
 		}
-	case *resolve != "":
-		r, err := client.ParseStaticResolver(*resolve)
-		if err != nil {
-			return nil, cli.Usagef("--resolve %s: %v; want name=ip,name=ip", *resolve, err)
-		}
-		cfg.Resolve = r
 	}
-	if *spki != "" {
-		cfg.SPKIHashes = strings.Split(*spki, ",")
-	}
-	if *certFile != "" {
-		hashes, err := browser.SPKIHashesFromPEMFile(*certFile)
-		if err != nil {
-			return nil, certError(*certFile, err)
-		}
-		cfg.SPKIHashes = append(cfg.SPKIHashes, hashes...)
+	cfg.Resolve = static
+	if cfg.SPKIHashes, err = spkiHashes(*spki, *certFile); err != nil {
+		return nil, err
 	}
 	cfg.Internet = sb.AllowInternet
 	cfg.View, cfg.H3, cfg.QUICHosts, cfg.CPUSlowdown = browser.View(sb.View), browser.H3Mode(sb.H3), sb.QUICHosts, sb.CPUSlowdown
@@ -277,12 +249,7 @@ func parseBrowseArgs(args []string) (*browseArgs, error) {
 
 func printBrowseResult(w io.Writer, res *browser.Result) {
 	s := res.Summary()
-	f := func(v float64) string {
-		if v < 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.1f", v)
-	}
+	f := msOrDash
 	fmt.Fprintf(w, "%s chromium %s (%s view): plt %.1f ms, onload %s ms, fcp %s ms, %d objects, %d body bytes, %d connections, %d TLS handshakes\n",
 		s.Protocol, s.URL, s.View, s.PLTms, f(res.OnLoadMS), f(res.FirstContentfulPaintMS), s.Objects, s.BodyBytes, s.Connections, s.TLSHandshakes)
 	p := func(v *float64) string {
@@ -307,20 +274,10 @@ func printBrowseResult(w io.Writer, res *browser.Result) {
 		p(s.LCPMs), lcpOf, cls, p(s.SpeedIndexMs), p(s.VisuallyCompleteMs), len(s.VisualProgress))
 	fmt.Fprintf(w, "phases (ms, summed): blocked %.1f dns %.1f connect %.1f ssl %.1f send %.1f wait %.1f receive %.1f\n",
 		s.Phases.Blocked, s.Phases.DNS, s.Phases.Connect, s.Phases.SSL, s.Phases.Send, s.Phases.Wait, s.Phases.Receive)
-	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "start\tblocked\tdns\tconnect\tssl\tsend\twait\treceive\tconn\tproto\tprio\tstatus\tbytes\t url")
-	for _, e := range res.Entries {
-		t := e.Timings
-		line := fmt.Sprintf("%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t %s",
-			e.StartMS, f(t.Blocked), f(t.DNS), f(t.Connect), f(t.SSL), f(t.Send), f(t.Wait), f(t.Receive),
-			e.Connection, e.Protocol, e.Priority, e.Status, e.BodyBytes, e.URL)
-		if e.Error != "" {
-			line += "  ERROR " + e.Error
-		}
-		fmt.Fprintln(tw, line)
+	rows := make([]waterfallRow, len(res.Entries))
+	for i, e := range res.Entries {
+		rows[i] = waterfallRow{e.StartMS, e.Timings, fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t %s",
+			e.Connection, e.Protocol, e.Priority, e.Status, e.BodyBytes, e.URL), e.Error}
 	}
-	tw.Flush()
-	if res.Err != nil {
-		fmt.Fprintf(w, "error: %v\n", res.Err)
-	}
+	printWaterfall(w, "conn\tproto\tprio\tstatus\tbytes\t url", rows, res.Err)
 }

@@ -133,10 +133,8 @@ func runFetch(args []string, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
-	if fa.har != "" {
-		if err := writeHAR(fa.har, res); err != nil {
-			return err
-		}
+	if err := writeHAR(fa.har, res); err != nil {
+		return err
 	}
 	if fa.json {
 		summary := struct {
@@ -190,7 +188,11 @@ func (r monotonicRef) printLoaderLine(w io.Writer, summary any, started time.Tim
 	return nil
 }
 
-func writeHAR(path string, res *client.Result) error {
+// writeHAR writes a load's HAR (a fetch's or a browse's result's) to path (--har; "" none).
+func writeHAR(path string, res interface{ HAR(creatorVersion string) *har.Log }) error {
+	if path == "" {
+		return nil
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("--har: %w", err)
@@ -216,25 +218,11 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 	proto, mode, urls, dnsAddr, resolve, caFile := &sf.Proto, &sf.Mode, &sf.URLs, &sf.DNS, &sf.Resolve, &sf.CA
 	prio, acceptPush, asJSON, harFile, keylog := &sf.Priority, &sf.AcceptPush, &sf.JSON, &sf.HAR, &sf.KeyLog
 	anyTarget, pageName, seed := &sf.AllowAnyTarget, &sf.Page, &sf.Seed
-	var positional []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, cli.Usagef("fetch: %v (wirelab-engine fetch -h lists the flags)", err)
-		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		positional = append(positional, rest[0])
-		rest = rest[1:]
+	target, err := parseOneURL(fs, args)
+	if err != nil {
+		return nil, err
 	}
-	if len(positional) != 1 {
-		return nil, cli.Usagef("fetch: want exactly one URL, got %d arguments (%s)", len(positional), strings.Join(positional, " "))
-	}
-	fa := &fetchArgs{url: positional[0], json: *asJSON, har: *harFile, keylog: *keylog}
+	fa := &fetchArgs{url: target, json: *asJSON, har: *harFile, keylog: *keylog}
 	if err := checkOutput("--har", fa.har); err != nil {
 		return nil, err
 	}
@@ -294,24 +282,17 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 		return nil, cli.Usagef("--priority dependency: needs --page (object depths come from its dependency graph)")
 	}
 
+	server, static, err := parseResolution(*dnsAddr, *resolve)
 	switch {
-	case *dnsAddr != "" && *resolve != "":
-		return nil, cli.Usagef("--dns and --resolve: choose one")
-	case *dnsAddr != "":
-		server, err := dnsServerAddr(*dnsAddr)
-		if err != nil {
-			return nil, cli.Usagef("--dns %s: %v", *dnsAddr, err)
-		}
+	case err != nil:
+		return nil, err
+	case server.IsValid():
 		if !*anyTarget && !client.IsLabAddr(server.Addr()) {
 			return nil, cli.Usagef("--dns %s: %v", *dnsAddr, client.ErrNotLabTarget)
 		}
 		cfg.Resolver = &client.DNSResolver{Server: server.String()}
-	case *resolve != "":
-		r, err := client.ParseStaticResolver(*resolve)
-		if err != nil {
-			return nil, cli.Usagef("--resolve %s: %v; want name=ip,name=ip", *resolve, err)
-		}
-		cfg.Resolver = r
+	case static != nil:
+		cfg.Resolver = static
 	}
 
 	if *caFile != "" {
@@ -350,6 +331,48 @@ func checkFetchURL(raw string, check func(host string) error) error {
 		return cli.Usagef("URL %s: %v", raw, err)
 	}
 	return nil
+}
+
+// parseOneURL parses the flags of a command that loads one URL, given before, between or after
+// them: the URL.
+func parseOneURL(fs *flag.FlagSet, args []string) (string, error) {
+	var positional []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return "", err
+			}
+			return "", cli.Usagef("%s: %v (wirelab-engine %s -h lists the flags)", fs.Name(), err, fs.Name())
+		}
+		rest = fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		positional = append(positional, rest[0])
+		rest = rest[1:]
+	}
+	if len(positional) != 1 {
+		return "", cli.Usagef("%s: want exactly one URL, got %d arguments (%s)", fs.Name(), len(positional), strings.Join(positional, " "))
+	}
+	return positional[0], nil
+}
+
+// parseResolution reads --dns IP[:PORT] and --resolve NAME=IP,…, which exclude each other: the DNS
+// server (valid when --dns is given) or the static map (nil unless --resolve is given).
+func parseResolution(dnsAddr, resolve string) (server netip.AddrPort, static client.StaticResolver, err error) {
+	switch {
+	case dnsAddr != "" && resolve != "":
+		return server, nil, cli.Usagef("--dns and --resolve: choose one")
+	case dnsAddr != "":
+		if server, err = dnsServerAddr(dnsAddr); err != nil {
+			return server, nil, cli.Usagef("--dns %s: %v", dnsAddr, err)
+		}
+	case resolve != "":
+		if static, err = client.ParseStaticResolver(resolve); err != nil {
+			return server, nil, cli.Usagef("--resolve %s: %v; want name=ip,name=ip", resolve, err)
+		}
+	}
+	return server, static, nil
 }
 
 // dnsServerAddr parses IP or IP:port (port 53 by default).
@@ -402,16 +425,8 @@ func printResult(w io.Writer, res *client.Result) {
 	if s.PushesUsed+s.PushesUnused > 0 {
 		fmt.Fprintf(w, "server push: %d pushes used, %d unused, %d body bytes pushed\n", s.PushesUsed, s.PushesUnused, s.PushedBytes)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "start\tblocked\tdns\tconnect\tssl\tsend\twait\treceive\tconn\tstream\tprio\tstatus\tbytes\t url")
-	f := func(v float64) string {
-		if v < 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.1f", v)
-	}
-	for _, e := range res.Entries {
-		t := e.Timings
+	rows := make([]waterfallRow, len(res.Entries))
+	for i, e := range res.Entries {
 		stream := "-"
 		if e.StreamID >= 0 {
 			stream = fmt.Sprint(e.StreamID)
@@ -423,16 +438,46 @@ func printResult(w io.Writer, res *client.Result) {
 		if prio == "" {
 			prio = "-"
 		}
-		line := fmt.Sprintf("%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t %s",
-			float64(e.Start)/float64(time.Millisecond), f(t.Blocked), f(t.DNS), f(t.Connect), f(t.SSL), f(t.Send), f(t.Wait), f(t.Receive),
-			e.Connection, stream, prio, e.Status, e.BodyBytes, e.URL)
-		if e.Error != "" {
-			line += "  ERROR " + e.Error
+		rows[i] = waterfallRow{float64(e.Start) / float64(time.Millisecond), e.Timings, fmt.Sprintf("%d\t%s\t%s\t%d\t%d\t %s",
+			e.Connection, stream, prio, e.Status, e.BodyBytes, e.URL), e.Error}
+	}
+	printWaterfall(w, "conn\tstream\tprio\tstatus\tbytes\t url", rows, res.Err)
+}
+
+// waterfallRow is one request of a load as fetch and browse print it: its start (ms), phases,
+// the loader's own columns (tab-separated) and its error.
+type waterfallRow struct {
+	startMS float64
+	timings seam.Timings
+	columns string
+	err     string
+}
+
+// printWaterfall prints a load's requests, right-aligned: start and phases, then the loader's own
+// columns (named by header), a request's error after its row; then the load's error.
+func printWaterfall(w io.Writer, header string, rows []waterfallRow, loadErr error) {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "start\tblocked\tdns\tconnect\tssl\tsend\twait\treceive\t"+header)
+	f := msOrDash
+	for _, r := range rows {
+		t := r.timings
+		line := fmt.Sprintf("%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", r.startMS,
+			f(t.Blocked), f(t.DNS), f(t.Connect), f(t.SSL), f(t.Send), f(t.Wait), f(t.Receive), r.columns)
+		if r.err != "" {
+			line += "  ERROR " + r.err
 		}
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
-	if res.Err != nil {
-		fmt.Fprintf(w, "error: %v\n", res.Err)
+	if loadErr != nil {
+		fmt.Fprintf(w, "error: %v\n", loadErr)
 	}
+}
+
+// msOrDash is a time in ms, "-" where it does not apply (negative: HAR's -1).
+func msOrDash(v float64) string {
+	if v < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", v)
 }

@@ -181,22 +181,13 @@ func pagesRecord(args []string, stdout io.Writer) error {
 			}
 			opts.Base = base
 		}
-		if *resolve != "" {
-			r, err := client.ParseStaticResolver(*resolve)
-			if err != nil {
-				return cli.Usagef("--resolve %s: %v; want name=ip,name=ip", *resolve, err)
-			}
-			cfg.Resolve = r
+		_, static, err := parseResolution("", *resolve)
+		if err != nil {
+			return err
 		}
-		if *spki != "" {
-			cfg.SPKIHashes = strings.Split(*spki, ",")
-		}
-		if *certFile != "" {
-			h, err := browser.SPKIHashesFromPEMFile(*certFile)
-			if err != nil {
-				return certError(*certFile, err)
-			}
-			cfg.SPKIHashes = append(cfg.SPKIHashes, h...)
+		cfg.Resolve = static
+		if cfg.SPKIHashes, err = spkiHashes(*spki, *certFile); err != nil {
+			return err
 		}
 		url = arg
 		if opts.Base == nil {
@@ -238,10 +229,8 @@ func pagesRecord(args []string, stdout io.Writer) error {
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
-	if *harOut != "" {
-		if err := writeBrowserHAR(*harOut, res); err != nil {
-			return err
-		}
+	if err := writeHAR(*harOut, res); err != nil {
+		return err
 	}
 	if res.Err != nil {
 		return fmt.Errorf("pages record: the load failed: %w", res.Err)
