@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -143,10 +144,18 @@ type paramKey struct {
 	format    func(any) string
 }
 
+// typed completes a key whose value is a T in the Discipline (get points at it), printed by format.
+func typed[T any](k paramKey, get func(*Discipline) *T, format func(T) string) paramKey {
+	k.get = func(d *Discipline) any { return *get(d) }
+	k.set = func(d *Discipline, v any) { *get(d) = v.(T) }
+	k.format = func(v any) string { return format(v.(T)) }
+	return k
+}
+
 func durationParam(lo, hi time.Duration, get func(*Discipline) *time.Duration) func(string) paramKey {
 	allowed := fmt.Sprintf("use a duration from %s to %s (e.g. %s)", formatDuration(lo), formatDuration(hi), "5ms")
 	return func(name string) paramKey {
-		return paramKey{name: name, allowed: allowed, info: ParamInfo{Kind: "duration", Min: int64(lo), Max: int64(hi)},
+		return typed(paramKey{name: name, allowed: allowed, info: ParamInfo{Kind: "duration", Min: int64(lo), Max: int64(hi)},
 			parse: func(f, v string) (any, error) {
 				d, err := parseDuration(f, v)
 				if err != nil {
@@ -158,17 +167,14 @@ func durationParam(lo, hi time.Duration, get func(*Discipline) *time.Duration) f
 				}
 				return d, nil
 			},
-			get:    func(d *Discipline) any { return *get(d) },
-			set:    func(d *Discipline, v any) { *get(d) = v.(time.Duration) },
-			format: func(v any) string { return formatDuration(v.(time.Duration)) },
-		}
+		}, get, formatDuration)
 	}
 }
 
 func intParam(lo, hi int, unit string, get func(*Discipline) *int) func(string) paramKey {
 	allowed := fmt.Sprintf("use a whole number%s from %d to %d", unit, lo, hi)
 	return func(name string) paramKey {
-		return paramKey{name: name, allowed: allowed, info: ParamInfo{Kind: "int", Min: int64(lo), Max: int64(hi)},
+		return typed(paramKey{name: name, allowed: allowed, info: ParamInfo{Kind: "int", Min: int64(lo), Max: int64(hi)},
 			parse: func(f, v string) (any, error) {
 				if v == "" {
 					return nil, newError(f, v, "is empty", allowed)
@@ -185,10 +191,7 @@ func intParam(lo, hi int, unit string, get func(*Discipline) *int) func(string) 
 				}
 				return n, nil
 			},
-			get:    func(d *Discipline) any { return *get(d) },
-			set:    func(d *Discipline, v any) { *get(d) = v.(int) },
-			format: func(v any) string { return strconv.Itoa(v.(int)) },
-		}
+		}, get, strconv.Itoa)
 	}
 }
 
@@ -197,14 +200,11 @@ func intParam(lo, hi int, unit string, get func(*Discipline) *int) func(string) 
 func sixteenthsParam(get func(*Discipline) *float64) func(string) paramKey {
 	allowed := fmt.Sprintf("use a multiple of 0.0625 (1/16, as Linux counts it) above 0 and at most %d (e.g. 0.125)", MaxPIEWeight)
 	return func(name string) paramKey {
-		return paramKey{name: name, allowed: allowed, info: ParamInfo{Kind: "sixteenths", Min: 1, Max: MaxPIEWeight * 16},
+		return typed(paramKey{name: name, allowed: allowed, info: ParamInfo{Kind: "sixteenths", Min: 1, Max: MaxPIEWeight * 16},
 			parse: func(f, v string) (any, error) {
-				if v == "" {
-					return nil, newError(f, v, "is empty", allowed)
-				}
-				d, unit, problem := parseNumberUnit(v)
-				if problem != "" {
-					return nil, newError(f, v, problem, allowed)
+				d, unit, err := paramNumber(f, v, allowed)
+				if err != nil {
+					return nil, err
 				}
 				if unit != "" {
 					return nil, newError(f, v, fmt.Sprintf("has an unknown unit %q", unit), allowed)
@@ -217,17 +217,26 @@ func sixteenthsParam(get func(*Discipline) *float64) func(string) paramKey {
 				}
 				return d.Float(0), nil
 			},
-			get:    func(d *Discipline) any { return *get(d) },
-			set:    func(d *Discipline, v any) { *get(d) = v.(float64) },
-			format: func(v any) string { return formatProb(v.(float64)) },
-		}
+		}, get, formatProb)
 	}
+}
+
+// paramNumber reads a key's NUMBER[UNIT] (empty, or not a number: an error naming the key).
+func paramNumber(f, v, allowed string) (units.Decimal, string, error) {
+	if v == "" {
+		return units.Decimal{}, "", newError(f, v, "is empty", allowed)
+	}
+	d, unit, problem := parseNumberUnit(v)
+	if problem != "" {
+		return units.Decimal{}, "", newError(f, v, problem, allowed)
+	}
+	return d, unit, nil
 }
 
 func probParam(get func(*Discipline) *float64) func(string) paramKey {
 	allowed := "use a percentage (2%) or a fraction (0.02) above 0 and at most 1"
 	return func(name string) paramKey {
-		return paramKey{name: name, allowed: allowed, info: ParamInfo{Kind: "probability"},
+		return typed(paramKey{name: name, allowed: allowed, info: ParamInfo{Kind: "probability"},
 			parse: func(f, v string) (any, error) {
 				p, err := parseProb(f, v, v, "")
 				if err != nil {
@@ -239,24 +248,18 @@ func probParam(get func(*Discipline) *float64) func(string) paramKey {
 				}
 				return p, nil
 			},
-			get:    func(d *Discipline) any { return *get(d) },
-			set:    func(d *Discipline, v any) { *get(d) = v.(float64) },
-			format: func(v any) string { return formatProb(v.(float64)) },
-		}
+		}, get, formatProb)
 	}
 }
 
 func sizeParam(get func(*Discipline) *int64) func(string) paramKey {
 	allowed := fmt.Sprintf("use a size in B, kB, KiB, MB or MiB from %dB (e.g. 30kB)", MinREDBytes)
 	return func(name string) paramKey {
-		return paramKey{name: name, allowed: allowed, info: ParamInfo{Kind: "size", Min: MinREDBytes, Max: MaxREDBytes},
+		return typed(paramKey{name: name, allowed: allowed, info: ParamInfo{Kind: "size", Min: MinREDBytes, Max: MaxREDBytes},
 			parse: func(f, v string) (any, error) {
-				if v == "" {
-					return nil, newError(f, v, "is empty", allowed)
-				}
-				d, unit, problem := parseNumberUnit(v)
-				if problem != "" {
-					return nil, newError(f, v, problem, allowed)
+				d, unit, err := paramNumber(f, v, allowed)
+				if err != nil {
+					return nil, err
 				}
 				mult, ok := units.Lookup(units.Sizes, unit)
 				if !ok {
@@ -274,22 +277,16 @@ func sizeParam(get func(*Discipline) *int64) func(string) paramKey {
 				}
 				return n, nil
 			},
-			get:    func(d *Discipline) any { return *get(d) },
-			set:    func(d *Discipline, v any) { *get(d) = v.(int64) },
-			format: func(v any) string { return units.FormatSize(v.(int64)) },
-		}
+		}, get, units.FormatSize)
 	}
 }
 
 func boolParam(get func(*Discipline) *bool) func(string) paramKey {
 	const allowed = "use 1 (on) or 0 (off)"
 	return func(name string) paramKey {
-		return paramKey{name: name, allowed: allowed, info: ParamInfo{Kind: "switch", Min: 0, Max: 1},
-			parse:  func(f, v string) (any, error) { return parseSwitch(f, v, allowed) },
-			get:    func(d *Discipline) any { return *get(d) },
-			set:    func(d *Discipline, v any) { *get(d) = v.(bool) },
-			format: func(v any) string { return formatSwitch(v.(bool)) },
-		}
+		return typed(paramKey{name: name, allowed: allowed, info: ParamInfo{Kind: "switch", Min: 0, Max: 1},
+			parse: func(f, v string) (any, error) { return parseSwitch(f, v, allowed) },
+		}, get, formatSwitch)
 	}
 }
 
@@ -379,41 +376,27 @@ var paramIndex = func() map[string]*paramKey {
 func disciplinesOf(key string) []string {
 	var out []string
 	for _, d := range Disciplines {
-		for _, k := range d.Keys {
-			if k == key {
-				out = append(out, d.Name)
-			}
+		if slices.Contains(d.Keys, key) {
+			out = append(out, d.Name)
 		}
 	}
 	return out
 }
 
-func (d Discipline) hasKey(key string) bool {
-	info, ok := disciplineIndex[d.Name]
-	if !ok {
-		return false
+// keys are the parameter keys of the discipline (none for an unknown name).
+func (d Discipline) keys() []string {
+	if info, ok := disciplineIndex[d.Name]; ok {
+		return info.Keys
 	}
-	for _, k := range info.Keys {
-		if k == key {
-			return true
-		}
-	}
-	return false
+	return nil
 }
+
+func (d Discipline) hasKey(key string) bool { return slices.Contains(d.keys(), key) }
 
 // hasField reports whether one of the discipline's keys sets the resolved form's field (codel_target
 // and pie_target share target_ns).
 func (d Discipline) hasField(field string) bool {
-	info, ok := disciplineIndex[d.Name]
-	if !ok {
-		return false
-	}
-	for _, k := range info.Keys {
-		if jsonParamName(k) == field {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(d.keys(), func(k string) bool { return jsonParamName(k) == field })
 }
 
 // setParam applies a discipline parameter key to every direction whose discipline takes it.
