@@ -569,13 +569,9 @@ func (b *responseBody) Read(p []byte) (int, error) {
 	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for b.st.body.Len() == 0 && !b.st.bodyEOF && b.st.resetErr == nil && !s.closed && b.ctx.Err() == nil && !b.closed {
-		s.cond.Wait()
-	}
-	if b.st.body.Len() > 0 {
-		n, _ := b.st.body.Read(p)
-		s.conn.Consumed(b.st.id, n)
-		s.flushLocked()
+	if n, ok := s.readBodyLocked(b.st.id, &b.st.body, p, func() bool {
+		return b.st.bodyEOF || b.st.resetErr != nil || b.ctx.Err() != nil || b.closed
+	}); ok {
 		return n, nil
 	}
 	switch {

@@ -331,13 +331,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	s := b.sc.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for b.st.body.Len() == 0 && !b.st.bodyEOF && !b.st.reset && !s.closed {
-		s.cond.Wait()
-	}
-	if b.st.body.Len() > 0 {
-		n, _ := b.st.body.Read(p)
-		s.conn.Consumed(b.st.id, n)
-		s.flushLocked()
+	if n, ok := s.readBodyLocked(b.st.id, &b.st.body, p, func() bool { return b.st.bodyEOF || b.st.reset }); ok {
 		return n, nil
 	}
 	if b.st.bodyEOF {

@@ -1,6 +1,7 @@
 package spdy
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -188,6 +189,22 @@ func (s *session) drainLocked() {
 
 // flushLocked hands DATA to the Conn in priority order while little is waiting for the socket,
 // then moves everything to the write buffer.
+// readBodyLocked is a body's Read (s.mu held): it waits until stream id's buffered body has bytes,
+// the session closes or done says the body will get no more, then reads what there is into p and
+// grants the peer that much window again. false: nothing to read (the caller says why).
+func (s *session) readBodyLocked(id uint32, body *bytes.Buffer, p []byte, done func() bool) (int, bool) {
+	for body.Len() == 0 && !done() && !s.closed {
+		s.cond.Wait()
+	}
+	if body.Len() == 0 {
+		return 0, false
+	}
+	n, _ := body.Read(p)
+	s.conn.Consumed(id, n)
+	s.flushLocked()
+	return n, true
+}
+
 func (s *session) flushLocked() {
 	if s.closed {
 		return
