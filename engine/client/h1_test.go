@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -39,30 +38,14 @@ func TestConnectionClose(t *testing.T) {
 // TestStaleKeepAlive: a server that silently closes each connection after one response (no
 // Connection: close) breaks the reused connection; the request is sent again on a new one.
 func TestStaleKeepAlive(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var conns atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			go func() {
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				body := "object " + req.URL.Path
-				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-			}()
+	ln, conns := serveRaw(t, func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
 		}
-	}()
+		body := "object " + req.URL.Path
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	})
 	l, err := New(Config{Protocol: H1, Mode: ModeObjects, MaxConnectionsPerOrigin: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -179,38 +162,22 @@ func TestIPv6Loopback(t *testing.T) {
 // (the origin's FIFO queue, served by the connection's worker), each after the previous one's
 // response on the one kept connection; only the first request opens it, the others are blocked.
 func TestH1QueueOrder(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	var mu sync.Mutex
 	var paths []string
-	var conns atomic.Int64
-	go func() {
+	ln, conns := serveRaw(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			conns.Add(1)
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					mu.Lock()
-					paths = append(paths, req.URL.Path)
-					mu.Unlock()
-					time.Sleep(time.Millisecond) // the others queue meanwhile
-					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
-				}
-			}()
+			mu.Lock()
+			paths = append(paths, req.URL.Path)
+			mu.Unlock()
+			time.Sleep(time.Millisecond) // the others queue meanwhile
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
 		}
-	}()
+	})
 	l, err := New(Config{Protocol: H1, Mode: ModeObjects, MaxConnectionsPerOrigin: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -467,6 +467,32 @@ func (s *site) setPage(p *testPage) {
 	s.served.Store(p)
 }
 
+// serveRaw is a loopback TCP listener (closed when the test ends) whose every connection serve
+// handles in a goroutine of its own, the connection closed after; accepted counts them.
+func serveRaw(t testing.TB, serve func(c net.Conn)) (ln net.Listener, accepted *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted = &atomic.Int64{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	return ln, accepted
+}
+
 func newSite(t testing.TB, proto Protocol, nOrigins, nImages int, opts serverOpts) *site {
 	t.Helper()
 	s := &site{proto: proto, resolver: StaticResolver{}, served: &atomic.Pointer[testPage]{}}

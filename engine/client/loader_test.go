@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,37 +246,21 @@ func TestH2GoAway(t *testing.T) {
 // processes any stream (last stream id 0) is followed to new connections a bounded number of
 // times; then the load fails, naming the GOAWAY.
 func TestH2GoAwayWithoutProgress(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var accepted atomic.Int64
-	go func() {
+	ln, accepted := serveRaw(t, func(c net.Conn) {
+		preface := make([]byte, len(http2.ClientPreface))
+		if _, err := io.ReadFull(c, preface); err != nil {
+			return
+		}
+		fr := http2.NewFramer(c, c)
+		if fr.WriteSettings() != nil || fr.WriteGoAway(0, http2.ErrCodeNo, nil) != nil {
+			return
+		}
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := fr.ReadFrame(); err != nil {
 				return
 			}
-			accepted.Add(1)
-			go func() {
-				defer c.Close()
-				preface := make([]byte, len(http2.ClientPreface))
-				if _, err := io.ReadFull(c, preface); err != nil {
-					return
-				}
-				fr := http2.NewFramer(c, c)
-				if fr.WriteSettings() != nil || fr.WriteGoAway(0, http2.ErrCodeNo, nil) != nil {
-					return
-				}
-				for {
-					if _, err := fr.ReadFrame(); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
+	})
 	port := ln.Addr().(*net.TCPAddr).Port
 	cfg := Config{Protocol: H2C, Resolver: StaticResolver{"s1.wirelab.test": mustAddr("127.0.0.1")}, Timeout: 10 * time.Second}
 	l, err := New(cfg)

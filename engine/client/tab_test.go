@@ -18,6 +18,18 @@ func serverConns(s *site) []int64 {
 	return out
 }
 
+// newTab is a Tab of a loader configured for s, closed when the test ends.
+func newTab(t *testing.T, s *site, opts TabOptions) *Tab {
+	t.Helper()
+	l, err := New(s.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := l.NewTab(opts)
+	t.Cleanup(tab.Close)
+	return tab
+}
+
 func tabLoad(t *testing.T, tab *Tab, s *site) *Result {
 	t.Helper()
 	res, err := tab.Load(context.Background(), s.root(), nil)
@@ -35,13 +47,8 @@ func TestTabKeepsConnections(t *testing.T) {
 		t.Run(string(proto), func(t *testing.T) {
 			t.Parallel()
 			s := newSite(t, proto, 2, 30, serverOpts{})
-			l, err := New(s.config())
-			if err != nil {
-				t.Fatal(err)
-			}
 			gauge := &ConnGauge{}
-			tab := l.NewTab(TabOptions{Conns: gauge})
-			defer tab.Close()
+			tab := newTab(t, s, TabOptions{Conns: gauge})
 			for i := range 3 {
 				res := tabLoad(t, tab, s)
 				checkComplete(t, res, s.page.want)
@@ -86,12 +93,8 @@ func TestTabFresh(t *testing.T) {
 		t.Run(string(proto), func(t *testing.T) {
 			t.Parallel()
 			s := newSite(t, proto, 1, 10, serverOpts{})
-			l, err := New(s.config())
-			if err != nil {
-				t.Fatal(err)
-			}
 			gauge := &ConnGauge{}
-			tab := l.NewTab(TabOptions{Fresh: true, Conns: gauge})
+			tab := newTab(t, s, TabOptions{Fresh: true, Conns: gauge})
 			opened := 0
 			for range 3 {
 				res := tabLoad(t, tab, s)
@@ -117,13 +120,8 @@ func TestTabLean(t *testing.T) {
 		t.Run(string(proto), func(t *testing.T) {
 			t.Parallel()
 			s := newSite(t, proto, 2, 20, serverOpts{})
-			l, err := New(s.config())
-			if err != nil {
-				t.Fatal(err)
-			}
 			var seen []RequestStats
-			tab := l.NewTab(TabOptions{Lean: true, OnRequest: func(st RequestStats) { seen = append(seen, st) }})
-			defer tab.Close()
+			tab := newTab(t, s, TabOptions{Lean: true, OnRequest: func(st RequestStats) { seen = append(seen, st) }})
 			want, wantBytes := len(s.page.want), int64(0)
 			for _, n := range s.page.want {
 				wantBytes += int64(n)
@@ -168,13 +166,8 @@ func TestTabServerClosedIdle(t *testing.T) {
 		t.Run(string(proto), func(t *testing.T) {
 			t.Parallel()
 			s := newSite(t, proto, 1, 10, serverOpts{})
-			l, err := New(s.config())
-			if err != nil {
-				t.Fatal(err)
-			}
 			gauge := &ConnGauge{}
-			tab := l.NewTab(TabOptions{Conns: gauge})
-			defer tab.Close()
+			tab := newTab(t, s, TabOptions{Conns: gauge})
 			checkComplete(t, tabLoad(t, tab, s), s.page.want)
 			before := serverConns(s)[0]
 			if gauge.ClosedByServer() != 0 {
@@ -298,12 +291,7 @@ func TestTabResendOnDeadConn(t *testing.T) {
 				}
 			}})
 			srv = s.servers[0]
-			l, err := New(s.config())
-			if err != nil {
-				t.Fatal(err)
-			}
-			tab := l.NewTab(TabOptions{})
-			defer tab.Close()
+			tab := newTab(t, s, TabOptions{})
 			checkComplete(t, tabLoad(t, tab, s), s.page.want)
 			kill.Store(true)
 			res := tabLoad(t, tab, s)
@@ -327,12 +315,7 @@ func TestTabResendOnDeadConn(t *testing.T) {
 // root now references other objects is discovered anew.
 func TestTabDiscoveryFollowsContent(t *testing.T) {
 	s := newSite(t, H2, 1, 10, serverOpts{})
-	l, err := New(s.config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab := l.NewTab(TabOptions{})
-	defer tab.Close()
+	tab := newTab(t, s, TabOptions{})
 	checkComplete(t, tabLoad(t, tab, s), s.page.want)
 	checkComplete(t, tabLoad(t, tab, s), s.page.want) // from the cache
 	s.setPage(buildPage(s.origins, 4, 99))            // same URLs for the documents, other content
@@ -345,11 +328,7 @@ func TestTabDiscoveryFollowsContent(t *testing.T) {
 func TestTabH2CoalescedWrites(t *testing.T) {
 	for _, limit := range []int{1, 3} {
 		s := newSite(t, H2, 1, 20, serverOpts{maxStreams: limit})
-		l, err := New(s.config())
-		if err != nil {
-			t.Fatal(err)
-		}
-		tab := l.NewTab(TabOptions{})
+		tab := newTab(t, s, TabOptions{})
 		for range 5 {
 			checkComplete(t, tabLoad(t, tab, s), s.page.want)
 		}
