@@ -54,48 +54,76 @@ type cacheEntry struct {
 // cacheFields are the response fields the cache reads, as received.
 type cacheFields struct {
 	cacheControl, etag, lastModified, expires, date, age, vary string
+	// cc is cacheControl's directives, parsed once (directives), nil until asked for.
+	cc map[string]string
 }
 
-// set records a response field (lower-case name) if the cache reads it.
+// set records a response field (lower-case name) if the cache reads it — the one rule for every
+// protocol's fields: the list fields Cache-Control and Vary join their lines (RFC 9110 §5.3),
+// a singleton field keeps its first line (as net/http's Header.Get reads it).
 func (f *cacheFields) set(name, value string) {
+	var dst *string
 	switch name {
 	case "cache-control":
-		if f.cacheControl != "" {
-			value = f.cacheControl + ", " + value
-		}
-		f.cacheControl = value
-	case "etag":
-		f.etag = value
-	case "last-modified":
-		f.lastModified = value
-	case "expires":
-		f.expires = value
-	case "date":
-		f.date = value
-	case "age":
-		f.age = value
+		f.cacheControl, f.cc = joinField(f.cacheControl, value), nil
+		return
 	case "vary":
-		f.vary = value
+		f.vary = joinField(f.vary, value)
+		return
+	case "etag":
+		dst = &f.etag
+	case "last-modified":
+		dst = &f.lastModified
+	case "expires":
+		dst = &f.expires
+	case "date":
+		dst = &f.date
+	case "age":
+		dst = &f.age
+	default:
+		return
+	}
+	if *dst == "" {
+		*dst = value
 	}
 }
 
-// fromHeader reads the fields from a net/http header.
-func (f *cacheFields) fromHeader(h http.Header) {
-	*f = cacheFields{
-		cacheControl: strings.Join(h.Values("Cache-Control"), ", "), etag: h.Get("ETag"),
-		lastModified: h.Get("Last-Modified"), expires: h.Get("Expires"), date: h.Get("Date"),
-		age: h.Get("Age"), vary: strings.Join(h.Values("Vary"), ", "),
+func joinField(have, line string) string {
+	if have == "" {
+		return line
 	}
+	return have + ", " + line
+}
+
+// fromHeader reads the fields from a net/http header (set for each line).
+func (f *cacheFields) fromHeader(h http.Header) {
+	*f = cacheFields{}
+	for name, lines := range h {
+		for _, v := range lines {
+			f.set(strings.ToLower(name), v)
+		}
+	}
+}
+
+// directives are the response's Cache-Control directives (parsed at the first call).
+func (f *cacheFields) directives() map[string]string {
+	if f.cc == nil {
+		f.cc = directives(f.cacheControl)
+	}
+	return f.cc
 }
 
 // merge updates f with the fields a 304 carries (§4.3.4: the stored response's fields are
 // replaced by those in the 304).
 func (f *cacheFields) merge(n cacheFields) {
+	if n.cacheControl != "" {
+		f.cacheControl, f.cc = n.cacheControl, n.cc
+	}
 	for _, p := range []struct {
 		dst *string
 		src string
 	}{
-		{&f.cacheControl, n.cacheControl}, {&f.etag, n.etag}, {&f.lastModified, n.lastModified},
+		{&f.etag, n.etag}, {&f.lastModified, n.lastModified},
 		{&f.expires, n.expires}, {&f.date, n.date}, {&f.age, n.age}, {&f.vary, n.vary},
 	} {
 		if p.src != "" {
@@ -121,18 +149,18 @@ func directives(v string) map[string]string {
 }
 
 // storable reports whether a response with these fields may be stored (§3).
-func (f cacheFields) storable(status int) bool {
+func (f *cacheFields) storable(status int) bool {
 	if status != http.StatusOK || strings.TrimSpace(f.vary) == "*" {
 		return false
 	}
-	_, noStore := directives(f.cacheControl)["no-store"]
+	_, noStore := f.directives()["no-store"]
 	return !noStore
 }
 
 // lifetime is the freshness lifetime (§4.2.1): max-age, else Expires − Date; ok false when the
 // response has neither (or they do not parse).
-func (f cacheFields) lifetime() (d time.Duration, ok bool) {
-	if v, has := directives(f.cacheControl)["max-age"]; has {
+func (f *cacheFields) lifetime() (d time.Duration, ok bool) {
+	if v, has := f.directives()["max-age"]; has {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
 			return 0, false // an invalid max-age makes the response stale (§4.2.1)
@@ -155,7 +183,7 @@ func (f cacheFields) lifetime() (d time.Duration, ok bool) {
 
 // fresh reports whether the entry may be used without a request at now (§4.2).
 func (e *cacheEntry) fresh(now time.Time) bool {
-	if _, noCache := directives(e.fields.cacheControl)["no-cache"]; noCache {
+	if _, noCache := e.fields.directives()["no-cache"]; noCache {
 		return false
 	}
 	life, ok := e.fields.lifetime()

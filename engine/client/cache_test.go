@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -160,5 +161,39 @@ func TestCacheFreshness(t *testing.T) {
 		if got := c.f.storable(c.status); got != c.want {
 			t.Errorf("%+v status %d: storable %v, want %v", c.f, c.status, got, c.want)
 		}
+	}
+}
+
+// The cache reads a response's fields by one rule whatever carried them: HTTP/2's header fields
+// one by one (set) and a net/http header (fromHeader, h1/h3/spdy3) give the same fields —
+// Cache-Control and Vary lines joined, a repeated singleton's first line kept — and Cache-Control
+// is parsed once, its directives kept with the stored fields.
+func TestCacheFieldsOneRule(t *testing.T) {
+	lines := [][2]string{
+		{"cache-control", "max-age=60"}, {"etag", `"a"`}, {"vary", "accept-encoding"},
+		{"cache-control", "no-cache"}, {"etag", `"b"`}, {"vary", "user-agent"}, {"age", "5"}, {"age", "9"},
+		{"date", "Sun, 29 Nov 2026 07:00:00 GMT"}, {"x-other", "1"},
+	}
+	var byField cacheFields
+	h := http.Header{}
+	for _, l := range lines {
+		byField.set(l[0], l[1])
+		h.Add(l[0], l[1])
+	}
+	var byHeader cacheFields
+	byHeader.fromHeader(h)
+	want := cacheFields{cacheControl: "max-age=60, no-cache", etag: `"a"`, vary: "accept-encoding, user-agent", age: "5",
+		date: "Sun, 29 Nov 2026 07:00:00 GMT"}
+	for name, got := range map[string]cacheFields{"set": byField, "fromHeader": byHeader} {
+		if got.cc = nil; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, want %+v", name, got, want)
+		}
+	}
+	if d := byField.directives(); d["max-age"] != "60" || len(d) != 2 {
+		t.Errorf("directives %v", d)
+	}
+	byField.cacheControl = "no-store" // not read again: parsed once
+	if _, noStore := byField.directives()["no-store"]; noStore {
+		t.Error("Cache-Control parsed again")
 	}
 }

@@ -46,7 +46,6 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 	run.res.StartedAt = s.wall0
 	run.run(ctx, p)
 	res := run.res
-	s.awaitHandshakes(handshakeMaxWait)
 	res.Conns = s.snapshot(nil)
 	s.abort()
 	for _, pool := range run.pools {

@@ -54,7 +54,7 @@ type h1Conn struct {
 	// connection gives them back to the pool (memory per VU: a load generator's VUs keep their
 	// connections through the think time).
 	bufs   *h1Bufs
-	size   int // the buffers' size
+	pool   *sync.Pool // where bufs come from and go back to (h1BufPool of the session's size)
 	served int
 	load   int // the session load it last carried a request of (guarded by the pool's mu)
 }
@@ -83,7 +83,7 @@ func h1BufPool(size int) *sync.Pool {
 // attach gives c its buffers for the requests a worker carries on it.
 func (c *h1Conn) attach() {
 	if c.bufs == nil {
-		c.bufs = h1BufPool(c.size).Get().(*h1Bufs)
+		c.bufs = c.pool.Get().(*h1Bufs)
 		c.bufs.br.Reset(c.conn)
 	}
 }
@@ -94,7 +94,7 @@ func (c *h1Conn) release() {
 	if b := c.bufs; b != nil && b.br.Buffered() == 0 {
 		b.br.Reset(nil)
 		c.bufs = nil
-		h1BufPool(c.size).Put(b)
+		c.pool.Put(b)
 	}
 }
 
@@ -244,7 +244,7 @@ func (p *h1Pool) dial(ctx context.Context, r *request) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &h1Conn{rec: rec, conn: conn, size: p.s.bufSize(32 << 10), load: p.s.load}
+	c := &h1Conn{rec: rec, conn: conn, pool: h1BufPool(p.s.bufSize(32 << 10)), load: p.s.load}
 	p.mu.Lock()
 	p.all = append(p.all, c)
 	p.mu.Unlock()
@@ -266,7 +266,7 @@ func (p *h1Pool) drop(c *h1Conn) {
 	c.conn.Close()
 	if c.bufs != nil { // nothing more is read from it
 		c.bufs.br.Reset(nil)
-		h1BufPool(c.size).Put(c.bufs)
+		c.pool.Put(c.bufs)
 		c.bufs = nil
 	}
 	p.mu.Lock()

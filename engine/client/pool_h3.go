@@ -184,7 +184,7 @@ func (p *h3Pool) dial(ctx context.Context, r *request) (*h3Conn, error) {
 	case <-qconn.HandshakeComplete():
 		noteHandshake()
 	default: // 0-RTT: the handshake completes while the first requests are on their way
-		noted := p.s.handshakePending()
+		noted := rec.handshakePending()
 		go func() {
 			defer close(noted)
 			select {

@@ -43,43 +43,44 @@ type session struct {
 	conns   []*connRecord // registered during the current load
 	nextID  int           // the next connection id
 	aborted bool
-	// handshaking are h3 handshakes still completing behind 0-RTT requests: closed once the
-	// connection's resumption and 0-RTT are noted (or it ended). awaitHandshakes waits for them.
-	handshaking []chan struct{}
 }
 
 // handshakeMaxWait bounds how long a load's end waits for handshakes still completing.
 const handshakeMaxWait = 2 * time.Second
 
-// awaitHandshakes waits (at most d) for the h3 handshakes still completing behind 0-RTT
-// requests, so that the connections' resumption and 0-RTT are known when the load is summarised:
+// awaitHandshakes waits (at most d in all) for the connections' h3 handshakes still completing
+// behind 0-RTT requests, so that their resumption and 0-RTT are known when a load is summarised:
 // a repeat view whose only request is answered as 0.5-RTT data can end before its handshake has
 // been noted. The load's PLT is not affected (its last response has arrived).
-func (s *session) awaitHandshakes(d time.Duration) {
-	s.mu.Lock()
-	chs := s.handshaking
-	s.handshaking = nil
-	s.mu.Unlock()
-	if len(chs) == 0 {
-		return
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	for _, ch := range chs {
+func awaitHandshakes(conns []*connRecord, d time.Duration) {
+	var deadline <-chan time.Time
+	for _, c := range conns {
+		c.mu.Lock()
+		ch := c.handshaking
+		c.mu.Unlock()
+		if ch == nil {
+			continue
+		}
+		if deadline == nil {
+			timer := time.NewTimer(d)
+			defer timer.Stop()
+			deadline = timer.C
+		}
 		select {
 		case <-ch:
-		case <-timer.C:
+		case <-deadline:
 			return
 		}
 	}
 }
 
-// handshakePending registers an h3 handshake still completing (see awaitHandshakes).
-func (s *session) handshakePending() chan struct{} {
+// handshakePending marks the connection's h3 handshake as still completing (see
+// awaitHandshakes); the caller closes the channel once it is noted or the connection ended.
+func (rec *connRecord) handshakePending() chan struct{} {
 	ch := make(chan struct{})
-	s.mu.Lock()
-	s.handshaking = append(s.handshaking, ch)
-	s.mu.Unlock()
+	rec.mu.Lock()
+	rec.handshaking = ch
+	rec.mu.Unlock()
 	return ch
 }
 
@@ -94,6 +95,10 @@ type connRecord struct {
 	// arrivals are, for an h3 connection of a single load (not a Tab's), the STREAM frames it
 	// received: stream, session time (ns), offset, length.
 	arrivals [][4]int64
+	// handshaking is, for an h3 connection whose first requests went before its handshake had
+	// completed (0-RTT), closed once its resumption and 0-RTT are noted (or it ended); nil when
+	// nothing is pending. awaitHandshakes waits for it.
+	handshaking chan struct{}
 }
 
 func newSession(cfg Config) *session {
@@ -354,11 +359,13 @@ func (s *session) abort() {
 }
 
 // snapshot describes the connections the current load opened and, of those kept from earlier
-// loads (a Tab's), the ones in used, in the order they were opened.
+// loads (a Tab's), the ones in used, in the order they were opened — once their handshakes are
+// noted (awaitHandshakes, at most handshakeMaxWait).
 func (s *session) snapshot(used map[int]bool) []Conn {
 	s.mu.Lock()
 	conns := slices.DeleteFunc(slices.Clone(s.conns), func(c *connRecord) bool { return c.load != s.load && !used[c.info.ID] })
 	s.mu.Unlock()
+	awaitHandshakes(conns, handshakeMaxWait)
 	out := make([]Conn, len(conns))
 	for i, c := range conns {
 		out[i] = c.snapshot()
