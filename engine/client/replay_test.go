@@ -11,38 +11,10 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/page/pagetest"
 	"github.com/wirelab/wirelab/engine/server"
 )
 
-// criticalPathPage is a hand-made page whose replay time is known: a small root, a script, two
-// images; durations in ms.
-//
-//	d0 root ─first chunk→ p0 parse 50 ─→ d1 js ─→ e1 evaluate 80 ─┬→ d2 image
-//	d0 root ─────────────────────────────────────────→ p1 parse 40 (after e1) ─→ d3 image
-func criticalPathPage(t testing.TB) *page.Page {
-	t.Helper()
-	p := &page.Page{Name: "critical-path", Seed: 1, Origins: []page.Origin{{Host: page.OriginHost(0)}},
-		Objects: []page.Object{
-			{ID: "root", Path: "/index.html", Size: 1, Type: page.TypeHTML, ContentType: "text/html; charset=utf-8"},
-			{ID: "js", Path: "/app.js", Size: 900, Type: page.TypeJS, ContentType: "text/javascript"},
-			{ID: "img1", Path: "/a.png", Size: 900, Type: page.TypeImage, ContentType: "image/png"},
-			{ID: "img2", Path: "/b.png", Size: 900, Type: page.TypeImage, ContentType: "image/png"},
-		},
-		Activities: []page.Activity{
-			{ID: "d0", Kind: page.KindDownload, Object: "root"},
-			{ID: "p0", Kind: page.KindParse, Object: "root", DurationMs: 50, Deps: []page.Dep{{On: "d0", When: page.WhenFirstChunk}}},
-			{ID: "d1", Kind: page.KindDownload, Object: "js", Deps: []page.Dep{{On: "p0"}}},
-			{ID: "e1", Kind: page.KindEvaluate, Object: "js", DurationMs: 80, Deps: []page.Dep{{On: "d1"}}},
-			{ID: "p1", Kind: page.KindParse, Object: "root", DurationMs: 40, Deps: []page.Dep{{On: "d0"}, {On: "e1"}}},
-			{ID: "d2", Kind: page.KindDownload, Object: "img1", Deps: []page.Dep{{On: "e1"}}},
-			{ID: "d3", Kind: page.KindDownload, Object: "img2", Deps: []page.Dep{{On: "p1"}}},
-		}}
-	p.Objects[0].Size = page.MinSize(p, 0) + 100
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // simulate drives a replay planner in virtual time: every download's first chunk arrives after
 // firstChunk, its end after total; it returns each URL's [issued, end] and the load's end.
@@ -114,7 +86,7 @@ func simulate(t *testing.T, p *replayPlanner, firstChunk, total func(u string) t
 // the critical path root → parse → js → evaluate → parse → image takes 100 + 50 + 100 + 80·s +
 // 40·s + 100 ms; d2 starts when e1 ends, d3 when p1 ends.
 func TestReplayVirtualTime(t *testing.T) {
-	pg := criticalPathPage(t)
+	pg := pagetest.CriticalPath()
 	root, _ := url.Parse("https://s1.wirelab.test/L/tok/")
 	for _, scale := range []float64{0, 0.5, 1, 2} {
 		p, err := newReplayPlanner(pg, root, scale, nil)
@@ -187,7 +159,7 @@ func TestReplayErrors(t *testing.T) {
 	if _, err := New(Config{Protocol: H2, Mode: ModeReplay}); err == nil {
 		t.Error("replay without a page accepted")
 	}
-	pg := criticalPathPage(t)
+	pg := pagetest.CriticalPath()
 	if _, err := New(Config{Protocol: H2, Mode: ModeReplay, Page: pg, ComputeScale: -1}); err == nil {
 		t.Error("negative compute scale accepted")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/timebound"
 	"github.com/wirelab/wirelab/engine/lab"
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/page/pagetest"
 )
 
 // Root tests of the browser and of replay through the emulated path: the server in the server
@@ -102,33 +103,11 @@ func TestBrowseEmulatedCorpus(t *testing.T) {
 	}
 }
 
-// criticalPathJSON is a hand-made page with a known critical path (client/replay_test.go draws
-// it): root ─first chunk→ parse 50 ms → script → evaluate 80 ms → parse 40 ms → image, and the
-// evaluation → another image.
+// criticalPathJSON is pagetest.CriticalPath (drawn there) as a page file.
 func criticalPathJSON(t *testing.T) string {
 	t.Helper()
-	p := &page.Page{Name: "critical-path", Seed: 1, Origins: []page.Origin{{Host: page.OriginHost(0)}},
-		Objects: []page.Object{
-			{ID: "root", Path: "/index.html", Size: 1, Type: page.TypeHTML, ContentType: "text/html; charset=utf-8"},
-			{ID: "js", Path: "/app.js", Size: 900, Type: page.TypeJS, ContentType: "text/javascript"},
-			{ID: "img1", Path: "/a.png", Size: 900, Type: page.TypeImage, ContentType: "image/png"},
-			{ID: "img2", Path: "/b.png", Size: 900, Type: page.TypeImage, ContentType: "image/png"},
-		},
-		Activities: []page.Activity{
-			{ID: "d0", Kind: page.KindDownload, Object: "root"},
-			{ID: "p0", Kind: page.KindParse, Object: "root", DurationMs: 50, Deps: []page.Dep{{On: "d0", When: page.WhenFirstChunk}}},
-			{ID: "d1", Kind: page.KindDownload, Object: "js", Deps: []page.Dep{{On: "p0"}}},
-			{ID: "e1", Kind: page.KindEvaluate, Object: "js", DurationMs: 80, Deps: []page.Dep{{On: "d1"}}},
-			{ID: "p1", Kind: page.KindParse, Object: "root", DurationMs: 40, Deps: []page.Dep{{On: "d0"}, {On: "e1"}}},
-			{ID: "d2", Kind: page.KindDownload, Object: "img1", Deps: []page.Dep{{On: "e1"}}},
-			{ID: "d3", Kind: page.KindDownload, Object: "img2", Deps: []page.Dep{{On: "p1"}}},
-		}}
-	p.Objects[0].Size = page.MinSize(p, 0) + 100
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
 	file := filepath.Join(t.TempDir(), "critical-path.json")
-	if err := os.WriteFile(file, p.JSON(), 0o644); err != nil {
+	if err := os.WriteFile(file, pagetest.CriticalPath().JSON(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return file

@@ -57,6 +57,7 @@ var Of = map[string]Floor{
 	"link":                  Model,
 	"page":                  Model,
 	"page/cachetest":        Model,
+	"page/pagetest":         Model,
 	"pktlog":                Model,
 	"why":                   Model,
 	"budget":                Model,
