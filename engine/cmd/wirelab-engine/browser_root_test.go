@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -73,27 +72,11 @@ func TestBrowseEmulatedCorpus(t *testing.T) {
 				if extras, _ := sum["client"].(map[string]any); extras == nil || extras["dns_queries"].(float64) < 1 {
 					t.Errorf("%s: no DNS lookup in the HAR timings (client %v)", proto.name, sum["client"])
 				}
-				b, err := os.ReadFile(harFile)
-				if err != nil {
-					t.Fatal(err)
+				entries := harEntries(t, harFile)
+				if len(entries) != len(pg.Objects) {
+					t.Errorf("%s: %d HAR entries, want %d", proto.name, len(entries), len(pg.Objects))
 				}
-				var h struct {
-					Log struct {
-						Entries []struct {
-							Protocol string `json:"_protocol"`
-							Request  struct {
-								URL string `json:"url"`
-							} `json:"request"`
-						} `json:"entries"`
-					} `json:"log"`
-				}
-				if err := json.Unmarshal(b, &h); err != nil {
-					t.Fatal(err)
-				}
-				if len(h.Log.Entries) != len(pg.Objects) {
-					t.Errorf("%s: %d HAR entries, want %d", proto.name, len(h.Log.Entries), len(pg.Objects))
-				}
-				for _, e := range h.Log.Entries {
+				for _, e := range entries {
 					if e.Protocol != proto.wire {
 						t.Errorf("%s: %s over %q, want %s", proto.name, e.Request.URL, e.Protocol, proto.wire)
 					}

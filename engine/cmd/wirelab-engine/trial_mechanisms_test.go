@@ -21,11 +21,12 @@ import (
 	"github.com/wirelab/wirelab/engine/trial"
 )
 
-// harEntries reads a load's HAR entries with the engine loader's extensions.
+// harEntry is a HAR entry with the fields the tests read (the loaders' extensions among them).
 type harEntry struct {
 	Request struct {
 		URL string `json:"url"`
 	} `json:"request"`
+	Connection     string `json:"connection"`
 	Protocol       string `json:"_protocol"`
 	WasPushed      int    `json:"_was_pushed"`
 	PrioritySignal string `json:"_priority_signal"`
@@ -98,16 +99,12 @@ func TestTrialSPDY3(t *testing.T) {
 	dir := runTrialOK(t, fmt.Sprintf(`{"page":"youtube","shards":%d,"protocols":["spdy3","h2"],"repetitions":2,"network":"rtt=20ms","client":{"priority":"chrome"}}`, shards), 3*time.Minute)
 	td := readTrial(t, dir)
 	records := serverRecords(t, dir)
-	if td.result.Errors != 0 || len(td.loads) != 4 {
-		t.Fatalf("%d loads, %d errors", len(td.loads), td.result.Errors)
-	}
+	td.wantLoads(t, 4)
 	for _, l := range td.loads {
 		if l.Error != nil {
 			t.Fatalf("%s: %s", l.Protocol, *l.Error)
 		}
-		if l.Objects != int64(len(pg.Objects)) || l.BodyBytes != pg.TotalBytes() {
-			t.Errorf("%s: %d objects, %d body bytes; the page has %d and %d", l.Protocol, l.Objects, l.BodyBytes, len(pg.Objects), pg.TotalBytes())
-		}
+		checkWholePage(t, l.Protocol, l, pg)
 		if l.Connections != shards || l.TLSHandshakes != shards {
 			t.Errorf("%s: %d connections, %d TLS handshakes; want one of each per origin (%d)", l.Protocol, l.Connections, l.TLSHandshakes, shards)
 		}
@@ -175,9 +172,7 @@ func TestTrialPushAll(t *testing.T) {
 		if l.Error != nil {
 			t.Fatalf("%s: %s", l.Protocol, *l.Error)
 		}
-		if l.Objects != int64(len(pg.Objects)) || l.BodyBytes != pg.TotalBytes() {
-			t.Errorf("%s: %d objects, %d body bytes; the page has %d and %d", l.Protocol, l.Objects, l.BodyBytes, len(pg.Objects), pg.TotalBytes())
-		}
+		checkWholePage(t, l.Protocol, l, pg)
 		t.Logf("%s: pushed_bytes %d, pushes_used %d, pushes_unused %d, plt %.1f ms", l.Protocol, l.PushedBytes, l.PushesUsed, l.PushesUnused, l.PltMs)
 		if l.PushedBytes != pushedBytes || l.PushesUsed != int64(len(pushed)) || l.PushesUnused != 0 {
 			t.Errorf("%s: pushed %d bytes, %d used, %d unused; want %d bytes, %d used, 0 unused",

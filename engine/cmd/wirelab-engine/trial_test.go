@@ -98,6 +98,23 @@ func checkProgress(t *testing.T, out []byte) {
 	}
 }
 
+// checkWholePage reports a load (name: how the messages call it) that did not fetch all of p:
+// its objects and body bytes.
+func checkWholePage(t *testing.T, name string, l trial.Record, p *page.Page) {
+	t.Helper()
+	if l.Objects != int64(len(p.Objects)) || l.BodyBytes != p.TotalBytes() {
+		t.Errorf("%s: %d objects, %d body bytes; the page has %d and %d", name, l.Objects, l.BodyBytes, len(p.Objects), p.TotalBytes())
+	}
+}
+
+// wantLoads stops the test unless the trial made n loads, none of them failed.
+func (td trialDir) wantLoads(t *testing.T, n int) {
+	t.Helper()
+	if td.result.Errors != 0 || len(td.loads) != n {
+		t.Fatalf("%d loads, %d errors", len(td.loads), td.result.Errors)
+	}
+}
+
 type trialDir struct {
 	dir    string
 	result trial.Result
@@ -193,25 +210,8 @@ func checkWhy(t *testing.T, res *trial.Result, r *trial.Record) {
 // harConns counts the distinct connections per host of one load's HAR.
 func harConns(t *testing.T, path string) map[string]int {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h struct {
-		Log struct {
-			Entries []struct {
-				Connection string `json:"connection"`
-				Request    struct {
-					URL string `json:"url"`
-				} `json:"request"`
-			} `json:"entries"`
-		} `json:"log"`
-	}
-	if err := json.Unmarshal(b, &h); err != nil {
-		t.Fatal(err)
-	}
 	conns := map[string]map[string]bool{}
-	for _, e := range h.Log.Entries {
+	for _, e := range harEntries(t, path) {
 		u, err := url.Parse(e.Request.URL)
 		if err != nil {
 			t.Fatal(err)
@@ -253,16 +253,12 @@ func TestTrialCorpusAllProtocols(t *testing.T) {
 			}
 			dir := runTrialOK(t, fmt.Sprintf(`{"page":%q,"shards":%d,"protocols":%s,"repetitions":1,"network":"rtt=2ms"}`, c.page, c.shards, allSix), 5*time.Minute)
 			td := readTrial(t, dir)
-			if td.result.Errors != 0 || len(td.loads) != 6 {
-				t.Fatalf("%d loads, %d errors", len(td.loads), td.result.Errors)
-			}
+			td.wantLoads(t, 6)
 			for _, l := range td.loads {
 				if l.Error != nil {
 					t.Errorf("%s: %s", l.Protocol, *l.Error)
 				}
-				if l.Objects != int64(len(p.Objects)) || l.BodyBytes != p.TotalBytes() {
-					t.Errorf("%s: %d objects, %d body bytes; the page has %d and %d", l.Protocol, l.Objects, l.BodyBytes, len(p.Objects), p.TotalBytes())
-				}
+				checkWholePage(t, l.Protocol, l, p)
 				perHost := harConns(t, filepath.Join(dir, *l.HAR))
 				if len(perHost) != c.shards {
 					t.Errorf("%s: requests went to %d hosts, want %d", l.Protocol, len(perHost), c.shards)
@@ -763,9 +759,7 @@ func TestTrialReplay(t *testing.T) {
 		if l.Error != nil {
 			t.Fatalf("%s: %s", l.Protocol, *l.Error)
 		}
-		if l.Objects != int64(len(p.Objects)) || l.BodyBytes != p.TotalBytes() {
-			t.Errorf("replay %s: %d objects, %d body bytes; the page has %d and %d", l.Protocol, l.Objects, l.BodyBytes, len(p.Objects), p.TotalBytes())
-		}
+		checkWholePage(t, "replay "+l.Protocol, l, p)
 		if l.Client["mode"] != "replay" || l.Client["compute_scale"] != float64(scale) {
 			t.Errorf("replay %s: client extras %v", l.Protocol, l.Client)
 		}
@@ -830,9 +824,7 @@ func TestTrialChromium(t *testing.T) {
 		if l.Error != nil {
 			t.Fatalf("%s: %s", l.Protocol, *l.Error)
 		}
-		if l.Objects != int64(len(p.Objects)) || l.BodyBytes != p.TotalBytes() {
-			t.Errorf("%s: %d objects, %d body bytes; the page has %d and %d", l.Protocol, l.Objects, l.BodyBytes, len(p.Objects), p.TotalBytes())
-		}
+		checkWholePage(t, l.Protocol, l, p)
 		if l.Client["impl"] != "chromium" || l.Client["version"] == nil || l.Client["loader_cpu_ms"] == nil {
 			t.Errorf("%s: client extras %v", l.Protocol, l.Client)
 		}
