@@ -344,25 +344,18 @@ def root_engine() -> Path:
     return real_engine()
 
 
-@pytest.mark.root
-def test_local_internet_end_to_end(capsys, tmp_path):
+def probe_local(capsys, tmp_path: Path, *args: str) -> tuple[int, str, str, Path]:
+    """``wirelab probe --local ARGS`` with the real engine (as root) into a new database: the exit
+    code, stdout, stderr and the database's path."""
     engine = root_engine()
     db = tmp_path / "w.db"
-    code, out, err = run_cli(
-        capsys,
-        "probe",
-        "--local",
-        "--rate",
-        "50/s",
-        "--timeout",
-        "2s",
-        "--name",
-        "live",
-        "--db",
-        str(db),
-        "--engine",
-        str(engine),
-    )
+    code, out, err = run_cli(capsys, "probe", "--local", *args, "--db", str(db), "--engine", str(engine))
+    return code, out, err, db
+
+
+@pytest.mark.root
+def test_local_internet_end_to_end(capsys, tmp_path):
+    code, out, err, db = probe_local(capsys, tmp_path, "--rate", "50/s", "--timeout", "2s", "--name", "live")
     assert code == 0, err
     with Results(db) as results:
         protocols = results.probe_protocols("live")
@@ -372,11 +365,7 @@ def test_local_internet_end_to_end(capsys, tmp_path):
 
 @pytest.mark.root
 def test_local_documentation_address_is_refused(capsys, tmp_path, off_machine):
-    engine = root_engine()
-    db = tmp_path / "w.db"
-    code, out, err = run_cli(
-        capsys, "probe", "--local", "doc.wirelab.test", "--db", str(db), "--engine", str(engine)
-    )
+    code, out, err, db = probe_local(capsys, tmp_path, "doc.wirelab.test")
     assert code == 2 and err.count("\n") == 1, err
     assert "192.0.2.1" in err and "--allow-internet" in err
     assert not db.exists()
@@ -387,19 +376,7 @@ def test_local_nothing_to_contact_is_one_line_per_site_and_stores_nothing(capsys
     """Issue 26: sites of the local internet without an address (names it does not have) — nothing to
     contact — are one line each, exit 2, and no probe run is stored (an internal error and a stored run
     before)."""
-    engine = root_engine()
-    db = tmp_path / "w.db"
-    code, out, err = run_cli(
-        capsys,
-        "probe",
-        "--local",
-        "nosuch.wirelab.test",
-        "https://gone.wirelab.test/x",
-        "--db",
-        str(db),
-        "--engine",
-        str(engine),
-    )
+    code, out, err, db = probe_local(capsys, tmp_path, "nosuch.wirelab.test", "https://gone.wirelab.test/x")
     lines = err.strip().splitlines()
     assert code == 2 and out == "", err
     assert len(lines) == 2, err

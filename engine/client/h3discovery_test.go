@@ -59,11 +59,21 @@ func startH3Lab(t *testing.T, altSvc bool, alpn []string) h3Lab {
 // port), with profile (nil: a first view).
 func (l h3Lab) load(t *testing.T, how H3Discovery, profile *Profile) *Result {
 	t.Helper()
+	res := l.loadWith(t, how, profile, &DNSResolver{Server: l.dns.Addr()})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	return res
+}
+
+// loadWith is load with names resolved by resolver, the load's own error left to the caller.
+func (l h3Lab) loadWith(t *testing.T, how H3Discovery, profile *Profile, resolver Resolver) *Result {
+	t.Helper()
 	root, err := l.srv.RootURL(server.H2, page.NewToken())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ld, err := New(Config{Protocol: H3, H3: how, Profile: profile, Resolver: &DNSResolver{Server: l.dns.Addr()},
+	ld, err := New(Config{Protocol: H3, H3: how, Profile: profile, Resolver: resolver,
 		RootCAs: l.srv.Certs().CAPool(), Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -71,9 +81,6 @@ func (l h3Lab) load(t *testing.T, how H3Discovery, profile *Profile) *Result {
 	res, err := ld.Load(context.Background(), root, nil)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if res.Err != nil {
-		t.Fatal(res.Err)
 	}
 	return res
 }
@@ -136,19 +143,7 @@ func (lostHTTPS) LookupHTTPS(context.Context, string) ([]string, error) {
 // browser does — the load does not fail.
 func TestH3DiscoveryHTTPSRecordUnanswered(t *testing.T) {
 	l := startH3Lab(t, false, []string{"h3", "h2"})
-	root, err := l.srv.RootURL(server.H2, page.NewToken())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ld, err := New(Config{Protocol: H3, H3: H3HTTPSRR, Resolver: lostHTTPS{&DNSResolver{Server: l.dns.Addr()}},
-		RootCAs: l.srv.Certs().CAPool(), Timeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := ld.Load(context.Background(), root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := l.loadWith(t, H3HTTPSRR, nil, lostHTTPS{&DNSResolver{Server: l.dns.Addr()}})
 	if res.Err != nil || res.Protocols["h2"] != len(res.Entries) || res.H3Discovery == "https-rr" {
 		t.Errorf("unanswered HTTPS query: error %v, requests %v, discovery %q: want every request over h2", res.Err, res.Protocols, res.H3Discovery)
 	}
