@@ -43,14 +43,7 @@ func TestStreamMap(t *testing.T) {
 		t.Run(string(proto), func(t *testing.T) {
 			root, _ := s.RootURL(proto, "map")
 			u, _ := neturl.Parse(root)
-			addr, err := hostAddr(s, u.Host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			raw := dialHost(t, s, u.Host)
 			tee := &teeConn{Conn: raw}
 			var c net.Conn = tee
 			if proto == H2 {

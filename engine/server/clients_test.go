@@ -62,6 +62,20 @@ func hostAddr(s *Server, hostport string) (string, error) {
 	return "", fmt.Errorf("unknown host %s", host)
 }
 
+// dialHost opens a TCP connection to a wirelab host:port of s (hostAddr).
+func dialHost(t *testing.T, s *Server, hostport string) net.Conn {
+	t.Helper()
+	addr, err := hostAddr(s, hostport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // testClient is a plain Go client for one protocol, resolving wirelab names to the server's
 // loopback addresses.
 type testClient struct {

@@ -132,15 +132,7 @@ func fetchWithPriority(t *testing.T, s *Server, proto Protocol, paths []string, 
 			defer tr.Close()
 			rt = tr
 		} else {
-			a, err := hostAddr(s, u.Host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, err := net.Dial("tcp", a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cc, err := spdy.NewClientConn(tls.Client(raw, spdy.ClientTLSConfig(&tls.Config{RootCAs: s.certs.CAPool(), ServerName: u.Hostname()})), spdy.ClientConfig{})
+			cc, err := spdy.NewClientConn(tls.Client(dialHost(t, s, u.Host), spdy.ClientTLSConfig(&tls.Config{RootCAs: s.certs.CAPool(), ServerName: u.Hostname()})), spdy.ClientConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,13 +208,10 @@ func sentOf(t *testing.T, s *Server, paths ...string) ([]*StreamSend, []SendRun)
 	return sent, runs
 }
 
-// TestPriorityOrder: on a constrained link (the server's socket paced at 400 kB/s) two large
-// responses, the less urgent one requested first, leave in urgency order: the more urgent one
-// finishes first, and while it is under way the other sends few units (none on an idle machine;
-// the tolerance, half the urgent stream's units, covers a handler that the machine's load keeps
-// from queueing its data in time), over h2, h2c, h3 and spdy3. FIFO would finish the first
-// request first; round robin would interleave them unit for unit.
-func TestPriorityOrder(t *testing.T) {
+// pacedPage is the two large objects the paced priority tests send (skipped with -short: paced
+// transfers take a second per protocol).
+func pacedPage(t *testing.T) *page.Page {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("paced transfers take a second per protocol")
 	}
@@ -230,6 +219,17 @@ func TestPriorityOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pg
+}
+
+// TestPriorityOrder: on a constrained link (the server's socket paced at 400 kB/s) two large
+// responses, the less urgent one requested first, leave in urgency order: the more urgent one
+// finishes first, and while it is under way the other sends few units (none on an idle machine;
+// the tolerance, half the urgent stream's units, covers a handler that the machine's load keeps
+// from queueing its data in time), over h2, h2c, h3 and spdy3. FIFO would finish the first
+// request first; round robin would interleave them unit for unit.
+func TestPriorityOrder(t *testing.T) {
+	pg := pacedPage(t)
 	for _, proto := range []Protocol{H2, H2C, H3, SPDY3} {
 		t.Run(string(proto), func(t *testing.T) {
 			s := startPaced(t, pg)
@@ -265,13 +265,7 @@ func TestPriorityOrder(t *testing.T) {
 // on both it round-robins them, so their units alternate many times. Over h2, h2c and h3 (spdy3
 // has no incremental flag).
 func TestIncrementalInterleaves(t *testing.T) {
-	if testing.Short() {
-		t.Skip("paced transfers take a second per protocol")
-	}
-	pg, err := page.Load("synthetic:2x150kB", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pg := pacedPage(t)
 	for _, proto := range []Protocol{H2, H2C, H3} {
 		for _, incremental := range []bool{false, true} {
 			name := fmt.Sprintf("%s/incremental=%v", proto, incremental)

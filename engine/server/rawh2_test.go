@@ -30,14 +30,7 @@ func dialOrigin(t *testing.T, s *Server, proto Protocol) (net.Conn, string) {
 	t.Helper()
 	root, _ := s.RootURL(proto, "raw")
 	u, _ := neturl.Parse(root)
-	addr, err := hostAddr(s, u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dialHost(t, s, u.Host)
 	if proto != H2 {
 		return conn, u.Host
 	}
