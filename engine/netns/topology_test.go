@@ -240,14 +240,30 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-func TestGC(t *testing.T) {
+// newTopology is a run's topology (needs root and TUN), closed when the test ends.
+func newTopology(t *testing.T) *Topology {
+	t.Helper()
 	roottest.RequireTUN(t)
-	live, err := Create(Config{})
+	topo, err := Create(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer live.Close()
-	// A crashed run: a state file whose owner has exited, its namespaces and a process inside.
+	t.Cleanup(func() { topo.Close() })
+	return topo
+}
+
+// assertStateFile reports a live run whose state file is gone.
+func assertStateFile(t *testing.T, live *Topology) {
+	t.Helper()
+	if _, err := os.Stat(live.StatePath()); err != nil {
+		t.Errorf("live run's state file gone: %v", err)
+	}
+}
+
+// deadRun makes what a crashed run leaves: a state file whose owner has exited, its namespaces and
+// its /etc/netns directory.
+func deadRun(t *testing.T) *state {
+	t.Helper()
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
@@ -266,6 +282,14 @@ func TestGC(t *testing.T) {
 		h.Close()
 	}
 	os.MkdirAll(st.EtcDirs[0], 0o755)
+	return st
+}
+
+func TestGC(t *testing.T) {
+	live := newTopology(t)
+	// A crashed run: a state file whose owner has exited, its namespaces and a process inside.
+	st := deadRun(t)
+	id := st.ID
 	orphan := exec.Command("ip", "netns", "exec", st.Namespaces[1], "sleep", "100")
 	if err := orphan.Start(); err != nil {
 		t.Fatal(err)
@@ -292,43 +316,14 @@ func TestGC(t *testing.T) {
 			t.Errorf("live run's namespace gone: %v", err)
 		}
 	}
-	if _, err := os.Stat(live.StatePath()); err != nil {
-		t.Errorf("live run's state file gone: %v", err)
-	}
+	assertStateFile(t, live)
 }
 
 // TestGCOwner: the scoped collection removes exactly the dead owner's run — its namespaces,
 // /etc/netns directory and state file — and leaves another dead run and a live run alone.
 func TestGCOwner(t *testing.T) {
-	roottest.RequireTUN(t)
-	live, err := Create(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Close()
-	deadRun := func() *state {
-		t.Helper()
-		dead := exec.Command("true")
-		if err := dead.Run(); err != nil {
-			t.Fatal(err)
-		}
-		id, _ := newID()
-		st := &state{ID: id, PID: dead.Process.Pid, PIDStart: 1, Namespaces: []string{NamespaceName(id, Client), NamespaceName(id, Server)},
-			EtcDirs: []string{filepath.Join(etcNetnsDir, NamespaceName(id, Client))}}
-		if err := createState(StateDir, st); err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range st.Namespaces {
-			h, err := createNamed(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.Close()
-		}
-		os.MkdirAll(st.EtcDirs[0], 0o755)
-		return st
-	}
-	mine, other := deadRun(), deadRun()
+	live := newTopology(t)
+	mine, other := deadRun(t), deadRun(t)
 	defer func() { // the other dead run is this test's to remove
 		removeRun(StateDir, other, &GCReport{})
 	}()
@@ -349,20 +344,13 @@ func TestGCOwner(t *testing.T) {
 	if err != nil || len(rep.Removed) != 0 || len(rep.Kept) != 1 {
 		t.Errorf("live owner: removed %v kept %v err %v; want its run kept", rep.Removed, rep.Kept, err)
 	}
-	if _, err := os.Stat(live.StatePath()); err != nil {
-		t.Errorf("live run's state file gone: %v", err)
-	}
+	assertStateFile(t, live)
 }
 
 // SentPackets counts what a side's kernel sends into its TUN device, read or not (nothing reads
 // it here), and not what it delivers to its own addresses through lo.
 func TestSentPackets(t *testing.T) {
-	roottest.RequireTUN(t)
-	topo, err := Create(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topo.Close()
+	topo := newTopology(t)
 	send := func(to netip.Addr, n int) {
 		t.Helper()
 		err := topo.Do(Server, func() error {

@@ -72,55 +72,49 @@ func summarizePage(what string, pg *page.Page) {
 }
 
 func pagesMirror(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("pages mirror", flag.ContinueOnError)
-	out := fs.String("out", "", "")
-	name := fs.String("name", "", "")
-	pos, err := pagesFlagSet("mirror", fs, args)
-	if err != nil {
-		return helpIsSuccess(err)
-	}
-	if len(pos) != 1 {
-		return cli.Usagef("pages mirror: want exactly one DIR")
-	}
-	if err := checkOutput("--out", *out); err != nil {
-		return err
-	}
-	res, err := page.Mirror(pos[0], *name)
-	if err != nil {
-		return cli.Usagef("%v", err)
-	}
-	for _, m := range res.Missing {
-		fmt.Fprintf(os.Stderr, "pages mirror: not in the directory, left as it is: %s\n", cli.Printable(m))
-	}
-	if err := writePageOut(res.Page, *out, stdout); err != nil {
-		return err
-	}
-	summarizePage("pages mirror", res.Page)
-	return nil
+	return pagesFromOne("mirror", "DIR", args, stdout, func(dir, name string) (*page.Page, []string, error) {
+		res, err := page.Mirror(dir, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		return res.Page, res.Missing, nil
+	})
 }
 
 func pagesImportHAR(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("pages import-har", flag.ContinueOnError)
+	return pagesFromOne("import-har", "FILE.har", args, stdout, func(file, name string) (*page.Page, []string, error) {
+		pg, err := browser.ImportHAR(file, browser.RecordOptions{Name: name})
+		return pg, nil, err
+	})
+}
+
+// pagesFromOne is a `pages SUB` that makes a page from one input (what: its name in the usage
+// line) with --out and --name: load makes it and lists the files it left out of the page.
+func pagesFromOne(sub, what string, args []string, stdout io.Writer, load func(in, name string) (*page.Page, []string, error)) error {
+	fs := flag.NewFlagSet("pages "+sub, flag.ContinueOnError)
 	out := fs.String("out", "", "")
 	name := fs.String("name", "", "")
-	pos, err := pagesFlagSet("import-har", fs, args)
+	pos, err := pagesFlagSet(sub, fs, args)
 	if err != nil {
 		return helpIsSuccess(err)
 	}
 	if len(pos) != 1 {
-		return cli.Usagef("pages import-har: want exactly one FILE.har")
+		return cli.Usagef("pages %s: want exactly one %s", sub, what)
 	}
 	if err := checkOutput("--out", *out); err != nil {
 		return err
 	}
-	pg, err := browser.ImportHAR(pos[0], browser.RecordOptions{Name: *name})
+	pg, missing, err := load(pos[0], *name)
 	if err != nil {
 		return cli.Usagef("%v", err)
+	}
+	for _, m := range missing {
+		fmt.Fprintf(os.Stderr, "pages %s: not in the directory, left as it is: %s\n", sub, cli.Printable(m))
 	}
 	if err := writePageOut(pg, *out, stdout); err != nil {
 		return err
 	}
-	summarizePage("pages import-har", pg)
+	summarizePage("pages "+sub, pg)
 	return nil
 }
 
