@@ -46,52 +46,39 @@ func checkFields(data []byte) error {
 	if err := unknownIn("", "page", top); err != nil {
 		return err
 	}
-	walk := func(key, kind string, each func(string, map[string]any) error) error {
-		arr, _ := top[key].([]any)
-		for i, el := range arr {
-			m, ok := el.(map[string]any)
-			if !ok {
-				continue // the typed decode reports the wrong type
-			}
-			path := fmt.Sprintf("%s[%d]", key, i)
-			if err := unknownIn(path+".", kind, m); err != nil {
-				return err
-			}
-			if each != nil {
-				if err := each(path, m); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	if err := walk("origins", "origin", nil); err != nil {
+	if err := walkList("", top, "origins", "origin", nil); err != nil {
 		return err
 	}
-	if err := walk("objects", "object", func(path string, m map[string]any) error {
-		refs, _ := m["refs"].([]any)
-		for j, r := range refs {
-			if rm, ok := r.(map[string]any); ok {
-				if err := unknownIn(fmt.Sprintf("%s.refs[%d].", path, j), "ref", rm); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+	if err := walkList("", top, "objects", "object", func(path string, m map[string]any) error {
+		return walkList(path+".", m, "refs", "ref", nil)
 	}); err != nil {
 		return err
 	}
-	return walk("activities", "activity", func(path string, m map[string]any) error {
-		deps, _ := m["deps"].([]any)
-		for j, d := range deps {
-			if dm, ok := d.(map[string]any); ok {
-				if err := unknownIn(fmt.Sprintf("%s.deps[%d].", path, j), "dep", dm); err != nil {
-					return err
-				}
+	return walkList("", top, "activities", "activity", func(path string, m map[string]any) error {
+		return walkList(path+".", m, "deps", "dep", nil)
+	})
+}
+
+// walkList checks the fields of each element of the list in[key] (elements of kind, named
+// prefix+key[i]), then each element's own (each: nil for none).
+func walkList(prefix string, in map[string]any, key, kind string, each func(path string, m map[string]any) error) error {
+	arr, _ := in[key].([]any)
+	for i, el := range arr {
+		m, ok := el.(map[string]any)
+		if !ok {
+			continue // the typed decode reports the wrong type
+		}
+		path := fmt.Sprintf("%s%s[%d]", prefix, key, i)
+		if err := unknownIn(path+".", kind, m); err != nil {
+			return err
+		}
+		if each != nil {
+			if err := each(path, m); err != nil {
+				return err
 			}
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 func unknownIn(prefix, kind string, m map[string]any) error {
