@@ -15,7 +15,6 @@ import (
 	"github.com/wirelab/wirelab/engine/server"
 )
 
-
 // simulate drives a replay planner in virtual time: every download's first chunk arrives after
 // firstChunk, its end after total; it returns each URL's [issued, end] and the load's end.
 func simulate(t *testing.T, p *replayPlanner, firstChunk, total func(u string) time.Duration) (map[string][2]time.Duration, time.Duration) {

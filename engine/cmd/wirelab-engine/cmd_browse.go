@@ -131,7 +131,6 @@ func runBrowse(args []string, stdout io.Writer) error {
 	return nil
 }
 
-
 // spkiHashes are the certificates Chromium accepts without a known root: --spki's hashes and
 // those of --cert's PEM file (nil when neither is given).
 func spkiHashes(spki, certFile string) ([]string, error) {

@@ -188,8 +188,13 @@ func (r monotonicRef) printLoaderLine(w io.Writer, summary any, started time.Tim
 	return nil
 }
 
-// writeHAR writes a load's HAR (a fetch's or a browse's result's) to path (--har; "" none).
-func writeHAR(path string, res interface{ HAR(creatorVersion string) *har.Log }) error {
+// harSource is a load's result that makes its HAR (fetch's and browse's).
+type harSource interface {
+	HAR(creatorVersion string) *har.Log
+}
+
+// writeHAR writes a load's HAR to path (--har; "" none).
+func writeHAR(path string, res harSource) error {
 	if path == "" {
 		return nil
 	}
