@@ -170,22 +170,14 @@ func (s *Server) tryListen() error {
 	want := Ports{HTTP: s.cfg.PortHTTP, HTTPS: s.cfg.PortHTTPS, QUIC: s.cfg.PortQUIC}
 	for _, a := range s.cfg.Addrs {
 		if s.cfg.has(H1, H2C) {
-			ln, err := net.Listen("tcp", netip.AddrPortFrom(a, uint16(want.HTTP)).String())
-			if err != nil {
-				return fmt.Errorf("server: listen %s (h1/h2c): %w", a, err)
+			if err := s.listenTCP(a, &want.HTTP, &s.ports.HTTP, "h1/h2c"); err != nil {
+				return err
 			}
-			s.tcpListeners = append(s.tcpListeners, ln)
-			want.HTTP = ln.Addr().(*net.TCPAddr).Port
-			s.ports.HTTP = want.HTTP
 		}
 		if s.cfg.has(H1S, H2, SPDY3) {
-			ln, err := net.Listen("tcp", netip.AddrPortFrom(a, uint16(want.HTTPS)).String())
-			if err != nil {
-				return fmt.Errorf("server: listen %s (h1s/h2/spdy3): %w", a, err)
+			if err := s.listenTCP(a, &want.HTTPS, &s.ports.HTTPS, "h1s/h2/spdy3"); err != nil {
+				return err
 			}
-			s.tcpListeners = append(s.tcpListeners, ln)
-			want.HTTPS = ln.Addr().(*net.TCPAddr).Port
-			s.ports.HTTPS = want.HTTPS
 		}
 		if s.cfg.has(H3) {
 			pc, err := net.ListenPacket("udp", netip.AddrPortFrom(a, uint16(want.QUIC)).String())
@@ -197,6 +189,19 @@ func (s *Server) tryListen() error {
 			s.ports.QUIC = want.QUIC
 		}
 	}
+	return nil
+}
+
+// listenTCP listens on a at *want (0: a port the kernel picks, which the other addresses then
+// take too) for the protocols named by what, and records the port in *want and *got.
+func (s *Server) listenTCP(a netip.Addr, want, got *int, what string) error {
+	ln, err := net.Listen("tcp", netip.AddrPortFrom(a, uint16(*want)).String())
+	if err != nil {
+		return fmt.Errorf("server: listen %s (%s): %w", a, what, err)
+	}
+	s.tcpListeners = append(s.tcpListeners, ln)
+	*want = ln.Addr().(*net.TCPAddr).Port
+	*got = *want
 	return nil
 }
 
