@@ -190,11 +190,10 @@ def _run(
     resume: bool,
     engine: Path | None,
     cluster: str | None = None,
-    retries: int | None = None,
-    artifacts: str | None = None,
-    wait_workers: float | None = None,
-    allow_internet: bool = False,
+    **options: Any,
 ) -> RunSummary:
+    """``api.run`` with the progress display and the summary printed; ``options`` are
+    ``api.run``'s own (retries, artifacts, wait_workers, allow_internet), passed on as they are."""
     try:
         summary = api.run(
             spec,
@@ -204,10 +203,7 @@ def _run(
             engine=engine if cluster is not None else _engine(engine),
             observer=RichProgress(err),
             cluster=cluster,
-            retries=retries,
-            artifacts=artifacts,
-            wait_workers=wait_workers,
-            allow_internet=allow_internet,
+            **options,
         )
     except Interrupted as e:
         if hasattr(e, "summary"):
@@ -272,7 +268,16 @@ def run(
         if predict_only:
             return
     summary = _run(
-        spec, db, parallel, resume, engine, cluster, retries, artifacts, wait_workers, allow_internet
+        spec,
+        db,
+        parallel,
+        resume,
+        engine,
+        cluster,
+        retries=retries,
+        artifacts=artifacts,
+        wait_workers=wait_workers,
+        allow_internet=allow_internet,
     )
     if not summary.ok:
         raise typer.Exit(1)
@@ -837,7 +842,17 @@ def reproduce(
     plan = rep.experiment(name).plan(quick)
     check_output_dir("--out", out_dir or _default_report_dir(plan.name), parents=out_dir is None)
     if isinstance(plan, spec_mod.Plan):
-        ok = _run(plan, db, parallel, True, engine, cluster, retries, artifacts, wait_workers).ok
+        ok = _run(
+            plan,
+            db,
+            parallel,
+            True,
+            engine,
+            cluster,
+            retries=retries,
+            artifacts=artifacts,
+            wait_workers=wait_workers,
+        ).ok
     else:  # a load test: its runs go one at a time, on this machine
         if cluster is not None:
             raise UsageError(f"--cluster: {name} is a load test; its runs go one at a time on this machine")
