@@ -168,19 +168,7 @@ func runShell(args []string) error {
 			stopErr = errors.Join(stopErr, err)
 		}
 	}
-	if runErr != nil {
-		return errors.Join(runErr, stopErr)
-	}
-	if stopErr != nil {
-		fmt.Fprintf(os.Stderr, "wirelab-engine: shell: cleanup: %v\n", stopErr)
-		if status == 0 {
-			status = 1
-		}
-	}
-	if status != 0 {
-		return &cli.ExitError{Code: status}
-	}
-	return nil
+	return labExit("shell", status, runErr, stopErr)
 }
 
 // runShellCommands starts the server command and CMD and waits for CMD or a signal. It returns

@@ -105,19 +105,7 @@ func runSites(args []string, stdout io.Writer) error {
 	}
 	status, runErr := runInLab(l, argv, sigs, interactive)
 	_, closeErr := l.Close()
-	if runErr != nil {
-		return errors.Join(runErr, closeErr)
-	}
-	if closeErr != nil {
-		fmt.Fprintf(os.Stderr, "wirelab-engine: sites: cleanup: %v\n", closeErr)
-		if status == 0 {
-			status = 1
-		}
-	}
-	if status != 0 {
-		return &cli.ExitError{Code: status}
-	}
-	return nil
+	return labExit("sites", status, runErr, closeErr)
 }
 
 // runInLab runs CMD in the lab's client namespace until it ends or a signal comes; it returns
@@ -237,5 +225,24 @@ func sitesServe(args []string, stdout io.Writer) error {
 		return fmt.Errorf("sites serve: %w", err)
 	}
 	fmt.Fprintln(stdout, `{"event":"stopped"}`)
+	return nil
+}
+
+// labExit ends a command that ran a program in a lab (shell, sites): its failure to run, with the
+// lab's cleanup error; else the program's exit status — a cleanup error printed, and a success
+// made exit status 1 by it.
+func labExit(command string, status int, runErr, cleanupErr error) error {
+	if runErr != nil {
+		return errors.Join(runErr, cleanupErr)
+	}
+	if cleanupErr != nil {
+		fmt.Fprintf(os.Stderr, "wirelab-engine: %s: cleanup: %v\n", command, cleanupErr)
+		if status == 0 {
+			status = 1
+		}
+	}
+	if status != 0 {
+		return &cli.ExitError{Code: status}
+	}
 	return nil
 }
