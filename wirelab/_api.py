@@ -56,10 +56,9 @@ def plan(spec: SpecLike) -> spec_mod.Plan:
         return spec_mod.expand(spec)
     if isinstance(spec, Mapping):
         return spec_mod.from_dict(spec)
-    text = os.fspath(spec)
-    if "\n" in text or "[sweep]" in text:
-        return spec_mod.loads(text)
-    return spec_mod.load(text)
+    if _is_text(spec):
+        return spec_mod.loads(os.fspath(spec))
+    return spec_mod.load(os.fspath(spec))
 
 
 def _trial_plan(spec: SpecLike, allow_internet: bool) -> spec_mod.Plan:
@@ -70,9 +69,10 @@ def _trial_plan(spec: SpecLike, allow_internet: bool) -> spec_mod.Plan:
     return spec_mod.with_internet(the_plan) if allow_internet else the_plan
 
 
-def _is_text(spec: str | os.PathLike[str]) -> bool:
+def _is_text(spec: str | os.PathLike[str], table: str = "[sweep]") -> bool:
+    """Whether ``spec`` is a spec's TOML text (several lines, or its ``table``) rather than a path."""
     text = os.fspath(spec)
-    return "\n" in text or "[sweep]" in text
+    return "\n" in text or table in text
 
 
 def run(
@@ -202,10 +202,9 @@ def plan_loadtest(spec: LoadSpecLike) -> loadplan.LoadPlan:
         return spec
     if isinstance(spec, Mapping):
         return loadplan.from_dict(spec)
-    text = os.fspath(spec)
-    if "\n" in text or "[load]" in text:
-        return loadplan.loads(text)
-    return loadplan.load(text)
+    if _is_text(spec, "[load]"):
+        return loadplan.loads(os.fspath(spec))
+    return loadplan.load(os.fspath(spec))
 
 
 def loadtest(
