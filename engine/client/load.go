@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -111,7 +112,15 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 	chunks := make(chan *request)
 	wantChunks := p.wantsChunks()
 	inflight := 0
+	var batch []batcher // the pools that may hold requests' first bytes until issue ends
 	issue := func(planned []plannedRequest) {
+		defer func() {
+			for i, b := range batch {
+				b.flushBatch()
+				batch[i] = nil
+			}
+			batch = batch[:0]
+		}()
 		for _, pr := range planned {
 			key := pr.url.String()
 			if seen[key] {
@@ -157,6 +166,9 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 			push := s.pushes.claim(key)
 			if sub, ok := pool.(submitter); ok && push == nil {
 				sub.submit(ctx, r, deliver)
+				if b, ok := pool.(batcher); ok && !slices.Contains(batch, b) {
+					batch = append(batch, b)
+				}
 				continue
 			}
 			if e, ok := pool.(expecter); ok && push == nil {

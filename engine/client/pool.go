@@ -30,6 +30,11 @@ type submitter interface {
 	submit(ctx context.Context, r *request, done func(*request))
 }
 
+// batcher is a submitter that may leave what submit wrote in a buffer (h2: a page's HEADERS, to
+// leave in one write as a browser's do): the load loop calls flushBatch once it has submitted the
+// requests that became due together.
+type batcher interface{ flushBatch() }
+
 func newPool(s *session, o origin) originPool {
 	switch s.cfg.Protocol {
 	case H1, H1S:

@@ -46,6 +46,8 @@ type h2Pool struct {
 var (
 	_ originPool = (*h2Pool)(nil)
 	_ expecter   = (*h2Pool)(nil)
+	_ submitter  = (*h2Pool)(nil)
+	_ batcher    = (*h2Pool)(nil)
 )
 
 // expect counts r as on its way to the pool (a Tab's: see pending).
@@ -108,33 +110,101 @@ func (p *h2Pool) do(ctx context.Context, r *request) {
 			r.finish(p.s.now(), err)
 			return
 		}
-		reserved := opened
-		for {
-			end, err := c.roundTrip(ctx, r, reserved)
-			reserved = false
-			if errors.Is(err, errRefusedStream) && r.retries < spdy.MaxRefusedRetries && ctx.Err() == nil {
-				r.retries++
-				r.resetExchange()
-				continue
-			}
-			if errors.Is(err, errGoAway) && ctx.Err() == nil {
-				if c.processedAny() {
-					break // on the connection that replaces this one
-				}
-				if r.idleGoAways < maxGoAwayRetries {
-					r.idleGoAways++
-					break
-				}
-			}
-			if err != nil && p.s.resend(ctx, c.rec, r, c.broken()) {
-				break // once more, on a new connection
-			}
-			r.finish(end, err)
+		if !p.carry(ctx, c, r, opened) {
 			return
 		}
 		r.retries++
 		r.reset()
 	}
+}
+
+// carry sends r on c (reserved: see roundTrip) until it finishes there — true: it is to be sent
+// again on a new connection (r not finished).
+func (p *h2Pool) carry(ctx context.Context, c *h2Conn, r *request, reserved bool) bool {
+	for {
+		end, err := c.roundTrip(ctx, r, reserved)
+		reserved = false
+		switch p.next(ctx, c, r, err) {
+		case againHere:
+			continue
+		case againElsewhere:
+			return true
+		}
+		r.finish(end, err)
+		return false
+	}
+}
+
+// What becomes of a request after an attempt on a connection (h2Pool.next).
+const (
+	attemptFinal   = iota // it finishes with the attempt's outcome
+	againHere             // sent again on the same connection (REFUSED_STREAM)
+	againElsewhere        // sent again on a new connection (GOAWAY, a kept connection that died)
+)
+
+// next decides what becomes of r after an attempt on c that ended with err, counting the retry.
+func (p *h2Pool) next(ctx context.Context, c *h2Conn, r *request, err error) int {
+	if errors.Is(err, errRefusedStream) && r.retries < spdy.MaxRefusedRetries && ctx.Err() == nil {
+		r.retries++
+		r.resetExchange()
+		return againHere
+	}
+	if errors.Is(err, errGoAway) && ctx.Err() == nil {
+		if c.processedAny() {
+			return againElsewhere // on the connection that replaces this one
+		}
+		if r.idleGoAways < maxGoAwayRetries {
+			r.idleGoAways++
+			return againElsewhere
+		}
+	}
+	if err != nil && p.s.resend(ctx, c.rec, r, c.broken()) {
+		return againElsewhere // once more, on a new connection
+	}
+	return attemptFinal
+}
+
+// submit (a Tab's pool) writes r's HEADERS at once, on the caller's goroutine, when the pool's
+// connection is open and has a stream free with nobody queued for one: the HEADERS stay in the
+// connection's buffer until flushBatch (the load loop calls it once it has issued the requests
+// that became due together), and the read loop completes r and calls done — no goroutine, no
+// channel, no hand-off per request (a load generator's hot path: docs/loadtest.md). Every other
+// request (the connection's opener, one waiting for a stream, a pool outside a Tab) is carried
+// by do on a goroutine of its own, as before; so is a request whose attempt failed (next).
+func (p *h2Pool) submit(ctx context.Context, r *request, done func(*request)) {
+	if c, ok := p.single.current(); ok && c.coalesce && c.sendNow(ctx, r, done) {
+		return
+	}
+	p.expect(r)
+	go func() {
+		p.do(ctx, r)
+		done(r)
+	}()
+}
+
+// flushBatch writes out the HEADERS submit left in the connection's buffer (unless a request
+// queued for the write lock will: flushLeft).
+func (p *h2Pool) flushBatch() {
+	if c, ok := p.single.current(); ok && c.coalesce {
+		c.flushLeft()
+	}
+}
+
+// again carries on a request submitted to c (sendNow) whose attempt ended with err at end: as do
+// would after roundTrip. It runs on a goroutine of its own.
+func (p *h2Pool) again(ctx context.Context, c *h2Conn, r *request, end time.Duration, err error) {
+	switch p.next(ctx, c, r, err) {
+	case attemptFinal:
+		r.finish(end, err)
+		return
+	case againHere:
+		if !p.carry(ctx, c, r, false) {
+			return
+		}
+	}
+	r.retries++
+	r.reset()
+	p.do(ctx, r)
 }
 
 // renewal is how the pool replaces its connection: after the server's GOAWAY (the streams it
@@ -222,10 +292,14 @@ type h2Conn struct {
 // h2Stream is a request in flight. The read loop writes the response fields of r (status, body,
 // firstByte) and end/err, then closes done; the requester reads them after done.
 type h2Stream struct {
-	id      uint32
-	r       *request
-	push    *pushed // a pushed stream: its end finishes the push (done is nil)
-	done    chan struct{}
+	id   uint32
+	r    *request
+	push *pushed // a pushed stream: its end finishes the push (done is nil)
+	done chan struct{}
+	// deliver (a request sent by h2Pool.submit; done is nil): its end finishes r and hands it
+	// over, or, failed, passes it to h2Pool.again; ctx is its load's.
+	deliver func(*request)
+	ctx     context.Context
 	headers bool // final response headers seen
 	unacked uint32
 	end     time.Duration
@@ -395,6 +469,49 @@ func (c *h2Conn) send(ctx context.Context, r *request, reserved bool) (*h2Stream
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// sendNow (h2Pool.submit) writes r's HEADERS into the connection's buffer, unflushed, if a
+// stream may be opened at once and no request waits for one; false: nothing done. The write
+// happens under mu too (a buffer append, no system call unless the buffer fills), so the read
+// loop, which finds the stream under mu, sees every field the write set.
+func (c *h2Conn) sendNow(ctx context.Context, r *request, deliver func(*request)) bool {
+	c.wmu.Lock()
+	c.mu.Lock()
+	if c.dead != nil || c.goAway || len(c.waiters) > 0 || c.open >= c.limit {
+		c.mu.Unlock()
+		c.wmu.Unlock()
+		return false
+	}
+	c.open++
+	st := &h2Stream{id: c.nextID, r: r, deliver: deliver, ctx: ctx}
+	c.nextID += 2
+	c.streams[st.id] = st
+	err := c.writeHeaders(st, r, c.peerMaxFrame, false)
+	c.mu.Unlock()
+	c.wmu.Unlock()
+	if err != nil {
+		c.fail(fmt.Errorf("h2 write: %w", err)) // ends the stream: delivered through h2Pool.again
+	}
+	return true
+}
+
+// complete ends a request sent by sendNow: finished and handed over, or, failed, passed to
+// h2Pool.again on a goroutine of its own (a retry may wait for a new connection).
+func (c *h2Conn) complete(st *h2Stream) {
+	r := st.r
+	if r.firstByte != unset && r.sendEnd > r.firstByte {
+		r.sendEnd = r.firstByte
+	}
+	if st.err == nil {
+		r.finish(st.end, nil)
+		st.deliver(r)
+		return
+	}
+	go func() {
+		c.pool.again(st.ctx, c, r, st.end, st.err)
+		st.deliver(r)
+	}()
 }
 
 // wakeLocked lets the first waiter try again if a stream may be opened.
@@ -721,6 +838,10 @@ func (c *h2Conn) endStream(id uint32, now time.Duration, err error) {
 		return
 	}
 	st.end, st.err = now, err
+	if st.deliver != nil {
+		c.complete(st)
+		return
+	}
 	close(st.done)
 }
 
