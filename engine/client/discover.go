@@ -13,6 +13,7 @@ import (
 // ref is a sub-resource reference found in a document or stylesheet.
 type ref struct {
 	url   *url.URL
+	key   string    // url.String(), once per discovery (a Tab's cached documents: once per document)
 	frame bool      // an iframe/frame document: parsed in turn when it is HTML
 	kind  page.Type // what the referencing element loads ("" when it does not say: CSS url())
 }
@@ -32,7 +33,7 @@ func discoverHTML(body []byte, base *url.URL) []ref {
 			continue
 		}
 		if u := resolveRef(r.URL, base); u != nil {
-			out = append(out, ref{url: u, frame: r.Kind == refscan.HTML, kind: page.Type(r.Kind)})
+			out = append(out, ref{url: u, key: u.String(), frame: r.Kind == refscan.HTML, kind: page.Type(r.Kind)})
 		}
 	}
 	return out
@@ -43,7 +44,7 @@ func discoverCSS(body []byte, base *url.URL) []ref {
 	var out []ref
 	for _, r := range refscan.CSSRefs(body) {
 		if u := resolveRef(r.URL, base); u != nil {
-			out = append(out, ref{url: u})
+			out = append(out, ref{url: u, key: u.String()})
 		}
 	}
 	return out

@@ -122,7 +122,10 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 			batch = batch[:0]
 		}()
 		for _, pr := range planned {
-			key := pr.url.String()
+			key := pr.key
+			if key == "" {
+				key = pr.url.String()
+			}
 			if seen[key] {
 				continue
 			}

@@ -42,6 +42,7 @@ func (untimed) timer(time.Duration) []plannedRequest { return nil }
 // plannedRequest is a URL to request and how it was found.
 type plannedRequest struct {
 	url       *url.URL
+	key       string    // url.String() if the planner has it ("": the load loop makes it)
 	initiator string    // URL of the referencing document or stylesheet; "" for the root or a listed object
 	document  bool      // a document: parsed for sub-resources if it is HTML (flat mode)
 	parse     bool      // keep HTML/CSS bodies for discovery
@@ -67,8 +68,9 @@ func (p flatPlanner) completed(r *request) []plannedRequest {
 	}
 	refs := p.cache.discover(r)
 	out := make([]plannedRequest, len(refs))
+	initiator := r.url.String()
 	for i, rf := range refs {
-		out[i] = plannedRequest{url: rf.url, initiator: r.url.String(), document: rf.frame, parse: true, kind: rf.kind}
+		out[i] = plannedRequest{url: rf.url, key: rf.key, initiator: initiator, document: rf.frame, parse: true, kind: rf.kind}
 	}
 	return out
 }

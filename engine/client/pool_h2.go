@@ -255,6 +255,7 @@ func (p *h2Pool) close() {
 type h2Conn struct {
 	s            *session
 	o            origin
+	authority    string // o.authority(), every request's :authority
 	pool         *h2Pool
 	rec          *connRecord
 	conn         net.Conn
@@ -308,7 +309,7 @@ type h2Stream struct {
 
 func newH2Conn(s *session, rec *connRecord, conn net.Conn, o origin) *h2Conn {
 	c := &h2Conn{
-		s: s, o: o, rec: rec, conn: conn,
+		s: s, o: o, authority: o.authority(), rec: rec, conn: conn,
 		bw:           &pooledWriter{w: conn},
 		limit:        s.cfg.H2AssumedMaxStreams,
 		streamWindow: uint32(s.cfg.StreamReceiveWindow),
@@ -320,6 +321,7 @@ func newH2Conn(s *session, rec *connRecord, conn net.Conn, o origin) *h2Conn {
 		peerMaxFrame: 16384,
 	}
 	c.fr = http2.NewFramer(c.bw, frameReader(conn, s.bufSize(64<<10)))
+	c.fr.SetReuseFrames() // a DATA frame is done with once handle returns (gotBody counts or copies)
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = 256 << 10
 	c.henc = hpack.NewEncoder(&c.hbuf)
@@ -544,7 +546,7 @@ func (c *h2Conn) writeHeaders(st *h2Stream, r *request, maxFrame uint32, flush b
 	for _, f := range [...]hpack.HeaderField{
 		{Name: ":method", Value: "GET"},
 		{Name: ":scheme", Value: r.origin.scheme},
-		{Name: ":authority", Value: r.origin.authority()},
+		{Name: ":authority", Value: c.authority},
 		{Name: ":path", Value: requestPath(r.url)},
 		{Name: "user-agent", Value: c.s.cfg.UserAgent},
 		{Name: "accept", Value: "*/*"},
