@@ -99,10 +99,18 @@ const maxGoAwayRetries = 3
 func (p *h2Pool) do(ctx context.Context, r *request) {
 	defer p.leave(r)
 	for {
-		c, opened, err := p.single.get(ctx, func() (*h2Conn, error) {
+		var first *h2Stream // the opener's stream, sent before the connection is shared
+		var firstErr error
+		c, _, err := p.single.get(ctx, func() (*h2Conn, error) {
 			c, err := p.dial(ctx, r)
 			if err == nil {
-				c.reserve() // the opener's request goes first, whatever the stream limit
+				// The opener's request goes first, whatever the stream limit, and its HEADERS
+				// are written before any other request can use the connection (a Tab's submit
+				// would as soon as it is shared): stream 1, which a server that sends GOAWAY after
+				// N requests has processed — so the connection's setup stays with the request
+				// that carries its phases.
+				c.reserve()
+				first, firstErr = c.send(ctx, r, true)
 			}
 			return c, err
 		}, p.renewal())
@@ -110,7 +118,7 @@ func (p *h2Pool) do(ctx context.Context, r *request) {
 			r.finish(p.s.now(), err)
 			return
 		}
-		if !p.carry(ctx, c, r, opened) {
+		if !p.carry(ctx, c, r, first, firstErr) {
 			return
 		}
 		r.retries++
@@ -118,12 +126,13 @@ func (p *h2Pool) do(ctx context.Context, r *request) {
 	}
 }
 
-// carry sends r on c (reserved: see roundTrip) until it finishes there — true: it is to be sent
-// again on a new connection (r not finished).
-func (p *h2Pool) carry(ctx context.Context, c *h2Conn, r *request, reserved bool) bool {
+// carry sends r on c until it finishes there — true: it is to be sent again on a new connection
+// (r not finished). st/sendErr: the first attempt's stream, already sent by the connection's
+// opener (nil, nil: send it now).
+func (p *h2Pool) carry(ctx context.Context, c *h2Conn, r *request, st *h2Stream, sendErr error) bool {
 	for {
-		end, err := c.roundTrip(ctx, r, reserved)
-		reserved = false
+		end, err := c.roundTrip(ctx, r, st, sendErr)
+		st, sendErr = nil, nil
 		switch p.next(ctx, c, r, err) {
 		case againHere:
 			continue
@@ -198,7 +207,7 @@ func (p *h2Pool) again(ctx context.Context, c *h2Conn, r *request, end time.Dura
 		r.finish(end, err)
 		return
 	case againHere:
-		if !p.carry(ctx, c, r, false) {
+		if !p.carry(ctx, c, r, nil, nil) {
 			return
 		}
 	}
@@ -383,12 +392,15 @@ func (c *h2Conn) reserve() {
 	c.mu.Unlock()
 }
 
-// roundTrip sends r once a stream may be opened and waits for the response; reserved means the
-// caller already holds a slot (see reserve). It returns the instant the stream ended or failed.
-func (c *h2Conn) roundTrip(ctx context.Context, r *request, reserved bool) (time.Duration, error) {
-	st, err := c.send(ctx, r, reserved)
-	if err != nil {
-		return c.s.now(), err
+// roundTrip sends r once a stream may be opened — unless st or sendErr is the outcome of sending
+// it already (the opener's, see do) — and waits for the response. It returns the instant the
+// stream ended or failed.
+func (c *h2Conn) roundTrip(ctx context.Context, r *request, st *h2Stream, sendErr error) (time.Duration, error) {
+	if st == nil && sendErr == nil {
+		st, sendErr = c.send(ctx, r, false)
+	}
+	if sendErr != nil {
+		return c.s.now(), sendErr
 	}
 	<-st.done // a failed write fails the connection, which ends the stream
 	if r.firstByte != unset && r.sendEnd > r.firstByte {
