@@ -349,13 +349,7 @@ func TestTabH2GoAway(t *testing.T) {
 		t.Run(string(proto), func(t *testing.T) {
 			t.Parallel()
 			s := newSite(t, proto, 1, 24, serverOpts{goAwayAfter: 5, before: func(*http.Request) { time.Sleep(time.Millisecond) }})
-			l, err := New(s.config())
-			if err != nil {
-				t.Fatal(err)
-			}
-			gauge := &ConnGauge{}
-			tab := l.NewTab(TabOptions{Conns: gauge})
-			defer tab.Close()
+			tab := newTab(t, s, TabOptions{})
 			opened := 0
 			for i := range 4 {
 				res := tabLoad(t, tab, s)
