@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Merging the intervals of a run spread over several generators (docs/loadtest.md, "Generators on
@@ -72,6 +70,25 @@ type Merged struct {
 // interval that cannot be merged (a line without histograms, histograms that disagree with the
 // counts, out of order).
 func Merge(spec *Spec, gens []GeneratorOutput) (*Merged, error) {
+	return mergeFrom(spec, gens, 0)
+}
+
+// MergeFrom merges the generators' intervals from index from on (each generator's Intervals start
+// at from: what it reported since intervals 0…from−1 were merged): the merged intervals from, …,
+// without the summary (that needs the whole run: Merge). The work is that of the intervals given,
+// whatever from is (wirelab loadtest --cluster's live progress: loadmerge --from K).
+func MergeFrom(spec *Spec, gens []GeneratorOutput, from int) ([]Interval, error) {
+	if from < 0 {
+		return nil, fmt.Errorf("merge: from %d: want an interval index ≥ 0", from)
+	}
+	m, err := mergeFrom(spec, gens, from)
+	if err != nil {
+		return nil, err
+	}
+	return m.Intervals, nil
+}
+
+func mergeFrom(spec *Spec, gens []GeneratorOutput, from int) (*Merged, error) {
 	if len(gens) == 0 {
 		return nil, fmt.Errorf("merge: no generator")
 	}
@@ -80,6 +97,7 @@ func Merge(spec *Spec, gens []GeneratorOutput) (*Merged, error) {
 		names[i] = g.Name
 	}
 	m := NewMerger(spec, names)
+	m.base = from
 	for gi, g := range gens {
 		for _, iv := range g.Intervals {
 			if _, err := m.Add(gi, iv); err != nil {
@@ -108,6 +126,8 @@ type Merger struct {
 	total    *window
 	runs     []GeneratorRun
 	firstErr int
+	// base is the index of the first interval merged (MergeFrom): gens[g][j] is interval base+j.
+	base int
 }
 
 // NewMerger merges the intervals of the generators names (Add's g is an index into it).
@@ -125,8 +145,8 @@ func (m *Merger) Add(g int, iv Interval) ([]Interval, error) {
 	if m.ended[g] {
 		return nil, fmt.Errorf("merge: generator %s: an interval after its end", m.names[g])
 	}
-	if iv.Index != len(m.gens[g]) {
-		return nil, fmt.Errorf("merge: generator %s: interval line %d has index %d", m.names[g], len(m.gens[g])+1, iv.Index)
+	if iv.Index != m.base+len(m.gens[g]) {
+		return nil, fmt.Errorf("merge: generator %s: interval line %d has index %d, want %d", m.names[g], len(m.gens[g])+1, iv.Index, m.base+len(m.gens[g]))
 	}
 	m.gens[g] = append(m.gens[g], iv)
 	return m.ready()
@@ -153,7 +173,7 @@ func (m *Merger) Finish() (*Merged, error) {
 		n = max(n, len(g))
 	}
 	for len(m.out) < n {
-		if _, err := m.merge(len(m.out)); err != nil {
+		if _, err := m.merge(m.base + len(m.out)); err != nil {
 			return nil, err
 		}
 	}
@@ -179,10 +199,10 @@ func (m *Merger) Lost() []string {
 func (m *Merger) ready() ([]Interval, error) {
 	var out []Interval
 	for {
-		k := len(m.out)
+		k, j := m.base+len(m.out), len(m.out)
 		any := false
 		for g := range m.gens {
-			if len(m.gens[g]) > k {
+			if len(m.gens[g]) > j {
 				any = true
 			} else if !m.ended[g] {
 				return out, nil
@@ -205,9 +225,10 @@ func (m *Merger) merge(k int) (Interval, error) {
 	w := newWindow()
 	iv := Interval{Event: "interval", Index: k, TStartS: (time.Duration(k) * interval).Seconds(), TEndS: (time.Duration(k) * interval).Seconds()}
 	var schedMax float64
+	j := k - m.base
 	for gi, name := range m.names {
 		share := GeneratorShare{Name: name, Part: m.runs[gi].Part}
-		if k >= len(m.gens[gi]) {
+		if j >= len(m.gens[gi]) {
 			if m.ended[gi] && m.sums[gi] == nil {
 				share.Lost = true
 				iv.Degraded = true
@@ -216,7 +237,7 @@ func (m *Merger) merge(k int) (Interval, error) {
 			iv.Generators = append(iv.Generators, share)
 			continue
 		}
-		gv := &m.gens[gi][k]
+		gv := &m.gens[gi][j]
 		share.Part = gv.Part
 		if m.runs[gi].Part == "" {
 			m.runs[gi].Part = gv.Part
@@ -298,18 +319,9 @@ func mergedSummary(spec *Spec, gens []GeneratorOutput, intervals []Interval, w *
 	if len(intervals) > 0 {
 		sum.DurationS = max(sum.DurationS, intervals[len(intervals)-1].TEndS)
 	}
-	secs := sum.DurationS
-	t := Totals{
-		Pages: w.pages, PagesFailed: w.pagesFailed, PagesPerS: rate(w.pages, secs), Hits: w.hits, HitsPerS: rate(w.hits, secs),
-		Bytes: w.bytes, PageMs: latencyOf(w.page), RequestMs: latencyOf(w.request), Errors: errorsOf(&w.errors), Dropped: w.dropped,
-		ConnectionsOpened: opened, ConnectionsClosedByServer: byServer,
-	}
-	if n := w.pages + w.pagesFailed; n > 0 {
-		t.ErrorRate = float64(w.pagesFailed) / float64(n)
-	}
+	t := w.totals(sum.DurationS, intervals, opened, byServer)
 	g := GeneratorTotals{SaturatedIntervals: []int{}}
 	for _, iv := range intervals {
-		t.VUsMax = max(t.VUsMax, iv.VUsMax)
 		g.CPUMs += iv.Generator.CPUMs
 		g.RSSPeakBytes = max(g.RSSPeakBytes, iv.Generator.RSSBytes)
 		if iv.Generator.Saturated {
@@ -338,29 +350,4 @@ func mergedSummary(spec *Spec, gens []GeneratorOutput, intervals []Interval, w *
 	sum.Generator, sum.GeneratorSaturated = g, len(g.SaturatedIntervals) > 0
 	sum.Generators = runs
 	return sum
-}
-
-// mergedHist merges encoded histograms (tests and callers that check a merge).
-func mergedHist(encoded ...string) (*hdrhistogram.Histogram, error) {
-	out := newHist()
-	for _, e := range encoded {
-		h, err := decodeHist(e)
-		if err != nil {
-			return nil, err
-		}
-		out.Merge(h)
-	}
-	return out, nil
-}
-
-// MergedP90 is the p90 (ms) of the merged encoded histograms, as a merged interval reports it.
-func MergedP90(encoded ...string) (float64, error) {
-	h, err := mergedHist(encoded...)
-	if err != nil {
-		return 0, err
-	}
-	if h.TotalCount() == 0 {
-		return 0, fmt.Errorf("no value")
-	}
-	return latencyOf(h).P90, nil
 }

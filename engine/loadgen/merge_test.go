@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 func TestParsePart(t *testing.T) {
@@ -173,6 +175,61 @@ func TestMergeMarksALostGenerator(t *testing.T) {
 	}
 }
 
+// MergeFrom, given each generator's lines from interval K on only (a cluster run's live progress:
+// loadmerge --from K with what arrived since the last update), gives the very intervals the whole
+// run's Merge gives from K on — a generator lost on the way included — and merges no interval
+// it was not given: the work per update is the new intervals', not the run's so far.
+func TestMergeFromMergesOnlyTheNewIntervals(t *testing.T) {
+	spec := mustDecode(t, `{"protocol":"h1","interval_s":1,"think":{"mean_s":0.2},"scenario":{"start":4,"stages":[{"duration_s":9,"target":4}]}}`)
+	pageTime := func(at time.Duration) time.Duration { return 90*time.Millisecond + (at%(310*time.Millisecond))*2 }
+	a := runFake(t, spec, pageTime, nil, 0, withPart(0, 2))
+	b := runFake(t, spec, pageTime, nil, 0, withPart(1, 2))
+	lost := genOutput("b", b)
+	lost.Intervals, lost.Summary = lost.Intervals[:4], nil // killed during interval 4
+	whole, err := Merge(spec, []GeneratorOutput{genOutput("a", a), lost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slice := func(ivs []Interval, from, to int) []Interval { return ivs[min(from, len(ivs)):min(to, len(ivs))] }
+	var got []Interval
+	for from := 0; from < len(a.intervals); from += 3 { // three intervals per update
+		step := []GeneratorOutput{
+			{Name: "a", Intervals: slice(a.intervals, from, from+3)},
+			{Name: "b", Intervals: slice(lost.Intervals, from, from+3)},
+		}
+		ivs, err := MergeFrom(spec, step, from)
+		if err != nil {
+			t.Fatalf("from %d: %v", from, err)
+		}
+		if want := len(step[0].Intervals); len(ivs) != want {
+			t.Fatalf("from %d: %d intervals merged; want the %d given", from, len(ivs), want)
+		}
+		got = append(got, ivs...)
+	}
+	if len(got) != len(whole.Intervals) {
+		t.Fatalf("%d intervals in steps, the whole merge %d", len(got), len(whole.Intervals))
+	}
+	for i := range got {
+		w := whole.Intervals[i]
+		for k := range w.Generators {
+			if w.Generators[k].Lost { // an update without a lost generator's lines has not seen its part
+				w.Generators[k].Part = got[i].Generators[k].Part
+			}
+		}
+		if !reflect.DeepEqual(got[i], w) {
+			t.Errorf("interval %d from the steps:\n%+v\nthe whole merge's:\n%+v", i, got[i], w)
+		}
+	}
+	if !got[len(got)-1].Degraded || got[3].Degraded || !got[4].Degraded {
+		t.Errorf("degraded: %v %v %v; want from interval 4 on", got[3].Degraded, got[4].Degraded, got[len(got)-1].Degraded)
+	}
+	// a line out of place names what was wanted
+	if _, err := MergeFrom(spec, []GeneratorOutput{{Name: "a", Intervals: a.intervals[2:4]}}, 1); err == nil ||
+		err.Error() != "merge: generator a: interval line 1 has index 2, want 1" {
+		t.Errorf("out of place: %v", err)
+	}
+}
+
 // Intervals without histograms (loadgen run without --histograms) cannot be merged: one error
 // naming the generator and the interval.
 func TestMergeNeedsHistograms(t *testing.T) {
@@ -182,4 +239,17 @@ func TestMergeNeedsHistograms(t *testing.T) {
 	if err == nil || err.Error() != fmt.Sprintf("merge: generator x interval 0: page_hist holds 0 pages, the line says %d (was loadgen run with --histograms?)", fr.intervals[0].Pages) {
 		t.Errorf("err %v", err)
 	}
+}
+
+// mergedHist merges encoded histograms (what a merged interval's latencies must be read from).
+func mergedHist(encoded ...string) (*hdrhistogram.Histogram, error) {
+	out := newHist()
+	for _, e := range encoded {
+		h, err := decodeHist(e)
+		if err != nil {
+			return nil, err
+		}
+		out.Merge(h)
+	}
+	return out, nil
 }

@@ -264,17 +264,7 @@ func rate(n int64, secs float64) float64 {
 func (r *runner) summary(interrupted bool) *Summary {
 	w := r.total
 	secs := r.end.Sub(r.cfg.Start).Seconds()
-	t := Totals{
-		Pages: w.pages, PagesFailed: w.pagesFailed, PagesPerS: rate(w.pages, secs), Hits: w.hits, HitsPerS: rate(w.hits, secs),
-		Bytes: w.bytes, PageMs: latencyOf(w.page), RequestMs: latencyOf(w.request), Errors: errorsOf(&w.errors), Dropped: w.dropped,
-	}
-	if n := w.pages + w.pagesFailed; n > 0 {
-		t.ErrorRate = float64(w.pagesFailed) / float64(n)
-	}
-	for _, iv := range r.intervals {
-		t.VUsMax = max(t.VUsMax, iv.VUsMax)
-	}
-	t.ConnectionsOpened, t.ConnectionsClosedByServer = r.cfg.Conns.Opened(), r.cfg.Conns.ClosedByServer()
+	t := w.totals(secs, r.intervals, r.cfg.Conns.Opened(), r.cfg.Conns.ClosedByServer())
 	sum := &Summary{Event: "summary", Contract: Contract, LoadtestID: r.spec.LoadtestID, Spec: r.spec, DurationS: secs, Part: r.cfg.Part.String(),
 		Interrupted: interrupted, Intervals: len(r.intervals), Totals: t,
 		Outcomes: outcomes(r.spec, r.intervals, int(r.firstError.Load()))}

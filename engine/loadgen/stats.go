@@ -97,6 +97,25 @@ func (w *window) merge(o *window) {
 	w.request.Merge(o.request)
 }
 
+// totals is a run's Totals: what was measured over its secs seconds (w: every interval's window
+// merged), its peak VUs from its intervals and the connections opened and closed by the server
+// (the caller's counts: a generator's own, or the generators' summed). One generator's summary and
+// a merged run's are built here alike.
+func (w *window) totals(secs float64, intervals []Interval, opened, closedByServer int64) Totals {
+	t := Totals{
+		Pages: w.pages, PagesFailed: w.pagesFailed, PagesPerS: rate(w.pages, secs), Hits: w.hits, HitsPerS: rate(w.hits, secs),
+		Bytes: w.bytes, PageMs: latencyOf(w.page), RequestMs: latencyOf(w.request), Errors: errorsOf(&w.errors), Dropped: w.dropped,
+		ConnectionsOpened: opened, ConnectionsClosedByServer: closedByServer,
+	}
+	if n := w.pages + w.pagesFailed; n > 0 {
+		t.ErrorRate = float64(w.pagesFailed) / float64(n)
+	}
+	for _, iv := range intervals {
+		t.VUsMax = max(t.VUsMax, iv.VUsMax)
+	}
+	return t
+}
+
 // add records one finished page.
 func (w *window) add(p *Sample, pageTime time.Duration) {
 	if p.Failed {

@@ -16,7 +16,7 @@ import (
 	"github.com/wirelab/wirelab/engine/loadtest"
 )
 
-const loadmergeUsage = `usage: wirelab-engine loadmerge --spec SPEC.json [--out DIR [--server FILE]] NAME=FILE [NAME=FILE …]
+const loadmergeUsage = `usage: wirelab-engine loadmerge --spec SPEC.json [--out DIR [--server FILE] | --from K] NAME=FILE [NAME=FILE …]
 
 Merges the outputs of the generators of one load test spread over several (docs/loadtest.md,
 "Generators on a Dask cluster"): each FILE is what ` + "`wirelab-engine loadgen --part K/N --histograms`" + `
@@ -32,6 +32,12 @@ per interval: a server.jsonl of wirelab-engine loadtest --serve), last DIR/loadt
 with server_at, the thresholds decided, degraded, generators); exit 1 after writing it when the
 run is degraded (one line naming the lost generators) or a threshold failed.
 
+With --from K, each FILE holds its generator's interval lines from index K on only (what it
+reported since intervals 0…K−1 were merged; no summary line): prints the merged intervals K, …
+and no summary — a cluster run's live progress merges each update's new intervals only, so an
+update costs the same however long the run (a generator with fewer lines than another is taken
+as lost from its last one: give every generator's lines up to the same interval).
+
 Exit status: 0 merged (without --out a degraded run too: the summary says so); 2 bad input (one line naming the
 file or line: a file that is not a generator's output, intervals without histograms).
 `
@@ -46,16 +52,13 @@ func init() {
 func runLoadmerge(args []string, stdout io.Writer) error {
 	started := time.Now()
 	fs := flag.NewFlagSet("loadmerge", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), loadmergeUsage) } // -h: stdout (parseFlags)
 	specFile := fs.String("spec", "", "")
 	out := fs.String("out", "", "")
 	serverFile := fs.String("server", "", "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, loadmergeUsage)
-			return nil
-		}
-		return cli.Usagef("loadmerge: %v (wirelab-engine loadmerge -h)", err)
+	from := fs.Int("from", -1, "")
+	if err := parseFlags(fs, args); err != nil {
+		return helpOK(err)
 	}
 	if *specFile == "" {
 		return cli.Usagef("--spec: required: the load test's spec (JSON), as its generators had it")
@@ -67,6 +70,14 @@ func runLoadmerge(args []string, stdout io.Writer) error {
 	spec, err := loadgen.Decode(data)
 	if err != nil {
 		return usageIfField(err)
+	}
+	fromGiven := false
+	fs.Visit(func(f *flag.Flag) { fromGiven = fromGiven || f.Name == "from" })
+	if fromGiven && *from < 0 {
+		return cli.Usagef("--from %d: want an interval index ≥ 0", *from)
+	}
+	if fromGiven && *out != "" {
+		return cli.Usagef("--from %d: not with --out (the run's directory needs every interval and the summaries)", *from)
 	}
 	if *serverFile != "" && *out == "" {
 		return cli.Usagef("--server %s: needs --out (the samples go into the directory written)", *serverFile)
@@ -102,6 +113,19 @@ func runLoadmerge(args []string, stdout io.Writer) error {
 		}
 		gens = append(gens, g)
 	}
+	enc := json.NewEncoder(stdout)
+	if fromGiven {
+		ivs, err := loadgen.MergeFrom(spec, gens, *from)
+		if err != nil {
+			return cli.Usagef("loadmerge: %v", err)
+		}
+		for _, iv := range ivs {
+			if err := enc.Encode(iv); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	m, err := loadgen.Merge(spec, gens)
 	if err != nil {
 		return cli.Usagef("loadmerge: %v", err)
@@ -117,7 +141,6 @@ func runLoadmerge(args []string, stdout io.Writer) error {
 		}
 		return thresholdsFailed(spec.LoadtestID, res)
 	}
-	enc := json.NewEncoder(stdout)
 	for _, iv := range m.Intervals {
 		if err := enc.Encode(iv); err != nil {
 			return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/wirelab/wirelab/engine/loadgen"
@@ -104,6 +106,41 @@ func TestLoadmergeTwoGeneratorsOneLost(t *testing.T) {
 		t.Errorf("summary: degraded %v, lost %v, generators %+v", sum.Degraded, sum.GeneratorsLost, sum.Generators)
 	}
 
+	// --from K (a cluster run's live progress): each file holds only its generator's lines from K
+	// on, without the summary; the merged lines are the whole merge's from K on, byte for byte
+	from := lostAt - 1
+	var fromArgs []string
+	for k, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var ev struct {
+				Event string `json:"event"`
+				Index int    `json:"index"`
+			}
+			if json.Unmarshal([]byte(line), &ev) == nil && ev.Event == "interval" && ev.Index >= from {
+				lines = append(lines, line)
+			}
+		}
+		part := filepath.Join(dir, fmt.Sprintf("from-g%d.jsonl", k))
+		_ = os.WriteFile(part, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+		fromArgs = append(fromArgs, fmt.Sprintf("g%d=%s", k, part))
+	}
+	var fromOut bytes.Buffer
+	stderr.Reset()
+	cmd = engineCmd(nil, append([]string{"loadmerge", "--spec", spec, "--from", strconv.Itoa(from)}, fromArgs...)...)
+	cmd.Stdout, cmd.Stderr = &fromOut, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("loadmerge --from %d: %v: %s", from, err, stderr.String())
+	}
+	whole := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if want := strings.Join(whole[from:len(ivs)], "\n"); strings.TrimSpace(fromOut.String()) != want {
+		t.Errorf("loadmerge --from %d:\n%s\nwant the whole merge's intervals from %d:\n%s", from, fromOut.String(), from, want)
+	}
+
 	// --out: the same merge written as a lab run's directory (the cluster path), with the server's
 	// samples beside it; exit 1 with the degraded line after everything is written.
 	samples := filepath.Join(dir, "server.jsonl")
@@ -149,7 +186,33 @@ type osCmd struct {
 	wait func() error
 }
 
-func mergedHistOf(encoded ...string) (float64, error) { return loadgen.MergedP90(encoded...) }
+// mergedHistOf is the p90 (ms) of the merged encoded histograms (base64 of HdrHistogram's V2
+// compressed encoding, as loadgen --histograms prints them), read with the library alone.
+func mergedHistOf(encoded ...string) (float64, error) {
+	var merged *hdrhistogram.Histogram
+	for _, e := range encoded {
+		if e == "" {
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(e)
+		if err != nil {
+			return 0, err
+		}
+		h, err := hdrhistogram.Decode(b)
+		if err != nil {
+			return 0, err
+		}
+		if merged == nil {
+			merged = h
+		} else {
+			merged.Merge(h)
+		}
+	}
+	if merged == nil || merged.TotalCount() == 0 {
+		return 0, fmt.Errorf("no value")
+	}
+	return float64(merged.ValueAtQuantile(90)) / 1000, nil
+}
 
 // Bad input: one line naming the file or argument, exit 2.
 func TestLoadmergeBadInput(t *testing.T) {
@@ -170,6 +233,11 @@ func TestLoadmergeBadInput(t *testing.T) {
 		{[]string{"--spec", spec, "g0=/nonexistent"}, "generator g0: open /nonexistent"},
 		{[]string{"--spec", spec, "g0=" + garbage}, "garbage.jsonl line 1: not a JSON event"},
 		{[]string{"--spec", spec, "g0=" + noHist}, "generator g0 interval 0: page_hist holds 0 pages, the line says 3"},
+		{[]string{"--spec", spec, "--from", "x", "g0=" + noHist}, `loadmerge: invalid value "x" for flag -from: parse error; run wirelab-engine loadmerge -h for the flags`},
+		{[]string{"--spec", spec, "--from", "-1", "g0=" + noHist}, "--from -1: want an interval index ≥ 0"},
+		{[]string{"--spec", spec, "--from", "2", "--out", filepath.Join(dir, "o"), "g0=" + noHist}, "--from 2: not with --out"},
+		{[]string{"--spec", spec, "--from", "2", "g0=" + noHist}, "generator g0: interval line 1 has index 0, want 2"},
+		{[]string{"--spec", spec, "--nope", "g0=" + noHist}, "loadmerge: flag provided but not defined: -nope; run wirelab-engine loadmerge -h"},
 	} {
 		var stdout, stderr bytes.Buffer
 		cmd := engineCmd(nil, append([]string{"loadmerge"}, tc.args...)...)

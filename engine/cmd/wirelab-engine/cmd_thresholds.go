@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,15 +52,11 @@ func init() {
 
 func runThresholds(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("thresholds", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), thresholdsUsage) } // -h: stdout (parseFlags)
 	protoList := fs.String("protocols", "", "")
 	loadsFile := fs.String("loads", "", "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, thresholdsUsage)
-			return nil
-		}
-		return cli.Usagef("thresholds: %v (wirelab-engine thresholds -h)", err)
+	if err := parseFlags(fs, args); err != nil {
+		return helpOK(err)
 	}
 	if *protoList == "" {
 		return cli.Usagef("--protocols: required: the protocols the sweep loads (e.g. h1s,h2)")

@@ -58,4 +58,14 @@ func TestThresholdsCommand(t *testing.T) {
 	if _, err := run("h2.tow_median_ms < 1"); err == nil || exitCode(err) != 2 {
 		t.Errorf("no --protocols: %v", err)
 	}
+	// flags as every command parses them: an unknown one is one line naming it; -h the usage
+	if _, err := run("--protocols", "h2", "--lods", "-", "h2.tow_median_ms < 1"); err == nil || exitCode(err) != 2 ||
+		err.Error() != "thresholds: flag provided but not defined: -lods; run wirelab-engine thresholds -h for the flags" {
+		t.Errorf("unknown flag: %v (exit %d)", err, exitCode(err))
+	}
+	for _, cmd := range []string{"thresholds", "loadmerge"} {
+		if out, err := engineCmd(nil, cmd, "-h").Output(); err != nil || !strings.HasPrefix(string(out), "usage: wirelab-engine "+cmd+" --") {
+			t.Errorf("%s -h: %v %q", cmd, err, out)
+		}
+	}
 }

@@ -84,7 +84,7 @@ func TestLoadtestGenerators(t *testing.T) {
 					t.Errorf("interval %d: %d requests, the generators' sum %d; degraded %v, want %v", i, iv.Hits, hits, iv.Degraded, lost)
 				}
 				if iv.PageMs != nil {
-					if p90, err := loadgen.MergedP90(hists...); err != nil || p90 != iv.PageMs.P90 {
+					if p90, err := mergedHistOf(hists...); err != nil || p90 != iv.PageMs.P90 {
 						t.Errorf("interval %d: p90 %v, the merged histogram's %v (%v)", i, iv.PageMs.P90, p90, err)
 					}
 				}
