@@ -12,7 +12,7 @@
     ◄── {"event":"ready"} from each
     the start instant T (Unix ns, now + START_LEAD_S): Variable wirelab-start-<key>
         ─► each task writes it to its engine's stdin
-    ◄── every interval line as it ends (merged for the progress by loadmerge)
+    ◄── every interval line as it ends (each new one merged for the progress: loadmerge --from K)
     all generators ended (or lost) → Event wirelab-serve-stop-<key> → the server task stops, samples back
     wirelab-engine loadmerge --spec S --out DIR --server server.jsonl gen=F …  (the client's engine)
 
@@ -620,17 +620,26 @@ class _ClusterLoadtestRun(TrialRun):
     def _progress(
         self, names: list[str], streamed: dict[str, list[str]], lost: Mapping[str, str], emitted: int
     ) -> int:
-        """Emit the merged intervals every generator still running has reported (loadmerge on the lines
-        so far); returns how many intervals have been emitted."""
+        """Emit the merged intervals every generator still running has reported since the last update
+        (``loadmerge --from EMITTED`` on those lines only: an update's work is its new intervals', not
+        the run's so far); returns how many intervals have been emitted."""
         ready = min((len(streamed[g]) for g in names if g not in lost), default=0)
         if ready <= emitted:
             return emitted
-        files = self._write_inputs(names, streamed, {})
+        gdir = self.out_dir / "generators"
+        gdir.mkdir(parents=True, exist_ok=True)
+        files = {}
+        for g in names:  # a lost generator's lines end early: the merge marks the rest degraded
+            files[g] = gdir / f"{g}.progress.jsonl"
+            files[g].write_text("".join(line + "\n" for line in streamed[g][emitted:ready]))
         try:
-            merged = self._loadmerge(files, out=None)
+            merged = self._loadmerge(files, out=None, first=emitted)
         except _Failed:
             return emitted
-        for line in merged.splitlines()[emitted:ready]:
+        finally:
+            for path in files.values():
+                path.unlink(missing_ok=True)
+        for line in merged.splitlines():
             data = json.loads(line)
             if data.get("event") == "interval":
                 self._on_event(TrialEvent(self.trial_id, "interval", data))
@@ -649,8 +658,13 @@ class _ClusterLoadtestRun(TrialRun):
             files[g] = path
         return files
 
-    def _loadmerge(self, files: Mapping[str, Path], out: Path | None) -> str:
+    def _loadmerge(self, files: Mapping[str, Path], out: Path | None, first: int | None = None) -> str:
+        """``wirelab-engine loadmerge`` of the generators' ``files``: into ``out`` (the run's directory),
+        or to stdout — with ``first``, the files hold the intervals from that index on and only those
+        are merged (``--from``)."""
         argv = [str(self.engine.local.path), "loadmerge", "--spec", str(self.out_dir / "spec.json")]
+        if first is not None:
+            argv += ["--from", str(first)]
         if out is not None:
             argv += ["--out", str(out)]
             server = self.out_dir / "server" / "server.jsonl"
