@@ -685,7 +685,6 @@ func Assemble(spec *loadgen.Spec, summary *loadgen.Summary, sampled []Sample, li
 // sampleServer samples the lab's server at start + k·interval (CLOCK_MONOTONIC) until stop is
 // closed, then once more (the last, partial interval).
 func (r *runner) sampleServer(ctx context.Context, startNs int64, stop <-chan struct{}, enc *json.Encoder, sampled *[]Sample) {
-	interval := r.p.Spec.Interval()
 	// The first interval starts at the run's start: read the server's usage then.
 	select {
 	case <-time.After(max(time.Duration(startNs-monotonicNow()), 0)):
@@ -696,17 +695,27 @@ func (r *runner) sampleServer(ctx context.Context, startNs int64, stop <-chan st
 	if r.lab.Server.Group != nil {
 		r.lab.Server.Group.ResetPeak()
 	}
+	r.eachInterval(startNs, stop, enc, sampled, func(k int, since time.Duration) Sample {
+		s, u := r.sample(ctx, k, prev, since)
+		prev = u
+		return s
+	})
+}
+
+// eachInterval takes a sample (take: interval k's, since the run's start) at start + (k+1)·interval
+// for k = 0, 1, … (CLOCK_MONOTONIC), and a last one when stop closes; each is appended to sampled
+// and written to enc. The sampler of the lab's server and of an external target's status page.
+func (r *runner) eachInterval(startNs int64, stop <-chan struct{}, enc *json.Encoder, sampled *[]Sample, take func(k int, since time.Duration) Sample) {
+	interval := r.p.Spec.Interval()
 	for k := 0; ; k++ {
 		at := startNs + int64(k+1)*interval.Nanoseconds()
-		wait := time.Duration(at - monotonicNow())
 		last := false
 		select {
-		case <-time.After(max(wait, 0)):
+		case <-time.After(max(time.Duration(at-monotonicNow()), 0)):
 		case <-stop:
 			last = true
 		}
-		s, u := r.sample(ctx, k, prev, time.Duration(monotonicNow()-startNs))
-		prev = u
+		s := take(k, time.Duration(monotonicNow()-startNs))
 		*sampled = append(*sampled, s)
 		_ = enc.Encode(s)
 		if last {

@@ -199,7 +199,7 @@ func statusSource(spec *loadgen.Spec, t *Target) (*status.Source, error) {
 	if policy.IsLabName(host) {
 		return nil, fielderr.New("target.status_url", ts.StatusURL, "the local internet's sites publish no status page; give a status page on loopback, or leave status_url out (the report then says the server side was not measured)")
 	}
-	pol := policy.Target{AllowInternet: spec.AllowInternet, Named: t.Policy.Named}
+	pol := policy.Target{Policy: policy.Policy{AllowInternet: spec.AllowInternet}, Named: t.Policy.Named}
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		if err := pol.CheckAddr(host, a); err != nil {
 			return nil, fielderr.New("target.status_url", ts.StatusURL, "refused before any packet was sent: %v", err)
@@ -395,20 +395,7 @@ func (r *runner) sampleTarget(ctx context.Context, exited <-chan struct{}, enc *
 	case <-exited:
 		return // the generator ended before its start (its preflight failed)
 	}
-	interval := r.p.Spec.Interval()
-	for k := 0; ; k++ {
-		at := startNs + int64(k+1)*interval.Nanoseconds()
-		last := false
-		select {
-		case <-time.After(max(time.Duration(at-monotonicNow()), 0)):
-		case <-exited:
-			last = true
-		}
-		s := r.targetSample(ctx, k, time.Duration(monotonicNow()-startNs))
-		*sampled = append(*sampled, s)
-		_ = enc.Encode(s)
-		if last {
-			return
-		}
-	}
+	r.eachInterval(startNs, exited, enc, sampled, func(k int, since time.Duration) Sample {
+		return r.targetSample(ctx, k, since)
+	})
 }

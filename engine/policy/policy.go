@@ -79,16 +79,32 @@ func (p Policy) CheckName(what, host string) error {
 }
 
 // CheckAddr is the check after resolution: what may be sent a packet.
-func (p Policy) CheckAddr(what string, a netip.Addr) error {
+func (p Policy) CheckAddr(what string, a netip.Addr) error { return p.checkAddr(what, a, nil) }
+
+// checkAddr is the one address rule of a probe, a loader and a load test's target (t non-nil):
+// the run's own addresses pass (a target's loopback too); a special-purpose address is refused
+// even with AllowInternet — except, for a target, a private one the user named, which passes with
+// AllowInternet; any other address needs AllowInternet.
+func (p Policy) checkAddr(what string, a netip.Addr, t *Target) error {
 	a = a.Unmap()
-	if p.own(a) {
+	if p.own(a) || (t != nil && a.IsLoopback()) {
 		return nil
 	}
-	if !p.AllowInternet {
-		return &RefusedError{What: what, Addr: a.String(), Reason: "not an address of this run's namespaces; live targets need --allow-internet"}
-	}
-	if name, special := SpecialPurpose(a); special {
+	name, special := SpecialPurpose(a)
+	switch {
+	case special && t != nil && Private(a):
+		if !t.named(a) {
+			return &RefusedError{What: what, Addr: a.String(), Reason: "a private address (" + name + ") the spec does not name; a private target must be named in target.url, target.resolve or target.origins, and loaded with --allow-internet"}
+		}
+		if !p.AllowInternet {
+			return &RefusedError{What: what, Addr: a.String(), Reason: "a private address outside this run's namespaces; loading it needs --allow-internet on the command line"}
+		}
+	case special:
 		return &RefusedError{What: what, Addr: a.String(), Reason: fmt.Sprintf("a special-purpose address (%s), refused even with --allow-internet", name)}
+	case !p.AllowInternet && t != nil:
+		return &RefusedError{What: what, Addr: a.String(), Reason: "not loopback nor an address of this run's namespaces; loading it needs --allow-internet on the command line"}
+	case !p.AllowInternet:
+		return &RefusedError{What: what, Addr: a.String(), Reason: "not an address of this run's namespaces; live targets need --allow-internet"}
 	}
 	return nil
 }
@@ -196,21 +212,21 @@ func Private(a netip.Addr) bool {
 // Target is the address policy of a load test of an external target (docs/loadtest.md, "External
 // targets"): only the target's host and the origins the user lists may be requested, and every
 // address a VU dials must be
-//   - loopback, or one of the run's own namespaces (Own) — no flag needed;
+//   - loopback, or one of the run's own namespaces (Own, default OwnRoute) — no flag needed;
 //   - public, only with AllowInternet (set by --allow-internet on the command line, never by a file);
 //   - private (RFC 1918), only with AllowInternet and when the user named that very address: as an
 //     IP literal of the target's URL or of an origin, or as a value of target.resolve (Named);
 //   - any other special-purpose address (link-local and the cloud metadata service 169.254.169.254,
 //     multicast, documentation, benchmarking, shared address space, …): never.
 type Target struct {
-	AllowInternet bool
+	// Policy: AllowInternet (--allow-internet, never from a file) and Own (the run's namespaces;
+	// default OwnRoute, as for every address check).
+	Policy
 	// Hosts are the names and IP literals that may be requested (the target's host and
 	// target.origins), lower case; nil allows any host (the addresses are still checked).
 	Hosts []string
 	// Named are the addresses the user wrote (private ones pass only if named).
 	Named []netip.Addr
-	// Own reports whether an address belongs to the run's namespaces (default nil: none).
-	Own func(netip.Addr) bool
 }
 
 // CheckHost refuses a host that is neither the target's nor a listed origin.
@@ -227,29 +243,9 @@ func (t Target) CheckHost(host string) error {
 	return &RefusedError{What: host, Reason: "not the target's host nor one of target.origins (" + strings.Join(t.Hosts, ", ") + "); list the origins the VUs may contact"}
 }
 
-// CheckAddr is the check of an address before a packet is sent to it.
-func (t Target) CheckAddr(what string, a netip.Addr) error {
-	a = a.Unmap()
-	if a.IsLoopback() || (t.Own != nil && t.Own(a)) {
-		return nil
-	}
-	name, special := SpecialPurpose(a)
-	switch {
-	case special && Private(a):
-		if !t.named(a) {
-			return &RefusedError{What: what, Addr: a.String(), Reason: "a private address (" + name + ") the spec does not name; a private target must be named in target.url, target.resolve or target.origins, and loaded with --allow-internet"}
-		}
-		if !t.AllowInternet {
-			return &RefusedError{What: what, Addr: a.String(), Reason: "a private address outside this run's namespaces; loading it needs --allow-internet on the command line"}
-		}
-		return nil
-	case special:
-		return &RefusedError{What: what, Addr: a.String(), Reason: fmt.Sprintf("a special-purpose address (%s), refused even with --allow-internet", name)}
-	case !t.AllowInternet:
-		return &RefusedError{What: what, Addr: a.String(), Reason: "not loopback nor an address of this run's namespaces; loading it needs --allow-internet on the command line"}
-	}
-	return nil
-}
+// CheckAddr is the check of an address before a packet is sent to it (Policy's rule, with the
+// target's loopback and named private addresses).
+func (t Target) CheckAddr(what string, a netip.Addr) error { return t.checkAddr(what, a, &t) }
 
 func (t Target) named(a netip.Addr) bool {
 	for _, n := range t.Named {

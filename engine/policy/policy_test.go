@@ -2,11 +2,15 @@ package policy
 
 import (
 	"errors"
+	"net"
 	"net/netip"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/wirelab/wirelab/engine/labaddr"
 )
@@ -109,7 +113,7 @@ func TestTargetPolicy(t *testing.T) {
 		{"100.64.0.1", true, "shared address space"},
 		{"::ffff:169.254.169.254", true, "link-local"},
 	} {
-		p := Target{AllowInternet: tc.flag, Named: named, Own: own}
+		p := Target{Policy: Policy{AllowInternet: tc.flag, Own: own}, Named: named}
 		err := p.CheckAddr("t", netip.MustParseAddr(tc.addr))
 		if (tc.refused == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.refused)) {
 			t.Errorf("%s (flag %v): %v; want refused %q", tc.addr, tc.flag, err, tc.refused)
@@ -119,4 +123,78 @@ func TestTargetPolicy(t *testing.T) {
 	if p.CheckHost("Staging.Example.com.") != nil || p.CheckHost("other.example.com") == nil {
 		t.Error("CheckHost: the target's hosts only")
 	}
+}
+
+// One address rule for a probe's, a loader's and a load test's target: a special-purpose address
+// is refused as such with or without --allow-internet (a probe without the flag used to be told to
+// pass --allow-internet, then refused with it); a public one needs the flag; each caller keeps its
+// own wording for that.
+func TestOneAddressRule(t *testing.T) {
+	for _, flag := range []bool{false, true} {
+		for _, c := range []struct {
+			check func(string, netip.Addr) error
+			who   string
+		}{
+			{Policy{AllowInternet: flag}.CheckAddr, "policy"},
+			{Target{Policy: Policy{AllowInternet: flag}}.CheckAddr, "target"},
+		} {
+			for a, want := range map[string]string{"169.254.169.254": "a special-purpose address (link-local), refused even with --allow-internet",
+				"192.0.2.7": "documentation (TEST-NET-1)", "224.0.0.1": "multicast"} {
+				if err := c.check(a, netip.MustParseAddr(a)); err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("%s, flag %v, %s: %v; want %q", c.who, flag, a, err, want)
+				}
+			}
+			err := c.check("p", netip.MustParseAddr("93.184.215.14"))
+			if flag != (err == nil) || (err != nil && !strings.Contains(err.Error(), "--allow-internet")) {
+				t.Errorf("%s, flag %v, a public address: %v", c.who, flag, err)
+			}
+		}
+	}
+}
+
+// A target's policy without Own is the run's namespaces as every policy's (OwnRoute): inside a
+// run's client namespace the lab's addresses are its own (it used to admit none). Checked in a
+// network namespace of the test's own thread with a TUN device named as the run's and the
+// lab's route on it — nothing else, so no route off the machine.
+func TestTargetOwnIsThePolicysDefault(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (a network namespace)")
+	}
+	done := make(chan struct{})
+	go func() { // this goroutine's thread enters the namespace and dies with it (never unlocked)
+		defer close(done)
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			t.Errorf("unshare: %v", err)
+			return
+		}
+		link := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: labaddr.TUNName}, Mode: netlink.TUNTAP_MODE_TUN}
+		if err := netlink.LinkAdd(link); err != nil { // persistent: removed with the namespace
+			t.Errorf("a TUN device: %v", err)
+			return
+		}
+		_, lab, _ := net.ParseCIDR(labaddr.LabPrefix.String())
+		if err := netlink.LinkSetUp(link); err != nil {
+			t.Errorf("link up: %v", err)
+			return
+		}
+		if err := netlink.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Dst: lab}); err != nil {
+			t.Errorf("route: %v", err)
+			return
+		}
+		in := netip.MustParseAddr("10.77.1.1")
+		if !OwnRoute(in) {
+			t.Errorf("OwnRoute(%s) inside the namespace", in)
+		}
+		if err := (Target{}).CheckAddr("s1.wirelab.test", in); err != nil {
+			t.Errorf("a target's policy without Own, the run's %s: %v", in, err)
+		}
+		if err := (Policy{}).CheckAddr("s1.wirelab.test", in); err != nil {
+			t.Errorf("the default policy, the run's %s: %v", in, err)
+		}
+		if err := (Target{}).CheckAddr("x", netip.MustParseAddr("10.1.2.3")); err == nil {
+			t.Error("a target's policy admits 10.1.2.3, not the run's")
+		}
+	}()
+	<-done
 }

@@ -311,14 +311,11 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 		}
 		own := policy.OwnRoute
 		if *runServer != "" {
-			a, err := netip.ParseAddr(*runServer)
-			if err == nil {
-				err = loadgen.CheckRunServer(a)
-			}
+			a, err := loadgen.ParseRunServer(*runServer)
 			if err != nil {
 				return nil, cli.Usagef("--run-server %s: %v", *runServer, err)
 			}
-			own = loadgen.RunServerOwn(a.Unmap(), own)
+			own = loadgen.RunServerOwn(a, own)
 		}
 		tp, err := loadgen.TargetPolicy(*target, spec.Target.Origins, static, spec.AllowInternet, own)
 		if err != nil {
@@ -363,7 +360,7 @@ func parseLoadgenArgs(args []string) (*loadgenArgs, error) {
 	if cfg.Target != nil {
 		// the target's own host, before anything is sent: a literal or a --resolve value now,
 		// a name's addresses when it is resolved (each checked before it is dialled)
-		if err := targetAddrCheck(*target, cfg); err != nil {
+		if err := targetAddrCheck(*target, cfg.Target, static); err != nil {
 			return nil, err
 		}
 	}
@@ -441,27 +438,21 @@ func checkLoadgenTarget(raw string, cfg *client.Config, remote bool) error {
 	return nil
 }
 
-// targetAddrCheck refuses a target whose host (an IP literal or a --resolve name) the target
-// policy refuses: one line, exit 2, before any packet.
-func targetAddrCheck(raw string, cfg *client.Config) error {
+// targetAddrCheck refuses a target whose host (an IP literal or a name of static: --resolve's and
+// localhost) the target policy refuses: one line, exit 2, before any packet. Other names are
+// checked when they are resolved, each address before it is dialled.
+func targetAddrCheck(raw string, target *policy.Target, static client.StaticResolver) error {
 	u, _ := url.Parse(raw)
 	host := u.Hostname()
-	var addrs []netip.Addr
-	if a, err := netip.ParseAddr(host); err == nil {
-		addrs = []netip.Addr{a}
-	} else if st, ok := cfg.Resolver.(client.StaticResolver); ok {
-		if a, ok := st[strings.ToLower(host)]; ok {
-			addrs = []netip.Addr{a}
-		}
-	} else if st, ok := cfg.Resolver.(staticThen); ok {
-		if a, ok := st.static[strings.ToLower(host)]; ok {
-			addrs = []netip.Addr{a}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		var ok bool
+		if a, ok = static[strings.ToLower(host)]; !ok {
+			return nil
 		}
 	}
-	for _, a := range addrs {
-		if err := cfg.Target.CheckAddr(host, a); err != nil {
-			return cli.Usagef("--target %s: refused before any packet was sent: %v", raw, err)
-		}
+	if err := target.CheckAddr(host, a); err != nil {
+		return cli.Usagef("--target %s: refused before any packet was sent: %v", raw, err)
 	}
 	return nil
 }

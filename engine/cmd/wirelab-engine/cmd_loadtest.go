@@ -104,14 +104,11 @@ func clusterRole(spec *loadgen.Spec, serve, allowFrom, servingFile, part string,
 		return c, cli.Usagef("--allow-from: only with --serve")
 	}
 	if serve != "" {
-		a, err := netip.ParseAddr(serve)
-		if err == nil {
-			err = loadgen.CheckRunServer(a)
-		}
+		a, err := loadgen.ParseRunServer(serve)
 		if err != nil {
 			return c, cli.Usagef("--serve %s: %v", serve, err)
 		}
-		c.serve = a.Unmap()
+		c.serve = a
 		if allowFrom == "" {
 			return c, cli.Usagef("--allow-from: required with --serve: the generators' addresses (the only ones the server answers)")
 		}
@@ -144,10 +141,7 @@ func clusterRole(spec *loadgen.Spec, serve, allowFrom, servingFile, part string,
 		if err := json.Unmarshal(data, &sv); err != nil || sv.Event != "serving" || sv.URL == "" || len(sv.Names) == 0 {
 			return c, cli.Usagef("--serving %s: not a server task's serving line (wirelab-engine loadtest --serve prints it)", servingFile)
 		}
-		addr, err := netip.ParseAddr(sv.Addr)
-		if err == nil {
-			err = loadgen.CheckRunServer(addr)
-		}
+		addr, err := loadgen.ParseRunServer(sv.Addr)
 		if err != nil {
 			return c, cli.Usagef("--serving %s: addr %s: %v", servingFile, sv.Addr, err)
 		}
