@@ -75,6 +75,7 @@ TOPIC_PREFIX = "wirelab-run-"  #: + run id: the topic of a run's progress events
 STOP_PREFIX = "wirelab-stop-"  #: + run id: the event that stops a run's trials on every worker
 GRACE_S = 30.0  #: a worker's wait between SIGINT and SIGKILL of an engine it stops
 POLL_S = 0.25
+STOP_CHECK_S = 0.5  #: how often a worker asks whether a running engine's task should stop
 #: with --artifacts remote, what comes back to the client: what the database stores (records, HARs,
 #: logs, Chromium's frames); pcaps and the server's records stay on the worker
 DATABASE_FILES = (
@@ -206,6 +207,55 @@ class TrialWorker(WorkerPlugin):
         ts = state.tasks.get(key) if state is not None else None
         return ts is None or ts.state not in ("cancelled", "released", "forgotten")
 
+    def watch(
+        self,
+        key: Any,
+        start: Callable[[EventCallback], TrialRun],
+        forward: Callable[[TrialEvent], None],
+        stopped: Callable[[], bool],
+        tick: Callable[[TrialRun], None] | None = None,
+    ) -> tuple[int, str, float]:
+        """Run one engine process of the task ``key`` to its end: ``start(on_event)`` starts it; its
+        events but the exit go to ``forward``; ``tick(run)`` every POLL_S while it runs; SIGINT once
+        the worker stops, the scheduler no longer wants the task or ``stopped()`` says so (asked every
+        STOP_CHECK_S), SIGKILL GRACE_S later. After a failed exit what the engine left is removed
+        (``gc --owner``; a failure of that is added to the stderr tail, not raised). Returns the exit
+        status, the stderr tail and when it exited (Unix s). The one watch of a trial's task and a
+        load test's."""
+        exited = threading.Event()
+        ending: dict[str, Any] = {}
+
+        def on_event(event: TrialEvent) -> None:
+            if event.kind == "exit":
+                ending.update(returncode=event.returncode, stderr_tail=event.stderr_tail)
+                exited.set()
+            else:
+                forward(event)
+
+        run = start(on_event)
+        interrupted_at: float | None = None
+        next_check = 0.0
+        while not exited.wait(POLL_S):
+            now = time.monotonic()
+            if tick is not None:
+                tick(run)
+            if interrupted_at is None and now >= next_check:
+                next_check = now + STOP_CHECK_S
+                if self.stopping.is_set() or not self._wanted(key) or stopped():
+                    run.interrupt()
+                    interrupted_at = now
+            elif interrupted_at is not None and now - interrupted_at > GRACE_S:
+                run.kill()
+        exited_at = time.time()
+        returncode = int(ending["returncode"])
+        stderr_tail = str(ending["stderr_tail"])
+        if returncode != 0 and run.owner_pid is not None:
+            try:
+                self.engine.gc_owner(run.owner_pid)
+            except WirelabError as e:  # gc_owner's failures (EngineError, UsageError, not found)
+                stderr_tail += f"\n(the worker could not remove what the engine left: {e})"
+        return returncode, stderr_tail, exited_at
+
     def run(self, spec: dict[str, Any], run_id: str, sweep: str, artifacts: str, key: Any) -> dict[str, Any]:
         """Run one trial with the local engine; returns its exit status and its directory as tar.gz."""
         from distributed import Event
@@ -229,41 +279,24 @@ class TrialWorker(WorkerPlugin):
             if len(self._running) > 1:
                 for other in self._running:
                     self._running[other] = True
-        exited = threading.Event()
-        ending: dict[str, Any] = {}
 
-        def on_event(event: TrialEvent) -> None:
-            if event.kind == "exit":
-                ending.update(returncode=event.returncode, stderr_tail=event.stderr_tail)
-                exited.set()
-            elif event.kind in ("ready", "load", "done"):
+        def forward(event: TrialEvent) -> None:
+            if event.kind in ("ready", "load", "done"):
                 send(event.kind, data=event.data)
 
         try:
             # "name": the scheduler sets "worker" of a worker's event to the worker's address
             send("started", name=self.provenance["name"], at=task_started)
-            run = self.engine.start_trial(spec, directory, on_event)
-            engine_started = time.time()
             stop = Event(STOP_PREFIX + run_id)
-            interrupted_at: float | None = None
-            next_check = 0.0
-            while not exited.wait(POLL_S):
-                now = time.monotonic()
-                if interrupted_at is None and now >= next_check:
-                    next_check = now + 1.0
-                    if self.stopping.is_set() or not self._wanted(key) or _is_set(stop):
-                        run.interrupt()
-                        interrupted_at = now
-                elif interrupted_at is not None and now - interrupted_at > GRACE_S:
-                    run.kill()
-            engine_exited = time.time()
-            returncode = ending["returncode"]
-            stderr_tail = ending["stderr_tail"]
-            if returncode != 0 and run.owner_pid is not None:
-                try:
-                    self.engine.gc_owner(run.owner_pid)
-                except WirelabError as e:
-                    stderr_tail += f"\n(the worker could not remove what the engine left: {e})"
+            clock: dict[str, float] = {}
+
+            def start(on_event: EventCallback) -> TrialRun:
+                run = self.engine.start_trial(spec, directory, on_event)
+                clock["engine_started"] = time.time()
+                return run
+
+            returncode, stderr_tail, engine_exited = self.watch(key, start, forward, lambda: _is_set(stop))
+            engine_started = clock["engine_started"]
             worker = dict(self.provenance)
             if artifacts == "remote":
                 worker["remote_dir"] = f"{self.provenance['host']}:{directory.resolve()}"

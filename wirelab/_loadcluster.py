@@ -39,7 +39,6 @@ from typing import Any
 from urllib.parse import urlparse
 
 from wirelab._cluster import (
-    GRACE_S,
     POLL_S,
     STOP_PREFIX,
     ClusterEngine,
@@ -101,50 +100,32 @@ def run_load_task(
         serving_path.write_text(serving + "\n")
         argv += ["--serving", str(serving_path), "--progress"]
     topic = LOAD_TOPIC_PREFIX + run_key
-    exited = threading.Event()
-    ending: dict[str, Any] = {}
 
-    def on_event(event: TrialEvent) -> None:
-        if event.kind == "exit":
-            ending.update(returncode=event.returncode, stderr_tail=event.stderr_tail)
-            exited.set()
-        elif event.kind in ("serving", "ready", "interval"):
+    def forward(event: TrialEvent) -> None:
+        if event.kind in ("serving", "ready", "interval"):
             plugin.worker.log_event(topic, {"name": name, "kind": event.kind, "data": event.data})
 
     try:
-        run = _ProcessTrialRun(argv, name, directory, on_event, stdin=True)
         start = Variable(START_PREFIX + run_key)
         started = Event(STARTED_PREFIX + run_key)
         stop_all = Event(STOP_PREFIX + run_key)
         stop_server = Event(SERVE_STOP_PREFIX + run_key)
         sent = False
-        interrupted_at: float | None = None
-        next_check = 0.0
-        while not exited.wait(POLL_S):
-            now = time.monotonic()
-            if not sent and _is_set(started):
-                with contextlib.suppress(Exception):
+
+        def send_start(run: TrialRun) -> None:  # the shared start instant, once the client set it
+            nonlocal sent
+            if not sent and isinstance(run, _ProcessTrialRun) and _is_set(started):
+                with contextlib.suppress(Exception):  # the scheduler unreachable for now: next tick
                     run.send(str(int(start.get(timeout=10))))
                     sent = True
-            if interrupted_at is None and now >= next_check:
-                next_check = now + 0.5
-                if (
-                    plugin.stopping.is_set()
-                    or not plugin._wanted(key)
-                    or _is_set(stop_all)
-                    or (role == "server" and _is_set(stop_server))
-                ):
-                    run.interrupt()
-                    interrupted_at = now
-            elif interrupted_at is not None and now - interrupted_at > GRACE_S:
-                run.kill()
-        returncode = int(ending["returncode"])
-        stderr_tail = str(ending["stderr_tail"])
-        if returncode != 0 and run.owner_pid is not None:
-            try:
-                engine.gc_owner(run.owner_pid)
-            except Exception as e:
-                stderr_tail += f"\n(the worker could not remove what the engine left: {e})"
+
+        returncode, stderr_tail, _ = plugin.watch(
+            key,
+            lambda on_event: _ProcessTrialRun(argv, name, directory, on_event, stdin=True),
+            forward,
+            lambda: _is_set(stop_all) or (role == "server" and _is_set(stop_server)),
+            tick=send_start,
+        )
         archive = _archive(directory)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
