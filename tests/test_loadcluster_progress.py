@@ -134,3 +134,7 @@ def test_progress_merges_each_update_s_new_intervals_only_and_notices_a_lost_wor
     # noticed at the next check (every POLL_S), not after merging everything reported so far
     assert noticed["after_s"] < 5, noticed
     assert not list((tmp_path / "generators").glob("*.progress.jsonl"))
+    # each generator's lines so far stay on disk as they come (the run's generators/NAME.jsonl)
+    kept = {g: (tmp_path / "generators" / f"{g}.jsonl").read_text().splitlines() for g in ("g0", "g1")}
+    assert (len(kept["g0"]), len(kept["g1"])) == (INTERVALS, LOST_AT)
+    assert [json.loads(x)["index"] for x in kept["g1"]] == list(range(LOST_AT))

@@ -570,13 +570,20 @@ class _ClusterLoadtestRun(TrialRun):
         emitted = 0
         next_check = 0.0
         names = [g for g, _ in w.generators]
+        gdir = self.out_dir / "generators"
+        gdir.mkdir(parents=True, exist_ok=True)
+        for g in names:
+            (gdir / f"{g}.jsonl").write_text("")
         while len(ended) < len(names):
             try:
                 m = self._events.get(timeout=POLL_S)
             except queue.Empty:
                 m = None
             if m is not None and m.get("kind") == "interval" and m.get("name") in streamed:
-                streamed[str(m["name"])].append(json.dumps(m["data"]))
+                line = json.dumps(m["data"])
+                streamed[str(m["name"])].append(line)
+                with (gdir / f"{m['name']}.jsonl").open("a") as kept:  # each one's lines so far, on disk
+                    kept.write(line + "\n")
                 emitted = self._progress(names, streamed, lost, emitted)
             now = time.monotonic()
             if now < next_check:
