@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/wirelab/wirelab/engine/client"
+	"github.com/wirelab/wirelab/engine/internal/suggest"
 )
 
 // Protocol is the protocol Chromium is restricted to for a load.
@@ -41,15 +42,13 @@ var Protocols = []Protocol{H1, H1S, H2, H3}
 
 // ParseProtocol validates a protocol name.
 func ParseProtocol(s string) (Protocol, error) {
-	for _, p := range Protocols {
-		if string(p) == s {
-			return p, nil
-		}
+	if p, ok := suggest.Parse(Protocols, s); ok {
+		return p, nil
 	}
 	if s == "h2c" || s == "spdy3" {
-		return "", fmt.Errorf("%s: Chromium does not speak %s; allowed: h1, h1s, h2, h3", s, s)
+		return "", fmt.Errorf("%s: Chromium does not speak %s; allowed: %s", s, s, suggest.Join(Protocols))
 	}
-	return "", fmt.Errorf("%s: allowed: h1, h1s, h2, h3", s)
+	return "", fmt.Errorf("%s: allowed: %s", s, suggest.Join(Protocols))
 }
 
 // Scheme is the URL scheme of the protocol.
@@ -175,7 +174,7 @@ type Config struct {
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Protocol == "" {
-		return c, fmt.Errorf("client.protocol: required; allowed: h1, h1s, h2, h3")
+		return c, fmt.Errorf("client.protocol: required; allowed: %s", suggest.Join(Protocols))
 	}
 	if _, err := ParseProtocol(string(c.Protocol)); err != nil {
 		return c, fmt.Errorf("client.protocol: %w", err)

@@ -8,9 +8,9 @@ import (
 	"math"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/internal/suggest"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/policy"
 )
@@ -34,20 +34,10 @@ var Protocols = []Protocol{H1, H1S, H2, H2C, H3, SPDY3}
 
 // ParseProtocol validates a protocol name.
 func ParseProtocol(s string) (Protocol, error) {
-	for _, p := range Protocols {
-		if string(p) == s {
-			return p, nil
-		}
+	if p, ok := suggest.Parse(Protocols, s); ok {
+		return p, nil
 	}
-	return "", fmt.Errorf("%s: allowed: %s", s, joinProtocols())
-}
-
-func joinProtocols() string {
-	names := make([]string, len(Protocols))
-	for i, p := range Protocols {
-		names[i] = string(p)
-	}
-	return strings.Join(names, ", ")
+	return "", fmt.Errorf("%s: allowed: %s", s, suggest.Join(Protocols))
 }
 
 // Scheme is the URL scheme the protocol serves.
@@ -109,13 +99,15 @@ const (
 	ModeReplay  Mode = "replay"  // follow Config.Page's dependency graph, computations as waits (Epload)
 )
 
+// Modes lists the modes in the order the CLI documents them.
+var Modes = []Mode{ModeFlat, ModeObjects, ModeReplay}
+
 // ParseMode validates a mode name.
 func ParseMode(s string) (Mode, error) {
-	switch Mode(s) {
-	case ModeFlat, ModeObjects, ModeReplay:
-		return Mode(s), nil
+	if m, ok := suggest.Parse(Modes, s); ok {
+		return m, nil
 	}
-	return "", fmt.Errorf("%s: allowed: flat, objects, replay", s)
+	return "", fmt.Errorf("%s: allowed: %s", s, suggest.Join(Modes))
 }
 
 // Defaults of Config. Window sizes follow Chromium, the browser the studies used.
@@ -216,7 +208,7 @@ type Config struct {
 // first invalid field.
 func (c Config) withDefaults() (Config, error) {
 	if c.Protocol == "" {
-		return c, fmt.Errorf("client.protocol: required; allowed: %s", joinProtocols())
+		return c, fmt.Errorf("client.protocol: required; allowed: %s", suggest.Join(Protocols))
 	}
 	if _, err := ParseProtocol(string(c.Protocol)); err != nil {
 		return c, fmt.Errorf("client.protocol: %w", err)

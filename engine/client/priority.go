@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wirelab/wirelab/engine/internal/priority"
+	"github.com/wirelab/wirelab/engine/internal/suggest"
 	"github.com/wirelab/wirelab/engine/page"
 )
 
@@ -34,12 +35,10 @@ var PriorityPolicies = []PriorityPolicy{PriorityNone, PriorityChrome, PriorityDe
 
 // ParsePriorityPolicy validates a policy name.
 func ParsePriorityPolicy(s string) (PriorityPolicy, error) {
-	for _, p := range PriorityPolicies {
-		if string(p) == s {
-			return p, nil
-		}
+	if p, ok := suggest.Parse(PriorityPolicies, s); ok {
+		return p, nil
 	}
-	return "", fmt.Errorf("%s: allowed: none, chrome, dependency", s)
+	return "", fmt.Errorf("%s: allowed: %s", s, suggest.Join(PriorityPolicies))
 }
 
 // Levels of the chrome policy.

@@ -3,6 +3,8 @@ package page
 import (
 	"fmt"
 	"strings"
+
+	"github.com/wirelab/wirelab/engine/internal/suggest"
 )
 
 // ShardMode decides how Shard assigns objects to origins.
@@ -26,12 +28,10 @@ var ShardModes = []ShardMode{ShardRoundRobin, ShardTLD, ShardDomain}
 
 // ParseShardMode checks a mode name.
 func ParseShardMode(s string) (ShardMode, error) {
-	for _, m := range ShardModes {
-		if string(m) == s {
-			return m, nil
-		}
+	if m, ok := suggest.Parse(ShardModes, s); ok {
+		return m, nil
 	}
-	return "", fieldErr("shard_mode", s, "must be round-robin, tld or domain")
+	return "", fieldErr("shard_mode", s, "must be %s", suggest.JoinLast(ShardModes, " or "))
 }
 
 // Shard returns a copy of p served by n origins s1…sN.wirelab.test. The root HTML always stays on
@@ -83,7 +83,7 @@ func (p *Page) Shard(n int, mode ShardMode) (*Page, error) {
 			c.Objects[i].Origin = index[key(c.Objects[i])] % n
 		}
 	default:
-		return nil, fieldErr("shard_mode", string(mode), "must be round-robin, tld or domain")
+		return nil, fieldErr("shard_mode", string(mode), "must be %s", suggest.JoinLast(ShardModes, " or "))
 	}
 	c.Origins = make([]Origin, n)
 	for i := range c.Origins {

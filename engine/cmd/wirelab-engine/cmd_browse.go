@@ -16,6 +16,7 @@ import (
 	"github.com/wirelab/wirelab/engine/client"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/seam"
+	"github.com/wirelab/wirelab/engine/internal/suggest"
 )
 
 const browseUsage = `usage: wirelab-engine browse URL --proto P [flags]
@@ -202,7 +203,7 @@ func parseBrowseArgs(args []string) (*browseArgs, error) {
 	}
 	timeout := sb.Timeout
 	if *proto == "" {
-		return nil, cli.Usagef("--proto: required; allowed: h1, h1s, h2, h3")
+		return nil, cli.Usagef("--proto: required; allowed: %s", suggest.Join(browser.Protocols))
 	}
 	p, err := browser.ParseProtocol(*proto)
 	if err != nil {

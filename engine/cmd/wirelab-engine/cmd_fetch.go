@@ -23,6 +23,7 @@ import (
 	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/internal/seam"
+	"github.com/wirelab/wirelab/engine/internal/suggest"
 	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/page"
 )
@@ -242,7 +243,7 @@ func parseFetchArgs(args []string, stdin io.Reader) (*fetchArgs, error) {
 	}
 
 	if *proto == "" {
-		return nil, cli.Usagef("--proto: required; allowed: h1, h1s, h2, h2c, h3, spdy3")
+		return nil, cli.Usagef("--proto: required; allowed: %s", suggest.Join(client.Protocols))
 	}
 	p, err := client.ParseProtocol(*proto)
 	if err != nil {
