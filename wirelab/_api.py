@@ -54,11 +54,7 @@ def plan(spec: SpecLike) -> spec_mod.Plan:
         return spec
     if isinstance(spec, spec_mod.ExperimentSpec):
         return spec_mod.expand(spec)
-    if isinstance(spec, Mapping):
-        return spec_mod.from_dict(spec)
-    if _is_text(spec):
-        return spec_mod.loads(os.fspath(spec))
-    return spec_mod.load(os.fspath(spec))
+    return _read_spec(spec, spec_mod, "[sweep]")
 
 
 def _trial_plan(spec: SpecLike, allow_internet: bool) -> spec_mod.Plan:
@@ -67,6 +63,16 @@ def _trial_plan(spec: SpecLike, allow_internet: bool) -> spec_mod.Plan:
         raise UsageError(f"{spec}: a load-test spec ([load]); run it with wirelab loadtest {spec}")
     the_plan = plan(spec)
     return spec_mod.with_internet(the_plan) if allow_internet else the_plan
+
+
+def _read_spec(spec: str | os.PathLike[str] | Mapping[str, Any], reader: Any, table: str) -> Any:
+    """A spec read by ``reader`` (``spec`` or ``loadplan``: their ``from_dict``, ``loads``, ``load``)
+    from a dict, its TOML text (told by ``table``, see _is_text) or a path."""
+    if isinstance(spec, Mapping):
+        return reader.from_dict(spec)
+    if _is_text(spec, table):
+        return reader.loads(os.fspath(spec))
+    return reader.load(os.fspath(spec))
 
 
 def _is_text(spec: str | os.PathLike[str], table: str = "[sweep]") -> bool:
@@ -200,11 +206,7 @@ def plan_loadtest(spec: LoadSpecLike) -> loadplan.LoadPlan:
     grid points × protocols, each a loadtest spec for the engine."""
     if isinstance(spec, loadplan.LoadPlan):
         return spec
-    if isinstance(spec, Mapping):
-        return loadplan.from_dict(spec)
-    if _is_text(spec, "[load]"):
-        return loadplan.loads(os.fspath(spec))
-    return loadplan.load(os.fspath(spec))
+    return _read_spec(spec, loadplan, "[load]")
 
 
 def loadtest(
