@@ -42,13 +42,10 @@ var Protocols = []Protocol{H1, H1S, H2, H3}
 
 // ParseProtocol validates a protocol name.
 func ParseProtocol(s string) (Protocol, error) {
-	if p, ok := suggest.Parse(Protocols, s); ok {
-		return p, nil
-	}
 	if s == "h2c" || s == "spdy3" {
 		return "", fmt.Errorf("%s: Chromium does not speak %s; allowed: %s", s, s, suggest.Join(Protocols))
 	}
-	return "", fmt.Errorf("%s: allowed: %s", s, suggest.Join(Protocols))
+	return suggest.Parse(Protocols, s)
 }
 
 // Scheme is the URL scheme of the protocol.

@@ -34,10 +34,7 @@ var Protocols = []Protocol{H1, H1S, H2, H2C, H3, SPDY3}
 
 // ParseProtocol validates a protocol name.
 func ParseProtocol(s string) (Protocol, error) {
-	if p, ok := suggest.Parse(Protocols, s); ok {
-		return p, nil
-	}
-	return "", fmt.Errorf("%s: allowed: %s", s, suggest.Join(Protocols))
+	return suggest.Parse(Protocols, s)
 }
 
 // Scheme is the URL scheme the protocol serves.
@@ -104,10 +101,7 @@ var Modes = []Mode{ModeFlat, ModeObjects, ModeReplay}
 
 // ParseMode validates a mode name.
 func ParseMode(s string) (Mode, error) {
-	if m, ok := suggest.Parse(Modes, s); ok {
-		return m, nil
-	}
-	return "", fmt.Errorf("%s: allowed: %s", s, suggest.Join(Modes))
+	return suggest.Parse(Modes, s)
 }
 
 // Defaults of Config. Window sizes follow Chromium, the browser the studies used.

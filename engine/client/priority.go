@@ -1,7 +1,6 @@
 package client
 
 import (
-	"fmt"
 	"math"
 	"net/url"
 	"path"
@@ -35,10 +34,7 @@ var PriorityPolicies = []PriorityPolicy{PriorityNone, PriorityChrome, PriorityDe
 
 // ParsePriorityPolicy validates a policy name.
 func ParsePriorityPolicy(s string) (PriorityPolicy, error) {
-	if p, ok := suggest.Parse(PriorityPolicies, s); ok {
-		return p, nil
-	}
-	return "", fmt.Errorf("%s: allowed: %s", s, suggest.Join(PriorityPolicies))
+	return suggest.Parse(PriorityPolicies, s)
 }
 
 // Levels of the chrome policy.

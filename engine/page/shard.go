@@ -28,7 +28,7 @@ var ShardModes = []ShardMode{ShardRoundRobin, ShardTLD, ShardDomain}
 
 // ParseShardMode checks a mode name.
 func ParseShardMode(s string) (ShardMode, error) {
-	if m, ok := suggest.Parse(ShardModes, s); ok {
+	if m, ok := suggest.Member(ShardModes, s); ok {
 		return m, nil
 	}
 	return "", fieldErr("shard_mode", s, "must be %s", suggest.JoinLast(ShardModes, " or "))

@@ -2,13 +2,24 @@ package suggest
 
 // The names an error lists beside its suggestion: a string enumeration — a named string type with a
 // list of its members (client.Protocols, client.PriorityPolicies, page.ShardModes, browser.Protocols
-// …) — read one way: which member a name spells (Parse), and the members as an "allowed:" message
-// lists them (Join, JoinLast).
+// …) — read one way: which member a name spells (Member; Parse: or the error that lists the
+// members), and the members as an "allowed:" message lists them (Join, JoinLast).
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
-// Parse returns the member of list spelled s, and whether there is one.
-func Parse[T ~string](list []T, s string) (T, bool) {
+// Parse returns the member of list spelled s, or the error "s: allowed: a, b, c".
+func Parse[T ~string](list []T, s string) (T, error) {
+	if m, ok := Member(list, s); ok {
+		return m, nil
+	}
+	return "", fmt.Errorf("%s: allowed: %s", s, Join(list))
+}
+
+// Member returns the member of list spelled s, and whether there is one.
+func Member[T ~string](list []T, s string) (T, bool) {
 	for _, m := range list {
 		if string(m) == s {
 			return m, true

@@ -8,13 +8,20 @@ var colors = []color{"red", "green", "blue"}
 
 func TestEnumParse(t *testing.T) {
 	for _, c := range colors {
-		if got, ok := Parse(colors, string(c)); !ok || got != c {
-			t.Errorf("Parse(%q) = %q, %v; want %q, true", c, got, ok, c)
+		if got, ok := Member(colors, string(c)); !ok || got != c {
+			t.Errorf("Member(%q) = %q, %v; want %q, true", c, got, ok, c)
+		}
+		if got, err := Parse(colors, string(c)); err != nil || got != c {
+			t.Errorf("Parse(%q) = %q, %v; want %q, nil", c, got, err, c)
 		}
 	}
 	for _, s := range []string{"", "Red", "red ", "purple"} {
-		if got, ok := Parse(colors, s); ok || got != "" {
-			t.Errorf("Parse(%q) = %q, %v; want \"\", false", s, got, ok)
+		if got, ok := Member(colors, s); ok || got != "" {
+			t.Errorf("Member(%q) = %q, %v; want \"\", false", s, got, ok)
+		}
+		want := s + ": allowed: red, green, blue"
+		if got, err := Parse(colors, s); err == nil || err.Error() != want || got != "" {
+			t.Errorf("Parse(%q) = %q, %v; want \"\", %q", s, got, err, want)
 		}
 	}
 }
