@@ -1,4 +1,6 @@
+import fcntl
 import os
+import shutil
 import socket
 import sys
 from collections.abc import Callable
@@ -73,3 +75,24 @@ def off_machine() -> None:
             "gives a guard a target off the machine: runs only in a network namespace with no route "
             "off the machine (make test runs every test in one)"
         )
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """A directory that ``build`` fills once per test session, shared by the pytest-xdist workers: the
+    first worker to ask builds it while the others wait on a lock, then they all read the same files.
+    Outside xdist, a fresh directory built here. Its users must only read it (a module-scoped fixture
+    of expensive data: test_report's sweeps and report)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        here = tmp_path_factory.mktemp(name)
+        build(here)
+        return here
+    session = tmp_path_factory.getbasetemp().parent  # the workers' basetemps are popen-gwN in it
+    shared = session / f"built-once-{name}"
+    with open(session / f"built-once-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / ".built").exists():
+            shutil.rmtree(shared, ignore_errors=True)  # what a failed build left: built again
+            shared.mkdir()
+            build(shared)
+            (shared / ".built").touch()
+    return shared

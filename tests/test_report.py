@@ -24,6 +24,7 @@ from wirelab.errors import UsageError
 from wirelab.report import write_report
 
 sys.path.insert(0, str(Path(__file__).parent))
+from conftest import built_once  # noqa: E402
 from model_engine import ModelEngine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,22 +155,26 @@ def summary(section: dict) -> dict:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> tuple[Path, Path]:
     """A database with the demo, a streams × RTT sweep, a many-factor sweep, a categorical sweep, a
-    queue sweep, a queue-discipline sweep and a sweep full of markup; and its report."""
-    tmp = tmp_path_factory.mktemp("report")
-    db = tmp / "wirelab.db"
-    engine = ModelEngine()
-    wirelab.run(ROOT / "experiments" / "demo.toml", db=db, engine=engine, parallel=2)
-    for name in (
-        "elkhatib-streams.quick",
-        "unh-scenarios.quick",
-        "elkhatib-queue.quick",
-        "gateway-aqm.quick",
-    ):
-        wirelab.run(ROOT / "experiments" / f"{name}.toml", db=db, engine=engine, parallel=2)
-    wirelab.run(TREE_SPEC, db=db, engine=engine, parallel=2)
-    wirelab.run(EVIL_SPEC, db=db, engine=ModelEngine(evil=True), parallel=2)
-    index = write_report(db, None, tmp / "out")
-    return db, index
+    queue sweep, a queue-discipline sweep and a sweep full of markup; and its report. Built once for
+    both workers (conftest.built_once: ≈ 30 s each); the tests only read it."""
+
+    def build(tmp: Path) -> None:
+        db = tmp / "wirelab.db"
+        engine = ModelEngine()
+        wirelab.run(ROOT / "experiments" / "demo.toml", db=db, engine=engine, parallel=2)
+        for name in (
+            "elkhatib-streams.quick",
+            "unh-scenarios.quick",
+            "elkhatib-queue.quick",
+            "gateway-aqm.quick",
+        ):
+            wirelab.run(ROOT / "experiments" / f"{name}.toml", db=db, engine=engine, parallel=2)
+        wirelab.run(TREE_SPEC, db=db, engine=engine, parallel=2)
+        wirelab.run(EVIL_SPEC, db=db, engine=ModelEngine(evil=True), parallel=2)
+        write_report(db, None, tmp / "out")
+
+    tmp = built_once(tmp_path_factory, "report", build)
+    return tmp / "wirelab.db", tmp / "out" / "index.html"
 
 
 def test_report_is_self_contained(report):
