@@ -263,6 +263,7 @@ def test_every_command_has_help(capsys):
         assert code == 0 and "Usage:" in out, argv
 
 
+@pytest.mark.clock
 def test_shell_replaces_itself_with_the_engine(tmp_path, fake_engine):
     env = {**os.environ, "WIRELAB_ENGINE": str(fake_engine)}
     done = subprocess.run(

@@ -67,6 +67,7 @@ def test_bad_corpus_values_name_the_field(grid, words):
     assert words in str(e.value) and "\n" not in str(e.value)
 
 
+@pytest.mark.clock
 def test_planning_a_200_page_grid_is_quick():
     # a bound with a wide margin (the benchmark, scripts/bench_corpus.py, prints the figure): a
     # regression that made planning quadratic would blow it

@@ -67,6 +67,7 @@ def test_commands_version_and_missing_trial(fake_engine, monkeypatch):
         old.require("trial")
 
 
+@pytest.mark.clock
 def test_trial_runs_in_its_own_process_group_with_progress(fake_engine, tmp_path):
     engine = SubprocessEngine(fake_engine)
     events: queue.Queue = queue.Queue()
@@ -83,6 +84,7 @@ def test_trial_runs_in_its_own_process_group_with_progress(fake_engine, tmp_path
     assert (tmp_path / "t" / STDERR_FILE).exists()
 
 
+@pytest.mark.clock
 def test_interrupt_sends_sigint_to_the_group(fake_engine, tmp_path, monkeypatch):
     marker = tmp_path / "held"
     monkeypatch.setenv("FAKE_ENGINE_HOLD", "0:1")
@@ -151,6 +153,7 @@ def test_fixtures_follow_the_contract():
             assert rec["tow_ms"] <= rec["plt_ms"] + 1
 
 
+@pytest.mark.clock
 def test_fixture_engine_replays_the_spec(tmp_path):
     events: queue.Queue = queue.Queue()
     s = spec.resolve_trial(
@@ -171,6 +174,7 @@ def test_fixture_engine_replays_the_spec(tmp_path):
         assert (tmp_path / "t" / r["har"]).is_file()
 
 
+@pytest.mark.clock
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
@@ -185,6 +189,7 @@ def test_fixture_engine_refuses_what_it_cannot_replay(tmp_path, fields, message)
     assert last.returncode == 2 and message in last.stderr_tail
 
 
+@pytest.mark.clock
 def test_fixture_engine_failure_hook(tmp_path):
     events: queue.Queue = queue.Queue()
     engine = FixtureEngine(fail=lambda s: FixtureFailure(after_loads=1))

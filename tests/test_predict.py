@@ -30,7 +30,7 @@ ENGINE_PATH = Path(os.environ.get("WIRELAB_E2E_ENGINE") or ROOT / "bin" / "wirel
 def _has_pages_model() -> bool:
     if not ENGINE_PATH.exists():
         return False
-    done = subprocess.run([str(ENGINE_PATH), "pages", "model", "twitter"], capture_output=True, timeout=30)
+    done = subprocess.run([str(ENGINE_PATH), "pages", "model", "twitter"], capture_output=True, timeout=120)
     return done.returncode == 0
 
 

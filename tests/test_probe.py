@@ -263,6 +263,7 @@ def test_bad_input_with_the_stand_in(capsys, tmp_path, fake_engine, argv, expect
     assert not db.exists()
 
 
+@pytest.mark.clock
 def test_bad_input_through_the_real_engine(capsys, tmp_path, off_machine):
     """The engine owns site syntax, list limits and knob ranges: each is one line, exit 2, nothing
     stored. Public names among them: runs only where no route leads off the machine."""

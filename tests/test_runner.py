@@ -139,6 +139,7 @@ def test_changed_spec_conflicts_unless_replaced(tmp_path, small):
     assert names == {t.id for t in spec.load(small).trials} | {".lock"}
 
 
+@pytest.mark.clock
 def test_parallel_runs_k_trials_at_once(tmp_path, small):
     active: set[str] = set()
     peak = [0]
