@@ -66,9 +66,14 @@ $(ENGINE): $(STAMPS)/gomod $(GO_SRC)
 	@mkdir -p bin
 	cd engine && go build -trimpath -ldflags "$(LDFLAGS)" -o ../$(ENGINE) ./cmd/wirelab-engine
 
-# make test runs the fuzz targets beside the serial Python tests (FUZZ_BESIDE, see test-py).
-test: FUZZ_BESIDE := 1
-test: setup build lint test-go test-py
+# make test runs the phases below two at a time (TEST_OVERLAPPED, further down); test-go and test-py
+# alone run theirs one after another, and so does `make test TEST_OVERLAP=0` (fuzzing last).
+# (SEQUENTIAL names $(MAKE) indirectly: a recipe line that names it runs even under make -n.)
+TEST_OVERLAP ?= 1
+SEQUENTIAL = $(MAKE) --no-print-directory test-go test-py fuzz-short
+test: setup build lint
+	@mkdir -p $(TIMES); rm -f $(TIMES)/phases.jsonl
+	$(if $(filter 0,$(TEST_OVERLAP)),$(SEQUENTIAL),$(TEST_OVERLAPPED))
 	@$(PY) scripts/test_times.py slowest 10 $(TIMES)/phases.jsonl $(TIMES)/go.jsonl $(TIMES)/pytest-parallel.xml \
 	  $(TIMES)/pytest-serial.xml
 
@@ -76,15 +81,21 @@ test: setup build lint test-go test-py
 # observer, page JSON, HAR import, the trial spec decoder, mahimahi traces), each for FUZZTIME:
 # a crash fails the target and leaves its input in engine/<package>/testdata/fuzz (scripts/fuzz-short.sh).
 FUZZTIME ?= 3s
-# Beside the serial Python tests (make test) the fuzzers run at nice 19 and get what those leave, about
-# 1.4 of the 2 cores: 4 s each keeps their work (worker-seconds) what 3 s on an idle machine gave.
-FUZZTIME_BESIDE ?= 4s
+# Beside the go phase (make test) the fuzzers run at idle priority and get what it leaves, about one
+# of the 2 cores: 6 s each keeps their work (worker-seconds) what 3 s on an idle machine gave.
+FUZZTIME_BESIDE ?= 6s
+# A phase that runs beside another runs in the scheduler's idle class: any other runnable process
+# takes the CPU from it at once (a waking task preempts it; a core running only idle-class tasks counts
+# as idle when the kernel places a task), so the phase in front sees only shared caches.
+IDLE := chrt --idle 0
+FUZZ_PHASE = $(PHASE_START) FUZZTIME=$(1) $(2) scripts/fuzz-short.sh; $(call PHASE_END,go-fuzz,$(3))
 fuzz-short: $(STAMPS)/gomod
 	@mkdir -p $(TIMES)
-	$(PHASE_START) FUZZTIME=$(FUZZTIME) scripts/fuzz-short.sh; $(call PHASE_END,go-fuzz)
+	$(call FUZZ_PHASE,$(FUZZTIME))
 
 # Every package's tests (-p 1: see GOTEST_FLAGS; inside engine/cmd/wirelab-engine the tests without a
-# timing bound run two at a time after the others, parallel_test.go), then, under the race detector
+# timing bound run two at a time after the others, parallel_test.go — and that package comes last, so
+# that those two-core minutes are the phase's last: see "test:"), then, under the race detector
 # with -short (the tests that check physical timing bounds or take long skip there: the detector
 # slows the code it watches 2–20×, which such bounds would report as the path's), the packages that
 # scripts/race-packages.sh names (tests need no root; code or tests concurrent), one at a time:
@@ -92,38 +103,61 @@ fuzz-short: $(STAMPS)/gomod
 # intervals). Their race binaries are compiled on both cores first (-p 2, run by /bin/true).
 # docs/testing.md has the figures behind each choice.
 # h2spec (the HTTP/2 conformance suite) runs on its own with -v so that its pass count is printed.
+# $(1) of each phase: the phase it runs beside (phases.jsonl).
+GO_PHASE = $(PHASE_START) set -o pipefail; cd engine && \
+	  pkgs="$$(go list ./... | grep -v '/cmd/wirelab-engine$$') $$(go list ./cmd/wirelab-engine)" && \
+	  $(ISOLATE) go test $(GOTEST_FLAGS) -json -skip '^TestH2Spec$$' $$pkgs | \
+	  ../$(PY) ../scripts/test_times.py go ../$(TIMES)/go.jsonl; $(call PHASE_END,go,$(1))
+RACE_PHASE = $(PHASE_START) pkgs=$$(scripts/race-packages.sh) && cd engine && \
+	  { go test $(GOTEST_FLAGS) -p 2 -race -short -exec /bin/true $$pkgs >/dev/null 2>&1; \
+	    $(ISOLATE) go test $(GOTEST_FLAGS) -race -short $$pkgs; }; $(call PHASE_END,go-race,$(1))
+H2SPEC_PHASE = $(PHASE_START) cd engine && out=$$($(ISOLATE) go test $(GOTEST_FLAGS) -run '^TestH2Spec$$' -v ./server 2>&1); \
+	  $(call PHASE_RECORD,h2spec,$(1)); echo "$$out" | grep -E 'h2spec against|failed:|^(ok|FAIL|---)'; exit $$rc
 test-go: $(ENGINE) $(STAMPS)/venv
 	@mkdir -p $(TIMES); rm -f $(TIMES)/phases.jsonl
-	$(PHASE_START) set -o pipefail; cd engine && $(ISOLATE) go test $(GOTEST_FLAGS) -json -skip '^TestH2Spec$$' ./... | \
-	  ../$(PY) ../scripts/test_times.py go ../$(TIMES)/go.jsonl; $(call PHASE_END,go)
-	$(PHASE_START) pkgs=$$(scripts/race-packages.sh) && cd engine && \
-	  { go test $(GOTEST_FLAGS) -p 2 -race -short -exec /bin/true $$pkgs >/dev/null 2>&1; \
-	    $(ISOLATE) go test $(GOTEST_FLAGS) -race -short $$pkgs; }; $(call PHASE_END,go-race)
-	@$(PHASE_START) cd engine && out=$$($(ISOLATE) go test $(GOTEST_FLAGS) -run '^TestH2Spec$$' -v ./server 2>&1); \
-	  $(call PHASE_RECORD,h2spec); echo "$$out" | grep -E 'h2spec against|failed:|^(ok|FAIL|---)'; exit $$rc
+	$(GO_PHASE)
+	$(RACE_PHASE)
+	@$(H2SPEC_PHASE)
 
-# The tests that need no root run on two workers (pytest-xdist); those that do (namespaces, real-time emulators, which must not
-# compete) and those that signal their own process run after, one at a time. They leave most of a
-# core idle (waiting on emulated round trips, children, signals: 195 s wall for 119 s CPU on CI), so
-# under make test (FUZZ_BESIDE) the fuzz targets run beside them at nice 19 — the tests' processes
-# take the CPU whenever they want it (the emulators are real-time anyway), and no timing-bound Go test
-# runs meanwhile. Each phase runs in a subshell of its own so that its CPU time is its own (the
-# serial tests in the foreground, as before: Ctrl-C and the signals they send work as they did); the
-# fuzzers are a job of their own (set -m: their own process group, SIGINT not ignored), killed if the
-# recipe ends early; their output is printed when both have ended.
-SERIAL_PY = WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "root or serial" \
-	  --junitxml=$(TIMES)/pytest-serial.xml tests
-SERIAL_ALONE = $(PHASE_START) $(SERIAL_PY); $(call PHASE_END,py-serial)
-SERIAL_WITH_FUZZ = set -m; ( $(PHASE_START) FUZZTIME=$(FUZZTIME_BESIDE) nice -n 19 scripts/fuzz-short.sh; \
-	  $(call PHASE_END,go-fuzz,py-serial) ) >$(TIMES)/fuzz.log 2>&1 & fuzz=$$!; set +m; \
-	trap "kill -- -$$fuzz 2>/dev/null" EXIT; \
-	( $(SERIAL_ALONE) ); rc=$$?; wait $$fuzz; frc=$$?; echo "--- go-fuzz (beside py-serial):"; \
-	cat $(TIMES)/fuzz.log; [ $$rc -ne 0 ] || rc=$$frc; exit $$rc
+# The tests that need no root run on two workers (pytest-xdist); those that do (namespaces, real-time
+# emulators, which must not compete), those that signal their own process and those that hold a
+# wall-clock bound or a short deadline (marker `clock`: the phase may run at idle priority, below)
+# run after, one at a time. $(1): a command to run the phase under ($(IDLE)); $(2): the phase it runs beside.
+PY_PARALLEL_PHASE = $(PHASE_START) WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(1) $(PY) -m pytest $(PYTEST_FLAGS) \
+	  -m "not root and not serial and not clock" -n 2 --junitxml=$(TIMES)/pytest-parallel.xml tests; \
+	  $(call PHASE_END,py-parallel,$(2))
+PY_SERIAL_PHASE = $(PHASE_START) WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) \
+	  -m "root or serial or clock" --junitxml=$(TIMES)/pytest-serial.xml tests; $(call PHASE_END,py-serial)
 test-py: $(STAMPS)/venv $(ENGINE)
 	@mkdir -p $(TIMES)
-	$(PHASE_START) WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(ISOLATE) $(PY) -m pytest $(PYTEST_FLAGS) -m "not root and not serial" -n 2 \
-	  --junitxml=$(TIMES)/pytest-parallel.xml tests; $(call PHASE_END,py-parallel)
-	$(if $(FUZZ_BESIDE),$(SERIAL_WITH_FUZZ),$(SERIAL_ALONE))
+	$(PY_PARALLEL_PHASE)
+	$(PY_SERIAL_PHASE)
+
+# make test: two phases at a time, each pair a phase that must have the machine's timing to itself in
+# the foreground and phases that hold no timing bound beside it.
+# 1. The go phase (its timing-bound tests one at a time: about one core; its last two minutes, the
+#    parallel tests of cmd/wirelab-engine, both) with, at idle priority, the parallel Python tests
+#    (no bound, no short deadline: marker `clock`) and then the fuzz targets.
+# 2. The serial Python tests (namespaces, real-time emulators, signals: mostly waiting, 0.6 of a
+#    core) with go-race (one core) and then h2spec (waits on its timeouts) at normal priority: their
+#    clocks (go-race's 1 s exchange timeouts and 0.5 s intervals) must not starve; the emulators of
+#    the serial tests are real-time anyway. What 1. left running goes on, idle, beside 2.
+# Each phase runs in a subshell of its own so that its CPU time is its own (bash's `times`); the
+# foreground ones as before (Ctrl-C and the signals the serial tests send work as they did); each
+# background pair is a job of its own (set -m: own process group, SIGINT not ignored), killed if the
+# recipe ends early, its output printed when it has ended. docs/testing.md has the figures.
+TEST_OVERLAPPED = set -m; { ( $(call PY_PARALLEL_PHASE,$(IDLE),go) ); p=$$?; \
+	  ( $(call FUZZ_PHASE,$(FUZZTIME_BESIDE),$(IDLE),go) ); f=$$?; [ $$p -eq 0 ] && [ $$f -eq 0 ]; } \
+	  >$(TIMES)/beside-go.log 2>&1 & idle=$$!; set +m; race=; \
+	trap 'kill -- -$$idle 2>/dev/null; [ -z "$$race" ] || kill -- -$$race 2>/dev/null' EXIT; \
+	( $(GO_PHASE) ); rc=$$?; \
+	set -m; { ( $(call RACE_PHASE,py-serial) ); r=$$?; ( $(call H2SPEC_PHASE,py-serial) ); h=$$?; \
+	  [ $$r -eq 0 ] && [ $$h -eq 0 ]; } >$(TIMES)/beside-serial.log 2>&1 & race=$$!; set +m; \
+	( $(PY_SERIAL_PHASE) ); prc=$$?; [ $$rc -ne 0 ] || rc=$$prc; \
+	wait $$race; brc=$$?; echo "--- go-race and h2spec (beside py-serial):"; cat $(TIMES)/beside-serial.log; \
+	[ $$rc -ne 0 ] || rc=$$brc; \
+	wait $$idle; brc=$$?; echo "--- py-parallel and go-fuzz (beside go, idle priority):"; cat $(TIMES)/beside-go.log; \
+	[ $$rc -ne 0 ] || rc=$$brc; exit $$rc
 
 # Static checks of both halves: go vet and gofmt; ruff (lint and format) and mypy (the package ships
 # py.typed, so its annotations are checked as its users' type checkers read them).

@@ -93,7 +93,7 @@ def record(
 ) -> int:
     """Append a phase's line to PHASES.jsonl (module docstring); ``times_file`` holds what bash's
     ``times`` printed (its last line: the children's user and system time), ``start`` is the phase's
-    ``date +%s.%N``; ``beside``, the phase this one ran beside (its wall time is not added to the total)."""
+    ``date +%s.%N``; ``beside``, the phase this one ran beside (the total counts overlapping time once)."""
     lines = Path(times_file).read_text().splitlines() if Path(times_file).exists() else []
     times_line = lines[-1] if lines else ""
 
@@ -104,6 +104,7 @@ def record(
     user, system = (times_line.split() + ["", ""])[:2]
     row = {
         "phase": name,
+        "start": round(float(start), 1),
         "wall_s": round(time.time() - float(start), 1),
         "cpu_s": round(seconds(user) + seconds(system), 1),
         "load_before": load_before,
@@ -132,7 +133,10 @@ def _print_phases(path: Path) -> None:
         load = f"{r['load_before']} → {r['load_after']}"
         beside = f", beside {r['beside']}" if r.get("beside") else ""
         print(f"  {r['wall_s']:8.1f} s  {r['cpu_s']:8.1f} s CPU  {r['phase']}  ({load}{beside})")
-    wall = sum(r["wall_s"] for r in rows if not r.get("beside"))
+    if all("start" in r for r in rows):  # from the first phase's start to the last one's end
+        wall = max(r["start"] + r["wall_s"] for r in rows) - min(r["start"] for r in rows)
+    else:
+        wall = sum(r["wall_s"] for r in rows if not r.get("beside"))
     print(f"  {wall:8.1f} s  {sum(r['cpu_s'] for r in rows):8.1f} s CPU  in all")
 
 
