@@ -27,6 +27,9 @@ func TestRepeatViewUsesTheCache(t *testing.T) {
 	srv, resolver := startBuiltin(t, pg, func(c *server.Config) { c.SessionResumption = true })
 	for _, proto := range Protocols {
 		t.Run(string(proto), func(t *testing.T) {
+			if proto == H3 {
+				skipZeroRTTUnderRace(t)
+			}
 			root, err := srv.RootURL(server.Protocol(proto), page.NewToken())
 			if err != nil {
 				t.Fatal(err)
@@ -195,5 +198,17 @@ func TestCacheFieldsOneRule(t *testing.T) {
 	byField.cacheControl = "no-store" // not read again: parsed once
 	if _, noStore := byField.directives()["no-store"]; noStore {
 		t.Error("Cache-Control parsed again")
+	}
+}
+
+// skipZeroRTTUnderRace skips a test whose h3 repeat view sends 0-RTT when the race detector is on:
+// quic-go opens a 0-RTT stream reading the peer's flow-control limits while its handshake installs
+// the server's transport parameters from EncryptedExtensions, unsynchronised — a race in quic-go
+// itself (quic-go/quic-go#4303, open), reported in 1 of 30 -race runs of TestRepeatViewUsesTheCache/h3
+// at load 9. The go phase runs these tests without the detector, assertions unchanged.
+func skipZeroRTTUnderRace(t *testing.T) {
+	t.Helper()
+	if raceDetector {
+		t.Skip("0-RTT under -race: quic-go's own data race on the peer's transport parameters (quic-go/quic-go#4303)")
 	}
 }

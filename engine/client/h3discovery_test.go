@@ -89,6 +89,7 @@ func (l h3Lab) loadWith(t *testing.T, how H3Discovery, profile *Profile, resolve
 // the repeat view (the same profile) starts on QUIC, resumes and sends 0-RTT. Without an
 // announcement nothing goes over h3 (h3_discovery none).
 func TestH3DiscoveryAltSvc(t *testing.T) {
+	skipZeroRTTUnderRace(t)
 	l := startH3Lab(t, true, nil)
 	prof := NewProfile()
 	first := l.load(t, H3AltSvc, prof)
