@@ -92,32 +92,46 @@ def test_progress_merges_each_update_s_new_intervals_only_and_notices_a_lost_wor
 
     run._loadmerge = counting
     noticed: dict[str, float] = {}
+    failed: list[BaseException] = []  # the feeder's own failure, raised again in the test's thread
+
+    def wait_for(cond: Any, what: str) -> None:
+        start = time.monotonic()
+        while not cond():
+            assert time.monotonic() - start < 30, what
+            time.sleep(0.01)
+
+    def g1_lost_shown() -> bool:
+        return any(e.kind == "message" and "g1 lost" in e.data["text"] for e in events[:])
 
     def feed() -> None:
-        for k in range(INTERVALS):
-            if k == LOST_AT:  # once the run has shown every interval g1 reported, its worker leaves
-                while sum(e.kind == "interval" for e in list(events)) < LOST_AT:
-                    time.sleep(0.01)
-                run.client.alive.discard("tcp://g1:1")
-                left = time.monotonic()
-                while not any(e.kind == "message" and "g1 lost" in e.data["text"] for e in list(events)):
-                    assert time.monotonic() - left < 30, "the lost worker was not noticed"
-                    time.sleep(0.01)
-                noticed["after_s"] = time.monotonic() - left
-            for g, part in (("g0", "0/2"), ("g1", "1/2")):
-                if g == "g0" or k < LOST_AT:
-                    run._events.put({"name": g, "kind": "interval", "data": _line(k, part, 1 + k % 3)})
-            time.sleep(0.005)
-        while not run._events.empty():
-            time.sleep(0.01)
-        time.sleep(0.3)
-        finished.set()
+        try:
+            for k in range(INTERVALS):
+                if k == LOST_AT:  # once the run has shown every interval g1 reported, its worker leaves
+                    wait_for(lambda: sum(e.kind == "interval" for e in events[:]) >= LOST_AT,
+                             f"the first {LOST_AT} intervals were not shown")  # fmt: skip
+                    run.client.alive.discard("tcp://g1:1")
+                    left = time.monotonic()
+                    wait_for(g1_lost_shown, "the lost worker was not noticed")
+                    noticed["after_s"] = time.monotonic() - left
+                for g, part in (("g0", "0/2"), ("g1", "1/2")):
+                    if g == "g0" or k < LOST_AT:
+                        run._events.put({"name": g, "kind": "interval", "data": _line(k, part, 1 + k % 3)})
+                time.sleep(0.005)
+            wait_for(run._events.empty, "the run did not take every line")
+            time.sleep(0.3)
+        except BaseException as e:  # an assertion in a thread fails no test: hand it over
+            failed.append(e)
+        finally:
+            finished.set()  # the tasks end either way, so _follow returns
 
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     streamed: dict[str, list[str]] = {"g0": [], "g1": []}
     lost = run._follow(w, [_Task(finished), _Task(finished)], streamed)
     feeder.join(5)
+    assert not feeder.is_alive(), "the feeder did not end"
+    if failed:
+        raise failed[0]
 
     assert lost == {"g1": "its worker g1 left the scheduler"}
     intervals = [e.data for e in events if e.kind == "interval"]
