@@ -106,9 +106,17 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 	seen := map[string]bool{}
 	admitted := map[origin]bool{}
 	// done is buffered so that a pool's worker hands a completed request over and goes on to its
-	// next one without waiting for the loop.
+	// next one without waiting for the loop; when the loop is that far behind, the hand-over waits
+	// on a goroutine of its own, never in the caller — an h2 read loop completes a Tab's requests
+	// itself (h2Pool.submit) and must not stop reading while the loop parses a page.
 	done := make(chan *request, 64)
-	deliver := func(r *request) { done <- r }
+	deliver := func(r *request) {
+		select {
+		case done <- r:
+		default:
+			go func() { done <- r }()
+		}
+	}
 	chunks := make(chan *request)
 	wantChunks := p.wantsChunks()
 	inflight := 0

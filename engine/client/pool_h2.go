@@ -41,6 +41,11 @@ type h2Pool struct {
 	// together (a page's 50 images) leave in one write, as a browser's do, instead of one write —
 	// one TLS record, one system call, one wake-up of the server — each.
 	pending atomic.Int32
+	// unflushed (a Tab's pool; the load loop's alone, set by submit, read by flushBatch): the
+	// connection submit last left HEADERS on, unflushed — flushBatch flushes that one, not
+	// whichever connection is current by then (a GOAWAY naming a high last stream id lets the
+	// next request of the batch start the connection's replacement).
+	unflushed *h2Conn
 }
 
 var (
@@ -182,6 +187,10 @@ func (p *h2Pool) next(ctx context.Context, c *h2Conn, r *request, err error) int
 // by do on a goroutine of its own, as before; so is a request whose attempt failed (next).
 func (p *h2Pool) submit(ctx context.Context, r *request, done func(*request)) {
 	if c, ok := p.single.current(); ok && c.coalesce && c.sendNow(ctx, r, done) {
+		if p.unflushed != nil && p.unflushed != c {
+			p.unflushed.flushLeft() // an earlier connection of the same batch: its HEADERS go now
+		}
+		p.unflushed = c
 		return
 	}
 	p.expect(r)
@@ -194,7 +203,8 @@ func (p *h2Pool) submit(ctx context.Context, r *request, done func(*request)) {
 // flushBatch writes out the HEADERS submit left in the connection's buffer (unless a request
 // queued for the write lock will: flushLeft).
 func (p *h2Pool) flushBatch() {
-	if c, ok := p.single.current(); ok && c.coalesce {
+	if c := p.unflushed; c != nil {
+		p.unflushed = nil
 		c.flushLeft()
 	}
 }
@@ -426,13 +436,22 @@ func (c *h2Conn) send(ctx context.Context, r *request, reserved bool) (*h2Stream
 		}
 		c.mu.Lock()
 		if c.dead != nil || c.goAway {
-			err := c.dead
-			if err == nil {
+			err, alive := c.dead, c.dead == nil
+			if alive {
 				err = errGoAway // not sent: no new streams on this connection
 			}
 			c.dropWaiterLocked(turn)
 			c.mu.Unlock()
+			// HEADERS others left for the last writer to flush (flushLeft) still go out when the
+			// connection lives: a GOAWAY whose last stream id covers them lets the server answer.
+			var flushErr error
+			if alive && c.coalesce && c.waiting.Load() == 0 && c.bw.Buffered() > 0 {
+				flushErr = c.bw.Flush()
+			}
 			c.wmu.Unlock()
+			if flushErr != nil {
+				c.fail(fmt.Errorf("h2 write: %w", flushErr))
+			}
 			return nil, err
 		}
 		first := len(c.waiters) == 0 || c.waiters[0] == turn
