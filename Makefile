@@ -105,7 +105,7 @@ fuzz-short: $(STAMPS)/gomod
 # h2spec (the HTTP/2 conformance suite) runs on its own with -v so that its pass count is printed.
 # $(1) of each phase: the phase it runs beside (phases.jsonl).
 GO_PHASE = $(PHASE_START) set -o pipefail; cd engine && \
-	  pkgs="$$(go list ./... | grep -v '/cmd/wirelab-engine$$') $$(go list ./cmd/wirelab-engine)" && \
+	  pkgs="$$(go list ./... | grep -v -e '/cmd/wirelab-engine$$' -e '/internal/rt$$') $$(go list ./cmd/wirelab-engine ./internal/rt)" && \
 	  $(ISOLATE) go test $(GOTEST_FLAGS) -json -skip '^TestH2Spec$$' $$pkgs | \
 	  ../$(PY) ../scripts/test_times.py go ../$(TIMES)/go.jsonl; $(call PHASE_END,go,$(1))
 RACE_PHASE = $(PHASE_START) pkgs=$$(scripts/race-packages.sh) && cd engine && \
