@@ -182,9 +182,6 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 				}
 				continue
 			}
-			if e, ok := pool.(expecter); ok && push == nil {
-				e.expect(r)
-			}
 			go func() {
 				if push == nil || !push.adopt(ctx, r, s) { // not pushed, or the push failed
 					pool.do(ctx, r)

@@ -18,11 +18,6 @@ type originPool interface {
 	usable() bool
 }
 
-// expecter is a pool that wants to know, before a request's goroutine starts, that the request
-// is on its way (h2: coalescing the HEADERS of requests issued together). Every request expected
-// reaches the pool's do.
-type expecter interface{ expect(r *request) }
-
 // submitter is a pool that carries requests on goroutines of its own (HTTP/1.x: a worker per
 // connection): submit hands r over without blocking, and the pool calls done(r) once r has
 // completed (r.finish called). The load loop then starts no goroutine for r.

@@ -50,7 +50,6 @@ type h2Pool struct {
 
 var (
 	_ originPool = (*h2Pool)(nil)
-	_ expecter   = (*h2Pool)(nil)
 	_ submitter  = (*h2Pool)(nil)
 	_ batcher    = (*h2Pool)(nil)
 )

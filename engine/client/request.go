@@ -64,7 +64,7 @@ type request struct {
 	prio   priority.Priority // its priority under the load's policy
 	signal bool              // the policy signals prio (false: PriorityNone)
 	pushed bool              // the response came by server push: no request was sent
-	// expected: counted by its pool as on its way (expecter) and not arrived yet.
+	// expected: counted by its pool as on its way (h2Pool.expect) and not arrived yet.
 	expected bool
 
 	// onFirstChunk, when set, is called (from the pool's goroutine) when the first body bytes
