@@ -66,10 +66,12 @@ $(ENGINE): $(STAMPS)/gomod $(GO_SRC)
 	@mkdir -p bin
 	cd engine && go build -trimpath -ldflags "$(LDFLAGS)" -o ../$(ENGINE) ./cmd/wirelab-engine
 
-# make test runs the phases below two at a time (TEST_OVERLAPPED, further down); test-go and test-py
-# alone run theirs one after another, and so does `make test TEST_OVERLAP=0` (fuzzing last).
+# make test runs the phases one after another (test-go, test-py, fuzzing last); `make test
+# TEST_OVERLAP=1` runs them two at a time (TEST_OVERLAPPED, further down) — faster (16.5 against
+# 18.8 min on CI) but not the default: beside py-parallel's real-time emulators and the fuzzers a
+# go-phase timing bound missed on both attempts (docs/testing.md, "Two phases at a time").
 # (SEQUENTIAL names $(MAKE) indirectly: a recipe line that names it runs even under make -n.)
-TEST_OVERLAP ?= 1
+TEST_OVERLAP ?= 0
 SEQUENTIAL = $(MAKE) --no-print-directory test-go test-py fuzz-short
 test: setup build lint
 	@mkdir -p $(TIMES); rm -f $(TIMES)/phases.jsonl
