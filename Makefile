@@ -68,7 +68,7 @@ $(ENGINE): $(STAMPS)/gomod $(GO_SRC)
 
 # make test runs the phases one after another (test-go, test-py, fuzzing last); `make test
 # TEST_OVERLAP=1` runs them two at a time (TEST_OVERLAPPED, further down) — faster (16.5 against
-# 18.8 min on CI) but not the default: beside py-parallel's real-time emulators and the fuzzers a
+# 21.7 min on CI) but not the default: beside py-parallel's real-time emulators and the fuzzers a
 # go-phase timing bound missed on both attempts (docs/testing.md, "Two phases at a time").
 # (SEQUENTIAL names $(MAKE) indirectly: a recipe line that names it runs even under make -n.)
 TEST_OVERLAP ?= 0
