@@ -154,7 +154,10 @@ def _trial(args: list[str], command: str = "trial") -> int:
         pass
     if hold_at and int(hold_trial) == number and hold_loads == "end" and code[0] == 0:
         _mark()
-        stop.wait()
+        # never block on the Event alone: a process-directed SIGTERM may land on another thread, and the
+        # main thread's Python handler would then run only when its wait returns
+        while not stop.wait(0.05):
+            pass
         return 130
     return code[0]
 
@@ -184,7 +187,8 @@ def _probe(args: list[str]) -> int:
     for i, s in enumerate(sites):
         if hold is not None and i == int(hold):
             Path(os.environ["FAKE_ENGINE_MARKER"]).touch()
-            stop.wait()
+            while not stop.wait(0.05):  # as in _trial: the handler runs between waits
+                pass
         if stop.is_set():
             print("wirelab-engine: probe: interrupted", file=sys.stderr)
             return 130
