@@ -246,6 +246,9 @@ func printLinkResult(r *bench.LinkResult) {
 	fmt.Printf("device drops %d, unexpected emulator drops %d, timer lateness p50 %.1f µs p99 %.1f µs max %.1f µs\n",
 		r.DeviceDrops, r.UnexpectedDrop, r.LatenessUS.P50, r.LatenessUS.P99, r.LatenessUS.Max)
 	fmt.Printf("machine: %d CPUs, load %s → %s, other processes busy %.0f %% of the CPUs\n", r.Machine.CPUs, r.Machine.LoadBefore, r.Machine.LoadAfter, r.Machine.OtherBusyPct)
+	if o := r.Machine.OtherRealtime; len(o) > 0 {
+		fmt.Printf("other real-time processes during the run (they compete with the emulator's threads): %s\n", strings.Join(o, ", "))
+	}
 }
 
 // startProfiles starts the CPU profile (cpu != "") and samples every allocation (mem != ""); the

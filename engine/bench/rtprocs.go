@@ -1,0 +1,98 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// maxOtherRealtime bounds Machine.OtherRealtime.
+const maxOtherRealtime = 20
+
+// Scheduling policies (sched.h) and the kernel-thread flag (PF_KTHREAD).
+const (
+	policyFIFO = 1
+	policyRR   = 2
+	pfKthread  = 0x00200000
+)
+
+// procStat is what otherRealtime needs of /proc/PID/stat.
+type procStat struct {
+	pid, ppid      int
+	comm           string
+	flags          uint64
+	rtPrio, policy int
+}
+
+// parseStat reads one /proc/PID/stat line (the command, in parentheses, may hold spaces and
+// parentheses: the fields start after the last ')').
+func parseStat(line string) (procStat, bool) {
+	open, close := strings.IndexByte(line, '('), strings.LastIndexByte(line, ')')
+	if open < 0 || close < open {
+		return procStat{}, false
+	}
+	var s procStat
+	var err error
+	if s.pid, err = strconv.Atoi(strings.TrimSpace(line[:open])); err != nil {
+		return procStat{}, false
+	}
+	s.comm = line[open+1 : close]
+	f := strings.Fields(line[close+1:]) // f[0] is field 3 (state)
+	if len(f) < 39 {
+		return procStat{}, false
+	}
+	s.ppid, _ = strconv.Atoi(f[1])               // field 4
+	s.flags, _ = strconv.ParseUint(f[6], 10, 64) // field 9
+	s.rtPrio, _ = strconv.Atoi(f[37])            // field 40
+	s.policy, _ = strconv.Atoi(f[38])            // field 41
+	return s, true
+}
+
+// otherRealtime lists the user-space processes under procRoot (/proc) that run real-time
+// (SCHED_FIFO or SCHED_RR), other than self and its descendants (the benchmark's peers): other
+// emulators, say. Each is "command (pid) SCHED_RR prio", sorted.
+func otherRealtime(procRoot string, self int) []string {
+	dirs, _ := filepath.Glob(filepath.Join(procRoot, "[0-9]*"))
+	stats := map[int]procStat{}
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if s, ok := parseStat(string(b)); ok {
+			stats[s.pid] = s
+		}
+	}
+	ours := func(pid int) bool {
+		for hops := 0; pid > 1 && hops < 64; hops++ {
+			if pid == self {
+				return true
+			}
+			pid = stats[pid].ppid
+		}
+		return false
+	}
+	var out []string
+	for _, s := range stats {
+		if (s.policy != policyFIFO && s.policy != policyRR) || s.flags&pfKthread != 0 || ours(s.pid) {
+			continue
+		}
+		name := map[int]string{policyFIFO: "SCHED_FIFO", policyRR: "SCHED_RR"}[s.policy]
+		out = append(out, fmt.Sprintf("%s (%d) %s %d", s.comm, s.pid, name, s.rtPrio))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// noteOtherRealtime adds the real-time processes running now to Machine.OtherRealtime.
+func (b *linkBench) noteOtherRealtime() {
+	m := &b.res.Machine
+	for _, p := range otherRealtime("/proc", os.Getpid()) {
+		if len(m.OtherRealtime) < maxOtherRealtime && !slices.Contains(m.OtherRealtime, p) {
+			m.OtherRealtime = append(m.OtherRealtime, p)
+		}
+	}
+}
