@@ -139,6 +139,7 @@ type CapacityStats struct {
 	SegmentsPerRead    float64 `json:"segments_per_read"`  // down direction: super-packet size on read
 	Drops              int64   `json:"drops"`              // TUN device drops and emulator drops of any cause
 	LatenessP99US      float64 `json:"lateness_us_p99"`
+	TCPBufMax          int     `json:"tcp_buf_max,omitempty"` // the namespaces' tcp_wmem/tcp_rmem maximum, when raised (CapacityTCPBufMax)
 }
 
 // DisciplineStats is a bulk transfer through a 100 Mbit/s bottleneck that one queue discipline runs.
@@ -579,7 +580,7 @@ func (b *linkBench) capacity() {
 	if b.opt.Quick {
 		warm, d = time.Second, 4*time.Second
 	}
-	c, sum, err := b.bulk(b.name("capacity"), "rtt=10ms", warm, d)
+	c, sum, err := b.bulk(b.name("capacity"), "rtt=10ms", warm, d, CapacityTCPBufMax)
 	if err != nil {
 		b.fail(b.name("capacity"), err)
 		return
@@ -591,11 +592,30 @@ func (b *linkBench) capacity() {
 		c.Profile, b.runTag(), c.GoodputMbps, c.CPUCores, c.CPUUsPerPacket, c.CPUUsPerDataPacket, c.Drops, sum.DeviceDrops, sum.LatenessUS.P50, sum.LatenessUS.P99, loadavg())
 }
 
+// CapacityTCPBufMax is the largest TCP send and receive buffer (tcp_wmem and tcp_rmem's maximum)
+// in the capacity run's namespaces: 32 MB, the kernel's own default maximum of tcp_rmem. A single
+// cubic flow keeps at most its send buffer in flight, and Linux's default tcp_wmem maximum of
+// 4 MB — with the buffer's overhead, ~3 MB of data — caps a flow through a 10 ms path at ~2.5–3
+// Gbit/s whatever carries it; the capacity run measured that cap until 2026-11-29 (docs/network.md,
+// "The capacity run was the sender's buffer"). 5,000 Mbit/s over 10 ms needs a window of 6.25 MB.
+const CapacityTCPBufMax = 32 << 20
+
 // bulk runs one cubic bulk transfer through profile and measures goodput and the emulator's CPU.
-func (b *linkBench) bulk(name, profile string, warm, d time.Duration) (CapacityStats, emulator.Summary, error) {
+// bufMax > 0 raises the TCP buffers' maximum in both namespaces to it (CapacityTCPBufMax).
+func (b *linkBench) bulk(name, profile string, warm, d time.Duration, bufMax int) (CapacityStats, emulator.Summary, error) {
 	s, err := b.start(profile, 1)
 	if err != nil {
 		return CapacityStats{}, emulator.Summary{}, err
+	}
+	if bufMax > 0 {
+		for _, side := range []netns.Side{netns.Client, netns.Server} {
+			for key, low := range map[string]string{"ipv4/tcp_wmem": "4096 16384", "ipv4/tcp_rmem": "4096 131072"} {
+				if err := s.e.Topo.SetSysctl(side, key, fmt.Sprintf("%s %d", low, bufMax)); err != nil {
+					sum := b.stop(name, s)
+					return CapacityStats{}, sum, fmt.Errorf("%s: %w", key, err)
+				}
+			}
+		}
 	}
 	before := s.e.Runner.Stats()
 	cpu0 := selfCPU()
@@ -619,6 +639,7 @@ func (b *linkBench) bulk(name, profile string, warm, d time.Duration) (CapacityS
 		CPUUsPerDataPacket: round(float64(cpu)/1e3/float64(max(data, 1)), 3),
 		SegmentsPerWrite:   round(float64(data)/float64(max(after.Down.Writes-before.Down.Writes, 1)), 1),
 		SegmentsPerRead:    round(float64(data)/float64(max(after.Down.Reads-before.Down.Reads, 1)), 1),
+		TCPBufMax:          bufMax,
 	}, sum, nil
 }
 
@@ -637,7 +658,7 @@ func (b *linkBench) disciplines() {
 	}
 	for _, name := range profile.DisciplineNames() {
 		p := "rtt=10ms,bw=" + DisciplineRate + ",queue=" + name
-		c, sum, err := b.bulk(b.name("discipline-"+name), p, warm, d)
+		c, sum, err := b.bulk(b.name("discipline-"+name), p, warm, d, 0)
 		if err != nil {
 			b.fail(b.name("discipline-"+name), err)
 			continue

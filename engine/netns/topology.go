@@ -485,6 +485,12 @@ func (t *Topology) Sides() []Side { return t.cfg.sides() }
 // that namespace after Do returns.
 func (t *Topology) Do(side Side, fn func() error) error { return nsthread.In(t.ns[side], fn) }
 
+// SetSysctl writes /proc/sys/net/<key> (e.g. "ipv4/tcp_wmem") in the side's namespace; it lasts
+// as long as the namespace.
+func (t *Topology) SetSysctl(side Side, key, value string) error {
+	return nsthread.SetSysctl(t.ns[side], key, value)
+}
+
 // Command prepares argv to run inside the side's namespace, as `ip netns exec` does: its own mount
 // namespace with /sys remounted and the files of /etc/netns/<name>/ (the run's resolv.conf) bound
 // over /etc. The process leads its own process group and dies with this process (SIGKILL). Close

@@ -126,6 +126,33 @@ func TestECN(t *testing.T) {
 	}
 }
 
+// TestSetSysctl: a sysctl set on one side holds in that namespace only, not in the other.
+func TestSetSysctl(t *testing.T) {
+	roottest.RequireTUN(t)
+	topo, err := Create(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topo.Close()
+	read := func(side Side) string {
+		out, err := topo.Command(side, "cat", "/proc/sys/net/ipv4/tcp_wmem").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v: %s", side, err, out)
+		}
+		return strings.Join(strings.Fields(string(out)), " ")
+	}
+	before := read(Client)
+	if err := topo.SetSysctl(Server, "ipv4/tcp_wmem", "4096 16384 33554432"); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(Server); got != "4096 16384 33554432" {
+		t.Errorf("server tcp_wmem = %q after SetSysctl", got)
+	}
+	if got := read(Client); got != before {
+		t.Errorf("client tcp_wmem = %q, was %q: SetSysctl reached the other namespace", got, before)
+	}
+}
+
 func TestCreateFailureRemovesEverything(t *testing.T) {
 	roottest.RequireTUN(t)
 	for _, step := range []string{"namespace-client", "namespace-server", "tun-client", "configure-client", "tun-server", "configure-server"} {
