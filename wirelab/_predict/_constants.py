@@ -76,16 +76,15 @@ class Constants:
     ack_train: float = 0.5
     """Linux CUBIC's ACK-train test leaves slow start once a round's ACKs span half the minimum RTT:
     at this share of the bandwidth-delay product (``tcp_cubic.c``: delay_min / 2)."""
-    queue_in_rounds: float = 0.0
+    queue_in_rounds: float = 1.0
     """How much of the standing queue each later round of a response waits for, as long as the
     other connections send while it is sent (docs/predict.md §9). A drop-tail queue is a FIFO: its
-    physics is 1, not fitted; 0 leaves a response only the link's share (the baseline's view).
-    Shipped at 0 until the constants are refitted with it on."""
-    window_shares: float = 0.0
+    physics is 1, not fitted; 0 leaves a response only the link's share (the baseline's view)."""
+    window_shares: float = 1.0
     """How the flows through the bottleneck share it (docs/predict.md §9): 1, in proportion to
     their bytes in flight (a FIFO serves what arrives, and a window twice another's brings twice
     as much per round trip); 0, equal shares (processor sharing, the baseline's view). A drop-tail
-    queue is a FIFO: 1, not fitted. Shipped at 0 until the constants are refitted with it on."""
+    queue is a FIFO: 1, not fitted."""
     conserve: float = 1.0
     """Work conservation in issue order: a response ends no earlier than this share of the bytes
     issued before it and its own could cross the link since the load's first request."""

@@ -146,9 +146,10 @@ def _path(b: Batch, k: Constants, baseline: bool) -> _Path:
     )
 
 
-def _ss_rounds(w: np.ndarray, cap: np.ndarray, *ns: np.ndarray) -> list[np.ndarray]:
-    """Rounds to send each n of ``ns`` packets in slow start from window w, the per-round delivery
-    capped at cap."""
+def _ss_rounds(w: np.ndarray, cap: np.ndarray, path: np.ndarray, *ns: np.ndarray) -> list[np.ndarray]:
+    """Rounds to send each n of ``ns`` packets in slow start from window w until the window reaches
+    ``cap`` (the slow-start ceiling or the path's ``path`` packets per round, the smaller); then in
+    congestion avoidance from there (+1 packet per round), delivering at most ``path`` per round."""
     w = np.maximum(w, 1.0)
     cap = np.maximum(cap, w)
     r_cap = np.ceil(np.log2(cap / w))
@@ -156,7 +157,8 @@ def _ss_rounds(w: np.ndarray, cap: np.ndarray, *ns: np.ndarray) -> list[np.ndarr
     out = []
     for n in ns:
         before = np.ceil(np.log2(n / w + 1))
-        after = r_cap + np.ceil(np.maximum(n - sent, 0.0) / cap)
+        (ca,) = _ca_rounds(cap, np.maximum(path, cap), np.maximum(n - sent, 0.0))
+        after = r_cap + ca
         out.append(np.maximum(np.where(n <= sent, before, after), 1.0))
     return out
 
@@ -491,7 +493,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         ceil_pk = np.maximum(w0, pa.ceil_bytes / pkt_bytes - k.ceiling_share * others)
         ss = c_ss.take(at)
         cap_ss = np.minimum(cap, ceil_pk)
-        r_ss, ss_before = _ss_rounds(w0, cap_ss, npk, d_ss)
+        r_ss, ss_before = _ss_rounds(w0, cap_ss, cap, npk, d_ss)
         r_ca, ca_before = _ca_rounds(w0, cap, npk, d_ss)
         w_sent = np.maximum(np.minimum(w0, cap), 1.0)
         n_frac = body / pa.pkt  # a busy connection packs small responses into full segments
