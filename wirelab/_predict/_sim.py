@@ -497,7 +497,11 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         r_ca, ca_before = _ca_rounds(w0, cap, npk, d_ss)
         w_sent = np.maximum(np.minimum(w0, cap), 1.0)
         n_frac = body / pa.pkt  # a busy connection packs small responses into full segments
-        r_cont = ss * np.log2(1 + n_frac / w_sent) + (1 - ss) * n_frac / w_sent
+        # … and carries on from its window: doubling per round in slow start, one packet more per
+        # round in congestion avoidance (the rounds' packets w, w + 1, … add up to n_frac)
+        wb = 2 * w_sent - 1
+        ca_cont = np.where(w0 >= cap, n_frac / w_sent, (np.sqrt(wb * wb + 8 * n_frac) - wb) / 2)
+        r_cont = ss * np.log2(1 + n_frac / w_sent) + (1 - ss) * ca_cont
         rounds = np.where(busy, r_cont, ss * r_ss + (1 - ss) * r_ca)
         hit = np.isfinite(ceil_pk) & (w0 + npk >= ceil_pk)
         w_clean = ss * np.minimum(w0 + npk, ceil_pk) + (1 - ss) * (w0 + npk / np.maximum(w0, 1.0))
