@@ -157,22 +157,29 @@ def _ss_rounds(w: np.ndarray, cap: np.ndarray, path: np.ndarray, *ns: np.ndarray
     out = []
     for n in ns:
         before = np.ceil(np.log2(n / w + 1))
-        (ca,) = _ca_rounds(cap, np.maximum(path, cap), np.maximum(n - sent, 0.0))
+        # (an unbounded cap leaves no packets for after: its stand-in is never taken)
+        (ca,) = _ca_rounds(np.where(np.isfinite(cap), cap, 1.0), np.maximum(path, cap), np.maximum(n - sent, 0.0))
         after = r_cap + ca
         out.append(np.maximum(np.where(n <= sent, before, after), 1.0))
     return out
 
 
-def _ca_rounds(w: np.ndarray, cap: np.ndarray, *ns: np.ndarray) -> list[np.ndarray]:
-    """Rounds to send each n of ``ns`` packets in congestion avoidance (+1 packet per round) from
-    window w."""
+def _ca_span(w: np.ndarray, cap: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Rounds (a real number) to send n packets in congestion avoidance from window w: the window
+    grows one packet per round (the rounds carry w, w + 1, …) until it reaches the path's ``cap``
+    packets per round, and the rounds carry ``cap`` from then on."""
     w = np.minimum(np.maximum(w, 1.0), cap)
-    full = w >= cap
+    grow = cap - w  # rounds until the window reaches the path
     b = 2 * w - 1
-    b2 = b**2
-    return [
-        np.maximum(np.where(full, np.ceil(n / cap), np.ceil((-b + np.sqrt(b2 + 8 * n)) / 2)), 1.0) for n in ns
-    ]
+    upto = np.where(np.isfinite(cap), grow * w + grow * (grow - 1) / 2, INF)  # packets those rounds carry
+    past = np.where(n > upto, grow + (n - np.minimum(upto, n)) / cap, 0.0)
+    return np.where(n <= upto, (np.sqrt(b * b + 8 * n) - b) / 2, past)
+
+
+def _ca_rounds(w: np.ndarray, cap: np.ndarray, *ns: np.ndarray) -> list[np.ndarray]:
+    """Rounds to send each n of ``ns`` packets in congestion avoidance from window w (``_ca_span``,
+    whole rounds)."""
+    return [np.maximum(np.ceil(_ca_span(w, cap, n)), 1.0) for n in ns]
 
 
 def _padhye(
@@ -499,9 +506,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         n_frac = body / pa.pkt  # a busy connection packs small responses into full segments
         # … and carries on from its window: doubling per round in slow start, one packet more per
         # round in congestion avoidance (the rounds' packets w, w + 1, … add up to n_frac)
-        wb = 2 * w_sent - 1
-        ca_cont = np.where(w0 >= cap, n_frac / w_sent, (np.sqrt(wb * wb + 8 * n_frac) - wb) / 2)
-        r_cont = ss * np.log2(1 + n_frac / w_sent) + (1 - ss) * ca_cont
+        r_cont = ss * np.log2(1 + n_frac / w_sent) + (1 - ss) * _ca_span(w0, cap, n_frac)
         rounds = np.where(busy, r_cont, ss * r_ss + (1 - ss) * r_ca)
         hit = np.isfinite(ceil_pk) & (w0 + npk >= ceil_pk)
         w_clean = ss * np.minimum(w0 + npk, ceil_pk) + (1 - ss) * (w0 + npk / np.maximum(w0, 1.0))
