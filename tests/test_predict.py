@@ -198,6 +198,61 @@ def test_a_fifo_queue_delays_each_connection_by_the_others_bytes(engine):
     assert base.tolist() == base_off.tolist()
 
 
+def test_slow_start_below_the_path_goes_on_in_congestion_avoidance():
+    """A slow start that ends at a ceiling below the path's packets per round (the other
+    connections held the pipe when it started) goes on in congestion avoidance, one packet more per
+    round, not at its ceiling for the rest of the response (docs/predict.md §5): 55 packets from
+    IW 4 with the ceiling at 4 and 32 per round take 8 rounds (4 + 5 + … + 11), not ⌈55/4⌉ = 14.
+    A ceiling at the path leaves the rounds as they were: 2 doubling rounds (10 + 20), then
+    ⌈170/32⌉."""
+    from wirelab._predict._sim import _ss_rounds
+
+    f = lambda *xs: np.array(xs, dtype=np.float64)  # noqa: E731
+    assert _ss_rounds(f(4), f(4), f(32), f(55))[0].tolist() == [8.0]
+    assert _ss_rounds(f(10), f(32), f(32), f(200))[0].tolist() == [2.0 + 6.0]
+    # within slow start, as before: ⌈log₂(n/w + 1)⌉; an unlimited path never leaves it
+    assert _ss_rounds(f(4, 10), f(46, np.inf), f(32, np.inf), f(55, 55))[0].tolist() == [4.0, 3.0]
+
+
+def test_congestion_avoidance_grows_to_the_path_and_no_further():
+    """Congestion avoidance's rounds carry w, w + 1, … packets until the window reaches the path's
+    packets per round, then the path's (docs/predict.md §5): from 4 packets on a 32-packet path,
+    1,000 packets take the 28 rounds that grow the window (490 packets) and 510/32 more — not the
+    41.4 rounds of a window that grows past the path. A busy connection's flow that carries on in
+    congestion avoidance (h2, h3: a response queued behind others) takes the same rounds, not n/w
+    at a flat window (55 packets from 4: 7.6 rounds, not 13.75)."""
+    from wirelab._predict._sim import _ca_rounds, _ca_span
+
+    f = lambda *xs: np.array(xs, dtype=np.float64)  # noqa: E731
+    assert _ca_span(f(4), f(32), f(1000))[0] == pytest.approx(28 + 510 / 32)
+    assert _ca_span(f(4), f(32), f(55))[0] == pytest.approx((np.sqrt(49 + 440) - 7) / 2)
+    assert _ca_span(f(4), f(np.inf), f(55))[0] == pytest.approx((np.sqrt(49 + 440) - 7) / 2)
+    assert _ca_span(f(40), f(32), f(64))[0] == pytest.approx(2.0)  # at the path already
+    assert _ca_rounds(f(4, 40), f(32, 32), f(1000, 64))[0].tolist() == [44.0, 2.0]
+
+
+def test_a_connection_opened_beside_a_full_pipe_is_not_held_at_its_ceiling(engine):
+    """imgur by domain over h2 at 146 ms, 2.64 Mbit/s, IW 4, a 4-BDP drop-tail queue: the fifth
+    origin's connection opens while the others hold 53 packets in flight, so its slow start ends at
+    its initial window; its 80 kB response then grew one packet per round (13 rounds at 4 packets
+    before, long after the others had finished: 9.1 s predicted). The emulator measures 6.7 s
+    (`scripts/predict_trial.py c980a638`); the model now predicts under 8.5 s, and h3 (one
+    connection per origin too, but paced from a 32-packet initial window) faster, as measured
+    (6.0 s)."""
+    configs = _config.configs_of(
+        {
+            "page": "imgur",
+            "network": "rtt=146ms,bw=2640kbit,queue=128,iw=4",
+            "protocols": ["h1s", "h2", "h3"],
+            "shards": 0,
+            "shard_mode": "domain",
+        }
+    )
+    plt = predict_configs(configs, _constants.load().constants, engine=engine).plt
+    assert plt[1] < 8.5
+    assert plt[2] < plt[1]
+
+
 def test_relabel_replaces_a_trials_loads_only():
     """A trial emulated again (scripts/predict_relabel.py, predict_fixture.py --relabel) replaces its
     label's loads and keeps its place and spec; a trial outside the set, or another spec, is refused."""
