@@ -158,7 +158,8 @@ def _ss_rounds(w: np.ndarray, cap: np.ndarray, path: np.ndarray, *ns: np.ndarray
     for n in ns:
         before = np.ceil(np.log2(n / w + 1))
         # (an unbounded cap leaves no packets for after: its stand-in is never taken)
-        (ca,) = _ca_rounds(np.where(np.isfinite(cap), cap, 1.0), np.maximum(path, cap), np.maximum(n - sent, 0.0))
+        w_ca = np.where(np.isfinite(cap), cap, 1.0)
+        (ca,) = _ca_rounds(w_ca, np.maximum(path, cap), np.maximum(n - sent, 0.0))
         after = r_cap + ca
         out.append(np.maximum(np.where(n <= sent, before, after), 1.0))
     return out
