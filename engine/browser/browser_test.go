@@ -1,7 +1,6 @@
 package browser
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,8 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/network"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/wirelab/wirelab/engine/contract/contracttest"
 	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/page"
 )
@@ -372,23 +371,7 @@ func TestResolvConfAndSPKI(t *testing.T) {
 // validateSchema checks a page's JSON against the page JSON Schema (schemas/page.schema.json).
 func validateSchema(t *testing.T, pg *page.Page) {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(page.Schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("page.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("page.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(pg.JSON()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Validate(inst); err != nil {
+	if err := contracttest.Load(t).Validate(contracttest.Page, pg.JSON()); err != nil {
 		t.Errorf("page %s does not validate against the page schema: %v", pg.Name, err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/wirelab/wirelab/engine/contract/contracttest"
 )
 
 func mustCorpus(t *testing.T, name string, seed int64) *Page {
@@ -18,31 +18,6 @@ func mustCorpus(t *testing.T, name string, seed int64) *Page {
 		t.Fatalf("Corpus(%s, %d): %v", name, seed, err)
 	}
 	return p
-}
-
-func compileSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("page.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("page.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func schemaErr(s *jsonschema.Schema, data []byte) error {
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		return err
-	}
-	return s.Validate(inst)
 }
 
 // The studies' numbers hold exactly for every seed: object count, and total = count × mean.
@@ -150,7 +125,7 @@ func TestCorpusStructure(t *testing.T) {
 }
 
 func TestSchemaAcceptsGeneratedPages(t *testing.T) {
-	s := compileSchema(t)
+	s := contracttest.Load(t)
 	var pages []*Page
 	for _, name := range CorpusNames() {
 		pages = append(pages, mustCorpus(t, name, 7))
@@ -168,7 +143,7 @@ func TestSchemaAcceptsGeneratedPages(t *testing.T) {
 	}
 	pages = append(pages, sh)
 	for _, p := range pages {
-		if err := schemaErr(s, p.JSON()); err != nil {
+		if err := s.Validate(contracttest.Page, p.JSON()); err != nil {
 			t.Errorf("%s: schema rejects a generated page: %v", p.Name, err)
 		}
 		back, err := Parse(p.JSON())
@@ -184,7 +159,7 @@ func TestSchemaAcceptsGeneratedPages(t *testing.T) {
 
 // Bad pages: Validate names the field; the schema rejects the structural ones too.
 func TestValidateRejects(t *testing.T) {
-	s := compileSchema(t)
+	s := contracttest.Load(t)
 	cases := []struct {
 		name   string
 		mutate func(p *Page)
@@ -234,7 +209,7 @@ func TestValidateRejects(t *testing.T) {
 			t.Errorf("%s: Parse accepted it", c.name)
 		}
 		if c.schema {
-			if err := schemaErr(s, p.JSON()); err == nil {
+			if err := s.Validate(contracttest.Page, p.JSON()); err == nil {
 				t.Errorf("%s: the schema accepted it", c.name)
 			}
 		}

@@ -18,6 +18,7 @@ const (
 	TrialResult  = contract.TrialResult
 	LoadtestSpec = contract.LoadtestSpec
 	ProbeRecord  = contract.ProbeRecord
+	Page         = contract.Page
 )
 
 // Schemas validates against the contract's schemas.
