@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/net/html"
+	"github.com/wirelab/wirelab/engine/internal/htmltest"
 )
 
 var bases = []Base{
@@ -169,36 +169,18 @@ func TestContentIsIncompressible(t *testing.T) {
 	}
 }
 
-// collectRefs parses HTML and returns every src/href attribute value.
+// collectRefs parses HTML and returns every src/href attribute value; the HTML holds the one
+// filler comment.
 func collectRefs(t *testing.T, doc []byte) []string {
 	t.Helper()
-	z := html.NewTokenizer(bytes.NewReader(doc))
-	var refs []string
-	comments := 0
-	for {
-		switch z.Next() {
-		case html.ErrorToken:
-			if z.Err() != io.EOF {
-				t.Fatal(z.Err())
-			}
-			if comments != 1 {
-				t.Fatalf("%d comments in the HTML, want the one filler comment", comments)
-			}
-			return refs
-		case html.CommentToken:
-			comments++
-		case html.StartTagToken, html.SelfClosingTagToken:
-			for {
-				k, v, more := z.TagAttr()
-				if string(k) == "src" || string(k) == "href" {
-					refs = append(refs, string(v))
-				}
-				if !more {
-					break
-				}
-			}
-		}
+	refs, comments, err := htmltest.Refs(doc)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if comments != 1 {
+		t.Fatalf("%d comments in the HTML, want the one filler comment", comments)
+	}
+	return refs
 }
 
 // The root HTML references every object directly; a CSS references exactly the objects it owns.

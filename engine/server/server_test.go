@@ -19,34 +19,12 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/html"
 	"golang.org/x/net/http2"
 
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
+	"github.com/wirelab/wirelab/engine/internal/htmltest"
 	"github.com/wirelab/wirelab/engine/page"
 )
-
-// htmlRefs returns the src/href attributes of an HTML document.
-func htmlRefs(doc []byte) []string {
-	z := html.NewTokenizer(bytes.NewReader(doc))
-	var refs []string
-	for {
-		switch z.Next() {
-		case html.ErrorToken:
-			return refs
-		case html.StartTagToken, html.SelfClosingTagToken:
-			for {
-				k, v, more := z.TagAttr()
-				if string(k) == "src" || string(k) == "href" {
-					refs = append(refs, string(v))
-				}
-				if !more {
-					break
-				}
-			}
-		}
-	}
-}
 
 // loadPage loads pg from s over proto as a page loader would: the root, then every URL the HTML
 // references. It checks every response against the page spec and returns the bytes received.
@@ -61,7 +39,10 @@ func loadPage(t *testing.T, s *Server, c *testClient, proto Protocol, token stri
 	if root.err != nil || root.status != 200 {
 		t.Fatalf("%s %s: root: %v, status %d", pg.Name, proto, root.err, root.status)
 	}
-	refs := htmlRefs(root.body)
+	refs, _, err := htmltest.Refs(root.body)
+	if err != nil {
+		t.Fatalf("%s %s: root: %v", pg.Name, proto, err)
+	}
 	sorted := append([]string(nil), refs...)
 	sort.Strings(sorted)
 	want := append([]string(nil), urls[1:]...)
