@@ -16,6 +16,7 @@ import (
 
 	"github.com/wirelab/wirelab/engine/har"
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/page/pagetest"
 	"github.com/wirelab/wirelab/engine/server"
 	"github.com/wirelab/wirelab/engine/spdy"
 )
@@ -129,25 +130,12 @@ func TestPushAll(t *testing.T) {
 	}
 }
 
-// structural is twitter with its structural dependency graph (page.BuildGraph), which puts objects
-// below depth 1: the image a stylesheet owns and the body image behind the head's scripts are at
-// depth 2. (The corpus's recorded Chromium graph puts every object at depth 1.)
-func structural(t *testing.T) *page.Page {
-	t.Helper()
-	pg, err := page.Load("twitter", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg.Activities = page.BuildGraph(pg)
-	return pg
-}
-
 // TestPushDependencyLevelPushesLess (the check): on a page whose graph puts objects below
 // depth 1 (twitter with its structural graph), dependency-level:1 pushes fewer bytes than
 // embedding-level; each pushes exactly its policy's objects, and the objects not pushed are
 // requested.
 func TestPushDependencyLevelPushesLess(t *testing.T) {
-	pg := structural(t)
+	pg := pagetest.Structural(t)
 	pushed := map[string]int64{}
 	for _, policy := range []string{"embedding-level", "dependency-level:1"} {
 		paths, size := pushedSet(t, pg, policy)
@@ -228,7 +216,7 @@ func TestPushAlreadyRequested(t *testing.T) {
 // u=0, CSS/JS at u=1, the rest at u=2; dependency maps twitter's depths 0/1/2 (structural graph)
 // onto u=0/4/7; none signals nothing. With push, h2 sends one PRIORITY_UPDATE per pushed stream.
 func TestPriorityPolicies(t *testing.T) {
-	pg := structural(t)
+	pg := pagetest.Structural(t)
 	depths := pg.Depths()
 	want := func(policy PriorityPolicy, i int) string {
 		switch policy {

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/wirelab/wirelab/engine/page"
+	"github.com/wirelab/wirelab/engine/page/pagetest"
 )
 
 func TestParsePushPolicy(t *testing.T) {
@@ -26,23 +27,10 @@ func TestParsePushPolicy(t *testing.T) {
 	}
 }
 
-// structural is twitter with its structural dependency graph (page.BuildGraph): HTML; 2 CSS and
-// 2 JS at depth 1; an image owned by a CSS and a <body> image behind the scripts at depth 2. (The
-// corpus's recorded Chromium graph puts every object at depth 1.)
-func structural(t *testing.T) *page.Page {
-	t.Helper()
-	pg, err := page.Load("twitter", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg.Activities = page.BuildGraph(pg)
-	return pg
-}
-
 // TestPushPolicyObjects: what each policy pushes for twitter with its structural graph, and that
 // other origins' objects are never pushed.
 func TestPushPolicyObjects(t *testing.T) {
-	pg := structural(t)
+	pg := pagetest.Structural(t)
 	ids := func(idx []int) []string {
 		var out []string
 		for _, i := range idx {

@@ -3,7 +3,11 @@
 // cmd/wirelab-engine).
 package pagetest
 
-import "github.com/wirelab/wirelab/engine/page"
+import (
+	"testing"
+
+	"github.com/wirelab/wirelab/engine/page"
+)
 
 // CriticalPath is a page whose replay time is known: a small root, a script, two images;
 // durations in ms.
@@ -32,4 +36,18 @@ func CriticalPath() *page.Page {
 		panic("pagetest: the critical-path page is invalid: " + err.Error()) // a bug in this file
 	}
 	return p
+}
+
+// Structural is the corpus page twitter (seed 1) with its structural dependency graph
+// (page.BuildGraph), which puts objects below depth 1 — what the push policies tell apart: HTML;
+// 2 CSS and 2 JS at depth 1; an image owned by a CSS and a <body> image behind the scripts at
+// depth 2. (The corpus's recorded Chromium graph puts every object at depth 1.)
+func Structural(t testing.TB) *page.Page {
+	t.Helper()
+	pg, err := page.Load("twitter", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Activities = page.BuildGraph(pg)
+	return pg
 }
