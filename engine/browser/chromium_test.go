@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/offmachine"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
+	"github.com/wirelab/wirelab/engine/server/servertest"
 )
 
 // Chromium on loopback against the built-in server (no root): the emulated-path checks are root
@@ -35,20 +35,7 @@ func requireChromium(t *testing.T) {
 // serve serves pg on 127.0.0.1…N with every protocol on free ports.
 func serve(t *testing.T, pg *page.Page) (*server.Server, Config) {
 	t.Helper()
-	var addrs []netip.Addr
-	resolve := map[string]netip.Addr{}
-	for i := range pg.Origins {
-		a := netip.AddrFrom4([4]byte{127, 0, 0, byte(i + 1)})
-		addrs = append(addrs, a)
-		resolve[page.OriginHost(i)] = a
-	}
-	cfg := server.DefaultConfig(addrs...)
-	cfg.PortHTTP, cfg.PortHTTPS, cfg.PortQUIC = 0, 0, 0
-	srv, err := server.Start(pg, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv, resolve := servertest.Loopback(t, pg, nil)
 	return srv, Config{Resolve: resolve, SPKIHashes: []string{srv.Certs().SPKIHash}, Timeout: 60 * time.Second, ProfileParent: t.TempDir()}
 }
 

@@ -2,38 +2,22 @@ package client
 
 import (
 	"context"
-	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
+	"github.com/wirelab/wirelab/engine/server/servertest"
 )
 
 // The loader against the built-in origin server (engine/server) on loopback, one address per
 // origin (127.0.0.N): the checks that need no emulated link.
 
-// startBuiltin serves pg on 127.0.0.1…N with every protocol on free ports.
+// startBuiltin serves pg on 127.0.0.1…N with every protocol on free ports (servertest.Loopback).
 func startBuiltin(t *testing.T, pg *page.Page, mutate func(*server.Config)) (*server.Server, StaticResolver) {
 	t.Helper()
-	var addrs []netip.Addr
-	resolver := StaticResolver{}
-	for i := range pg.Origins {
-		a := netip.AddrFrom4([4]byte{127, 0, 0, byte(i + 1)})
-		addrs = append(addrs, a)
-		resolver[page.OriginHost(i)] = a
-	}
-	cfg := server.DefaultConfig(addrs...)
-	cfg.PortHTTP, cfg.PortHTTPS, cfg.PortQUIC = 0, 0, 0
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	srv, err := server.Start(pg, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv, resolver
+	srv, hosts := servertest.Loopback(t, pg, mutate)
+	return srv, StaticResolver(hosts)
 }
 
 func builtinLoad(t *testing.T, srv *server.Server, resolver StaticResolver, proto Protocol, mode Mode) *Result {

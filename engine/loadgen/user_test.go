@@ -10,19 +10,13 @@ import (
 	"github.com/wirelab/wirelab/engine/client"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
+	"github.com/wirelab/wirelab/engine/server/servertest"
 )
 
 // startBuiltin serves pg over every protocol on 127.0.0.1 (free ports).
 func startBuiltin(t *testing.T, pg *page.Page) *server.Server {
 	t.Helper()
-	cfg := server.DefaultConfig(netip.MustParseAddr("127.0.0.1"))
-	cfg.PortHTTP, cfg.PortHTTPS, cfg.PortQUIC = 0, 0, 0
-	srv, err := server.Start(pg, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	return servertest.Start(t, pg, server.DefaultConfig(netip.MustParseAddr("127.0.0.1")))
 }
 
 // realRun runs spec's scenario against srv with Tab users, as `loadgen` does.

@@ -21,6 +21,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/cli"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
+	"github.com/wirelab/wirelab/engine/server/servertest"
 )
 
 func TestFetchBadFlags(t *testing.T) {
@@ -274,13 +275,8 @@ func TestFetchPushPrioritySPDY(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := server.DefaultConfig(netip.MustParseAddr("127.0.0.1"))
-	cfg.PortHTTP, cfg.PortHTTPS, cfg.PortQUIC = 0, 0, 0
 	cfg.Push, _ = server.ParsePushPolicy("all")
-	srv, err := server.Start(pg, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := servertest.Start(t, pg, cfg)
 	var pushedBytes int64
 	for _, o := range pg.Objects[1:] {
 		pushedBytes += o.Size

@@ -22,6 +22,7 @@ import (
 	"github.com/wirelab/wirelab/engine/loadgen"
 	"github.com/wirelab/wirelab/engine/page"
 	"github.com/wirelab/wirelab/engine/server"
+	"github.com/wirelab/wirelab/engine/server/servertest"
 )
 
 // engineCmd runs this test binary as wirelab-engine with args (prefix: e.g. ip netns exec NS).
@@ -117,14 +118,7 @@ func TestLoadgenBadInput(t *testing.T) {
 // builtinOnLoopback serves pg from this process on 127.0.0.1.
 func builtinOnLoopback(t *testing.T, pg *page.Page) *server.Server {
 	t.Helper()
-	cfg := server.DefaultConfig(netip.MustParseAddr("127.0.0.1"))
-	cfg.PortHTTP, cfg.PortHTTPS, cfg.PortQUIC = 0, 0, 0
-	srv, err := server.Start(pg, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	return servertest.Start(t, pg, server.DefaultConfig(netip.MustParseAddr("127.0.0.1")))
 }
 
 // readLines splits loadgen's stdout into interval records and the summary (the last line).
