@@ -35,6 +35,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wirelab/wirelab/engine/internal/cgroup"
+	"github.com/wirelab/wirelab/engine/internal/child"
 	"github.com/wirelab/wirelab/engine/internal/fielderr"
 	"github.com/wirelab/wirelab/engine/internal/tail"
 	"github.com/wirelab/wirelab/engine/lab"
@@ -600,12 +601,12 @@ func (r *runner) generate(ctx context.Context, argv []string, startNs int64) (*R
 		}
 	}
 	<-samplerDone
-	code := exitCode(werr)
+	code := child.ExitCode(werr)
 	var stderrs []string
 	for _, g := range gens {
 		r.log.Printf("loadgen %s exited: %v; %s", g.name, g.err, g.stderr.String())
 		stderrs = append(stderrs, g.stderr.String())
-		if exitCode(g.err) == 2 {
+		if child.ExitCode(g.err) == 2 {
 			code = 2
 		}
 	}
@@ -799,14 +800,3 @@ func monotonicNow() int64 {
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
-
-func exitCode(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
-}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelab/wirelab/engine/internal/child"
 	"github.com/wirelab/wirelab/engine/internal/roottest"
 	"github.com/wirelab/wirelab/engine/internal/timebound"
 )
@@ -42,16 +43,8 @@ func assertGone(t *testing.T, id string) {
 	}
 }
 
-func exitCodeOf(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
-}
+// exitCodeOf is a command's exit status from what its Run or Wait returned.
+var exitCodeOf = child.ExitCode
 
 // waitFile waits for a file to appear (the commands under test create it when they are ready).
 func waitFile(t *testing.T, path string, exited <-chan error) {

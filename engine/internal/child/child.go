@@ -126,3 +126,17 @@ func (p *Process) Stop(sig os.Signal, grace time.Duration) error {
 	}
 	return nil
 }
+
+// ExitCode is the exit status of a process that exec.Cmd's Run or Wait returned err for: 0 when
+// err is nil, the process's own code for an *exec.ExitError (-1 when a signal ended it), -1 for
+// any other error (it did not start, or waiting failed).
+func ExitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
