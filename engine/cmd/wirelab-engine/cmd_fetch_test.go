@@ -97,14 +97,7 @@ func TestFetchRefusesTargetsOffTheMachine(t *testing.T) {
 		{[]string{"https://example.com/", "--proto", "h2"}, `host "example.com": not a lab target`},
 		{[]string{"https://192.0.2.1/", "--proto", "h2"}, `host "192.0.2.1": not a lab target`},
 	} {
-		var stdout, stderr bytes.Buffer
-		cmd := run(append([]string{"fetch"}, tc.args...)...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		code := exitCodeOf(cmd.Run())
-		msg := strings.TrimSpace(stderr.String())
-		if code != 2 || strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) || stdout.Len() != 0 {
-			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line naming %q", tc.args, code, msg, tc.want)
-		}
+		wantRefused(t, tc.args, run(append([]string{"fetch"}, tc.args...)...), tc.want)
 	}
 }
 

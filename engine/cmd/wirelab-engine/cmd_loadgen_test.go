@@ -49,6 +49,24 @@ func engineCmd(prefix []string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// wantRefused runs cmd and fails the test (naming what) unless it refuses as bad input does
+// (docs/bad-input.md): exit 2, one line on standard error containing every one of want, nothing on
+// standard output.
+func wantRefused(t *testing.T, what any, cmd *exec.Cmd, want ...string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	code := exitCodeOf(cmd.Run())
+	msg := strings.TrimSpace(stderr.String())
+	ok := code == 2 && !strings.Contains(msg, "\n") && stdout.Len() == 0
+	for _, w := range want {
+		ok = ok && strings.Contains(msg, w)
+	}
+	if !ok {
+		t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 and one line with %q", what, code, msg, stdout.String(), want)
+	}
+}
+
 func writeSpec(t *testing.T, spec string) string {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "spec.json")
@@ -100,14 +118,7 @@ func TestLoadgenBadInput(t *testing.T) {
 			args = append(args, "--target", target)
 		}
 		args = append(args, tc.args...)
-		var stdout, stderr bytes.Buffer
-		cmd := engineCmd(nil, args...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		msg := strings.TrimSpace(stderr.String())
-		if code := exitCodeOf(err); code != 2 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") || stdout.Len() != 0 {
-			t.Errorf("%s %v: exit %d, stderr %q, stdout %q; want exit 2 and one line with %q", tc.spec, tc.args, code, msg, stdout.String(), tc.want)
-		}
+		wantRefused(t, tc.spec+" "+strings.Join(tc.args, " "), engineCmd(nil, args...), tc.want)
 	}
 	cmd := engineCmd(nil, "loadgen", "--target", target)
 	if out, err := cmd.CombinedOutput(); exitCodeOf(err) != 2 || !strings.Contains(string(out), "--spec: required") {
@@ -248,13 +259,7 @@ func TestLoadgenRefusesRemoteTarget(t *testing.T) {
 		{[]string{"--target", "http://[2001:db8::1]/"}, "2001:db8::1 is not a loopback address"},
 	} {
 		cmd := engineCmd([]string{"ip", "netns", "exec", ns}, append([]string{"loadgen", "--spec", spec}, tc.args...)...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		msg := strings.TrimSpace(stderr.String())
-		if code := exitCodeOf(err); code != 2 || !strings.Contains(msg, tc.want) || !strings.Contains(msg, "--allow-remote-target") || strings.Contains(msg, "\n") || stdout.Len() != 0 {
-			t.Errorf("%v: exit %d, stderr %q; want exit 2, one line with %q", tc.args, code, msg, tc.want)
-		}
+		wantRefused(t, tc.args, cmd, tc.want, "--allow-remote-target")
 	}
 }
 

@@ -239,13 +239,6 @@ func TestLoadmergeBadInput(t *testing.T) {
 		{[]string{"--spec", spec, "--from", "2", "g0=" + noHist}, "generator g0: interval line 1 has index 0, want 2"},
 		{[]string{"--spec", spec, "--nope", "g0=" + noHist}, "loadmerge: flag provided but not defined: -nope; run wirelab-engine loadmerge -h"},
 	} {
-		var stdout, stderr bytes.Buffer
-		cmd := engineCmd(nil, append([]string{"loadmerge"}, tc.args...)...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		msg := strings.TrimSpace(stderr.String())
-		if code := exitCodeOf(err); code != 2 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") || stdout.Len() != 0 {
-			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, msg, tc.want)
-		}
+		wantRefused(t, tc.args, engineCmd(nil, append([]string{"loadmerge"}, tc.args...)...), tc.want)
 	}
 }

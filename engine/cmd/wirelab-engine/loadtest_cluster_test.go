@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -37,14 +35,7 @@ func TestLoadtestClusterFlagsBadInput(t *testing.T) {
 		{[]string{"--serving", serving, "--await-start", "--generators", "2"}, "--generators 2: a cluster task runs one generator"},
 	} {
 		args := append([]string{"loadtest", "--spec", spec, "--out", out}, tc.args...)
-		var stdout, stderr bytes.Buffer
-		cmd := engineCmd(nil, args...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		msg := strings.TrimSpace(stderr.String())
-		if code := exitCodeOf(err); code != 2 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") || stdout.Len() != 0 {
-			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, msg, tc.want)
-		}
+		wantRefused(t, tc.args, engineCmd(nil, args...), tc.want)
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("%v: created %s", tc.args, out)
 		}

@@ -171,13 +171,6 @@ func TestLoadgenRemoteTargetPolicy(t *testing.T) {
 		{[]string{"--target", "http://224.0.0.251/"}, "multicast"},
 		{[]string{"--target", "http://100.64.1.1/"}, "shared address space"},
 	} {
-		cmd := run(append([]string{"loadgen", "--spec", spec, "--allow-remote-target"}, tc.args...)...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		msg := strings.TrimSpace(stderr.String())
-		if code := exitCodeOf(err); code != 2 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") || stdout.Len() != 0 {
-			t.Errorf("%v: exit %d, stderr %q; want exit 2, one line with %q", tc.args, code, msg, tc.want)
-		}
+		wantRefused(t, tc.args, run(append([]string{"loadgen", "--spec", spec, "--allow-remote-target"}, tc.args...)...), tc.want)
 	}
 }

@@ -239,16 +239,7 @@ func TestLoadtestEnds(t *testing.T) {
 	for _, end := range []string{"server-dies", "interrupt", "kill"} {
 		t.Run(end, func(t *testing.T) {
 			cmd, out := loadtestCmd(t, spec, 2*time.Minute)
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			r := bufio.NewReader(stdout)
+			r, stderr := startPiped(t, cmd)
 			intervals := 0
 			for intervals < 2 {
 				line, err := r.ReadString('\n')

@@ -31,10 +31,10 @@ func engine(args ...string) *exec.Cmd {
 	return cmd
 }
 
-// serve starts `wirelab-engine serve` and returns it with the parsed ready line.
-func serveProcess(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, serveReady) {
+// startPiped starts cmd with its standard output readable from the reader returned and its
+// standard error kept in the buffer returned.
+func startPiped(t *testing.T, cmd *exec.Cmd) (*bufio.Reader, *bytes.Buffer) {
 	t.Helper()
-	cmd := engine(append([]string{"serve"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -44,13 +44,20 @@ func serveProcess(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, serve
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return bufio.NewReader(out), &stderr
+}
+
+// serve starts `wirelab-engine serve` and returns it with the parsed ready line.
+func serveProcess(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, serveReady) {
+	t.Helper()
+	cmd := engine(append([]string{"serve"}, args...)...)
+	r, stderr := startPiped(t, cmd)
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
 			cmd.Wait()
 		}
 	})
-	r := bufio.NewReader(out)
 	line, err := r.ReadBytes('\n')
 	if err != nil {
 		cmd.Wait()
