@@ -257,37 +257,28 @@ func parseQueue(field, s string) (QueueLimit, error) {
 }
 
 // parseWindow parses INT 1–1000 (iw, irw).
-func parseWindow(field, s string) (int, error) {
-	if s == "" {
-		return 0, newError(field, s, "is empty", windowAllowed)
-	}
-	if !units.AllDigits(s) {
-		return 0, newError(field, s, "is not a whole number", windowAllowed)
-	}
-	if len(strings.TrimLeft(s, "0")) > 4 {
-		return 0, newError(field, s, "is out of range", windowAllowed)
-	}
-	n, _ := strconv.Atoi(s) // at most 4 significant digits: cannot fail
-	if n < 1 || n > MaxWindow {
-		return 0, newError(field, s, "is out of range", windowAllowed)
-	}
-	return n, nil
-}
+func parseWindow(field, s string) (int, error) { return parseWhole(field, s, MaxWindow, windowAllowed) }
 
 // parseTCPPlus parses tcpplus: a whole number from 1 to MaxTCPPlus.
 func parseTCPPlus(field, s string) (int, error) {
+	return parseWhole(field, s, MaxTCPPlus, tcpplusAllowed)
+}
+
+// parseWhole parses a whole number from 1 to max, written in decimal digits only (leading zeros
+// allowed); allowed is the error's "what is allowed".
+func parseWhole(field, s string, max int, allowed string) (int, error) {
 	if s == "" {
-		return 0, newError(field, s, "is empty", tcpplusAllowed)
+		return 0, newError(field, s, "is empty", allowed)
 	}
 	if !units.AllDigits(s) {
-		return 0, newError(field, s, "is not a whole number", tcpplusAllowed)
+		return 0, newError(field, s, "is not a whole number", allowed)
 	}
-	if len(strings.TrimLeft(s, "0")) > 2 {
-		return 0, newError(field, s, "is out of range", tcpplusAllowed)
+	if len(strings.TrimLeft(s, "0")) > len(strconv.Itoa(max)) {
+		return 0, newError(field, s, "is out of range", allowed)
 	}
-	n, _ := strconv.Atoi(s) // at most 2 significant digits: cannot fail
-	if n < 1 || n > MaxTCPPlus {
-		return 0, newError(field, s, "is out of range", tcpplusAllowed)
+	n, _ := strconv.Atoi(s) // no more significant digits than max: cannot fail
+	if n < 1 || n > max {
+		return 0, newError(field, s, "is out of range", allowed)
 	}
 	return n, nil
 }
