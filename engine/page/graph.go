@@ -79,13 +79,9 @@ func (p *Page) validateGraph() error {
 	}
 	for i, a := range p.Activities {
 		f := fmt.Sprintf("activities[%d]", i)
-		if !idRE.MatchString(a.ID) {
-			return fieldErr(f+".id", a.ID, "must match [A-Za-z0-9_.-]{1,64}")
+		if err := uniqueID(actByID, "activities", i, a.ID); err != nil {
+			return err
 		}
-		if j, dup := actByID[a.ID]; dup {
-			return fieldErr(f+".id", a.ID, "must be unique; activities[%d] has the same id", j)
-		}
-		actByID[a.ID] = i
 		if !containsKind(a.Kind) {
 			return fieldErr(f+".kind", string(a.Kind), "must be one of download, parse, evaluate")
 		}

@@ -46,13 +46,9 @@ func (p *Page) Validate() error {
 	var total int64
 	for i, o := range p.Objects {
 		f := fmt.Sprintf("objects[%d]", i)
-		if !idRE.MatchString(o.ID) {
-			return fieldErr(f+".id", o.ID, "must match [A-Za-z0-9_.-]{1,64}")
+		if err := uniqueID(ids, "objects", i, o.ID); err != nil {
+			return err
 		}
-		if j, dup := ids[o.ID]; dup {
-			return fieldErr(f+".id", o.ID, "must be unique; objects[%d] has the same id", j)
-		}
-		ids[o.ID] = i
 		if !pathRE.MatchString(o.Path) || o.Path == "/" || strings.Contains(o.Path, "//") ||
 			strings.Contains(o.Path+"/", "/../") || strings.Contains(o.Path+"/", "/./") || strings.HasSuffix(o.Path, "/") {
 			return fieldErr(f+".path", o.Path, "must be an absolute path of [A-Za-z0-9._~/-] (≤ 256 characters, no empty, . or .. segments, not ending in /)")
@@ -130,4 +126,18 @@ func containsType(t Type) bool {
 		}
 	}
 	return false
+}
+
+// uniqueID checks the id of list[i] (objects, activities): its form, and that no earlier member of
+// the list has it (seen: the ids so far, by index; it records this one).
+func uniqueID(seen map[string]int, list string, i int, id string) error {
+	f := fmt.Sprintf("%s[%d].id", list, i)
+	if !idRE.MatchString(id) {
+		return fieldErr(f, id, "must match [A-Za-z0-9_.-]{1,64}")
+	}
+	if j, dup := seen[id]; dup {
+		return fieldErr(f, id, "must be unique; %s[%d] has the same id", list, j)
+	}
+	seen[id] = i
+	return nil
 }
