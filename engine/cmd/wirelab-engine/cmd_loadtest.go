@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -169,7 +168,6 @@ func clusterRole(spec *loadgen.Spec, serve, allowFrom, servingFile, part string,
 
 func runLoadtest(args []string) error {
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	specFile := fs.String("spec", "", "")
 	out := fs.String("out", "", "")
 	progress := fs.Bool("progress", false, "")
@@ -181,15 +179,8 @@ func runLoadtest(args []string) error {
 	servingFile := fs.String("serving", "", "")
 	part := fs.String("part", "", "")
 	awaitStart := fs.Bool("await-start", false, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Print(loadtestUsage)
-			return nil
-		}
-		return cli.Usagef("loadtest: %v (wirelab-engine loadtest -h lists the flags)", err)
-	}
-	if fs.NArg() != 0 {
-		return cli.Usagef("loadtest: unexpected argument %q", fs.Arg(0))
+	if err := parseOwnUsage(fs, args, loadtestUsage); err != nil {
+		return helpOK(err)
 	}
 	if *specFile == "" {
 		return cli.Usagef("--spec: required: the loadtest spec (JSON file)")

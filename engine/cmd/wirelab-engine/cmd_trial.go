@@ -52,21 +52,13 @@ interrupted (SIGINT/SIGTERM; everything removed, no trial.json).
 
 func runTrial(args []string) error {
 	fs := flag.NewFlagSet("trial", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	specFile := fs.String("spec", "", "")
 	out := fs.String("out", "", "")
 	progress := fs.Bool("progress", false, "")
 	check := fs.Bool("check", false, "")
 	specs := fs.String("specs", "", "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Print(trialUsage)
-			return nil
-		}
-		return cli.Usagef("trial: %v (wirelab-engine trial -h lists the flags)", err)
-	}
-	if fs.NArg() != 0 {
-		return cli.Usagef("trial: unexpected argument %q", fs.Arg(0))
+	if err := parseOwnUsage(fs, args, trialUsage); err != nil {
+		return helpOK(err)
 	}
 	if *check {
 		return checkTrials(*specFile, *specs, *out, os.Stdin)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 
@@ -33,6 +34,25 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 func parseNoArgs(fs *flag.FlagSet, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() != 0 {
+		return cli.Usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// parseOwnUsage is parseNoArgs for a command with a usage text of its own (trial, loadtest): -h
+// prints usage to stdout (errHelp); a bad flag is "NAME: ERR (wirelab-engine NAME -h lists the
+// flags)", an argument "NAME: unexpected argument", each a UsageError.
+func parseOwnUsage(fs *flag.FlagSet, args []string, usage string) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Print(usage)
+		return errHelp
+	}
+	if err != nil {
+		return cli.Usagef("%s: %v (wirelab-engine %s -h lists the flags)", fs.Name(), err, fs.Name())
 	}
 	if fs.NArg() != 0 {
 		return cli.Usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
