@@ -168,10 +168,7 @@ func clusterRole(spec *loadgen.Spec, serve, allowFrom, servingFile, part string,
 
 func runLoadtest(args []string) error {
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
-	specFile := fs.String("spec", "", "")
-	out := fs.String("out", "", "")
-	progress := fs.Bool("progress", false, "")
-	check := fs.Bool("check", false, "")
+	rf := bindRunFlags(fs)
 	generators := fs.Int("generators", 1, "")
 	allowInternet := fs.Bool("allow-internet", false, "")
 	serveAddr := fs.String("serve", "", "")
@@ -182,13 +179,13 @@ func runLoadtest(args []string) error {
 	if err := parseOwnUsage(fs, args, loadtestUsage); err != nil {
 		return helpOK(err)
 	}
-	if *specFile == "" {
+	if rf.spec == "" {
 		return cli.Usagef("--spec: required: the loadtest spec (JSON file)")
 	}
 	if *generators < 1 || *generators > loadgen.MaxParts {
 		return cli.Usagef("--generators %d: want 1 to %d loadgen processes", *generators, loadgen.MaxParts)
 	}
-	data, err := readInput("--spec", *specFile, maxSpecBytes, os.Stdin)
+	data, err := readInput("--spec", rf.spec, maxSpecBytes, os.Stdin)
 	if err != nil {
 		return err
 	}
@@ -197,7 +194,7 @@ func runLoadtest(args []string) error {
 		return usageIfField(err)
 	}
 	spec.AllowInternet = spec.AllowInternet || *allowInternet
-	cl, err := clusterRole(spec, *serveAddr, *allowFrom, *servingFile, *part, *awaitStart, *generators, *out)
+	cl, err := clusterRole(spec, *serveAddr, *allowFrom, *servingFile, *part, *awaitStart, *generators, rf.out)
 	if err != nil {
 		return err
 	}
@@ -211,25 +208,25 @@ func runLoadtest(args []string) error {
 	if err != nil {
 		return usageIfField(err)
 	}
-	if *check {
+	if rf.check {
 		return nil
 	}
-	if *out == "" {
+	if rf.out == "" {
 		return cli.Usagef("--out: required: the load test's directory")
 	}
-	if err := checkOutputDir("--out", *out); err != nil {
+	if err := checkOutputDir("--out", rf.out); err != nil {
 		return err
 	}
-	if _, err := os.Stat(*out + "/" + loadtest.ResultFile); err == nil {
-		return cli.Usagef("--out %s: already holds %s of another run; give a new directory", *out, loadtest.ResultFile)
+	if _, err := os.Stat(rf.out + "/" + loadtest.ResultFile); err == nil {
+		return cli.Usagef("--out %s: already holds %s of another run; give a new directory", rf.out, loadtest.ResultFile)
 	}
 	if err := cli.NeedRoot("loadtest"); err != nil {
 		return err
 	}
 	ctx, stop := cli.RunContext()
 	defer stop()
-	opts := loadtest.Options{OutDir: *out, Warn: os.Stderr, Generators: *generators, Part: *part}
-	if *progress || cl.serve.IsValid() {
+	opts := loadtest.Options{OutDir: rf.out, Warn: os.Stderr, Generators: *generators, Part: *part}
+	if rf.progress || cl.serve.IsValid() {
 		opts.Progress = os.Stdout
 	}
 	if *awaitStart {
@@ -247,7 +244,7 @@ func runLoadtest(args []string) error {
 	}
 	res, err := loadtest.Run(ctx, p, opts)
 	if errors.Is(err, loadtest.ErrInterrupted) {
-		fmt.Fprintf(os.Stderr, "wirelab-engine: loadtest %s interrupted; what was measured is in %s\n", spec.LoadtestID, *out)
+		fmt.Fprintf(os.Stderr, "wirelab-engine: loadtest %s interrupted; what was measured is in %s\n", spec.LoadtestID, rf.out)
 		return &cli.ExitError{Code: 130}
 	}
 	if err != nil {

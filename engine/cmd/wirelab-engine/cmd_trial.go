@@ -52,21 +52,18 @@ interrupted (SIGINT/SIGTERM; everything removed, no trial.json).
 
 func runTrial(args []string) error {
 	fs := flag.NewFlagSet("trial", flag.ContinueOnError)
-	specFile := fs.String("spec", "", "")
-	out := fs.String("out", "", "")
-	progress := fs.Bool("progress", false, "")
-	check := fs.Bool("check", false, "")
+	rf := bindRunFlags(fs)
 	specs := fs.String("specs", "", "")
 	if err := parseOwnUsage(fs, args, trialUsage); err != nil {
 		return helpOK(err)
 	}
-	if *check {
-		return checkTrials(*specFile, *specs, *out, os.Stdin)
+	if rf.check {
+		return checkTrials(rf.spec, *specs, rf.out, os.Stdin)
 	}
 	if *specs != "" {
 		return cli.Usagef("--specs: only with --check (a run takes one --spec)")
 	}
-	p, err := prepareTrial(*specFile, *out)
+	p, err := prepareTrial(rf.spec, rf.out)
 	if err != nil {
 		return err
 	}
@@ -75,8 +72,8 @@ func runTrial(args []string) error {
 	}
 	ctx, stop := cli.RunContext()
 	defer stop()
-	opts := trial.Options{OutDir: *out, Warn: os.Stderr}
-	if *progress {
+	opts := trial.Options{OutDir: rf.out, Warn: os.Stderr}
+	if rf.progress {
 		opts.Progress = os.Stdout
 	}
 	if _, err := trial.Run(ctx, p, opts); err != nil {

@@ -41,6 +41,23 @@ func parseNoArgs(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// runFlags are the flags the control plane gives both run commands (trial, loadtest) alike:
+// --spec FILE (- for stdin), --out DIR, --progress, --check.
+type runFlags struct {
+	spec, out       string
+	progress, check bool
+}
+
+// bindRunFlags defines the run commands' common flags on fs.
+func bindRunFlags(fs *flag.FlagSet) *runFlags {
+	f := &runFlags{}
+	fs.StringVar(&f.spec, "spec", "", "")
+	fs.StringVar(&f.out, "out", "", "")
+	fs.BoolVar(&f.progress, "progress", false, "")
+	fs.BoolVar(&f.check, "check", false, "")
+	return f
+}
+
 // parseOwnUsage is parseNoArgs for a command with a usage text of its own (trial, loadtest): -h
 // prints usage to stdout (errHelp); a bad flag is "NAME: ERR (wirelab-engine NAME -h lists the
 // flags)", an argument "NAME: unexpected argument", each a UsageError.
