@@ -47,6 +47,17 @@ def real_engine() -> Callable[[str], Path]:
 
 
 @pytest.fixture
+def fixture_engine(monkeypatch):
+    """The command line's engine is a wirelab.testing.FixtureEngine (recorded trials replayed), returned."""
+    import wirelab.cli as cli
+    from wirelab.testing import FixtureEngine
+
+    engine = FixtureEngine()
+    monkeypatch.setattr(cli, "_engine", lambda path: engine)
+    return engine
+
+
+@pytest.fixture
 def demo_spec() -> Path:
     return ROOT / "experiments" / "demo.toml"
 

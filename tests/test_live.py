@@ -104,13 +104,6 @@ def test_site_gains_and_tow():
     }
 
 
-@pytest.fixture
-def fixture_engine(monkeypatch):
-    engine = FixtureEngine()
-    monkeypatch.setattr(cli, "_engine", lambda path: engine)
-    return engine
-
-
 def test_reproduce_elkhatib_live_quick(tmp_path, fixture_engine, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli.app, ["reproduce", "elkhatib-live", "--quick", "--db", "w.db"])

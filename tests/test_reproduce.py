@@ -131,13 +131,6 @@ def test_docs_list_every_experiment():
 # --- the commands ------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def fixture_engine(monkeypatch):
-    engine = FixtureEngine()
-    monkeypatch.setattr(cli, "_engine", lambda path: engine)
-    return engine
-
-
 def test_reproduce_elkhatib_rtt_quick_writes_its_report(tmp_path, fixture_engine, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli.app, ["reproduce", "elkhatib-rtt", "--quick", "--db", "w.db"])
