@@ -14,6 +14,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from test_runner import interrupted_by_sigterm  # the SIGTERM hold of both runners
 
 import wirelab
 from wirelab import _loadplan as loadplan
@@ -135,14 +136,7 @@ def test_ctrl_c_keeps_the_intervals_measured_and_exits_130(tmp_path):
 
 @pytest.mark.serial
 def test_sigterm_is_handled_like_ctrl_c(tmp_path):
-    def hold(run, written):
-        if written == 1:
-            os.kill(os.getpid(), signal.SIGTERM)
-            run.stopping.wait(20)
-
-    with pytest.raises(Interrupted):
-        wirelab.loadtest(SPEC, db=tmp_path / "w.db", engine=FixtureEngine(hold=hold))
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    interrupted_by_sigterm(lambda engine: wirelab.loadtest(SPEC, db=tmp_path / "w.db", engine=engine))
     with wirelab.open(tmp_path / "w.db") as results:
         assert list(results.loadtests("cap")["status"]) == ["interrupted", "planned"]
 

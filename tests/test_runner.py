@@ -274,16 +274,23 @@ def test_ctrl_c_stops_running_trials_and_resume_completes(tmp_path, small):
     assert_exactly_planned(db, plan)
 
 
-@pytest.mark.serial
-def test_sigterm_is_handled_like_ctrl_c(tmp_path, small):
+def interrupted_by_sigterm(start) -> None:
+    """``start(engine)`` runs a sweep (trials or a load test) whose engine sends this process SIGTERM
+    once the first load (interval) is written: it ends ``Interrupted``, SIGTERM's handler as it was."""
+
     def hold(run, written):
         if written == 1:
             os.kill(os.getpid(), signal.SIGTERM)
             run.stopping.wait(20)
 
     with pytest.raises(Interrupted):
-        wirelab.run(small, db=tmp_path / "w.db", engine=FixtureEngine(hold=hold))
+        start(FixtureEngine(hold=hold))
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+@pytest.mark.serial
+def test_sigterm_is_handled_like_ctrl_c(tmp_path, small):
+    interrupted_by_sigterm(lambda engine: wirelab.run(small, db=tmp_path / "w.db", engine=engine))
     assert db_loads(tmp_path / "w.db") == []
 
 
