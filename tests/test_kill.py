@@ -7,11 +7,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cli_process import cli_argv
 
 from wirelab._engine import SubprocessEngine
 from wirelab.errors import EngineNotFoundError
@@ -76,13 +76,7 @@ def test_engine_killed_under_runner_leaves_nothing(tmp_path, engine_path):
     db = tmp_path / "w.db"
     results = tmp_path / "w.db.d" / "kill"
     argv = ["run", str(spec), "--db", str(db), "--engine", str(engine_path)]
-    run = subprocess.Popen(
-        [sys.executable, "-m", "wirelab.cli", *argv],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    run = _spawn_run(argv)
     try:
         # the first trial's engine, once its run exists (state file written, namespaces made)
         deadline = time.monotonic() + 120
@@ -113,8 +107,9 @@ def test_engine_killed_under_runner_leaves_nothing(tmp_path, engine_path):
 
 
 def _spawn_run(argv: list[str]) -> subprocess.Popen[str]:
+    """``wirelab ARGV…`` in a process of its own, standard error in its standard output."""
     return subprocess.Popen(
-        [sys.executable, "-m", "wirelab.cli", *argv],
+        cli_argv(*argv),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -6,33 +6,20 @@ threshold fails, 2 bad input with nothing created, 130 on Ctrl-C with what was m
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cli_process import cli_process, ctrl_c
 from test_cli import run_cli  # the helper: main() with wide consoles
+from test_loadtest_runner import SPEC as RUNNER_SPEC  # the load test the recordings answer
 
 import wirelab
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SPEC = """
-[sweep]
-name = "cap"
-description = "h1s vs h2 on Apache"
-[load]
-page = "neoload50"
-protocols = ["h1s", "h2"]
-network = { preset = "neoload" }
-server = { impl = "apache", apache = { mpm = "worker" } }
-scenario = { stages = [{ duration_s = 8, target = 10 }] }
-interval_s = 2
-at_vus = [5]
-thresholds = ["errors == 0"]
-"""
+SPEC = RUNNER_SPEC + 'thresholds = ["errors == 0"]\n'
 
 
 @pytest.fixture
@@ -133,35 +120,14 @@ def test_ctrl_c_stops_the_vus_stores_what_was_measured_and_exits_130(tmp_path, s
         "FAKE_ENGINE_ORDER": str(tmp_path / "order"),
         "FAKE_ENGINE_MARKER": str(marker),
     }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "wirelab.cli",
-            "loadtest",
-            str(spec),
-            "--db",
-            str(db),
-            "--engine",
-            str(fake_engine),
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    argv = ["loadtest", str(spec), "--db", str(db), "--engine", str(fake_engine)]
+    with cli_process(*argv, env=env, stderr=subprocess.PIPE) as proc:
         deadline = time.monotonic() + 60
         while not marker.exists():
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        proc.send_signal(signal.SIGINT)  # Ctrl-C reaches wirelab; the engine is in its own group
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        out, err = ctrl_c(proc, timeout=60)  # Ctrl-C reaches wirelab; the engine is in its own group
     assert proc.returncode == 130, err
     assert "interrupted: what was measured is stored" in out and "wirelab: load test cap: interrupted" in err
     with wirelab.open(db) as results:

@@ -7,13 +7,12 @@ while the engine has no `loadtest` command."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cli_process import cli_process, ctrl_c
 
 import wirelab
 
@@ -86,19 +85,8 @@ def test_ctrl_c_mid_run_stores_what_was_measured(tmp_path, engine_path):
     spec = tmp_path / "ramp.toml"
     spec.write_text(RAMP.replace("STAGE", "30").replace("SERVER", '{ impl = "builtin" }'))
     db = tmp_path / "w.db"
-    argv = [
-        sys.executable,
-        "-m",
-        "wirelab.cli",
-        "loadtest",
-        str(spec),
-        "--db",
-        str(db),
-        "--engine",
-        str(engine_path),
-    ]
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    argv = ["loadtest", str(spec), "--db", str(db), "--engine", str(engine_path)]
+    with cli_process(*argv, stderr=subprocess.PIPE) as proc:
         deadline = time.monotonic() + 120
         while True:  # two intervals of the first run measured
             lines = [p for p in (tmp_path / "w.db.d" / "ramp").glob("*/intervals.jsonl")]
@@ -107,11 +95,7 @@ def test_ctrl_c_mid_run_stores_what_was_measured(tmp_path, engine_path):
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "no intervals within 120 s"
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        out, err = ctrl_c(proc, timeout=120)
     assert proc.returncode == 130, err
     with wirelab.open(db) as results:
         runs = results.loadtests("ramp")
