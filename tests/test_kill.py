@@ -71,11 +71,7 @@ def _state_of(pid: int) -> dict | None:
 
 
 def test_engine_killed_under_runner_leaves_nothing(tmp_path, engine_path):
-    spec = tmp_path / "kill.toml"
-    spec.write_text(SWEEP)
-    db = tmp_path / "w.db"
-    results = tmp_path / "w.db.d" / "kill"
-    argv = ["run", str(spec), "--db", str(db), "--engine", str(engine_path)]
+    db, results, argv = _sweep(tmp_path, engine_path)
     run = _spawn_run(argv)
     try:
         # the first trial's engine, once its run exists (state file written, namespaces made)
@@ -104,6 +100,15 @@ def test_engine_killed_under_runner_leaves_nothing(tmp_path, engine_path):
     tmp = Path(os.environ.get("TMPDIR") or "/tmp")
     assert not (tmp / f"wirelab-trial-{state['id']}").exists(), "private directory left"
     assert _state_of(victim) is None
+
+
+def _sweep(tmp_path: Path, engine_path: Path) -> tuple[Path, Path, list[str]]:
+    """SWEEP written under ``tmp_path``: its database, its results directory and the ``wirelab run``
+    arguments that run it with ``engine_path``."""
+    spec = tmp_path / "kill.toml"
+    spec.write_text(SWEEP)
+    db = tmp_path / "w.db"
+    return db, tmp_path / "w.db.d" / "kill", ["run", str(spec), "--db", str(db), "--engine", str(engine_path)]
 
 
 def _spawn_run(argv: list[str]) -> subprocess.Popen[str]:
@@ -138,11 +143,7 @@ def test_runner_and_engine_killed_together_then_gc_then_rerun(tmp_path, engine_p
     exactly its planned loads."""
     import sqlite3
 
-    spec = tmp_path / "kill.toml"
-    spec.write_text(SWEEP)
-    db = tmp_path / "w.db"
-    results = tmp_path / "w.db.d" / "kill"
-    argv = ["run", str(spec), "--db", str(db), "--engine", str(engine_path)]
+    db, results, argv = _sweep(tmp_path, engine_path)
     run = _spawn_run(argv)
     try:
         # the first trial's engine once its lab is up: namespaces, its private directory and (where the

@@ -5,7 +5,6 @@ the DataFrames."""
 
 from __future__ import annotations
 
-import _thread
 import json
 import os
 import signal
@@ -14,7 +13,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from test_runner import interrupted_by_sigterm  # the SIGTERM hold of both runners
+from test_runner import ctrl_c_at, interrupted_by_sigterm  # the Ctrl-C and SIGTERM holds of both runners
 
 import wirelab
 from wirelab import _loadplan as loadplan
@@ -109,13 +108,7 @@ def test_resume_runs_only_what_is_not_complete(tmp_path):
 def test_ctrl_c_keeps_the_intervals_measured_and_exits_130(tmp_path):
     db = tmp_path / "w.db"
     plan = loadplan.loads(SPEC)
-
-    def hold(run, written):
-        if run.trial_id == plan.runs[0].id and written == 2:
-            _thread.interrupt_main()  # what Ctrl-C does to the main thread
-            run.stopping.wait(20)
-
-    engine = FixtureEngine(hold=hold)
+    engine = ctrl_c_at(plan.runs[0].id, 2)
     with pytest.raises(Interrupted) as info:
         wirelab.loadtest(SPEC, db=db, engine=engine)
     summary = info.value.summary

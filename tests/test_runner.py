@@ -254,14 +254,8 @@ def test_a_sweep_runs_once_at_a_time(tmp_path, small):
 def test_ctrl_c_stops_running_trials_and_resume_completes(tmp_path, small):
     db = tmp_path / "w.db"
     plan = spec.load(small)
-
-    def hold(run, written):
-        if run.trial_id == plan.trials[2].id and written == 1:
-            _thread.interrupt_main()  # what Ctrl-C does to the main thread
-            run.stopping.wait(20)
-
     with pytest.raises(Interrupted) as info:
-        wirelab.run(small, db=db, engine=FixtureEngine(hold=hold))
+        wirelab.run(small, db=db, engine=ctrl_c_at(plan.trials[2].id, 1))
     summary = info.value.summary
     assert info.value.exit_code == 130 and summary.interrupted
     assert [o.status for o in summary.outcomes] == ["complete", "complete", "interrupted"]
@@ -272,6 +266,18 @@ def test_ctrl_c_stops_running_trials_and_resume_completes(tmp_path, small):
     assert wirelab.run(small, db=db, engine=engine).ok
     assert engine.started == [t.id for t in plan.trials[2:]]
     assert_exactly_planned(db, plan)
+
+
+def ctrl_c_at(run_id: str, written: int) -> FixtureEngine:
+    """A FixtureEngine that does what Ctrl-C does to the main thread once the trial (load-test run)
+    ``run_id`` has written ``written`` loads (intervals), and holds that run until it is stopped."""
+
+    def hold(run, n):
+        if run.trial_id == run_id and n == written:
+            _thread.interrupt_main()
+            run.stopping.wait(20)
+
+    return FixtureEngine(hold=hold)
 
 
 def interrupted_by_sigterm(start) -> None:
