@@ -123,6 +123,28 @@ type refRun struct {
 	dequeue func(now time.Duration) *refPacket
 }
 
+// implRun is r for a discipline of this package: each arrival offered as an IP packet of its size
+// and flow, its id the packet's Handle; before (nil: nothing) runs ahead of each call with its time
+// (a discipline's timer ticks).
+func implRun(d Discipline, before func(now time.Duration)) refRun {
+	if before == nil {
+		before = func(time.Duration) {}
+	}
+	return refRun{
+		enqueue: func(now time.Duration, p *refPacket) bool {
+			before(now)
+			return d.Enqueue(now, &Packet{Data: ipPacket(p.size, p.flow, 0, false), arrival: now, Handle: uint64(p.id)}, Backlog{}) == Accepted
+		},
+		dequeue: func(now time.Duration) *refPacket {
+			before(now)
+			if p := d.Dequeue(now); p != nil {
+				return &refPacket{id: int(p.Handle), size: len(p.Data)}
+			}
+			return nil
+		},
+	}
+}
+
 // serve drives r with arrivals on a link of bps and returns the ids in the order they were sent.
 func serve(arrivals []arrival, bps int64, r refRun) (sent []int, refused []int) {
 	free := time.Duration(0)
@@ -163,17 +185,7 @@ func TestCoDelMatchesRFC8289(t *testing.T) {
 		var implDropped, refDropped []int
 		rec := sinkFunc(func(p *Packet, _ time.Duration, _ Fate) { implDropped = append(implDropped, int(p.Handle)) })
 		impl := NewCoDelQueue(DisciplineConfig{Discipline: info.Defaults, Limit: profile.QueueLimit{}, Sink: rec})
-		implSent, _ := serve(arrivals, bps, refRun{
-			enqueue: func(now time.Duration, p *refPacket) bool {
-				return impl.Enqueue(now, &Packet{Data: ipPacket(p.size, p.flow, 0, false), arrival: now, Handle: uint64(p.id)}, Backlog{}) == Accepted
-			},
-			dequeue: func(now time.Duration) *refPacket {
-				if p := impl.Dequeue(now); p != nil {
-					return &refPacket{id: int(p.Handle), size: len(p.Data)}
-				}
-				return nil
-			},
-		})
+		implSent, _ := serve(arrivals, bps, implRun(impl, nil))
 
 		var fifo refQueue
 		ref := &codelRef{target: int64(toCodelTime(5 * time.Millisecond)), interval: int64(toCodelTime(100 * time.Millisecond)),
@@ -366,17 +378,7 @@ func TestFQCoDelMatchesRFC8290(t *testing.T) {
 			}
 			buckets[b] = f
 		}
-		implSent, implRefused := serve(arrivals, bps, refRun{
-			enqueue: func(now time.Duration, p *refPacket) bool {
-				return impl.Enqueue(now, &Packet{Data: ipPacket(p.size, p.flow, 0, false), arrival: now, Handle: uint64(p.id)}, Backlog{}) == Accepted
-			},
-			dequeue: func(now time.Duration) *refPacket {
-				if p := impl.Dequeue(now); p != nil {
-					return &refPacket{id: int(p.Handle), size: len(p.Data)}
-				}
-				return nil
-			},
-		})
+		implSent, implRefused := serve(arrivals, bps, implRun(impl, nil))
 
 		ref := &fqRef{quantum: info.Defaults.Quantum, limit: int(limit.Packets), flows: map[uint16]*fqRefFlow{},
 			bucket: func(f uint16) uint32 { return impl.classify(ipPacket(100, f, 0, false)) },

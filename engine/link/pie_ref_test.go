@@ -347,19 +347,7 @@ func TestDOCSISPIEMatchesRFC8034(t *testing.T) {
 				impl.Tick(impl.NextTick())
 			}
 		}
-		implSent, implDropped := serve(arrivals, bps, refRun{
-			enqueue: func(now time.Duration, p *refPacket) bool {
-				tick(now)
-				return impl.Enqueue(now, &Packet{Data: ipPacket(p.size, p.flow, 0, false), arrival: now, Handle: uint64(p.id)}, Backlog{}) == Accepted
-			},
-			dequeue: func(now time.Duration) *refPacket {
-				tick(now)
-				if p := impl.Dequeue(now); p != nil {
-					return &refPacket{id: int(p.Handle), size: len(p.Data)}
-				}
-				return nil
-			},
-		})
+		implSent, implDropped := serve(arrivals, bps, implRun(impl, tick))
 
 		ref := &docsisRef{rate: bps, buffer: bps * 0.1 / 8, state: "INACTIVE", rng: rand.New(rand.NewPCG(seed, pieRandStream))}
 		next := time.Duration(0)
