@@ -53,21 +53,8 @@ func TestBenchServer(t *testing.T) {
 }
 
 func BenchmarkLoader(b *testing.B) {
-	info := startBenchServer(b, benchPage)
-	pg, err := page.Load(benchPage, 1) // the same deterministic page, for its URLs
-	if err != nil {
-		b.Fatal(err)
-	}
-	pem, err := os.ReadFile(info.CAFile)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	resolver := StaticResolver{}
-	for _, o := range info.Origins {
-		resolver[o.Host] = mustAddr(o.Addr)
-	}
+	lab := startBenchServer(b, benchPage)
+	info, pg, pool, resolver := lab.info, lab.pg, lab.pool, lab.resolver
 	for _, proto := range []Protocol{H2, H1S, H3, H1, H2C} {
 		b.Run(string(proto), func(b *testing.B) {
 			l, err := New(Config{Protocol: proto, Resolver: resolver, RootCAs: pool, Timeout: 30 * time.Second})
@@ -113,21 +100,8 @@ func BenchmarkLoader(b *testing.B) {
 // page (ReportAllocs), pages/s.
 func BenchmarkTabLoop(b *testing.B) {
 	const tabUsers = 20
-	info := startBenchServer(b, "neoload50")
-	pg, err := page.Load("neoload50", 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pem, err := os.ReadFile(info.CAFile)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	resolver := StaticResolver{}
-	for _, o := range info.Origins {
-		resolver[o.Host] = mustAddr(o.Addr)
-	}
+	lab := startBenchServer(b, "neoload50")
+	info, pg, pool, resolver := lab.info, lab.pg, lab.pool, lab.resolver
 	for _, proto := range []Protocol{H1, H2} {
 		b.Run(string(proto), func(b *testing.B) {
 			l, err := New(Config{Protocol: proto, Resolver: resolver, RootCAs: pool, Timeout: 30 * time.Second})
@@ -185,8 +159,9 @@ func BenchmarkTabLoop(b *testing.B) {
 	}
 }
 
-// startBenchServer runs TestBenchServer in a child process and returns its Info.
-func startBenchServer(b *testing.B, pageName string) server.Info {
+// startBenchServer runs TestBenchServer in a child process: its Info, with the page, the CA pool
+// and the resolver a loader of the benchmark uses.
+func startBenchServer(b *testing.B, pageName string) benchLab {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchServer$")
 	cmd.Env = append(os.Environ(), benchServerEnv+"="+pageName)
 	cmd.Stderr = os.Stderr
@@ -211,9 +186,35 @@ func startBenchServer(b *testing.B, pageName string) server.Info {
 			if err := json.Unmarshal([]byte(line), &info); err != nil {
 				b.Fatal(err)
 			}
-			return info
+			return newBenchLab(b, info, pageName)
 		}
 	}
+}
+
+// benchLab is the loader benchmarks' server process and what a loader needs to reach it.
+type benchLab struct {
+	info     server.Info
+	pg       *page.Page // the server's page, built again here (deterministic), for its URLs
+	pool     *x509.CertPool
+	resolver StaticResolver
+}
+
+func newBenchLab(b *testing.B, info server.Info, pageName string) benchLab {
+	pg, err := page.Load(pageName, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pem, err := os.ReadFile(info.CAFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	resolver := StaticResolver{}
+	for _, o := range info.Origins {
+		resolver[o.Host] = mustAddr(o.Addr)
+	}
+	return benchLab{info: info, pg: pg, pool: pool, resolver: resolver}
 }
 
 // syscallsIO is how many read and write system calls this process made (/proc/self/io: syscr,
