@@ -25,6 +25,19 @@ type story struct {
 // rtt100 is a 100 ms path, 50 ms each way.
 var rtt100 = simPath{delayUp: 50 * time.Millisecond, delayDown: 50 * time.Millisecond}
 
+// twentyLosingOnce builds 20 segments sent at once (initial window 100) on rtt100, segment i
+// (from 0) lost the first time it is sent.
+func twentyLosingOnce(i int) func(t *testing.T) (Input, pktlog.Summary) {
+	return func(t *testing.T) (Input, pktlog.Summary) {
+		s := newSim(rtt100)
+		s.iw = 100
+		s.drop = func(p simPacket) bool { return p.dir == pktlog.Down && p.seq == 1+int64(i)*simMSS && p.nth == 1 }
+		s.request(0, 20*simMSS, -1)
+		s.run()
+		return s.input(t)
+	}
+}
+
 func stories() []story {
 	const S = 1500 * 8 * 1000.0 / 10e6 // ms: one full packet at 10 Mbit/s (1.2 ms)
 	return []story{{
@@ -32,33 +45,19 @@ func stories() []story {
 		// three duplicate ACKs to the server one RTT after it sent them, and the repair arrives half
 		// an RTT later. Setup is the handshake (1 RTT), transfer the request's and the response's
 		// way (½ RTT each), recovery from the ninth segment's arrival to the repair's (1 RTT).
-		name: "one drop repaired by fast retransmit",
-		build: func(t *testing.T) (Input, pktlog.Summary) {
-			s := newSim(rtt100)
-			s.iw = 100
-			s.drop = func(p simPacket) bool { return p.dir == pktlog.Down && p.seq == 1+9*simMSS && p.nth == 1 }
-			s.request(0, 20*simMSS, -1)
-			s.run()
-			return s.input(t)
-		},
-		want: map[Part]float64{Setup: 100, Transfer: 100, Recovery: 100},
-		retx: Retx{Fast: 1},
+		name:  "one drop repaired by fast retransmit",
+		build: twentyLosingOnce(9),
+		want:  map[Part]float64{Setup: 100, Transfer: 100, Recovery: 100},
+		retx:  Retx{Fast: 1},
 	}, {
 		// The last of 20 segments is lost: no duplicate ACK, the 300 ms timer (restarted by the
 		// ACKs of the other 19, which reach the server 1 RTT after they left) fires, and the repair
 		// arrives half an RTT later: recovery = ½ RTT (the 19th's arrival to the ACKs' arrival at
 		// the server) + RTO + ½ RTT.
-		name: "one drop repaired by a timeout",
-		build: func(t *testing.T) (Input, pktlog.Summary) {
-			s := newSim(rtt100)
-			s.iw = 100
-			s.drop = func(p simPacket) bool { return p.dir == pktlog.Down && p.seq == 1+19*simMSS && p.nth == 1 }
-			s.request(0, 20*simMSS, -1)
-			s.run()
-			return s.input(t)
-		},
-		want: map[Part]float64{Setup: 100, Transfer: 100, Recovery: 400},
-		retx: Retx{Timeout: 1},
+		name:  "one drop repaired by a timeout",
+		build: twentyLosingOnce(19),
+		want:  map[Part]float64{Setup: 100, Transfer: 100, Recovery: 400},
+		retx:  Retx{Timeout: 1},
 	}, {
 		// 20 segments, initial window 10: the ACKs of the first ten are all lost, so the server's
 		// timer fires 300 ms after its transmissions and re-sends the first segment, which had
