@@ -17,8 +17,6 @@ from test_loadtest_runner import SPEC as RUNNER_SPEC  # the load test the record
 
 import wirelab
 
-ROOT = Path(__file__).resolve().parent.parent
-
 SPEC = RUNNER_SPEC + 'thresholds = ["errors == 0"]\n'
 
 

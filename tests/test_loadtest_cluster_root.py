@@ -27,7 +27,6 @@ import pytest
 import wirelab
 from wirelab.errors import UsageError
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.root]
 
 SPEC = """

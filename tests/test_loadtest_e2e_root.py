@@ -16,7 +16,6 @@ from cli_process import cli_process, ctrl_c
 
 import wirelab
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.root]
 
 RAMP = """
