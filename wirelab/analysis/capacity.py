@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from wirelab._registry import BUSY_FALLBACK, BUSY_GAUGES
-from wirelab.analysis.sweep import Axis, _axis_for
+from wirelab.analysis.sweep import Axis, StoredSweep, _axis_for
 from wirelab.store import Results
 
 __all__ = ["CapacityData", "busy_label", "capacity_table", "load_capacity", "scenario_text"]
@@ -30,14 +30,9 @@ _SERVER_COLUMNS = ("cpu_ms", "cpu_util", "memory_bytes", "memory_peak_bytes", "p
 
 
 @dataclasses.dataclass
-class CapacityData:
-    """One load-test sweep's data (see the module docstring)."""
+class CapacityData(StoredSweep):
+    """One load-test sweep's data (see the module docstring); ``spec``: the load-test spec."""
 
-    name: str
-    description: str
-    spec_hash: str
-    spec: dict[str, Any]  #: the load-test spec as validated (JSON form)
-    source: str  #: its TOML text
     runs: pd.DataFrame  #: ``Results.loadtests`` (every status) with ``config`` (the configuration's label)
     intervals: pd.DataFrame  #: intervals of every stored run, ``server_*`` samples beside, ``in_scenario``
     axes: list[Axis]
@@ -79,8 +74,8 @@ def _num(v: Any) -> str:
 def load_capacity(results: Results, sweep: str) -> CapacityData:
     """Read the load-test sweep ``sweep`` from ``results``."""
     runs = results.loadtests(sweep)
-    info = results.sweeps().set_index("sweep").loc[sweep]
-    spec, source = results.sweep_spec(sweep)
+    stored, info = StoredSweep.read(results, sweep)
+    spec = stored["spec"]
     written = (spec.get("load") or {}).get("protocols") or []
     protocols = [p for p in written if p in set(runs["protocol"])]
     protocols += [p for p in dict.fromkeys(runs["protocol"]) if p not in protocols]
@@ -108,11 +103,7 @@ def load_capacity(results: Results, sweep: str) -> CapacityData:
         row[f"page_{stat}_ms"] for stat, row in zip(statistic, frame.to_dict("records"), strict=True)
     ]
     return CapacityData(
-        name=sweep,
-        description=str(info["description"] or ""),
-        spec_hash=str(info["spec_hash"]),
-        spec=spec,
-        source=source,
+        **stored,
         runs=runs,
         intervals=frame,
         axes=axes,

@@ -31,6 +31,7 @@ __all__ = [
     "AXIS_NAMES",
     "Axis",
     "SHARDING",
+    "StoredSweep",
     "SweepData",
     "format_value",
     "load_sweep",
@@ -230,14 +231,35 @@ def _axis_for(param: str, frame: pd.DataFrame) -> list[Axis]:
 
 
 @dataclasses.dataclass
-class SweepData:
-    """One sweep's data, ready for analysis (see the module docstring)."""
+class StoredSweep:
+    """What the data of every stored sweep (trials: :class:`SweepData`; a load test: ``CapacityData``)
+    begins with: the sweep's name, description and spec."""
 
     name: str
     description: str
     spec_hash: str
-    spec: dict[str, Any]  #: the experiment spec as validated (JSON form)
+    spec: dict[str, Any]  #: the spec as validated (JSON form)
     source: str  #: its TOML text
+
+    @staticmethod
+    def read(results: Results, sweep: str) -> tuple[dict[str, Any], pd.Series]:
+        """The fields of the stored sweep ``sweep`` (keyword arguments) and its row of ``Results.sweeps``."""
+        info = results.sweeps().set_index("sweep").loc[sweep]
+        spec, source = results.sweep_spec(sweep)
+        fields = {
+            "name": sweep,
+            "description": str(info["description"] or ""),
+            "spec_hash": str(info["spec_hash"]),
+            "spec": spec,
+            "source": source,
+        }
+        return fields, info
+
+
+@dataclasses.dataclass
+class SweepData(StoredSweep):
+    """One sweep's data, ready for analysis (see the module docstring); ``spec``: the experiment spec."""
+
     trials: pd.DataFrame  #: ``Results.trials`` (every status)
     loads: pd.DataFrame  #: ``Results.loads`` plus derived factor columns
     configs: pd.DataFrame  #: one row per complete trial: trial_id, axis columns, page, network, label
@@ -358,8 +380,8 @@ def load_sweep(results: Results, sweep: str) -> SweepData:
     """Read ``sweep`` from ``results`` (raises :class:`~wirelab.errors.UsageError` for an unknown name)."""
     trials = results.trials(sweep)
     loads = _derive(results.loads(sweep))
-    info = results.sweeps().set_index("sweep").loc[sweep]
-    spec, source = results.sweep_spec(sweep)
+    stored, info = StoredSweep.read(results, sweep)
+    spec = stored["spec"]
     protocols: list[str] = []
     for s in trials["spec"]:
         protocols.extend(p for p in s["protocols"] if p not in protocols)
@@ -395,11 +417,7 @@ def load_sweep(results: Results, sweep: str) -> SweepData:
         all_loads["config"] = all_loads["repeat_of"].fillna(all_loads["trial_id"])
         worker_loads = all_loads[all_loads["config"].isin(repeated)].reset_index(drop=True)
     return SweepData(
-        name=sweep,
-        description=str(info["description"] or ""),
-        spec_hash=str(info["spec_hash"]),
-        spec=spec,
-        source=source,
+        **stored,
         trials=trials,
         loads=loads,
         configs=configs,
