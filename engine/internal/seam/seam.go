@@ -76,9 +76,7 @@ func (s Serve) Args() []string {
 	a = appendIf(a, "--dns", s.DNS)
 	a = appendIf(a, "--records", s.Records)
 	a = appendIf(a, "--conns", s.Conns)
-	if s.QUICStats {
-		a = append(a, "--quic-stats")
-	}
+	a = appendOn(a, "--quic-stats", s.QUICStats)
 	a = appendIf(a, "--alt-svc", s.AltSvc)
 	if len(s.HTTPSALPN) > 0 {
 		a = append(a, "--https-alpn", strings.Join(s.HTTPSALPN, ","))
@@ -160,17 +158,11 @@ func (f Fetch) Args() []string {
 	a = appendIf(a, "--dns", f.DNS)
 	a = appendIf(a, "--resolve", f.Resolve)
 	a = appendIf(a, "--ca", f.CA)
-	if f.JSON {
-		a = append(a, "--json")
-	}
+	a = appendOn(a, "--json", f.JSON)
 	a = appendIf(a, "--har", f.HAR)
 	a = appendIf(a, "--keylog", f.KeyLog)
-	if f.AllowAnyTarget {
-		a = append(a, "--allow-any-target")
-	}
-	if f.AllowInternet {
-		a = append(a, "--allow-internet")
-	}
+	a = appendOn(a, "--allow-any-target", f.AllowAnyTarget)
+	a = appendOn(a, "--allow-internet", f.AllowInternet)
 	if f.H3 != "" && f.H3 != d.H3 {
 		a = append(a, "--h3", f.H3)
 	}
@@ -218,13 +210,7 @@ func (f *Fetch) Bind(fs *flag.FlagSet, maxConns int) {
 	fs.BoolVar(&f.AllowAnyTarget, "allow-any-target", f.AllowAnyTarget, "")
 	fs.BoolVar(&f.AllowInternet, "allow-internet", f.AllowInternet, "")
 	fs.Func("h3", "", h3Flag(&f.H3))
-	fs.Func("view", "", func(v string) error {
-		if v != "first" && v != "repeat" {
-			return errors.New("allowed: first, repeat")
-		}
-		f.View = v
-		return nil
-	})
+	fs.Func("view", "", viewFlag(&f.View))
 }
 
 // Browse is `wirelab-engine browse`'s command line: one load by Chromium.
@@ -264,17 +250,11 @@ func (b Browse) Args() []string {
 	a = appendIf(a, "--resolve", b.Resolve)
 	a = appendIf(a, "--spki", b.SPKI)
 	a = appendIf(a, "--cert", b.Cert)
-	if b.JSON {
-		a = append(a, "--json")
-	}
+	a = appendOn(a, "--json", b.JSON)
 	a = appendIf(a, "--har", b.HAR)
 	a = appendIf(a, "--chromium", b.Chromium)
-	if b.ChromiumLog {
-		a = append(a, "--chromium-log")
-	}
-	if b.AllowInternet {
-		a = append(a, "--allow-internet")
-	}
+	a = appendOn(a, "--chromium-log", b.ChromiumLog)
+	a = appendOn(a, "--allow-internet", b.AllowInternet)
 	d := DefaultBrowse()
 	if b.View != "" && b.View != d.View {
 		a = append(a, "--view", b.View)
@@ -289,9 +269,7 @@ func (b Browse) Args() []string {
 		a = append(a, "--cpu-slowdown", strconv.FormatFloat(b.CPUSlowdown, 'g', -1, 64))
 	}
 	a = appendIf(a, "--viewport", b.Viewport)
-	if b.Screenshots {
-		a = append(a, "--screenshots")
-	}
+	a = appendOn(a, "--screenshots", b.Screenshots)
 	a = appendIf(a, "--frames", b.Frames)
 	a = appendIf(a, "--visual-trace", b.VisualTrace)
 	return a
@@ -313,13 +291,7 @@ func (b *Browse) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&b.Chromium, "chromium", b.Chromium, "")
 	fs.BoolVar(&b.ChromiumLog, "chromium-log", b.ChromiumLog, "")
 	fs.BoolVar(&b.AllowInternet, "allow-internet", b.AllowInternet, "")
-	fs.Func("view", "", func(v string) error {
-		if v != "first" && v != "repeat" {
-			return errors.New("allowed: first, repeat")
-		}
-		b.View = v
-		return nil
-	})
+	fs.Func("view", "", viewFlag(&b.View))
 	fs.Func("h3", "", h3Flag(&b.H3))
 	fs.Func("quic-hosts", "", func(v string) error { b.QUICHosts = split(v); return nil })
 	fs.Func("cpu-slowdown", "", func(v string) error {
@@ -341,6 +313,14 @@ func appendIf(a []string, flag, v string) []string {
 		return a
 	}
 	return append(a, flag, v)
+}
+
+// appendOn appends a boolean flag that is set.
+func appendOn(a []string, flag string, on bool) []string {
+	if !on {
+		return a
+	}
+	return append(a, flag)
 }
 
 func split(v string) []string {
@@ -383,6 +363,17 @@ func h3Flag(dst *string) func(string) error {
 	return func(v string) error {
 		if v != "forced" && v != "alt-svc" && v != "https-rr" {
 			return errors.New("allowed: forced, alt-svc, https-rr")
+		}
+		*dst = v
+		return nil
+	}
+}
+
+// viewFlag parses --view: first (a first view) or repeat (the page loaded twice with one profile).
+func viewFlag(dst *string) func(string) error {
+	return func(v string) error {
+		if v != "first" && v != "repeat" {
+			return errors.New("allowed: first, repeat")
 		}
 		*dst = v
 		return nil
