@@ -354,14 +354,7 @@ class FixtureEngine(Engine):
         return None
 
     def check_trials(self, specs: Sequence[Mapping[str, Any]]) -> None:
-        self.require("trial")
-        self.checked.append(len(specs))
-        for i, spec in enumerate(specs):
-            refusal = self.refusal(spec)
-            if refusal is not None:
-                error = SpecError(refusal, path=refusal.split(":", 1)[0])
-                error.index = i  # type: ignore[attr-defined]
-                raise error
+        self._check("trial", specs, self.refusal)
 
     def loadtest_recording_dir(self, spec: Mapping[str, Any]) -> Path | None:
         """The recorded load-test directory replayed for ``spec``."""
@@ -386,10 +379,20 @@ class FixtureEngine(Engine):
         return None
 
     def check_loadtests(self, specs: Sequence[Mapping[str, Any]]) -> None:
-        self.require("loadtest")
+        self._check("loadtest", specs, self.loadtest_refusal)
+
+    def _check(
+        self,
+        command: str,
+        specs: Sequence[Mapping[str, Any]],
+        refusal_of: Callable[[Mapping[str, Any]], str | None],
+    ) -> None:
+        """``COMMAND --check`` of ``specs``: the first spec with a refusal raises it as the engine's
+        SpecError would (its field, its index in ``specs``)."""
+        self.require(command)
         self.checked.append(len(specs))
         for i, spec in enumerate(specs):
-            refusal = self.loadtest_refusal(spec)
+            refusal = refusal_of(spec)
             if refusal is not None:
                 error = SpecError(refusal, path=refusal.split(":", 1)[0])
                 error.index = i  # type: ignore[attr-defined]
