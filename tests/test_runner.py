@@ -470,9 +470,9 @@ def test_live_progress_shows_the_worker_of_each_running_trial(small):
         progress.trial_placed(first, "node-a", 1)
         progress.trial_started(second)
         progress.trial_placed(second, "node-b", 2)  # its first worker was lost
-        status = progress._status().plain
+        status = progress._rows().plain
         progress.trial_placed(second, "evil\x1b[2J", 1)  # a worker names itself: shown escaped
-        evil = progress._status().plain
+        evil = progress._rows().plain
     finally:
         progress.sweep_ended(
             runner.RunSummary(
@@ -525,7 +525,7 @@ def test_progress_is_one_line_per_event_when_piped_and_cut_to_a_terminal(small):
         progress.trial_started(trials[0])
         progress.trial_started(trials[1])
         console = Console(file=io.StringIO(), width=60)
-        lines = ["".join(s.text for s in line) for line in console.render_lines(progress._status())]
+        lines = ["".join(s.text for s in line) for line in console.render_lines(progress._rows())]
         lines = [line for line in lines if line.strip()]
         assert len(lines) == 2 and all(len(line) <= 60 and line.endswith("…") for line in lines), lines
     finally:

@@ -9,13 +9,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -33,13 +34,39 @@ from wirelab.spec import Plan, PlannedTrial
 __all__ = ["RichLoadProgress", "RichProgress"]
 
 
-class RichProgress(Observer):
+class _LiveBars:
+    """What both live displays share: a console (stderr by default), a group of progress bars with the
+    display's columns, and while a terminal shows it a live region of the bars and ``_rows()`` below."""
+
+    def __init__(self, console: Console | None, *columns: ProgressColumn):
+        self.console = console or Console(stderr=True)
+        self.live_mode = self.console.is_terminal
+        self.progress = Progress(*columns, console=self.console)
+        self._live: Live | None = None
+
+    def _rows(self) -> RenderableType:
+        raise NotImplementedError
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.update(Group(self.progress, self._rows()))
+
+    def _start_live(self) -> None:
+        self._live = Live(Group(self.progress, self._rows()), console=self.console, refresh_per_second=4)
+        self._live.start()
+
+    def _stop_live(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+class RichProgress(_LiveBars, Observer):
     """An :class:`~wirelab.runner.Observer` drawing on ``console`` (stderr by default)."""
 
     def __init__(self, console: Console | None = None):
-        self.console = console or Console(stderr=True)
-        self.live_mode = self.console.is_terminal
-        self.progress = Progress(
+        super().__init__(
+            console,
             TextColumn("{task.description:>6}"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -47,7 +74,6 @@ class RichProgress(Observer):
             TimeElapsedColumn(),
             TextColumn("• ETA"),
             TimeRemainingColumn(),
-            console=self.console,
         )
         self.running: dict[str, tuple[PlannedTrial, int, float]] = {}
         #: trial id → the cluster worker running it
@@ -56,10 +82,9 @@ class RichProgress(Observer):
         self.load_errors = 0
         self.trials_total = 0
         self.trials_done = 0
-        self._live: Live | None = None
 
     # rendering
-    def _status(self) -> Text:
+    def _rows(self) -> Text:
         """One line per running trial (and the failures), each cut with … to the terminal's width: a
         long configuration never wraps the live display."""
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -74,10 +99,6 @@ class RichProgress(Observer):
                 f"  {self.failures} failed trials, {self.load_errors} loads with errors\n", style="red"
             )
         return text
-
-    def _refresh(self) -> None:
-        if self._live is not None:
-            self._live.update(Group(self.progress, self._status()))
 
     # Observer
     def sweep_started(
@@ -96,10 +117,7 @@ class RichProgress(Observer):
         self.trial_task = self.progress.add_task("trials", total=len(plan.trials), completed=already_complete)
         self.load_task = self.progress.add_task("loads", total=plan.loads, completed=loads_done)
         if self.live_mode and todo:
-            self._live = Live(
-                Group(self.progress, self._status()), console=self.console, refresh_per_second=4
-            )
-            self._live.start()
+            self._start_live()
 
     def trial_started(self, trial: PlannedTrial) -> None:
         previous = self.running.get(trial.id)
@@ -159,11 +177,10 @@ class RichProgress(Observer):
     def sweep_ended(self, summary: RunSummary) -> None:
         if self._live is not None:
             self._live.update(Group(self.progress))
-            self._live.stop()
-            self._live = None
+        self._stop_live()
 
 
-class RichLoadProgress(LoadObserver):
+class RichLoadProgress(_LiveBars, LoadObserver):
     """A load test's live display on ``console`` (stderr by default): per run, a bar over its planned
     duration and one row per interval as the engine's progress lines arrive — VUs, pages/s, p90 page
     time, errors, and the server's CPU, memory and busy workers from its samples. On a non-terminal it
@@ -173,14 +190,12 @@ class RichLoadProgress(LoadObserver):
     ROWS = 12
 
     def __init__(self, console: Console | None = None):
-        self.console = console or Console(stderr=True)
-        self.live_mode = self.console.is_terminal
-        self.progress = Progress(
+        super().__init__(
+            console,
             TextColumn("{task.description}"),
             BarColumn(),
             TextColumn("{task.completed:>6.0f}/{task.total:.0f} s"),
             TimeElapsedColumn(),
-            console=self.console,
         )
         self.runs_total = 0
         self.runs_done = 0
@@ -189,10 +204,9 @@ class RichLoadProgress(LoadObserver):
         self.samples: dict[int, dict[str, Any]] = {}
         self.printed: set[int] = set()
         self._task: Any = None
-        self._live: Live | None = None
 
     # rendering
-    def _table(self) -> Table:
+    def _rows(self) -> Table:
         table = Table(box=None, pad_edge=False, header_style="bold")
         for name in ("#", "t s", "VUs", "pages/s", "hits/s", "p90 ms", "errors", "srv CPU", "srv MB", "busy"):
             table.add_column(name, justify="right")
@@ -222,10 +236,6 @@ class RichLoadProgress(LoadObserver):
             "—" if busy is None or not measured else f"{busy:g}",
         ]
 
-    def _refresh(self) -> None:
-        if self._live is not None:
-            self._live.update(Group(self.progress, self._table()))
-
     # LoadObserver
     def sweep_started(self, plan: LoadPlan, todo: list[PlannedLoadtest], already_complete: int) -> None:
         self.runs_total = len(plan.runs)
@@ -249,8 +259,7 @@ class RichLoadProgress(LoadObserver):
             self.progress.remove_task(self._task)
         self._task = self.progress.add_task(escape(description), total=run.planned_s)
         if self.live_mode:
-            self._live = Live(Group(self.progress, self._table()), console=self.console, refresh_per_second=4)
-            self._live.start()
+            self._start_live()
         else:
             self.console.print(f"run {shown(description)} ({run.id})", highlight=False, soft_wrap=True)
 
@@ -289,8 +298,7 @@ class RichLoadProgress(LoadObserver):
     def run_ended(self, outcome: LoadtestOutcome) -> None:
         if self._live is not None:
             self._refresh()
-            self._live.stop()
-            self._live = None
+            self._stop_live()
         else:
             for line in self.intervals:
                 self._show(int(line["index"]), force=True)
@@ -323,9 +331,7 @@ class RichLoadProgress(LoadObserver):
         self.console.print(f"[yellow]{shown(text)}[/]", highlight=False, soft_wrap=not self.live_mode)
 
     def sweep_ended(self, summary: LoadtestSummary) -> None:
-        if self._live is not None:
-            self._live.stop()
-            self._live = None
+        self._stop_live()
 
 
 def _vus(value: Any) -> str:
