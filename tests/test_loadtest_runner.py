@@ -118,6 +118,8 @@ def test_ctrl_c_keeps_the_intervals_measured_and_exits_130(tmp_path):
         runs = results.loadtests("cap")
         intervals = results.load_intervals("cap")
         samples = results.server_samples("cap")
+        planned = results.loadtests("cap", status="planned")
+    assert list(planned["loadtest_id"]) == [plan.runs[1].id]  # the status filter
     first = runs.iloc[0]
     assert first["status"] == "interrupted" and not first["complete"] and first["interrupted"]
     assert first["intervals"] == 2 and len(intervals) == 2 and len(samples) == 2

@@ -262,6 +262,7 @@ def test_ctrl_c_stops_running_trials_and_resume_completes(tmp_path, small):
     assert len(db_loads(db)) == 8  # two whole trials, nothing of the third
     with wirelab.open(db) as results:
         assert results.trials("small").set_index("trial_id").loc[plan.trials[2].id, "status"] == "interrupted"
+        assert list(results.trials("small", status="interrupted")["trial_id"]) == [plan.trials[2].id]
     engine = FixtureEngine()
     assert wirelab.run(small, db=db, engine=engine).ok
     assert engine.started == [t.id for t in plan.trials[2:]]

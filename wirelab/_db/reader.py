@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +53,23 @@ class Results(Database):
     def __init__(self, path: str | Path = DEFAULT_DB):
         super().__init__(path, readonly=True)
 
-    def _sweep_filter(self, sweep: str | None, alias: str = "s") -> tuple[str, list[Any]]:
-        if sweep is None:
-            return "", []
-        if self.conn.execute("SELECT 1 FROM sweeps WHERE name = ?", (sweep,)).fetchone() is None:
-            known = [r[0] for r in self.conn.execute("SELECT name FROM sweeps ORDER BY name")]
-            raise UsageError(f"sweep: {sweep!r} is not in {self.path}; sweeps: {', '.join(known) or 'none'}")
-        return f" AND {alias}.name = ?", [sweep]
+    def _sweep_filter(
+        self, sweep: str | None, equal: Mapping[str, Any] | None = None, alias: str = "s"
+    ) -> tuple[str, list[Any]]:
+        """The WHERE terms (after ``WHERE 1 = 1``) and parameters that keep the sweep ``sweep`` (None:
+        every sweep; an unknown name is one line naming the sweeps there are) and the rows whose columns
+        in ``equal`` (``"t.status"``…) have the value given there (a None value: no condition)."""
+        where, args = "", []
+        if sweep is not None:
+            if self.conn.execute("SELECT 1 FROM sweeps WHERE name = ?", (sweep,)).fetchone() is None:
+                known = ", ".join(r[0] for r in self.conn.execute("SELECT name FROM sweeps ORDER BY name"))
+                raise UsageError(f"sweep: {sweep!r} is not in {self.path}; sweeps: {known or 'none'}")
+            where, args = f" AND {alias}.name = ?", [sweep]
+        for column, value in (equal or {}).items():
+            if value is not None:
+                where += f" AND {column} = ?"
+                args.append(value)
+        return where, args
 
     def sweeps(self) -> pd.DataFrame:
         """One row per sweep: name, kind (``trials`` or ``loadtest``), description, spec_hash, axes,
@@ -95,11 +106,8 @@ class Results(Database):
         """One row per trial with its grid parameters as columns (dotted names) and its parsed
         ``spec``, ``provenance`` and ``emulator`` summary. ``repeats``: also the trials of
         ``[sweep] repeat_on_each_worker`` (``repeat_of`` names the configuration they repeat)."""
-        where, args = self._sweep_filter(sweep)
+        where, args = self._sweep_filter(sweep, {"t.status": status})
         where += "" if repeats else " AND t.repeat_of IS NULL"
-        if status is not None:
-            where += " AND t.status = ?"
-            args.append(status)
         df = pd.read_sql_query(
             f"""
             SELECT s.name AS sweep, t.trial_id, t.idx AS trial_index, t.status, t.params_json, t.spec_json,
@@ -132,11 +140,8 @@ class Results(Database):
         from the trial spec, one column per grid parameter (dotted name) and numeric companions of
         unit-bearing parameters (``network.rtt`` → ``network.rtt_ms``). ``repeats``: also the loads of
         ``[sweep] repeat_on_each_worker``'s trials."""
-        where, args = self._sweep_filter(sweep)
+        where, args = self._sweep_filter(sweep, {"l.protocol": protocol})
         where += "" if repeats else " AND t.repeat_of IS NULL"
-        if protocol is not None:
-            where += " AND l.protocol = ?"
-            args.append(protocol)
         if not with_errors:
             where += " AND l.error IS NULL"
         cols = ", ".join(f"l.{c}" for c in LOADS.names)
@@ -168,15 +173,8 @@ class Results(Database):
     ) -> pd.DataFrame:
         """One row per object (HAR entry) of every stored load, with its load's protocol and repetition
         (of the planned trials, or of the trial ``trial_id`` whichever it is)."""
-        where, args = self._sweep_filter(sweep)
-        if trial_id is not None:
-            where += " AND t.trial_id = ?"
-            args.append(trial_id)
-        else:
-            where += " AND t.repeat_of IS NULL"
-        if load_index is not None:
-            where += " AND l.load_index = ?"
-            args.append(load_index)
+        where, args = self._sweep_filter(sweep, {"t.trial_id": trial_id, "l.load_index": load_index})
+        where += " AND t.repeat_of IS NULL" if trial_id is None else ""
         cols = ", ".join(f"o.{c}" for c in OBJECTS.names)
         df = pd.read_sql_query(
             f"""
@@ -193,10 +191,7 @@ class Results(Database):
 
     def artifacts(self, sweep: str | None = None, *, trial_id: str | None = None) -> pd.DataFrame:
         """Files kept for each trial and load (kind, path relative to the database, absolute path)."""
-        where, args = self._sweep_filter(sweep)
-        if trial_id is not None:
-            where += " AND t.trial_id = ?"
-            args.append(trial_id)
+        where, args = self._sweep_filter(sweep, {"t.trial_id": trial_id})
         df = pd.read_sql_query(
             f"""
             SELECT s.name AS sweep, t.trial_id, l.load_index, a.kind, a.path
@@ -348,10 +343,7 @@ class Results(Database):
         ``status``, ``complete``, ``server`` (``server.impl``), the outcome columns, parsed ``spec``,
         ``outcomes``, ``thresholds``, ``summary``, ``provenance``, ``emulator`` and
         ``server_exited``, and the grid parameters (dotted names, with numeric companions)."""
-        where, args = self._sweep_filter(sweep)
-        if status is not None:
-            where += " AND l.status = ?"
-            args.append(status)
+        where, args = self._sweep_filter(sweep, {"l.status": status})
         df = pd.read_sql_query(
             f"""
             SELECT s.name AS sweep, l.loadtest_id, l.idx AS run_index, l.point, l.protocol, l.status,
@@ -402,10 +394,7 @@ class Results(Database):
         return df
 
     def _per_interval(self, table: RecordTable, sweep: str | None, loadtest_id: str | None) -> pd.DataFrame:
-        where, args = self._sweep_filter(sweep)
-        if loadtest_id is not None:
-            where += " AND l.loadtest_id = ?"
-            args.append(loadtest_id)
+        where, args = self._sweep_filter(sweep, {"l.loadtest_id": loadtest_id})
         cols = ", ".join(f"x.{c}" for c in table.names)
         df = pd.read_sql_query(
             f"""
