@@ -154,26 +154,33 @@ class SweepSection:
     metric_column: str | None = None
 
 
-def add_figure(
-    figures: list[FigureBlock],
-    figures_dir: Path,
-    sweep: str,
-    kind: str,
-    title: str,
-    caption: str,
-    make: Callable[[], Any],
-    config: dict[str, str],
-) -> None:
-    """Render ``make()`` into ``figures_dir`` under a name of its own (``kind-title``, numbered when
-    taken) and append it to ``figures`` (a sweep's section's figures, anchored under ``sweep``)."""
-    name = slug(f"{kind}-{title}")
-    taken = {f.rendered.name for f in figures}
-    base, i = name, 2
-    while name in taken:
-        name, i = f"{base}-{i}", i + 1
-    rendered = render(make(), name)
-    rendered.write(figures_dir)
-    figures.append(FigureBlock(f"fig-{sweep}-{name}", title, caption, config, rendered, kind))
+class SectionBuilder:
+    """What the builder of a sweep's section collects (a trial sweep's: ``_Builder`` here; a load
+    test's: ``report._capacity``): its figures — rendered into ``figures_dir``, anchored under the
+    sweep's name —, tables, findings and notes."""
+
+    def __init__(self, sweep: str, figures_dir: Path):
+        self.sweep_name = sweep
+        self.figures_dir = figures_dir
+        self.figures: list[FigureBlock] = []
+        self.tables: list[TableBlock] = []
+        self.findings: list[Finding] = []
+        self.notes: list[str] = []
+
+    def add_figure(
+        self, kind: str, title: str, caption: str, make: Callable[..., Any], config: dict[str, str]
+    ) -> None:
+        """Render ``make()`` into ``figures_dir`` under a name of its own (``kind-title``, numbered when
+        taken) and add it to the section's figures."""
+        name = slug(f"{kind}-{title}")
+        taken = {f.rendered.name for f in self.figures}
+        base, i = name, 2
+        while name in taken:
+            name, i = f"{base}-{i}", i + 1
+        rendered = render(make(), name)
+        rendered.write(self.figures_dir)
+        anchor = f"fig-{self.sweep_name}-{name}"
+        self.figures.append(FigureBlock(anchor, title, caption, config, rendered, kind))
 
 
 def sweep_section(
@@ -240,22 +247,18 @@ def _p_text(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-class _Builder:
+class _Builder(SectionBuilder):
     def __init__(
         self, sd: SweepData, figures_dir: Path, seed: int, metric: page_metrics.Metric | None = None
     ):
+        super().__init__(sd.name, figures_dir)
         self.sd = sd
         #: the metrics of the gains/CDFs (g) and of the ratios/scenarios (r): the chosen one in place of
         #: both, else the studies' ToW and PLT (docs/vitals.md, "Metrics of the figures")
         self.metric = metric
         self.g = metric or page_metrics.DEFAULT_GAIN
         self.r = metric or page_metrics.DEFAULT_RATIO
-        self.figures_dir = figures_dir
         self.seed = seed
-        self.figures: list[FigureBlock] = []
-        self.tables: list[TableBlock] = []
-        self.findings: list[Finding] = []
-        self.notes: list[str] = []
         self.fixed = sd.fixed()
         self.ok = ok_loads(sd.loads)
         configs = sd.configs.copy()
@@ -271,11 +274,6 @@ class _Builder:
     def with_config(self, frame: pd.DataFrame) -> pd.DataFrame:
         extra = [c for c in self.configs.columns if c not in frame.columns or c == "trial_id"]
         return frame.merge(self.configs[extra], on="trial_id", how="left")
-
-    def add_figure(
-        self, kind: str, title: str, caption: str, make: Callable[[], Any], config: dict[str, str]
-    ) -> None:
-        add_figure(self.figures, self.figures_dir, self.sd.name, kind, title, caption, make, config)
 
     def config_text(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {**self.fixed, **(extra or {})}

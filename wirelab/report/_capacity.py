@@ -32,11 +32,10 @@ from wirelab.analysis import conclusions as say
 from wirelab.analysis.capacity import CapacityData, busy_label, capacity_table, scenario_text, sla_of
 from wirelab.report._build import (
     Cell,
-    FigureBlock,
     Finding,
+    SectionBuilder,
     SweepSection,
     TableBlock,
-    add_figure,
     provenance_rows,
     sweep_section,
 )
@@ -66,18 +65,11 @@ def _connections(opened: Any, closed_by_server: Any) -> str:
     return text if _none(closed_by_server) is None else f"{text} ({int(closed_by_server):,})"
 
 
-class _Builder:
+class _Builder(SectionBuilder):
     def __init__(self, data: CapacityData, figures_dir: Path):
+        super().__init__(data.name, figures_dir)
         self.data = data
-        self.figures_dir = figures_dir
-        self.figures: list[FigureBlock] = []
-        self.tables: list[TableBlock] = []
-        self.findings: list[Finding] = []
-        self.notes: list[str] = []
         self.table = capacity_table(data)
-
-    def add_figure(self, kind: str, title: str, caption: str, make: Any, config: dict[str, str]) -> None:
-        add_figure(self.figures, self.figures_dir, self.data.name, kind, title, caption, make, config)
 
     # ------------------------------------------------------------------------------------------
     def fixed(self) -> dict[str, str]:
