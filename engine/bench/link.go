@@ -238,12 +238,14 @@ type Machine struct {
 	LoadBefore   string  `json:"loadavg_before"`
 	LoadAfter    string  `json:"loadavg_after"`
 	OtherBusyPct float64 `json:"other_busy_pct"` // CPU busy outside this process tree during the run, % of all CPUs
-	// OtherRealtime lists the user-space processes outside this process tree that were real-time
-	// (SCHED_FIFO, SCHED_RR) when the benchmark looked — at the start, after every run and at the
+	// OtherRealtime lists the user-space processes outside this process tree with a thread that was
+	// real-time (SCHED_FIFO, SCHED_RR, SCHED_DEADLINE) when the benchmark looked — at the start, after every run and at the
 	// end (at most 20): other emulators, say. Their threads compete with the emulator's as equals
 	// or above it, and most of a loaded machine's RTT tail came from such processes and from
 	// ordinary ones in the kernel (docs/network.md, "The line-rate targets, measured again").
-	OtherRealtime []string `json:"other_realtime"`
+	// Only bench link looks (nil: the other benchmarks leave it out of their JSON, omitzero); it
+	// says [] when it looked and found none.
+	OtherRealtime []string `json:"other_realtime,omitzero"`
 }
 
 // Link runs the link benchmark.
@@ -264,6 +266,7 @@ func Link(opt LinkOptions) (*LinkResult, error) {
 	}}
 	start := time.Now()
 	b.res.Machine = machine()
+	b.res.Machine.OtherRealtime = []string{} // looked: [] in the JSON when none is found
 	b.noteOtherRealtime()
 	busy0 := cpuBusy()
 	self0 := treeCPU()

@@ -14,10 +14,14 @@ const maxOtherRealtime = 20
 
 // Scheduling policies (sched.h) and the kernel-thread flag (PF_KTHREAD).
 const (
-	policyFIFO = 1
-	policyRR   = 2
-	pfKthread  = 0x00200000
+	policyFIFO     = 1
+	policyRR       = 2
+	policyDeadline = 6
+	pfKthread      = 0x00200000
 )
+
+// policyNames names the real-time policies otherRealtime reports.
+var policyNames = map[int]string{policyFIFO: "SCHED_FIFO", policyRR: "SCHED_RR", policyDeadline: "SCHED_DEADLINE"}
 
 // procStat is what otherRealtime needs of /proc/PID/stat.
 type procStat struct {
@@ -51,9 +55,12 @@ func parseStat(line string) (procStat, bool) {
 	return s, true
 }
 
-// otherRealtime lists the user-space processes under procRoot (/proc) that run real-time
-// (SCHED_FIFO or SCHED_RR), other than self and its descendants (the benchmark's peers): other
-// emulators, say. Each is "command (pid) SCHED_RR prio", sorted.
+// otherRealtime lists the user-space processes under procRoot (/proc) with a thread that runs
+// real-time (SCHED_FIFO, SCHED_RR or SCHED_DEADLINE), other than self and its descendants (the
+// benchmark's peers): other emulators, say. The policy lives per thread — a process may make only
+// one thread real-time — so every task of a process is read (/proc/PID/task/TID/stat) and the
+// process is listed once, with its highest real-time priority. Each is "command (pid) POLICY prio",
+// sorted.
 func otherRealtime(procRoot string, self int) []string {
 	dirs, _ := filepath.Glob(filepath.Join(procRoot, "[0-9]*"))
 	stats := map[int]procStat{}
@@ -76,12 +83,28 @@ func otherRealtime(procRoot string, self int) []string {
 		return false
 	}
 	var out []string
-	for _, s := range stats {
-		if (s.policy != policyFIFO && s.policy != policyRR) || s.flags&pfKthread != 0 || ours(s.pid) {
+	for pid, s := range stats {
+		if s.flags&pfKthread != 0 || ours(pid) {
 			continue
 		}
-		name := map[int]string{policyFIFO: "SCHED_FIFO", policyRR: "SCHED_RR"}[s.policy]
-		out = append(out, fmt.Sprintf("%s (%d) %s %d", s.comm, s.pid, name, s.rtPrio))
+		best, found := s, policyNames[s.policy] != ""
+		tasks, _ := filepath.Glob(filepath.Join(procRoot, strconv.Itoa(pid), "task", "[0-9]*", "stat"))
+		for _, path := range tasks {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				continue // the thread ended meanwhile
+			}
+			t, ok := parseStat(string(b))
+			if !ok || policyNames[t.policy] == "" {
+				continue
+			}
+			if !found || t.rtPrio > best.rtPrio {
+				best, found = t, true
+			}
+		}
+		if found {
+			out = append(out, fmt.Sprintf("%s (%d) %s %d", s.comm, pid, policyNames[best.policy], best.rtPrio))
+		}
 	}
 	slices.Sort(out)
 	return out

@@ -46,9 +46,29 @@ func TestOtherRealtimeSkipsSelfChildrenKernelAndOrdinary(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "500"), 0o755); err != nil {
 		t.Fatal(err) // a process gone before its stat was read
 	}
+	// a process whose main thread is ordinary and one of whose threads is real-time (twice: the
+	// higher priority is listed), and one with a SCHED_DEADLINE thread
+	write(600, stat(600, 1, "pipewire", 0, 0, 0))
+	writeTask := func(pid, tid int, line string) {
+		d := filepath.Join(root, fmt.Sprint(pid), "task", fmt.Sprint(tid))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "stat"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTask(600, 600, stat(600, 1, "pipewire", 0, 0, 0))
+	writeTask(600, 601, stat(601, 1, "data-loop", 0, 20, policyFIFO))
+	writeTask(600, 602, stat(602, 1, "data-loop", 0, 88, policyRR))
+	write(700, stat(700, 1, "dl", 0, 0, 0))
+	writeTask(700, 701, stat(701, 1, "dl", 0, 0, policyDeadline))
 
 	got := otherRealtime(root, 100)
-	want := []string{"a (b) c (201) SCHED_FIFO 50", "wirelab-engine.test (200) SCHED_RR 2"}
+	want := []string{
+		"a (b) c (201) SCHED_FIFO 50", "dl (700) SCHED_DEADLINE 0", "pipewire (600) SCHED_RR 88",
+		"wirelab-engine.test (200) SCHED_RR 2",
+	}
 	if !slices.Equal(got, want) {
 		t.Errorf("otherRealtime = %q, want %q", got, want)
 	}
