@@ -2,6 +2,7 @@ package client
 
 import (
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,12 +96,29 @@ func joinField(have, line string) string {
 	return have + ", " + line
 }
 
-// fromHeader reads the fields from a net/http header (set for each line).
+// cacheFieldNames maps the canonical form (net/http's, textproto.CanonicalMIMEHeaderKey) of each
+// field name set reads to the lower-case one it takes.
+var cacheFieldNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{"cache-control", "vary", "etag", "last-modified", "expires", "date", "age"} {
+		m[textproto.CanonicalMIMEHeaderKey(n)] = n
+	}
+	return m
+}()
+
+// fromHeader reads the fields from a net/http header (set for each line). Only the names set
+// reads are looked at: no other line's name is lowered (an allocation per line on the h1 path).
 func (f *cacheFields) fromHeader(h http.Header) {
 	*f = cacheFields{}
 	for name, lines := range h {
+		lower, ok := cacheFieldNames[name]
+		if !ok { // a key not in canonical form (set directly in the map)
+			if lower, ok = cacheFieldNames[textproto.CanonicalMIMEHeaderKey(name)]; !ok {
+				continue
+			}
+		}
 		for _, v := range lines {
-			f.set(strings.ToLower(name), v)
+			f.set(lower, v)
 		}
 	}
 }

@@ -504,26 +504,41 @@ func (c *h2Conn) send(ctx context.Context, r *request, reserved bool) (*h2Stream
 }
 
 // sendNow (h2Pool.submit) writes r's HEADERS into the connection's buffer, unflushed, if a
-// stream may be opened at once and no request waits for one; false: nothing done. The write
-// happens under mu too (a buffer append, no system call unless the buffer fills), so the read
-// loop, which finds the stream under mu, sees every field the write set.
+// stream may be opened at once and no request waits for one; false: nothing done. mu is held
+// only to take the stream and, once the header block is encoded and r stamped, to publish the
+// stream (the read loop finds it under mu, so it sees every field set before); the frames are
+// written after that, under wmu alone — a write that fills the buffer flushes it (a system call)
+// without holding up the read loop's stream lookups.
 func (c *h2Conn) sendNow(ctx context.Context, r *request, deliver func(*request)) bool {
 	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	c.mu.Lock()
 	if c.dead != nil || c.goAway || len(c.waiters) > 0 || c.open >= c.limit {
 		c.mu.Unlock()
-		c.wmu.Unlock()
 		return false
 	}
 	c.open++
 	st := &h2Stream{id: c.nextID, r: r, deliver: deliver, ctx: ctx}
 	c.nextID += 2
-	c.streams[st.id] = st
-	err := c.writeHeaders(st, r, c.peerMaxFrame, false)
+	maxFrame := c.peerMaxFrame
 	c.mu.Unlock()
-	c.wmu.Unlock()
-	if err != nil {
-		c.fail(fmt.Errorf("h2 write: %w", err)) // ends the stream: delivered through h2Pool.again
+	start := c.s.now()
+	block := c.encodeHeaders(r)
+	c.mu.Lock()
+	if c.dead != nil || c.goAway {
+		// It failed or went away meanwhile: the read loop has ended (or is ending) the streams it
+		// had, and no header block follows on this connection (so the encoder's state is moot).
+		c.open--
+		c.wakeLocked()
+		c.mu.Unlock()
+		return false
+	}
+	c.stamp(st, r, start)
+	r.sendEnd = c.s.now() // handed to the connection's buffer: the flush comes with the batch's
+	c.streams[st.id] = st
+	c.mu.Unlock()
+	if err := c.writeBlock(st.id, block, maxFrame); err != nil {
+		c.fail(fmt.Errorf("h2 write: %w", err)) // the read loop ends the stream: delivered through h2Pool.again
 	}
 	return true
 }
@@ -568,10 +583,27 @@ func (c *h2Conn) dropWaiterLocked(turn chan struct{}) {
 // Unflushed (coalesce), the block leaves with the flush of a request queued behind it: sendEnd is
 // then when it was handed to the connection's buffer.
 func (c *h2Conn) writeHeaders(st *h2Stream, r *request, maxFrame uint32, flush bool) error {
-	r.sendStart = c.s.now()
+	c.stamp(st, r, c.s.now())
+	err := c.writeBlock(st.id, c.encodeHeaders(r), maxFrame)
+	if err == nil && flush {
+		err = c.bw.Flush()
+	}
+	r.sendEnd = c.s.now()
+	return err
+}
+
+// stamp records that r is sent on st at start (its send phase begins).
+func (c *h2Conn) stamp(st *h2Stream, r *request, start time.Duration) {
+	r.sendStart = start
 	r.conn = c.rec.info.ID
 	r.streamID = int64(st.id)
 	c.rec.update(func(ci *Conn) { ci.Requests++ })
+}
+
+// encodeHeaders HPACK-encodes r's header block into hbuf and returns it (valid until the next
+// call); the caller holds wmu, and the block must be written next (the encoder's state counts it
+// as sent).
+func (c *h2Conn) encodeHeaders(r *request) []byte {
 	c.hbuf.Reset()
 	for _, f := range [...]hpack.HeaderField{
 		{Name: ":method", Value: "GET"},
@@ -595,22 +627,23 @@ func (c *h2Conn) writeHeaders(st *h2Stream, r *request, maxFrame uint32, flush b
 			c.henc.WriteField(hpack.HeaderField{Name: "if-modified-since", Value: ims})
 		}
 	}
-	block := c.hbuf.Bytes()
+	return c.hbuf.Bytes()
+}
+
+// writeBlock writes a header block as a HEADERS frame and the CONTINUATION frames that
+// maxFrame needs; the caller holds wmu.
+func (c *h2Conn) writeBlock(id uint32, block []byte, maxFrame uint32) error {
 	var err error
 	for first := true; err == nil && (first || len(block) > 0); first = false {
 		n := min(len(block), int(maxFrame))
 		frag := block[:n]
 		block = block[n:]
 		if first {
-			err = c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: frag, EndStream: true, EndHeaders: len(block) == 0})
+			err = c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: frag, EndStream: true, EndHeaders: len(block) == 0})
 		} else {
-			err = c.fr.WriteContinuation(st.id, len(block) == 0, frag)
+			err = c.fr.WriteContinuation(id, len(block) == 0, frag)
 		}
 	}
-	if err == nil && flush {
-		err = c.bw.Flush()
-	}
-	r.sendEnd = c.s.now()
 	return err
 }
 
@@ -629,8 +662,12 @@ func (c *h2Conn) flushLeft() {
 	}
 }
 
+// readLoop reads and handles the connection's frames until it fails; then it ends every stream
+// left (fail only marks the connection dead and closes it: a writer that fails it never ends a
+// stream the read loop may be handling).
 func (c *h2Conn) readLoop() {
 	defer close(c.readDone)
+	defer c.endAll()
 	for {
 		f, err := c.fr.ReadFrame()
 		now := c.s.now()
@@ -967,7 +1004,9 @@ func (c *h2Conn) broken() bool {
 	return c.dead != nil || c.goAway
 }
 
-// fail ends the connection: every open stream and every waiting request fails with err.
+// fail ends the connection: it is marked dead with err (every request that would open a stream
+// on it gives up), the waiting requests are woken and the socket is closed — which ends the read
+// loop, which then ends every open stream with err (endAll). Any goroutine may call it.
 func (c *h2Conn) fail(err error) {
 	c.mu.Lock()
 	if c.dead != nil {
@@ -975,10 +1014,6 @@ func (c *h2Conn) fail(err error) {
 		return
 	}
 	c.dead = err
-	ids := make([]uint32, 0, len(c.streams))
-	for id := range c.streams {
-		ids = append(ids, id)
-	}
 	for _, w := range c.waiters { // each retries, sees dead and gives up
 		select {
 		case w <- struct{}{}:
@@ -994,6 +1029,22 @@ func (c *h2Conn) fail(err error) {
 		})
 	}
 	c.conn.Close()
+}
+
+// endAll ends every stream still open with the connection's failure (the read loop's last act:
+// the connection is dead by then, so no stream is added after).
+func (c *h2Conn) endAll() {
+	c.mu.Lock()
+	err := c.dead
+	if err == nil { // not reached: the read loop returns only after fail
+		err = errors.New("h2: connection ended")
+		c.dead = err
+	}
+	ids := make([]uint32, 0, len(c.streams))
+	for id := range c.streams {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
 	now := c.s.now()
 	for _, id := range ids {
 		c.endStream(id, now, err)
