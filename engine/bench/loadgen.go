@@ -97,6 +97,10 @@ type PagesRow struct {
 	// HarnessCores is this process's CPU ÷ the run's wall time: the benchmark's own share of the
 	// machine (for a real server, mostly the lab's idle emulator), taken from both tools alike.
 	HarnessCores float64 `json:"harness_cores"`
+	// Error: the run measured nothing — h2load did not end within its duration and a minute and
+	// was stopped (over h1s and h1 against Apache). The protocol's later h2load rounds are left
+	// out, its wirelab rounds and the other protocols still run.
+	Error string `json:"error,omitempty"`
 }
 
 // RatioRow compares the tools over one protocol: the median pages/s of each over the rounds (the
@@ -109,6 +113,8 @@ type RatioRow struct {
 	Ratio         float64 `json:"ratio"`               // wirelab ÷ h2load (≥ 1.0: the generator does not limit the result)
 	WirelabUsReq  float64 `json:"wirelab_cpu_us_per_request"`
 	H2loadUsReq   float64 `json:"h2load_cpu_us_per_request"`
+	// Error: no ratio, because no h2load run of the protocol measured anything (its rows' error).
+	Error string `json:"error,omitempty"`
 }
 
 // ratios are the pages part's RatioRows, in the order of protocols.
@@ -116,9 +122,12 @@ func ratios(rows []PagesRow, protocols []string) []RatioRow {
 	var out []RatioRow
 	for _, proto := range protocols {
 		var w, h, wu, hu []float64
+		failed := ""
 		for _, p := range rows {
 			switch {
 			case p.Protocol != proto:
+			case p.Error != "":
+				failed = p.Tool + ": " + p.Error
 			case p.Tool == "h2load":
 				h, hu = append(h, p.PagesPerS), append(hu, p.CPUUsPerReq)
 			default:
@@ -126,6 +135,9 @@ func ratios(rows []PagesRow, protocols []string) []RatioRow {
 			}
 		}
 		if len(w) == 0 || len(h) == 0 {
+			if failed != "" {
+				out = append(out, RatioRow{Protocol: proto, Rounds: min(len(w), len(h)), Error: failed})
+			}
 			continue
 		}
 		r := RatioRow{Protocol: proto, Rounds: min(len(w), len(h)), WirelabPagesS: round(median(w), 1), H2loadPagesS: round(median(h), 1),
@@ -232,10 +244,14 @@ func (o *LoadgenOptions) pages(ctx context.Context, srv LoadgenServer, res *Load
 		if err != nil {
 			return err
 		}
+		hung := false // an h2load run of this protocol hung: its later rounds are left out
 		for rnd := 1; rnd <= o.Rounds; rnd++ {
 			for _, tool := range []string{"h2load", "wirelab"} {
 				if ctx.Err() != nil {
 					return ctx.Err()
+				}
+				if tool == "h2load" && hung {
+					continue
 				}
 				var row *PagesRow
 				self0, wall0 := selfCPU(), time.Now()
@@ -243,6 +259,12 @@ func (o *LoadgenOptions) pages(ctx context.Context, srv LoadgenServer, res *Load
 					row, err = o.h2load(ctx, s, proto, port, urls, len(pg.Objects))
 				} else {
 					row, err = o.wirelab(ctx, s, proto, urls[0])
+				}
+				if errors.Is(err, errH2loadHung) {
+					hung = true
+					o.progress("  %-4s %-8s round %d: %v — its later rounds over %s are left out", proto, tool, rnd, err, proto)
+					res.Pages = append(res.Pages, PagesRow{Protocol: proto, Tool: tool, Round: rnd, Error: err.Error()})
+					continue
 				}
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", tool, proto, err)
@@ -264,6 +286,9 @@ var (
 	h2loadRequestTime = regexp.MustCompile(`time for request:\s+\S+\s+\S+\s+([0-9.]+)(us|ms|s)\s`)
 	h2loadRequests    = regexp.MustCompile(`requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed`)
 )
+
+// errH2loadHung: h2load ran past its duration and a minute and was stopped.
+var errH2loadHung = errors.New("h2load did not end within its duration")
 
 // h2load runs h2load beside the server as closed-loop page clients: h1 six connections per
 // client (one request at a time each), h2 one connection per client with one stream per object
@@ -318,7 +343,7 @@ func (o *LoadgenOptions) h2load(ctx context.Context, s *Served, proto string, po
 		return nil, ctx.Err()
 	}
 	if hctx.Err() != nil {
-		return nil, fmt.Errorf("h2load did not end within its duration (%v) and a minute; stopped: %s", o.Duration, lastLines(out.String(), 3))
+		return nil, fmt.Errorf("%w (%v) and a minute; stopped: %s", errH2loadHung, o.Duration, lastLines(out.String(), 3))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%v: %s", err, lastLines(out.String(), 5))

@@ -27,3 +27,28 @@ func TestRatiosAreMediansPerProtocol(t *testing.T) {
 		t.Errorf("h2: %+v; want medians 90 and 110, ratio 0.82, CPU 31 and 21 µs, 3 rounds", r)
 	}
 }
+
+// A hung h2load run (stopped after its duration and a minute) is a row with its error and no
+// figures: it is left out of the medians, and a protocol whose every h2load run hung gets a
+// ratio row that says so instead of a ratio.
+func TestRatiosLeaveOutHungRuns(t *testing.T) {
+	hung := "h2load did not end within its duration (10s) and a minute; stopped: …"
+	rows := []PagesRow{
+		{Protocol: "h1", Tool: "h2load", PagesPerS: 100},
+		{Protocol: "h1", Tool: "wirelab", PagesPerS: 80},
+		{Protocol: "h1", Tool: "h2load", Round: 2, Error: hung},
+		{Protocol: "h1", Tool: "wirelab", Round: 2, PagesPerS: 90},
+		{Protocol: "h1s", Tool: "h2load", Error: hung},
+		{Protocol: "h1s", Tool: "wirelab", PagesPerS: 60},
+	}
+	got := ratios(rows, []string{"h1", "h1s"})
+	if len(got) != 2 {
+		t.Fatalf("rows %+v; want h1 and h1s", got)
+	}
+	if r := got[0]; r.Error != "" || r.H2loadPagesS != 100 || r.Ratio != 0.85 || r.Rounds != 1 {
+		t.Errorf("h1: %+v; want h2load's one measured run (100) against wirelab's median 85: 0.85", r)
+	}
+	if r := got[1]; r.Error != "h2load: "+hung || r.Ratio != 0 {
+		t.Errorf("h1s: %+v; want no ratio and the hang named", r)
+	}
+}

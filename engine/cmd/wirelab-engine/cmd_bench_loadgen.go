@@ -213,6 +213,10 @@ func printRatioTable(runs []*bench.LoadgenResult, protocols []string) {
 				fmt.Printf(" %6s", "—")
 				continue
 			}
+			if r.Ratios[i].Error != "" {
+				fmt.Printf(" %6s", "hung")
+				continue
+			}
 			fmt.Printf(" %6.2f", r.Ratios[i].Ratio)
 		}
 		fmt.Printf("  %s → %s", r.Machine.LoadBefore, r.Machine.LoadAfter)
@@ -228,9 +232,17 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 		fmt.Printf("pages/s, server %s, page %s (%d objects), %d page clients, %.0f s per run:\n  %s\n", r.Server, r.Page, r.Objects, r.Clients, r.DurationS, r.Where)
 		fmt.Printf("  %-4s %-8s %5s %10s %10s %12s %12s %8s %8s %8s\n", "", "tool", "round", "pages/s", "failed", "µs CPU/req", "server µs", "cores", "server", "harness")
 		for _, p := range r.Pages {
+			if p.Error != "" {
+				fmt.Printf("  %-4s %-8s %5d  %s\n", p.Protocol, p.Tool, p.Round, p.Error)
+				continue
+			}
 			fmt.Printf("  %-4s %-8s %5d %10.1f %10d %12.1f %12.1f %8.2f %8.2f %8.2f\n", p.Protocol, p.Tool, p.Round, p.PagesPerS, p.Failed, p.CPUUsPerReq, p.ServerUsPerRq, p.ToolCores, p.ServerCores, p.HarnessCores)
 		}
 		for _, q := range r.Ratios {
+			if q.Error != "" {
+				fmt.Printf("  %-4s wirelab ÷ h2load not measured: %s\n", q.Protocol, q.Error)
+				continue
+			}
 			fmt.Printf("  %-4s wirelab ÷ h2load = %.2f (median pages/s %.1f vs %.1f over %d rounds; µs CPU per request %.1f vs %.1f)\n",
 				q.Protocol, q.Ratio, q.WirelabPagesS, q.H2loadPagesS, q.Rounds, q.WirelabUsReq, q.H2loadUsReq)
 		}
