@@ -68,6 +68,11 @@ type VUsRow struct {
 	OpenConnections int64   `json:"open_connections"`    // summed, at the hold's last full interval
 	CPUCores        float64 `json:"cpu_cores_hold"`      // the generators' CPU during the hold
 	SaturatedHold   int     `json:"saturated_intervals_hold"`
+	// RealtimeCores is the CPU that other programs' real-time threads (SCHED_FIFO, SCHED_RR) took
+	// during the part — a lower bound (realtime.go) — and RealtimeThreads how many used any: on a
+	// shared machine, figures taken beside them are not the generators' or the servers' own.
+	RealtimeCores   float64 `json:"realtime_neighbour_cores"`
+	RealtimeThreads int     `json:"realtime_neighbour_threads"`
 	// Failed names the generators that exited with an error (a limit of the machine reached: its
 	// line on stderr) — the figures then cover less than the plan.
 	Failed []string `json:"generators_failed,omitempty"`
@@ -206,6 +211,7 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 	o.progress("  %d generator processes and %d built-in server processes (one port each, generator K → server K), at most %d VUs each: bound by %s",
 		plan.Generators, plan.Servers, plan.PerProcess, plan.BoundBy)
 
+	rt := realtimeWatch()
 	// The server processes, in a control group of their own when the machine has one.
 	runID := randomHex(4)
 	srvGroup, genGroup, memSource := vuGroups(runID)
@@ -391,6 +397,7 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 			row.Failed = append(row.Failed, fmt.Sprintf("%s (%v)", names[k], err))
 		}
 	}
+	row.RealtimeCores, row.RealtimeThreads = rt()
 	fillVUsRow(row, merged.Summary, ivs, mem, o.VURamp, o.VUHold)
 	if len(ivs) == 0 {
 		return row, errors.New("no interval merged")

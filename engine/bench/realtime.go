@@ -1,0 +1,65 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Real-time neighbours. A thread under SCHED_FIFO or SCHED_RR runs before every normal one, for
+// up to sched_rt_runtime_us of each period (95 % by default): on a 2-core machine two busy
+// real-time threads of another program (an emulator, a timing test) can leave the benchmark's
+// processes almost no CPU for seconds. That showed as stalls in the vus part — a generator's VU
+// count standing still with 0.01 ms of CPU per 5 s interval, then its late intervals arriving at
+// once (sched_p99_ms 8.6 s) — which the load average does not reveal. realtimeTicks lets a run say
+// how much CPU such threads took beside it.
+
+// realtimeTicks sums the CPU time (utime + stime, clock ticks) of every thread on the machine
+// whose scheduling policy is SCHED_FIFO (1) or SCHED_RR (2), and how many such threads used any.
+// Threads that end between two readings take their time with them: a difference of two readings
+// is a lower bound.
+func realtimeTicks() (ticks int64, threads int) {
+	tasks, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*/stat")
+	for _, path := range tasks {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
+		if len(f) < 39 {
+			continue
+		}
+		if policy := f[38]; policy != "1" && policy != "2" { // field 41
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64) // field 14
+		st, _ := strconv.ParseInt(f[12], 10, 64) // field 15
+		if u+st > 0 {
+			ticks += u + st
+			threads++
+		}
+	}
+	return ticks, threads
+}
+
+// realtimeWatch measures the real-time threads' CPU from its start to the call of the function
+// it returns: cores (a lower bound) and the most threads seen using CPU at either reading.
+func realtimeWatch() func() (cores float64, threads int) {
+	t0, n0 := realtimeTicks()
+	start := time.Now()
+	return func() (float64, int) {
+		t1, n1 := realtimeTicks()
+		secs := time.Since(start).Seconds()
+		if secs <= 0 || t1 < t0 {
+			return 0, max(n0, n1)
+		}
+		return round(float64(t1-t0)/float64(clockTicks())/secs, 2), max(n0, n1)
+	}
+}
