@@ -39,7 +39,7 @@ func realtimeTicks() (ticks int64, threads int) {
 		if policy := f[38]; policy != "1" && policy != "2" { // field 41
 			continue
 		}
-		u, _ := strconv.ParseInt(f[11], 10, 64) // field 14
+		u, _ := strconv.ParseInt(f[11], 10, 64)  // field 14
 		st, _ := strconv.ParseInt(f[12], 10, 64) // field 15
 		if u+st > 0 {
 			ticks += u + st
