@@ -16,11 +16,10 @@ import (
 // once (sched_p99_ms 8.6 s) — which the load average does not reveal. realtimeTicks lets a run say
 // how much CPU such threads took beside it.
 
-// realtimeTicks sums the CPU time (utime + stime, clock ticks) of every thread on the machine
-// whose scheduling policy is SCHED_FIFO (1) or SCHED_RR (2), and how many such threads used any.
-// Threads that end between two readings take their time with them: a difference of two readings
-// is a lower bound.
-func realtimeTicks() (ticks int64, threads int) {
+// realtimeTicks reads the CPU time (utime + stime, clock ticks) of every thread on the machine
+// whose scheduling policy is SCHED_FIFO (1) or SCHED_RR (2), by its /proc task path.
+func realtimeTicks() map[string]int64 {
+	out := map[string]int64{}
 	tasks, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*/stat")
 	for _, path := range tasks {
 		b, err := os.ReadFile(path)
@@ -41,25 +40,30 @@ func realtimeTicks() (ticks int64, threads int) {
 		}
 		u, _ := strconv.ParseInt(f[11], 10, 64)  // field 14
 		st, _ := strconv.ParseInt(f[12], 10, 64) // field 15
-		if u+st > 0 {
-			ticks += u + st
-			threads++
-		}
+		out[path] = u + st
 	}
-	return ticks, threads
+	return out
 }
 
-// realtimeWatch measures the real-time threads' CPU from its start to the call of the function
-// it returns: cores (a lower bound) and the most threads seen using CPU at either reading.
+// realtimeWatch measures the CPU that real-time threads used from its start to the call of the
+// function it returns: cores, and how many threads used any. Threads that ended in between take
+// their time with them (the figure is a lower bound); a thread that started since counts whole.
 func realtimeWatch() func() (cores float64, threads int) {
-	t0, n0 := realtimeTicks()
+	before := realtimeTicks()
 	start := time.Now()
 	return func() (float64, int) {
-		t1, n1 := realtimeTicks()
-		secs := time.Since(start).Seconds()
-		if secs <= 0 || t1 < t0 {
-			return 0, max(n0, n1)
+		var ticks int64
+		threads := 0
+		for path, t := range realtimeTicks() {
+			if d := t - before[path]; d > 0 {
+				ticks += d
+				threads++
+			}
 		}
-		return round(float64(t1-t0)/float64(clockTicks())/secs, 2), max(n0, n1)
+		secs := time.Since(start).Seconds()
+		if secs <= 0 {
+			return 0, threads
+		}
+		return round(float64(ticks)/float64(clockTicks())/secs, 2), threads
 	}
 }

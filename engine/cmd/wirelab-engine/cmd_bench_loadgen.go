@@ -263,7 +263,7 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 			v.MemorySource, float64(v.MemoryBytes)/1e6, v.BytesPerVU/1e3, v.BytesPerVUMarg/1e3, float64(v.MemoryBaseBytes)/1e6, float64(v.RSSBytes)/1e6, v.RSSBytesPerVU/1e3)
 		fmt.Printf("     %d connections open, %d goroutines, %.2f cores, %d saturated intervals in the hold; server processes' memory %.0f MB\n",
 			v.OpenConnections, v.Goroutines, v.CPUCores, v.SaturatedHold, float64(v.ServerMemBytes)/1e6)
-		if v.RealtimeThreads > 0 {
+		if v.RealtimeCores >= 0.01 {
 			fmt.Printf("     other programs' real-time threads (SCHED_FIFO/RR, run before every normal thread): %d, at least %.2f cores during the run — the figures above are then not the processes' own\n",
 				v.RealtimeThreads, v.RealtimeCores)
 		}
