@@ -151,8 +151,6 @@ type runner struct {
 	// closedByServer is the gauge's ClosedByServer at the last interval's end.
 	closedByServer int64
 	end            time.Time
-
-	sleepers *sleepers // the closed model's thinking VUs and page workers
 }
 
 // now is the run's time.
@@ -288,9 +286,9 @@ func (r *runner) summary(interrupted bool) *Summary {
 
 // --- closed model ---
 
-// closedVU is one VU of the closed model. It has a goroutine (a page worker) only while it loads
-// a page: while it thinks it waits in the runner's sleepers, with no stack and no timer of its own
-// (sleepers.go; docs/loadtest.md: memory per VU).
+// closedVU is one VU of the closed model. It has a goroutine only while it loads a page: its think
+// time is a timer whose expiry starts the next page on a goroutine of its own, so a thinking VU
+// holds no stack (docs/loadtest.md: memory per VU).
 type closedVU struct {
 	r     *runner
 	ctx   context.Context
@@ -298,17 +296,14 @@ type closedVU struct {
 	user  User
 	think *Thinker
 	s     Sample
-	due   time.Time // when its think time ends (sleepers.mu)
-	index int       // in the sleepers' heap; -1: not there (sleepers.mu)
+	timer *time.Timer // the think time; fires loop
 
 	mu      sync.Mutex
 	stopped bool // halt was called: finish the current page, then leave
-	asleep  bool // thinking: in the sleepers (or due and on its way to a worker), loop not running
+	asleep  bool // thinking: the timer is set and loop is not running
 }
 
 func (r *runner) runClosed(ctx context.Context) {
-	r.sleepers = newSleepers()
-	defer r.sleepers.stop()
 	plan := NewClosedPlan(r.spec.Scenario)
 	var vus []*closedVU
 	timer := time.NewTimer(time.Hour)
@@ -344,21 +339,20 @@ func (r *runner) runClosed(ctx context.Context) {
 
 func (r *runner) startVU(ctx context.Context) *closedVU {
 	i := r.cfg.Part.global(int(r.nextVU.Add(1) - 1))
-	vu := &closedVU{r: r, ctx: ctx, i: i, index: -1}
+	vu := &closedVU{r: r, ctx: ctx, i: i}
 	r.activate(1)
 	r.wg.Add(1)
-	r.sleepers.run(vu)
+	go func() {
+		vu.user = r.cfg.NewUser(i)
+		vu.think = NewThinker(r.spec.Think, r.spec.Seed, i)
+		vu.loop()
+	}()
 	return vu
 }
 
 // loop loads pages until the VU is halted, the run's context ends, or a think time comes: then
-// it goes to the sleepers, which run loop again on a page worker when the think time is over, and
-// returns.
+// it sets the timer, whose expiry runs loop again, and returns.
 func (vu *closedVU) loop() {
-	if vu.user == nil { // its first page: the user is made on the worker, not on the plan's goroutine
-		vu.user = vu.r.cfg.NewUser(vu.i)
-		vu.think = NewThinker(vu.r.spec.Think, vu.r.spec.Seed, vu.i)
-	}
 	for {
 		vu.mu.Lock()
 		vu.asleep = false
@@ -383,7 +377,11 @@ func (vu *closedVU) loop() {
 			return
 		}
 		vu.asleep = true
-		vu.r.sleepers.sleep(vu, d)
+		if vu.timer == nil {
+			vu.timer = time.AfterFunc(d, vu.loop)
+		} else {
+			vu.timer.Reset(d)
+		}
 		vu.mu.Unlock()
 		return
 	}
@@ -398,11 +396,11 @@ func (vu *closedVU) halt() {
 		return
 	}
 	vu.stopped = true
-	if vu.asleep && vu.r.sleepers.remove(vu) {
+	if vu.asleep && vu.timer.Stop() {
 		vu.asleep = false
 		go vu.leave() // Close waits for the user's connections: not under mu, not on the plan's goroutine
 	}
-	// Otherwise loop is running, or the VU is due and loop is about to run: it sees stopped.
+	// Otherwise loop is running, or its timer has fired and loop is about to run: it sees stopped.
 }
 
 func (vu *closedVU) leave() {
