@@ -180,6 +180,8 @@ func Loadgen(ctx context.Context, o LoadgenOptions) (*LoadgenResult, error) {
 	}
 	srv := newServer(o.Engine)
 	res := &LoadgenResult{Server: o.Server, Page: o.Page, Clients: o.Clients, DurationS: o.Duration.Seconds(), Machine: machine()}
+	res.Machine.noteOtherRealtime() // and at the end: the real-time neighbours' CPU is the vus part's
+	defer res.Machine.noteOtherRealtime()
 	if o.runs("pages") || o.runs("bookkeeping") {
 		if err := o.pages(ctx, srv, res); err != nil {
 			// What was measured before the failure stays: its ratios (rounds that completed).

@@ -3,8 +3,6 @@ package bench
 import (
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -16,31 +14,20 @@ import (
 // once (sched_p99_ms 8.6 s) — which the load average does not reveal. realtimeTicks lets a run say
 // how much CPU such threads took beside it.
 
-// realtimeTicks reads the CPU time (utime + stime, clock ticks) of every thread on the machine
-// whose scheduling policy is SCHED_FIFO (1) or SCHED_RR (2), by its /proc task path.
+// realtimeTicks reads the CPU time (clock ticks) of every user-space thread on the machine whose
+// scheduling policy is SCHED_FIFO or SCHED_RR, by its /proc task path (the lines read as
+// otherRealtime reads a process's).
 func realtimeTicks() map[string]int64 {
 	out := map[string]int64{}
 	tasks, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*/stat")
 	for _, path := range tasks {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			continue
+			continue // gone meanwhile
 		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
+		if st, ok := parseStat(string(b)); ok && (st.policy == policyFIFO || st.policy == policyRR) && st.flags&pfKthread == 0 {
+			out[path] = st.cpuTicks
 		}
-		f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
-		if len(f) < 39 {
-			continue
-		}
-		if policy := f[38]; policy != "1" && policy != "2" { // field 41
-			continue
-		}
-		u, _ := strconv.ParseInt(f[11], 10, 64)  // field 14
-		st, _ := strconv.ParseInt(f[12], 10, 64) // field 15
-		out[path] = u + st
 	}
 	return out
 }

@@ -29,6 +29,7 @@ type procStat struct {
 	comm           string
 	flags          uint64
 	rtPrio, policy int
+	cpuTicks       int64 // utime + stime, clock ticks (realtime.go)
 }
 
 // parseStat reads one /proc/PID/stat line (the command, in parentheses, may hold spaces and
@@ -50,8 +51,11 @@ func parseStat(line string) (procStat, bool) {
 	}
 	s.ppid, _ = strconv.Atoi(f[1])               // field 4
 	s.flags, _ = strconv.ParseUint(f[6], 10, 64) // field 9
-	s.rtPrio, _ = strconv.Atoi(f[37])            // field 40
-	s.policy, _ = strconv.Atoi(f[38])            // field 41
+	utime, _ := strconv.ParseInt(f[11], 10, 64)  // field 14
+	stime, _ := strconv.ParseInt(f[12], 10, 64)  // field 15
+	s.cpuTicks = utime + stime
+	s.rtPrio, _ = strconv.Atoi(f[37]) // field 40
+	s.policy, _ = strconv.Atoi(f[38]) // field 41
 	return s, true
 }
 
@@ -111,8 +115,11 @@ func otherRealtime(procRoot string, self int) []string {
 }
 
 // noteOtherRealtime adds the real-time processes running now to Machine.OtherRealtime.
-func (b *linkBench) noteOtherRealtime() {
-	m := &b.res.Machine
+func (b *linkBench) noteOtherRealtime() { b.res.Machine.noteOtherRealtime() }
+
+// noteOtherRealtime adds the real-time processes running now to m.OtherRealtime (bench link's
+// and bench loadgen's machine).
+func (m *Machine) noteOtherRealtime() {
 	for _, p := range otherRealtime("/proc", os.Getpid()) {
 		if len(m.OtherRealtime) < maxOtherRealtime && !slices.Contains(m.OtherRealtime, p) {
 			m.OtherRealtime = append(m.OtherRealtime, p)

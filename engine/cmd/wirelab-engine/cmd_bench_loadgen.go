@@ -273,4 +273,7 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 	}
 	m := r.Machine
 	fmt.Printf("machine: %d CPUs, load %s → %s\n", m.CPUs, m.LoadBefore, m.LoadAfter)
+	if len(m.OtherRealtime) > 0 {
+		fmt.Printf("other real-time processes at the start or the end (they run before the tools and the server): %s\n", strings.Join(m.OtherRealtime, ", "))
+	}
 }
