@@ -134,9 +134,10 @@ def test_slot_sums_add_in_numpys_order():
 
 def test_shortcuts_and_general_path_agree(engine, monkeypatch):
     """The simulation's shortcuts for homogeneous batches (only multiplexed pools, one discipline,
-    the state-independent per-step terms computed for every step at once) give the general path's
-    results bit for bit: pages of 1 to 30 origins (up to 180 HTTP/1.x slots), every protocol, loss,
-    replay, the baseline's view and the parts."""
+    the state-independent per-step terms computed for every step at once, a step's connection state
+    read and written as rows where its origin and slots are the same in every configuration) give the
+    general path's results bit for bit: pages of 1 to 30 origins (up to 180 HTTP/1.x slots), every
+    protocol, loss, replay, mixed and one-page batches, the baseline's view and the parts."""
     from wirelab._predict import _config, _pages, _plan, _sim
 
     configs = []
@@ -151,6 +152,11 @@ def test_shortcuts_and_general_path_agree(engine, monkeypatch):
     k = _constants.load().constants
     batches = [_plan.batch(configs, facts)]
     batches += [_plan.batch([c], [f]) for c, f in zip(configs, facts, strict=True) if c.multiplexed][:6]
+    # batches of one page and protocol: every step's origin and slots the same in every configuration
+    same: dict[tuple, list[int]] = {}
+    for j, c in enumerate(configs):
+        same.setdefault((c.page, c.protocol, c.mode), []).append(j)
+    batches += [_plan.batch([configs[j] for j in js], [facts[j] for j in js]) for js in same.values()]
     for b in batches:
         for baseline in (False, True):
             fast = _sim.simulate(b, k, baseline=baseline, explain=True)

@@ -260,6 +260,25 @@ def _pick(mask: np.ndarray | None, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a if mask is None else np.where(mask, a, b)
 
 
+class _Own:
+    """A step's own connection slot in every configuration: read and written through flat indexes
+    (slot · n + configuration), or as one row when it is the same slot in every configuration."""
+
+    __slots__ = ("at", "row")
+
+    def __init__(self, at: np.ndarray | None, row: int | None) -> None:
+        self.at, self.row = at, row
+
+    def take(self, a: np.ndarray) -> np.ndarray:
+        return a.take(self.at) if self.row is None else a[self.row].copy()
+
+    def put(self, a: np.ndarray, v: np.ndarray | float) -> None:
+        if self.row is None:
+            a.put(self.at, v)
+        else:
+            a[self.row] = v
+
+
 #: Take the shortcuts: the state-independent terms of every step at once, and what a homogeneous
 #: batch allows (one queue discipline for all; only multiplexed pools). False: step by step and the
 #: general path always (a test holds both to the same results, bit for bit).
@@ -310,6 +329,15 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     # one discipline for every limited path: no masks (the unlimited paths' values are not used)
     whole = SHORTCUTS and len(groups) == 1 and bool(groups[0][1].all())
     all_mux = SHORTCUTS and bool(pa.mux.all())
+    no_mux = SHORTCUTS and not pa.mux.any()
+    # steps whose origin is the same in every configuration (a batch of one plan: all of them), and
+    # origins whose connection slots are the same rows in every configuration: the step's state is
+    # then read and written as rows, not gathered and scattered through indexes
+    one_origin = np.where((b.origin == b.origin[:, :1]).all(axis=1), b.origin[:, 0], -1)
+    one_origin = one_origin.tolist() if SHORTCUTS else [-1] * steps
+    same_slots = (
+        ((b.slot_base == b.slot_base[:, :1]) & (b.slot_count == b.slot_count[:, :1])).all(axis=1).tolist()
+    )
 
     def per_group(fn: str, *args: np.ndarray) -> np.ndarray:
         """The discipline's ``fn`` over every limited path, each path's own discipline."""
@@ -404,19 +432,37 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         d_up, d_down = pa.d_up + extra / 2, pa.d_down + extra / 2
         rtt_r = rtt_r_all[i]
         q_ready, _ = standing(ready)
+        o1 = one_origin[i]
+        oi = (o, cols) if o1 < 0 else o1  # the step's origin in each configuration, as an index
 
         # 3a. the lookup: the origin's first download starts it, the others wait for it
-        starts = dl & pa.dns & ~dns_started[o, cols]
+        starts = dl & pa.dns & ~dns_started[oi]
         lookup = rtt_r + q_ready
         rare_dns += np.where(starts, p_rt / np.maximum(1 - p_rt, 1e-9), 0.0)
-        dns_done[o, cols] = np.where(starts, ready + lookup, dns_done[o, cols])
-        dns_started[o, cols] |= starts
-        t_dns = np.maximum(ready, np.where(pa.dns, dns_done[o, cols], -INF))
+        dns_done[oi] = np.where(starts, ready + lookup, dns_done[oi])
+        dns_started[oi] |= starts
+        t_dns = np.maximum(ready, np.where(pa.dns, dns_done[oi], -INF))
 
         # 3b. a connection: the most recently idle, else a new one, else the first to be free
-        base = b.slot_base[o, cols]
+        base = b.slot_base[oi]
+        row = None  # the step's slot, when it is one row for every configuration
         if all_mux:  # one connection per origin
             slot = base
+            if o1 >= 0 and same_slots[o1]:
+                row = int(base[0])
+        elif o1 >= 0 and same_slots[o1]:  # the origin's slots are the same rows everywhere
+            lo = int(base[0])
+            f = c_free[lo : lo + int(b.slot_count[o1, 0])]
+            op = c_open[lo : lo + f.shape[0]]
+            free_now = f <= t_dns
+            idle = free_now & op
+            fresh = free_now & ~op
+            choice = np.where(
+                idle.any(axis=0),
+                np.where(idle, f, -INF).argmax(axis=0),
+                np.where(fresh.any(axis=0), fresh.argmax(axis=0), f.argmin(axis=0)),
+            )
+            slot = base + (choice if no_mux else np.where(pa.mux, 0, choice))
         else:
             count = b.slot_count[o, cols]
             idx = base[:, None] + np.minimum(offs[None, :], np.maximum(count[:, None] - 1, 0))
@@ -432,9 +478,14 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
                 np.where(fresh.any(axis=1), fresh.argmax(axis=1), np.where(mine, f, INF).argmin(axis=1)),
             )
             slot = idx[cols, np.where(pa.mux, 0, choice)]
-        at = slot * n + cols  # the step's slot, flat
-        s_open, s_free = c_open.take(at), c_free.take(at)
-        t_conn = np.where(pa.mux, t_dns, np.maximum(t_dns, s_free))  # HTTP/1.x: wait for it
+        own = _Own(slot * n + cols if row is None else None, row)
+        s_open, s_free = own.take(c_open), own.take(c_free)
+        if all_mux:
+            t_conn = t_dns
+        elif no_mux:
+            t_conn = np.maximum(t_dns, s_free)
+        else:
+            t_conn = np.where(pa.mux, t_dns, np.maximum(t_dns, s_free))  # HTTP/1.x: wait for it
         opening = dl & ~s_open
         if SHORTCUTS and not opening.any():  # no handshake here: the connections' state stands
             q_hs = setup = np.zeros(n)
@@ -455,15 +506,16 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             setup = tcp + tls
             ready_conn = np.where(opening, t_conn + setup, s_free)
             first_data = np.where(opening, np.minimum(first_data, t_conn + tcp), first_data)
-            c_open.put(at, s_open | dl)
+            own.put(c_open, s_open | dl)
             hs_flight = opening & pa.tls
-            x_start.put(at, np.where(hs_flight, t_flight, x_start.take(at)))
-            x_bytes.put(at, np.where(hs_flight, flight, x_bytes.take(at)))
-            c_send.put(at, np.where(hs_flight, t_flight + flight_link, c_send.take(at)))
+            own.put(x_start, np.where(hs_flight, t_flight, own.take(x_start)))
+            own.put(x_bytes, np.where(hs_flight, flight, own.take(x_bytes)))
+            own.put(c_send, np.where(hs_flight, t_flight + flight_link, own.take(c_send)))
             wire_total = np.where(hs_flight, wire_total + flight, wire_total)
-            c_free.put(at, np.where(dl & pa.mux, ready_conn, s_free))
-            c_cwnd.put(at, np.where(opening, pa.iw, c_cwnd.take(at)))
-            c_ss.put(at, np.where(opening, 1.0, c_ss.take(at)))
+            if not no_mux:
+                own.put(c_free, np.where(dl & pa.mux, ready_conn, s_free))
+            own.put(c_cwnd, np.where(opening, pa.iw, own.take(c_cwnd)))
+            own.put(c_ss, np.where(opening, 1.0, own.take(c_ss)))
         t_conn_ok = np.maximum(t_conn, ready_conn)
         # h2/h3: a stream
         sd = b.stream_dep[i]
@@ -487,19 +539,19 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         npk = npk_all[i]
         P1, d_ss = P1_all[i], d_ss_all[i]
         wbytes = body * pa.wire
-        prev_send = c_send.take(at)
+        prev_send = own.take(c_send)
         busy = pa.mux & (prev_send > t_srv)  # the connection's sender carries on with earlier streams
         s = np.where(busy, prev_send, t_srv)
         q_s, per_slot = standing(s)
-        own_infl = per_slot.take(at)
+        own_infl = own.take(per_slot)
         others = (_rowsum(per_slot) - own_infl) / pkt_bytes
         rtt_e = rtt_r
         idle_long = ~busy & ~opening & ((s - prev_send) > np.maximum(k.rto_min_s + rtt, rtt))
-        cwnd = c_cwnd.take(at)
+        cwnd = own.take(c_cwnd)
         w0 = np.where(idle_long, np.minimum(cwnd, pa.iw), cwnd)
         cap = np.maximum(np.where(limited, pa.rate * rtt_e / pkt_bytes, INF), 1.0)
         ceil_pk = np.maximum(w0, pa.ceil_bytes / pkt_bytes - k.ceiling_share * others)
-        ss = c_ss.take(at)
+        ss = own.take(c_ss)
         cap_ss = np.minimum(cap, ceil_pk)
         r_ss, ss_before = _ss_rounds(w0, cap_ss, cap, npk, d_ss)
         r_ca, ca_before = _ca_rounds(w0, cap, npk, d_ss)
@@ -568,13 +620,13 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         remaining = x_bytes * np.minimum(
             np.maximum((c_send - s) / np.maximum(c_send - x_start, 1e-9), 0.0), 1.0
         )
-        remaining.put(at, 0.0)
+        own.put(remaining, 0.0)
         # the bottleneck, a FIFO: the flows' shares of the link follow their bytes in flight (a window
         # twice another's sends twice as much per round trip through the same queue); equal shares
         # (processor sharing) at window_shares = 0, the baseline's view
         if window_shares:
             others_infl = per_slot.copy()
-            others_infl.put(at, 0.0)
+            own.put(others_infl, 0.0)
             own_w = np.maximum(np.minimum(wbytes, w_clean * pkt_bytes), pkt_bytes)
             weight = (1 - window_shares) + window_shares * others_infl / own_w
             served = _rowsum(np.minimum(remaining, wbytes * weight))
@@ -605,16 +657,17 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         c_done = e + d_down + hol + k.client_object_s
         done[i] = _pick(dl_mask, c_done, done[i])
         first[i] = _pick(dl_mask, s + lead + np.minimum(wbytes, pkt_bytes) / pa.rate + d_down, first[i])
-        x_start.put(at, np.where(dl & ~busy, s, x_start.take(at)))
-        xb = x_bytes.take(at)
+        own.put(x_start, np.where(dl & ~busy, s, own.take(x_start)))
+        xb = own.take(x_bytes)
         xb = _pick(dl_mask, wbytes + np.where(busy, xb, 0.0), xb)
-        x_bytes.put(at, xb)
-        c_send.put(at, _pick(dl_mask, e, prev_send))
-        c_cwnd.put(at, _pick(dl_mask, np.maximum(w_end, 1.0), cwnd))
-        c_ss.put(at, _pick(dl_mask, ss_end, ss))
-        c_infl.put(at, _pick(dl_mask, np.minimum(xb, w_clean * pkt_bytes), c_infl.take(at)))
-        c_free.put(at, np.where(dl & ~pa.mux, c_done, c_free.take(at)))
-        c_open.put(at, c_open.take(at) & ~(dl & ~pa.mux & ~pa.keep_alive))
+        own.put(x_bytes, xb)
+        own.put(c_send, _pick(dl_mask, e, prev_send))
+        own.put(c_cwnd, _pick(dl_mask, np.maximum(w_end, 1.0), cwnd))
+        own.put(c_ss, _pick(dl_mask, ss_end, ss))
+        own.put(c_infl, _pick(dl_mask, np.minimum(xb, w_clean * pkt_bytes), own.take(c_infl)))
+        if not all_mux:  # HTTP/1.x: the connection is free once the response is in, or closed
+            own.put(c_free, np.where(dl & ~pa.mux, c_done, own.take(c_free)))
+            own.put(c_open, own.take(c_open) & ~(dl & ~pa.mux & ~pa.keep_alive))
 
         if explain:
             assert parts is not None
