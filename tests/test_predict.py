@@ -132,6 +132,14 @@ def test_slot_sums_add_in_numpys_order():
         assert np.array_equal(_rowsum(np.ascontiguousarray(a.T)), a.sum(axis=1)), slots
 
 
+def test_exp2_of_whole_numbers_is_the_power():
+    """_ss_rounds takes 2**r of whole r (a ceiling) with np.exp2, which gives the power operator's
+    bits over the whole float range (exact powers of two), much faster."""
+    r = np.concatenate([np.arange(-1100.0, 1101.0), [np.inf, -np.inf, 0.0, -0.0]])
+    with np.errstate(over="ignore"):
+        assert np.array_equal(np.exp2(r).view(np.uint64), (2.0**r).view(np.uint64))
+
+
 def test_shortcuts_and_general_path_agree(engine, monkeypatch):
     """The simulation's shortcuts for homogeneous batches (only multiplexed pools, one discipline,
     the state-independent per-step terms computed for every step at once, a step's connection state

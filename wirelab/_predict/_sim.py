@@ -33,6 +33,7 @@ import dataclasses
 import numpy as np
 
 from wirelab._predict._constants import Constants
+from wirelab._predict._gateway import Discipline
 from wirelab._predict._plan import Batch
 from wirelab._predict._vocab import PARTS
 
@@ -78,21 +79,79 @@ class _Path:
     dns: np.ndarray  # lookups cross the path
     ceil_bytes: np.ndarray  # the window (bytes in flight) at which slow start ends
     ceil_loss: np.ndarray  # ending it there costs a loss
+    disciplines: list[tuple[Discipline, np.ndarray]]  # each discipline of the batch, its limited paths
 
 
 def _path(b: Batch, k: Constants, baseline: bool) -> _Path:
     cs = b.configs
-    arr = lambda f: np.array([f(c) for c in cs], dtype=np.float64)  # noqa: E731
-    quic = np.array([c.transport == "quic" for c in cs]) & (not baseline)
-    rtt = arr(lambda c: c.rtt)
-    rate = arr(lambda c: c.rate_down)
+    # one pass over the configurations: each number a contiguous row, each flag a boolean row
+    num = (
+        np.array(
+            [
+                (
+                    c.rtt,
+                    c.rate_down,
+                    c.loss_down,
+                    c.queue_down,
+                    c.iw,
+                    c.delay_up,
+                    c.delay_down,
+                    c.rate_up,
+                    c.loss_up,
+                )
+                for c in cs
+            ],
+            dtype=np.float64,
+        )
+        .reshape(len(cs), 9)
+        .T.copy()
+    )
+    flags = (
+        np.array(
+            [
+                (
+                    c.transport == "quic",
+                    c.tls,
+                    c.tls and c.tls_version == "1.2" and c.transport == "tcp",
+                    c.multiplexed,
+                    c.keep_alive,
+                    c.dns_server,
+                )
+                for c in cs
+            ],
+            dtype=bool,
+        )
+        .reshape(len(cs), 6)
+        .T.copy()
+    )
+    col = dict(
+        zip(
+            (
+                "rtt",
+                "rate_down",
+                "loss_down",
+                "queue_down",
+                "iw",
+                "delay_up",
+                "delay_down",
+                "rate_up",
+                "loss_up",
+            ),
+            num,
+            strict=True,
+        )
+    )
+    is_quic, is_tls, is_tls12, is_mux, keep_alive, dns = flags
+    quic = is_quic & (not baseline)
+    rtt = col["rtt"]
+    rate = col["rate_down"]
     extra = np.zeros((b.origins, b.n))
     for j, c in enumerate(cs):
         for o, e in c.origin_extra:
             if o < b.origins:
                 extra[o, j] = e
-    p = arr(lambda c: c.loss_down) * (not baseline)
-    queue = arr(lambda c: c.queue_down)
+    p = col["loss_down"] * (not baseline)
+    queue = col["queue_down"]
     if baseline:
         queue = np.full(b.n, INF)  # Lantern: no gateway queue
     pkt_wire = np.where(quic, k.quic_payload * k.wire_quic, k.mss * k.wire_tcp)
@@ -108,41 +167,44 @@ def _path(b: Batch, k: Constants, baseline: bool) -> _Path:
     sender_exit = np.minimum(delay_exit, train_exit)
     signal = np.full(b.n, INF)
     drop = np.zeros(b.n, dtype=bool)
-    for d in {c.discipline for c in cs}:
-        sel = np.array([c.discipline == d for c in cs]) & np.isfinite(rate)
+    kinds: dict[Discipline, int] = {}
+    kind = np.array([kinds.setdefault(c.discipline, len(kinds)) for c in cs], dtype=np.int64)
+    disciplines = [(d, (kind == j) & np.isfinite(rate)) for d, j in kinds.items()]
+    for d, sel in disciplines:
         if sel.any():
             signal[sel], drop[sel] = d.signal(queue[sel], bdp[sel], quic[sel])
     ceil_loss = drop & (signal < sender_exit)
     ceil_bytes = np.minimum(signal, sender_exit)
     if baseline:  # Lantern: the window grows to the bandwidth-delay product, nothing else
         ceil_bytes, ceil_loss = np.maximum(bdp, 1.0), np.zeros(b.n, dtype=bool)
-    iw = np.where(quic, k.quic_iw, arr(lambda c: c.iw))
+    iw = np.where(quic, k.quic_iw, col["iw"])
     if baseline:
         iw = np.full(b.n, 10.0)
     return _Path(
         rtt=rtt,
-        d_up=arr(lambda c: c.delay_up),
-        d_down=arr(lambda c: c.delay_down),
+        d_up=col["delay_up"],
+        d_down=col["delay_down"],
         extra=extra,
         rate=rate,
-        rate_up=arr(lambda c: c.rate_up),
+        rate_up=col["rate_up"],
         p=p,
-        p_up=arr(lambda c: c.loss_up) * (not baseline),
+        p_up=col["loss_up"] * (not baseline),
         queue=queue,
         quic=quic,
-        tls=np.array([c.tls for c in cs]) | quic,
-        tls12=np.array([c.tls and c.tls_version == "1.2" and c.transport == "tcp" for c in cs]),
-        mux=np.array([c.multiplexed for c in cs]),
+        tls=is_tls | quic,
+        tls12=is_tls12,
+        mux=is_mux,
         iw=iw,
         pkt=np.where(quic, k.quic_payload, k.mss),
         wire=np.where(quic, k.wire_quic, k.wire_tcp),
         round_s=np.where(quic, k.round_s_quic, k.round_s_tcp),
-        req=np.where(np.array([c.multiplexed for c in cs]), k.request_bytes_mux, k.request_bytes_h1),
-        head=np.where(np.array([c.multiplexed for c in cs]), k.response_head_mux, k.response_head_h1),
-        keep_alive=np.array([c.keep_alive for c in cs]),
-        dns=np.array([c.dns_server for c in cs]),
+        req=np.where(is_mux, k.request_bytes_mux, k.request_bytes_h1),
+        head=np.where(is_mux, k.response_head_mux, k.response_head_h1),
+        keep_alive=keep_alive,
+        dns=dns,
         ceil_bytes=ceil_bytes,
         ceil_loss=ceil_loss,
+        disciplines=disciplines,
     )
 
 
@@ -153,7 +215,7 @@ def _ss_rounds(w: np.ndarray, cap: np.ndarray, path: np.ndarray, *ns: np.ndarray
     w = np.maximum(w, 1.0)
     cap = np.maximum(cap, w)
     r_cap = np.ceil(np.log2(cap / w))
-    sent = w * (2.0**r_cap - 1)
+    sent = w * (np.exp2(r_cap) - 1)  # r_cap is whole: exp2 gives 2.0**r_cap's bits, faster
     out = []
     for n in ns:
         before = np.ceil(np.log2(n / w + 1))
@@ -201,10 +263,11 @@ class _TimeoutShare:
         self.q = np.clip(p, 1e-9, 0.999)
         self.q3 = (1 - self.q) ** 3
         self.a = 1 - self.q3
+        self.keep = 1 - self.q
 
     def __call__(self, w: np.ndarray) -> np.ndarray:
         w = np.maximum(w, 1.0)
-        keep = 1 - self.q
+        keep = self.keep
         num = (1 + self.q3 * (1 - keep ** np.maximum(w - 3, 0))) * self.a
         den = 1 - keep**w
         return np.where(w <= 3, 1.0, np.minimum(1.0, num / den))
@@ -260,7 +323,12 @@ def _pick(mask: np.ndarray | None, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a if mask is None else np.where(mask, a, b)
 
 
-class _Own:
+def _if(mask: np.ndarray | None, a: np.ndarray | float, b: np.ndarray) -> np.ndarray:
+    """``np.where(mask, a, b)``; ``b`` when there is no mask (no configuration takes ``a``)."""
+    return b if mask is None else np.where(mask, a, b)
+
+
+class _At:
     """A step's own connection slot in every configuration: read and written through flat indexes
     (slot · n + configuration), or as one row when it is the same slot in every configuration."""
 
@@ -321,20 +389,35 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     scale = k.recovery_scale
     limited = np.isfinite(pa.rate)
     bdp = np.where(limited, pa.rate * pa.rtt, INF)
-    groups = [
-        (d, np.array([c.discipline == d for c in b.configs]) & limited)
-        for d in {c.discipline for c in b.configs}
-    ]
-    groups = [(d, m) for d, m in groups if m.any()]
+    groups = [(d, m) for d, m in pa.disciplines if m.any()]
     # one discipline for every limited path: no masks (the unlimited paths' values are not used)
     whole = SHORTCUTS and len(groups) == 1 and bool(groups[0][1].all())
     all_mux = SHORTCUTS and bool(pa.mux.all())
+    # masks that hold for every configuration of the batch are None (_pick: all take the first
+    # value); masks that hold for none are None too where _if reads them (all take the second)
+    lim_mask = None if SHORTCUTS and limited.all() else limited
+    up_mask = None if SHORTCUTS and np.isfinite(pa.rate_up).all() else np.isfinite(pa.rate_up)
+    tcp_mux = pa.mux & ~pa.quic  # h2 over TCP: head-of-line blocking behind another stream's loss
+    tcp_mux_m = None if SHORTCUTS and not tcp_mux.any() else tcp_mux
     no_mux = SHORTCUTS and not pa.mux.any()
     # steps whose origin is the same in every configuration (a batch of one plan: all of them), and
     # origins whose connection slots are the same rows in every configuration: the step's state is
     # then read and written as rows, not gathered and scattered through indexes
     one_origin = np.where((b.origin == b.origin[:, :1]).all(axis=1), b.origin[:, 0], -1)
     one_origin = one_origin.tolist() if SHORTCUTS else [-1] * steps
+    # steps whose dependencies are the same in every configuration: the rows they wait for (a
+    # completion, or first bytes), and the step whose completion frees a stream
+    same_deps = (b.deps == b.deps[:, :1]).all(axis=(1, 2)) & (b.first_chunk == b.first_chunk[:, :1]).all(
+        axis=(1, 2)
+    )
+    dep_rows = [
+        [(d, fc) for d, fc in zip(b.deps[i, 0].tolist(), b.first_chunk[i, 0].tolist(), strict=True) if d >= 0]
+        if SHORTCUTS and same_deps[i] and not explain
+        else None
+        for i in range(steps)
+    ]
+    one_sd = np.where((b.stream_dep == b.stream_dep[:, :1]).all(axis=1), b.stream_dep[:, 0], -2)
+    one_sd = one_sd.tolist() if SHORTCUTS else [-2] * steps
     same_slots = (
         ((b.slot_base == b.slot_base[:, :1]) & (b.slot_count == b.slot_count[:, :1])).all(axis=1).tolist()
     )
@@ -360,6 +443,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     tls_rounds = np.where(pa.tls12, 2.0, 1.0) * pa.tls
     hello = k.client_hello_bytes / pa.rate_up
     some = p > 0
+    some_m = None if SHORTCUTS and some.all() else some
     fifo_share = 0.0 if baseline else k.queue_in_rounds  # Lantern: the link shared fairly, no FIFO
     window_shares = 0.0 if baseline else k.window_shares
 
@@ -395,19 +479,30 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             np.stack(rows) for rows in zip(*(random_loss(row) for row in npk_all), strict=True)
         )
     w_star = np.where(some, k.response_window / np.sqrt(np.maximum(p, 1e-9)), INF)
+    w_star_finite = np.isfinite(w_star)
     timeout_share = _TimeoutShare(p)
+    zeros = np.zeros(n)
 
     for i in range(steps):
         kind = b.kind[i]
         # 1. ready: the latest dependency
-        dep = b.deps[i]
-        valid = dep >= 0
-        dj = np.where(valid, dep, 0)
-        times = np.where(b.first_chunk[i], first[dj, cols2], done[dj, cols2])
-        times = np.where(valid, times, -INF)
-        ready = np.maximum(times.max(axis=1), 0.0)
-        if explain:
-            pred[i] = np.where(valid.any(axis=1), dj[cols, times.argmax(axis=1)], -1)
+        rows = dep_rows[i]
+        if rows is not None:  # the same in every configuration: rows
+            ready = np.zeros(n)
+            if rows:
+                ready = (first if rows[0][1] else done)[rows[0][0]]
+                for d, fc in rows[1:]:
+                    ready = np.maximum(ready, (first if fc else done)[d])
+                ready = np.maximum(ready, 0.0)
+        else:
+            dep = b.deps[i]
+            valid = dep >= 0
+            dj = np.where(valid, dep, 0)
+            times = np.where(b.first_chunk[i], first[dj, cols2], done[dj, cols2])
+            times = np.where(valid, times, -INF)
+            ready = np.maximum(times.max(axis=1), 0.0)
+            if explain:
+                pred[i] = np.where(valid.any(axis=1), dj[cols, times.argmax(axis=1)], -1)
 
         # 2. computations: one main thread
         comp = kind == 1
@@ -478,8 +573,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
                 np.where(fresh.any(axis=1), fresh.argmax(axis=1), np.where(mine, f, INF).argmin(axis=1)),
             )
             slot = idx[cols, np.where(pa.mux, 0, choice)]
-        own = _Own(slot * n + cols if row is None else None, row)
-        s_open, s_free = own.take(c_open), own.take(c_free)
+        at = _At(slot * n + cols if row is None else None, row)
+        s_open, s_free = at.take(c_open), at.take(c_free)
         if all_mux:
             t_conn = t_dns
         elif no_mux:
@@ -506,26 +601,32 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             setup = tcp + tls
             ready_conn = np.where(opening, t_conn + setup, s_free)
             first_data = np.where(opening, np.minimum(first_data, t_conn + tcp), first_data)
-            own.put(c_open, s_open | dl)
+            at.put(c_open, s_open | dl)
             hs_flight = opening & pa.tls
-            own.put(x_start, np.where(hs_flight, t_flight, own.take(x_start)))
-            own.put(x_bytes, np.where(hs_flight, flight, own.take(x_bytes)))
-            own.put(c_send, np.where(hs_flight, t_flight + flight_link, own.take(c_send)))
+            at.put(x_start, np.where(hs_flight, t_flight, at.take(x_start)))
+            at.put(x_bytes, np.where(hs_flight, flight, at.take(x_bytes)))
+            at.put(c_send, np.where(hs_flight, t_flight + flight_link, at.take(c_send)))
             wire_total = np.where(hs_flight, wire_total + flight, wire_total)
             if not no_mux:
-                own.put(c_free, np.where(dl & pa.mux, ready_conn, s_free))
-            own.put(c_cwnd, np.where(opening, pa.iw, own.take(c_cwnd)))
-            own.put(c_ss, np.where(opening, 1.0, own.take(c_ss)))
+                at.put(c_free, np.where(dl & pa.mux, ready_conn, s_free))
+            at.put(c_cwnd, np.where(opening, pa.iw, at.take(c_cwnd)))
+            at.put(c_ss, np.where(opening, 1.0, at.take(c_ss)))
         t_conn_ok = np.maximum(t_conn, ready_conn)
         # h2/h3: a stream
-        sd = b.stream_dep[i]
-        t_send = np.where(sd >= 0, np.maximum(t_conn_ok, done[np.maximum(sd, 0), cols]), t_conn_ok)
+        sd1 = one_sd[i]
+        if sd1 == -1:  # no stream to wait for in any configuration
+            t_send = t_conn_ok
+        elif sd1 >= 0:  # the same in every configuration
+            t_send = np.maximum(t_conn_ok, done[sd1])
+        else:
+            sd = b.stream_dep[i]
+            t_send = np.where(sd >= 0, np.maximum(t_conn_ok, done[np.maximum(sd, 0), cols]), t_conn_ok)
         first_data = _pick(dl_mask, np.minimum(first_data, t_send), first_data)
 
         # 4. the request: the uplink drains its backlog at its rate (a request met out of time
         # order finds it undrained); then the server
-        waiting = np.where(
-            np.isfinite(pa.rate_up),
+        waiting = _pick(
+            up_mask,
             np.maximum(up_backlog - np.maximum(t_send - up_time, 0.0) * pa.rate_up, 0.0),
             0.0,
         )
@@ -539,28 +640,31 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         npk = npk_all[i]
         P1, d_ss = P1_all[i], d_ss_all[i]
         wbytes = body * pa.wire
-        prev_send = own.take(c_send)
+        prev_send = at.take(c_send)
         busy = pa.mux & (prev_send > t_srv)  # the connection's sender carries on with earlier streams
-        s = np.where(busy, prev_send, t_srv)
+        busy_m = None if SHORTCUTS and (no_mux or not busy.any()) else busy
+        s = _if(busy_m, prev_send, t_srv)
         q_s, per_slot = standing(s)
-        own_infl = own.take(per_slot)
+        own_infl = at.take(per_slot)
         others = (_rowsum(per_slot) - own_infl) / pkt_bytes
         rtt_e = rtt_r
         idle_long = ~busy & ~opening & ((s - prev_send) > np.maximum(k.rto_min_s + rtt, rtt))
-        cwnd = own.take(c_cwnd)
+        cwnd = at.take(c_cwnd)
         w0 = np.where(idle_long, np.minimum(cwnd, pa.iw), cwnd)
-        cap = np.maximum(np.where(limited, pa.rate * rtt_e / pkt_bytes, INF), 1.0)
+        cap = np.maximum(_pick(lim_mask, pa.rate * rtt_e / pkt_bytes, INF), 1.0)
         ceil_pk = np.maximum(w0, pa.ceil_bytes / pkt_bytes - k.ceiling_share * others)
-        ss = own.take(c_ss)
+        ss = at.take(c_ss)
         cap_ss = np.minimum(cap, ceil_pk)
         r_ss, ss_before = _ss_rounds(w0, cap_ss, cap, npk, d_ss)
         r_ca, ca_before = _ca_rounds(w0, cap, npk, d_ss)
-        w_sent = np.maximum(np.minimum(w0, cap), 1.0)
-        n_frac = body / pa.pkt  # a busy connection packs small responses into full segments
-        # … and carries on from its window: doubling per round in slow start, one packet more per
-        # round in congestion avoidance (the rounds' packets w, w + 1, … add up to n_frac)
-        r_cont = ss * np.log2(1 + n_frac / w_sent) + (1 - ss) * _ca_span(w0, cap, n_frac)
-        rounds = np.where(busy, r_cont, ss * r_ss + (1 - ss) * r_ca)
+        rounds = ss * r_ss + (1 - ss) * r_ca
+        if busy_m is not None:  # a busy connection's rounds
+            w_sent = np.maximum(np.minimum(w0, cap), 1.0)
+            n_frac = body / pa.pkt  # a busy connection packs small responses into full segments
+            # … and carries on from its window: doubling per round in slow start, one packet more per
+            # round in congestion avoidance (the rounds' packets w, w + 1, … add up to n_frac)
+            r_cont = ss * np.log2(1 + n_frac / w_sent) + (1 - ss) * _ca_span(w0, cap, n_frac)
+            rounds = np.where(busy, r_cont, rounds)
         hit = np.isfinite(ceil_pk) & (w0 + npk >= ceil_pk)
         w_clean = ss * np.minimum(w0 + npk, ceil_pk) + (1 - ss) * (w0 + npk / np.maximum(w0, 1.0))
         # the gateway's ceiling reached in slow start: a loss there (a queue below HyStart's threshold)
@@ -577,7 +681,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         # first loss repaired by fast retransmit, or by a timer (Padhye's Q)
         rto = np.maximum(k.rto_min_s + rtt_r, 2 * rtt_r)
         r_before = ss * ss_before + (1 - ss) * ca_before
-        r_before = np.where(busy, rounds * d_ss / npk, r_before - 1)
+        r_before = r_before - 1 if busy_m is None else np.where(busy, rounds * d_ss / npk, r_before - 1)
         # the window when the first loss comes, then the window's decay towards the loss rate's
         # steady state W* = kw/√p: ×β per loss event, one every 1/p packets (CUBIC's β = 0.7)
         w_at = np.minimum(
@@ -586,21 +690,22 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         )
         rest, m, decay = rest_all[i], m_all[i], decay_all[i]
         start_w = k.beta * w_at
-        above = np.isfinite(w_star) & (start_w > w_star)
-        w_avg = np.where(above, w_star + (start_w - np.where(above, w_star, 0)) * decay, start_w)
-        w_after = np.where(above, w_star + (start_w - np.where(above, w_star, 0)) * beta_m_all[i], start_w)
+        above = w_star_finite & (start_w > w_star)
+        w_star_above = np.where(above, w_star, 0)
+        w_avg = np.where(above, w_star + (start_w - w_star_above) * decay, start_w)
+        w_after = np.where(above, w_star + (start_w - w_star_above) * beta_m_all[i], start_w)
         per_round = np.maximum(np.minimum(w_avg, cap), 1.0)
         Q = timeout_share(np.minimum(w_at, npk))
         first_loss = scale * (Q * (k.tail_rtts * rtt_e + p * rto) + (1 - Q) * k.fast_rtts * rtt_e)
         later = scale * m * timeout_share(np.minimum(w_avg, npk)) * rto
-        t_clean = np.where(busy, rounds, rounds - 1) * rtt_e
+        t_clean = _if(busy_m, rounds, rounds - 1) * rtt_e
         t_loss = r_before * rtt_e + first_loss + rest / per_round * rtt_e + later
         lossy = (
             P1 * np.maximum(t_loss - t_clean, 0.0)
             + ovf * scale * k.fast_rtts * rtt_e
             + tail * scale * (k.tail_rtts + resend) * rtt_r
         )
-        w_loss = np.where(some, np.maximum(w_after, 2.0), w_clean)
+        w_loss = _pick(some_m, np.maximum(w_after, 2.0), w_clean)
         # an overflow of the ceiling is seen a round later, when the flows' windows fill the pipe
         # (BDP + Q): each backs off from its share of it, in proportion to its window
         share = w_clean / np.maximum(w_clean + others, 1.0)
@@ -616,31 +721,31 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         # the bottleneck, shared: each other connection's bytes still to send delay this response
         # by as many of them as it sends itself (processor sharing); a fresh response's first bytes
         # wait behind the standing queue
-        lead = np.where(busy, 0.0, q_s)
+        lead = _if(busy_m, 0.0, q_s)
         remaining = x_bytes * np.minimum(
             np.maximum((c_send - s) / np.maximum(c_send - x_start, 1e-9), 0.0), 1.0
         )
-        own.put(remaining, 0.0)
+        at.put(remaining, 0.0)
         # the bottleneck, a FIFO: the flows' shares of the link follow their bytes in flight (a window
         # twice another's sends twice as much per round trip through the same queue); equal shares
         # (processor sharing) at window_shares = 0, the baseline's view
         if window_shares:
             others_infl = per_slot.copy()
-            own.put(others_infl, 0.0)
+            at.put(others_infl, 0.0)
             own_w = np.maximum(np.minimum(wbytes, w_clean * pkt_bytes), pkt_bytes)
             weight = (1 - window_shares) + window_shares * others_infl / own_w
             served = _rowsum(np.minimum(remaining, wbytes * weight))
         else:
             served = _rowsum(np.minimum(remaining, wbytes))
         link = (wbytes + served) / pa.rate
-        last_round = np.where(busy, 0.0, np.minimum(wbytes, w_clean * pkt_bytes) / pa.rate)
+        last_round = _if(busy_m, 0.0, np.minimum(wbytes, w_clean * pkt_bytes) / pa.rate)
         # the drop-tail queue is a FIFO: each later round of this response waits behind the standing
         # queue again, as long as the other connections have bytes to keep it standing (what they
         # send while this response is sent bounds the total wait)
         windowed = np.maximum(lead, last_round) + t_clean + lossy
         if fifo_share:
             windowed = windowed + fifo_share * np.minimum(
-                np.where(busy, rounds, rounds - 1) * q_s, served / pa.rate
+                _if(busy_m, rounds, rounds - 1) * q_s, served / pa.rate
             )
         wire_total = _pick(dl_mask, wire_total + wbytes, wire_total)
         # work conservation: in issue order, a response ends no earlier than the link could carry
@@ -649,25 +754,28 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
 
         # 6. completion: one-way delay, head-of-line blocking behind another stream's loss on one
         # TCP connection, the loader's own time
-        hol = np.where(
-            pa.mux & ~pa.quic & busy,
-            scale * (1 - (1 - p) ** np.maximum(own_infl / pkt_bytes - npk, 0)) * k.fast_rtts * rtt_e,
-            0.0,
-        )
+        if tcp_mux_m is None or busy_m is None:  # no h2 over TCP here, or no stream behind another
+            hol = zeros
+        else:
+            hol = np.where(
+                tcp_mux & busy,
+                scale * (1 - (1 - p) ** np.maximum(own_infl / pkt_bytes - npk, 0)) * k.fast_rtts * rtt_e,
+                0.0,
+            )
         c_done = e + d_down + hol + k.client_object_s
         done[i] = _pick(dl_mask, c_done, done[i])
         first[i] = _pick(dl_mask, s + lead + np.minimum(wbytes, pkt_bytes) / pa.rate + d_down, first[i])
-        own.put(x_start, np.where(dl & ~busy, s, own.take(x_start)))
-        xb = own.take(x_bytes)
+        at.put(x_start, np.where(dl & ~busy, s, at.take(x_start)))
+        xb = at.take(x_bytes)
         xb = _pick(dl_mask, wbytes + np.where(busy, xb, 0.0), xb)
-        own.put(x_bytes, xb)
-        own.put(c_send, _pick(dl_mask, e, prev_send))
-        own.put(c_cwnd, _pick(dl_mask, np.maximum(w_end, 1.0), cwnd))
-        own.put(c_ss, _pick(dl_mask, ss_end, ss))
-        own.put(c_infl, _pick(dl_mask, np.minimum(xb, w_clean * pkt_bytes), own.take(c_infl)))
+        at.put(x_bytes, xb)
+        at.put(c_send, _pick(dl_mask, e, prev_send))
+        at.put(c_cwnd, _pick(dl_mask, np.maximum(w_end, 1.0), cwnd))
+        at.put(c_ss, _pick(dl_mask, ss_end, ss))
+        at.put(c_infl, _pick(dl_mask, np.minimum(xb, w_clean * pkt_bytes), at.take(c_infl)))
         if not all_mux:  # HTTP/1.x: the connection is free once the response is in, or closed
-            own.put(c_free, np.where(dl & ~pa.mux, c_done, own.take(c_free)))
-            own.put(c_open, own.take(c_open) & ~(dl & ~pa.mux & ~pa.keep_alive))
+            at.put(c_free, np.where(dl & ~pa.mux, c_done, at.take(c_free)))
+            at.put(c_open, at.take(c_open) & ~(dl & ~pa.mux & ~pa.keep_alive))
 
         if explain:
             assert parts is not None
