@@ -191,11 +191,18 @@ class Batch:
 
 def batch(configs: list[Config], facts: list[PageFacts]) -> Batch:
     """Pad the plans of ``configs`` (their pages' ``facts``, in order) into one batch."""
-    plans = [plan_of(f, c.mode) for c, f in zip(configs, facts, strict=True)]
     n = len(configs)
-    steps = max(p.steps for p in plans)
-    width = max(p.deps.shape[1] for p in plans)
-    origins = max(p.origins for p in plans)
+    # configurations with the same plan, pools and compute scale have the same columns: one write
+    # each (as a slice when they are neighbours: a batch of one page and protocol is one slice)
+    groups: dict[tuple, list[int]] = {}
+    for j, (c, f) in enumerate(zip(configs, facts, strict=True)):
+        groups.setdefault(
+            (id(f), c.mode, c.multiplexed, c.max_conns, c.max_streams, c.compute_scale), []
+        ).append(j)
+    plans = {key: plan_of(facts[members[0]], key[1]) for key, members in groups.items()}
+    steps = max(p.steps for p in plans.values())
+    width = max(p.deps.shape[1] for p in plans.values())
+    origins = max(p.origins for p in plans.values())
     kind = np.full((steps, n), -1, dtype=np.int64)
     size = np.zeros((steps, n))
     origin = np.zeros((steps, n), dtype=np.int64)
@@ -206,14 +213,13 @@ def batch(configs: list[Config], facts: list[PageFacts]) -> Batch:
     stream_dep = np.full((steps, n), -1, dtype=np.int64)
     base = np.zeros((origins, n), dtype=np.int64)
     count = np.zeros((origins, n), dtype=np.int64)
+    steps_of = np.zeros(n, dtype=np.int64)
     slots = 1
-    # configurations with the same plan, pools and compute scale have the same columns: one write each
-    groups: dict[tuple, list[int]] = {}
-    for j, (c, p) in enumerate(zip(configs, plans, strict=True)):
-        groups.setdefault((id(p), c.multiplexed, c.max_conns, c.max_streams, c.compute_scale), []).append(j)
-    for (_, mux, max_conns, max_streams, compute_scale), members in groups.items():
-        js = np.array(members)
-        p = plans[members[0]]
+    for key, members in groups.items():
+        _, _, mux, max_conns, max_streams, compute_scale = key
+        p = plans[key]
+        contiguous = members[-1] - members[0] == len(members) - 1
+        js = slice(members[0], members[-1] + 1) if contiguous else np.array(members)
         k, w = p.steps, p.deps.shape[1]
         kind[:k, js] = np.where(p.download, 0, 1)[:, None]
         size[:k, js], origin[:k, js] = p.size[:, None], p.origin[:, None]
@@ -222,6 +228,7 @@ def batch(configs: list[Config], facts: list[PageFacts]) -> Batch:
         pools = pools_of(p, mux, max_conns, max_streams)
         first_of[:k, js], stream_dep[:k, js] = pools.first_of_origin[:, None], pools.stream_dep[:, None]
         base[: p.origins, js], count[: p.origins, js] = pools.slot_base[:, None], pools.slot_count[:, None]
+        steps_of[js] = k
         slots = max(slots, pools.slots)
     return Batch(
         configs=configs,
@@ -237,5 +244,5 @@ def batch(configs: list[Config], facts: list[PageFacts]) -> Batch:
         slot_count=count,
         slots=slots,
         origins=origins,
-        steps_of=np.array([p.steps for p in plans]),
+        steps_of=steps_of,
     )

@@ -318,7 +318,7 @@ def _rowsum(a: np.ndarray, lo: int = 0, m: int | None = None) -> np.ndarray:
     return _rowsum(a, lo, half) + _rowsum(a, lo + half, m - half)
 
 
-def _pick(mask: np.ndarray | None, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _pick(mask: np.ndarray | None, a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
     """``np.where(mask, a, b)``; ``a`` when there is no mask (every configuration takes it)."""
     return a if mask is None else np.where(mask, a, b)
 
@@ -338,10 +338,14 @@ class _At:
         self.at, self.row = at, row
 
     def take(self, a: np.ndarray) -> np.ndarray:
-        return a.take(self.at) if self.row is None else a[self.row].copy()
+        if self.row is None:
+            assert self.at is not None
+            return a.take(self.at)
+        return a[self.row].copy()
 
     def put(self, a: np.ndarray, v: np.ndarray | float) -> None:
         if self.row is None:
+            assert self.at is not None
             a.put(self.at, v)
         else:
             a[self.row] = v
@@ -364,7 +368,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     done = np.zeros((steps, n))
     first = np.zeros((steps, n))
     parts = np.zeros((steps, n, len(PARTS))) if explain else None
-    pred = np.full((steps, n), -1, dtype=np.int64)
+    pred = np.full((steps, n), -1, dtype=np.int64) if explain else None
 
     # connection slots: (slot, configuration), a slot's row contiguous; a step's own slot is read
     # and written through flat indexes (slot · n + configuration)
@@ -403,8 +407,14 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     # steps whose origin is the same in every configuration (a batch of one plan: all of them), and
     # origins whose connection slots are the same rows in every configuration: the step's state is
     # then read and written as rows, not gathered and scattered through indexes
-    one_origin = np.where((b.origin == b.origin[:, :1]).all(axis=1), b.origin[:, 0], -1)
-    one_origin = one_origin.tolist() if SHORTCUTS else [-1] * steps
+    # per step: does any configuration compute, download; does every configuration download
+    any_comp, any_dl, all_dl = (
+        (b.kind == 1).any(axis=1).tolist(),
+        (b.kind == 0).any(axis=1).tolist(),
+        (b.kind == 0).all(axis=1).tolist(),
+    )
+    origin_rows = np.where((b.origin == b.origin[:, :1]).all(axis=1), b.origin[:, 0], -1)
+    one_origin: list[int] = origin_rows.tolist() if SHORTCUTS else [-1] * steps
     # steps whose dependencies are the same in every configuration: the rows they wait for (a
     # completion, or first bytes), and the step whose completion frees a stream
     same_deps = (b.deps == b.deps[:, :1]).all(axis=(1, 2)) & (b.first_chunk == b.first_chunk[:, :1]).all(
@@ -416,8 +426,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         else None
         for i in range(steps)
     ]
-    one_sd = np.where((b.stream_dep == b.stream_dep[:, :1]).all(axis=1), b.stream_dep[:, 0], -2)
-    one_sd = one_sd.tolist() if SHORTCUTS else [-2] * steps
+    sd_rows = np.where((b.stream_dep == b.stream_dep[:, :1]).all(axis=1), b.stream_dep[:, 0], -2)
+    one_sd: list[int] = sd_rows.tolist() if SHORTCUTS else [-2] * steps
     same_slots = (
         ((b.slot_base == b.slot_base[:, :1]) & (b.slot_count == b.slot_count[:, :1])).all(axis=1).tolist()
     )
@@ -502,11 +512,12 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             times = np.where(valid, times, -INF)
             ready = np.maximum(times.max(axis=1), 0.0)
             if explain:
+                assert pred is not None
                 pred[i] = np.where(valid.any(axis=1), dj[cols, times.argmax(axis=1)], -1)
 
         # 2. computations: one main thread
         comp = kind == 1
-        if comp.any():
+        if any_comp[i]:
             start = np.maximum(ready, main_free)
             end = start + b.duration[i]
             main_free = np.where(comp, end, main_free)
@@ -517,9 +528,9 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
                 parts[i, :, _P["queueing"]] = np.where(comp, start - ready, 0)
                 parts[i, :, _P["compute"]] = np.where(comp, end - start, 0)
         dl = kind == 0
-        if not dl.any():
+        if not any_dl[i]:
             continue
-        dl_mask = None if SHORTCUTS and dl.all() else dl  # every configuration downloads here: no masks
+        dl_mask = None if SHORTCUTS and all_dl[i] else dl  # every configuration downloads here: no masks
 
         o = b.origin[i]
         extra = extra_all[i]
@@ -815,7 +826,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     tow = plt - np.where(np.isfinite(first_data), first_data, 0.0) - k.load_s
     out_parts = None
     if explain:
-        assert parts is not None
+        assert parts is not None and pred is not None
         out_parts = np.zeros((n, len(PARTS)))
         for j in range(n):
             step = int(end_step[j])
