@@ -464,6 +464,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         return per_group("delay", excess, pa.queue, pa.rate), per_slot
 
     # what does not depend on the connections' state, for every step at once (steps × configurations)
+    # or once per origin
     extra_all = pa.extra[b.origin, cols]
     rtt_all = pa.rtt + extra_all
     rtt_r_all = rtt_all + pa.round_s  # a round trip as the endpoints see it
@@ -489,7 +490,33 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             np.stack(rows) for rows in zip(*(random_loss(row) for row in npk_all), strict=True)
         )
     w_star = np.where(some, k.response_window / np.sqrt(np.maximum(p, 1e-9)), INF)
+
+    def way(i: int) -> tuple[np.ndarray, ...]:
+        """The path's terms at step i's origin (its extra RTT): RTT, a round trip as the endpoints
+        see it, the one-way delays, the idle time after which the window restarts (RFC 5681 §4.1:
+        an RTO), the per-round delivery cap (packets), the RTO, the request's recovery and a first
+        loss's cost when a timer repairs it. Computed once per origin where the step's origin is
+        the same in every configuration (``routes``)."""
+        extra = extra_all[i]
+        rtt = rtt_all[i]
+        rtt_r = rtt_r_all[i]
+        rtt_e = rtt_r
+        d_up, d_down = pa.d_up + extra / 2, pa.d_down + extra / 2
+        idle_after = np.maximum(k.rto_min_s + rtt, rtt)
+        cap = np.maximum(_pick(lim_mask, pa.rate * rtt_e / pkt_bytes, INF), 1.0)
+        rto = np.maximum(k.rto_min_s + rtt_r, 2 * rtt_r)
+        req_rec = scale * p_up * k.tail_rtts * rtt_r
+        tail_wait = k.tail_rtts * rtt_e + p * rto
+        return rtt, rtt_r, d_up, d_down, idle_after, cap, rto, req_rec, tail_wait
+
+    routes: dict[int, tuple[np.ndarray, ...]] = {}
     w_star_finite = np.isfinite(w_star)
+    no_loss_all = 1 - P1_all
+    scale_m_all = scale * m_all
+    wbytes_all = body_all * pa.wire
+    first_bytes_all = np.minimum(wbytes_all, pkt_bytes) / pa.rate  # a response's first packet on the link
+    ceil_pkts = pa.ceil_bytes / pkt_bytes
+    dns_retries = p_rt / np.maximum(1 - p_rt, 1e-9)
     timeout_share = _TimeoutShare(p)
     zeros = np.zeros(n)
 
@@ -533,18 +560,19 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         dl_mask = None if SHORTCUTS and all_dl[i] else dl  # every configuration downloads here: no masks
 
         o = b.origin[i]
-        extra = extra_all[i]
-        rtt = rtt_all[i]
-        d_up, d_down = pa.d_up + extra / 2, pa.d_down + extra / 2
-        rtt_r = rtt_r_all[i]
-        q_ready, _ = standing(ready)
         o1 = one_origin[i]
+        if o1 < 0 or o1 not in routes:
+            route = routes[o1] = way(i)
+        else:
+            route = routes[o1]
+        rtt, rtt_r, d_up, d_down, idle_after, cap, rto, req_rec, tail_wait = route
+        q_ready, _ = standing(ready)
         oi = (o, cols) if o1 < 0 else o1  # the step's origin in each configuration, as an index
 
         # 3a. the lookup: the origin's first download starts it, the others wait for it
         starts = dl & pa.dns & ~dns_started[oi]
         lookup = rtt_r + q_ready
-        rare_dns += np.where(starts, p_rt / np.maximum(1 - p_rt, 1e-9), 0.0)
+        rare_dns += np.where(starts, dns_retries, 0.0)
         dns_done[oi] = np.where(starts, ready + lookup, dns_done[oi])
         dns_started[oi] |= starts
         t_dns = np.maximum(ready, np.where(pa.dns, dns_done[oi], -INF))
@@ -643,14 +671,14 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         )
         up_backlog = _pick(dl_mask, waiting + pa.req, up_backlog)
         up_time = _pick(dl_mask, np.maximum(up_time, t_send), up_time)
-        req_rec = scale * p_up * k.tail_rtts * rtt_r
         t_srv = t_send + (waiting + pa.req) / pa.rate_up + d_up + req_rec + k.server_s
 
         # 5. the response in rounds
         body = body_all[i]
         npk = npk_all[i]
         P1, d_ss = P1_all[i], d_ss_all[i]
-        wbytes = body * pa.wire
+        no_loss = no_loss_all[i]
+        wbytes = wbytes_all[i]
         prev_send = at.take(c_send)
         busy = pa.mux & (prev_send > t_srv)  # the connection's sender carries on with earlier streams
         busy_m = None if SHORTCUTS and (no_mux or not busy.any()) else busy
@@ -659,11 +687,10 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         own_infl = at.take(per_slot)
         others = (_rowsum(per_slot) - own_infl) / pkt_bytes
         rtt_e = rtt_r
-        idle_long = ~busy & ~opening & ((s - prev_send) > np.maximum(k.rto_min_s + rtt, rtt))
+        idle_long = ~busy & ~opening & ((s - prev_send) > idle_after)
         cwnd = at.take(c_cwnd)
         w0 = np.where(idle_long, np.minimum(cwnd, pa.iw), cwnd)
-        cap = np.maximum(_pick(lim_mask, pa.rate * rtt_e / pkt_bytes, INF), 1.0)
-        ceil_pk = np.maximum(w0, pa.ceil_bytes / pkt_bytes - k.ceiling_share * others)
+        ceil_pk = np.maximum(w0, ceil_pkts - k.ceiling_share * others)
         ss = at.take(c_ss)
         cap_ss = np.minimum(cap, ceil_pk)
         r_ss, ss_before = _ss_rounds(w0, cap_ss, cap, npk, d_ss)
@@ -690,7 +717,6 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         resend = k.burst_resend * dropped / pkt_bytes / np.maximum(k.beta * w0, 1.0)
         # random loss: CSA's slow start until the first loss, Padhye's throughput after it; the
         # first loss repaired by fast retransmit, or by a timer (Padhye's Q)
-        rto = np.maximum(k.rto_min_s + rtt_r, 2 * rtt_r)
         r_before = ss * ss_before + (1 - ss) * ca_before
         r_before = r_before - 1 if busy_m is None else np.where(busy, rounds * d_ss / npk, r_before - 1)
         # the window when the first loss comes, then the window's decay towards the loss rate's
@@ -699,7 +725,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             ss * np.minimum(w0 + d_ss, ceil_pk) + (1 - ss) * (w0 + d_ss / np.maximum(w0, 1.0)),
             np.maximum(ceil_pk, w0),
         )
-        rest, m, decay = rest_all[i], m_all[i], decay_all[i]
+        rest, decay = rest_all[i], decay_all[i]
         start_w = k.beta * w_at
         above = w_star_finite & (start_w > w_star)
         w_star_above = np.where(above, w_star, 0)
@@ -707,8 +733,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         w_after = np.where(above, w_star + (start_w - w_star_above) * beta_m_all[i], start_w)
         per_round = np.maximum(np.minimum(w_avg, cap), 1.0)
         Q = timeout_share(np.minimum(w_at, npk))
-        first_loss = scale * (Q * (k.tail_rtts * rtt_e + p * rto) + (1 - Q) * k.fast_rtts * rtt_e)
-        later = scale * m * timeout_share(np.minimum(w_avg, npk)) * rto
+        first_loss = scale * (Q * tail_wait + (1 - Q) * k.fast_rtts * rtt_e)
+        later = scale_m_all[i] * timeout_share(np.minimum(w_avg, npk)) * rto
         t_clean = _if(busy_m, rounds, rounds - 1) * rtt_e
         t_loss = r_before * rtt_e + first_loss + rest / per_round * rtt_e + later
         lossy = (
@@ -723,12 +749,12 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         w_ovf = np.maximum(w_clean, share * pipe * k.detect_share)
         cut = np.maximum(ovf, tail)
         w_end = (
-            (1 - P1) * (1 - cut) * w_clean
+            no_loss * (1 - cut) * w_clean
             + P1 * w_loss
-            + (1 - P1) * k.beta * (ovf * w_ovf + np.maximum(tail - ovf, 0.0) * w_clean)
+            + no_loss * k.beta * (ovf * w_ovf + np.maximum(tail - ovf, 0.0) * w_clean)
         )
         ovf = cut
-        ss_end = ss * (1 - P1) * (1 - ovf) * ~hit
+        ss_end = ss * no_loss * (1 - ovf) * ~hit
         # the bottleneck, shared: each other connection's bytes still to send delay this response
         # by as many of them as it sends itself (processor sharing); a fresh response's first bytes
         # wait behind the standing queue
@@ -775,7 +801,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             )
         c_done = e + d_down + hol + k.client_object_s
         done[i] = _pick(dl_mask, c_done, done[i])
-        first[i] = _pick(dl_mask, s + lead + np.minimum(wbytes, pkt_bytes) / pa.rate + d_down, first[i])
+        first[i] = _pick(dl_mask, s + lead + first_bytes_all[i] + d_down, first[i])
         at.put(x_start, np.where(dl & ~busy, s, at.take(x_start)))
         xb = at.take(x_bytes)
         xb = _pick(dl_mask, wbytes + np.where(busy, xb, 0.0), xb)
