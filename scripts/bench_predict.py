@@ -14,7 +14,10 @@ Prints one JSON object with the load average beside the figures (the machine is 
   protocol at 1,024 and 4,096 configurations per batch (a step's cost against the batch's width);
 - ``--against REV``: the throughput of the model at git revision REV and of this tree, each in its
   own process, alternately for ``--runs`` rounds on the same grids, and their ratios (this tree's
-  predictions per CPU second over REV's): a speed-up measured under one load.
+  predictions per CPU second over REV's): a speed-up measured under one load; and whether both
+  predicted the same bits (``same_predictions``: a SHA-256 of every PLT and ToW, model and
+  baseline — a change meant only to be faster must keep it true; a change of the model makes it
+  false).
 
 Usage: scripts/bench_predict.py [--runs 3] [--per-step] [--against REV]
 """
@@ -63,20 +66,25 @@ def cold_start() -> tuple[float, float]:
 
 
 #: One throughput measurement in a fresh process, with the wirelab package of TREE (argv[1]): the
-#: grid's specs on stdin, predictions per CPU second per page on stdout.
+#: grid's specs on stdin; per page on stdout, predictions per CPU second and a SHA-256 of the
+#: predictions' bits (PLT and ToW, model and baseline).
 _CHILD = """
-import json, sys, time
+import hashlib, json, sys, time
 sys.path.insert(0, sys.argv[1])
 from wirelab._predict import _config, _constants
 from wirelab._predict._run import predict_configs
-k = _constants.load().constants
+cf = _constants.load()
+k = cf.constants
 out = {}
 for page, specs in json.load(sys.stdin).items():
     configs = [c for s in specs for c in _config.configs_of(s)]
     predict_configs(configs[:3], k)
     start = time.process_time()
-    predict_configs(configs, k)
-    out[page] = len(configs) / (time.process_time() - start)
+    r = predict_configs(configs, k)
+    rate = len(configs) / (time.process_time() - start)
+    b = predict_configs(configs, cf.baseline, baseline=True)
+    digest = hashlib.sha256(b"".join(a.tobytes() for a in (r.plt, r.tow, b.plt, b.tow))).hexdigest()
+    out[page] = [rate, digest]
 print(json.dumps(out))
 """
 
@@ -118,12 +126,14 @@ def against(rev: str, runs: int) -> dict:
                 got[who].append(json.loads(done.stdout))
     per = {}
     for page in PAGES:
-        old = [r[page] for r in got[rev]]
-        new = [r[page] for r in got["tree"]]
+        old = [r[page][0] for r in got[rev]]
+        new = [r[page][0] for r in got["tree"]]
+        digests = {r[page][1] for r in got[rev] + got["tree"]}
         per[page] = {
             rev: round(statistics.median(old)),
             "tree": round(statistics.median(new)),
             "ratios": [round(b / a, 2) for a, b in zip(old, new, strict=True)],
+            "same_predictions": len(digests) == 1,
         }
     return per
 

@@ -175,6 +175,29 @@ def test_shortcuts_and_general_path_agree(engine, monkeypatch):
                 assert np.array_equal(getattr(fast, name), getattr(general, name)), (name, baseline)
 
 
+def test_fixture_predictions_are_the_general_paths(engine, monkeypatch):
+    """Every configuration of the shipped labelled set (885: 159 pages of 1 to 54 origins loaded
+    flat, h1s/h2/h3, with and without loss), batched as ``predict`` batches them: the shortcuts
+    give the general path's PLT, ToW and parts bit for bit — model and baseline without
+    ``explain`` (a step's dependencies are read as rows only then), the model with it."""
+    from wirelab._predict import _labels, _sim
+
+    cfile = _constants.load()
+    configs = [c for label in _labels.read_fixture() for c in _config.configs_of(label.spec)]
+    for baseline, k, explain in (
+        (False, cfile.constants, False),
+        (True, cfile.baseline, False),
+        (False, cfile.constants, True),
+    ):
+        fast = predict_configs(configs, k, baseline=baseline, explain=explain, engine=engine)
+        monkeypatch.setattr(_sim, "SHORTCUTS", False)
+        general = predict_configs(configs, k, baseline=baseline, explain=explain, engine=engine)
+        monkeypatch.setattr(_sim, "SHORTCUTS", True)
+        for name in ("plt", "tow", "parts"):
+            a, b = getattr(fast, name), getattr(general, name)
+            assert (a is None and b is None) or np.array_equal(a, b), (name, baseline, explain)
+
+
 def test_one_connection_holds_the_link_behind_a_shallow_queue(engine):
     """A drop-tail queue of a quarter of the BDP: the one h2 connection backs off from its share of
     the full pipe (BDP + queue), not from the window at which its slow start overflowed, so it
