@@ -21,6 +21,20 @@ def test_generated_models_are_current():
     )
 
 
+def test_contract_schemas_are_json_schema():
+    """Every shipped contract schema, and the trial spec's root with its fields accepted as they are
+    (what problem() checks first), is valid against its meta-schema — checked here once, not each
+    time a process first validates a spec."""
+    import jsonschema
+
+    for name in contract.SCHEMA_NAMES:
+        schema = contract.load_schema(name)
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    split = contract._fields("trial-spec")
+    assert split is not None
+    jsonschema.validators.validator_for(split[0].schema).check_schema(split[0].schema)
+
+
 def test_a_schema_change_reaches_the_models():
     """A range changed in the schema alone is a range of the generated model (nothing else to edit)."""
     schema = contract.load_schema("trial-spec")

@@ -62,10 +62,12 @@ def _registry() -> Any:
 
 
 def _validator_of(schema: dict[str, Any]) -> Any:
+    """A validator of ``schema``. The shipped schemas are checked against their meta-schema by the
+    tests (tests/test_contract_models.py), not here: checking costs a cold ``wirelab predict`` about
+    0.1 s of CPU."""
     import jsonschema  # imported on first use: it is slow to import
 
     cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
     return cls(schema, registry=_registry())
 
 
