@@ -454,6 +454,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     hello = k.client_hello_bytes / pa.rate_up
     some = p > 0
     some_m = None if SHORTCUTS and some.all() else some
+    dns_m = None if SHORTCUTS and pa.dns.all() else pa.dns
     fifo_share = 0.0 if baseline else k.queue_in_rounds  # Lantern: the link shared fairly, no FIFO
     window_shares = 0.0 if baseline else k.window_shares
 
@@ -572,10 +573,11 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         # 3a. the lookup: the origin's first download starts it, the others wait for it
         starts = dl & pa.dns & ~dns_started[oi]
         lookup = rtt_r + q_ready
-        rare_dns += np.where(starts, dns_retries, 0.0)
-        dns_done[oi] = np.where(starts, ready + lookup, dns_done[oi])
-        dns_started[oi] |= starts
-        t_dns = np.maximum(ready, np.where(pa.dns, dns_done[oi], -INF))
+        if not SHORTCUTS or starts.any():  # (no lookup starts here: nothing changes)
+            rare_dns += np.where(starts, dns_retries, 0.0)
+            dns_done[oi] = np.where(starts, ready + lookup, dns_done[oi])
+            dns_started[oi] |= starts
+        t_dns = np.maximum(ready, _pick(dns_m, dns_done[oi], -INF))
 
         # 3b. a connection: the most recently idle, else a new one, else the first to be free
         base = b.slot_base[oi]
@@ -689,7 +691,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         rtt_e = rtt_r
         idle_long = ~busy & ~opening & ((s - prev_send) > idle_after)
         cwnd = at.take(c_cwnd)
-        w0 = np.where(idle_long, np.minimum(cwnd, pa.iw), cwnd)
+        w0 = np.where(idle_long, np.minimum(cwnd, pa.iw), cwnd) if not SHORTCUTS or idle_long.any() else cwnd
         ceil_pk = np.maximum(w0, ceil_pkts - k.ceiling_share * others)
         ss = at.take(c_ss)
         cap_ss = np.minimum(cap, ceil_pk)
@@ -706,7 +708,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         hit = np.isfinite(ceil_pk) & (w0 + npk >= ceil_pk)
         w_clean = ss * np.minimum(w0 + npk, ceil_pk) + (1 - ss) * (w0 + npk / np.maximum(w0, 1.0))
         # the gateway's ceiling reached in slow start: a loss there (a queue below HyStart's threshold)
-        ovf = np.where(pa.ceil_loss & hit, ss, 0.0)
+        ovf_at = pa.ceil_loss & hit
+        ovf = np.where(ovf_at, ss, 0.0) if not SHORTCUTS or ovf_at.any() else np.zeros(n)
         # a fresh response's first window leaves an unpaced sender at once: a queue already holding
         # others' data may drop its tail (repaired after the tail-loss probe)
         burst_bytes = np.minimum(w0, npk) * pkt_bytes
@@ -728,9 +731,12 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         rest, decay = rest_all[i], decay_all[i]
         start_w = k.beta * w_at
         above = w_star_finite & (start_w > w_star)
-        w_star_above = np.where(above, w_star, 0)
-        w_avg = np.where(above, w_star + (start_w - w_star_above) * decay, start_w)
-        w_after = np.where(above, w_star + (start_w - w_star_above) * beta_m_all[i], start_w)
+        if not SHORTCUTS or above.any():
+            w_star_above = np.where(above, w_star, 0)
+            w_avg = np.where(above, w_star + (start_w - w_star_above) * decay, start_w)
+            w_after = np.where(above, w_star + (start_w - w_star_above) * beta_m_all[i], start_w)
+        else:  # no window above W*: no decay
+            w_avg, w_after = start_w, start_w.copy()
         per_round = np.maximum(np.minimum(w_avg, cap), 1.0)
         Q = timeout_share(np.minimum(w_at, npk))
         first_loss = scale * (Q * tail_wait + (1 - Q) * k.fast_rtts * rtt_e)
