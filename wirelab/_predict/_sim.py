@@ -455,6 +455,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     some = p > 0
     some_m = None if SHORTCUTS and some.all() else some
     dns_m = None if SHORTCUTS and pa.dns.all() else pa.dns
+    closes = ~pa.mux & ~pa.keep_alive  # HTTP/1.x without keep-alive: a connection per request
+    closes_m = None if SHORTCUTS and not closes.any() else closes
     fifo_share = 0.0 if baseline else k.queue_in_rounds  # Lantern: the link shared fairly, no FIFO
     window_shares = 0.0 if baseline else k.window_shares
 
@@ -476,8 +478,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         """Random loss in a response of npk packets: the chance of a first loss, CSA's packets
         before it, the packets after it, the further loss events among them, β to their number
         and the window's mean decay over them (5. below)."""
-        P1 = np.where(some, 1 - (1 - p) ** npk, 0.0)
-        d_ss = np.where(some, np.minimum(npk, P1 * (1 - p) / np.maximum(p, 1e-9) + 1), npk)
+        P1 = _pick(some_m, 1 - (1 - p) ** npk, 0.0)
+        d_ss = _pick(some_m, np.minimum(npk, P1 * (1 - p) / np.maximum(p, 1e-9) + 1), npk)
         rest = np.maximum(npk - d_ss, 0.0)
         m = rest * p
         beta_m = k.beta**m
@@ -808,17 +810,25 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         c_done = e + d_down + hol + k.client_object_s
         done[i] = _pick(dl_mask, c_done, done[i])
         first[i] = _pick(dl_mask, s + lead + first_bytes_all[i] + d_down, first[i])
-        at.put(x_start, np.where(dl & ~busy, s, at.take(x_start)))
+        if dl_mask is None and busy_m is None:  # every configuration starts a transfer here
+            at.put(x_start, s)
+        else:
+            at.put(x_start, np.where(dl & ~busy, s, at.take(x_start)))
         xb = at.take(x_bytes)
         xb = _pick(dl_mask, wbytes + np.where(busy, xb, 0.0), xb)
         at.put(x_bytes, xb)
         at.put(c_send, _pick(dl_mask, e, prev_send))
         at.put(c_cwnd, _pick(dl_mask, np.maximum(w_end, 1.0), cwnd))
         at.put(c_ss, _pick(dl_mask, ss_end, ss))
-        at.put(c_infl, _pick(dl_mask, np.minimum(xb, w_clean * pkt_bytes), at.take(c_infl)))
+        infl = np.minimum(xb, w_clean * pkt_bytes)
+        at.put(c_infl, infl if dl_mask is None else np.where(dl_mask, infl, at.take(c_infl)))
         if not all_mux:  # HTTP/1.x: the connection is free once the response is in, or closed
-            at.put(c_free, np.where(dl & ~pa.mux, c_done, at.take(c_free)))
-            at.put(c_open, at.take(c_open) & ~(dl & ~pa.mux & ~pa.keep_alive))
+            if no_mux and dl_mask is None:
+                at.put(c_free, c_done)
+            else:
+                at.put(c_free, np.where(dl & ~pa.mux, c_done, at.take(c_free)))
+            if closes_m is not None:
+                at.put(c_open, at.take(c_open) & ~(dl & closes_m))
 
         if explain:
             assert parts is not None
