@@ -17,7 +17,7 @@ Prints one JSON object with the load average beside the figures (the machine is 
   predictions per CPU second over REV's): a speed-up measured under one load; and whether both
   predicted the same bits (``same_predictions``: a SHA-256 of every PLT and ToW, model and
   baseline — a change meant only to be faster must keep it true; a change of the model makes it
-  false).
+  false); and each tree's cold start, CPU seconds (median), timed in the same rounds.
 
 Usage: scripts/bench_predict.py [--runs 3] [--per-step] [--against REV]
 """
@@ -51,14 +51,22 @@ def grid(page: str, n: int, seed: int = 1) -> list[_config.Config]:
     return [c for s in grid_specs(page, n, seed) for c in _config.configs_of(s)]
 
 
-def cold_start() -> tuple[float, float]:
+def cold_start(tree: str | None = None, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of a fresh ``wirelab predict twitter --net 3g``, the engine's included;
+    with ``tree``, that tree's wirelab package."""
+    entry = ["-m", "wirelab._main"]
+    if tree is not None:
+        entry = [
+            "-c",
+            f"import sys; sys.path.insert(0, {tree!r}); from wirelab._main import main; sys.exit(main())",
+        ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "wirelab._main", "predict", "twitter", "--net", "3g"],
+        [sys.executable, *entry, "predict", "twitter", "--net", "3g"],
         check=True,
         capture_output=True,
-        env={**os.environ, "COLUMNS": "120"},
+        env={**(env or os.environ), "COLUMNS": "120"},
     )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -103,7 +111,7 @@ def grid_specs(page: str, n: int, seed: int = 1) -> list[dict]:
     return out
 
 
-def against(rev: str, runs: int) -> dict:
+def against(rev: str, runs: int) -> dict[str, dict]:
     """This tree's throughput beside REV's, alternately in fresh processes (see the module's doc)."""
     specs = json.dumps({page: grid_specs(page, 1024) for page in PAGES})
     engine = os.environ.get("WIRELAB_ENGINE") or str(ROOT / "bin" / "wirelab-engine")
@@ -116,8 +124,10 @@ def against(rev: str, runs: int) -> dict:
         ).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         got: dict[str, list[dict]] = {rev: [], "tree": []}
+        colds: dict[str, list[float]] = {rev: [], "tree": []}
         for _ in range(runs):
             for who, tree in ((rev, tmp), ("tree", str(ROOT))):
+                colds[who].append(cold_start(tree, env)[1])
                 done = subprocess.run(
                     [sys.executable, "-c", _CHILD, tree], input=specs, capture_output=True, text=True, env=env
                 )
@@ -135,6 +145,7 @@ def against(rev: str, runs: int) -> dict:
             "ratios": [round(b / a, 2) for a, b in zip(old, new, strict=True)],
             "same_predictions": len(digests) == 1,
         }
+    per["cold_start_cpu_s"] = {who: round(statistics.median(c), 3) for who, c in colds.items()}
     return per
 
 
