@@ -217,32 +217,51 @@ def _ss_rounds(w: np.ndarray, cap: np.ndarray, path: np.ndarray, *ns: np.ndarray
     r_cap = np.ceil(np.log2(cap / w))
     sent = w * (np.exp2(r_cap) - 1)  # r_cap is whole: exp2 gives 2.0**r_cap's bits, faster
     out = []
-    for n in ns:
+    # (an unbounded cap leaves no packets for after: its stand-in is never taken)
+    w_ca = np.where(np.isfinite(cap), cap, 1.0)
+    cas = _ca_rounds(w_ca, np.maximum(path, cap), *(np.maximum(n - sent, 0.0) for n in ns))
+    for n, ca in zip(ns, cas, strict=True):
         before = np.ceil(np.log2(n / w + 1))
-        # (an unbounded cap leaves no packets for after: its stand-in is never taken)
-        w_ca = np.where(np.isfinite(cap), cap, 1.0)
-        (ca,) = _ca_rounds(w_ca, np.maximum(path, cap), np.maximum(n - sent, 0.0))
         after = r_cap + ca
         out.append(np.maximum(np.where(n <= sent, before, after), 1.0))
     return out
 
 
-def _ca_span(w: np.ndarray, cap: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Rounds (a real number) to send n packets in congestion avoidance from window w: the window
-    grows one packet per round (the rounds carry w, w + 1, …) until it reaches the path's ``cap``
-    packets per round, and the rounds carry ``cap`` from then on."""
+def _ca_start(w: np.ndarray, cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`_ca_span`'s rounds from window w share whatever their n: the rounds until the
+    window reaches the path, 2w − 1, and the packets those rounds carry."""
     w = np.minimum(np.maximum(w, 1.0), cap)
     grow = cap - w  # rounds until the window reaches the path
     b = 2 * w - 1
     upto = np.where(np.isfinite(cap), grow * w + grow * (grow - 1) / 2, INF)  # packets those rounds carry
+    return grow, b, upto
+
+
+def _ca_span(
+    w: np.ndarray,
+    cap: np.ndarray,
+    n: np.ndarray,
+    start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Rounds (a real number) to send n packets in congestion avoidance from window w: the window
+    grows one packet per round (the rounds carry w, w + 1, …) until it reaches the path's ``cap``
+    packets per round, and the rounds carry ``cap`` from then on (``start``: :func:`_ca_start`'s
+    terms of w and cap, when the caller has them)."""
+    grow, b, upto = _ca_start(w, cap) if start is None else start
     past = np.where(n > upto, grow + (n - np.minimum(upto, n)) / cap, 0.0)
     return np.where(n <= upto, (np.sqrt(b * b + 8 * n) - b) / 2, past)
 
 
-def _ca_rounds(w: np.ndarray, cap: np.ndarray, *ns: np.ndarray) -> list[np.ndarray]:
+def _ca_rounds(
+    w: np.ndarray,
+    cap: np.ndarray,
+    *ns: np.ndarray,
+    start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> list[np.ndarray]:
     """Rounds to send each n of ``ns`` packets in congestion avoidance from window w (``_ca_span``,
     whole rounds)."""
-    return [np.maximum(np.ceil(_ca_span(w, cap, n)), 1.0) for n in ns]
+    start = _ca_start(w, cap) if start is None else start
+    return [np.maximum(np.ceil(_ca_span(w, cap, n, start)), 1.0) for n in ns]
 
 
 def _padhye(
@@ -698,14 +717,15 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         ss = at.take(c_ss)
         cap_ss = np.minimum(cap, ceil_pk)
         r_ss, ss_before = _ss_rounds(w0, cap_ss, cap, npk, d_ss)
-        r_ca, ca_before = _ca_rounds(w0, cap, npk, d_ss)
+        ca_start = _ca_start(w0, cap)
+        r_ca, ca_before = _ca_rounds(w0, cap, npk, d_ss, start=ca_start)
         rounds = ss * r_ss + (1 - ss) * r_ca
         if busy_m is not None:  # a busy connection's rounds
             w_sent = np.maximum(np.minimum(w0, cap), 1.0)
             n_frac = body / pa.pkt  # a busy connection packs small responses into full segments
             # … and carries on from its window: doubling per round in slow start, one packet more per
             # round in congestion avoidance (the rounds' packets w, w + 1, … add up to n_frac)
-            r_cont = ss * np.log2(1 + n_frac / w_sent) + (1 - ss) * _ca_span(w0, cap, n_frac)
+            r_cont = ss * np.log2(1 + n_frac / w_sent) + (1 - ss) * _ca_span(w0, cap, n_frac, ca_start)
             rounds = np.where(busy, r_cont, rounds)
         hit = np.isfinite(ceil_pk) & (w0 + npk >= ceil_pk)
         w_clean = ss * np.minimum(w0 + npk, ceil_pk) + (1 - ss) * (w0 + npk / np.maximum(w0, 1.0))
