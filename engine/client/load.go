@@ -52,6 +52,7 @@ func (l *Loader) Load(ctx context.Context, root string, objects []string) (*Resu
 	for _, pool := range run.pools {
 		pool.close() // connections closed, their goroutines (pushes included) stopped
 	}
+	s.recordedArrivals(res.Conns)
 	res.Pushes = s.pushes.stats()
 	l.summarise(res, s, run.all)
 	l.replayEnd(res, p, run.all)

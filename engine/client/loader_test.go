@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -621,6 +623,33 @@ func checkTimeline(t *testing.T, res *Result) {
 		}
 		if r.Initiator != want {
 			t.Errorf("request %d (%s): initiator %d, want %d (%q)", i, e.URL, r.Initiator, want, e.Initiator)
+		}
+	}
+	// h3: every response's stream arrived whole in the connection's arrivals (engine/why follows
+	// the stream's own bytes with them): a contiguous prefix from offset 0, longer than the body
+	// (HTTP/3's HEADERS and DATA frames carry it).
+	if res.Protocol == H3 {
+		got := map[[2]int64][][2]int64{} // (conn, stream) → ranges received
+		for _, c := range tl.Conns {
+			for _, a := range c.Arrivals {
+				got[[2]int64{int64(c.ID), a[0]}] = append(got[[2]int64{int64(c.ID), a[0]}], [2]int64{a[2], a[2] + a[3]})
+			}
+		}
+		for i, e := range res.Entries {
+			if e.Error != "" || e.Connection == 0 {
+				continue
+			}
+			ranges := got[[2]int64{int64(e.Connection), e.StreamID}]
+			slices.SortFunc(ranges, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+			var prefix int64
+			for _, r := range ranges {
+				if r[0] <= prefix {
+					prefix = max(prefix, r[1])
+				}
+			}
+			if prefix <= e.BodyBytes {
+				t.Errorf("request %d (%s, stream %d): its stream's arrivals hold a prefix of %d bytes for a body of %d", i, e.URL, e.StreamID, prefix, e.BodyBytes)
+			}
 		}
 	}
 	for _, c := range tl.Conns {

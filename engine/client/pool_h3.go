@@ -304,3 +304,10 @@ func (q *quicCloser) Close() error {
 }
 
 func (q *quicCloser) isClosed() bool { return q.closed.Load() }
+
+// established reports whether the QUIC connection's handshake returned (set was called).
+func (q *quicCloser) established() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.qconn != nil
+}

@@ -374,6 +374,39 @@ func (s *session) snapshot(used map[int]bool) []Conn {
 	return out
 }
 
+// recordedArrivals gives each h3 connection of conns (a snapshot of this session's) the STREAM
+// frames its trace recorded, once the connections are closed. quic-go records a received packet's
+// frames after it has handed them to their streams, so a load can end (its reader at EOF) before
+// the record of its last packet: a snapshot taken at the load's end can miss the response's last
+// frames. A closed connection's trace has ended (quic-go closes it after the connection's last
+// event, before CloseWithError returns), so what it holds then is every frame received.
+// traceEndMaxWait bounds the wait for a closed h3 connection's trace to end (recordedArrivals).
+const traceEndMaxWait = 250 * time.Millisecond
+
+func (s *session) recordedArrivals(conns []Conn) {
+	s.mu.Lock()
+	byID := map[int]*connRecord{}
+	for _, c := range s.conns {
+		byID[c.info.ID] = c
+	}
+	s.mu.Unlock()
+	for i := range conns {
+		rec := byID[conns[i].ID]
+		if rec == nil || rec.loss == nil {
+			continue
+		}
+		if q, ok := rec.closer.(*quicCloser); ok && q.established() {
+			select {
+			case <-rec.loss.Closed(): // at once, but where a parent context ended the connection first
+			case <-time.After(traceEndMaxWait):
+			}
+		}
+		rec.mu.Lock()
+		conns[i].arrivals = rec.arrivals
+		rec.mu.Unlock()
+	}
+}
+
 // closing reports whether the load is closing its connections (ended or aborted): connection
 // errors are then expected and not recorded.
 func (s *session) closing() bool {

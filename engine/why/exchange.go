@@ -73,7 +73,11 @@ func (d *decomposer) exchangeOf(i int) *exchange {
 			break
 		}
 	}
-	if c := r.conn; c.arrivals != nil && r.Stream >= 0 {
+	// The stream's own arrivals when the loader recorded any; a stream with none recorded (the
+	// loader's trace missed its frames: quic-go records a packet's frames after it has handed
+	// them to the stream, so a load could end before the record of its last packet) is
+	// followed at the connection's level, as a load without arrivals is.
+	if c := r.conn; len(c.arrivals[r.Stream]) > 0 && r.Stream >= 0 {
 		ex.stream = c.arrivals[r.Stream]
 		var held [][2]int64
 		var pre int64

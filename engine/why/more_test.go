@@ -79,10 +79,18 @@ func TestQUICStory(t *testing.T) {
 		Requests: []Request{{URL: "https://s1.wirelab.test/", Initiator: -1, Conn: 1, Stream: 0, Issued: 0, DNSStart: Unset,
 			Connect: 0, SSLStart: 0, ConnectEnd: 100_000, SendStart: 100_000, SendEnd: 100_000, FirstByte: 200_000, End: 300_010}},
 	}
-	for _, withArrivals := range []bool{true, false} {
+	for _, arrivals := range []string{"stream", "none", "other streams"} {
 		in := Input{Packets: append([]pktlog.Record(nil), recs...), Timeline: tl, Start: 0, End: ms(300)}
-		if !withArrivals {
+		switch arrivals {
+		case "none":
 			in.Timeline.Conns = []Conn{{ID: 1, Transport: "udp", Local: "10.77.0.2:50000", Remote: "10.77.1.1:443"}}
+		case "other streams":
+			// The loader recorded the server's control stream but none of the request's frames
+			// (the load ended before quic-go recorded its packets): the request's stream is
+			// followed by the connection's datagrams, not taken as complete from the start (the
+			// old rule charged everything after the request's arrival to compute).
+			in.Timeline.Conns = []Conn{{ID: 1, Transport: "udp", Local: "10.77.0.2:50000", Remote: "10.77.1.1:443",
+				Arrivals: [][4]int64{{3, 100_000, 0, 10}}}}
 		}
 		pktlog.SortByIn(in.Packets)
 		res := Decompose(in)
@@ -91,7 +99,7 @@ func TestQUICStory(t *testing.T) {
 		want := map[Part]float64{Setup: 100, Transfer: 100, Recovery: 100}
 		for p := Part(0); p < NumParts; p++ {
 			if got := res.Parts[p]; math.Abs(got-want[p]) > 1 {
-				t.Errorf("arrivals %v: %s = %.3f ms, want %.3f", withArrivals, Defs[p].Key, got, want[p])
+				t.Errorf("arrivals of %s: %s = %.3f ms, want %.3f", arrivals, Defs[p].Key, got, want[p])
 			}
 		}
 		if t.Failed() {
