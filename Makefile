@@ -66,12 +66,14 @@ $(ENGINE): $(STAMPS)/gomod $(GO_SRC)
 	@mkdir -p bin
 	cd engine && go build -trimpath -ldflags "$(LDFLAGS)" -o ../$(ENGINE) ./cmd/wirelab-engine
 
-# make test runs the phases one after another (test-go, test-py, fuzzing last); `make test
-# TEST_OVERLAP=1` runs them two at a time (TEST_OVERLAPPED, further down) — faster (16.5 against
-# 21.7 min on CI) but not the default: beside py-parallel's real-time emulators and the fuzzers a
-# go-phase timing bound missed on both attempts (docs/testing.md, "Two phases at a time").
+# make test runs the phases two at a time (TEST_OVERLAPPED, further down), the phases beside the go
+# phase in a cpu cgroup that is idle to the machine and has no real-time budget
+# (scripts/beside-cgroup.sh), so that py-parallel's emulating engines cannot make themselves SCHED_RR
+# beside the go phase's timing bounds; as root without such a cgroup, and with `make test
+# TEST_OVERLAP=0`, one after another (test-go, test-py, fuzzing last; 21.7 min on CI against 16.5
+# two at a time before the cgroup). docs/testing.md, "Two phases at a time", has the figures.
 # (SEQUENTIAL names $(MAKE) indirectly: a recipe line that names it runs even under make -n.)
-TEST_OVERLAP ?= 0
+TEST_OVERLAP ?= 1
 SEQUENTIAL = $(MAKE) --no-print-directory test-go test-py fuzz-short
 test: setup build lint
 	@mkdir -p $(TIMES); rm -f $(TIMES)/phases.jsonl
@@ -139,7 +141,9 @@ test-py: $(STAMPS)/venv $(ENGINE)
 # the foreground and phases that hold no timing bound beside it.
 # 1. The go phase (its timing-bound tests one at a time: about one core; its last two minutes, the
 #    parallel tests of cmd/wirelab-engine, both) with, at idle priority, the parallel Python tests
-#    (no bound, no short deadline: marker `clock`) and then the fuzz targets.
+#    (no bound, no short deadline: marker `clock`) and then the fuzz targets — in the beside cgroup
+#    (cpu.idle 1, cpu.rt_runtime_us 0: the engines py-parallel starts stay idle-class too, where
+#    chrt --idle alone let them make themselves SCHED_RR), removed when the recipe ends.
 # 2. The serial Python tests (namespaces, real-time emulators, signals: mostly waiting, 0.6 of a
 #    core) with go-race (one core) and then h2spec (waits on its timeouts) at normal priority: their
 #    clocks (go-race's 1 s exchange timeouts and 0.5 s intervals) must not starve; the emulators of
@@ -148,10 +152,16 @@ test-py: $(STAMPS)/venv $(ENGINE)
 # foreground ones as before (Ctrl-C and the signals the serial tests send work as they did); each
 # background pair is a job of its own (set -m: own process group, SIGINT not ignored), killed if the
 # recipe ends early, its output printed when it has ended. docs/testing.md has the figures.
-TEST_OVERLAPPED = set -m; { ( $(call PY_PARALLEL_PHASE,$(IDLE),go) ); p=$$?; \
+TEST_OVERLAPPED = cg=$$(scripts/beside-cgroup.sh create wirelab-test-beside-$$$$); \
+	if [ -z "$$cg" ] && [ "$$(id -u)" = 0 ]; then \
+	  echo "make test: no cgroup for the phases beside (scripts/beside-cgroup.sh): one after another"; \
+	  $(SEQUENTIAL); exit $$?; fi; \
+	echo "make test: py-parallel and go-fuzz beside go in $${cg:-the idle class (not root: no real-time engines)}"; \
+	set -m; { [ -z "$$cg" ] || echo $$BASHPID >$$cg/cgroup.procs; ( $(call PY_PARALLEL_PHASE,$(IDLE),go) ); p=$$?; \
 	  ( $(call FUZZ_PHASE,$(FUZZTIME_BESIDE),$(IDLE),go) ); f=$$?; [ $$p -eq 0 ] && [ $$f -eq 0 ]; } \
 	  >$(TIMES)/beside-go.log 2>&1 & idle=$$!; set +m; race=; \
-	trap 'kill -- -$$idle 2>/dev/null; [ -z "$$race" ] || kill -- -$$race 2>/dev/null' EXIT; \
+	trap 'kill -- -$$idle 2>/dev/null; [ -z "$$race" ] || kill -- -$$race 2>/dev/null; \
+	  [ -z "$$cg" ] || scripts/beside-cgroup.sh remove $$cg' EXIT; \
 	( $(GO_PHASE) ); rc=$$?; \
 	set -m; { ( $(call RACE_PHASE,py-serial) ); r=$$?; ( $(call H2SPEC_PHASE,py-serial) ); h=$$?; \
 	  [ $$r -eq 0 ] && [ $$h -eq 0 ]; } >$(TIMES)/beside-serial.log 2>&1 & race=$$!; set +m; \
