@@ -10,7 +10,12 @@ from html import unescape
 from pathlib import Path
 
 import pytest
-from test_report import CHROMIUM, CHROMIUM_ARGS, parse  # the report's own structure parser
+from test_report import (  # the report's own structure parser; Playwright's deadline in py-parallel
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    PLAYWRIGHT_TIMEOUT_MS,
+    parse,
+)
 
 import wirelab
 from wirelab.analysis.capacity import capacity_table, load_capacity
@@ -177,8 +182,11 @@ def test_renders_in_chromium_with_visible_figures(report, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")
     _db, index = report
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=PLAYWRIGHT_TIMEOUT_MS
+        )
         page = browser.new_page(viewport={"width": 1300, "height": 900})
+        page.set_default_timeout(PLAYWRIGHT_TIMEOUT_MS)
         messages: list[str] = []
         page.on("console", lambda m: messages.append(m.text) if m.type in ("error", "warning") else None)
         page.on("pageerror", lambda e: messages.append(str(e)))
