@@ -511,10 +511,10 @@ func (c *h2Conn) send(ctx context.Context, r *request, reserved bool) (*h2Stream
 // without holding up the read loop's stream lookups.
 func (c *h2Conn) sendNow(ctx context.Context, r *request, deliver func(*request)) bool {
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	c.mu.Lock()
 	if c.dead != nil || c.goAway || len(c.waiters) > 0 || c.open >= c.limit {
 		c.mu.Unlock()
+		c.wmu.Unlock()
 		return false
 	}
 	c.open++
@@ -531,13 +531,18 @@ func (c *h2Conn) sendNow(ctx context.Context, r *request, deliver func(*request)
 		c.open--
 		c.wakeLocked()
 		c.mu.Unlock()
+		c.wmu.Unlock()
 		return false
 	}
 	c.stamp(st, r, start)
 	r.sendEnd = c.s.now() // handed to the connection's buffer: the flush comes with the batch's
 	c.streams[st.id] = st
 	c.mu.Unlock()
-	if err := c.writeBlock(st.id, block, maxFrame); err != nil {
+	err := c.writeBlock(st.id, block, maxFrame)
+	// wmu released before fail, as every other writer does: fail closes the connection, and a TLS
+	// close sends close_notify (up to seconds), which must not hold up the read loop's own writes
+	c.wmu.Unlock()
+	if err != nil {
 		c.fail(fmt.Errorf("h2 write: %w", err)) // the read loop ends the stream: delivered through h2Pool.again
 	}
 	return true
