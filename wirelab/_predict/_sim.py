@@ -208,18 +208,24 @@ def _path(b: Batch, k: Constants, baseline: bool) -> _Path:
     )
 
 
-def _ss_rounds(w: np.ndarray, cap: np.ndarray, path: np.ndarray, *ns: np.ndarray) -> list[np.ndarray]:
+def _ss_rounds(
+    w: np.ndarray, cap: np.ndarray, path: np.ndarray, *ns: np.ndarray, finite: bool = False
+) -> list[np.ndarray]:
     """Rounds to send each n of ``ns`` packets in slow start from window w until the window reaches
     ``cap`` (the slow-start ceiling or the path's ``path`` packets per round, the smaller); then in
-    congestion avoidance from there (+1 packet per round), delivering at most ``path`` per round."""
+    congestion avoidance from there (+1 packet per round), delivering at most ``path`` per round
+    (``finite``: every path is rate-limited, so every cap is finite and needs no mask)."""
     w = np.maximum(w, 1.0)
     cap = np.maximum(cap, w)
     r_cap = np.ceil(np.log2(cap / w))
     sent = w * (np.exp2(r_cap) - 1)  # r_cap is whole: exp2 gives 2.0**r_cap's bits, faster
     out = []
     # (an unbounded cap leaves no packets for after: its stand-in is never taken)
-    w_ca = np.where(np.isfinite(cap), cap, 1.0)
-    cas = _ca_rounds(w_ca, np.maximum(path, cap), *(np.maximum(n - sent, 0.0) for n in ns))
+    w_ca = cap if finite else np.where(np.isfinite(cap), cap, 1.0)
+    path = np.maximum(path, cap)
+    cas = _ca_rounds(
+        w_ca, path, *(np.maximum(n - sent, 0.0) for n in ns), start=_ca_start(w_ca, path, finite=finite)
+    )
     for n, ca in zip(ns, cas, strict=True):
         before = np.ceil(np.log2(n / w + 1))
         after = r_cap + ca
@@ -227,13 +233,18 @@ def _ss_rounds(w: np.ndarray, cap: np.ndarray, path: np.ndarray, *ns: np.ndarray
     return out
 
 
-def _ca_start(w: np.ndarray, cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _ca_start(
+    w: np.ndarray, cap: np.ndarray, finite: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What :func:`_ca_span`'s rounds from window w share whatever their n: the rounds until the
-    window reaches the path, 2w − 1, and the packets those rounds carry."""
+    window reaches the path, 2w − 1, and the packets those rounds carry (``finite``: every cap is
+    finite, no mask)."""
     w = np.minimum(np.maximum(w, 1.0), cap)
     grow = cap - w  # rounds until the window reaches the path
     b = 2 * w - 1
-    upto = np.where(np.isfinite(cap), grow * w + grow * (grow - 1) / 2, INF)  # packets those rounds carry
+    upto = grow * w + grow * (grow - 1) / 2  # packets those rounds carry
+    if not finite:
+        upto = np.where(np.isfinite(cap), upto, INF)
     return grow, b, upto
 
 
@@ -286,10 +297,22 @@ class _TimeoutShare:
 
     def __call__(self, w: np.ndarray) -> np.ndarray:
         w = np.maximum(w, 1.0)
-        keep = self.keep
-        num = (1 + self.q3 * (1 - keep ** np.maximum(w - 3, 0))) * self.a
-        den = 1 - keep**w
-        return np.where(w <= 3, 1.0, np.minimum(1.0, num / den))
+        if SHORTCUTS:  # Q = 1 at w ≤ 3: the two pows only where w > 3 (elementwise: the same bits)
+            small = w <= 3
+            few = int(small.sum())
+            if few == w.shape[0]:
+                return np.ones(few)
+            if 2 * few >= w.shape[0]:  # gathering pays when at most half need the pows
+                out = np.ones(w.shape[0])
+                big = np.flatnonzero(~small)
+                out[big] = self._q(w[big], self.q3[big], self.a[big], self.keep[big])
+                return out
+        return np.where(w <= 3, 1.0, self._q(w, self.q3, self.a, self.keep))
+
+    @staticmethod
+    def _q(w: np.ndarray, q3: np.ndarray, a: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        num = (1 + q3 * (1 - keep ** np.maximum(w - 3, 0))) * a
+        return np.minimum(1.0, num / (1 - keep**w))
 
 
 def _median_delay(costs: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -419,6 +442,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     # masks that hold for every configuration of the batch are None (_pick: all take the first
     # value); masks that hold for none are None too where _if reads them (all take the second)
     lim_mask = None if SHORTCUTS and limited.all() else limited
+    all_limited = lim_mask is None  # every path rate-limited: every per-round cap is finite
     up_mask = None if SHORTCUTS and np.isfinite(pa.rate_up).all() else np.isfinite(pa.rate_up)
     tcp_mux = pa.mux & ~pa.quic  # h2 over TCP: head-of-line blocking behind another stream's loss
     tcp_mux_m = None if SHORTCUTS and not tcp_mux.any() else tcp_mux
@@ -716,8 +740,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         ceil_pk = np.maximum(w0, ceil_pkts - k.ceiling_share * others)
         ss = at.take(c_ss)
         cap_ss = np.minimum(cap, ceil_pk)
-        r_ss, ss_before = _ss_rounds(w0, cap_ss, cap, npk, d_ss)
-        ca_start = _ca_start(w0, cap)
+        r_ss, ss_before = _ss_rounds(w0, cap_ss, cap, npk, d_ss, finite=all_limited)
+        ca_start = _ca_start(w0, cap, finite=all_limited)
         r_ca, ca_before = _ca_rounds(w0, cap, npk, d_ss, start=ca_start)
         rounds = ss * r_ss + (1 - ss) * r_ca
         if busy_m is not None:  # a busy connection's rounds
