@@ -16,9 +16,12 @@ PYTEST_FLAGS ?= -q
 # Each test's time, for the list of the 10 slowest that `make test` ends with (scripts/test_times.py),
 # and each phase's wall and CPU time (PHASE_START … $(call PHASE_END,name) around one recipe line).
 TIMES   := $(STAMPS)/test-times
+# scripts/test_times.py needs only the standard library: the system's python3 runs it, so that the go
+# phase can start (and record) before the venv is made (make test makes it beside the go phase)
+TIMES_PY := python3
 PHASE_START = t0=$$(date +%s.%N); l0=$$(cut -d' ' -f1-3 /proc/loadavg);
 # A phase that runs beside another names it as $(2): its wall time is not added to the total.
-PHASE_RECORD = rc=$$?; times >$(CURDIR)/$(TIMES)/.times-$(1); $(CURDIR)/$(PY) $(CURDIR)/scripts/test_times.py record \
+PHASE_RECORD = rc=$$?; times >$(CURDIR)/$(TIMES)/.times-$(1); $(TIMES_PY) $(CURDIR)/scripts/test_times.py record \
                $(CURDIR)/$(TIMES)/phases.jsonl $(1) "$$t0" "$$l0" $(CURDIR)/$(TIMES)/.times-$(1) $$rc $(2)
 PHASE_END = $(call PHASE_RECORD,$(1),$(2)); exit $$rc
 # As root (CI), every test runs in a network namespace of its own holding only a loopback device: no
@@ -74,11 +77,15 @@ $(ENGINE): $(STAMPS)/gomod $(GO_SRC)
 # two at a time before the cgroup). docs/testing.md, "Two phases at a time", has the figures.
 # (SEQUENTIAL names $(MAKE) indirectly: a recipe line that names it runs even under make -n.)
 TEST_OVERLAP ?= 1
-SEQUENTIAL = $(MAKE) --no-print-directory test-go test-py fuzz-short
-test: setup build lint
+SEQUENTIAL = $(MAKE) --no-print-directory setup lint test-go test-py fuzz-short
+# The go phase needs the system's packages, the Go modules and the engine, not the venv: two at a
+# time, the venv (≈ 55 s on a clean checkout: pip) and lint (≈ 25 s) are made beside it, ahead of
+# py-parallel; the serial Python tests, in front after the go phase, take the venv under the same
+# lock (SETUP_VENV: whichever comes first makes it, the other finds it made).
+test: $(STAMPS)/system $(STAMPS)/gomod build
 	@mkdir -p $(TIMES); rm -f $(TIMES)/phases.jsonl
 	$(if $(filter 0,$(TEST_OVERLAP)),$(SEQUENTIAL),$(TEST_OVERLAPPED))
-	@$(PY) scripts/test_times.py slowest 10 $(TIMES)/phases.jsonl $(TIMES)/go.jsonl $(TIMES)/pytest-parallel.xml \
+	@$(TIMES_PY) scripts/test_times.py slowest 10 $(TIMES)/phases.jsonl $(TIMES)/go.jsonl $(TIMES)/pytest-parallel.xml \
 	  $(TIMES)/pytest-serial.xml
 
 # Every native Go fuzz target of engine/ (parsers, the SPDY session, the link model, the HTTP/2
@@ -111,7 +118,7 @@ fuzz-short: $(STAMPS)/gomod
 GO_PHASE = $(PHASE_START) set -o pipefail; cd engine && \
 	  pkgs="$$(go list ./... | grep -v -e '/cmd/wirelab-engine$$' -e '/internal/rt$$') $$(go list ./cmd/wirelab-engine ./internal/rt)" && \
 	  $(ISOLATE) go test $(GOTEST_FLAGS) -json -skip '^TestH2Spec$$' $$pkgs | \
-	  ../$(PY) ../scripts/test_times.py go ../$(TIMES)/go.jsonl; $(call PHASE_END,go,$(1))
+	  $(TIMES_PY) ../scripts/test_times.py go ../$(TIMES)/go.jsonl; $(call PHASE_END,go,$(1))
 RACE_PHASE = $(PHASE_START) pkgs=$$(scripts/race-packages.sh) && cd engine && \
 	  { go test $(GOTEST_FLAGS) -p 2 -race -short -exec /bin/true $$pkgs >/dev/null 2>&1; \
 	    $(ISOLATE) go test $(GOTEST_FLAGS) -race -short $$pkgs; }; $(call PHASE_END,go-race,$(1))
@@ -154,23 +161,25 @@ test-py: $(STAMPS)/venv $(ENGINE)
 # recipe ends early, its output printed when it has ended. Once the foreground phases have ended,
 # what is left of pair 1 (on a machine others keep busy, an idle group gets next to nothing) runs at
 # a normal share (cpu.idle 0: the group weighs as one ordinary task). docs/testing.md has the figures.
+SETUP_VENV = flock $(TIMES)/.venv.lock $(MAKE) --no-print-directory $(STAMPS)/venv
 TEST_OVERLAPPED = cg=$$(scripts/beside-cgroup.sh create wirelab-test-beside-$$$$); \
 	if [ -z "$$cg" ] && [ "$$(id -u)" = 0 ]; then \
 	  echo "make test: no cgroup for the phases beside (scripts/beside-cgroup.sh): one after another"; \
 	  $(SEQUENTIAL); exit $$?; fi; \
-	echo "make test: py-parallel and go-fuzz beside go in $${cg:-the idle class (not root: no real-time engines)}"; \
-	set -m; { [ -z "$$cg" ] || echo $$BASHPID >$$cg/cgroup.procs; ( $(call PY_PARALLEL_PHASE,$(IDLE),go) ); p=$$?; \
-	  ( $(call FUZZ_PHASE,$(FUZZTIME_BESIDE),$(IDLE),go) ); f=$$?; [ $$p -eq 0 ] && [ $$f -eq 0 ]; } \
+	echo "make test: the venv, lint, py-parallel and go-fuzz beside go in $${cg:-the idle class (not root: no real-time engines)}"; \
+	set -m; { [ -z "$$cg" ] || echo $$BASHPID >$$cg/cgroup.procs; $(IDLE) $(SETUP_VENV) && $(IDLE) $(MAKE) --no-print-directory lint; \
+	  l=$$?; ( $(call PY_PARALLEL_PHASE,$(IDLE),go) ); p=$$?; \
+	  ( $(call FUZZ_PHASE,$(FUZZTIME_BESIDE),$(IDLE),go) ); f=$$?; [ $$l -eq 0 ] && [ $$p -eq 0 ] && [ $$f -eq 0 ]; } \
 	  >$(TIMES)/beside-go.log 2>&1 & idle=$$!; set +m; race=; \
 	trap 'kill -- -$$idle 2>/dev/null; [ -z "$$race" ] || kill -- -$$race 2>/dev/null; \
 	  [ -z "$$cg" ] || scripts/beside-cgroup.sh remove $$cg' EXIT; \
 	( $(GO_PHASE) ); rc=$$?; \
 	set -m; { ( $(call RACE_PHASE,py-serial) ); r=$$?; ( $(call H2SPEC_PHASE,py-serial) ); h=$$?; \
 	  [ $$r -eq 0 ] && [ $$h -eq 0 ]; } >$(TIMES)/beside-serial.log 2>&1 & race=$$!; set +m; \
-	( $(PY_SERIAL_PHASE) ); prc=$$?; [ $$rc -ne 0 ] || rc=$$prc; \
+	$(SETUP_VENV) && ( $(PY_SERIAL_PHASE) ); prc=$$?; [ $$rc -ne 0 ] || rc=$$prc; \
 	wait $$race; brc=$$?; echo "--- go-race and h2spec (beside py-serial):"; cat $(TIMES)/beside-serial.log; \
 	[ $$rc -ne 0 ] || rc=$$brc; [ -z "$$cg" ] || echo 0 >$$cg/cpu.idle; \
-	wait $$idle; brc=$$?; echo "--- py-parallel and go-fuzz (beside go, idle priority):"; cat $(TIMES)/beside-go.log; \
+	wait $$idle; brc=$$?; echo "--- the venv, lint, py-parallel and go-fuzz (beside go, idle priority):"; cat $(TIMES)/beside-go.log; \
 	[ $$rc -ne 0 ] || rc=$$brc; exit $$rc
 
 # Static checks of both halves: go vet and gofmt; ruff (lint and format) and mypy (the package ships
