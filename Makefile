@@ -93,8 +93,11 @@ test: $(STAMPS)/system $(STAMPS)/gomod build
 # a crash fails the target and leaves its input in engine/<package>/testdata/fuzz (scripts/fuzz-short.sh).
 FUZZTIME ?= 3s
 # Beside the go phase (make test) the fuzzers run at idle priority and get what it leaves, about one
-# of the 2 cores: 6 s each keeps their work (worker-seconds) what 3 s on an idle machine gave.
-FUZZTIME_BESIDE ?= 6s
+# of the 2 cores. 3 s each: with the venv and lint also beside, 6 s (the work 3 s gave on an idle
+# machine) ran the fuzzers into the go phase's last, two-core minutes (clean-clone CI of 9fb948a:
+# go-fuzz 322 s, the go phase 79 s longer) — half the fuzzing work, a smoke check each, for the
+# 15-minute budget; `make fuzz-short FUZZTIME=…` fuzzes longer.
+FUZZTIME_BESIDE ?= 3s
 # A phase that runs beside another runs in the scheduler's idle class: any other runnable process
 # takes the CPU from it at once (a waking task preempts it; a core running only idle-class tasks counts
 # as idle when the kernel places a task), so the phase in front sees only shared caches.
