@@ -15,7 +15,7 @@ import (
 // how much CPU such threads took beside it.
 
 // realtimeTicks reads the CPU time (clock ticks) of every user-space thread on the machine whose
-// scheduling policy is SCHED_FIFO or SCHED_RR, by its /proc task path (the lines read as
+// scheduling policy is real-time (procStat.realtime: SCHED_FIFO, SCHED_RR, SCHED_DEADLINE), by its /proc task path (the lines read as
 // otherRealtime reads a process's).
 func realtimeTicks() map[string]int64 {
 	out := map[string]int64{}
@@ -25,7 +25,7 @@ func realtimeTicks() map[string]int64 {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		if st, ok := parseStat(string(b)); ok && (st.policy == policyFIFO || st.policy == policyRR) && st.flags&pfKthread == 0 {
+		if st, ok := parseStat(string(b)); ok && st.realtime() {
 			out[path] = st.cpuTicks
 		}
 	}

@@ -20,8 +20,11 @@ const (
 	pfKthread      = 0x00200000
 )
 
-// policyNames names the real-time policies otherRealtime reports.
+// policyNames names the real-time policies: otherRealtime reports them, realtimeTicks counts them.
 var policyNames = map[int]string{policyFIFO: "SCHED_FIFO", policyRR: "SCHED_RR", policyDeadline: "SCHED_DEADLINE"}
+
+// realtime says whether a user-space task runs under one of the real-time policies.
+func (s procStat) realtime() bool { return policyNames[s.policy] != "" && s.flags&pfKthread == 0 }
 
 // procStat is what otherRealtime needs of /proc/PID/stat.
 type procStat struct {
@@ -99,7 +102,7 @@ func otherRealtime(procRoot string, self int) []string {
 				continue // the thread ended meanwhile
 			}
 			t, ok := parseStat(string(b))
-			if !ok || policyNames[t.policy] == "" {
+			if !ok || !t.realtime() {
 				continue
 			}
 			if !found || t.rtPrio > best.rtPrio {
