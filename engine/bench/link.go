@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -46,7 +48,16 @@ type LinkOptions struct {
 	// Runs is how many times the rtt, capacity and disciplines parts run (each run reported on its
 	// own: the targets hold in every run, not in a median); 0 means 1.
 	Runs int
+	// HaltPoll is the guest halt-polling window every run holds (emulator.Config.HaltPoll: 0 =
+	// WIRELAB_HALT_POLL or netns.DefaultHaltPoll, negative = the machine's setting left alone).
+	HaltPoll time.Duration
+	// Ctx, when cancelled (Ctrl-C), stops the running part's emulator and ends the benchmark with
+	// ErrLinkInterrupted; nil = never.
+	Ctx context.Context
 }
+
+// ErrLinkInterrupted is Link's error when LinkOptions.Ctx was cancelled.
+var ErrLinkInterrupted = errors.New("bench link interrupted")
 
 // RepeatedParts are the parts that LinkOptions.Runs repeats; goodput and loss run once.
 var RepeatedParts = []string{"rtt", "capacity", "disciplines"}
@@ -246,6 +257,9 @@ type Machine struct {
 	// Only bench link looks (nil: the other benchmarks leave it out of their JSON, omitzero); it
 	// says [] when it looked and found none.
 	OtherRealtime []string `json:"other_realtime,omitzero"`
+	// HaltPoll is the guest halt-polling window the runs held and the machine's own (nil: no
+	// haltpoll cpuidle driver, or not a benchmark with an emulator; docs/network.md, "Host latency").
+	HaltPoll *netns.HaltPollFact `json:"halt_poll,omitempty"`
 }
 
 // Link runs the link benchmark.
@@ -270,6 +284,10 @@ func Link(opt LinkOptions) (*LinkResult, error) {
 	b.noteOtherRealtime()
 	busy0 := cpuBusy()
 	self0 := treeCPU()
+	if opt.Ctx != nil {
+		stop := context.AfterFunc(opt.Ctx, b.interrupt)
+		defer stop()
+	}
 
 	for _, part := range []struct {
 		name string
@@ -282,10 +300,13 @@ func Link(opt LinkOptions) (*LinkResult, error) {
 		if slices.Contains(RepeatedParts, part.name) {
 			runs = b.res.Runs
 		}
-		for b.run = 1; b.run <= runs; b.run++ {
+		for b.run = 1; b.run <= runs && !b.interrupted(); b.run++ {
 			part.run()
 			b.noteOtherRealtime()
 		}
+	}
+	if b.interrupted() {
+		return b.res, ErrLinkInterrupted
 	}
 	b.summarize()
 
@@ -308,6 +329,27 @@ type linkBench struct {
 	rtPeers bool               // the current part's peers run real-time
 	run     int                // the current run of a repeated part (1, 2, …)
 	rttAll  []float64          // every connect's RTT error, all runs
+
+	mu      sync.Mutex
+	cur     *session // the running emulator, stopped by interrupt
+	stopped bool     // interrupted: no new session starts
+}
+
+// interrupt stops the running session's emulator (its peers with it) and any later start.
+func (b *linkBench) interrupt() {
+	b.mu.Lock()
+	b.stopped = true
+	s := b.cur
+	b.mu.Unlock()
+	if s != nil {
+		s.e.Stop()
+	}
+}
+
+func (b *linkBench) interrupted() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stopped
 }
 
 // name is a run's name in RunSummaries: the part's own, with the run's number after the first.
@@ -388,11 +430,21 @@ func (b *linkBench) start(profile string, seed uint64) (*session, error) {
 		return nil, err
 	}
 	cfg.PacketLog = b.opt.PacketLog
+	cfg.HaltPoll = b.opt.HaltPoll
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return nil, ErrLinkInterrupted
+	}
 	e, err := emulator.Start(cfg)
 	if err != nil {
 		return nil, err
 	}
+	if b.res.Machine.HaltPoll == nil {
+		b.res.Machine.HaltPoll = e.Topo.HaltPoll()
+	}
 	s := &session{e: e}
+	b.cur = s
 	srv := e.Topo.Command(netns.Server, b.peerArgs("serve", labaddr.OriginAddr(1).String()+":9000")...)
 	out, err := srv.StdoutPipe()
 	if err != nil {
@@ -426,6 +478,11 @@ func (b *linkBench) client(s *session, v any, args ...string) error {
 }
 
 func (b *linkBench) stop(name string, s *session) emulator.Summary {
+	b.mu.Lock()
+	if b.cur == s {
+		b.cur = nil
+	}
+	b.mu.Unlock()
 	s.e.Runner.MergeLateness(&b.hist)
 	sum, err := s.e.Stop()
 	if err != nil {

@@ -43,6 +43,10 @@ type Config struct {
 	PcapRotation bool
 	// SpinWindow overrides realtime.DefaultSpinWindow.
 	SpinWindow time.Duration
+	// HaltPoll is the guest halt-polling window the run holds while it lasts (netns.Config.HaltPoll;
+	// docs/network.md, "Host latency"): 0 = netns.HaltPollFromEnv (netns.DefaultHaltPoll unless
+	// WIRELAB_HALT_POLL says otherwise), negative = leave the machine's setting alone.
+	HaltPoll time.Duration
 }
 
 // Emulator is a running emulated path.
@@ -88,6 +92,15 @@ func Start(cfg Config) (*Emulator, error) {
 			e.pcaps[side].Store(pf)
 		}
 	}
+	hp := cfg.HaltPoll
+	if hp == 0 {
+		var err error
+		if hp, err = netns.HaltPollFromEnv(); err != nil {
+			e.closePcaps()
+			return nil, err
+		}
+	}
+	cfg.Topology.HaltPoll = max(hp, 0)
 	topo, err := netns.Create(cfg.Topology)
 	if err != nil {
 		e.closePcaps()

@@ -18,6 +18,9 @@ type Summary struct {
 	Devices     map[string]netns.DeviceStats `json:"devices"` // kernel counters of the client and server TUN
 	DurationS   float64                      `json:"duration_s"`
 	Runner      realtime.Stats               `json:"runner"` // the runner's own counters
+	// HaltPoll is the machine's guest halt-polling window during the run and before it (nil: no
+	// haltpoll cpuidle driver; docs/network.md, "Host latency").
+	HaltPoll *netns.HaltPollFact `json:"halt_poll,omitempty"`
 }
 
 // LatenessUS are timer-lateness percentiles in microseconds.
@@ -65,6 +68,7 @@ func (e *Emulator) summarize(dev [2]netns.DeviceStats) Summary {
 		Devices:    map[string]netns.DeviceStats{"client": dev[netns.Client], "server": dev[netns.Server]},
 		DurationS:  e.Runner.Now().Seconds(),
 		Runner:     rs,
+		HaltPoll:   e.Topo.HaltPoll(),
 	}
 	s.DeviceDrops = dev[netns.Client].Dropped() + dev[netns.Server].Dropped()
 	for _, d := range []link.Dir{link.Up, link.Down} {

@@ -85,6 +85,7 @@ func GC() (GCReport, error) {
 		live[strings.TrimSuffix(filepath.Base(p), ".json")] = true // left alone with the rest of it
 	}
 	errs = append(errs, gcUplinks(live, &rep)...)
+	errs = append(errs, gcHaltPoll(live, &rep))
 	errs = append(errs, gcHostOrphans(live, &rep)...)
 	return rep, errors.Join(errs...)
 }
@@ -170,12 +171,15 @@ var ownedDirPattern = regexp.MustCompile(`^wirelab-[a-z]+-[0-9a-f]{8}$`)
 
 // removeOwned removes the objects a run recorded with Topology.Own…: its control groups (with
 // any process still in them), its private directories, and the host side of an egress topology
-// (removeHostSide). Close and GC both call it; it touches nothing that does not look like what a
+// (removeHostSide); and it releases the run's hold on the guest halt-polling window (haltpoll.go). Close and GC both call it; it touches nothing that does not look like what a
 // run creates. rep, when not nil, lists what was removed.
 func removeOwned(st *state, rep *GCReport) []error {
 	var errs []error
 	if st.Host != nil {
 		errs = append(errs, removeHostSide(st.ID, st.Host, rep)...)
+	}
+	if _, err := os.Stat(haltPollPath()); err == nil {
+		errs = append(errs, releaseHaltPoll(func(id string) bool { return id == st.ID }))
 	}
 	for _, cg := range st.Cgroups {
 		if _, err := os.Stat(cg); errors.Is(err, os.ErrNotExist) {

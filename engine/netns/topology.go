@@ -75,6 +75,10 @@ type Config struct {
 	// accept it and the link's disciplines mark them instead of dropping (profile key ecn=1).
 	// Off, the kernel's default (2) stays: accepted when asked for, never asked for.
 	ECN bool
+	// HaltPoll, when > 0, holds the machine's guest halt-polling window (haltpoll cpuidle driver:
+	// guest_halt_poll_ns) at at least this long while the topology exists (haltpoll.go); 0 leaves
+	// the machine's setting alone. The emulator's runs hold HaltPollFromEnv.
+	HaltPoll time.Duration
 }
 
 // DefaultMTU is the TUN devices' MTU.
@@ -143,6 +147,7 @@ type Topology struct {
 	eg    *egress       // an egress topology's router and far side (egress.go)
 
 	unregisterTCPPlus func() error // releases wl_cubicp<N> (TCPPlus)
+	haltPoll          *HaltPollFact // what the run found and held (nil: no haltpoll driver)
 
 	mu     sync.Mutex
 	closed bool
@@ -212,6 +217,10 @@ func Create(cfg Config) (*Topology, error) {
 			release()
 			return nil, fmt.Errorf("write state file: %w", err)
 		}
+	}
+	// After the state file: a hold is released by Close, or by GC once the run is not live.
+	if t.haltPoll, err = holdHaltPoll(t.ID, c.HaltPoll); err != nil {
+		return nil, errors.Join(fmt.Errorf("halt polling: %w", err), t.Close())
 	}
 	if err := t.build(); err != nil {
 		return nil, errors.Join(err, t.Close())
@@ -431,6 +440,10 @@ func (t *Topology) TUN(side Side) tun.Device { return t.tuns[side] }
 
 // Config is the topology's configuration with defaults filled in.
 func (t *Topology) Config() Config { return t.cfg }
+
+// HaltPoll is the guest halt-polling window the run found and held (Config.HaltPoll); nil when the
+// machine has no haltpoll driver.
+func (t *Topology) HaltPoll() *HaltPollFact { return t.haltPoll }
 
 // StatePath is the path of the run's state file.
 func (t *Topology) StatePath() string { return t.state }

@@ -20,6 +20,7 @@ import (
 	"github.com/wirelab/wirelab/engine/internal/shellquote"
 	"github.com/wirelab/wirelab/engine/internal/version"
 	"github.com/wirelab/wirelab/engine/link/profile"
+	"github.com/wirelab/wirelab/engine/netns"
 	"github.com/wirelab/wirelab/engine/trial"
 )
 
@@ -68,7 +69,7 @@ func runBench(args []string) error {
 }
 
 func runBenchLink(args []string) error {
-	fs, asJSON := newBenchFlags("link", "usage: wirelab-engine bench link [--quick] [--json] [--only PARTS] [--runs N] [--peers auto|rt|normal] [--packet-log]\n                                 [--cpuprofile FILE] [--memprofile FILE]\n\nMeasures the emulated path: RTT error (TCP connect times at one-way delays 5, 50, 250 ms),\ncubic goodput against 1, 10 and 100 Mbit/s, realised loss at 1 % and 3 %, capacity and CPU\nper packet through a 10 ms path without a rate cap (TCP buffers up to 32 MB), and CPU per\npacket through a 100 Mbit/s queue with each discipline (drop-tail, CoDel, FQ-CoDel, PIE,\nDOCSIS-PIE, RED); the TUN devices' drop counters throughout. Every run's figures are printed,\nand the worst run against the emulator's targets (RTT error p99 ≤ 0.5 ms at every delay;\n≥ 5,000 Mbit/s at ≤ 1.5 µs CPU per packet, 0 drops).\nCPU is getrusage(2) of this process, where the emulator runs. Other real-time processes seen\nduring the run are listed (they compete with the emulator's threads).\nNeeds root.\n\nflags:")
+	fs, asJSON := newBenchFlags("link", "usage: wirelab-engine bench link [--quick] [--json] [--only PARTS] [--runs N] [--peers auto|rt|normal] [--packet-log]\n                                 [--halt-poll DURATION] [--cpuprofile FILE] [--memprofile FILE]\n\nMeasures the emulated path: RTT error (TCP connect times at one-way delays 5, 50, 250 ms),\ncubic goodput against 1, 10 and 100 Mbit/s, realised loss at 1 % and 3 %, capacity and CPU\nper packet through a 10 ms path without a rate cap (TCP buffers up to 32 MB), and CPU per\npacket through a 100 Mbit/s queue with each discipline (drop-tail, CoDel, FQ-CoDel, PIE,\nDOCSIS-PIE, RED); the TUN devices' drop counters throughout. Every run's figures are printed,\nand the worst run against the emulator's targets (RTT error p99 ≤ 0.5 ms at every delay;\n≥ 5,000 Mbit/s at ≤ 1.5 µs CPU per packet, 0 drops).\nCPU is getrusage(2) of this process, where the emulator runs. Other real-time processes seen\nduring the run are listed (they compete with the emulator's threads). On a VM whose idle\nvCPUs are governed by haltpoll, every run holds guest halt polling at --halt-poll\n(docs/network.md, \"Host latency\").\nNeeds root.\n\nflags:")
 	quick := fs.Bool("quick", false, "short runs: finishes within 60 s")
 	only := fs.String("only", "", "comma-separated parts to run: "+strings.Join(bench.LinkParts, ", ")+" (default all)")
 	peers := fs.String("peers", bench.PeersAuto, "scheduling of the traffic peers: auto (real-time below the emulator for the RTT part, ordinary like a trial's servers and clients for the rest), rt (real-time throughout), normal (ordinary throughout)")
@@ -76,8 +77,20 @@ func runBenchLink(args []string) error {
 	runs := fs.Int("runs", 1, "how many times the "+strings.Join(bench.RepeatedParts, ", ")+" parts run; every run is reported, and the targets must hold in each")
 	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the benchmark's process (the emulator) to this file")
 	memProfile := fs.String("memprofile", "", "write a pprof allocation profile (every allocation sampled) of the emulator's process to this file at the end")
+	haltPoll := fs.String("halt-poll", "", "guest halt-polling window every run holds on a haltpoll VM, e.g. 200us; 0 leaves the machine's setting alone (default: $"+netns.HaltPollEnv+", else "+netns.DefaultHaltPoll.String()+")")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
+	}
+	var hp time.Duration
+	if *haltPoll != "" {
+		d, err := netns.ParseHaltPoll(*haltPoll)
+		if err != nil {
+			return cli.Usagef("halt-poll: %v", err)
+		}
+		hp = d
+		if d == 0 {
+			hp = -1 // the machine's setting left alone
+		}
 	}
 	var parts []string
 	if *only != "" {
@@ -104,7 +117,11 @@ func runBenchLink(args []string) error {
 		return err
 	}
 	started := time.Now()
+	ctx, cancel := cli.RunContext()
+	defer cancel()
 	res, err := bench.Link(bench.LinkOptions{
+		Ctx:       ctx,
+		HaltPoll:  hp,
 		Quick:     *quick,
 		Only:      parts,
 		Peers:     *peers,
@@ -156,7 +173,7 @@ func benchEngine(fs *flag.FlagSet) (self string, err error) {
 // the benchmark's name; else its result printed as JSON with the run's provenance (asJSON) or by
 // text.
 func benchOutcome(fs *flag.FlagSet, res any, err error, started time.Time, asJSON bool, text func()) error {
-	if errors.Is(err, trial.ErrInterrupted) {
+	if errors.Is(err, trial.ErrInterrupted) || errors.Is(err, bench.ErrLinkInterrupted) {
 		return &cli.ExitError{Code: 130}
 	}
 	if err == nil && asJSON {
@@ -246,6 +263,13 @@ func printLinkResult(r *bench.LinkResult) {
 	fmt.Printf("device drops %d, unexpected emulator drops %d, timer lateness p50 %.1f µs p99 %.1f µs max %.1f µs\n",
 		r.DeviceDrops, r.UnexpectedDrop, r.LatenessUS.P50, r.LatenessUS.P99, r.LatenessUS.Max)
 	fmt.Printf("machine: %d CPUs, load %s → %s, other processes busy %.0f %% of the CPUs\n", r.Machine.CPUs, r.Machine.LoadBefore, r.Machine.LoadAfter, r.Machine.OtherBusyPct)
+	if h := r.Machine.HaltPoll; h != nil {
+		held := "left at the machine's"
+		if h.Held {
+			held = fmt.Sprintf("held (the machine's own: %v)", time.Duration(h.WasNs))
+		}
+		fmt.Printf("guest halt polling: %v, %s\n", time.Duration(h.Ns), held)
+	}
 	if o := r.Machine.OtherRealtime; len(o) > 0 {
 		fmt.Printf("other real-time processes during the run (they compete with the emulator's threads): %s\n", strings.Join(o, ", "))
 	}
