@@ -146,7 +146,7 @@ type Topology struct {
 	st    *state        // its content
 	eg    *egress       // an egress topology's router and far side (egress.go)
 
-	unregisterTCPPlus func() error // releases wl_cubicp<N> (TCPPlus)
+	unregisterTCPPlus func() error  // releases wl_cubicp<N> (TCPPlus)
 	haltPoll          *HaltPollFact // what the run found and held (nil: no haltpoll driver)
 
 	mu     sync.Mutex
