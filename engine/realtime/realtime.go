@@ -135,8 +135,13 @@ const DefaultRealtimePriority = 2
 const DefaultSpinWindow = 150 * time.Microsecond
 
 // offset is the headroom before each packet in its buffer (devices keep per-packet marks there;
-// wireguard-go's own devices need 10 bytes for the virtio header).
-const offset = 16
+// wireguard-go's own devices need 10 bytes for the virtio header). 12, not 16: a buffer starts on
+// a cache line (the pool's buffers fall in Go's 1,792-byte size class, a multiple of 64), so an
+// IPv4 packet's IP and TCP headers with timestamps (52 bytes) lie in the buffer's first line. At
+// 16 the TCP options crossed into the second, and the writer's coalescing (tundev's sameFlow, on
+// packets that waited out the link's delay and left the caches) missed on it once per segment:
+// 4 % of the capacity run's CPU (docs/network.md, "Host latency").
+const offset = 12
 
 // batchSize is how many packets are read (segments of one super-packet) or written at once.
 const batchSize = 128
