@@ -17,7 +17,7 @@ func (r *Runner) Stepper(d Dir) *Stepper {
 
 // Push reads pkt as arriving at now (as the reader does after a read of one packet).
 func (s *Stepper) Push(now time.Duration, pkt []byte) {
-	s.p.pool.fill(s.in.bufs[:1])
+	s.p.pool.fill(s.in.bufs[:1], s.in.ids[:1])
 	s.in.sizes[0] = copy(s.in.bufs[0][offset:], pkt)
 	s.p.ingest(s.in, 1, now)
 }

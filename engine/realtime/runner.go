@@ -219,7 +219,6 @@ type pipe struct {
 	pool     *pool
 
 	mu         rtlock.Mutex // not sync.Mutex: see internal/rtlock
-	inside     slots        // guarded by mu: the packets inside the link, under their handles
 	sleepUntil int64        // guarded by mu: while the writer waits, its wake-up target (MaxInt64: none); -1 while awake
 
 	w        waker
@@ -294,7 +293,9 @@ func (p *pipe) readLoop() error {
 	idle := func() { p.readTick.due(p.r.Now(), schedTickEvery) } // between two sleeps
 	consecutiveErrs := 0
 	for {
-		p.pool.fill(in.bufs)
+		if err := p.pool.fill(in.bufs, in.ids); err != nil {
+			return fmt.Errorf("%s: %w", p.dir, err)
+		}
 		// Sleeping in ppoll (not the netpoller) wakes this thread directly when the kernel queues
 		// a packet, without a hop through another thread.
 		if p.srcFd >= 0 {
@@ -340,6 +341,7 @@ func (p *pipe) readLoop() error {
 // intake is a reading thread's scratch space: the buffers of one read and the packets' fates.
 type intake struct {
 	bufs    [][]byte
+	ids     []Handle // the buffers' ids in the pool (the handles their packets are pushed under)
 	sizes   []int
 	fates   [batchSize]link.Fate
 	origins [batchSize]int
@@ -347,7 +349,7 @@ type intake struct {
 }
 
 func newIntake() *intake {
-	return &intake{bufs: make([][]byte, batchSize), sizes: make([]int, batchSize)}
+	return &intake{bufs: make([][]byte, batchSize), ids: make([]Handle, batchSize), sizes: make([]int, batchSize)}
 }
 
 // take reads once from src into in's buffers (filled by the caller) and pushes what it read into
@@ -375,6 +377,7 @@ func (p *pipe) ingest(in *intake, n int, now time.Duration) {
 	var bytes int64
 	for i := 0; i < n; i++ {
 		pkt := in.bufs[i][offset : offset+in.sizes[i]]
+		setMeta(in.bufs[i], now, len(pkt))
 		bytes += int64(len(pkt))
 		in.origins[i] = p.origin(pkt)
 		if p.obs != nil {
@@ -385,11 +388,7 @@ func (p *pipe) ingest(in *intake, n int, now time.Duration) {
 	wake := false
 	p.mu.Lock()
 	for i := 0; i < n; i++ {
-		h := p.inside.put(entry{buf: in.bufs[i], n: in.sizes[i], in: now})
-		in.fates[i] = p.link.Push(now, in.bufs[i][offset:offset+in.sizes[i]], in.origins[i], h)
-		if in.fates[i] != link.Accepted {
-			p.inside.take(h)
-		}
+		in.fates[i] = p.link.Push(now, in.bufs[i][offset:offset+in.sizes[i]], in.origins[i], in.ids[i])
 	}
 	if p.sleepUntil >= 0 {
 		if dl, ok := p.link.NextDeadline(); ok && int64(dl) < p.sleepUntil {
@@ -441,7 +440,9 @@ func (p *pipe) pickUp(in *intake) {
 	}
 	defer p.readMu.Unlock()
 	for range maxPickUps {
-		p.pool.fill(in.bufs)
+		if p.pool.fill(in.bufs, in.ids) != nil {
+			return // the reader meets it too and reports it
+		}
 		n, err := p.take(in)
 		p.counters.pickedUp.Add(int64(n))
 		if n == 0 || err != nil {
@@ -502,12 +503,27 @@ func (p *pipe) writeLoop() {
 type outbox struct {
 	batch, dropped []entry
 	wbufs          [][]byte
+	ids            []Handle
 	lat            []time.Duration
 }
 
+// entry is a packet the link is done with: its buffer (the packet at buf[offset:offset+n]) and
+// what the link and the buffer's headroom (meta) say of it.
+type entry struct {
+	buf      []byte
+	id       Handle
+	n        int
+	in       time.Duration // when it was read
+	deadline time.Duration // when it was due (delivered) or dropped
+	fate     link.Fate
+	sojourn  time.Duration
+}
+
+func (e *entry) data() []byte { return e.buf[offset : offset+e.n] }
+
 func newOutbox() *outbox {
 	return &outbox{batch: make([]entry, 0, batchSize), dropped: make([]entry, 0, batchSize),
-		wbufs: make([][]byte, 0, batchSize), lat: make([]time.Duration, 0, batchSize)}
+		wbufs: make([][]byte, 0, batchSize), ids: make([]Handle, 0, batchSize), lat: make([]time.Duration, 0, batchSize)}
 }
 
 // collect takes from the link what it is done with at now (due, or dropped after acceptance), up
@@ -521,12 +537,13 @@ func (p *pipe) collect(now time.Duration, o *outbox) {
 		if !ok {
 			return
 		}
-		e, found := p.inside.take(out.Handle)
+		buf, found := p.pool.buf(out.Handle)
 		if !found {
 			p.counters.unmatched.Add(1)
 			continue
 		}
-		e.deadline, e.fate, e.sojourn = out.At, out.Fate, out.Sojourn
+		e := entry{buf: buf, id: out.Handle, deadline: out.At, fate: out.Fate, sojourn: out.Sojourn}
+		e.in, e.n = meta(buf)
 		if out.Fate.Delivered() {
 			o.batch = append(o.batch, e)
 		} else {
@@ -546,7 +563,7 @@ func (p *pipe) flush(o *outbox) bool {
 	if len(o.batch) == 0 {
 		return false
 	}
-	at := p.release(o.batch, o.wbufs[:0], o.lat[:0])
+	at := p.release(o.batch, o.wbufs[:0], o.ids[:0], o.lat[:0])
 	if sparse(at, p.lastRelease, p.spinCal.window(p.spin)) {
 		p.streak = 0
 	} else {
@@ -772,12 +789,12 @@ func (p *pipe) drop(dropped []entry) {
 			p.ev = Event{Kind: Dropped, Dir: p.dir, Fate: e.fate, In: e.in, Out: e.deadline, Sojourn: e.sojourn, Data: e.data()}
 			p.obs.Observe(&p.ev)
 		}
-		p.pool.put(e.buf)
+		p.pool.put(e.id)
 	}
 }
 
 // release writes a batch of due packets to the receiving device; it returns the time of the write.
-func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) time.Duration {
+func (p *pipe) release(batch []entry, wbufs [][]byte, ids []Handle, lat []time.Duration) time.Duration {
 	now := p.r.Now()
 	var bytes int64
 	for i := range batch {
@@ -795,6 +812,7 @@ func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) time.
 	p.lateness.RecordAll(lat)
 	for i := range batch {
 		wbufs = append(wbufs, batch[i].buf[:offset+batch[i].n])
+		ids = append(ids, batch[i].id)
 	}
 	p.counters.writes.Add(1)
 	p.counters.delivered.Add(int64(len(batch)))
@@ -803,10 +821,7 @@ func (p *pipe) release(batch []entry, wbufs [][]byte, lat []time.Duration) time.
 		p.counters.writeErrors.Add(1)
 		p.fail(err)
 	}
-	for i := range batch {
-		wbufs[i] = batch[i].buf
-	}
-	p.pool.putAll(wbufs)
+	p.pool.putAll(ids)
 	clear(wbufs)
 	return now
 }
@@ -819,14 +834,11 @@ func (p *pipe) stop() {
 	p.w.wake()
 }
 
-// releaseAll returns the buffers of packets still inside the link (after Run).
+// releaseAll closes the stop descriptor after Run. The buffers still inside the link go with the
+// runner (it runs once).
 func (p *pipe) releaseAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, e := range p.inside.all() {
-		p.pool.put(e.buf)
-	}
-	p.inside = slots{}
 	if p.stopFd >= 0 {
 		closeFd(p.stopFd)
 		p.stopFd = -1
