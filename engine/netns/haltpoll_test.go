@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wirelab/wirelab/engine/internal/roottest"
 )
 
 // fakeHaltPoll points the haltpoll parameters and the host records at a temporary directory, the
@@ -129,5 +131,40 @@ func TestParseHaltPoll(t *testing.T) {
 	t.Setenv(HaltPollEnv, "0")
 	if d, err := HaltPollFromEnv(); d != 0 || err != nil {
 		t.Errorf("HaltPollFromEnv with 0: %v, %v; want 0 (left alone)", d, err)
+	}
+}
+
+// Through a topology's life: Create holds the window, a killed run's hold goes with its other
+// leftovers (GCOwner, as `wirelab-engine gc --owner`), and the last Close restores the machine's
+// value. The haltpoll parameters are a temporary file here, not the machine's.
+func TestTopologyHoldsHaltPollRoot(t *testing.T) {
+	read := fakeHaltPoll(t, "0")
+	roottest.RequireTUN(t)
+	live, err := Create(Config{HaltPoll: 200 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if f := live.HaltPoll(); f == nil || !f.Held || f.Ns != 200000 || f.WasNs != 0 || read() != "200000" {
+		t.Fatalf("created: fact %+v, window %s; want 200000 held", f, read())
+	}
+	dead := deadRun(t)
+	if _, err := holdHaltPoll(dead.ID, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != "1000000" {
+		t.Fatalf("window %s with the dead run's hold, want 1000000", got)
+	}
+	if _, err := GCOwner(dead.PID); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != "200000" {
+		t.Fatalf("window %s after gc of the dead run, want the live run's 200000", got)
+	}
+	if err := live.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != "0" {
+		t.Fatalf("window %s after the last Close, want the machine's 0", got)
 	}
 }

@@ -43,6 +43,8 @@ func TestBenchTCPPlusUsageErrors(t *testing.T) {
 		{[]string{"tcpplus", "--rate", "fast"}, "--rate"},
 		{[]string{"tcpplus", "--cwnd", "5"}, "--cwnd 5"},
 		{[]string{"tcpplus", "--bogus"}, "bogus"},
+		{[]string{"link", "--halt-poll", "fast"}, `halt-poll: "fast" is not a halt-polling window`},
+		{[]string{"link", "--halt-poll", "20ms"}, "to 10ms"},
 	} {
 		err := commands["bench"].Run(tc.args)
 		if err == nil || !cli.IsUsage(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
