@@ -18,7 +18,7 @@ import (
 // it was read — lies in the buffer's own headroom (meta). A table of entries beside the buffers
 // (the runner's until 2026-11-29) was written by the reader at every push and by the writer at
 // every pop, so its lines moved between the two CPUs with every packet (5–7 % of the capacity
-// run's CPU: docs/network.md, "Host latency"); the registry is written once per buffer, when it is
+// run's CPU: docs/network.md, "The per-packet path, session 41"); the registry is written once per buffer, when it is
 // made, and the headroom shares its cache line with the packet's headers, which the writer reads
 // anyway.
 type pool struct {

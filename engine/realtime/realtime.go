@@ -140,7 +140,7 @@ const DefaultSpinWindow = 150 * time.Microsecond
 // IPv4 packet's IP and TCP headers with timestamps (52 bytes) lie in the buffer's first line. At
 // 16 the TCP options crossed into the second, and the writer's coalescing (tundev's sameFlow, on
 // packets that waited out the link's delay and left the caches) missed on it once per segment:
-// 4 % of the capacity run's CPU (docs/network.md, "Host latency").
+// 4 % of the capacity run's CPU (docs/network.md, "The per-packet path, session 41").
 const offset = 12
 
 // batchSize is how many packets are read (segments of one super-packet) or written at once.
