@@ -85,7 +85,9 @@ func GC() (GCReport, error) {
 		live[strings.TrimSuffix(filepath.Base(p), ".json")] = true // left alone with the rest of it
 	}
 	errs = append(errs, gcUplinks(live, &rep)...)
-	errs = append(errs, gcHaltPoll(live, &rep))
+	if err := gcHaltPoll(live, &rep); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, gcHostOrphans(live, &rep)...)
 	return rep, errors.Join(errs...)
 }
@@ -179,7 +181,9 @@ func removeOwned(st *state, rep *GCReport) []error {
 		errs = append(errs, removeHostSide(st.ID, st.Host, rep)...)
 	}
 	if _, err := os.Stat(haltPollPath()); err == nil {
-		errs = append(errs, releaseHaltPoll(func(id string) bool { return id == st.ID }))
+		if err := releaseHaltPoll(func(id string) bool { return id == st.ID }); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, cg := range st.Cgroups {
 		if _, err := os.Stat(cg); errors.Is(err, os.ErrNotExist) {

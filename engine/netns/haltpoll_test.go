@@ -158,6 +158,7 @@ func TestTopologyHoldsHaltPollRoot(t *testing.T) {
 	if _, err := GCOwner(dead.PID); err != nil {
 		t.Fatal(err)
 	}
+	assertGone(t, dead.ID)
 	if got := read(); got != "200000" {
 		t.Fatalf("window %s after gc of the dead run, want the live run's 200000", got)
 	}
@@ -166,5 +167,8 @@ func TestTopologyHoldsHaltPollRoot(t *testing.T) {
 	}
 	if got := read(); got != "0" {
 		t.Fatalf("window %s after the last Close, want the machine's 0", got)
+	}
+	if _, err := os.Stat(live.StatePath()); !os.IsNotExist(err) {
+		t.Fatalf("state file after Close: %v", err)
 	}
 }
