@@ -22,7 +22,7 @@
 // Devices are golang.zx2c4.com/wireguard/tun.Devices: the emulator's own (engine/tundev) in a run,
 // tuntest.ChannelTUN in tests, which need no root. The runner knows the path's vocabulary (link.Fate,
 // link.Dir) but not the model: a Link is three methods (engine/emulator adapts a *link.Direction),
-// and the runner's packets travel through it as opaque Handles to its own buffer slots.
+// and the runner's packets travel through it as opaque Handles: the ids of their buffers (pool.go).
 package realtime
 
 import (

@@ -140,7 +140,7 @@ type DirStats struct {
 	Writes         int64 `json:"writes"` // write batches
 	ReadErrors     int64 `json:"read_errors"`
 	WriteErrors    int64 `json:"write_errors"` // batches the device refused (some packets of them lost)
-	Unmatched      int64 `json:"unmatched"`    // handles the link returned that held no packet (a bug)
+	Unmatched      int64 `json:"unmatched"`    // handles the link returned that are no buffer of the runner's (a bug)
 	// PickedUp counts the packets (of Packets) that the other direction's writer read right after
 	// its write, as the receiving stack's immediate answers, while this direction's reader slept.
 	PickedUp int64 `json:"picked_up"`
