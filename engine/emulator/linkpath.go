@@ -49,8 +49,12 @@ func (l *linkPath) Pop(now time.Duration) (realtime.Out, bool) {
 	return out, true
 }
 
+// recycle keeps p for the next Push, which overwrites all of it. It leaves p as it is: the writer
+// recycles what it popped, the reader refills it, and a record the writer zeroed was a line the
+// reader then had to fetch from the writer's CPU (a line the writer only read it can share: 6 % of
+// the capacity run's CPU was that write in Push; docs/network.md, "The per-packet path, session
+// 41"). What its Data still points to is the runner's buffer, which the runner keeps anyway.
 func (l *linkPath) recycle(p *link.Packet) {
-	*p = link.Packet{}
 	l.free = append(l.free, p)
 }
 
