@@ -82,7 +82,11 @@ func runBenchLink(args []string) error {
 		return err
 	}
 	var hp time.Duration
-	if *haltPoll != "" {
+	if *haltPoll == "" {
+		if _, err := netns.HaltPollFromEnv(); err != nil {
+			return cli.Usagef("%v", err) // checked here, not in every run's emulator
+		}
+	} else {
 		d, err := netns.ParseHaltPoll(*haltPoll)
 		if err != nil {
 			return cli.Usagef("halt-poll: %v", err)

@@ -53,6 +53,15 @@ func TestBenchTCPPlusUsageErrors(t *testing.T) {
 	}
 }
 
+// A bad WIRELAB_HALT_POLL is bench link's bad input too (exit 2, one line), before any run.
+func TestBenchLinkHaltPollEnv(t *testing.T) {
+	t.Setenv("WIRELAB_HALT_POLL", "bogus")
+	err := commands["bench"].Run([]string{"link"})
+	if err == nil || !cli.IsUsage(err) || !strings.Contains(err.Error(), `WIRELAB_HALT_POLL: "bogus" is not a halt-polling window`) {
+		t.Errorf("bench link with WIRELAB_HALT_POLL=bogus: %v; want a one-line usage error naming it", err)
+	}
+}
+
 // SIGINT during the measurement: the command stops and removes its namespaces and its
 // registration.
 func TestBenchTCPPlusSIGINTCleansUpRoot(t *testing.T) {
