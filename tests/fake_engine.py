@@ -17,6 +17,11 @@ Steered by environment variables:
                              signal (then exits 130, as the engine does)
   FAKE_ENGINE_FAIL_IF        a file: while it exists, every trial fails at once (exit 1, its text on stderr)
   FAKE_ENGINE_LOADTEST_RECORDING  the wirelab/_fixtures/loadtests/ recording every load test replays
+  FAKE_ENGINE_SIGNALS        a file: `trial`/`loadtest` append "PID SIGNUM" for every SIGINT/SIGTERM taken
+
+`trial` and `loadtest` block SIGINT and SIGTERM in every thread and take them in the main thread with
+sigtimedwait(2): a signal the kernel sent stays pending until taken (a Python-level handler depends on
+which thread the kernel picks and on the interpreter noticing; a parent-death signal must not be lost).
 
 `thresholds …` runs the real engine's (bin/wirelab-engine): budgets are computed, not recorded.
 
@@ -104,6 +109,8 @@ def _trial(args: list[str], command: str = "trial") -> int:
     if fail.is_file():
         print(fail.read_text().strip(), file=sys.stderr)
         return 1
+    # before any thread exists, so that every thread inherits the mask (see the module docstring)
+    taken = _take_signals()
     number = _next_trial_number()
     hold_at = os.environ.get("FAKE_ENGINE_HOLD", "")
     hold_trial, _, hold_loads = hold_at.partition(":")
@@ -141,25 +148,39 @@ def _trial(args: list[str], command: str = "trial") -> int:
     start = engine.start_trial if command == "trial" else engine.start_loadtest
     run = start(spec, out, on_event)
 
-    def on_signal(signum, frame):
-        run.interrupt()
-        stop.set()
+    def wait_for(event: threading.Event) -> None:
+        while not event.is_set():
+            info = signal.sigtimedwait(taken, 0.05)
+            if info is not None:
+                _log_signal(info.si_signo)
+                run.interrupt()
+                stop.set()
 
+    wait_for(done)
+    if hold_at and int(hold_trial) == number and hold_loads == "end" and code[0] == 0:
+        _mark()
+        wait_for(stop)
+        return 130
+    return code[0]
+
+
+def _take_signals() -> set[signal.Signals]:
+    """Block SIGINT (unless FAKE_ENGINE_IGNORE_SIGINT) and SIGTERM in this thread and every thread it
+    starts; the main thread takes them with sigtimedwait (logged to FAKE_ENGINE_SIGNALS)."""
+    taken = {signal.SIGTERM}
     if os.environ.get("FAKE_ENGINE_IGNORE_SIGINT") == "1":
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     else:
-        signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    while not done.wait(0.05):
-        pass
-    if hold_at and int(hold_trial) == number and hold_loads == "end" and code[0] == 0:
-        _mark()
-        # never block on the Event alone: a process-directed SIGTERM may land on another thread, and the
-        # main thread's Python handler would then run only when its wait returns
-        while not stop.wait(0.05):
-            pass
-        return 130
-    return code[0]
+        taken.add(signal.SIGINT)
+    signal.pthread_sigmask(signal.SIG_BLOCK, taken)
+    return taken
+
+
+def _log_signal(signum: int) -> None:
+    log = os.environ.get("FAKE_ENGINE_SIGNALS")
+    if log:
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()} {signum}\n")
 
 
 PROBES = Path(__file__).resolve().parent / "fixtures" / "probes"

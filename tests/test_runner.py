@@ -391,8 +391,12 @@ def _alive(pid: int) -> bool:
 
 def _signal_state(pid: int) -> str:
     """What a process still alive says of itself (state, parent, signal masks, threads' states and
-    kernel wait channels) — the evidence when it outlived a signal it should have died of (this test
-    failed so twice, in 2 of about 8 clean-clone CIs, cause not found: session 40's note)."""
+    kernel wait channels) — the evidence when it outlived a signal it should have died of. It failed so
+    in 2 of about 8 clean-clone CIs, and once in ~100 runs by hand at load 7 (session 41): the engine
+    alive under PPid 1, its Python SIGTERM handler installed, nothing pending, both threads in futex
+    waits — the signal either never sent, or taken by the interpreter's C-level handler without the
+    Python one running. tests/fake_engine.py now keeps SIGINT/SIGTERM blocked and takes them with
+    sigtimedwait, and logs each one it took (FAKE_ENGINE_SIGNALS), so a repeat tells the two apart."""
     keep = ("State", "PPid", "Threads", "SigQ", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")
     try:
         status = Path(f"/proc/{pid}/status").read_text().splitlines()
@@ -414,11 +418,13 @@ def test_sigkilled_cli_run_takes_its_engine_down_and_resumes(tmp_path, small, fa
     """The real subprocess path: `wirelab run` SIGKILLed while an engine runs; the engine gets SIGTERM
     from the kernel (parent-death signal) and exits; a second `wirelab run` completes the sweep."""
     db, marker, order = tmp_path / "w.db", tmp_path / "held", tmp_path / "order"
+    taken = tmp_path / "signals"
     env = {
         **os.environ,
         "FAKE_ENGINE_HOLD": hold,
         "FAKE_ENGINE_MARKER": str(marker),
         "FAKE_ENGINE_ORDER": str(order),
+        "FAKE_ENGINE_SIGNALS": str(taken),
     }
     argv = [
         sys.executable,
@@ -444,7 +450,10 @@ def test_sigkilled_cli_run_takes_its_engine_down_and_resumes(tmp_path, small, fa
     try:
         while _alive(engine_pid):
             assert time.monotonic() < deadline, (
-                "the engine outlived its SIGKILLed parent by 30 s; " + _signal_state(engine_pid)
+                "the engine outlived its SIGKILLed parent by 30 s; signals it took ('pid signum'): "
+                + repr(taken.read_text() if taken.exists() else "")
+                + "; "
+                + _signal_state(engine_pid)
             )
             time.sleep(0.01)
     finally:
