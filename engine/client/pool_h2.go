@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -305,7 +304,8 @@ type h2Conn struct {
 	goAwayLastID uint32
 	dead         error
 
-	connUnacked uint32 // read loop only
+	connUnacked uint32         // read loop only
+	hb          *h2HeaderBlock // read loop only: the response header block being decoded
 }
 
 // h2Stream is a request in flight. The read loop writes the response fields of r (status, body,
@@ -340,8 +340,8 @@ func newH2Conn(s *session, rec *connRecord, conn net.Conn, o origin) *h2Conn {
 	}
 	c.fr = http2.NewFramer(c.bw, frameReader(conn, s.bufSize(64<<10)))
 	c.fr.SetReuseFrames() // a DATA frame is done with once handle returns (gotBody counts or copies)
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = 256 << 10
+	c.hb = newH2HeaderBlock(c.fr.MaxHeaderListSize, s.profile.http != nil)
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	return c
 }
@@ -697,57 +697,14 @@ func (c *h2Conn) readLoop() {
 // handle processes one frame; an error is a connection error.
 func (c *h2Conn) handle(f http2.Frame, now time.Duration) error {
 	switch f := f.(type) {
-	case *http2.MetaHeadersFrame:
-		st := c.stream(f.StreamID)
-		if st == nil {
-			return nil // a stream we already closed or reset
+	case *http2.HeadersFrame:
+		c.hb.begin(f)
+		return c.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded(), now)
+	case *http2.ContinuationFrame:
+		if !c.hb.active || f.StreamID != c.hb.streamID { // the Framer's frame order check rules it out
+			return fmt.Errorf("h2: CONTINUATION on stream %d outside a header block", f.StreamID)
 		}
-		if st.headers { // trailers
-			if !f.StreamEnded() {
-				c.resetStream(st, now, http2.ErrCodeProtocol, errors.New("h2: trailers without END_STREAM"))
-				return nil
-			}
-			c.endStream(st.id, now, nil)
-			return nil
-		}
-		if f.Truncated {
-			c.resetStream(st, now, http2.ErrCodeProtocol, errors.New("h2: response headers too large"))
-			return nil
-		}
-		status, err := strconv.Atoi(f.PseudoValue("status"))
-		if err != nil || status < 100 || status > 999 {
-			c.resetStream(st, now, http2.ErrCodeProtocol, fmt.Errorf("h2: bad :status %q", f.PseudoValue("status")))
-			return nil
-		}
-		r := st.r
-		if r.firstByte == unset {
-			r.firstByte = now
-		}
-		if status < 200 { // informational; the final response follows
-			return nil
-		}
-		st.headers = true
-		contentType, contentLength := "", int64(-1)
-		for _, hf := range f.RegularFields() {
-			switch hf.Name {
-			case "content-type":
-				contentType = hf.Value
-			case "content-length":
-				if n, err := strconv.ParseInt(hf.Value, 10, 64); err == nil && n >= 0 {
-					contentLength = n
-				}
-			case "alt-svc":
-				r.altSvc = hf.Value
-			default:
-				if c.s.profile.http != nil {
-					r.cacheResp.set(hf.Name, hf.Value)
-				}
-			}
-		}
-		r.gotHeaders(status, contentType, contentLength)
-		if f.StreamEnded() {
-			c.endStream(st.id, now, nil)
-		}
+		return c.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded(), now)
 	case *http2.DataFrame:
 		c.connUnacked += f.Length
 		st := c.stream(f.StreamID)
@@ -798,6 +755,67 @@ func (c *h2Conn) handle(f http2.Frame, now time.Duration) error {
 		return c.pushPromise(f, now)
 	}
 	// WINDOW_UPDATE (the client sends no DATA), PRIORITY and unknown frames need nothing.
+	return nil
+}
+
+// headerFragment decodes a fragment of a response header block (c.hb) and, at its end, applies
+// the block to its stream. An error is a connection error; a stream error resets the stream.
+func (c *h2Conn) headerFragment(frag []byte, endHeaders bool, now time.Duration) error {
+	done, err := c.hb.fragment(frag, endHeaders)
+	if err != nil {
+		return fmt.Errorf("h2 connection: %w", err)
+	}
+	if !done {
+		return nil
+	}
+	b := c.hb
+	if serr := b.streamError(); serr != nil {
+		id := b.streamID
+		c.endStream(id, now, fmt.Errorf("h2 stream error: %w", serr))
+		c.write(func() error { return c.fr.WriteRSTStream(id, http2.ErrCodeProtocol) })
+		return nil
+	}
+	st := c.stream(b.streamID)
+	if st == nil {
+		return nil // a stream we already closed or reset
+	}
+	if st.headers { // trailers
+		if !b.endStream {
+			c.resetStream(st, now, http2.ErrCodeProtocol, errors.New("h2: trailers without END_STREAM"))
+			return nil
+		}
+		c.endStream(st.id, now, nil)
+		return nil
+	}
+	if b.truncated {
+		c.resetStream(st, now, http2.ErrCodeProtocol, errors.New("h2: response headers too large"))
+		return nil
+	}
+	status, ok := b.statusCode()
+	if !ok {
+		c.resetStream(st, now, http2.ErrCodeProtocol, fmt.Errorf("h2: bad :status %q", b.status))
+		return nil
+	}
+	r := st.r
+	if r.firstByte == unset {
+		r.firstByte = now
+	}
+	if status < 200 { // informational; the final response follows
+		return nil
+	}
+	st.headers = true
+	if b.altSvc != "" {
+		r.altSvc = b.altSvc
+	}
+	if c.s.profile.http != nil {
+		for _, hf := range b.rest {
+			r.cacheResp.set(hf.Name, hf.Value)
+		}
+	}
+	r.gotHeaders(status, b.contentType, b.contentLength())
+	if b.endStream {
+		c.endStream(st.id, now, nil)
+	}
 	return nil
 }
 
@@ -936,7 +954,7 @@ func (c *h2Conn) pushPromise(f *http2.PushPromiseFrame, now time.Duration) error
 		// HEADERS frames only); the built-in server's promises are a few dozen bytes.
 		return errors.New("h2: PUSH_PROMISE continued in CONTINUATION frames (not supported)")
 	}
-	dec := c.fr.ReadMetaHeaders
+	dec := c.hb.dec
 	dec.SetEmitEnabled(true)
 	fields, err := dec.DecodeFull(f.HeaderBlockFragment()) // keeps the HPACK context in step
 	if err != nil {
