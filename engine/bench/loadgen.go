@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"regexp"
@@ -92,8 +93,12 @@ type PagesRow struct {
 	RequestMeanMs float64 `json:"request_mean_ms"`           // h2load: "time for request" mean; wirelab: request_ms mean
 	CPUUsPerReq   float64 `json:"cpu_us_per_request"`        // the tool's process
 	ServerUsPerRq float64 `json:"server_cpu_us_per_request"` // the server's processes (a real server's control group)
-	ToolCores     float64 `json:"tool_cores"`                // the tool's CPU ÷ seconds
-	ServerCores   float64 `json:"server_cores"`
+	// BodyBytesPerReq is the response body bytes per successful request (h2load: its "data"
+	// traffic; wirelab: totals.bytes ÷ hits): the two tools' work must match (the same URLs, the
+	// same responses), which ratios checks.
+	BodyBytesPerReq float64 `json:"body_bytes_per_request"`
+	ToolCores       float64 `json:"tool_cores"` // the tool's CPU ÷ seconds
+	ServerCores     float64 `json:"server_cores"`
 	// HarnessCores is this process's CPU ÷ the run's wall time: the benchmark's own share of the
 	// machine (for a real server, mostly the lab's idle emulator), taken from both tools alike.
 	HarnessCores float64 `json:"harness_cores"`
@@ -113,6 +118,11 @@ type RatioRow struct {
 	Ratio         float64 `json:"ratio"`               // wirelab ÷ h2load (≥ 1.0: the generator does not limit the result)
 	WirelabUsReq  float64 `json:"wirelab_cpu_us_per_request"`
 	H2loadUsReq   float64 `json:"h2load_cpu_us_per_request"`
+	// The tools' response body bytes per request (medians); Unequal says they differ by more than
+	// 2 %: the tools did not do the same work, and the ratio compares different things.
+	WirelabBytesReq float64 `json:"wirelab_body_bytes_per_request"`
+	H2loadBytesReq  float64 `json:"h2load_body_bytes_per_request"`
+	Unequal         bool    `json:"unequal_work,omitempty"`
 	// Error: no ratio, because no h2load run of the protocol measured anything (its rows' error).
 	Error string `json:"error,omitempty"`
 }
@@ -121,7 +131,7 @@ type RatioRow struct {
 func ratios(rows []PagesRow, protocols []string) []RatioRow {
 	var out []RatioRow
 	for _, proto := range protocols {
-		var w, h, wu, hu []float64
+		var w, h, wu, hu, wb, hb []float64
 		failed := ""
 		for _, p := range rows {
 			switch {
@@ -129,9 +139,9 @@ func ratios(rows []PagesRow, protocols []string) []RatioRow {
 			case p.Error != "":
 				failed = p.Tool + ": " + p.Error
 			case p.Tool == "h2load":
-				h, hu = append(h, p.PagesPerS), append(hu, p.CPUUsPerReq)
+				h, hu, hb = append(h, p.PagesPerS), append(hu, p.CPUUsPerReq), append(hb, p.BodyBytesPerReq)
 			default:
-				w, wu = append(w, p.PagesPerS), append(wu, p.CPUUsPerReq)
+				w, wu, wb = append(w, p.PagesPerS), append(wu, p.CPUUsPerReq), append(wb, p.BodyBytesPerReq)
 			}
 		}
 		if len(w) == 0 || len(h) == 0 {
@@ -141,7 +151,9 @@ func ratios(rows []PagesRow, protocols []string) []RatioRow {
 			continue
 		}
 		r := RatioRow{Protocol: proto, Rounds: min(len(w), len(h)), WirelabPagesS: round(median(w), 1), H2loadPagesS: round(median(h), 1),
-			WirelabUsReq: round(median(wu), 1), H2loadUsReq: round(median(hu), 1)}
+			WirelabUsReq: round(median(wu), 1), H2loadUsReq: round(median(hu), 1),
+			WirelabBytesReq: round(median(wb), 0), H2loadBytesReq: round(median(hb), 0)}
+		r.Unequal = math.Abs(median(wb)-median(hb)) > 0.02*max(median(wb), median(hb))
 		if m := median(h); m > 0 {
 			r.Ratio = round(median(w)/m, 2)
 		}
@@ -273,8 +285,8 @@ func (o *LoadgenOptions) pages(ctx context.Context, srv LoadgenServer, res *Load
 				}
 				row.Round = rnd
 				row.HarnessCores = round((selfCPU()-self0).Seconds()/time.Since(wall0).Seconds(), 2)
-				o.progress("  %-4s %-8s %s: %7.1f pages/s (%.0f requests/s), %6.1f µs CPU per request (server %.1f µs), %d failed; %d connections, %.2f requests in flight per connection (request %.2f ms); harness %.2f cores",
-					proto, tool, row.Setup, row.PagesPerS, float64(row.Requests)/max(row.Seconds, 1e-9), row.CPUUsPerReq, row.ServerUsPerRq, row.Failed,
+				o.progress("  %-4s %-8s %s: %7.1f pages/s (%.0f requests/s, %.0f body bytes each), %6.1f µs CPU per request (server %.1f µs), %d failed; %d connections, %.2f requests in flight per connection (request %.2f ms); harness %.2f cores",
+					proto, tool, row.Setup, row.PagesPerS, float64(row.Requests)/max(row.Seconds, 1e-9), row.BodyBytesPerReq, row.CPUUsPerReq, row.ServerUsPerRq, row.Failed,
 					row.Connections, row.InFlight, row.RequestMeanMs, row.HarnessCores)
 				res.Pages = append(res.Pages, *row)
 			}
@@ -287,6 +299,7 @@ var (
 	h2loadFinished    = regexp.MustCompile(`finished in ([0-9.]+)(m?s)`)
 	h2loadRequestTime = regexp.MustCompile(`time for request:\s+\S+\s+\S+\s+([0-9.]+)(us|ms|s)\s`)
 	h2loadRequests    = regexp.MustCompile(`requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed`)
+	h2loadData        = regexp.MustCompile(`traffic: .*\((\d+)\) data`)
 )
 
 // errH2loadHung: h2load ran past its duration and a minute and was stopped.
@@ -370,6 +383,10 @@ func (o *LoadgenOptions) h2load(ctx context.Context, s *Served, proto string, po
 		v, _ := strconv.ParseFloat(m[1], 64)
 		row.RequestMeanMs = v * map[string]float64{"us": 1e-3, "ms": 1, "s": 1e3}[m[2]]
 	}
+	if m := h2loadData.FindStringSubmatch(out.String()); m != nil && succeeded > 0 {
+		data, _ := strconv.ParseInt(m[1], 10, 64)
+		row.BodyBytesPerReq = round(float64(data)/float64(succeeded), 0)
+	}
 	row.fill(cpu, srvCPU)
 	return row, nil
 }
@@ -388,6 +405,9 @@ func (o *LoadgenOptions) wirelab(ctx context.Context, s *Served, proto, root str
 		Requests: t.Hits, Failed: t.PagesFailed, Seconds: sum.DurationS, Connections: t.ConnectionsOpened}
 	if t.RequestMs != nil {
 		row.RequestMeanMs = t.RequestMs.Mean
+	}
+	if t.Hits > 0 {
+		row.BodyBytesPerReq = round(float64(t.Bytes)/float64(t.Hits), 0)
 	}
 	row.fill(cpu, srvCPU)
 	return row, nil

@@ -52,3 +52,26 @@ func TestRatiosLeaveOutHungRuns(t *testing.T) {
 		t.Errorf("h1s: %+v; want no ratio and the hang named", r)
 	}
 }
+
+// The tools' body bytes per request are compared: h2load's from its "traffic" line, and a ratio
+// row says when they differ by more than 2 % (the tools did not do the same work).
+func TestRatiosCompareTheWork(t *testing.T) {
+	out := "traffic: 84.39MB (88485842) total, 5.42MB (5688464) headers (space savings 0.00%), 77.54MB (81306568) data\n"
+	m := h2loadData.FindStringSubmatch(out)
+	if m == nil || m[1] != "81306568" {
+		t.Fatalf("h2load's data bytes: %q; want 81306568", m)
+	}
+	rows := []PagesRow{
+		{Protocol: "h1", Tool: "h2load", PagesPerS: 100, BodyBytesPerReq: 2163},
+		{Protocol: "h1", Tool: "wirelab", PagesPerS: 90, BodyBytesPerReq: 2147},
+		{Protocol: "h2", Tool: "h2load", PagesPerS: 100, BodyBytesPerReq: 2150},
+		{Protocol: "h2", Tool: "wirelab", PagesPerS: 90, BodyBytesPerReq: 9500}, // the root alone
+	}
+	got := ratios(rows, []string{"h1", "h2"})
+	if r := got[0]; r.Unequal || r.WirelabBytesReq != 2147 || r.H2loadBytesReq != 2163 {
+		t.Errorf("h1: %+v; want 2147 and 2163 bytes, the same work", r)
+	}
+	if r := got[1]; !r.Unequal {
+		t.Errorf("h2: %+v; want unequal work", r)
+	}
+}

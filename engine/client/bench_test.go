@@ -102,7 +102,7 @@ func BenchmarkTabLoop(b *testing.B) {
 	const tabUsers = 20
 	lab := startBenchServer(b, "neoload50")
 	info, pg, pool, resolver := lab.info, lab.pg, lab.pool, lab.resolver
-	for _, proto := range []Protocol{H1, H2} {
+	for _, proto := range []Protocol{H1, H1S, H2} {
 		b.Run(string(proto), func(b *testing.B) {
 			l, err := New(Config{Protocol: proto, Resolver: resolver, RootCAs: pool, Timeout: 30 * time.Second})
 			if err != nil {

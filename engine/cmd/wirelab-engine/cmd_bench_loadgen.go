@@ -243,8 +243,11 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 				fmt.Printf("  %-4s wirelab ÷ h2load not measured: %s\n", q.Protocol, q.Error)
 				continue
 			}
-			fmt.Printf("  %-4s wirelab ÷ h2load = %.2f (median pages/s %.1f vs %.1f over %d rounds; µs CPU per request %.1f vs %.1f)\n",
-				q.Protocol, q.Ratio, q.WirelabPagesS, q.H2loadPagesS, q.Rounds, q.WirelabUsReq, q.H2loadUsReq)
+			fmt.Printf("  %-4s wirelab ÷ h2load = %.2f (median pages/s %.1f vs %.1f over %d rounds; µs CPU per request %.1f vs %.1f; body bytes per request %.0f vs %.0f)\n",
+				q.Protocol, q.Ratio, q.WirelabPagesS, q.H2loadPagesS, q.Rounds, q.WirelabUsReq, q.H2loadUsReq, q.WirelabBytesReq, q.H2loadBytesReq)
+			if q.Unequal {
+				fmt.Printf("  %-4s NOT THE SAME WORK: the tools' body bytes per request differ by more than 2 %% — the ratio compares different loads\n", q.Protocol)
+			}
 		}
 	}
 	if l := r.Link; l != nil {
