@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -96,7 +97,39 @@ type loadRun struct {
 	first   time.Duration
 	last    time.Duration
 	started bool
-	aborted bool // the load was aborted: timeout or ctx cancelled
+
+	// mu guards what a request's completion touches — inflight, aborted, res's totals, last and
+	// completed's callee — when requests are completed off the loop (quiet, below); the loop's
+	// own reads and writes of them take it too.
+	mu       sync.Mutex
+	inflight int  // requests issued and not yet completed
+	aborted  bool // the load was aborted: timeout or ctx cancelled
+}
+
+// quietFlat reports whether the load's completions may be counted where they happen (a pool's
+// worker, an h2 read loop) instead of on the loop's goroutine: a lean load in flat mode without an
+// HTTP cache or first-chunk events, whose requests that keep no body (images, failures) make the
+// planner issue nothing (flatPlanner.completed). Each such completion then costs no hand-off to the
+// loop and no wake-up of it — a load generator's VU spends its CPU on the page's images, one
+// wake-up each before. The loop is woken only when nothing is left in flight.
+func (run *loadRun) quietFlat(p planner) bool {
+	_, flat := p.(flatPlanner)
+	return flat && run.lean && run.s.profile.http == nil && !p.wantsChunks()
+}
+
+// finishLocked counts a completed request into the load (the caller holds mu): what the loop did
+// with every request before quiet completions.
+func (run *loadRun) finishLocked(r *request) {
+	run.inflight--
+	if r.err != nil && run.res.Err == nil && !run.aborted {
+		run.res.Err = r.err
+	}
+	if run.lean {
+		run.count(r)
+	}
+	if run.completed != nil {
+		run.completed(r, run.aborted)
+	}
 }
 
 func (run *loadRun) run(ctx context.Context, p planner) {
@@ -111,7 +144,21 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 	// on a goroutine of its own, never in the caller — an h2 read loop completes a Tab's requests
 	// itself (h2Pool.submit) and must not stop reading while the loop parses a page.
 	done := make(chan *request, 64)
+	quiet, wake := run.quietFlat(p), make(chan struct{}, 1)
 	deliver := func(r *request) {
+		if quiet && (r.err != nil || !r.keep) { // nothing to discover (flatPlanner.completed)
+			run.mu.Lock()
+			run.finishLocked(r)
+			last := run.inflight == 0
+			run.mu.Unlock()
+			if last {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}
+			return
+		}
 		select {
 		case done <- r:
 		default:
@@ -120,7 +167,6 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 	}
 	chunks := make(chan *request)
 	wantChunks := p.wantsChunks()
-	inflight := 0
 	var batch []batcher // the pools that may hold requests' first bytes until issue ends
 	issue := func(planned []plannedRequest) {
 		defer func() {
@@ -150,7 +196,9 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 			if !run.lean {
 				run.all = append(run.all, r)
 			}
-			inflight++
+			run.mu.Lock()
+			run.inflight++
+			run.mu.Unlock()
 			if err == nil && !admitted[r.origin] { // the check depends on the origin alone
 				if err = run.l.admit(r); err == nil {
 					admitted[r.origin] = true
@@ -199,7 +247,10 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 	defer timer.Stop()
 	for {
 		var timerC <-chan time.Time
-		if !run.aborted {
+		run.mu.Lock()
+		aborted, inflight := run.aborted, run.inflight
+		run.mu.Unlock()
+		if !aborted {
 			if at, ok := p.nextDeadline(); ok {
 				timer.Reset(max(at-s.now(), 0))
 				timerC = timer.C
@@ -210,31 +261,29 @@ func (run *loadRun) run(ctx context.Context, p planner) {
 		}
 		select {
 		case r := <-done:
-			inflight--
 			if cache := s.profile.http; cache != nil {
 				cache.completed(r, r.protocol(s), time.Now())
 			}
-			if r.err != nil && res.Err == nil && !run.aborted {
-				res.Err = r.err
-			}
-			if run.lean {
-				run.count(r)
-			}
-			if run.completed != nil {
-				run.completed(r, run.aborted)
-			}
-			if !run.aborted {
+			run.mu.Lock()
+			run.finishLocked(r)
+			aborted = run.aborted
+			run.mu.Unlock()
+			if !aborted {
 				issue(p.completed(r))
 			}
+		case <-wake: // a quiet completion left nothing in flight
 		case r := <-chunks:
-			if !run.aborted {
+			if !aborted {
 				issue(p.firstChunk(r))
 			}
 		case <-timerC:
 			issue(p.timer(s.now()))
 		case <-expired:
-			run.aborted, expired = true, nil
+			expired = nil
+			run.mu.Lock()
+			run.aborted = true
 			res.Err = loadAbortError(ctx, run.l.cfg)
+			run.mu.Unlock()
 			s.abort() // in-flight requests now fail fast; drain them
 		}
 	}

@@ -36,7 +36,10 @@ type TabOptions struct {
 	// complete. Connections is the number of connections the load opened; PLT, Objects,
 	// BodyBytes, Retries, Pushes and Err are as in a full Result. Discovery is the same.
 	Lean bool
-	// OnRequest, if set, sees every request as it completes, on the goroutine that called Load.
+	// OnRequest, if set, sees every request as it completes, before Load returns and one request
+	// at a time: on the goroutine that called Load, or — a Lean tab's request whose completion
+	// issues nothing (loadRun.quietFlat) — on the goroutine that completed it, under the load's
+	// lock.
 	OnRequest func(RequestStats)
 	// Conns, if set, counts the tab's connections (several tabs may share one gauge).
 	Conns *ConnGauge

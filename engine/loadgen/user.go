@@ -44,8 +44,8 @@ func (u *tabUser) Load(ctx context.Context, s *Sample) {
 	}
 }
 
-// request counts one completed request into the load's sample (OnRequest runs on Load's
-// goroutine).
+// request counts one completed request into the load's sample (OnRequest's calls of one load
+// are serialised and end before Load returns).
 func (u *tabUser) request(st client.RequestStats) {
 	s := u.s
 	if st.Status > 0 && !st.Aborted {
