@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // h1Pool is one origin's HTTP/1.1 connections, as a browser keeps them: at most max per origin,
@@ -50,6 +51,17 @@ type h1Job struct {
 type h1Conn struct {
 	rec  *connRecord
 	conn net.Conn
+	// raw is the TCP socket under conn (nil if there is none): send waits on it for the response,
+	// with writeFn (made once: a closure per request would cost allocations) writing the request
+	// of sending under it.
+	raw     syscall.RawConn
+	writeFn func(uintptr) bool
+	sending struct {
+		s    *session
+		r    *request
+		sent bool
+		err  error
+	}
 	// bufs are the connection's read buffers while a worker carries requests on it; an idle
 	// connection gives them back to the pool (memory per VU: a load generator's VUs keep their
 	// connections through the think time).
@@ -245,6 +257,12 @@ func (p *h1Pool) dial(ctx context.Context, r *request) (*h1Conn, error) {
 		return nil, err
 	}
 	c := &h1Conn{rec: rec, conn: conn, pool: h1BufPool(p.s.bufSize(32 << 10)), load: p.s.load}
+	if t := trackedOf(conn); t != nil {
+		if sc, ok := t.Conn.(syscall.Conn); ok {
+			c.raw, _ = sc.SyscallConn()
+		}
+	}
+	c.writeFn = c.writeThenWait
 	p.mu.Lock()
 	p.all = append(p.all, c)
 	p.mu.Unlock()
@@ -299,10 +317,9 @@ func (c *h1Conn) roundTrip(s *session, r *request, host, userAgent string) (keep
 	c.attach()
 	b := c.bufs
 	b.wbuf = appendH1Request(b.wbuf[:0], r, host, userAgent)
-	if _, err := c.conn.Write(b.wbuf); err != nil {
+	if err := c.send(s, r); err != nil {
 		return false, err
 	}
-	r.sendEnd = s.now()
 	if _, err := b.br.Peek(1); err != nil {
 		return false, err
 	}
@@ -342,6 +359,44 @@ func (c *h1Conn) roundTrip(s *session, r *request, host, userAgent string) (keep
 		}
 	}
 	return !resp.Close, nil
+}
+
+// send writes r's request head (c.bufs.wbuf) and, where it can, returns only once the socket is
+// readable — the response has begun to arrive, or the server closed. A read right after the write
+// would find nothing (Go's poller reads first and parks on EAGAIN): that is a system call per
+// request for nothing. Waiting first is safe only if the poller's readiness was reset before the
+// write (with edge-triggered epoll a readiness reset after it could swallow the response's
+// event), so the write happens inside the socket's RawConn.Read: its readiness is reset, the
+// callback writes and asks to wait, and the next call returns at once. Not used when bytes the
+// server sent earlier are buffered (a read finds them).
+func (c *h1Conn) send(s *session, r *request) error {
+	b := c.bufs
+	if c.raw == nil || b.br.Buffered() > 0 {
+		_, err := c.conn.Write(b.wbuf)
+		r.sendEnd = s.now()
+		return err
+	}
+	c.sending.s, c.sending.r, c.sending.sent, c.sending.err = s, r, false, nil
+	rerr := c.raw.Read(c.writeFn)
+	werr := c.sending.err
+	c.sending.s, c.sending.r, c.sending.err = nil, nil, nil
+	if werr != nil {
+		return werr
+	}
+	return rerr
+}
+
+// writeThenWait is send's RawConn.Read callback: the first call writes and asks to wait until
+// the socket is readable, the second returns.
+func (c *h1Conn) writeThenWait(uintptr) bool {
+	st := &c.sending
+	if st.sent {
+		return true
+	}
+	st.sent = true
+	_, st.err = c.conn.Write(c.bufs.wbuf)
+	st.r.sendEnd = st.s.now()
+	return st.err != nil
 }
 
 // readBody reads the body of a response whose head the lean path parsed: Content-Length bytes.
