@@ -111,9 +111,24 @@ func CheckLoadgenServer(name string, protocols []string) error {
 // measure that, not the tool.
 const BenchKeepaliveRequests = 1_000_000_000
 
+// BenchApacheThreads are Apache's worker threads in the benchmark (mpm_event, the package's
+// default MPM): 4 processes of 64 from the start. With the package's defaults (2 processes of 25
+// at the start, 150 at most) the 120 connections of the h1 runs exceed what mpm_event keeps alive
+// (a process's connections above its threads plus twice its idle ones: it answers with
+// "Connection: close"), and the tools then did different work: the VUs opened 4,000–23,000
+// connections in a 10 s run — a TCP (and TLS) handshake every 2–3 requests, 54–376 µs of CPU per
+// request — while h2load, which does not reopen them at once, idled its clients (0.2–0.5
+// requests in flight per connection). Both tools keep their 120 connections with enough threads.
+const BenchApacheThreads = 256
+
 // benchOwn are the benchmark's settings of the implementations' own tables, by implementation: no
-// per-connection request limit that ends a connection within a run.
-var benchOwn = map[string]map[string]any{"nginx": {"keepalive_requests": BenchKeepaliveRequests}}
+// per-connection request limit that ends a connection within a run (nginx), and no connection
+// closed for want of a worker (Apache: BenchApacheThreads).
+var benchOwn = map[string]map[string]any{
+	"nginx": {"keepalive_requests": BenchKeepaliveRequests},
+	"apache": {"mpm": "event", "start_servers": 4, "threads_per_child": 64, "max_request_workers": BenchApacheThreads,
+		"min_spare_threads": 64, "max_spare_threads": BenchApacheThreads},
+}
 
 // BenchKnobs is the server object the benchmark runs a server with: its defaults with
 // max_concurrent_streams 0, each server's own (≥ 100, more than the page's 51 streams; Caddy
