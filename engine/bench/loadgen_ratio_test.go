@@ -1,6 +1,12 @@
 package bench
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/wirelab/wirelab/engine/server/impl"
+)
 
 // The pages part's ratios are per protocol, of the medians over the rounds (one slow round of one
 // tool moves the median, not the ratio's whole), in the order the protocols ran.
@@ -73,5 +79,25 @@ func TestRatiosCompareTheWork(t *testing.T) {
 	}
 	if r := got[1]; !r.Unequal {
 		t.Errorf("h2: %+v; want unequal work", r)
+	}
+}
+
+// Every benchmark server's object decodes and passes its implementation's check (BenchKnobs
+// panics on an object the contract refuses), and Apache's holds the threads that keep the h1
+// runs' connections alive.
+func TestBenchKnobsDecode(t *testing.T) {
+	for _, name := range LoadgenServerNames() {
+		s := BenchKnobs(name)
+		ss, err := impl.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ss.Check(s, []string{"h1", "h1s", "h2"}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	b, _ := json.Marshal(BenchKnobs("apache"))
+	if !strings.Contains(string(b), `"threads_per_child":64`) || !strings.Contains(string(b), `"max_request_workers":256`) {
+		t.Errorf("apache's benchmark object %s; want 64 threads per child, 256 at most", b)
 	}
 }

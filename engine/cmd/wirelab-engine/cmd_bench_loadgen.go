@@ -57,7 +57,8 @@ Where the pages part runs (--server), loopback in effect, no emulator on the way
                in a lab (the trial's namespaces without the emulator; the server in its own
                control group with its default knobs, max_concurrent_streams 0 — its own — and
                nginx's keepalive_requests out of reach: h2load opens no new HTTP/2 connection
-               after a GOAWAY); h2load and `+"`loadgen --lab RUNID`"+` run in the lab's server
+               after a GOAWAY; Apache with 4 × 64 worker threads from the start: with 2 × 25
+               mpm_event closed the h1 runs' kept connections); h2load and `+"`loadgen --lab RUNID`"+` run in the lab's server
                namespace and connect to the server's own address (`+labaddr.OriginAddr(1).String()+`),
                which the kernel delivers locally through lo (the packets sent into the lab's link
                are counted and printed: none); the server's CPU is its control group's (all its
