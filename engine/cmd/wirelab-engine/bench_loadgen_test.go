@@ -53,8 +53,8 @@ func TestBenchLoadgenNginx(t *testing.T) {
 	for _, r := range res.Pages {
 		seen[r.Protocol+" "+r.Tool] = true
 		requests += r.Requests
-		if r.Pages <= 0 || r.PagesPerS <= 0 || r.Failed != 0 || r.CPUUsPerReq <= 0 || r.ServerUsPerRq <= 0 {
-			t.Errorf("%s %s: %+v: want pages, none failed, the tool's and the server's CPU", r.Protocol, r.Tool, r)
+		if r.Pages <= 0 || r.PagesPerS <= 0 || r.Failed != 0 || r.CPUUsPerReq <= 0 || r.ServerUsPerRq <= 0 || r.BodyBytesPerReq <= 0 {
+			t.Errorf("%s %s: %+v: want pages, none failed, the tool's and the server's CPU, its body bytes per request", r.Protocol, r.Tool, r)
 		}
 	}
 	for _, want := range []string{"h1 h2load", "h1 wirelab", "h2 h2load", "h2 wirelab"} {
@@ -64,6 +64,11 @@ func TestBenchLoadgenNginx(t *testing.T) {
 	}
 	if len(res.Ratios) != 2 || res.Ratios[0].Protocol != "h1" || res.Ratios[1].Protocol != "h2" || res.Ratios[0].Ratio <= 0 || res.Ratios[1].Ratio <= 0 {
 		t.Errorf("ratios %+v: want wirelab ÷ h2load for h1 and h2", res.Ratios)
+	}
+	for _, q := range res.Ratios {
+		if q.Unequal {
+			t.Errorf("%s: the tools did not do the same work: %v vs %v body bytes per request", q.Protocol, q.WirelabBytesReq, q.H2loadBytesReq)
+		}
 	}
 	// The tools reach the server's own address from its namespace: delivered through lo, not the
 	// lab's link (whose TUN devices would count every request's packets otherwise).
