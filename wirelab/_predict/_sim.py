@@ -366,8 +366,15 @@ def _pick(mask: np.ndarray | None, a: np.ndarray, b: np.ndarray | float) -> np.n
 
 
 def _if(mask: np.ndarray | None, a: np.ndarray | float, b: np.ndarray) -> np.ndarray:
-    """``np.where(mask, a, b)``; ``b`` when there is no mask (no configuration takes ``a``)."""
-    return b if mask is None else np.where(mask, a, b)
+    """``np.where(mask, a, b)``; ``b`` when there is no mask (no configuration takes ``a``), ``a`` when
+    the mask is :data:`_ALL` (every configuration takes it)."""
+    if mask is None:
+        return b
+    return a if mask is _ALL else np.where(mask, a, b)
+
+
+#: A mask that holds for every configuration (:func:`_if` takes ``a``).
+_ALL = np.ones(0, dtype=bool)
 
 
 class _At:
@@ -729,28 +736,37 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         prev_send = at.take(c_send)
         busy = pa.mux & (prev_send > t_srv)  # the connection's sender carries on with earlier streams
         busy_m = None if SHORTCUTS and (no_mux or not busy.any()) else busy
+        # every stream behind another (h2/h3 past the first response, mostly): no fresh response's
+        # rounds, tail drop, restart or lead to compute
+        all_busy = SHORTCUTS and busy_m is not None and bool(busy.all())
+        if all_busy:
+            busy_m = _ALL
         s = _if(busy_m, prev_send, t_srv)
         q_s, per_slot = standing(s)
         own_infl = at.take(per_slot)
         others = (_rowsum(per_slot) - own_infl) / pkt_bytes
         rtt_e = rtt_r
-        idle_long = ~busy & ~opening & ((s - prev_send) > idle_after)
         cwnd = at.take(c_cwnd)
-        w0 = np.where(idle_long, np.minimum(cwnd, pa.iw), cwnd) if not SHORTCUTS or idle_long.any() else cwnd
+        if all_busy:  # no connection idle
+            w0 = cwnd
+        else:
+            idle_long = ~busy & ~opening & ((s - prev_send) > idle_after)
+            w0 = np.where(idle_long, np.minimum(cwnd, pa.iw), cwnd) if not SHORTCUTS or idle_long.any() else cwnd
         ceil_pk = np.maximum(w0, ceil_pkts - k.ceiling_share * others)
         ss = at.take(c_ss)
-        cap_ss = np.minimum(cap, ceil_pk)
-        r_ss, ss_before = _ss_rounds(w0, cap_ss, cap, npk, d_ss, finite=all_limited)
         ca_start = _ca_start(w0, cap, finite=all_limited)
-        r_ca, ca_before = _ca_rounds(w0, cap, npk, d_ss, start=ca_start)
-        rounds = ss * r_ss + (1 - ss) * r_ca
+        if not all_busy:  # a fresh response's rounds (a busy connection's are below)
+            cap_ss = np.minimum(cap, ceil_pk)
+            r_ss, ss_before = _ss_rounds(w0, cap_ss, cap, npk, d_ss, finite=all_limited)
+            r_ca, ca_before = _ca_rounds(w0, cap, npk, d_ss, start=ca_start)
+            rounds = ss * r_ss + (1 - ss) * r_ca
         if busy_m is not None:  # a busy connection's rounds
             w_sent = np.maximum(np.minimum(w0, cap), 1.0)
             n_frac = body / pa.pkt  # a busy connection packs small responses into full segments
             # … and carries on from its window: doubling per round in slow start, one packet more per
             # round in congestion avoidance (the rounds' packets w, w + 1, … add up to n_frac)
             r_cont = ss * np.log2(1 + n_frac / w_sent) + (1 - ss) * _ca_span(w0, cap, n_frac, ca_start)
-            rounds = np.where(busy, r_cont, rounds)
+            rounds = r_cont if all_busy else np.where(busy, r_cont, rounds)
         hit = np.isfinite(ceil_pk) & (w0 + npk >= ceil_pk)
         w_clean = ss * np.minimum(w0 + npk, ceil_pk) + (1 - ss) * (w0 + npk / np.maximum(w0, 1.0))
         # the gateway's ceiling reached in slow start: a loss there (a queue below HyStart's threshold)
@@ -758,16 +774,22 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         ovf = np.where(ovf_at, ss, 0.0) if not SHORTCUTS or ovf_at.any() else np.zeros(n)
         # a fresh response's first window leaves an unpaced sender at once: a queue already holding
         # others' data may drop its tail (repaired after the tail-loss probe)
-        burst_bytes = np.minimum(w0, npk) * pkt_bytes
-        dropped = per_group("burst_loss", q_s * pa.rate, burst_bytes, pa.queue)
-        dropped = np.where(pa.quic | busy | ~dl, 0.0, dropped)
+        if all_busy:  # (only a fresh response's first window)
+            dropped = np.zeros(n)
+        else:
+            burst_bytes = np.minimum(w0, npk) * pkt_bytes
+            dropped = per_group("burst_loss", q_s * pa.rate, burst_bytes, pa.queue)
+            dropped = np.where(pa.quic | busy | ~dl, 0.0, dropped)
         tail = (dropped > 0).astype(np.float64)
         # the probe reveals the holes; the lost packets go again at the reduced window
         resend = k.burst_resend * dropped / pkt_bytes / np.maximum(k.beta * w0, 1.0)
         # random loss: CSA's slow start until the first loss, Padhye's throughput after it; the
         # first loss repaired by fast retransmit, or by a timer (Padhye's Q)
-        r_before = ss * ss_before + (1 - ss) * ca_before
-        r_before = r_before - 1 if busy_m is None else np.where(busy, rounds * d_ss / npk, r_before - 1)
+        if all_busy:
+            r_before = rounds * d_ss / npk
+        else:
+            r_before = ss * ss_before + (1 - ss) * ca_before
+            r_before = r_before - 1 if busy_m is None else np.where(busy, rounds * d_ss / npk, r_before - 1)
         # the window when the first loss comes, then the window's decay towards the loss rate's
         # steady state W* = kw/√p: ×β per loss event, one every 1/p packets (CUBIC's β = 0.7)
         w_at = np.minimum(
@@ -856,10 +878,10 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         first[i] = _pick(dl_mask, s + lead + first_bytes_all[i] + d_down, first[i])
         if dl_mask is None and busy_m is None:  # every configuration starts a transfer here
             at.put(x_start, s)
-        else:
+        elif not all_busy:  # (every transfer goes on: none starts)
             at.put(x_start, np.where(dl & ~busy, s, at.take(x_start)))
         xb = at.take(x_bytes)
-        xb = _pick(dl_mask, wbytes + np.where(busy, xb, 0.0), xb)
+        xb = _pick(dl_mask, wbytes + (xb if all_busy else np.where(busy, xb, 0.0)), xb)
         at.put(x_bytes, xb)
         at.put(c_send, _pick(dl_mask, e, prev_send))
         at.put(c_cwnd, _pick(dl_mask, np.maximum(w_end, 1.0), cwnd))
