@@ -183,6 +183,7 @@ class Batch:
     slots: int  #: slots per configuration (the widest)
     origins: int
     steps_of: np.ndarray  #: (N,) real steps per configuration
+    one_plan: bool = False  #: every configuration has the same plan, pools and compute scale
 
     @property
     def n(self) -> int:
@@ -245,4 +246,5 @@ def batch(configs: list[Config], facts: list[PageFacts]) -> Batch:
         slots=slots,
         origins=origins,
         steps_of=steps_of,
+        one_plan=len(groups) == 1,
     )

@@ -400,6 +400,19 @@ class _At:
             a[self.row] = v
 
 
+def _same_columns(b: Batch, pa: _Path) -> list[tuple[int, int]] | None:
+    """Runs of neighbouring columns (lo, hi) whose responses are the same packets at every step — one
+    plan's sizes, one packet size and response head (``_run`` puts a batch's configurations of one
+    transport and pool kind side by side) — or None when the batch has more than a few runs."""
+    if not b.one_plan:
+        return None
+    cuts = np.flatnonzero((pa.pkt[1:] != pa.pkt[:-1]) | (pa.head[1:] != pa.head[:-1])) + 1
+    if len(cuts) > 7:
+        return None
+    bounds = [0, *cuts.tolist(), b.n]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
 #: Take the shortcuts: the state-independent terms of every step at once, and what a homogeneous
 #: batch allows (one queue discipline for all; only multiplexed pools). False: step by step and the
 #: general path always (a test holds both to the same results, bit for bit).
@@ -516,32 +529,49 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         excess = _rowsum(per_slot) - bdp
         return per_group("delay", excess, pa.queue, pa.rate), per_slot
 
-    # what does not depend on the connections' state, for every step at once (steps × configurations)
-    # or once per origin
-    extra_all = pa.extra[b.origin, cols]
-    rtt_all = pa.rtt + extra_all
-    rtt_r_all = rtt_all + pa.round_s  # a round trip as the endpoints see it
-    body_all = b.size + pa.head
-    npk_all = np.maximum(np.ceil(body_all / pa.pkt), 1.0)
+    # what does not depend on the connections' state: once per distinct response size, once per
+    # origin, or a row per step (arrays of every step at once, steps × configurations, cost more in
+    # fresh memory than the rows' own operations)
 
-    def random_loss(npk: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Random loss in a response of npk packets: the chance of a first loss, CSA's packets
-        before it, the packets after it, the further loss events among them, β to their number
-        and the window's mean decay over them (5. below)."""
+    def random_loss(npk: np.ndarray, p: np.ndarray, some_m: np.ndarray | None) -> tuple[np.ndarray, ...]:
+        """Random loss in a response of npk packets at loss rate p: the chance of a first loss, CSA's
+        packets before it, the packets after it, the further loss events among them, β to their
+        number and the window's mean decay over them (5. below); the chance of no loss, and the
+        further loss events × the recovery scale."""
         P1 = _pick(some_m, 1 - (1 - p) ** npk, 0.0)
         d_ss = _pick(some_m, np.minimum(npk, P1 * (1 - p) / np.maximum(p, 1e-9) + 1), npk)
         rest = np.maximum(npk - d_ss, 0.0)
         m = rest * p
         beta_m = k.beta**m
         decay = np.where(m > 1e-6, (1 - beta_m) / (np.maximum(m, 1e-6) * np.log(1 / k.beta)), 1.0)
-        return P1, d_ss, rest, m, beta_m, decay
+        return P1, d_ss, rest, m, beta_m, decay, 1 - P1, scale * m
 
-    if SHORTCUTS:  # every step at once
-        P1_all, d_ss_all, rest_all, m_all, beta_m_all, decay_all = random_loss(npk_all)
-    else:  # step by step
-        P1_all, d_ss_all, rest_all, m_all, beta_m_all, decay_all = (
-            np.stack(rows) for rows in zip(*(random_loss(row) for row in npk_all), strict=True)
-        )
+    def packets(body: np.ndarray, pkt: np.ndarray) -> np.ndarray:
+        """A response's packets."""
+        return np.maximum(np.ceil(body / pkt), 1.0)
+
+    runs = _same_columns(b, pa) if SHORTCUTS else None
+    loss_tables: list[tuple[np.ndarray, list[int]]] = []
+    loss_all = None
+    if runs is not None:  # once per distinct response size (in packets) of each run of columns
+        for lo, hi in runs:
+            sizes, row_of = np.unique(packets(b.size[:, lo] + pa.head[lo], pa.pkt[lo]), return_inverse=True)
+            some_run = None if some_m is None else some_m[lo:hi]
+            table = np.stack(random_loss(sizes[:, None], p[lo:hi], some_run), axis=1)  # (sizes, 8, run)
+            loss_tables.append((table, row_of.tolist()))
+    elif SHORTCUTS:  # every step at once
+        loss_all = random_loss(packets(b.size + pa.head, pa.pkt), p, some_m)
+
+    def loss_terms(i: int, npk: np.ndarray) -> tuple[np.ndarray, ...] | np.ndarray:
+        """Step i's random-loss terms (:func:`random_loss`) for its responses of npk packets."""
+        if loss_tables:
+            if len(loss_tables) == 1:
+                table, row_of = loss_tables[0]
+                return table[row_of[i]]
+            return np.concatenate([table[row_of[i]] for table, row_of in loss_tables], axis=1)
+        if loss_all is not None:
+            return tuple(a[i] for a in loss_all)
+        return random_loss(npk, p, some_m)
     w_star = np.where(some, k.response_window / np.sqrt(np.maximum(p, 1e-9)), INF)
 
     def way(i: int) -> tuple[np.ndarray, ...]:
@@ -550,9 +580,10 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         an RTO), the per-round delivery cap (packets), the RTO, the request's recovery and a first
         loss's cost when a timer repairs it. Computed once per origin where the step's origin is
         the same in every configuration (``routes``)."""
-        extra = extra_all[i]
-        rtt = rtt_all[i]
-        rtt_r = rtt_r_all[i]
+        o1 = one_origin[i]
+        extra = pa.extra[o1] if o1 >= 0 else pa.extra[b.origin[i], cols]
+        rtt = pa.rtt + extra
+        rtt_r = rtt + pa.round_s  # a round trip as the endpoints see it
         rtt_e = rtt_r
         d_up, d_down = pa.d_up + extra / 2, pa.d_down + extra / 2
         idle_after = np.maximum(k.rto_min_s + rtt, rtt)
@@ -564,10 +595,6 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
 
     routes: dict[int, tuple[np.ndarray, ...]] = {}
     w_star_finite = np.isfinite(w_star)
-    no_loss_all = 1 - P1_all
-    scale_m_all = scale * m_all
-    wbytes_all = body_all * pa.wire
-    first_bytes_all = np.minimum(wbytes_all, pkt_bytes) / pa.rate  # a response's first packet on the link
     ceil_pkts = pa.ceil_bytes / pkt_bytes
     dns_retries = p_rt / np.maximum(1 - p_rt, 1e-9)
     timeout_share = _TimeoutShare(p)
@@ -728,11 +755,10 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         t_srv = t_send + (waiting + pa.req) / pa.rate_up + d_up + req_rec + k.server_s
 
         # 5. the response in rounds
-        body = body_all[i]
-        npk = npk_all[i]
-        P1, d_ss = P1_all[i], d_ss_all[i]
-        no_loss = no_loss_all[i]
-        wbytes = wbytes_all[i]
+        body = b.size[i] + pa.head
+        npk = packets(body, pa.pkt)
+        P1, d_ss, rest, _, beta_m, decay, no_loss, scale_m = loss_terms(i, npk)
+        wbytes = body * pa.wire
         prev_send = at.take(c_send)
         busy = pa.mux & (prev_send > t_srv)  # the connection's sender carries on with earlier streams
         busy_m = None if SHORTCUTS and (no_mux or not busy.any()) else busy
@@ -796,19 +822,18 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             ss * np.minimum(w0 + d_ss, ceil_pk) + (1 - ss) * (w0 + d_ss / np.maximum(w0, 1.0)),
             np.maximum(ceil_pk, w0),
         )
-        rest, decay = rest_all[i], decay_all[i]
         start_w = k.beta * w_at
         above = w_star_finite & (start_w > w_star)
         if not SHORTCUTS or above.any():
             w_star_above = np.where(above, w_star, 0)
             w_avg = np.where(above, w_star + (start_w - w_star_above) * decay, start_w)
-            w_after = np.where(above, w_star + (start_w - w_star_above) * beta_m_all[i], start_w)
+            w_after = np.where(above, w_star + (start_w - w_star_above) * beta_m, start_w)
         else:  # no window above W*: no decay
             w_avg, w_after = start_w, start_w.copy()
         per_round = np.maximum(np.minimum(w_avg, cap), 1.0)
         Q = timeout_share(np.minimum(w_at, npk))
         first_loss = scale * (Q * tail_wait + (1 - Q) * k.fast_rtts * rtt_e)
-        later = scale_m_all[i] * timeout_share(np.minimum(w_avg, npk)) * rto
+        later = scale_m * timeout_share(np.minimum(w_avg, npk)) * rto
         t_clean = _if(busy_m, rounds, rounds - 1) * rtt_e
         t_loss = r_before * rtt_e + first_loss + rest / per_round * rtt_e + later
         lossy = (
@@ -875,7 +900,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             )
         c_done = e + d_down + hol + k.client_object_s
         done[i] = _pick(dl_mask, c_done, done[i])
-        first[i] = _pick(dl_mask, s + lead + first_bytes_all[i] + d_down, first[i])
+        first_bytes = np.minimum(wbytes, pkt_bytes) / pa.rate  # a response's first packet on the link
+        first[i] = _pick(dl_mask, s + lead + first_bytes + d_down, first[i])
         if dl_mask is None and busy_m is None:  # every configuration starts a transfer here
             at.put(x_start, s)
         elif not all_busy:  # (every transfer goes on: none starts)
