@@ -219,18 +219,15 @@ def _ss_rounds(
     cap = np.maximum(cap, w)
     r_cap = np.ceil(np.log2(cap / w))
     sent = w * (np.exp2(r_cap) - 1)  # r_cap is whole: exp2 gives 2.0**r_cap's bits, faster
-    out = []
     # (an unbounded cap leaves no packets for after: its stand-in is never taken)
     w_ca = cap if finite else np.where(np.isfinite(cap), cap, 1.0)
     path = np.maximum(path, cap)
-    cas = _ca_rounds(
-        w_ca, path, *(np.maximum(n - sent, 0.0) for n in ns), start=_ca_start(w_ca, path, finite=finite)
-    )
-    for n, ca in zip(ns, cas, strict=True):
-        before = np.ceil(np.log2(n / w + 1))
-        after = r_cap + ca
-        out.append(np.maximum(np.where(n <= sent, before, after), 1.0))
-    return out
+    n = ns[0] if len(ns) == 1 else np.array(ns)  # every n at once (elementwise: the same bits)
+    (ca,) = _ca_rounds(w_ca, path, np.maximum(n - sent, 0.0), start=_ca_start(w_ca, path, finite=finite))
+    before = np.ceil(np.log2(n / w + 1))
+    after = r_cap + ca
+    out = np.maximum(np.where(n <= sent, before, after), 1.0)
+    return [out] if len(ns) == 1 else list(out)
 
 
 def _ca_start(
@@ -272,7 +269,9 @@ def _ca_rounds(
     """Rounds to send each n of ``ns`` packets in congestion avoidance from window w (``_ca_span``,
     whole rounds)."""
     start = _ca_start(w, cap) if start is None else start
-    return [np.maximum(np.ceil(_ca_span(w, cap, n, start)), 1.0) for n in ns]
+    n = ns[0] if len(ns) == 1 else np.array(ns)  # every n at once (elementwise: the same bits)
+    out = np.maximum(np.ceil(_ca_span(w, cap, n, start)), 1.0)
+    return [out] if len(ns) == 1 else list(out)
 
 
 def _padhye(
@@ -400,6 +399,14 @@ class _At:
             a[self.row] = v
 
 
+def _one_run(mask: np.ndarray) -> tuple[int, int] | None:
+    """(lo, hi) when ``mask`` holds on exactly the columns lo … hi − 1, else None."""
+    on = np.flatnonzero(mask)
+    if len(on) == 0 or on[-1] - on[0] != len(on) - 1:
+        return None
+    return int(on[0]), int(on[-1]) + 1
+
+
 def _same_columns(b: Batch, pa: _Path) -> list[tuple[int, int]] | None:
     """Runs of neighbouring columns (lo, hi) whose responses are the same packets at every step — one
     plan's sizes, one packet size and response head (``_run`` puts a batch's configurations of one
@@ -466,6 +473,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     up_mask = None if SHORTCUTS and np.isfinite(pa.rate_up).all() else np.isfinite(pa.rate_up)
     tcp_mux = pa.mux & ~pa.quic  # h2 over TCP: head-of-line blocking behind another stream's loss
     tcp_mux_m = None if SHORTCUTS and not tcp_mux.any() else tcp_mux
+    tcp_run = _one_run(tcp_mux) if SHORTCUTS else None
     no_mux = SHORTCUTS and not pa.mux.any()
     # steps whose origin is the same in every configuration (a batch of one plan: all of them), and
     # origins whose connection slots are the same rows in every configuration: the step's state is
@@ -553,6 +561,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     runs = _same_columns(b, pa) if SHORTCUTS else None
     loss_tables: list[tuple[np.ndarray, list[int]]] = []
     loss_all = None
+    loss_buf = np.empty((8, n))
     if runs is not None:  # once per distinct response size (in packets) of each run of columns
         for lo, hi in runs:
             sizes, row_of = np.unique(packets(b.size[:, lo] + pa.head[lo], pa.pkt[lo]), return_inverse=True)
@@ -568,7 +577,10 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             if len(loss_tables) == 1:
                 table, row_of = loss_tables[0]
                 return table[row_of[i]]
-            return np.concatenate([table[row_of[i]] for table, row_of in loss_tables], axis=1)
+            # into one buffer, reused step by step (nothing keeps its rows past the step)
+            for (lo, hi), (table, row_of) in zip(runs, loss_tables, strict=True):
+                loss_buf[:, lo:hi] = table[row_of[i]]
+            return loss_buf
         if loss_all is not None:
             return tuple(a[i] for a in loss_all)
         return random_loss(npk, p, some_m)
@@ -672,11 +684,10 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             free_now = f <= t_dns
             idle = free_now & op
             fresh = free_now & ~op
-            choice = np.where(
-                idle.any(axis=0),
-                np.where(idle, f, -INF).argmax(axis=0),
-                np.where(fresh.any(axis=0), fresh.argmax(axis=0), f.argmin(axis=0)),
-            )
+            # one argmax of a key per slot: the idle one free last, else the first fresh one
+            # (1 against 0), else the first free again (−f: argmax is argmin's first minimum)
+            key = np.where(idle.any(axis=0), np.where(idle, f, -INF), np.where(fresh.any(axis=0), fresh, -f))
+            choice = key.argmax(axis=0)
             slot = base + (choice if no_mux else np.where(pa.mux, 0, choice))
         else:
             count = b.slot_count[o, cols]
@@ -783,8 +794,9 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         ca_start = _ca_start(w0, cap, finite=all_limited)
         if not all_busy:  # a fresh response's rounds (a busy connection's are below)
             cap_ss = np.minimum(cap, ceil_pk)
-            r_ss, ss_before = _ss_rounds(w0, cap_ss, cap, npk, d_ss, finite=all_limited)
-            r_ca, ca_before = _ca_rounds(w0, cap, npk, d_ss, start=ca_start)
+            both = np.array((npk, d_ss))  # the response's packets and those before the first loss
+            r_ss, ss_before = _ss_rounds(w0, cap_ss, cap, both, finite=all_limited)[0]
+            r_ca, ca_before = _ca_rounds(w0, cap, both, start=ca_start)[0]
             rounds = ss * r_ss + (1 - ss) * r_ca
         if busy_m is not None:  # a busy connection's rounds
             w_sent = np.maximum(np.minimum(w0, cap), 1.0)
@@ -892,6 +904,15 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         # TCP connection, the loader's own time
         if tcp_mux_m is None or busy_m is None:  # no h2 over TCP here, or no stream behind another
             hol = zeros
+        elif tcp_run is not None:  # h2 over TCP in one run of columns: only there
+            lo, hi = tcp_run
+            blocked = scale * (
+                1 - (1 - p[lo:hi]) ** np.maximum(own_infl[lo:hi] / pkt_bytes[lo:hi] - npk[lo:hi], 0)
+            )
+            hol = np.zeros(n)
+            hol[lo:hi] = blocked * k.fast_rtts * rtt_e[lo:hi]
+            if not all_busy:
+                hol[lo:hi] = np.where(busy[lo:hi], hol[lo:hi], 0.0)
         else:
             hol = np.where(
                 tcp_mux & busy,
@@ -951,23 +972,28 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         np.stack([np.full(n, k.dns_timeout_s), np.full(n, k.syn_rto_s), hs_cost]),
         np.stack([rare_dns, rare_syn, rare_hs]),
     )
-    done = done + rare  # every step after the load's start is as late (one delay, on its critical path)
-    last = np.where(b.kind >= 0, done, -INF)
-    end_step = last.argmax(axis=0)
+    # every step after the load's start is as late (one delay, on its critical path)
+    if explain:
+        done = done + rare
+        last = np.where(b.kind >= 0, done, -INF)
+        last_done = last.max(axis=0)
+    else:  # the latest step's time, then the delay (rounding is monotonic: the same bits)
+        last_done = (done if b.one_plan and SHORTCUTS else np.where(b.kind >= 0, done, -INF)).max(axis=0) + rare
     # no load ends before the bottleneck could carry its bytes after its first request
     floor = first_data + pa.rtt + wire_total / pa.rate
-    plt = np.maximum(last.max(axis=0), floor) + k.load_s
+    plt = np.maximum(last_done, floor) + k.load_s
     tow = plt - np.where(np.isfinite(first_data), first_data, 0.0) - k.load_s
     out_parts = None
     if explain:
         assert parts is not None and pred is not None
         out_parts = np.zeros((n, len(PARTS)))
+        end_step = last.argmax(axis=0)
         for j in range(n):
             step = int(end_step[j])
             while step >= 0:
                 out_parts[j] += parts[step, j]
                 step = int(pred[step, j])
-        out_parts[:, _P["transfer"]] += np.maximum(floor - last.max(axis=0), 0)
+        out_parts[:, _P["transfer"]] += np.maximum(floor - last_done, 0)
         out_parts[:, _P["compute"]] += k.load_s
         out_parts[:, _P["recovery"]] += rare
     return Result(plt=plt, tow=tow, parts=out_parts)
