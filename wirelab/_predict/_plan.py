@@ -165,9 +165,39 @@ def pools_of(plan: Plan, multiplexed: bool, max_conns: int, max_streams: int) ->
     return out
 
 
+def _one_plan(configs: list[Config], key: tuple, members: list[int], p: Plan) -> Batch:
+    """The batch of configurations that share one plan, pools and compute scale (``batch``'s key):
+    every array the plan's column broadcast to N columns (no copies)."""
+    _, _, mux, max_conns, max_streams, compute_scale = key
+    n = len(configs)
+    pools = pools_of(p, mux, max_conns, max_streams)
+
+    def wide(a: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(a[:, None], (a.shape[0], n, *a.shape[1:]))
+
+    return Batch(
+        configs=configs,
+        kind=wide(np.where(p.download, 0, 1)),
+        size=wide(p.size),
+        origin=wide(p.origin),
+        duration=wide(p.duration * compute_scale),
+        deps=wide(p.deps),
+        first_chunk=wide(p.first_chunk),
+        first_of_origin=wide(pools.first_of_origin),
+        stream_dep=wide(pools.stream_dep),
+        slot_base=wide(pools.slot_base),
+        slot_count=wide(pools.slot_count),
+        slots=max(1, pools.slots),
+        origins=p.origins,
+        steps_of=np.full(n, p.steps, dtype=np.int64),
+        one_plan=True,
+    )
+
+
 @dataclasses.dataclass
 class Batch:
-    """Plans of N configurations padded to one shape: arrays are (steps, N) unless said."""
+    """Plans of N configurations padded to one shape: arrays are (steps, N) unless said (read-only:
+    a batch of one plan broadcasts the plan's columns)."""
 
     configs: list[Config]
     kind: np.ndarray  #: 0 download, 1 computation, -1 padding
@@ -201,6 +231,8 @@ def batch(configs: list[Config], facts: list[PageFacts]) -> Batch:
             (id(f), c.mode, c.multiplexed, c.max_conns, c.max_streams, c.compute_scale), []
         ).append(j)
     plans = {key: plan_of(facts[members[0]], key[1]) for key, members in groups.items()}
+    if len(groups) == 1:  # every column the same: read-only views of the plan's own rows
+        return _one_plan(configs, *next(iter(groups.items())), next(iter(plans.values())))
     steps = max(p.steps for p in plans.values())
     width = max(p.deps.shape[1] for p in plans.values())
     origins = max(p.origins for p in plans.values())

@@ -29,9 +29,11 @@ load are summed along its chain of dependencies.
 from __future__ import annotations
 
 import dataclasses
+import operator
 
 import numpy as np
 
+from wirelab._predict._config import PROTOCOL_FAMILY
 from wirelab._predict._constants import Constants
 from wirelab._predict._gateway import Discipline
 from wirelab._predict._plan import Batch
@@ -82,65 +84,28 @@ class _Path:
     disciplines: list[tuple[Discipline, np.ndarray]]  # each discipline of the batch, its limited paths
 
 
+_NUMBERS = ("rtt", "rate_down", "loss_down", "queue_down", "iw", "delay_up", "delay_down", "rate_up", "loss_up")
+_numbers_of = operator.attrgetter(*_NUMBERS)
+_flag_key = operator.attrgetter("protocol", "tls_version", "keep_alive", "dns_server")
+
+
+def _flags(protocol: str, tls_version: str, keep_alive: bool, dns_server: bool) -> tuple[bool, ...]:
+    """A configuration's flags: QUIC, TLS, TLS 1.2 over TCP, multiplexed, keep-alive, the lookup
+    crosses the path."""
+    transport, tls, mux = PROTOCOL_FAMILY[protocol]
+    quic = transport == "quic"
+    return (quic, tls, tls and tls_version == "1.2" and transport == "tcp", mux, keep_alive, dns_server)
+
+
 def _path(b: Batch, k: Constants, baseline: bool) -> _Path:
     cs = b.configs
-    # one pass over the configurations: each number a contiguous row, each flag a boolean row
-    num = (
-        np.array(
-            [
-                (
-                    c.rtt,
-                    c.rate_down,
-                    c.loss_down,
-                    c.queue_down,
-                    c.iw,
-                    c.delay_up,
-                    c.delay_down,
-                    c.rate_up,
-                    c.loss_up,
-                )
-                for c in cs
-            ],
-            dtype=np.float64,
-        )
-        .reshape(len(cs), 9)
-        .T.copy()
-    )
-    flags = (
-        np.array(
-            [
-                (
-                    c.transport == "quic",
-                    c.tls,
-                    c.tls and c.tls_version == "1.2" and c.transport == "tcp",
-                    c.multiplexed,
-                    c.keep_alive,
-                    c.dns_server,
-                )
-                for c in cs
-            ],
-            dtype=bool,
-        )
-        .reshape(len(cs), 6)
-        .T.copy()
-    )
-    col = dict(
-        zip(
-            (
-                "rtt",
-                "rate_down",
-                "loss_down",
-                "queue_down",
-                "iw",
-                "delay_up",
-                "delay_down",
-                "rate_up",
-                "loss_up",
-            ),
-            num,
-            strict=True,
-        )
-    )
+    # one pass over the configurations: each number a contiguous row, each flag a boolean row (the
+    # flags once per distinct protocol, TLS version, keep-alive and lookup)
+    num = np.array(list(map(_numbers_of, cs)), dtype=np.float64).reshape(len(cs), 9).T.copy()
+    keys = list(map(_flag_key, cs))
+    of_key = {key: _flags(*key) for key in set(keys)}
+    flags = np.array([of_key[key] for key in keys], dtype=bool).reshape(len(cs), 6).T.copy()
+    col = dict(zip(_NUMBERS, num, strict=True))
     is_quic, is_tls, is_tls12, is_mux, keep_alive, dns = flags
     quic = is_quic & (not baseline)
     rtt = col["rtt"]
@@ -167,8 +132,16 @@ def _path(b: Batch, k: Constants, baseline: bool) -> _Path:
     sender_exit = np.minimum(delay_exit, train_exit)
     signal = np.full(b.n, INF)
     drop = np.zeros(b.n, dtype=bool)
+    # each distinct discipline object once (hashing one costs more than its identity), then equal ones
+    # merged, in order of first appearance
+    objects: dict[int, int] = {}
+    distinct: list[Discipline] = []
+    for d in map(operator.attrgetter("discipline"), cs):
+        if objects.setdefault(id(d), len(objects)) == len(distinct):
+            distinct.append(d)
     kinds: dict[Discipline, int] = {}
-    kind = np.array([kinds.setdefault(c.discipline, len(kinds)) for c in cs], dtype=np.int64)
+    merged = np.array([kinds.setdefault(d, len(kinds)) for d in distinct], dtype=np.int64)
+    kind = merged[np.array([objects[id(c.discipline)] for c in cs], dtype=np.int64)]
     disciplines = [(d, (kind == j) & np.isfinite(rate)) for d, j in kinds.items()]
     for d, sel in disciplines:
         if sel.any():
@@ -479,28 +452,31 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     # origins whose connection slots are the same rows in every configuration: the step's state is
     # then read and written as rows, not gathered and scattered through indexes
     # per step: does any configuration compute, download; does every configuration download
-    any_comp, any_dl, all_dl = (
-        (b.kind == 1).any(axis=1).tolist(),
-        (b.kind == 0).any(axis=1).tolist(),
-        (b.kind == 0).all(axis=1).tolist(),
+    # (a batch of one plan: every column is the first one, so its first column answers)
+    kind_c, origin_c, deps_c, first_c, sd_c, base_c, count_c = (
+        (a[:, :1] if b.one_plan else a)
+        for a in (b.kind, b.origin, b.deps, b.first_chunk, b.stream_dep, b.slot_base, b.slot_count)
     )
-    origin_rows = np.where((b.origin == b.origin[:, :1]).all(axis=1), b.origin[:, 0], -1)
+    any_comp, any_dl, all_dl = (
+        (kind_c == 1).any(axis=1).tolist(),
+        (kind_c == 0).any(axis=1).tolist(),
+        (kind_c == 0).all(axis=1).tolist(),
+    )
+    origin_rows = np.where((origin_c == b.origin[:, :1]).all(axis=1), b.origin[:, 0], -1)
     one_origin: list[int] = origin_rows.tolist() if SHORTCUTS else [-1] * steps
     # steps whose dependencies are the same in every configuration: the rows they wait for (a
     # completion, or first bytes), and the step whose completion frees a stream
-    same_deps = (b.deps == b.deps[:, :1]).all(axis=(1, 2)) & (b.first_chunk == b.first_chunk[:, :1]).all(
-        axis=(1, 2)
-    )
+    same_deps = (deps_c == b.deps[:, :1]).all(axis=(1, 2)) & (first_c == b.first_chunk[:, :1]).all(axis=(1, 2))
     dep_rows = [
         [(d, fc) for d, fc in zip(b.deps[i, 0].tolist(), b.first_chunk[i, 0].tolist(), strict=True) if d >= 0]
         if SHORTCUTS and same_deps[i] and not explain
         else None
         for i in range(steps)
     ]
-    sd_rows = np.where((b.stream_dep == b.stream_dep[:, :1]).all(axis=1), b.stream_dep[:, 0], -2)
+    sd_rows = np.where((sd_c == b.stream_dep[:, :1]).all(axis=1), b.stream_dep[:, 0], -2)
     one_sd: list[int] = sd_rows.tolist() if SHORTCUTS else [-2] * steps
     same_slots = (
-        ((b.slot_base == b.slot_base[:, :1]) & (b.slot_count == b.slot_count[:, :1])).all(axis=1).tolist()
+        ((base_c == b.slot_base[:, :1]) & (count_c == b.slot_count[:, :1])).all(axis=1).tolist()
     )
 
     def per_group(fn: str, *args: np.ndarray) -> np.ndarray:
@@ -531,11 +507,12 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     fifo_share = 0.0 if baseline else k.queue_in_rounds  # Lantern: the link shared fairly, no FIFO
     window_shares = 0.0 if baseline else k.window_shares
 
-    def standing(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(the gateway's queueing delay for a packet arriving at t, bytes in flight per slot at t)."""
+    def standing(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(the gateway's queueing delay for a packet arriving at t, bytes in flight per slot at t,
+        and in all)."""
         per_slot = c_infl * (c_send > t)
-        excess = _rowsum(per_slot) - bdp
-        return per_group("delay", excess, pa.queue, pa.rate), per_slot
+        total = _rowsum(per_slot)
+        return per_group("delay", total - bdp, pa.queue, pa.rate), per_slot, total
 
     # what does not depend on the connections' state: once per distinct response size, once per
     # origin, or a row per step (arrays of every step at once, steps × configurations, cost more in
@@ -658,13 +635,14 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         else:
             route = routes[o1]
         rtt, rtt_r, d_up, d_down, idle_after, cap, rto, req_rec, tail_wait = route
-        q_ready, _ = standing(ready)
+        q_ready = None  # the standing queue when the step is ready: for a lookup or a handshake
         oi = (o, cols) if o1 < 0 else o1  # the step's origin in each configuration, as an index
 
         # 3a. the lookup: the origin's first download starts it, the others wait for it
         starts = dl & pa.dns & ~dns_started[oi]
-        lookup = rtt_r + q_ready
         if not SHORTCUTS or starts.any():  # (no lookup starts here: nothing changes)
+            q_ready = standing(ready)[0]
+            lookup = rtt_r + q_ready
             rare_dns += np.where(starts, dns_retries, 0.0)
             dns_done[oi] = np.where(starts, ready + lookup, dns_done[oi])
             dns_started[oi] |= starts
@@ -718,6 +696,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             ready_conn = s_free
         else:
             # handshakes, each round trip through the standing queue; a lost packet waits for its timer
+            if q_ready is None:  # (no connection's state has changed since the step was ready)
+                q_ready = standing(ready)[0]
             q_hs = np.where(opening, q_ready, 0.0)
             rt_hs = rtt_r + q_hs
             tcp = np.where(pa.quic, 0.0, rt_hs)
@@ -779,9 +759,9 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         if all_busy:
             busy_m = _ALL
         s = _if(busy_m, prev_send, t_srv)
-        q_s, per_slot = standing(s)
+        q_s, per_slot, in_flight = standing(s)
         own_infl = at.take(per_slot)
-        others = (_rowsum(per_slot) - own_infl) / pkt_bytes
+        others = (in_flight - own_infl) / pkt_bytes
         rtt_e = rtt_r
         cwnd = at.take(c_cwnd)
         if all_busy:  # no connection idle
