@@ -75,7 +75,8 @@ class DropTail(Discipline):
         return np.where(paced, full, np.minimum(full, burst)), np.ones_like(capacity, dtype=bool)
 
     def burst_loss(self, queued: Array, burst: Array, capacity: Array) -> Array:
-        return np.clip(queued + burst - capacity - MTU, 0.0, burst)
+        # np.clip's bits (the excess is never −0: a difference of positive sizes), without its cost
+        return np.minimum(np.maximum(queued + burst - capacity - MTU, 0.0), burst)
 
 
 #: Every discipline the model knows, by the name the profile's resolved form gives it.

@@ -267,10 +267,12 @@ class _TimeoutShare:
         self.a = 1 - self.q3
         self.keep = 1 - self.q
 
-    def __call__(self, w: np.ndarray) -> np.ndarray:
+    def __call__(self, w: np.ndarray, need: np.ndarray | None = None) -> np.ndarray:
+        """Q at windows w; with ``need``, only where it holds (elsewhere 1, a stand-in the caller
+        multiplies by zero)."""
         w = np.maximum(w, 1.0)
         if SHORTCUTS:  # Q = 1 at w ≤ 3: the two pows only where w > 3 (elementwise: the same bits)
-            small = w <= 3
+            small = w <= 3 if need is None else (w <= 3) | ~need
             few = int(small.sum())
             if few == w.shape[0]:
                 return np.ones(few)
@@ -473,6 +475,9 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         else None
         for i in range(steps)
     ]
+    # does any step wait for a download's first bytes (replay's first chunks): else no step's first
+    # bytes are kept
+    reads_first = not SHORTCUTS or bool(first_c.any())
     sd_rows = np.where((sd_c == b.stream_dep[:, :1]).all(axis=1), b.stream_dep[:, 0], -2)
     one_sd: list[int] = sd_rows.tolist() if SHORTCUTS else [-2] * steps
     same_slots = (
@@ -825,7 +830,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         per_round = np.maximum(np.minimum(w_avg, cap), 1.0)
         Q = timeout_share(np.minimum(w_at, npk))
         first_loss = scale * (Q * tail_wait + (1 - Q) * k.fast_rtts * rtt_e)
-        later = scale_m * timeout_share(np.minimum(w_avg, npk)) * rto
+        # (Q where later losses are expected: none in a response sent before its expected first)
+        later = scale_m * timeout_share(np.minimum(w_avg, npk), scale_m > 0) * rto
         t_clean = _if(busy_m, rounds, rounds - 1) * rtt_e
         t_loss = r_before * rtt_e + first_loss + rest / per_round * rtt_e + later
         lossy = (
@@ -901,8 +907,9 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             )
         c_done = e + d_down + hol + k.client_object_s
         done[i] = _pick(dl_mask, c_done, done[i])
-        first_bytes = np.minimum(wbytes, pkt_bytes) / pa.rate  # a response's first packet on the link
-        first[i] = _pick(dl_mask, s + lead + first_bytes + d_down, first[i])
+        if reads_first:
+            first_bytes = np.minimum(wbytes, pkt_bytes) / pa.rate  # a response's first packet on the link
+            first[i] = _pick(dl_mask, s + lead + first_bytes + d_down, first[i])
         if dl_mask is None and busy_m is None:  # every configuration starts a transfer here
             at.put(x_start, s)
         elif not all_busy:  # (every transfer goes on: none starts)
