@@ -548,7 +548,13 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         for lo, hi in runs:
             sizes, row_of = np.unique(packets(b.size[:, lo] + pa.head[lo], pa.pkt[lo]), return_inverse=True)
             some_run = None if some_m is None else some_m[lo:hi]
-            table = np.stack(random_loss(sizes[:, None], p[lo:hi], some_run), axis=1)  # (sizes, 8, run)
+            table = np.empty((len(sizes), 8, hi - lo))  # (sizes, terms, run)
+            # a few sizes at a time: temporaries of at most 64 kB (larger ones cost fresh pages)
+            chunk = max(1, 8192 // (hi - lo))
+            for r in range(0, len(sizes), chunk):
+                terms = random_loss(sizes[r : r + chunk, None], p[lo:hi], some_run)
+                for j, term in enumerate(terms):
+                    table[r : r + chunk, j] = term
             loss_tables.append((table, row_of.tolist()))
     elif SHORTCUTS:  # every step at once
         loss_all = random_loss(packets(b.size + pa.head, pa.pkt), p, some_m)
@@ -588,6 +594,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         return rtt, rtt_r, d_up, d_down, idle_after, cap, rto, req_rec, tail_wait
 
     routes: dict[int, tuple[np.ndarray, ...]] = {}
+    all_open: set[int] = set()  # origins (one in every configuration) whose connections are all open
     w_star_finite = np.isfinite(w_star)
     ceil_pkts = pa.ceil_bytes / pkt_bytes
     dns_retries = p_rt / np.maximum(1 - p_rt, 1e-9)
@@ -665,11 +672,14 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             f = c_free[lo : lo + int(b.slot_count[o1, 0])]
             op = c_open[lo : lo + f.shape[0]]
             free_now = f <= t_dns
-            idle = free_now & op
-            fresh = free_now & ~op
             # one argmax of a key per slot: the idle one free last, else the first fresh one
             # (1 against 0), else the first free again (−f: argmax is argmin's first minimum)
-            key = np.where(idle.any(axis=0), np.where(idle, f, -INF), np.where(fresh.any(axis=0), fresh, -f))
+            if o1 in all_open:  # every connection of the origin open in every configuration: none fresh
+                key = np.where(free_now.any(axis=0), np.where(free_now, f, -INF), -f)
+            else:
+                idle = free_now & op
+                fresh = free_now & ~op
+                key = np.where(idle.any(axis=0), np.where(idle, f, -INF), np.where(fresh.any(axis=0), fresh, -f))
             choice = key.argmax(axis=0)
             slot = base + (choice if no_mux else np.where(pa.mux, 0, choice))
         else:
@@ -718,6 +728,10 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             ready_conn = np.where(opening, t_conn + setup, s_free)
             first_data = np.where(opening, np.minimum(first_data, t_conn + tcp), first_data)
             at.put(c_open, s_open | dl)
+            if SHORTCUTS and closes_m is None and o1 >= 0 and same_slots[o1] and not all_mux:
+                lo = int(b.slot_base[o1, 0])
+                if c_open[lo : lo + int(b.slot_count[o1, 0])].all():  # (and stay so: none closes)
+                    all_open.add(o1)
             hs_flight = opening & pa.tls
             at.put(x_start, np.where(hs_flight, t_flight, at.take(x_start)))
             at.put(x_bytes, np.where(hs_flight, flight, at.take(x_bytes)))
