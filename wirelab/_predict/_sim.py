@@ -790,22 +790,25 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             w0 = np.where(idle_long, np.minimum(cwnd, pa.iw), cwnd) if not SHORTCUTS or idle_long.any() else cwnd
         ceil_pk = np.maximum(w0, ceil_pkts - k.ceiling_share * others)
         ss = at.take(c_ss)
+        ca = 1 - ss  # the chance it is in congestion avoidance
+        w0_1 = np.maximum(w0, 1.0)
         ca_start = _ca_start(w0, cap, finite=all_limited)
         if not all_busy:  # a fresh response's rounds (a busy connection's are below)
             cap_ss = np.minimum(cap, ceil_pk)
             both = np.array((npk, d_ss))  # the response's packets and those before the first loss
             r_ss, ss_before = _ss_rounds(w0, cap_ss, cap, both, finite=all_limited)[0]
             r_ca, ca_before = _ca_rounds(w0, cap, both, start=ca_start)[0]
-            rounds = ss * r_ss + (1 - ss) * r_ca
+            rounds = ss * r_ss + ca * r_ca
         if busy_m is not None:  # a busy connection's rounds
             w_sent = np.maximum(np.minimum(w0, cap), 1.0)
             n_frac = body / pa.pkt  # a busy connection packs small responses into full segments
             # … and carries on from its window: doubling per round in slow start, one packet more per
             # round in congestion avoidance (the rounds' packets w, w + 1, … add up to n_frac)
-            r_cont = ss * np.log2(1 + n_frac / w_sent) + (1 - ss) * _ca_span(w0, cap, n_frac, ca_start)
+            r_cont = ss * np.log2(1 + n_frac / w_sent) + ca * _ca_span(w0, cap, n_frac, ca_start)
             rounds = r_cont if all_busy else np.where(busy, r_cont, rounds)
-        hit = np.isfinite(ceil_pk) & (w0 + npk >= ceil_pk)
-        w_clean = ss * np.minimum(w0 + npk, ceil_pk) + (1 - ss) * (w0 + npk / np.maximum(w0, 1.0))
+        w_npk = w0 + npk
+        hit = np.isfinite(ceil_pk) & (w_npk >= ceil_pk)
+        w_clean = ss * np.minimum(w_npk, ceil_pk) + ca * (w0 + npk / w0_1)
         # the gateway's ceiling reached in slow start: a loss there (a queue below HyStart's threshold)
         ovf_at = pa.ceil_loss & hit
         ovf = np.where(ovf_at, ss, 0.0) if not SHORTCUTS or ovf_at.any() else np.zeros(n)
@@ -825,12 +828,12 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         if all_busy:
             r_before = rounds * d_ss / npk
         else:
-            r_before = ss * ss_before + (1 - ss) * ca_before
+            r_before = ss * ss_before + ca * ca_before
             r_before = r_before - 1 if busy_m is None else np.where(busy, rounds * d_ss / npk, r_before - 1)
         # the window when the first loss comes, then the window's decay towards the loss rate's
         # steady state W* = kw/√p: ×β per loss event, one every 1/p packets (CUBIC's β = 0.7)
         w_at = np.minimum(
-            ss * np.minimum(w0 + d_ss, ceil_pk) + (1 - ss) * (w0 + d_ss / np.maximum(w0, 1.0)),
+            ss * np.minimum(w0 + d_ss, ceil_pk) + ca * (w0 + d_ss / w0_1),
             np.maximum(ceil_pk, w0),
         )
         start_w = k.beta * w_at
