@@ -446,6 +446,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     lim_mask = None if SHORTCUTS and limited.all() else limited
     all_limited = lim_mask is None  # every path rate-limited: every per-round cap is finite
     up_mask = None if SHORTCUTS and np.isfinite(pa.rate_up).all() else np.isfinite(pa.rate_up)
+    any_quic = bool(pa.quic.any())
     tcp_mux = pa.mux & ~pa.quic  # h2 over TCP: head-of-line blocking behind another stream's loss
     tcp_mux_m = None if SHORTCUTS and not tcp_mux.any() else tcp_mux
     tcp_run = _one_run(tcp_mux) if SHORTCUTS else None
@@ -819,7 +820,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         else:
             burst_bytes = np.minimum(w0, npk) * pkt_bytes
             dropped = per_group("burst_loss", q_s * pa.rate, burst_bytes, pa.queue)
-            dropped = np.where(pa.quic | busy | ~dl, 0.0, dropped)
+            if not SHORTCUTS or any_quic or busy_m is not None or dl_mask is not None:
+                dropped = np.where(pa.quic | busy | ~dl, 0.0, dropped)
         tail = (dropped > 0).astype(np.float64)
         # the probe reveals the holes; the lost packets go again at the reduced window
         resend = k.burst_resend * dropped / pkt_bytes / np.maximum(k.beta * w0, 1.0)
@@ -873,6 +875,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         # by as many of them as it sends itself (processor sharing); a fresh response's first bytes
         # wait behind the standing queue
         lead = _if(busy_m, 0.0, q_s)
+        clean_bytes = w_clean * pkt_bytes
+        window_bytes = np.minimum(wbytes, clean_bytes)  # the response's last window, bytes
         remaining = x_bytes * np.minimum(
             np.maximum((c_send - s) / np.maximum(c_send - x_start, 1e-9), 0.0), 1.0
         )
@@ -883,13 +887,13 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         if window_shares:
             others_infl = per_slot.copy()
             at.put(others_infl, 0.0)
-            own_w = np.maximum(np.minimum(wbytes, w_clean * pkt_bytes), pkt_bytes)
+            own_w = np.maximum(window_bytes, pkt_bytes)
             weight = (1 - window_shares) + window_shares * others_infl / own_w
             served = _rowsum(np.minimum(remaining, wbytes * weight))
         else:
             served = _rowsum(np.minimum(remaining, wbytes))
         link = (wbytes + served) / pa.rate
-        last_round = _if(busy_m, 0.0, np.minimum(wbytes, w_clean * pkt_bytes) / pa.rate)
+        last_round = _if(busy_m, 0.0, window_bytes / pa.rate)
         # the drop-tail queue is a FIFO: each later round of this response waits behind the standing
         # queue again, as long as the other connections have bytes to keep it standing (what they
         # send while this response is sent bounds the total wait)
@@ -931,13 +935,16 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             at.put(x_start, s)
         elif not all_busy:  # (every transfer goes on: none starts)
             at.put(x_start, np.where(dl & ~busy, s, at.take(x_start)))
-        xb = at.take(x_bytes)
-        xb = _pick(dl_mask, wbytes + (xb if all_busy else np.where(busy, xb, 0.0)), xb)
+        if busy_m is None and dl_mask is None:  # every transfer starts here (+0.0: the same bits)
+            xb = wbytes
+        else:
+            xb = at.take(x_bytes)
+            xb = _pick(dl_mask, wbytes + (xb if all_busy else np.where(busy, xb, 0.0)), xb)
         at.put(x_bytes, xb)
         at.put(c_send, _pick(dl_mask, e, prev_send))
         at.put(c_cwnd, _pick(dl_mask, np.maximum(w_end, 1.0), cwnd))
         at.put(c_ss, _pick(dl_mask, ss_end, ss))
-        infl = np.minimum(xb, w_clean * pkt_bytes)
+        infl = window_bytes if xb is wbytes else np.minimum(xb, clean_bytes)
         at.put(c_infl, infl if dl_mask is None else np.where(dl_mask, infl, at.take(c_infl)))
         if not all_mux:  # HTTP/1.x: the connection is free once the response is in, or closed
             if no_mux and dl_mask is None:
