@@ -196,7 +196,9 @@ def _ss_rounds(
     w_ca = cap if finite else np.where(np.isfinite(cap), cap, 1.0)
     path = np.maximum(path, cap)
     n = ns[0] if len(ns) == 1 else np.array(ns)  # every n at once (elementwise: the same bits)
-    (ca,) = _ca_rounds(w_ca, path, np.maximum(n - sent, 0.0), start=_ca_start(w_ca, path, finite=finite))
+    # (every cap finite: 1 ≤ w_ca ≤ path already, so _ca_start need not clamp it)
+    start = _ca_start(w_ca, path, finite=finite, clamped=finite)
+    (ca,) = _ca_rounds(w_ca, path, np.maximum(n - sent, 0.0), start=start)
     before = np.ceil(np.log2(n / w + 1))
     after = r_cap + ca
     out = np.maximum(np.where(n <= sent, before, after), 1.0)
@@ -204,40 +206,41 @@ def _ss_rounds(
 
 
 def _ca_start(
-    w: np.ndarray, cap: np.ndarray, finite: bool = False
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    w: np.ndarray, cap: np.ndarray, finite: bool = False, clamped: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """What :func:`_ca_span`'s rounds from window w share whatever their n: the rounds until the
-    window reaches the path, 2w − 1, and the packets those rounds carry (``finite``: every cap is
-    finite, no mask)."""
-    w = np.minimum(np.maximum(w, 1.0), cap)
+    window reaches the path, 2w − 1 and its square, and the packets those rounds carry (``finite``:
+    every cap is finite, no mask; ``clamped``: 1 ≤ w ≤ cap already)."""
+    if not clamped:
+        w = np.minimum(np.maximum(w, 1.0), cap)
     grow = cap - w  # rounds until the window reaches the path
     b = 2 * w - 1
     upto = grow * w + grow * (grow - 1) / 2  # packets those rounds carry
     if not finite:
         upto = np.where(np.isfinite(cap), upto, INF)
-    return grow, b, upto
+    return grow, b, upto, b * b
 
 
 def _ca_span(
     w: np.ndarray,
     cap: np.ndarray,
     n: np.ndarray,
-    start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    start: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Rounds (a real number) to send n packets in congestion avoidance from window w: the window
     grows one packet per round (the rounds carry w, w + 1, …) until it reaches the path's ``cap``
     packets per round, and the rounds carry ``cap`` from then on (``start``: :func:`_ca_start`'s
     terms of w and cap, when the caller has them)."""
-    grow, b, upto = _ca_start(w, cap) if start is None else start
+    grow, b, upto, bb = _ca_start(w, cap) if start is None else start
     past = np.where(n > upto, grow + (n - np.minimum(upto, n)) / cap, 0.0)
-    return np.where(n <= upto, (np.sqrt(b * b + 8 * n) - b) / 2, past)
+    return np.where(n <= upto, (np.sqrt(bb + 8 * n) - b) / 2, past)
 
 
 def _ca_rounds(
     w: np.ndarray,
     cap: np.ndarray,
     *ns: np.ndarray,
-    start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    start: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> list[np.ndarray]:
     """Rounds to send each n of ``ns`` packets in congestion avoidance from window w (``_ca_span``,
     whole rounds)."""
