@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import typing
 
 import numpy as np
 
@@ -84,7 +85,10 @@ class _Path:
     disciplines: list[tuple[Discipline, np.ndarray]]  # each discipline of the batch, its limited paths
 
 
-_NUMBERS = ("rtt", "rate_down", "loss_down", "queue_down", "iw", "delay_up", "delay_down", "rate_up", "loss_up")
+_NUMBERS = (
+    *("rtt", "rate_down", "loss_down", "queue_down", "iw"),
+    *("delay_up", "delay_down", "rate_up", "loss_up"),
+)
 _numbers_of = operator.attrgetter(*_NUMBERS)
 _flag_key = operator.attrgetter("protocol", "tls_version", "keep_alive", "dns_server")
 
@@ -342,7 +346,11 @@ def _pick(mask: np.ndarray | None, a: np.ndarray, b: np.ndarray | float) -> np.n
     return a if mask is None else np.where(mask, a, b)
 
 
-def _if(mask: np.ndarray | None, a: np.ndarray | float, b: np.ndarray) -> np.ndarray:
+@typing.overload
+def _if(mask: np.ndarray | None, a: np.ndarray, b: np.ndarray) -> np.ndarray: ...
+@typing.overload
+def _if(mask: np.ndarray | None, a: float, b: np.ndarray) -> np.ndarray | float: ...
+def _if(mask: np.ndarray | None, a: np.ndarray | float, b: np.ndarray) -> np.ndarray | float:
     """``np.where(mask, a, b)``; ``b`` when there is no mask (no configuration takes ``a``), ``a`` when
     the mask is :data:`_ALL` (every configuration takes it)."""
     if mask is None:
@@ -472,7 +480,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     one_origin: list[int] = origin_rows.tolist() if SHORTCUTS else [-1] * steps
     # steps whose dependencies are the same in every configuration: the rows they wait for (a
     # completion, or first bytes), and the step whose completion frees a stream
-    same_deps = (deps_c == b.deps[:, :1]).all(axis=(1, 2)) & (first_c == b.first_chunk[:, :1]).all(axis=(1, 2))
+    same_deps = (deps_c == b.deps[:, :1]).all(axis=(1, 2))
+    same_deps &= (first_c == b.first_chunk[:, :1]).all(axis=(1, 2))
     dep_rows = [
         [(d, fc) for d, fc in zip(b.deps[i, 0].tolist(), b.first_chunk[i, 0].tolist(), strict=True) if d >= 0]
         if SHORTCUTS and same_deps[i] and not explain
@@ -484,9 +493,7 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
     reads_first = not SHORTCUTS or bool(first_c.any())
     sd_rows = np.where((sd_c == b.stream_dep[:, :1]).all(axis=1), b.stream_dep[:, 0], -2)
     one_sd: list[int] = sd_rows.tolist() if SHORTCUTS else [-2] * steps
-    same_slots = (
-        ((base_c == b.slot_base[:, :1]) & (count_c == b.slot_count[:, :1])).all(axis=1).tolist()
-    )
+    same_slots = ((base_c == b.slot_base[:, :1]) & (count_c == b.slot_count[:, :1])).all(axis=1).tolist()
 
     def per_group(fn: str, *args: np.ndarray) -> np.ndarray:
         """The discipline's ``fn`` over every limited path, each path's own discipline."""
@@ -570,12 +577,14 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
                 table, row_of = loss_tables[0]
                 return table[row_of[i]]
             # into one buffer, reused step by step (nothing keeps its rows past the step)
+            assert runs is not None
             for (lo, hi), (table, row_of) in zip(runs, loss_tables, strict=True):
                 loss_buf[:, lo:hi] = table[row_of[i]]
             return loss_buf
         if loss_all is not None:
             return tuple(a[i] for a in loss_all)
         return random_loss(npk, p, some_m)
+
     w_star = np.where(some, k.response_window / np.sqrt(np.maximum(p, 1e-9)), INF)
 
     def way(i: int) -> tuple[np.ndarray, ...]:
@@ -683,7 +692,9 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             else:
                 idle = free_now & op
                 fresh = free_now & ~op
-                key = np.where(idle.any(axis=0), np.where(idle, f, -INF), np.where(fresh.any(axis=0), fresh, -f))
+                key = np.where(
+                    idle.any(axis=0), np.where(idle, f, -INF), np.where(fresh.any(axis=0), fresh, -f)
+                )
             choice = key.argmax(axis=0)
             slot = base + (choice if no_mux else np.where(pa.mux, 0, choice))
         else:
@@ -791,7 +802,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
             w0 = cwnd
         else:
             idle_long = ~busy & ~opening & ((s - prev_send) > idle_after)
-            w0 = np.where(idle_long, np.minimum(cwnd, pa.iw), cwnd) if not SHORTCUTS or idle_long.any() else cwnd
+            restart = not SHORTCUTS or idle_long.any()
+            w0 = np.where(idle_long, np.minimum(cwnd, pa.iw), cwnd) if restart else cwnd
         ceil_pk = np.maximum(w0, ceil_pkts - k.ceiling_share * others)
         ss = at.take(c_ss)
         ca = 1 - ss  # the chance it is in congestion avoidance
@@ -992,7 +1004,8 @@ def simulate(b: Batch, k: Constants, *, baseline: bool = False, explain: bool = 
         last = np.where(b.kind >= 0, done, -INF)
         last_done = last.max(axis=0)
     else:  # the latest step's time, then the delay (rounding is monotonic: the same bits)
-        last_done = (done if b.one_plan and SHORTCUTS else np.where(b.kind >= 0, done, -INF)).max(axis=0) + rare
+        real = done if b.one_plan and SHORTCUTS else np.where(b.kind >= 0, done, -INF)
+        last_done = real.max(axis=0) + rare
     # no load ends before the bottleneck could carry its bytes after its first request
     floor = first_data + pa.rtt + wire_total / pa.rate
     plt = np.maximum(last_done, floor) + k.load_s
