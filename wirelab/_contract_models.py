@@ -42,6 +42,8 @@ class NginxConfig(_Model):
     worker_processes: int = Field(0, ge=0, le=1024, description="worker_processes; 0 = auto (one per CPU, the package's default)")
     worker_connections: int = Field(768, ge=1, le=1000000, description="worker_connections per worker (the package's default: 768)")
     keepalive_requests: int = Field(1000, ge=1, le=1000000000, description="keepalive_requests: requests served over one connection, HTTP/1.1 or HTTP/2, before nginx closes it (HTTP/2: GOAWAY); nginx's default 1000")
+    keepalive_timeout_s: int = Field(75, ge=1, le=86400, description="keepalive_timeout in seconds when keep_alive is on: how long an idle connection stays open, HTTP/1.1 or HTTP/2 (nginx's default 75)")
+    reuseport: bool = Field(False, description="listen … reuseport: a listening socket per worker, the kernel spreading new connections over the workers by their addresses and ports (nginx's default: off, one socket the workers take turns at)")
 
 
 class H2OConfig(_Model):

@@ -356,8 +356,12 @@ func TestNginxKeepaliveRequests(t *testing.T) {
 	pg, _ := page.Load("twitter", 1)
 	for _, tc := range []struct {
 		knobs string // the table; "" = none (a server object made in code)
-		want  int
-	}{{"", 1000}, {`{"worker_connections":768,"keepalive_requests":12345}`, 12345}} {
+		want  []string
+	}{
+		{"", []string{"keepalive_requests 1000;", "keepalive_timeout 75s;", "listen 10.77.1.1:443 ssl http2;", "listen 10.77.1.1:80;"}},
+		{`{"worker_connections":768,"keepalive_requests":12345,"keepalive_timeout_s":3600,"reuseport":true}`,
+			[]string{"keepalive_requests 12345;", "keepalive_timeout 3600s;", "listen 10.77.1.1:443 ssl http2 reuseport;", "listen 10.77.1.1:80 reuseport;"}},
+	} {
 		dir := t.TempDir()
 		k := spec.Server{Impl: "nginx", MaxConcurrentStreams: 100, TLSVersion: "1.3", KeepAlive: true, Push: "none"}
 		if tc.knobs != "" {
@@ -373,8 +377,16 @@ func TestNginxKeepaliveRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if line := fmt.Sprintf("keepalive_requests %d;", tc.want); !strings.Contains(string(conf), line) || l.Effective["keepalive_requests"] != tc.want {
-			t.Errorf("knobs %+v: want %q in the configuration and effective %d, got effective %v:\n%s", tc.knobs, line, tc.want, l.Effective["keepalive_requests"], conf)
+		for _, line := range tc.want {
+			if !strings.Contains(string(conf), line) {
+				t.Errorf("knobs %s: want %q in the configuration:\n%s", tc.knobs, line, conf)
+			}
+		}
+		var req, idle int
+		fmt.Sscanf(tc.want[0], "keepalive_requests %d;", &req)
+		fmt.Sscanf(tc.want[1], "keepalive_timeout %ds;", &idle)
+		if l.Effective["keepalive_requests"] != req || l.Effective["keepalive_timeout_s"] != idle || l.Effective["reuseport"] != strings.Contains(tc.knobs, "reuseport") {
+			t.Errorf("knobs %s: effective %v", tc.knobs, l.Effective)
 		}
 	}
 }
