@@ -26,7 +26,7 @@ import (
 // The load generator benchmark (`wirelab-engine bench loadgen`, docs/loadtest.md): wirelab's VUs
 // against h2load on the same server (loadgen_servers.go: the built-in server on 127.0.0.1, or a
 // real one in a lab with the tools in its server namespace — loopback in effect, no emulator on
-// the way — there is none); 10 000 VUs with 5 s think time (on the built-in server); the cost of the generator's
+// the way — there is none); many VUs with think time (on the built-in server or nginx); the cost of the generator's
 // own bookkeeping.
 
 // LoadgenOptions configure the benchmark.
@@ -206,9 +206,8 @@ func Loadgen(ctx context.Context, o LoadgenOptions) (*LoadgenResult, error) {
 		res.Bookkeeping = o.bookkeeping(res)
 	}
 	if o.runs("vus") {
-		// On the built-in server whatever --server says: 10 000 VUs hold 10 000 connections, more
-		// than the real servers' default knobs accept (nginx: 768 per worker); as many server
-		// processes as generators (loadgen_vus.go).
+		// On the built-in server (as many server processes as generators) or nginx (as many
+		// workers, VUKnobs): 10⁵ VUs hold 10⁵ connections (loadgen_vus.go).
 		row, err := o.vus(ctx)
 		if err != nil {
 			return res, err

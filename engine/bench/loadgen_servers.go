@@ -49,6 +49,8 @@ type Served struct {
 	// CPU is the CPU time every process of the server has used so far; ok is false when it is
 	// not measured (a lab on a machine without a usable cgroup hierarchy).
 	CPU func() (cpu time.Duration, ok bool)
+	// Memory is the memory of the server's control group now (a lab's server; nil otherwise).
+	Memory func() int64
 	// Serve makes the page servable over proto and returns the token of its URLs.
 	Serve func(proto string) (token string, err error)
 	// Stop stops the server and removes everything it created; for a lab, it returns what went
@@ -130,6 +132,33 @@ var benchOwn = map[string]map[string]any{
 		"min_spare_threads": 64, "max_spare_threads": BenchApacheThreads},
 }
 
+// VUServers are the servers the vus part runs on: the built-in server (as many processes as
+// generators) and nginx (one lab, as many workers as generators: VUKnobs).
+var VUServers = []string{"builtin", "nginx"}
+
+// BenchKeepaliveTimeoutS is nginx's keepalive_timeout in the vus part: no idle connection closed
+// within a run — with a 30 s exponential think time 8 % of thinks pass nginx's 75 s, and each
+// would cost a new TLS handshake at both ends.
+const BenchKeepaliveTimeoutS = 3600
+
+// VUKnobs is the server object the vus part runs nginx with: BenchKnobs, and a worker per
+// generator (plan.Servers), each accepting the plan's connections per process
+// (worker_connections), new connections spread over the workers by the kernel (reuseport: with one
+// shared listening socket most would go to the first worker), idle connections kept
+// (BenchKeepaliveTimeoutS).
+func VUKnobs(name string, plan VUPlan) (spec.Server, error) {
+	if name != "nginx" {
+		return spec.Server{}, fmt.Errorf("vus: server %q; the vus part runs on %s", name, strings.Join(VUServers, " or "))
+	}
+	own := map[string]any{"worker_processes": plan.Servers, "worker_connections": plan.PerProcess*plan.FDsPerVU + processReserve/4,
+		"keepalive_timeout_s": BenchKeepaliveTimeoutS, "reuseport": true}
+	for k, v := range benchOwn[name] {
+		own[k] = v
+	}
+	b, _ := json.Marshal(map[string]any{"impl": name, "max_concurrent_streams": 0, name: own})
+	return spec.DecodeServer(b)
+}
+
 // BenchKnobs is the server object the benchmark runs a server with: its defaults with
 // max_concurrent_streams 0, each server's own (≥ 100, more than the page's 51 streams; Caddy
 // cannot set it), as bench servers runs them, and its own table's benchOwn.
@@ -194,7 +223,10 @@ func (b builtinServer) Start(ctx context.Context, pageName string, protocols []s
 // dies; it returns cmd's stdout.
 func startChild(cmd *exec.Cmd) (io.ReadCloser, error) {
 	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL // Served.Command's own (a lab's: its process group) kept
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -210,10 +242,15 @@ func startChild(cmd *exec.Cmd) (io.ReadCloser, error) {
 type labServer struct{ name, engine string }
 
 func (s labServer) Start(ctx context.Context, pageName string, protocols []string) (*Served, error) {
+	return s.start(ctx, pageName, protocols, BenchKnobs(s.name))
+}
+
+// start is Start with the server object knobs (the vus part's: VUKnobs).
+func (s labServer) start(ctx context.Context, pageName string, protocols []string, knobs spec.Server) (*Served, error) {
 	// One origin, as the built-in server serves the page with --shards 1; its topology's path is
 	// never used (NoEmulator).
 	p, err := lab.Prepare(&spec.Lab{Page: pageName, Shards: 1, ShardMode: string(page.ShardRoundRobin), Network: "native",
-		Server: BenchKnobs(s.name)}, 1, protocols)
+		Server: knobs}, 1, protocols)
 	if err != nil {
 		return nil, fmt.Errorf("lab with %s: %w", s.name, err)
 	}
@@ -239,6 +276,13 @@ func (s labServer) Start(ctx context.Context, pageName string, protocols []strin
 			}
 			u, err := l.Server.Usage()
 			return time.Duration(u.CPUNs), err == nil
+		},
+		Memory: func() int64 {
+			if l.Server.Group == nil {
+				return 0
+			}
+			u, _ := l.Server.Usage()
+			return u.MemoryBytes
 		},
 		Serve: func(proto string) (string, error) {
 			token := page.NewToken()

@@ -34,7 +34,9 @@ import (
 
 // VUsRow is the many-VUs run.
 type VUsRow struct {
-	Server   string  `json:"server"` // always the built-in server (docs/loadtest.md)
+	Server string `json:"server"` // one of VUServers
+	// Where says where the servers and the generators ran.
+	Where    string  `json:"where"`
 	Protocol string  `json:"protocol"`
 	Page     string  `json:"page"`
 	VUs      int     `json:"vus"`
@@ -61,12 +63,23 @@ type VUsRow struct {
 	BytesPerVUMarg  float64 `json:"bytes_per_vu_added"` // (memory − base) ÷ (VUs held − VUs after the first interval)
 	// RSSBytes is the generators' summed RSS at the same interval (their own probes), RSSBytesPerVU
 	// that ÷ VUs held: beside a cgroup figure, the check of one against the other.
-	RSSBytes        int64   `json:"rss_bytes"`
-	RSSBytesPerVU   float64 `json:"rss_bytes_per_vu"`
-	ServerMemBytes  int64   `json:"server_memory_bytes"` // the server processes' control group (0: not measured)
-	Goroutines      int     `json:"goroutines"`          // summed, at the hold's last full interval
-	OpenConnections int64   `json:"open_connections"`    // summed, at the hold's last full interval
-	CPUCores        float64 `json:"cpu_cores_hold"`      // the generators' CPU during the hold
+	RSSBytes       int64   `json:"rss_bytes"`
+	RSSBytesPerVU  float64 `json:"rss_bytes_per_vu"`
+	ServerMemBytes int64   `json:"server_memory_bytes"` // the server processes' control group (0: not measured)
+	// ServerCores is the servers' CPU during the hold (every process: the built-in servers', or the
+	// lab server's control group), and the CPU of each end per page served in the hold: what
+	// predicts how many VUs a machine with C cores holds, C × think ÷ (both ends' ms per page).
+	ServerCores     float64 `json:"server_cores_hold"`
+	GenMsPerPage    float64 `json:"generator_cpu_ms_per_page"`
+	ServerMsPerPage float64 `json:"server_cpu_ms_per_page"`
+	// CleanVUs are the VUs at the end of the last interval before the first with an error or a
+	// page p99 above 1 s (all of them: the run stayed clean), and CleanS its end.
+	CleanVUs        int     `json:"clean_up_to_vus"`
+	CleanS          float64 `json:"clean_up_to_s"`
+	LoadHoldEnd     string  `json:"loadavg_hold_end"` // the load average as the hold's last interval arrived
+	Goroutines      int     `json:"goroutines"`       // summed, at the hold's last full interval
+	OpenConnections int64   `json:"open_connections"` // summed, at the hold's last full interval
+	CPUCores        float64 `json:"cpu_cores_hold"`   // the generators' CPU during the hold
 	SaturatedHold   int     `json:"saturated_intervals_hold"`
 	// RealtimeCores is the CPU that other programs' real-time threads (SCHED_FIFO, SCHED_RR) took
 	// during the part — a lower bound (realtime.go) — and RealtimeThreads how many used any: on a
@@ -122,7 +135,8 @@ func procFields(path string) []string {
 }
 
 // VUPlan is how the vus part spreads its VUs: Generators loadgen processes (--part K/N) and as
-// many server processes, generator K against server K, each holding at most PerProcess VUs.
+// many server processes (built-in servers, generator K against server K; or nginx's workers),
+// each holding at most PerProcess VUs.
 type VUPlan struct {
 	FDsPerVU   int    `json:"fds_per_vu"`  // connections one VU keeps open
 	PerProcess int    `json:"per_process"` // VUs one generator (and one server process) holds at most
@@ -208,11 +222,7 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 		think = o.VUThink.Seconds()
 	}
 	o.progress("  %d VUs over %s, think %g s (exponential), page %s: ramp %v, hold %v", o.VUs, proto, think, o.VUPage, o.VURamp, o.VUHold)
-	o.progress("  %d generator processes and %d built-in server processes (one port each, generator K → server K), at most %d VUs each: bound by %s",
-		plan.Generators, plan.Servers, plan.PerProcess, plan.BoundBy)
-
 	rt := realtimeWatch()
-	// The server processes, in a control group of their own when the machine has one.
 	runID := randomHex(4)
 	srvGroup, genGroup, memSource := vuGroups(runID)
 	defer func() {
@@ -228,27 +238,93 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 			_, _ = s.Stop()
 		}
 	}()
-	roots := make([]string, plan.Servers)
 	scheme := "https"
 	if proto == "h1" {
 		scheme = "http"
 	}
-	for k := range plan.Servers {
-		s, err := builtinServer{o.Engine}.Start(ctx, o.VUPage, []string{proto})
-		if err != nil {
-			return nil, fmt.Errorf("server process %d: %w", k, err)
-		}
-		servers = append(servers, s)
-		if srvGroup != nil {
-			_ = srvGroup.Add(s.PID)
-		}
+	rootOf := func(s *Served, token string) (string, error) {
 		port := s.HTTPSPort
 		if scheme == "http" {
 			port = s.HTTPPort
 		}
-		if roots[k], err = pg.URL(0, page.Base{Scheme: scheme, Port: port, Token: "bench"}); err != nil {
+		return pg.URL(0, page.Base{Scheme: scheme, Port: port, Token: token})
+	}
+	// target K is generator K's server, root URL and source address ("": the kernel's choice).
+	type target struct {
+		s      *Served
+		root   string
+		source string
+	}
+	targets := make([]target, plan.Generators)
+	var serverCPU func() time.Duration
+	var serverMem func() int64
+	var where string
+	if o.Server == "builtin" {
+		o.progress("  %d generator processes and %d built-in server processes (one port each, generator K → server K), at most %d VUs each: bound by %s",
+			plan.Generators, plan.Servers, plan.PerProcess, plan.BoundBy)
+		for k := range plan.Servers {
+			s, err := builtinServer{o.Engine}.Start(ctx, o.VUPage, []string{proto})
+			if err != nil {
+				return nil, fmt.Errorf("server process %d: %w", k, err)
+			}
+			servers = append(servers, s)
+			if srvGroup != nil {
+				_ = srvGroup.Add(s.PID)
+			}
+			root, err := rootOf(s, "bench")
+			if err != nil {
+				return nil, err
+			}
+			targets[k] = target{s: s, root: root}
+		}
+		serverCPU = func() (cpu time.Duration) {
+			for _, s := range servers {
+				cpu += processCPU(s.PID)
+			}
+			return cpu
+		}
+		serverMem = func() int64 {
+			if srvGroup != nil {
+				if u, err := srvGroup.Usage(); err == nil {
+					return u.MemoryBytes
+				}
+			}
+			return 0
+		}
+		where = fmt.Sprintf("loopback (127.0.0.1), %d built-in server processes (serve), one port each", plan.Servers)
+	} else {
+		// One lab with the real server, as many workers as generators; the generators in its
+		// server namespace, each from a source address of its own (127.0.0.K+1, local there):
+		// every pair of addresses to the server's one port has its own port range.
+		knobs, err := VUKnobs(o.Server, plan)
+		if err != nil {
 			return nil, err
 		}
+		s, err := labServer{name: o.Server, engine: o.Engine}.start(ctx, o.VUPage, []string{proto}, knobs)
+		if err != nil {
+			return nil, err
+		}
+		servers = append(servers, s)
+		token, err := s.Serve(proto)
+		if err != nil {
+			return nil, err
+		}
+		root, err := rootOf(s, token)
+		if err != nil {
+			return nil, err
+		}
+		for k := range targets {
+			targets[k] = target{s: s, root: root, source: fmt.Sprintf("127.0.0.%d", k+1)}
+		}
+		serverCPU = func() time.Duration { cpu, _ := s.CPU(); return cpu }
+		serverMem = func() int64 { return 0 }
+		if s.Memory != nil {
+			serverMem = s.Memory
+		}
+		where = fmt.Sprintf("%s; %s's own knobs %s; generator K from source address 127.0.0.K+1", s.Where, o.Server, knobs.Own)
+		o.progress("  %d generator processes and %s with %d workers, at most %d VUs each: bound by %s",
+			plan.Generators, o.Server, plan.Servers, plan.PerProcess, plan.BoundBy)
+		o.progress("  %s", where)
 	}
 
 	spec := fmt.Sprintf(`{"protocol":%q,"interval_s":5,"think":{"distribution":"exponential","mean_s":%g},"limits":{"max_vus":%d},
@@ -295,15 +371,21 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 			}
 		}
 	}()
-	for k := range plan.Generators {
-		s := servers[k%plan.Servers]
+	for k, t := range targets {
 		names[k] = fmt.Sprintf("gen-%d", k)
-		cmd := exec.Command(o.Engine, "loadgen", "--spec", specFile.Name(), "--target", roots[k%plan.Servers],
-			"--resolve", page.OriginHost(0)+"="+s.Addr, "--part", fmt.Sprintf("%d/%d", k, plan.Generators), "--histograms",
-			"--start-ns", strconv.FormatInt(startNs, 10))
-		if s.CAFile != "" {
-			cmd.Args = append(cmd.Args, "--ca", s.CAFile)
+		argv := []string{o.Engine, "loadgen", "--spec", specFile.Name(), "--target", t.root,
+			"--resolve", page.OriginHost(0) + "=" + t.s.Addr, "--part", fmt.Sprintf("%d/%d", k, plan.Generators), "--histograms",
+			"--start-ns", strconv.FormatInt(startNs, 10)}
+		if t.s.CAFile != "" {
+			argv = append(argv, "--ca", t.s.CAFile)
 		}
+		if t.s.LabID != "" { // the lab's address policy, accepted in the run's server namespace
+			argv = append(argv, "--lab", t.s.LabID)
+		}
+		if t.source != "" {
+			argv = append(argv, "--source", t.source)
+		}
+		cmd := t.s.Command(argv...)
 		stdout, err := startChild(cmd)
 		if err != nil {
 			return nil, fmt.Errorf("generator %d: %w", k, err)
@@ -329,7 +411,10 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 
 	merger := loadgen.NewMerger(parsed, names)
 	var ivs []loadgen.Interval
-	var mem []int64 // the generators' memory when each merged interval arrived (cgroup), by index
+	var mem []int64            // the generators' memory when each merged interval arrived (cgroup), by index
+	var srvCPU []time.Duration // the servers' CPU time then
+	var loads []string         // the load average then
+	srv0, at0 := serverCPU(), time.Now()
 	sums := make([]*loadgen.Summary, plan.Generators)
 	var exitErr error
 	take := func(merged []loadgen.Interval, err error) {
@@ -343,10 +428,13 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 					m = u.MemoryBytes
 				}
 			}
-			ivs, mem = append(ivs, iv), append(mem, m)
-			o.progress("    t=%5.0f s  %6d VUs  %7.1f pages/s  p99 %7.1f ms  mem %6.0f MB (rss %6.0f MB)  %6d goroutines  %.2f cores  %6d conns  %d errors",
+			cpu, at := serverCPU(), time.Now()
+			srvCores := (cpu - srv0).Seconds() / max(at.Sub(at0).Seconds(), 1e-3)
+			srv0, at0 = cpu, at
+			ivs, mem, srvCPU, loads = append(ivs, iv), append(mem, m), append(srvCPU, cpu), append(loads, loadavg())
+			o.progress("    t=%5.0f s  %6d VUs  %7.1f pages/s  p99 %7.1f ms  mem %6.0f MB (rss %6.0f MB)  %6d goroutines  %6d conns  %d errors  cores: generators %.2f, server %.2f  load %s",
 				iv.TEndS, iv.VUs, iv.PagesPerS, p99(iv.PageMs), float64(m)/1e6, float64(iv.Generator.RSSBytes)/1e6, iv.Generator.Goroutines,
-				iv.Generator.CPUUtil, iv.OpenConnections, iv.Errors.Total())
+				iv.OpenConnections, iv.Errors.Total(), iv.Generator.CPUUtil, srvCores, loads[len(loads)-1])
 		}
 	}
 	for running := plan.Generators; running > 0; {
@@ -386,19 +474,15 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 	if lost := merger.Lost(); len(lost) > 0 {
 		return nil, fmt.Errorf("generator(s) %s ended without a summary (their lines above say why)", strings.Join(lost, ", "))
 	}
-	row := &VUsRow{Server: "builtin", Protocol: proto, Page: o.VUPage, VUs: o.VUs, ThinkS: think, Plan: plan, MemorySource: memSource}
-	if srvGroup != nil {
-		if u, err := srvGroup.Usage(); err == nil {
-			row.ServerMemBytes = u.MemoryBytes
-		}
-	}
+	row := &VUsRow{Server: o.Server, Where: where, Protocol: proto, Page: o.VUPage, VUs: o.VUs, ThinkS: think, Plan: plan, MemorySource: memSource}
+	row.ServerMemBytes = serverMem()
 	for k, err := range waitErrs {
 		if err != nil {
 			row.Failed = append(row.Failed, fmt.Sprintf("%s (%v)", names[k], err))
 		}
 	}
 	row.RealtimeCores, row.RealtimeThreads = rt()
-	fillVUsRow(row, merged.Summary, ivs, mem, o.VURamp, o.VUHold)
+	fillVUsRow(row, merged.Summary, ivs, mem, srvCPU, loads, o.VURamp, o.VUHold)
 	if len(ivs) == 0 {
 		return row, errors.New("no interval merged")
 	}
@@ -407,7 +491,13 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 
 // fillVUsRow reads the figures of the hold (its intervals [ramp, ramp + hold)) from the merged
 // intervals and the generators' memory beside each (mem[i] with ivs[i]).
-func fillVUsRow(row *VUsRow, sum *loadgen.Summary, ivs []loadgen.Interval, mem []int64, ramp, hold time.Duration) {
+func fillVUsRow(row *VUsRow, sum *loadgen.Summary, ivs []loadgen.Interval, mem []int64, srvCPU []time.Duration, loads []string, ramp, hold time.Duration) {
+	for _, iv := range ivs {
+		if iv.Errors.Total() > 0 || p99(iv.PageMs) > 1000 {
+			break
+		}
+		row.CleanVUs, row.CleanS = iv.VUs, iv.TEndS
+	}
 	if sum != nil {
 		row.VUsReached, row.Errors, row.PagesFailed = sum.Totals.VUsMax, sum.Totals.Errors.Total(), sum.Totals.PagesFailed
 		if sum.Totals.PageMs != nil {
@@ -434,12 +524,25 @@ func fillVUsRow(row *VUsRow, sum *loadgen.Summary, ivs []loadgen.Interval, mem [
 	}
 	row.PagesPerSHold = round(pages/float64(len(hold_)), 1)
 	row.CPUCores = round(cpu/float64(len(hold_)), 2)
+	if first, lastH := hold_[0], hold_[len(hold_)-1]; first > 0 && len(srvCPU) == len(ivs) {
+		// The servers' CPU from the end of the interval before the hold to its last, over that span.
+		span := ivs[lastH].TEndS - ivs[first].TStartS
+		row.ServerCores = round((srvCPU[lastH]-srvCPU[first-1]).Seconds()/max(span, 1e-3), 2)
+	}
+	if pages > 0 {
+		ps := pages / float64(len(hold_))
+		row.GenMsPerPage = round(1000*row.CPUCores/ps, 3)
+		row.ServerMsPerPage = round(1000*row.ServerCores/ps, 3)
+	}
 	last := hold_[len(hold_)-1]
 	if len(hold_) > 1 { // the last one may end with the scenario, as the VUs leave
 		last = hold_[len(hold_)-2]
 	}
 	iv := ivs[last]
 	row.VUsHeld, row.Goroutines, row.OpenConnections, row.RSSBytes = iv.VUs, iv.Generator.Goroutines, iv.OpenConnections, iv.Generator.RSSBytes
+	if len(loads) == len(ivs) {
+		row.LoadHoldEnd = loads[last]
+	}
 	row.MemoryBytes, row.MemoryBaseBytes = mem[last], mem[0]
 	if iv.VUs > 0 {
 		row.BytesPerVU = round(float64(row.MemoryBytes)/float64(iv.VUs), 0)

@@ -101,13 +101,24 @@ func TestFDsPerVU(t *testing.T) {
 func TestFillVUsRowReadsTheHold(t *testing.T) {
 	iv := func(k, vus int, pages float64, rss int64, conns int64) loadgen.Interval {
 		v := loadgen.Interval{Index: k, TStartS: float64(5 * k), TEndS: float64(5*k + 5), VUs: vus, PagesPerS: pages, OpenConnections: conns}
-		v.Generator.RSSBytes = rss
+		v.Generator.RSSBytes, v.Generator.CPUUtil = rss, 0.3
 		return v
 	}
 	ivs := []loadgen.Interval{iv(0, 1000, 10, 50e6, 1000), iv(1, 2000, 20, 90e6, 2000), iv(2, 2000, 30, 100e6, 2000), iv(3, 2000, 40, 100e6, 2000), iv(4, 0, 50, 100e6, 0)}
+	ivs[3].Errors.Timeout = 1
 	mem := []int64{40e6, 70e6, 80e6, 80e6, 10e6}
+	srvCPU := []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second, 7 * time.Second}
+	loads := []string{"1", "2", "3", "4", "5"}
 	row := &VUsRow{VUs: 2000, ThinkS: 30}
-	fillVUsRow(row, nil, ivs, mem, 10*time.Second, 15*time.Second)
+	fillVUsRow(row, nil, ivs, mem, srvCPU, loads, 10*time.Second, 15*time.Second)
+	// The hold is intervals 2–4 (t = 10–25 s): the servers' CPU from the end of interval 1 to 4.
+	if row.CPUCores != 0.3 || row.ServerCores != 0.4 || row.GenMsPerPage != 7.5 || row.ServerMsPerPage != 10 || row.LoadHoldEnd != "4" {
+		t.Errorf("CPU: generators %v cores %v ms per page, server %v cores %v ms per page, load %q; want 0.3, 7.5, 0.4, 10, 4",
+			row.CPUCores, row.GenMsPerPage, row.ServerCores, row.ServerMsPerPage, row.LoadHoldEnd)
+	}
+	if row.CleanVUs != 2000 || row.CleanS != 15 {
+		t.Errorf("clean up to %d VUs at %v s; want 2000 at 15 (interval 3 had an error)", row.CleanVUs, row.CleanS)
+	}
 	if row.PagesPerSHold != 40 || row.VUsHeld != 2000 || row.MemoryBytes != 80e6 || row.OpenConnections != 2000 {
 		t.Errorf("hold: %+v", row)
 	}

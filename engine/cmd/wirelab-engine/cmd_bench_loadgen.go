@@ -23,7 +23,7 @@ func init() {
 func runBenchLoadgen(args []string) (rerr error) {
 	fs := flag.NewFlagSet("bench loadgen", flag.ContinueOnError)
 	parts := fs.String("parts", "pages,bookkeeping,vus", "parts to run: pages, bookkeeping (needs pages), vus")
-	serverName := fs.String("server", "builtin", "pages part: the server(s) under test, comma-separated, in turn: "+strings.Join(bench.LoadgenServerNames(), ", "))
+	serverName := fs.String("server", "builtin", "the server(s) under test, comma-separated, in turn: "+strings.Join(bench.LoadgenServerNames(), ", ")+"; the vus part runs once, on the last: "+strings.Join(bench.VUServers, " or "))
 	pageName := fs.String("page", "neoload50", "the pages part's page")
 	clients := fs.Int("clients", 20, "pages part: page clients (h2load) and VUs (wirelab)")
 	duration := fs.Duration("duration", 10*time.Second, "pages part: length of each run (whole seconds)")
@@ -46,9 +46,11 @@ func runBenchLoadgen(args []string) (rerr error) {
                the harness's own CPU; wirelab ÷ h2load per protocol (medians over the rounds)
   bookkeeping  the generator's accounting (per page, per interval) as a share of its CPU in the
                pages part's wirelab run
-  vus          --vus VUs with --think think time (exponential) on a small page: pages/s, memory per VU;
-               always on the built-in server (10 000 connections: more than the real servers'
-               default knobs accept)
+  vus          --vus VUs with --think think time (exponential) on a small page: pages/s, memory per VU,
+               CPU per page of the generators and the server; on the built-in server (as many
+               server processes as generators) or nginx (one lab, as many workers as
+               generators, with the knobs that hold the VUs' connections: reuseport, idle
+               connections kept, worker_connections), the last --server
 
 Where the pages part runs (--server), loopback in effect, no emulator on the way:
   builtin      `+"`wirelab-engine serve`"+` as a process of its own on 127.0.0.1; the tools beside it;
@@ -118,6 +120,9 @@ flags:`)
 		return cli.Usagef("parts: bookkeeping relates to the pages part's run; add pages")
 	}
 	if slices.Contains(partList, "vus") {
+		if last := servers[len(servers)-1]; !slices.Contains(bench.VUServers, last) {
+			return cli.Usagef("server: %q for the vus part (the last --server); it runs on %s", last, strings.Join(bench.VUServers, " or "))
+		}
 		// The processes the VUs need, sized from the machine's limits: one line naming the limit
 		// the machine cannot hold them under, before anything runs.
 		proto := "h2"
@@ -147,7 +152,7 @@ flags:`)
 	for i, name := range servers {
 		o := opts
 		o.Server = name
-		if len(servers) > 1 { // the pages parts server by server, the vus part (the built-in server) once, last
+		if len(servers) > 1 { // the pages parts server by server, the vus part once, on the last
 			o.Parts = slices.DeleteFunc(slices.Clone(partList), func(p string) bool { return p == "vus" && i < len(servers)-1 })
 			fmt.Fprintf(os.Stderr, "server %s (%d of %d)\n", name, i+1, len(servers))
 		}
@@ -259,14 +264,17 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 			b.PerPageUs, b.PerIntervalUs, b.BookkeepingMs, b.GeneratorCPUMs, b.Protocol, 100*b.ShareOfGenerator)
 	}
 	if v := r.VUs; v != nil {
-		fmt.Printf("vus (server %s): %d VUs over %s (%s, think %g s) in %d generator and %d server processes (≤ %d VUs each: %s)\n",
-			v.Server, v.VUs, v.Protocol, v.Page, v.ThinkS, v.Plan.Generators, v.Plan.Servers, v.Plan.PerProcess, v.Plan.BoundBy)
+		fmt.Printf("vus (server %s): %d VUs over %s (%s, think %g s) in %d generator and %d server processes (≤ %d VUs each: %s)\n     %s\n",
+			v.Server, v.VUs, v.Protocol, v.Page, v.ThinkS, v.Plan.Generators, v.Plan.Servers, v.Plan.PerProcess, v.Plan.BoundBy, v.Where)
 		fmt.Printf("     reached %d, held %d; %.1f pages/s served in the hold of %.1f planned; page p50 %.1f ms p99 %.1f ms; %d errors, %d pages failed\n",
 			v.VUsReached, v.VUsHeld, v.PagesPerSHold, v.PagesPerSPlan, v.PageP50Ms, v.PageP99Ms, v.Errors, v.PagesFailed)
 		fmt.Printf("     generators' memory (%s, every process): %.0f MB = %.1f kB per VU (%.1f kB per VU added after the first interval's %.0f MB); RSS summed %.0f MB = %.1f kB per VU\n",
 			v.MemorySource, float64(v.MemoryBytes)/1e6, v.BytesPerVU/1e3, v.BytesPerVUMarg/1e3, float64(v.MemoryBaseBytes)/1e6, float64(v.RSSBytes)/1e6, v.RSSBytesPerVU/1e3)
-		fmt.Printf("     %d connections open, %d goroutines, %.2f cores, %d saturated intervals in the hold; server processes' memory %.0f MB\n",
-			v.OpenConnections, v.Goroutines, v.CPUCores, v.SaturatedHold, float64(v.ServerMemBytes)/1e6)
+		fmt.Printf("     %d connections open, %d goroutines, %d saturated intervals in the hold; server processes' memory %.0f MB\n",
+			v.OpenConnections, v.Goroutines, v.SaturatedHold, float64(v.ServerMemBytes)/1e6)
+		fmt.Printf("     CPU in the hold: generators %.2f cores = %.3f ms per page, server %.2f cores = %.3f ms per page; load average at the hold's end %s\n",
+			v.CPUCores, v.GenMsPerPage, v.ServerCores, v.ServerMsPerPage, v.LoadHoldEnd)
+		fmt.Printf("     clean (no error, page p99 ≤ 1 s in every interval) up to %d VUs, t = %.0f s\n", v.CleanVUs, v.CleanS)
 		if v.RealtimeCores >= 0.01 {
 			fmt.Printf("     other programs' real-time threads (SCHED_FIFO/RR, run before every normal thread): %d, at least %.2f cores during the run — the figures above are then not the processes' own\n",
 				v.RealtimeThreads, v.RealtimeCores)
