@@ -359,8 +359,9 @@ func TestNginxKeepaliveRequests(t *testing.T) {
 		want  []string
 	}{
 		{"", []string{"keepalive_requests 1000;", "keepalive_timeout 75s;", "listen 10.77.1.1:443 ssl http2;", "listen 10.77.1.1:80;"}},
-		{`{"worker_connections":768,"keepalive_requests":12345,"keepalive_timeout_s":3600,"reuseport":true}`,
-			[]string{"keepalive_requests 12345;", "keepalive_timeout 3600s;", "listen 10.77.1.1:443 ssl http2 reuseport;", "listen 10.77.1.1:80 reuseport;"}},
+		{`{"worker_connections":768,"keepalive_requests":12345,"keepalive_timeout_s":3600,"reuseport":true,"open_file_cache":500}`,
+			[]string{"keepalive_requests 12345;", "keepalive_timeout 3600s;", "listen 10.77.1.1:443 ssl http2 reuseport;", "listen 10.77.1.1:80 reuseport;",
+				"open_file_cache max=500;"}},
 	} {
 		dir := t.TempDir()
 		k := spec.Server{Impl: "nginx", MaxConcurrentStreams: 100, TLSVersion: "1.3", KeepAlive: true, Push: "none"}
@@ -385,6 +386,9 @@ func TestNginxKeepaliveRequests(t *testing.T) {
 		var req, idle int
 		fmt.Sscanf(tc.want[0], "keepalive_requests %d;", &req)
 		fmt.Sscanf(tc.want[1], "keepalive_timeout %ds;", &idle)
+		if cached := strings.Contains(string(conf), "open_file_cache"); cached != strings.Contains(tc.knobs, "open_file_cache") {
+			t.Errorf("knobs %s: open_file_cache in the configuration: %v", tc.knobs, cached)
+		}
 		if l.Effective["keepalive_requests"] != req || l.Effective["keepalive_timeout_s"] != idle || l.Effective["reuseport"] != strings.Contains(tc.knobs, "reuseport") {
 			t.Errorf("knobs %s: effective %v", tc.knobs, l.Effective)
 		}

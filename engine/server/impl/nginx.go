@@ -30,7 +30,7 @@ func (Nginx) Support() Support {
 		NotServed:   "1.22 speaks h2c only on a port without HTTP/1.1 and has no HTTP/3; no SPDY",
 		Files:       true,
 		Status:      "stub_status: active, reading, writing, waiting connections; accepts, handled, requests",
-		OwnKnobs:    "server.nginx: worker_processes, worker_connections, keepalive_requests, keepalive_timeout_s, reuseport",
+		OwnKnobs:    "server.nginx: worker_processes, worker_connections, keepalive_requests, keepalive_timeout_s, open_file_cache, reuseport",
 		Knobs: []Knob{
 			{Name: "max_concurrent_streams", How: "http2_max_concurrent_streams (0: nginx's 128)"},
 			cannot("nginx", "write_chunk_bytes", "nginx writes bodies with sendfile; its http2_chunk_size (8k) applies to HTTP/2 only"),
@@ -58,6 +58,7 @@ type NginxKnobs struct {
 	WorkerConnections int  `json:"worker_connections"`
 	KeepaliveRequests int  `json:"keepalive_requests"`
 	KeepaliveTimeoutS int  `json:"keepalive_timeout_s"` // with keep_alive on
+	OpenFileCache     int  `json:"open_file_cache"`     // open_file_cache max=N; 0 = off
 	Reuseport         bool `json:"reuseport"`           // listen … reuseport: one listening socket per worker
 }
 
@@ -84,7 +85,8 @@ func (n Nginx) Provision(in *Provision) (*Launch, error) {
 	})
 	l.Effective = effective(in.Server, cmp.Or(in.Server.MaxConcurrentStreams, 128), map[string]any{
 		"worker_processes": own.WorkerProcesses, "worker_connections": own.WorkerConnections,
-		"keepalive_requests": own.KeepaliveRequests, "keepalive_timeout_s": own.KeepaliveTimeoutS, "reuseport": own.Reuseport})
+		"keepalive_requests": own.KeepaliveRequests, "keepalive_timeout_s": own.KeepaliveTimeoutS,
+		"open_file_cache": own.OpenFileCache, "reuseport": own.Reuseport})
 	return l, nil
 }
 
