@@ -136,3 +136,61 @@ func TestBenchLoadgenVUsNamesTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// The vus part on nginx, its processes multiplied by a low open-files limit (prlimit 600: at most
+// 344 VUs per process, so 1,200 VUs take 4 generators and nginx with 4 workers): every VU
+// connected and held through nginx's workers (reuseport spreads the connections; a worker that
+// got more than its worker_connections would refuse them), no error, both ends' CPU measured,
+// nothing of the lab left.
+func TestBenchLoadgenVUsNginx(t *testing.T) {
+	roottest.RequireTUN(t)
+	requireImpl(t, "nginx")
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("no prlimit (util-linux)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prlimit, "--nofile=600:600", os.Args[0], "bench", "loadgen", "--server", "nginx", "--parts", "vus",
+		"--vus", "1200", "--think", "5s", "--ramp", "5s", "--hold", "10s", "--json")
+	cmd.Env = append(os.Environ(), testMainEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench loadgen: %v\n%s", err, stderr.String())
+	}
+	var res bench.LoadgenResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	v := res.VUs
+	if v == nil {
+		t.Fatalf("no vus row: %s", out)
+	}
+	if v.Server != "nginx" || v.Plan.Generators != 4 || v.Plan.Servers != 4 || !strings.Contains(v.Where, `"worker_processes":4`) || !strings.Contains(v.Where, `"reuseport":true`) {
+		t.Errorf("server %q, plan %+v, where %q: want nginx with 4 workers (reuseport) for 4 generators", v.Server, v.Plan, v.Where)
+	}
+	if v.VUsHeld != 1200 || v.OpenConnections != 1200 || v.Errors != 0 || v.PagesFailed != 0 || v.PagesPerSHold <= 0 {
+		t.Errorf("held %d VUs with %d connections, %d errors, %d pages failed, %v pages/s: want 1200, 1200, 0, 0, > 0\n%s",
+			v.VUsHeld, v.OpenConnections, v.Errors, v.PagesFailed, v.PagesPerSHold, stderr.String())
+	}
+	if v.GenMsPerPage <= 0 || v.ServerMsPerPage <= 0 || v.ServerMemBytes <= 0 {
+		t.Errorf("CPU per page %v (generators), %v (server), server memory %d: want both ends measured", v.GenMsPerPage, v.ServerMsPerPage, v.ServerMemBytes)
+	}
+	m := regexp.MustCompile(`in lab ([0-9a-f]{8}) `).FindStringSubmatch(v.Where)
+	if m == nil {
+		t.Fatalf("no lab named in %q", v.Where)
+	}
+	assertGone(t, m[1])
+}
+
+// Bad input: the vus part on a server it cannot run on is one line naming it and the ones it can.
+func TestBenchLoadgenVUsBadServer(t *testing.T) {
+	requireImpl(t, "apache")
+	b, err := engine("bench", "loadgen", "--server", "apache", "--parts", "vus").CombinedOutput()
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if code := exitCodeOf(err); code != 2 || len(lines) != 1 || !strings.Contains(lines[0], `"apache"`) || !strings.Contains(lines[0], "builtin or nginx") {
+		t.Errorf("exit %d, %q: want exit 2 and one line naming apache and builtin or nginx", code, b)
+	}
+}
