@@ -209,7 +209,7 @@ bench: setup build
 	$(MAKE) speedline
 	$(ENGINE) bench visual --runs 5 --traces out/bench-visual --speedline scripts/speedline
 	$(ENGINE) bench loadgen --server builtin,nginx,apache --parts pages --protocols h1,h1s,h2 --rounds 3
-	$(ENGINE) bench loadgen --server nginx --parts vus --vus 100000 --think 30s --ramp 600s --hold 60s
+	$(ENGINE) bench loadgen --server nginx --parts vus --vus 100000 --think 30s --ramp 900s --hold 60s
 	$(ENGINE) bench loadgen --server nginx --parts vus --protocols h1s --vus 10000 --think 30s --ramp 120s --hold 60s
 	cd engine && go test -run '^$$' -bench Loader -benchtime 30x ./client/
 	WIRELAB_ENGINE=$(CURDIR)/$(ENGINE) $(PY) scripts/bench_corpus.py

@@ -209,10 +209,11 @@ func Loadgen(ctx context.Context, o LoadgenOptions) (*LoadgenResult, error) {
 		// On the built-in server (as many server processes as generators) or nginx (as many
 		// workers, VUKnobs): 10⁵ VUs hold 10⁵ connections (loadgen_vus.go).
 		row, err := o.vus(ctx)
+		res.VUs = row // interrupted: what was measured up to then
 		if err != nil {
+			res.Machine.LoadAfter = loadavg()
 			return res, err
 		}
-		res.VUs = row
 	}
 	res.Machine.LoadAfter = loadavg()
 	return res, nil

@@ -72,8 +72,9 @@ type VUsRow struct {
 	ServerCores     float64 `json:"server_cores_hold"`
 	GenMsPerPage    float64 `json:"generator_cpu_ms_per_page"`
 	ServerMsPerPage float64 `json:"server_cpu_ms_per_page"`
-	// CleanVUs are the VUs at the end of the last interval before the first with an error or a
-	// page p99 above 1 s (all of them: the run stayed clean), and CleanS its end.
+	// CleanVUs are the most VUs at the end of an interval before the first with an error or a
+	// page p99 above 1 s (all of them: the run stayed clean), and CleanS the end of the latest
+	// interval with that many.
 	CleanVUs        int     `json:"clean_up_to_vus"`
 	CleanS          float64 `json:"clean_up_to_s"`
 	LoadHoldEnd     string  `json:"loadavg_hold_end"` // the load average as the hold's last interval arrived
@@ -89,6 +90,9 @@ type VUsRow struct {
 	// Failed names the generators that exited with an error (a limit of the machine reached: its
 	// line on stderr) — the figures then cover less than the plan.
 	Failed []string `json:"generators_failed,omitempty"`
+	// Interrupted: the run was stopped (Ctrl-C, SIGTERM) — the row holds what was measured up to
+	// then (the ramp's clean_up_to_vus, say; no hold's figures when it stopped before the hold).
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // MachineLimits are the limits of this machine that bound how many connections a process (and
@@ -468,25 +472,24 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	if lost := merger.Lost(); len(lost) > 0 {
+	interrupted := ctx.Err() != nil // the figures up to the interruption are still the row's
+	if lost := merger.Lost(); len(lost) > 0 && !interrupted {
 		return nil, fmt.Errorf("generator(s) %s ended without a summary (their lines above say why)", strings.Join(lost, ", "))
 	}
 	row := &VUsRow{Server: o.Server, Where: where, Protocol: proto, Page: o.VUPage, VUs: o.VUs, ThinkS: think, Plan: plan, MemorySource: memSource}
 	row.ServerMemBytes = serverMem()
+	row.Interrupted = interrupted
 	for k, err := range waitErrs {
-		if err != nil {
+		if err != nil && !interrupted {
 			row.Failed = append(row.Failed, fmt.Sprintf("%s (%v)", names[k], err))
 		}
 	}
 	row.RealtimeCores, row.RealtimeThreads = rt()
 	fillVUsRow(row, merged.Summary, ivs, mem, srvCPU, loads, o.VURamp, o.VUHold)
 	if len(ivs) == 0 {
-		return row, errors.New("no interval merged")
+		return row, errors.Join(ctx.Err(), errors.New("no interval merged"))
 	}
-	return row, nil
+	return row, ctx.Err()
 }
 
 // fillVUsRow reads the figures of the hold (its intervals [ramp, ramp + hold)) from the merged
@@ -496,7 +499,9 @@ func fillVUsRow(row *VUsRow, sum *loadgen.Summary, ivs []loadgen.Interval, mem [
 		if iv.Errors.Total() > 0 || p99(iv.PageMs) > 1000 {
 			break
 		}
-		row.CleanVUs, row.CleanS = iv.VUs, iv.TEndS
+		if iv.VUs >= row.CleanVUs { // not the last interval's VUs leaving at the end
+			row.CleanVUs, row.CleanS = iv.VUs, iv.TEndS
+		}
 	}
 	if sum != nil {
 		row.VUsReached, row.Errors, row.PagesFailed = sum.Totals.VUsMax, sum.Totals.Errors.Total(), sum.Totals.PagesFailed

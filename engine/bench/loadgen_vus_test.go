@@ -119,6 +119,13 @@ func TestFillVUsRowReadsTheHold(t *testing.T) {
 	if row.CleanVUs != 2000 || row.CleanS != 15 {
 		t.Errorf("clean up to %d VUs at %v s; want 2000 at 15 (interval 3 had an error)", row.CleanVUs, row.CleanS)
 	}
+	// Without the error: clean to the end, the last interval's leaving VUs aside.
+	ivs[3].Errors.Timeout = 0
+	row = &VUsRow{VUs: 2000, ThinkS: 30}
+	fillVUsRow(row, nil, ivs, mem, srvCPU, loads, 10*time.Second, 15*time.Second)
+	if row.CleanVUs != 2000 || row.CleanS != 20 {
+		t.Errorf("clean up to %d VUs at %v s; want 2000 at 20 (interval 4 ends with the VUs gone)", row.CleanVUs, row.CleanS)
+	}
 	if row.PagesPerSHold != 40 || row.VUsHeld != 2000 || row.MemoryBytes != 80e6 || row.OpenConnections != 2000 {
 		t.Errorf("hold: %+v", row)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,5 +194,45 @@ func TestBenchLoadgenVUsBadServer(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if code := exitCodeOf(err); code != 2 || len(lines) != 1 || !strings.Contains(lines[0], `"apache"`) || !strings.Contains(lines[0], "builtin or nginx") {
 		t.Errorf("exit %d, %q: want exit 2 and one line naming apache and builtin or nginx", code, b)
+	}
+}
+
+// Interrupted (Ctrl-C), the vus part still prints what it measured up to then — exit 130, the
+// row marked interrupted, with its VUs (and how far the run stayed clean).
+func TestBenchLoadgenVUsInterrupted(t *testing.T) {
+	roottest.RequireTUN(t)
+	requireImpl(t, "nginx")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "bench", "loadgen", "--server", "nginx", "--parts", "vus",
+		"--vus", "100", "--think", "2s", "--ramp", "5s", "--hold", "60s", "--json")
+	cmd.Env = append(os.Environ(), testMainEnv+"=1")
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var progress strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() { // the second interval line: VUs connected
+		progress.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "t=   10 s") {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+		}
+	}
+	err = cmd.Wait()
+	if code := exitCodeOf(err); code != 130 {
+		t.Fatalf("exit %d: want 130\n%s", code, progress.String())
+	}
+	var res bench.LoadgenResult
+	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil {
+		t.Fatalf("%v: %q\n%s", err, stdout.String(), progress.String())
+	}
+	if v := res.VUs; v == nil || !v.Interrupted || v.VUsReached != 100 || len(v.Failed) != 0 {
+		t.Errorf("vus row %+v: want it interrupted, 100 VUs reached, no generator failed", v)
 	}
 }

@@ -158,6 +158,13 @@ flags:`)
 		}
 		res, err := bench.Loadgen(ctx, o)
 		if errors.Is(err, context.Canceled) {
+			if res != nil && res.VUs != nil { // the vus part's figures up to the interruption
+				if *asJSON {
+					_ = printBenchJSON(res, started)
+				} else {
+					printLoadgenResult(res)
+				}
+			}
 			return &cli.ExitError{Code: 130}
 		}
 		if err != nil && len(servers) == 1 {
@@ -278,6 +285,9 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 		if v.RealtimeCores >= 0.01 {
 			fmt.Printf("     other programs' real-time threads (SCHED_FIFO/RR, run before every normal thread): %d, at least %.2f cores during the run — the figures above are then not the processes' own\n",
 				v.RealtimeThreads, v.RealtimeCores)
+		}
+		if v.Interrupted {
+			fmt.Printf("     interrupted: the figures cover the run up to then\n")
 		}
 		for _, f := range v.Failed {
 			fmt.Printf("     generator %s: its line above says why; the figures cover less than the plan\n", f)
