@@ -24,12 +24,12 @@ import (
 )
 
 // The vus part of `bench loadgen` (docs/loadtest.md, "Holding 10⁵ VUs on one machine"): --vus VUs
-// with think time against the built-in server, spread over as many generator processes as the
-// machine's per-process open-files limit needs (loadgen --part K/N, merged exactly) and as many
-// built-in server processes, each on a port of its own: generator K loads server K. A process
-// holds at most MachineLimits.OpenFiles − processReserve connections, and one generator–server
-// pair at most one ephemeral port range of them (one source address, one server address and
-// port). The generators' memory is their control group's (cgroup memory of the whole tree) where
+// with think time, spread over as many generator processes as the machine's per-process
+// open-files limit needs (loadgen --part K/N, merged exactly), against as many built-in server
+// processes, each on a port of its own (generator K loads server K), or against nginx in a lab
+// with as many workers (VUKnobs), generator K from a source address of its own. A process holds
+// at most MachineLimits.OpenFiles − processReserve connections, and one generator at most one
+// ephemeral port range of them (one source address, one server address and port). The generators' memory is their control group's (cgroup memory of the whole tree) where
 // the machine has one, and the sum of their RSS besides.
 
 // VUsRow is the many-VUs run.
