@@ -75,8 +75,11 @@ type VUsRow struct {
 	// CleanVUs are the most VUs at the end of an interval before the first with an error or a
 	// page p99 above 1 s (all of them: the run stayed clean), and CleanS the end of the latest
 	// interval with that many.
-	CleanVUs        int     `json:"clean_up_to_vus"`
-	CleanS          float64 `json:"clean_up_to_s"`
+	CleanVUs int     `json:"clean_up_to_vus"`
+	CleanS   float64 `json:"clean_up_to_s"`
+	// NoErrorVUs and NoErrorS are the same before the first interval with an error alone.
+	NoErrorVUs      int     `json:"no_error_up_to_vus"`
+	NoErrorS        float64 `json:"no_error_up_to_s"`
 	LoadHoldEnd     string  `json:"loadavg_hold_end"` // the load average as the hold's last interval arrived
 	Goroutines      int     `json:"goroutines"`       // summed, at the hold's last full interval
 	OpenConnections int64   `json:"open_connections"` // summed, at the hold's last full interval
@@ -495,14 +498,19 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 // fillVUsRow reads the figures of the hold (its intervals [ramp, ramp + hold)) from the merged
 // intervals and the generators' memory beside each (mem[i] with ivs[i]).
 func fillVUsRow(row *VUsRow, sum *loadgen.Summary, ivs []loadgen.Interval, mem []int64, srvCPU []time.Duration, loads []string, ramp, hold time.Duration) {
-	for _, iv := range ivs {
-		if iv.Errors.Total() > 0 || p99(iv.PageMs) > 1000 {
-			break
+	upTo := func(bad func(loadgen.Interval) bool) (vus int, s float64) {
+		for _, iv := range ivs {
+			if bad(iv) {
+				break
+			}
+			if iv.VUs >= vus { // not the last interval's VUs leaving at the end
+				vus, s = iv.VUs, iv.TEndS
+			}
 		}
-		if iv.VUs >= row.CleanVUs { // not the last interval's VUs leaving at the end
-			row.CleanVUs, row.CleanS = iv.VUs, iv.TEndS
-		}
+		return vus, s
 	}
+	row.CleanVUs, row.CleanS = upTo(func(iv loadgen.Interval) bool { return iv.Errors.Total() > 0 || p99(iv.PageMs) > 1000 })
+	row.NoErrorVUs, row.NoErrorS = upTo(func(iv loadgen.Interval) bool { return iv.Errors.Total() > 0 })
 	if sum != nil {
 		row.VUsReached, row.Errors, row.PagesFailed = sum.Totals.VUsMax, sum.Totals.Errors.Total(), sum.Totals.PagesFailed
 		if sum.Totals.PageMs != nil {

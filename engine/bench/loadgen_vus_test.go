@@ -116,9 +116,17 @@ func TestFillVUsRowReadsTheHold(t *testing.T) {
 		t.Errorf("CPU: generators %v cores %v ms per page, server %v cores %v ms per page, load %q; want 0.3, 7.5, 0.4, 10, 4",
 			row.CPUCores, row.GenMsPerPage, row.ServerCores, row.ServerMsPerPage, row.LoadHoldEnd)
 	}
-	if row.CleanVUs != 2000 || row.CleanS != 15 {
-		t.Errorf("clean up to %d VUs at %v s; want 2000 at 15 (interval 3 had an error)", row.CleanVUs, row.CleanS)
+	if row.CleanVUs != 2000 || row.CleanS != 15 || row.NoErrorVUs != 2000 || row.NoErrorS != 15 {
+		t.Errorf("clean up to %d VUs at %v s, no error up to %d at %v s; want 2000 at 15 both (interval 3 had an error)", row.CleanVUs, row.CleanS, row.NoErrorVUs, row.NoErrorS)
 	}
+	// A page p99 above 1 s ends the clean stretch, not the error-free one.
+	ivs[1].PageMs = &loadgen.Latency{P99: 1500}
+	row = &VUsRow{VUs: 2000, ThinkS: 30}
+	fillVUsRow(row, nil, ivs, mem, srvCPU, loads, 10*time.Second, 15*time.Second)
+	if row.CleanVUs != 1000 || row.CleanS != 5 || row.NoErrorVUs != 2000 || row.NoErrorS != 15 {
+		t.Errorf("clean up to %d VUs at %v s, no error up to %d at %v s; want 1000 at 5 and 2000 at 15", row.CleanVUs, row.CleanS, row.NoErrorVUs, row.NoErrorS)
+	}
+	ivs[1].PageMs = nil
 	// Without the error: clean to the end, the last interval's leaving VUs aside.
 	ivs[3].Errors.Timeout = 0
 	row = &VUsRow{VUs: 2000, ThinkS: 30}

@@ -281,7 +281,8 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 			v.OpenConnections, v.Goroutines, v.SaturatedHold, float64(v.ServerMemBytes)/1e6)
 		fmt.Printf("     CPU in the hold: generators %.2f cores = %.3f ms per page, server %.2f cores = %.3f ms per page; load average at the hold's end %s\n",
 			v.CPUCores, v.GenMsPerPage, v.ServerCores, v.ServerMsPerPage, v.LoadHoldEnd)
-		fmt.Printf("     clean (no error, page p99 ≤ 1 s in every interval) up to %d VUs, t = %.0f s\n", v.CleanVUs, v.CleanS)
+		fmt.Printf("     clean (no error, page p99 ≤ 1 s in every interval) up to %d VUs, t = %.0f s; no error up to %d VUs, t = %.0f s\n",
+			v.CleanVUs, v.CleanS, v.NoErrorVUs, v.NoErrorS)
 		if v.RealtimeCores >= 0.01 {
 			fmt.Printf("     other programs' real-time threads (SCHED_FIFO/RR, run before every normal thread): %d, at least %.2f cores during the run — the figures above are then not the processes' own\n",
 				v.RealtimeThreads, v.RealtimeCores)
