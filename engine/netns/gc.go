@@ -85,7 +85,7 @@ func GC() (GCReport, error) {
 		live[strings.TrimSuffix(filepath.Base(p), ".json")] = true // left alone with the rest of it
 	}
 	errs = append(errs, gcUplinks(live, &rep)...)
-	if err := gcHaltPoll(live, &rep); err != nil {
+	if err := gcHaltPoll(&rep); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, gcHostOrphans(live, &rep)...)
@@ -181,7 +181,7 @@ func removeOwned(st *state, rep *GCReport) []error {
 		errs = append(errs, removeHostSide(st.ID, st.Host, rep)...)
 	}
 	if _, err := os.Stat(haltPollPath()); err == nil {
-		if err := releaseHaltPoll(func(id string) bool { return id == st.ID }); err != nil {
+		if _, err := releaseHaltPoll(func(id string) bool { return id == st.ID }); err != nil {
 			errs = append(errs, err)
 		}
 	}
