@@ -278,20 +278,7 @@ func forwardingPath(ino uint64, iface string) string {
 }
 
 // lockUplinks takes the host side's lock (flock on UplinkDir/lock) and returns its release.
-func lockUplinks() (func(), error) {
-	if err := os.MkdirAll(UplinkDir, 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(filepath.Join(UplinkDir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { f.Close() }, nil
-}
+func lockUplinks() (func(), error) { return lockDir(UplinkDir) }
 
 // forwardingKey is the sysctl of IPv4 forwarding on one interface (nsthread.SetSysctl's key).
 func forwardingKey(ifc string) string { return "ipv4/conf/" + ifc + "/forwarding" }
@@ -484,8 +471,11 @@ func slotOwner(path string) string {
 
 // gcUplinks drops the forwarding holds and slots of runs that are not live (no state file, or
 // a dead owner): what a run killed between its records and its state file's removal left. live
-// holds the ids of live runs.
+// holds the ids of the runs GC found live; any other holder's state file is read again under the
+// lock (runLive), since a run created after GC listed the states holds with a state file it has
+// not seen.
 func gcUplinks(live map[string]bool, rep *GCReport) []error {
+	dead := func(id string) bool { return !live[id] && !runLive(id) }
 	var errs []error
 	entries, err := os.ReadDir(UplinkDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -503,11 +493,11 @@ func gcUplinks(live map[string]bool, rep *GCReport) []error {
 		path := filepath.Join(UplinkDir, e.Name())
 		switch {
 		case strings.HasSuffix(e.Name(), ".json"):
-			if err := releaseForwarding(path, func(id string) bool { return !live[id] }); err != nil {
+			if err := releaseForwarding(path, dead); err != nil {
 				errs = append(errs, err)
 			}
 		case strings.HasPrefix(e.Name(), "slot-"):
-			if id := slotOwner(path); id != "" && !live[id] {
+			if id := slotOwner(path); id != "" && dead(id) {
 				if err := os.Remove(path); err == nil {
 					rep.Removed = append(rep.Removed, path)
 				}
