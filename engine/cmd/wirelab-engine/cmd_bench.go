@@ -40,6 +40,7 @@ var benchmarks = map[string]benchmark{
 
 func init() {
 	register("bench", command{
+		Runs:    true,
 		Summary: "print benchmark figures: bench link, loader, servers, tcpplus, variability, visual, why",
 		Run:     runBench,
 	})
@@ -81,15 +82,11 @@ func runBenchLink(args []string) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	var hp time.Duration
-	if *haltPoll == "" {
-		if _, err := netns.HaltPollFromEnv(); err != nil {
-			return cli.Usagef("%v", err) // checked here, not in every run's emulator
-		}
-	} else {
+	var hp time.Duration // 0: $WIRELAB_HALT_POLL (checked with every run command's environment, checkRunEnv)
+	if *haltPoll != "" {
 		d, err := netns.ParseHaltPoll(*haltPoll)
 		if err != nil {
-			return cli.Usagef("halt-poll: %v", err)
+			return cli.Usagef("--halt-poll: %v", err)
 		}
 		hp = d
 		if d == 0 {

@@ -43,7 +43,7 @@ func TestBenchTCPPlusUsageErrors(t *testing.T) {
 		{[]string{"tcpplus", "--rate", "fast"}, "--rate"},
 		{[]string{"tcpplus", "--cwnd", "5"}, "--cwnd 5"},
 		{[]string{"tcpplus", "--bogus"}, "bogus"},
-		{[]string{"link", "--halt-poll", "fast"}, `halt-poll: "fast" is not a halt-polling window`},
+		{[]string{"link", "--halt-poll", "fast"}, `--halt-poll: "fast" is not a halt-polling window`},
 		{[]string{"link", "--halt-poll", "20ms"}, "to 10ms"},
 	} {
 		err := commands["bench"].Run(tc.args)
@@ -53,12 +53,27 @@ func TestBenchTCPPlusUsageErrors(t *testing.T) {
 	}
 }
 
-// A bad WIRELAB_HALT_POLL is bench link's bad input too (exit 2, one line), before any run.
-func TestBenchLinkHaltPollEnv(t *testing.T) {
+// A bad WIRELAB_HALT_POLL is the bad input of every command that runs (exit 2, one line naming
+// it, the value and what is allowed), before any run; the others do not read it.
+func TestRunCommandsCheckHaltPollEnv(t *testing.T) {
 	t.Setenv("WIRELAB_HALT_POLL", "bogus")
-	err := commands["bench"].Run([]string{"link"})
-	if err == nil || !cli.IsUsage(err) || !strings.Contains(err.Error(), `WIRELAB_HALT_POLL: "bogus" is not a halt-polling window`) {
-		t.Errorf("bench link with WIRELAB_HALT_POLL=bogus: %v; want a one-line usage error naming it", err)
+	for name, c := range commands {
+		err := c.Run([]string{"--bogus-flag"})
+		if !c.Runs {
+			if err != nil && strings.Contains(err.Error(), "WIRELAB_HALT_POLL") {
+				t.Errorf("%s reads WIRELAB_HALT_POLL: %v", name, err)
+			}
+			continue
+		}
+		if err == nil || !cli.IsUsage(err) || strings.Contains(err.Error(), "\n") ||
+			!strings.Contains(err.Error(), `WIRELAB_HALT_POLL: "bogus" is not a halt-polling window`) || !strings.Contains(err.Error(), "to 10ms") {
+			t.Errorf("%s with WIRELAB_HALT_POLL=bogus: %v; want one usage line naming it, the value and the range", name, err)
+		}
+	}
+	for _, name := range []string{"bench", "loadtest", "servers", "shell", "sites", "trial"} {
+		if !commands[name].Runs {
+			t.Errorf("%s runs topologies but does not check their environment", name)
+		}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 func init() {
 	register("loadtest", command{
+		Runs:    true,
 		Summary: "run a load test in the lab: the server under test behind the emulated path, VUs, server samples",
 		Run:     runLoadtest,
 	})

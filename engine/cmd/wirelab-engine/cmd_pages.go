@@ -18,6 +18,7 @@ import (
 
 func init() {
 	register("pages", command{
+		Runs:    true,
 		Summary: "list, show, validate, generate, record, import pages (pages ls|show|urls|schema|validate|model|generate|profiles|record|import|import-har|mirror)",
 		Run:     runPages,
 	})

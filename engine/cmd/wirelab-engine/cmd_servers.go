@@ -23,6 +23,7 @@ import (
 
 func init() {
 	register("servers", command{
+		Runs:    true,
 		Summary: "the servers under test (server.impl): what each serves, which knobs it honours; h2spec conformance",
 		Run:     func(args []string) error { return runServers(args, os.Stdout) },
 	})

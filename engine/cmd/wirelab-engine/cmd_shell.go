@@ -27,6 +27,7 @@ import (
 
 func init() {
 	register("shell", command{
+		Runs:    true,
 		Summary: "run a command behind an emulated network path (like mahimahi's shells)",
 		Run:     runShell,
 	})

@@ -26,6 +26,7 @@ import (
 
 func init() {
 	register("sites", command{
+		Runs:    true,
 		Summary: "a local internet of named sites for the probe; runs a command among them (ls: the catalog)",
 		Run:     func(args []string) error { return runSites(args, os.Stdout) },
 	})

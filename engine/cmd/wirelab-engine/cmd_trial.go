@@ -18,6 +18,7 @@ import (
 
 func init() {
 	register("trial", command{
+		Runs:    true,
 		Summary: "run one trial (all protocols × repetitions of a spec) and write its directory",
 		Run:     runTrial,
 	})

@@ -12,12 +12,16 @@ import (
 	"syscall"
 
 	"github.com/wirelab/wirelab/engine/internal/cli"
+	"github.com/wirelab/wirelab/engine/netns"
 )
 
 // command is one subcommand. Run gets the arguments after the subcommand's name.
 type command struct {
 	Summary string
 	Run     func(args []string) error
+	// Runs: the command creates runs (topologies). What every run reads from the environment
+	// (checkRunEnv) is its bad input, checked before anything else.
+	Runs bool
 }
 
 var commands = map[string]command{}
@@ -26,7 +30,26 @@ func register(name string, c command) {
 	if _, dup := commands[name]; dup {
 		panic("duplicate command " + name)
 	}
+	if c.Runs {
+		run := c.Run
+		c.Run = func(args []string) error {
+			if err := checkRunEnv(); err != nil {
+				return err
+			}
+			return run(args)
+		}
+	}
 	commands[name] = c
+}
+
+// checkRunEnv checks what every run takes from the environment (netns.HaltPollEnv), so that a
+// bad value is a usage error (exit 2, one line) before a run starts rather than a failure inside
+// the emulator's start.
+func checkRunEnv() error {
+	if _, err := netns.HaltPollFromEnv(); err != nil {
+		return cli.Usagef("%v", err)
+	}
+	return nil
 }
 
 func usage() string {
