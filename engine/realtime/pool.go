@@ -105,15 +105,20 @@ func (p *pool) allocated() int {
 }
 
 // The runner's record of a packet in its buffer's headroom, before the packet at offset (tundev
-// keeps its mark in the byte just before the packet, offset-1): when it was read, and its length.
+// keeps its mark in the byte just before the packet, offset-1): when it was read, its length, and
+// whether it is inside the link — set when the reader pushes it, cleared when the writer takes it
+// (readMeta), so that a handle the link hands back twice, or one it was never given, is caught
+// (Unmatched) rather than written out or freed twice.
 const (
-	metaIn  = 0 // int64, little-endian: Now() at the read
-	metaLen = 8 // uint16: the packet's length
+	metaIn     = 0  // int64, little-endian: Now() at the read
+	metaLen    = 8  // uint16: the packet's length
+	metaInside = 10 // byte: 1 from the push until the writer takes the packet
 )
 
 func setMeta(buf []byte, in time.Duration, n int) {
 	binary.LittleEndian.PutUint64(buf[metaIn:], uint64(in))
 	binary.LittleEndian.PutUint16(buf[metaLen:], uint16(n))
+	buf[metaInside] = 1
 }
 
 func meta(buf []byte) (in time.Duration, n int) {
@@ -121,4 +126,4 @@ func meta(buf []byte) (in time.Duration, n int) {
 }
 
 // The record and tundev's mark (offset-1) fit the headroom.
-const _ = uint(offset - (metaLen + 2) - 1)
+const _ = uint(offset - (metaInside + 1) - 1)

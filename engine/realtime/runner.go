@@ -405,6 +405,7 @@ func (p *pipe) ingest(in *intake, n int, now time.Duration) {
 			in.bufs[i] = nil // now owned by the link; the writer returns it to the pool
 			continue
 		}
+		in.bufs[i][metaInside] = 0 // not inside the link: the reader reads into it again
 		p.counters.drop(in.fates[i])
 		if p.obs != nil {
 			in.ev = Event{Kind: Dropped, Dir: p.dir, Fate: in.fates[i], In: now, Out: now, Data: in.bufs[i][offset : offset+in.sizes[i]]}
@@ -552,21 +553,34 @@ func (p *pipe) collect(now time.Duration, o *outbox) {
 	}
 }
 
-// readMeta fills the entries' length and read time from their buffers' headroom. A packet that
+// readMeta fills the entries' length and read time from their buffers' headroom and returns the
+// entries whose packet was inside the link; the others (a handle the link handed back twice, or
+// one of a buffer it did not hold) are counted as Unmatched and left out, in place. A packet that
 // waited out the link's delay has left the caches; in one tight loop the loads of the whole batch
 // are under way at once (as tundev's touch does for the headers in the same cache line), where
 // reading each in collect, between two pops, made them one after the other.
-func readMeta(es []entry) {
+func (p *pipe) readMeta(es []entry) []entry {
+	k := 0
 	for i := range es {
-		es[i].in, es[i].n = meta(es[i].buf)
+		b := es[i].buf
+		if b[metaInside] != 1 {
+			p.counters.unmatched.Add(1)
+			continue
+		}
+		b[metaInside] = 0
+		es[i].in, es[i].n = meta(b)
+		es[k] = es[i]
+		k++
 	}
+	clear(es[k:])
+	return es[:k]
 }
 
 // flush frees what collect found dropped and writes out what it found due; it reports whether it
 // wrote anything.
 func (p *pipe) flush(o *outbox) bool {
 	if len(o.dropped) > 0 {
-		readMeta(o.dropped)
+		o.dropped = p.readMeta(o.dropped)
 		p.drop(o.dropped)
 		clear(o.dropped)
 		o.dropped = o.dropped[:0]
@@ -574,7 +588,9 @@ func (p *pipe) flush(o *outbox) bool {
 	if len(o.batch) == 0 {
 		return false
 	}
-	readMeta(o.batch)
+	if o.batch = p.readMeta(o.batch); len(o.batch) == 0 {
+		return false
+	}
 	at := p.release(o.batch, o.wbufs[:0], o.ids[:0], o.lat[:0])
 	if sparse(at, p.lastRelease, p.spinCal.window(p.spin)) {
 		p.streak = 0

@@ -27,6 +27,7 @@ type fakeLink struct {
 	dropEvery  int // drop every dropEvery-th packet on arrival (loss)
 	laterEvery int // hand every laterEvery-th packet back dropped by the queue, at its due time
 	markEvery  int // hand every markEvery-th packet back marked
+	dupEvery   int // hand every dupEvery-th packet's handle back twice (a bug of the link)
 	n          int
 	q          pq
 	seq        int
@@ -67,6 +68,10 @@ func (l *fakeLink) Push(now time.Duration, pkt []byte, origin int, h Handle) lin
 		fate = link.Marked
 	}
 	heap.Push(&l.q, item{due: now + l.delay + l.extra[origin], seq: l.seq, h: h, fate: fate})
+	if l.dupEvery > 0 && l.n%l.dupEvery == 0 {
+		l.seq++
+		heap.Push(&l.q, item{due: now + l.delay + l.extra[origin], seq: l.seq, h: h, fate: fate})
+	}
 	return link.Accepted
 }
 
@@ -272,6 +277,38 @@ func TestOriginsReorder(t *testing.T) {
 	}
 	if s := h.r.Stats(); s.Up.Unmatched != 0 {
 		t.Errorf("unmatched %d", s.Up.Unmatched)
+	}
+}
+
+// A handle the link hands back twice is written out once and counted as unmatched; the second
+// is no packet (its buffer may already hold another) and is not returned to the pool again.
+func TestHandleReturnedTwiceIsUnmatched(t *testing.T) {
+	const n = 40
+	h := start(t, &fakeLink{delay: time.Millisecond, dupEvery: 2}, &fakeLink{})
+	go func() {
+		for i := 0; i < n; i++ {
+			h.client.Outbound <- tcp("10.77.0.2:1000", "10.77.1.1:80", uint32(i), 10)
+		}
+	}()
+	seen := map[uint32]bool{}
+	for i := 0; i < n; i++ {
+		p := <-h.server.Inbound
+		if seen[seqOf(p)] {
+			t.Fatalf("packet %d written twice", seqOf(p))
+		}
+		seen[seqOf(p)] = true
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.r.Stats().Up.Unmatched < n/2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case p := <-h.server.Inbound:
+		t.Fatalf("packet %d written again", seqOf(p))
+	case <-time.After(20 * time.Millisecond):
+	}
+	if s := h.r.Stats(); s.Up.Unmatched != n/2 || s.Up.Delivered != n {
+		t.Errorf("unmatched %d, delivered %d; want %d and %d", s.Up.Unmatched, s.Up.Delivered, n/2, n)
 	}
 }
 
