@@ -13,16 +13,20 @@ import (
 
 // GCReport says what GC did.
 type GCReport struct {
-	Removed []string `json:"removed"` // namespaces, /etc/netns directories and state files removed
-	Kept    []string `json:"kept"`    // runs left alone because their owner is alive ("<id> (pid N)")
-	Runs    []string `json:"runs"`    // ids of the dead runs whose state files were removed
+	// Removed: namespaces, /etc/netns directories, state files, host-side objects and holds
+	// (forwarding, uplink slots, "guest_halt_poll_ns hold of <id>") removed.
+	Removed []string `json:"removed"`
+	Kept    []string `json:"kept"` // runs left alone because their owner is alive ("<id> (pid N)")
+	Runs    []string `json:"runs"` // ids of the dead runs whose state files were removed
 }
 
 // GC removes what crashed runs left behind: for every state file whose owner process is gone, the
 // processes in its namespaces, the namespaces, its /etc/netns directories, what it owned (control
 // groups with their processes, private directories) and the state file; then
-// wirelab namespaces and /etc/netns directories that no state file claims. A live run's objects are
-// never touched.
+// wirelab namespaces and /etc/netns directories that no state file claims; then the host-side
+// holds of runs that are not live (forwarding and uplink slots, the guest halt-polling window —
+// each holder's state file read again under its record's lock, so a run created while GC ran
+// keeps them). A live run's objects are never touched.
 func GC() (GCReport, error) {
 	stateDir := StateDir
 	var rep GCReport
@@ -173,8 +177,9 @@ var ownedDirPattern = regexp.MustCompile(`^wirelab-[a-z]+-[0-9a-f]{8}$`)
 
 // removeOwned removes the objects a run recorded with Topology.Own…: its control groups (with
 // any process still in them), its private directories, and the host side of an egress topology
-// (removeHostSide); and it releases the run's hold on the guest halt-polling window (haltpoll.go). Close and GC both call it; it touches nothing that does not look like what a
-// run creates. rep, when not nil, lists what was removed.
+// (removeHostSide); and it releases the run's hold on the guest halt-polling window
+// (haltpoll.go). Close and GC both call it; it touches nothing that does not look like what a run
+// creates. rep, when not nil, lists what was removed.
 func removeOwned(st *state, rep *GCReport) []error {
 	var errs []error
 	if st.Host != nil {
