@@ -110,7 +110,7 @@ type Config struct {
 	OriginOf func(addr [4]byte) int
 	// Observer receives packet events; nil for none.
 	Observer Observer
-	// MTU bounds the packets read (segments after GSO splitting); default 1500.
+	// MTU bounds the packets read (segments after GSO splitting); default 1500, at most MaxMTU.
 	MTU int
 	// SpinWindow is the longest the writer spins before a deadline, and where its window starts;
 	// the window then follows its sleeps' p99 lateness (plus 10 µs, at least 20 µs, at most
@@ -135,13 +135,21 @@ const DefaultRealtimePriority = 2
 const DefaultSpinWindow = 150 * time.Microsecond
 
 // offset is the headroom before each packet in its buffer (devices keep per-packet marks there;
-// wireguard-go's own devices need 10 bytes for the virtio header). 12, not 16: a buffer starts on
+// wireguard-go's own devices need 10 bytes for the virtio header). The runner's record of the
+// packet (pool.go's meta, bytes 0–10) overlaps such a header (bytes 2–11) but never in time: the
+// record is written after the device's Read is done with the headroom, and read (readMeta) before
+// the packet is handed to the device's Write, which writes its header then; a stale byte left in a
+// free buffer is overwritten at its next push. 12, not 16: a buffer starts on
 // a cache line (the pool's buffers fall in Go's 1,792-byte size class, a multiple of 64), so an
 // IPv4 packet's IP and TCP headers with timestamps (52 bytes) lie in the buffer's first line. At
 // 16 the TCP options crossed into the second, and the writer's coalescing (tundev's sameFlow, on
 // packets that waited out the link's delay and left the caches) missed on it once per segment:
 // 4 % of the capacity run's CPU (docs/network.md, "The per-packet path, session 41").
 const offset = 12
+
+// MaxMTU bounds Config.MTU: a packet's length is kept in 16 bits (pool.go's meta), and a buffer
+// holds MTU + 64 bytes after the headroom.
+const MaxMTU = 1<<16 - 1 - 64
 
 // batchSize is how many packets are read (segments of one super-packet) or written at once.
 const batchSize = 128

@@ -35,6 +35,9 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.MTU == 0 {
 		cfg.MTU = 1500
 	}
+	if cfg.MTU < 0 || cfg.MTU > MaxMTU {
+		return nil, fmt.Errorf("realtime: MTU %d out of range; use 1 to %d", cfg.MTU, MaxMTU)
+	}
 	if cfg.SpinWindow == 0 {
 		cfg.SpinWindow = DefaultSpinWindow
 	}

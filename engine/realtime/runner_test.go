@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -277,6 +278,19 @@ func TestOriginsReorder(t *testing.T) {
 	}
 	if s := h.r.Stats(); s.Up.Unmatched != 0 {
 		t.Errorf("unmatched %d", s.Up.Unmatched)
+	}
+}
+
+// An MTU whose packets' lengths do not fit the buffer's 16-bit record is refused.
+func TestMTUBounded(t *testing.T) {
+	dev := tuntest.NewChannelTUN()
+	for _, mtu := range []int{-1, MaxMTU + 1, 70000} {
+		if _, err := New(Config{Client: dev.TUN(), Server: dev.TUN(), Up: &fakeLink{}, Down: &fakeLink{}, MTU: mtu}); err == nil || !strings.Contains(err.Error(), "MTU") {
+			t.Errorf("MTU %d: %v; want an error naming MTU", mtu, err)
+		}
+	}
+	if _, err := New(Config{Client: dev.TUN(), Server: dev.TUN(), Up: &fakeLink{}, Down: &fakeLink{}, MTU: MaxMTU}); err != nil {
+		t.Errorf("MTU %d: %v", MaxMTU, err)
 	}
 }
 
