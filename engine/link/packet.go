@@ -16,7 +16,7 @@ type Packet struct {
 	// Origin selects the per-origin extra delay: 0 = none, N = origin N (1-based), set by the
 	// adapter from the packet's server-side address. Unknown origins get no extra delay.
 	Origin int
-	// Handle is the caller's own reference to the packet (the real-time runner's buffer slot);
+	// Handle is the caller's own reference to the packet (the real-time runner's buffer id);
 	// the link never reads or changes it.
 	Handle uint64
 

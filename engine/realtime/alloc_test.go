@@ -74,14 +74,14 @@ func pathStepper(t testing.TB, prof string) (step func(), out *discardTUN) {
 // TestRunnerPathAllocs: the per-packet path of the real-time runner — a packet read, pushed
 // into the link under a handle, taken back due (or dropped by the discipline), written out and
 // its buffer recycled — allocates nothing in steady state, with every queue discipline, with and
-// without ECN. (The link's own stages are held to it in engine/link; this is the runner's slot
-// table, buffer pool, batches and the emulator's adapter around them.)
+// without ECN. (The link's own stages are held to it in engine/link; this is the runner's buffer
+// pool and its registry, batches and the emulator's adapter around them.)
 func TestRunnerPathAllocs(t *testing.T) {
 	for _, name := range profile.DisciplineNames() {
 		for _, ecn := range []string{"", ",ecn=1"} {
 			prof := "rtt=10ms,bw=100mbit,queue=" + name + ecn
 			step, out := pathStepper(t, prof)
-			for range 100_000 { // 10 s of virtual time: the queue, pool and slot table have grown
+			for range 100_000 { // 10 s of virtual time: the queue and the pool have grown
 				step()
 			}
 			if out.written == 0 {
