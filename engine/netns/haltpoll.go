@@ -254,12 +254,15 @@ func readHaltPollRecord() (*haltPollRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rec haltPollRecord
+	rec := haltPollRecord{Applied: -1}
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return nil, fmt.Errorf("%s: %w", haltPollPath(), err)
 	}
 	if rec.Holders == nil {
 		rec.Holders = map[string]int64{}
+	}
+	if rec.Applied < 0 {
+		rec.Applied = rec.window() // a record of an engine before applied_ns: it always applied the window
 	}
 	return &rec, nil
 }

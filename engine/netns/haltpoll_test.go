@@ -295,6 +295,22 @@ func TestHaltPollWriteRefused(t *testing.T) {
 	}
 }
 
+// A record an engine before applied_ns left (a killed run's) is restored from as that engine would.
+func TestHaltPollRecordWithoutApplied(t *testing.T) {
+	read := fakeHaltPoll(t, "200000")
+	fakeRuns(t)
+	if err := os.WriteFile(haltPollPath(), []byte(`{"was_ns": 0, "holders": {"dead0001": 200000}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var rep GCReport
+	if err := gcHaltPoll(&rep); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != "0" || len(rep.Removed) != 1 {
+		t.Fatalf("window %s, GC report %v; want the machine's own 0 restored", got, rep.Removed)
+	}
+}
+
 // A value someone else set while runs held (an admin, tuned) is theirs: a release leaves it.
 func TestHaltPollLeavesAValueSetMeanwhile(t *testing.T) {
 	read := fakeHaltPoll(t, "0")
