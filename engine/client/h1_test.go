@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -207,4 +210,65 @@ func TestH1QueueOrder(t *testing.T) {
 		}
 	}
 	checkTimings(t, res)
+}
+
+// TestH1IdleHalfClose: a server that half-closes a kept connection while it idles (a FIN, then it
+// goes on reading and answers nothing more: Apache's lingering close) — the next request meets
+// the closed connection and is sent again on a new one at once, not left waiting for a response
+// that never comes.
+func TestH1IdleHalfClose(t *testing.T) {
+	var served atomic.Int64
+	ln, conns := serveRaw(t, func(c net.Conn) {
+		first := served.Add(1) == 1
+		br := bufio.NewReader(c)
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			if first {
+				c.(*net.TCPConn).CloseWrite()
+				io.Copy(io.Discard, c)
+				return
+			}
+		}
+	})
+	cfg, err := Config{Protocol: H1, MaxConnectionsPerOrigin: 1}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(cfg)
+	s.keep = true // a Tab's session: its connections are tracked, and send may wait first
+	u, _ := url.Parse("http://" + ln.Addr().String() + "/a")
+	o, _ := originOf(u)
+	p := newH1Pool(s, o)
+	defer p.close()
+	var waitFirst bool
+	for i := range 2 {
+		if i == 1 {
+			time.Sleep(50 * time.Millisecond) // the FIN comes while the connection idles
+		}
+		r, _ := newRequest(plannedRequest{url: u})
+		done := make(chan struct{})
+		go func() { p.do(context.Background(), r); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			p.close() // the request hangs on the half-closed connection
+			<-done
+			t.Fatalf("request %d: no end within 5 s on a half-closed idle connection", i+1)
+		}
+		if r.err != nil || r.bodyBytes != 2 {
+			t.Fatalf("request %d: %v, %d bytes", i+1, r.err, r.bodyBytes)
+		}
+		if i == 0 {
+			waitFirst = p.all[0].raw != nil
+		}
+		if want := i; r.retries != want {
+			t.Errorf("request %d sent %d more times, want %d", i+1, r.retries, want)
+		}
+	}
+	if conns.Load() != 2 || !waitFirst {
+		t.Errorf("%d connections, want 2; the first could wait first: %v, want true", conns.Load(), waitFirst)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // h1Pool is one origin's HTTP/1.1 connections, as a browser keeps them: at most max per origin,
@@ -69,7 +70,19 @@ type h1Conn struct {
 	pool   *sync.Pool // where bufs come from and go back to (h1BufPool of the session's size)
 	served int
 	load   int // the session load it last carried a request of (guarded by the pool's mu)
+	// doneAt is when c's last response ended (its dial, before the first): send waits first only
+	// on a connection that has not idled since (h1WaitFirstIdle).
+	doneAt time.Duration
 }
+
+// h1WaitFirstIdle is how long a connection may have idled since its last response for send to
+// still wait for the next response before it reads (a load generator's VU that asks again at
+// once, a queued request). Waiting first resets the poller's readiness, and with it a FIN (or TLS
+// close_notify, or a 408) that came while the connection idled: if the server only half-closed
+// and goes on reading (Apache's lingering close), nothing would wake the wait and the request
+// would hang until the load's timeout instead of meeting the closed connection and being sent
+// again on a new one. Servers close idle connections after seconds, not within this.
+const h1WaitFirstIdle = 2 * time.Millisecond
 
 // h1Bufs are an HTTP/1.1 connection's buffers: the response reader, the body buffer and the
 // request head.
@@ -232,6 +245,7 @@ func (p *h1Pool) carry(c *h1Conn, j h1Job) (_ *h1Conn, retry bool) {
 	reused := c.served > 0
 	keep, err := c.roundTrip(p.s, r, p.host, p.ua)
 	now := p.s.now()
+	c.doneAt = now
 	if err == nil {
 		r.finish(now, nil)
 		if !keep {
@@ -263,6 +277,7 @@ func (p *h1Pool) dial(ctx context.Context, r *request) (*h1Conn, error) {
 		}
 	}
 	c.writeFn = c.writeThenWait
+	c.doneAt = p.s.now()
 	p.mu.Lock()
 	p.all = append(p.all, c)
 	p.mu.Unlock()
@@ -368,10 +383,12 @@ func (c *h1Conn) roundTrip(s *session, r *request, host, userAgent string) (keep
 // write (with edge-triggered epoll a readiness reset after it could swallow the response's
 // event), so the write happens inside the socket's RawConn.Read: its readiness is reset, the
 // callback writes and asks to wait, and the next call returns at once. Not used when bytes the
-// server sent earlier are buffered (a read finds them).
+// server sent earlier are buffered (a read finds them), nor on a connection that idled longer than
+// h1WaitFirstIdle since its last response (the reset would lose a close that came meanwhile).
+// r.sendStart is now.
 func (c *h1Conn) send(s *session, r *request) error {
 	b := c.bufs
-	if c.raw == nil || b.br.Buffered() > 0 {
+	if c.raw == nil || b.br.Buffered() > 0 || r.sendStart-c.doneAt > h1WaitFirstIdle {
 		_, err := c.conn.Write(b.wbuf)
 		r.sendEnd = s.now()
 		return err
