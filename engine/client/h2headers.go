@@ -17,8 +17,9 @@ import (
 // response (the frame, the closures and captured variables of its emit function, the field slice
 // as it grows): half of an h2 page's allocations. The checks are x/net's (RFC 9113 §8.2, §8.3):
 // a field value or name that is not allowed, a pseudo-header after a regular one, any pseudo-header
-// but one :status — a stream error; a header list above MaxHeaderListSize — truncated (the
-// stream is reset); an HPACK error — a connection error. Every block is decoded, also one for a
+// but one :status — a stream error, or a connection error if a CONTINUATION frame follows it; a
+// header list above MaxHeaderListSize — truncated (the stream is reset), a connection error if a
+// fragment goes on past twice the budget; an HPACK error — a connection error. Every block is decoded, also one for a
 // stream already closed, so that the HPACK context stays in step.
 type h2HeaderBlock struct {
 	dec     *hpack.Decoder
@@ -58,9 +59,11 @@ func (b *h2HeaderBlock) begin(f *http2.HeadersFrame) {
 // fragment decodes one fragment of the block; done reports END_HEADERS. An error is a connection
 // error.
 func (b *h2HeaderBlock) fragment(frag []byte, endHeaders bool) (done bool, err error) {
-	// x/net's limit: a fragment of more than twice the bytes still allowed (the header list's and
-	// the trailers') is not decoded; after a truncation, none is.
-	if int64(len(frag)) > 2*(int64(b.remain)+int64(b.trailerRemain())) {
+	// x/net's limits (the CONTINUATION flood, CVE-2023-45288): a fragment of more than twice the
+	// bytes still allowed (the header list's and the trailers') is not decoded; after a
+	// truncation, none is; nor any after an invalid field, whose fields no longer count against
+	// the budget.
+	if b.invalid != nil || int64(len(frag)) > 2*(int64(b.remain)+int64(b.trailerRemain())) {
 		b.active = false
 		return true, http2.ConnectionError(http2.ErrCodeProtocol)
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -138,5 +139,49 @@ func TestH2HeaderBlocks(t *testing.T) {
 	}
 	if s.sent.Load() < 2*(images+4) {
 		t.Errorf("the server wrote %d header blocks, want %d", s.sent.Load(), 2*(images+4))
+	}
+}
+
+// TestH2HeaderBlockFlood: a CONTINUATION frame after a field that made the block invalid is a
+// connection error (PROTOCOL_ERROR), as in x/net: the fields of an invalid block no longer count
+// against the header list's budget, so a server could otherwise go on sending CONTINUATION frames
+// that are all decoded (CVE-2023-45288). A block whose invalid field comes in its last fragment is
+// a stream error alone.
+func TestH2HeaderBlockFlood(t *testing.T) {
+	var hbuf bytes.Buffer
+	enc := hpack.NewEncoder(&hbuf)
+	_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+	_ = enc.WriteField(hpack.HeaderField{Name: "X-Upper", Value: "1"})
+	first := bytes.Clone(hbuf.Bytes())
+	hbuf.Reset()
+	_ = enc.WriteField(hpack.HeaderField{Name: "x-more", Value: "1"})
+	more := bytes.Clone(hbuf.Bytes())
+	for _, continued := range []bool{true, false} {
+		var wire bytes.Buffer
+		fr := http2.NewFramer(&wire, &wire)
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: first, EndHeaders: !continued}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hf := f.(*http2.HeadersFrame)
+		b := newH2HeaderBlock(1<<20, false)
+		b.begin(hf)
+		done, err := b.fragment(hf.HeaderBlockFragment(), hf.HeadersEnded())
+		if err != nil || done == continued || b.streamError() == nil {
+			t.Fatalf("continued %v: the HEADERS frame: done %v, %v, stream error %v; want a stream error to come", continued, done, err, b.streamError())
+		}
+		if !continued {
+			continue
+		}
+		for i := range 3 {
+			done, err = b.fragment(more, false)
+			var ce http2.ConnectionError
+			if !done || !errors.As(err, &ce) || http2.ErrCode(ce) != http2.ErrCodeProtocol {
+				t.Fatalf("CONTINUATION %d after the invalid field: done %v, %v; want a PROTOCOL_ERROR connection error", i+1, done, err)
+			}
+		}
 	}
 }
