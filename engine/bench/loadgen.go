@@ -118,11 +118,18 @@ type RatioRow struct {
 	Ratio         float64 `json:"ratio"`               // wirelab ÷ h2load (≥ 1.0: the generator does not limit the result)
 	WirelabUsReq  float64 `json:"wirelab_cpu_us_per_request"`
 	H2loadUsReq   float64 `json:"h2load_cpu_us_per_request"`
-	// The tools' response body bytes per request (medians); Unequal says they differ by more than
-	// 2 %: the tools did not do the same work, and the ratio compares different things.
+	// The tools' response body bytes and connections per request (medians). Unequal says the
+	// tools did not do the same work (UnequalReason: how), and the ratio, still given, compares
+	// different things: their body bytes per request differ by more than 2 %, or one tool opened
+	// connections for a share of its requests (more than 1 in 100) and more than twice as many per
+	// request as the other — a server that answers Connection: close makes one tool reopen
+	// thousands while the other idles its clients (unequalWork).
 	WirelabBytesReq float64 `json:"wirelab_body_bytes_per_request"`
 	H2loadBytesReq  float64 `json:"h2load_body_bytes_per_request"`
+	WirelabConnsReq float64 `json:"wirelab_connections_per_request"`
+	H2loadConnsReq  float64 `json:"h2load_connections_per_request"`
 	Unequal         bool    `json:"unequal_work,omitempty"`
+	UnequalReason   string  `json:"unequal_reason,omitempty"`
 	// Error: no ratio, because no h2load run of the protocol measured anything (its rows' error).
 	Error string `json:"error,omitempty"`
 }
@@ -131,7 +138,7 @@ type RatioRow struct {
 func ratios(rows []PagesRow, protocols []string) []RatioRow {
 	var out []RatioRow
 	for _, proto := range protocols {
-		var w, h, wu, hu, wb, hb []float64
+		var w, h, wu, hu, wb, hb, wc, hc []float64
 		failed := ""
 		for _, p := range rows {
 			switch {
@@ -139,9 +146,9 @@ func ratios(rows []PagesRow, protocols []string) []RatioRow {
 			case p.Error != "":
 				failed = p.Tool + ": " + p.Error
 			case p.Tool == "h2load":
-				h, hu, hb = append(h, p.PagesPerS), append(hu, p.CPUUsPerReq), append(hb, p.BodyBytesPerReq)
+				h, hu, hb, hc = append(h, p.PagesPerS), append(hu, p.CPUUsPerReq), append(hb, p.BodyBytesPerReq), append(hc, connsPerReq(p))
 			default:
-				w, wu, wb = append(w, p.PagesPerS), append(wu, p.CPUUsPerReq), append(wb, p.BodyBytesPerReq)
+				w, wu, wb, wc = append(w, p.PagesPerS), append(wu, p.CPUUsPerReq), append(wb, p.BodyBytesPerReq), append(wc, connsPerReq(p))
 			}
 		}
 		if len(w) == 0 || len(h) == 0 {
@@ -152,14 +159,38 @@ func ratios(rows []PagesRow, protocols []string) []RatioRow {
 		}
 		r := RatioRow{Protocol: proto, Rounds: min(len(w), len(h)), WirelabPagesS: round(median(w), 1), H2loadPagesS: round(median(h), 1),
 			WirelabUsReq: round(median(wu), 1), H2loadUsReq: round(median(hu), 1),
-			WirelabBytesReq: round(median(wb), 0), H2loadBytesReq: round(median(hb), 0)}
-		r.Unequal = math.Abs(median(wb)-median(hb)) > 0.02*max(median(wb), median(hb))
+			WirelabBytesReq: round(median(wb), 0), H2loadBytesReq: round(median(hb), 0),
+			WirelabConnsReq: round(median(wc), 4), H2loadConnsReq: round(median(hc), 4)}
+		r.UnequalReason = unequalWork(median(wb), median(hb), median(wc), median(hc))
+		r.Unequal = r.UnequalReason != ""
 		if m := median(h); m > 0 {
 			r.Ratio = round(median(w)/m, 2)
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// connsPerReq is a run's connections per request (0 without requests).
+func connsPerReq(p PagesRow) float64 {
+	if p.Requests <= 0 {
+		return 0
+	}
+	return float64(p.Connections) / float64(p.Requests)
+}
+
+// unequalWork says how the tools' work differed ("" if it did not): body bytes per request more
+// than 2 % apart, or connections per request — one tool reopening connections (more than one per
+// 100 requests) and more than twice as many per request as the other. Kept connections are far
+// fewer: a few hundred over a run's tens of thousands of requests.
+func unequalWork(wBytes, hBytes, wConns, hConns float64) string {
+	if math.Abs(wBytes-hBytes) > 0.02*max(wBytes, hBytes) {
+		return fmt.Sprintf("body bytes per request %.0f (wirelab) vs %.0f (h2load): more than 2 %% apart", wBytes, hBytes)
+	}
+	if hi, lo := max(wConns, hConns), min(wConns, hConns); hi > 0.01 && hi > 2*lo {
+		return fmt.Sprintf("connections per request %.4f (wirelab) vs %.4f (h2load): one tool reopened connections", wConns, hConns)
+	}
+	return ""
 }
 
 // BookkeepingRow relates the generator's accounting to a real run's CPU.

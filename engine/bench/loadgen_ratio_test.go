@@ -101,3 +101,26 @@ func TestBenchKnobsDecode(t *testing.T) {
 		t.Errorf("apache's benchmark object %s; want 64 threads per child, 256 at most", b)
 	}
 }
+
+// The tools' connections per request are compared too: a server that answers Connection: close
+// makes wirelab's VUs reopen a connection per request while h2load idles its clients — the same
+// body bytes per request, not the same work. Kept connections (a few hundred in a run) pass.
+func TestRatiosCompareTheConnections(t *testing.T) {
+	rows := []PagesRow{
+		{Protocol: "h1", Tool: "h2load", PagesPerS: 100, BodyBytesPerReq: 2150, Requests: 50000, Connections: 120},
+		{Protocol: "h1", Tool: "wirelab", PagesPerS: 90, BodyBytesPerReq: 2147, Requests: 40000, Connections: 120},
+		{Protocol: "h1s", Tool: "h2load", PagesPerS: 100, BodyBytesPerReq: 2150, Requests: 50000, Connections: 120},
+		{Protocol: "h1s", Tool: "wirelab", PagesPerS: 90, BodyBytesPerReq: 2147, Requests: 40000, Connections: 23000},
+	}
+	got := ratios(rows, []string{"h1", "h1s"})
+	if r := got[0]; r.Unequal || r.WirelabConnsReq != 0.003 || r.H2loadConnsReq != 0.0024 {
+		t.Errorf("h1: %+v; want kept connections (0.003 and 0.0024 per request), the same work", r)
+	}
+	if r := got[1]; !r.Unequal || r.Ratio != 0.9 || !strings.Contains(r.UnequalReason, "connections per request 0.5750 (wirelab) vs 0.0024 (h2load)") {
+		t.Errorf("h1s: %+v; want unequal work named by its connections, the ratio 0.9 kept", r)
+	}
+	b, _ := json.Marshal(got[1])
+	if !strings.Contains(string(b), `"ratio":0.9`) || !strings.Contains(string(b), `"unequal_work":true`) || !strings.Contains(string(b), `"unequal_reason":"connections per request`) {
+		t.Errorf("JSON %s; want the ratio, unequal_work and its reason", b)
+	}
+}

@@ -69,7 +69,7 @@ func TestBenchLoadgenNginx(t *testing.T) {
 	}
 	for _, q := range res.Ratios {
 		if q.Unequal {
-			t.Errorf("%s: the tools did not do the same work: %v vs %v body bytes per request", q.Protocol, q.WirelabBytesReq, q.H2loadBytesReq)
+			t.Errorf("%s: the tools did not do the same work: %s", q.Protocol, q.UnequalReason)
 		}
 	}
 	// The tools reach the server's own address from its namespace: delivered through lo, not the

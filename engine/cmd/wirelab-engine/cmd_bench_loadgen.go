@@ -214,6 +214,7 @@ func printRatioTable(runs []*bench.LoadgenResult, protocols []string) {
 		fmt.Printf(" %6s", p)
 	}
 	fmt.Printf("  load before → after\n")
+	var unequal []string
 	for _, r := range runs {
 		fmt.Printf("  %-8s", r.Server)
 		if r.Error != "" && len(r.Ratios) == 0 {
@@ -230,6 +231,11 @@ func printRatioTable(runs []*bench.LoadgenResult, protocols []string) {
 				fmt.Printf(" %6s", "hung")
 				continue
 			}
+			if q := r.Ratios[i]; q.Unequal {
+				fmt.Printf(" %6s", fmt.Sprintf("%.2f≠", q.Ratio))
+				unequal = append(unequal, fmt.Sprintf("%s %s: %s", r.Server, p, q.UnequalReason))
+				continue
+			}
 			fmt.Printf(" %6.2f", r.Ratios[i].Ratio)
 		}
 		fmt.Printf("  %s → %s", r.Machine.LoadBefore, r.Machine.LoadAfter)
@@ -237,6 +243,9 @@ func printRatioTable(runs []*bench.LoadgenResult, protocols []string) {
 			fmt.Printf("  (ended early: %s)", r.Error)
 		}
 		fmt.Println()
+	}
+	for _, u := range unequal {
+		fmt.Printf("  ≠ not the same work, the ratio compares different loads — %s\n", u)
 	}
 }
 
@@ -259,7 +268,7 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 			fmt.Printf("  %-4s wirelab ÷ h2load = %.2f (median pages/s %.1f vs %.1f over %d rounds; µs CPU per request %.1f vs %.1f; body bytes per request %.0f vs %.0f)\n",
 				q.Protocol, q.Ratio, q.WirelabPagesS, q.H2loadPagesS, q.Rounds, q.WirelabUsReq, q.H2loadUsReq, q.WirelabBytesReq, q.H2loadBytesReq)
 			if q.Unequal {
-				fmt.Printf("  %-4s NOT THE SAME WORK: the tools' body bytes per request differ by more than 2 %% — the ratio compares different loads\n", q.Protocol)
+				fmt.Printf("  %-4s NOT THE SAME WORK: %s — the ratio compares different loads\n", q.Protocol, q.UnequalReason)
 			}
 		}
 	}
