@@ -320,6 +320,7 @@ type h2Stream struct {
 	deliver func(*request)
 	ctx     context.Context
 	headers bool // final response headers seen
+	info    int  // informational (1xx) header blocks seen
 	unacked uint32
 	end     time.Duration
 	err     error
@@ -758,6 +759,10 @@ func (c *h2Conn) handle(f http2.Frame, now time.Duration) error {
 	return nil
 }
 
+// h2Max1xx is how many informational (1xx) responses a stream may have before its final one,
+// x/net's limit: more reset the stream.
+const h2Max1xx = 5
+
 // headerFragment decodes a fragment of a response header block (c.hb) and, at its end, applies
 // the block to its stream. An error is a connection error; a stream error resets the stream.
 func (c *h2Conn) headerFragment(frag []byte, endHeaders bool, now time.Duration) error {
@@ -800,7 +805,13 @@ func (c *h2Conn) headerFragment(frag []byte, endHeaders bool, now time.Duration)
 	if r.firstByte == unset {
 		r.firstByte = now
 	}
-	if status < 200 { // informational; the final response follows
+	if status < 200 { // informational; the final response follows (x/net's checks)
+		switch st.info++; {
+		case b.endStream:
+			c.resetStream(st, now, http2.ErrCodeProtocol, errors.New("h2: 1xx informational response with END_STREAM"))
+		case st.info > h2Max1xx:
+			c.resetStream(st, now, http2.ErrCodeProtocol, fmt.Errorf("h2: more than %d 1xx informational responses", h2Max1xx))
+		}
 		return nil
 	}
 	st.headers = true

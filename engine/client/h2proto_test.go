@@ -1,0 +1,152 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// h2Script is an h2c server (serveRaw) that answers each request with respond, which writes the
+// response's frames (block encodes a header block into one HEADERS frame); it records the error
+// codes of the RST_STREAM and GOAWAY frames the client sends.
+type h2Script struct {
+	respond func(fr *http2.Framer, block func(id uint32, endStream bool, fields ...string) error, id uint32, path string) error
+
+	mu     sync.Mutex
+	rsts   []http2.ErrCode
+	goAway []http2.ErrCode
+}
+
+func (s *h2Script) serve(c net.Conn) {
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(c, preface); err != nil {
+		return
+	}
+	fr := http2.NewFramer(c, c)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	var hbuf bytes.Buffer
+	henc := hpack.NewEncoder(&hbuf)
+	block := func(id uint32, endStream bool, fields ...string) error {
+		hbuf.Reset()
+		for i := 0; i+1 < len(fields); i += 2 {
+			_ = henc.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]})
+		}
+		return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hbuf.Bytes(), EndStream: endStream, EndHeaders: true})
+	}
+	if fr.WriteSettings() != nil {
+		return
+	}
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() && fr.WriteSettingsAck() != nil {
+				return
+			}
+		case *http2.RSTStreamFrame:
+			s.mu.Lock()
+			s.rsts = append(s.rsts, f.ErrCode)
+			s.mu.Unlock()
+		case *http2.GoAwayFrame:
+			s.mu.Lock()
+			s.goAway = append(s.goAway, f.ErrCode)
+			s.mu.Unlock()
+		case *http2.MetaHeadersFrame:
+			if s.respond(fr, block, f.StreamID, f.PseudoValue("path")) != nil {
+				return
+			}
+		}
+	}
+}
+
+// load loads the root alone (objects mode) from the script over h2c, with a 10 s timeout, and
+// reports its result and how long it took.
+func (s *h2Script) load(t *testing.T) (*Result, time.Duration) {
+	t.Helper()
+	ln, _ := serveRaw(t, s.serve)
+	l, err := New(Config{Protocol: H2C, Mode: ModeObjects, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	base := "http://" + ln.Addr().String()
+	res, err := l.Load(context.Background(), base+"/", []string{base + "/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, time.Since(start)
+}
+
+// codes waits briefly for the client's RST_STREAM or GOAWAY to reach the server and returns the
+// codes seen.
+func (s *h2Script) codes() (rsts, goAway []http2.ErrCode) {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		rsts, goAway = slicesClone(s.rsts), slicesClone(s.goAway)
+		s.mu.Unlock()
+		if len(rsts)+len(goAway) > 0 {
+			break
+		}
+	}
+	return rsts, goAway
+}
+
+func slicesClone(v []http2.ErrCode) []http2.ErrCode { return append([]http2.ErrCode(nil), v...) }
+
+// checkFailed: the load's one request failed at once (not at the timeout) with an error naming
+// want, and the client reset its stream with PROTOCOL_ERROR.
+func (s *h2Script) checkFailed(t *testing.T, want string) {
+	t.Helper()
+	res, took := s.load(t)
+	if res.Err == nil || !strings.Contains(res.Err.Error(), want) || took > 5*time.Second {
+		t.Errorf("load: %v after %v; want an error naming %q at once", res.Err, took.Round(time.Millisecond), want)
+	}
+	if rsts, _ := s.codes(); len(rsts) != 1 || rsts[0] != http2.ErrCodeProtocol {
+		t.Errorf("client's RST_STREAMs %v; want one PROTOCOL_ERROR", rsts)
+	}
+}
+
+// An informational (1xx) response with END_STREAM resets its stream (no final response can
+// follow), as x/net does; so do more than five informational responses before the final one. Five
+// pass.
+func TestH2Informational(t *testing.T) {
+	t.Run("end-stream", func(t *testing.T) {
+		s := &h2Script{respond: func(fr *http2.Framer, block func(uint32, bool, ...string) error, id uint32, path string) error {
+			return block(id, true, ":status", "103", "link", "</x.css>; rel=preload")
+		}}
+		s.checkFailed(t, "END_STREAM")
+	})
+	for _, n := range []int{5, 6} {
+		s := &h2Script{respond: func(fr *http2.Framer, block func(uint32, bool, ...string) error, id uint32, path string) error {
+			for range n {
+				if err := block(id, false, ":status", "103"); err != nil {
+					return err
+				}
+			}
+			if err := block(id, false, ":status", "200", "content-length", "2"); err != nil {
+				return err
+			}
+			return fr.WriteData(id, true, []byte("ok"))
+		}}
+		if n == 6 {
+			t.Run("six", func(t *testing.T) { s.checkFailed(t, "1xx informational responses") })
+			continue
+		}
+		t.Run("five", func(t *testing.T) {
+			if res, _ := s.load(t); res.Err != nil || res.Objects != 1 {
+				t.Errorf("five 103s, then 200: %v, %d objects", res.Err, res.Objects)
+			}
+		})
+	}
+}
