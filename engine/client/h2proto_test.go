@@ -150,3 +150,40 @@ func TestH2Informational(t *testing.T) {
 		})
 	}
 }
+
+// A header block HPACK cannot decode is a connection error of type COMPRESSION_ERROR (RFC 9113
+// §4.3): the client's GOAWAY says so; a CONTINUATION flood's stays PROTOCOL_ERROR.
+func TestH2GoAwayCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want http2.ErrCode
+		frag []byte // the HEADERS frame's fragment (END_HEADERS unless continued)
+		cont bool   // followed by CONTINUATIONs
+	}{
+		{"hpack", http2.ErrCodeCompression, []byte{0xbf, 0x7f}, false}, // index 63 of an empty dynamic table
+		{"flood", http2.ErrCodeProtocol, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &h2Script{respond: func(fr *http2.Framer, block func(uint32, bool, ...string) error, id uint32, path string) error {
+				frag := tc.frag
+				if tc.cont {
+					var hbuf bytes.Buffer
+					_ = hpack.NewEncoder(&hbuf).WriteField(hpack.HeaderField{Name: "X-Upper", Value: "1"})
+					frag = append([]byte{0x88}, hbuf.Bytes()...) // :status 200, then an invalid name
+				}
+				err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: frag, EndHeaders: !tc.cont})
+				for i := 0; tc.cont && i < 3 && err == nil; i++ {
+					err = fr.WriteContinuation(id, false, []byte{0x40, 0x01, 'x', 0x01, 'y'})
+				}
+				return err
+			}}
+			res, _ := s.load(t)
+			if res.Err == nil {
+				t.Errorf("load complete; want it failed")
+			}
+			if _, goAway := s.codes(); len(goAway) != 1 || goAway[0] != tc.want {
+				t.Errorf("client's GOAWAYs %v; want one %v", goAway, tc.want)
+			}
+		})
+	}
+}

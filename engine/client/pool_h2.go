@@ -688,7 +688,12 @@ func (c *h2Conn) readLoop() {
 			return
 		}
 		if err := c.handle(f, now); err != nil {
-			c.write(func() error { return c.fr.WriteGoAway(0, http2.ErrCodeProtocol, nil) })
+			// The error's own code if it has one (an HPACK error: COMPRESSION_ERROR, RFC 9113 §4.3).
+			code := http2.ErrCodeProtocol
+			if ce := http2.ConnectionError(0); errors.As(err, &ce) {
+				code = http2.ErrCode(ce)
+			}
+			c.write(func() error { return c.fr.WriteGoAway(0, code, nil) })
 			c.fail(err)
 			return
 		}
