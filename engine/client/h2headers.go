@@ -152,21 +152,33 @@ func (b *h2HeaderBlock) fail(err error) {
 	b.dec.SetEmitEnabled(false) // the rest of the block only keeps the HPACK context in step
 }
 
-// statusCode is the block's :status, ok false when it is missing or not three digits.
+// statusCode is the block's :status, ok false when it is missing or not three digits (100–999;
+// no sign, no spaces).
 func (b *h2HeaderBlock) statusCode() (int, bool) {
-	status, err := strconv.Atoi(b.status)
-	return status, err == nil && status >= 100 && status <= 999
+	if len(b.status) != 3 || b.status[0] == '0' || !allDigits(b.status) {
+		return 0, false
+	}
+	status, _ := strconv.Atoi(b.status)
+	return status, true
 }
 
-// contentLength is the block's content-length, -1 when absent or not a number.
+// contentLength is the block's content-length, -1 when absent or not digits alone (as
+// parseH1Head: no sign, no spaces, at most 18 digits).
 func (b *h2HeaderBlock) contentLength() int64 {
-	if b.contentLen == "" {
+	if len(b.contentLen) == 0 || len(b.contentLen) > 18 || !allDigits(b.contentLen) {
 		return -1
 	}
-	if n, err := strconv.ParseInt(b.contentLen, 10, 64); err == nil && n >= 0 {
-		return n
+	n, _ := strconv.ParseInt(b.contentLen, 10, 64)
+	return n
+}
+
+func allDigits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
 	}
-	return -1
+	return true
 }
 
 // validWireFieldName is x/net's validWireHeaderFieldName: a token in lower case.

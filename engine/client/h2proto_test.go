@@ -187,3 +187,50 @@ func TestH2GoAwayCodes(t *testing.T) {
 		})
 	}
 }
+
+// Trailers with a pseudo-header reset the stream (RFC 9113 §8.1: a malformed response); plain
+// trailers end it.
+func TestH2TrailersPseudoHeader(t *testing.T) {
+	for _, pseudo := range []bool{true, false} {
+		s := &h2Script{respond: func(fr *http2.Framer, block func(uint32, bool, ...string) error, id uint32, path string) error {
+			if err := block(id, false, ":status", "200", "content-length", "2"); err != nil {
+				return err
+			}
+			if err := fr.WriteData(id, false, []byte("ok")); err != nil {
+				return err
+			}
+			if pseudo {
+				return block(id, true, ":status", "200", "x-trailer", "1")
+			}
+			return block(id, true, "x-trailer", "1")
+		}}
+		if pseudo {
+			s.checkFailed(t, "pseudo-header field in trailers")
+		} else if res, _ := s.load(t); res.Err != nil || res.Objects != 1 {
+			t.Errorf("plain trailers: %v, %d objects; want the object complete", res.Err, res.Objects)
+		}
+	}
+}
+
+// :status is three digits and content-length digits alone, as parseH1Head reads an HTTP/1.1 head:
+// strconv's signs and other forms are not taken.
+func TestH2StatusAndLength(t *testing.T) {
+	for _, tc := range []struct {
+		status string
+		ok     bool
+		want   int
+	}{{"200", true, 200}, {"103", true, 103}, {"999", true, 999}, {"+200", false, 0}, {"0200", false, 0}, {"099", false, 0}, {"20", false, 0}, {"2000", false, 0}, {"-20", false, 0}, {"", false, 0}} {
+		b := &h2HeaderBlock{status: tc.status}
+		if got, ok := b.statusCode(); ok != tc.ok || ok && got != tc.want {
+			t.Errorf(":status %q: %d, %v; want %d, %v", tc.status, got, ok, tc.want, tc.ok)
+		}
+	}
+	for _, tc := range []struct {
+		value string
+		want  int64
+	}{{"0", 0}, {"2147", 2147}, {"+5", -1}, {"-1", -1}, {" 5", -1}, {"5 ", -1}, {"0x10", -1}, {"", -1}, {"1234567890123456789", -1}, {"123456789012345678", 123456789012345678}} {
+		if got := (&h2HeaderBlock{contentLen: tc.value}).contentLength(); got != tc.want {
+			t.Errorf("content-length %q: %d; want %d", tc.value, got, tc.want)
+		}
+	}
+}

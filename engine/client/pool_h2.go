@@ -790,6 +790,10 @@ func (c *h2Conn) headerFragment(frag []byte, endHeaders bool, now time.Duration)
 		return nil // a stream we already closed or reset
 	}
 	if st.headers { // trailers
+		if b.statusCount > 0 { // RFC 9113 §8.1: no pseudo-header (another is invalid already)
+			c.resetStream(st, now, http2.ErrCodeProtocol, errors.New("h2: pseudo-header field in trailers"))
+			return nil
+		}
 		if !b.endStream {
 			c.resetStream(st, now, http2.ErrCodeProtocol, errors.New("h2: trailers without END_STREAM"))
 			return nil
