@@ -89,8 +89,11 @@ type loadRun struct {
 	pools map[origin]originPool
 	res   *Result
 	lean  bool
-	// completed, if set, sees every request as it completes, on the loop's goroutine; aborted
-	// says the load had been aborted (timeout, cancellation) when it did.
+	// completed, if set, sees every request as it completes, one at a time, always under mu: on
+	// the loop's goroutine, or — a quiet flat load's completions (quietFlat) — on the goroutine
+	// that completed it (an h2 read loop, an h1 worker); it must be quick and must not block or
+	// call into the Tab. aborted says the load had been aborted (timeout, cancellation) when it
+	// did.
 	completed func(r *request, aborted bool)
 
 	all     []*request // issue order (not with lean)

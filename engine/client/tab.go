@@ -38,8 +38,11 @@ type TabOptions struct {
 	Lean bool
 	// OnRequest, if set, sees every request as it completes, before Load returns and one request
 	// at a time: on the goroutine that called Load, or — a Lean tab's request whose completion
-	// issues nothing (loadRun.quietFlat) — on the goroutine that completed it, under the load's
-	// lock.
+	// issues nothing (loadRun.quietFlat) — on the goroutine that completed it (an h2 connection's
+	// read loop, an h1 connection's worker), under the load's lock. It must therefore be quick:
+	// not block, not wait on anything the load does, and not call into the Tab (its Load, its
+	// Close) — a slow callee stalls every stream of that connection and every completion of the
+	// load.
 	OnRequest func(RequestStats)
 	// Conns, if set, counts the tab's connections (several tabs may share one gauge).
 	Conns *ConnGauge
