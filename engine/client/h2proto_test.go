@@ -134,6 +134,11 @@ func TestH2Informational(t *testing.T) {
 					return err
 				}
 			}
+			if n > 5 {
+				// Nothing after the sixth: the client closes with nothing unread (unread bytes
+				// would make its close an RST, which can discard its RST_STREAM here).
+				return nil
+			}
 			if err := block(id, false, ":status", "200", "content-length", "2"); err != nil {
 				return err
 			}
@@ -172,7 +177,9 @@ func TestH2GoAwayCodes(t *testing.T) {
 					frag = append([]byte{0x88}, hbuf.Bytes()...) // :status 200, then an invalid name
 				}
 				err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: frag, EndHeaders: !tc.cont})
-				for i := 0; tc.cont && i < 3 && err == nil; i++ {
+				// One CONTINUATION: the client fails at it, and closes with nothing unread (more
+				// unread bytes would make its close an RST, which can discard its GOAWAY here).
+				if tc.cont && err == nil {
 					err = fr.WriteContinuation(id, false, []byte{0x40, 0x01, 'x', 0x01, 'y'})
 				}
 				return err
