@@ -471,3 +471,21 @@ def test_field_by_field_check_never_passes_what_the_whole_schema_refuses():
     # the same field values again (cached) keep their verdicts
     assert contract.problem("trial-spec", trial) is None
     assert contract.problem("trial-spec", {**trial, "shards": 0}) is not None
+
+
+def test_server_knobs_added_later_keep_the_ids_stored_before_them():
+    """server.nginx's keepalive_timeout_s, reuseport and open_file_cache came after nginx configurations
+    were stored: at their defaults the ids are those computed before they existed (5189e60); set, they
+    are part of the id; the caller's spec is left as it was."""
+    plan = spec.load(GOLDEN / "server-tables.toml")
+    before = ["c33695812a8db236", "ceca82e4fad49fa7", "c21591cdd6eb0231", "cebaecca0b3e4a9a"]
+    assert [t.id for t in plan.trials] == before
+    nginx = plan.trials[0].spec
+    assert nginx["server"]["nginx"]["reuseport"] is False
+    kept = json.dumps(nginx, sort_keys=True)
+    assert spec.config_id(nginx) == before[0]
+    assert json.dumps(nginx, sort_keys=True) == kept
+    for key, value in (("reuseport", True), ("keepalive_timeout_s", 3600), ("open_file_cache", 1000)):
+        changed = json.loads(kept)
+        changed["server"]["nginx"][key] = value
+        assert spec.config_id(changed) != before[0], key

@@ -13,17 +13,20 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from wirelab import _netprofile as netprofile
-from wirelab._contract_models import CaptureConfig, ClientConfig
+from wirelab._contract_models import CaptureConfig, ClientConfig, NginxConfig
 from wirelab._spec_models import PlannedTrial
 
 __all__ = ["canonical", "config_id", "plan_hash", "worker_repeats"]
 
-# Trial-spec fields added after configurations were first stored, per section: left out of the id at
-# their default (the schema's, as the generated models hold it), so that a sweep stored before them
-# keeps its ids and resumes without running again. A new field with a default joins its section here.
+# Trial-spec fields added after configurations were first stored, per section (a dotted path for a
+# nested table): left out of the id at their default (the schema's, as the generated models hold it),
+# so that a sweep stored before them keeps its ids and resumes without running again. A new field with
+# a default joins its section here. (server.nginx's keepalive_requests is in the id: configurations
+# have been stored with it since it came, and leaving it out now would change theirs.)
 _ADDED_LATER: dict[str, tuple[type[Any], tuple[str, ...]]] = {
     "client": (ClientConfig, ("view", "h3", "cpu_slowdown", "viewport")),
     "capture": (CaptureConfig, ("screenshots",)),
+    "server.nginx": (NginxConfig, ("keepalive_timeout_s", "reuseport", "open_file_cache")),
 }
 
 
@@ -47,11 +50,19 @@ def config_id(spec: Mapping[str, Any]) -> str:
     for side in ("up", "down"):
         if network[side].get("discipline") == {"name": "droptail"}:
             del network[side]["discipline"]
-    for section, (model, keys) in _ADDED_LATER.items():
-        part = body.get(section)
+    for path, (model, keys) in _ADDED_LATER.items():
+        *outer, section = path.split(".")
+        parent: Any = body
+        for name in outer:  # copied on the way down: the caller's spec is never changed
+            if not isinstance(parent.get(name), dict):
+                parent = None
+                break
+            parent[name] = dict(parent[name])
+            parent = parent[name]
+        part = parent.get(section) if parent is not None else None
         if isinstance(part, dict):
             fields = model.model_fields
-            body[section] = {k: v for k, v in part.items() if not (k in keys and v == fields[k].default)}
+            parent[section] = {k: v for k, v in part.items() if not (k in keys and v == fields[k].default)}
     return "c" + hashlib.sha256(canonical(body).encode()).hexdigest()[:15]
 
 
