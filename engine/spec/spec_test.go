@@ -48,7 +48,8 @@ func TestServerObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"impl":"nginx","max_concurrent_streams":100,"write_chunk_bytes":0,"tls_version":"1.3","session_resumption":false,` +
-		`"keep_alive":true,"push":"none","nginx":{"keepalive_requests":1000,"worker_connections":768,"worker_processes":2}}`
+		`"keep_alive":true,"push":"none","nginx":{"keepalive_requests":1000,"keepalive_timeout_s":75,"open_file_cache":0,` +
+		`"reuseport":false,"worker_connections":768,"worker_processes":2}}`
 	if string(b) != want {
 		t.Errorf("marshalled\n got %s\nwant %s", b, want)
 	}
