@@ -119,6 +119,18 @@ func TestFillVUsRowReadsTheHold(t *testing.T) {
 	if row.CleanVUs != 2000 || row.CleanS != 15 || row.NoErrorVUs != 2000 || row.NoErrorS != 15 {
 		t.Errorf("clean up to %d VUs at %v s, no error up to %d at %v s; want 2000 at 15 both (interval 3 had an error)", row.CleanVUs, row.CleanS, row.NoErrorVUs, row.NoErrorS)
 	}
+	// The figures per page divide the unrounded cores: 0.004 cores is 0.00 rounded, 0.1 ms per page at 40 pages/s.
+	for k := range ivs {
+		ivs[k].Generator.CPUUtil = 0.004
+	}
+	row = &VUsRow{VUs: 2000, ThinkS: 30}
+	fillVUsRow(row, nil, ivs, mem, srvCPU, loads, 10*time.Second, 15*time.Second)
+	if row.CPUCores != 0 || row.GenMsPerPage != 0.1 {
+		t.Errorf("generators %v cores, %v ms per page; want 0 (rounded) and 0.1", row.CPUCores, row.GenMsPerPage)
+	}
+	for k := range ivs {
+		ivs[k].Generator.CPUUtil = 0.3
+	}
 	// A page p99 above 1 s ends the clean stretch, not the error-free one.
 	ivs[1].PageMs = &loadgen.Latency{P99: 1500}
 	row = &VUsRow{VUs: 2000, ThinkS: 30}
