@@ -46,7 +46,7 @@ type VUsRow struct {
 	// interval.
 	VUsReached    int     `json:"vus_reached"`
 	VUsHeld       int     `json:"vus_held"`
-	PagesPerSHold float64 `json:"pages_per_s_hold"`    // mean over the hold's intervals
+	PagesPerSHold float64 `json:"pages_per_s_hold"`    // mean over the hold's intervals but its last
 	PagesPerSPlan float64 `json:"pages_per_s_planned"` // VUs ÷ (think + page p50)
 	PageP50Ms     float64 `json:"page_p50_ms"`
 	PageP99Ms     float64 `json:"page_p99_ms"`
@@ -420,6 +420,7 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 	var ivs []loadgen.Interval
 	var mem []int64            // the generators' memory when each merged interval arrived (cgroup), by index
 	var srvCPU []time.Duration // the servers' CPU time then
+	var srvAt []time.Time      // and the wall time it was read at
 	var loads []string         // the load average then
 	srv0, at0 := serverCPU(), time.Now()
 	sums := make([]*loadgen.Summary, plan.Generators)
@@ -428,6 +429,15 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 		if err != nil && exitErr == nil {
 			exitErr = err
 		}
+		if len(merged) == 0 {
+			return
+		}
+		// One read of the servers' CPU for the intervals merged together, over the wall time
+		// since the read before: read per interval, the first of a batch had the whole span and
+		// the rest ~0 (a spike, then zeros).
+		cpu, at := serverCPU(), time.Now()
+		srvCores := (cpu - srv0).Seconds() / max(at.Sub(at0).Seconds(), 1e-3)
+		srv0, at0 = cpu, at
 		for _, iv := range merged {
 			m := iv.Generator.RSSBytes
 			if genGroup != nil {
@@ -435,10 +445,7 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 					m = u.MemoryBytes
 				}
 			}
-			cpu, at := serverCPU(), time.Now()
-			srvCores := (cpu - srv0).Seconds() / max(at.Sub(at0).Seconds(), 1e-3)
-			srv0, at0 = cpu, at
-			ivs, mem, srvCPU, loads = append(ivs, iv), append(mem, m), append(srvCPU, cpu), append(loads, loadavg())
+			ivs, mem, srvCPU, srvAt, loads = append(ivs, iv), append(mem, m), append(srvCPU, cpu), append(srvAt, at), append(loads, loadavg())
 			o.progress("    t=%5.0f s  %6d VUs  %7.1f pages/s  p99 %7.1f ms  mem %6.0f MB (rss %6.0f MB)  %6d goroutines  %6d conns  %d errors  cores: generators %.2f, server %.2f  load %s",
 				iv.TEndS, iv.VUs, iv.PagesPerS, p99(iv.PageMs), float64(m)/1e6, float64(iv.Generator.RSSBytes)/1e6, iv.Generator.Goroutines,
 				iv.OpenConnections, iv.Errors.Total(), iv.Generator.CPUUtil, srvCores, loads[len(loads)-1])
@@ -488,7 +495,7 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 		}
 	}
 	row.RealtimeCores, row.RealtimeThreads = rt()
-	fillVUsRow(row, merged.Summary, ivs, mem, srvCPU, loads, o.VURamp, o.VUHold)
+	fillVUsRow(row, merged.Summary, ivs, mem, srvCPU, srvAt, loads, o.VURamp, o.VUHold)
 	if len(ivs) == 0 {
 		return row, errors.Join(ctx.Err(), errors.New("no interval merged"))
 	}
@@ -496,8 +503,9 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 }
 
 // fillVUsRow reads the figures of the hold (its intervals [ramp, ramp + hold)) from the merged
-// intervals and the generators' memory beside each (mem[i] with ivs[i]).
-func fillVUsRow(row *VUsRow, sum *loadgen.Summary, ivs []loadgen.Interval, mem []int64, srvCPU []time.Duration, loads []string, ramp, hold time.Duration) {
+// intervals and the generators' memory beside each (mem[i] with ivs[i]), the servers' CPU time
+// read when each arrived (srvCPU[i], at the wall time srvAt[i]).
+func fillVUsRow(row *VUsRow, sum *loadgen.Summary, ivs []loadgen.Interval, mem []int64, srvCPU []time.Duration, srvAt []time.Time, loads []string, ramp, hold time.Duration) {
 	upTo := func(bad func(loadgen.Interval) bool) (vus int, s float64) {
 		for _, iv := range ivs {
 			if bad(iv) {
@@ -527,6 +535,9 @@ func fillVUsRow(row *VUsRow, sum *loadgen.Summary, ivs []loadgen.Interval, mem [
 	if len(hold_) == 0 {
 		return
 	}
+	if len(hold_) > 1 { // the last one may end with the scenario, as the VUs leave (and arrive at the end)
+		hold_ = hold_[:len(hold_)-1]
+	}
 	var pages, cpu float64
 	for _, i := range hold_ {
 		pages += ivs[i].PagesPerS
@@ -540,20 +551,24 @@ func fillVUsRow(row *VUsRow, sum *loadgen.Summary, ivs []loadgen.Interval, mem [
 	ps, genCores, srvCores := pages/float64(len(hold_)), cpu/float64(len(hold_)), 0.0
 	row.PagesPerSHold = round(ps, 1)
 	row.CPUCores = round(genCores, 2)
-	if first, lastH := hold_[0], hold_[len(hold_)-1]; first > 0 && len(srvCPU) == len(ivs) {
-		// The servers' CPU from the end of the interval before the hold to its last, over that span.
-		span := ivs[lastH].TEndS - ivs[first].TStartS
-		srvCores = (srvCPU[lastH] - srvCPU[first-1]).Seconds() / max(span, 1e-3)
-		row.ServerCores = round(srvCores, 2)
+	if first, lastH := hold_[0], hold_[len(hold_)-1]; first > 0 && len(srvCPU) == len(ivs) && len(srvAt) == len(ivs) {
+		// The servers' CPU read when the interval before the hold arrived to when its last did,
+		// over the wall time between the two reads; not a read shared with the intervals after
+		// the hold (they arrive together at the end, after the generators' close of every
+		// connection).
+		for lastH >= first && lastH+1 < len(ivs) && srvAt[lastH].Equal(srvAt[lastH+1]) {
+			lastH--
+		}
+		if span := srvAt[max(lastH, 0)].Sub(srvAt[first-1]).Seconds(); lastH >= first && span > 0 {
+			srvCores = (srvCPU[lastH] - srvCPU[first-1]).Seconds() / span
+			row.ServerCores = round(srvCores, 2)
+		}
 	}
 	if ps > 0 {
 		row.GenMsPerPage = round(1000*genCores/ps, 3)
 		row.ServerMsPerPage = round(1000*srvCores/ps, 3)
 	}
 	last := hold_[len(hold_)-1]
-	if len(hold_) > 1 { // the last one may end with the scenario, as the VUs leave
-		last = hold_[len(hold_)-2]
-	}
 	iv := ivs[last]
 	row.VUsHeld, row.Goroutines, row.OpenConnections, row.RSSBytes = iv.VUs, iv.Generator.Goroutines, iv.OpenConnections, iv.Generator.RSSBytes
 	if len(loads) == len(ivs) {

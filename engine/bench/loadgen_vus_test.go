@@ -107,26 +107,38 @@ func TestFillVUsRowReadsTheHold(t *testing.T) {
 	ivs := []loadgen.Interval{iv(0, 1000, 10, 50e6, 1000), iv(1, 2000, 20, 90e6, 2000), iv(2, 2000, 30, 100e6, 2000), iv(3, 2000, 40, 100e6, 2000), iv(4, 0, 50, 100e6, 0)}
 	ivs[3].Errors.Timeout = 1
 	mem := []int64{40e6, 70e6, 80e6, 80e6, 10e6}
-	srvCPU := []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second, 7 * time.Second}
+	srvCPU := []time.Duration{0, time.Second, 2 * time.Second, 5 * time.Second, 9 * time.Second}
+	t0 := time.Now()
+	srvAt := []time.Time{t0.Add(5 * time.Second), t0.Add(10 * time.Second), t0.Add(15 * time.Second), t0.Add(20 * time.Second), t0.Add(40 * time.Second)}
 	loads := []string{"1", "2", "3", "4", "5"}
 	row := &VUsRow{VUs: 2000, ThinkS: 30}
-	fillVUsRow(row, nil, ivs, mem, srvCPU, loads, 10*time.Second, 15*time.Second)
-	// The hold is intervals 2–4 (t = 10–25 s): the servers' CPU from the end of interval 1 to 4.
-	if row.CPUCores != 0.3 || row.ServerCores != 0.4 || row.GenMsPerPage != 7.5 || row.ServerMsPerPage != 10 || row.LoadHoldEnd != "4" {
-		t.Errorf("CPU: generators %v cores %v ms per page, server %v cores %v ms per page, load %q; want 0.3, 7.5, 0.4, 10, 4",
+	fillVUsRow(row, nil, ivs, mem, srvCPU, srvAt, loads, 10*time.Second, 15*time.Second)
+	// The hold is intervals 2–4 (t = 10–25 s), the last left out (it ends as the VUs leave, and
+	// arrives at the end): pages 35/s; the servers' CPU from the read with interval 1 to the one
+	// with 3, over the 10 s of wall time between them (4 s of CPU).
+	if row.CPUCores != 0.3 || row.ServerCores != 0.4 || row.GenMsPerPage != 8.571 || row.ServerMsPerPage != 11.429 || row.LoadHoldEnd != "4" {
+		t.Errorf("CPU: generators %v cores %v ms per page, server %v cores %v ms per page, load %q; want 0.3, 8.571, 0.4, 11.429, 4",
 			row.CPUCores, row.GenMsPerPage, row.ServerCores, row.ServerMsPerPage, row.LoadHoldEnd)
 	}
+	// Intervals 3 and 4 merged together, at the end: their read is not the hold's, the one with 2 is.
+	srvAt[3] = srvAt[4]
+	row = &VUsRow{VUs: 2000, ThinkS: 30}
+	fillVUsRow(row, nil, ivs, mem, srvCPU, srvAt, loads, 10*time.Second, 15*time.Second)
+	if row.ServerCores != 0.2 {
+		t.Errorf("server %v cores with intervals 3 and 4 read together; want 0.2 (1 s over the 5 s from the read with 1 to the one with 2)", row.ServerCores)
+	}
+	srvAt[3] = t0.Add(20 * time.Second)
 	if row.CleanVUs != 2000 || row.CleanS != 15 || row.NoErrorVUs != 2000 || row.NoErrorS != 15 {
 		t.Errorf("clean up to %d VUs at %v s, no error up to %d at %v s; want 2000 at 15 both (interval 3 had an error)", row.CleanVUs, row.CleanS, row.NoErrorVUs, row.NoErrorS)
 	}
-	// The figures per page divide the unrounded cores: 0.004 cores is 0.00 rounded, 0.1 ms per page at 40 pages/s.
+	// The figures per page divide the unrounded cores: 0.004 cores is 0.00 rounded, 0.114 ms per page at 35 pages/s.
 	for k := range ivs {
 		ivs[k].Generator.CPUUtil = 0.004
 	}
 	row = &VUsRow{VUs: 2000, ThinkS: 30}
-	fillVUsRow(row, nil, ivs, mem, srvCPU, loads, 10*time.Second, 15*time.Second)
-	if row.CPUCores != 0 || row.GenMsPerPage != 0.1 {
-		t.Errorf("generators %v cores, %v ms per page; want 0 (rounded) and 0.1", row.CPUCores, row.GenMsPerPage)
+	fillVUsRow(row, nil, ivs, mem, srvCPU, srvAt, loads, 10*time.Second, 15*time.Second)
+	if row.CPUCores != 0 || row.GenMsPerPage != 0.114 {
+		t.Errorf("generators %v cores, %v ms per page; want 0 (rounded) and 0.114", row.CPUCores, row.GenMsPerPage)
 	}
 	for k := range ivs {
 		ivs[k].Generator.CPUUtil = 0.3
@@ -134,7 +146,7 @@ func TestFillVUsRowReadsTheHold(t *testing.T) {
 	// A page p99 above 1 s ends the clean stretch, not the error-free one.
 	ivs[1].PageMs = &loadgen.Latency{P99: 1500}
 	row = &VUsRow{VUs: 2000, ThinkS: 30}
-	fillVUsRow(row, nil, ivs, mem, srvCPU, loads, 10*time.Second, 15*time.Second)
+	fillVUsRow(row, nil, ivs, mem, srvCPU, srvAt, loads, 10*time.Second, 15*time.Second)
 	if row.CleanVUs != 1000 || row.CleanS != 5 || row.NoErrorVUs != 2000 || row.NoErrorS != 15 {
 		t.Errorf("clean up to %d VUs at %v s, no error up to %d at %v s; want 1000 at 5 and 2000 at 15", row.CleanVUs, row.CleanS, row.NoErrorVUs, row.NoErrorS)
 	}
@@ -142,11 +154,11 @@ func TestFillVUsRowReadsTheHold(t *testing.T) {
 	// Without the error: clean to the end, the last interval's leaving VUs aside.
 	ivs[3].Errors.Timeout = 0
 	row = &VUsRow{VUs: 2000, ThinkS: 30}
-	fillVUsRow(row, nil, ivs, mem, srvCPU, loads, 10*time.Second, 15*time.Second)
+	fillVUsRow(row, nil, ivs, mem, srvCPU, srvAt, loads, 10*time.Second, 15*time.Second)
 	if row.CleanVUs != 2000 || row.CleanS != 20 {
 		t.Errorf("clean up to %d VUs at %v s; want 2000 at 20 (interval 4 ends with the VUs gone)", row.CleanVUs, row.CleanS)
 	}
-	if row.PagesPerSHold != 40 || row.VUsHeld != 2000 || row.MemoryBytes != 80e6 || row.OpenConnections != 2000 {
+	if row.PagesPerSHold != 35 || row.VUsHeld != 2000 || row.MemoryBytes != 80e6 || row.OpenConnections != 2000 {
 		t.Errorf("hold: %+v", row)
 	}
 	if row.BytesPerVU != 40000 || row.BytesPerVUMarg != 40000 || row.RSSBytesPerVU != 50000 {
