@@ -69,9 +69,11 @@ type VUsRow struct {
 	// ServerCores is the servers' CPU during the hold (every process: the built-in servers', or the
 	// lab server's control group), and the CPU of each end per page served in the hold: what
 	// predicts how many VUs a machine with C cores holds, C × think ÷ (both ends' ms per page).
-	ServerCores     float64 `json:"server_cores_hold"`
-	GenMsPerPage    float64 `json:"generator_cpu_ms_per_page"`
-	ServerMsPerPage float64 `json:"server_cpu_ms_per_page"`
+	// The server's are nil (null) when its CPU was not measured (a lab server without a control
+	// group to read): not a 0 that reads as measured.
+	ServerCores     *float64 `json:"server_cores_hold"`
+	GenMsPerPage    float64  `json:"generator_cpu_ms_per_page"`
+	ServerMsPerPage *float64 `json:"server_cpu_ms_per_page"`
 	// CleanVUs are the most VUs at the end of an interval before the first with an error or a
 	// page p99 above 1 s (all of them: the run stayed clean), and CleanS the end of the latest
 	// interval with that many.
@@ -263,7 +265,7 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 		source string
 	}
 	targets := make([]target, plan.Generators)
-	var serverCPU func() time.Duration
+	var serverCPU func() (time.Duration, bool) // false: not measured
 	var serverMem func() int64
 	var where string
 	if o.Server == "builtin" {
@@ -284,11 +286,11 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 			}
 			targets[k] = target{s: s, root: root}
 		}
-		serverCPU = func() (cpu time.Duration) {
+		serverCPU = func() (cpu time.Duration, ok bool) {
 			for _, s := range servers {
 				cpu += processCPU(s.PID)
 			}
-			return cpu
+			return cpu, true
 		}
 		serverMem = func() int64 {
 			if srvGroup != nil {
@@ -323,7 +325,7 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 		for k := range targets {
 			targets[k] = target{s: s, root: root, source: fmt.Sprintf("127.0.0.%d", k+1)}
 		}
-		serverCPU = func() time.Duration { cpu, _ := s.CPU(); return cpu }
+		serverCPU = s.CPU
 		serverMem = func() int64 { return 0 }
 		if s.Memory != nil {
 			serverMem = s.Memory
@@ -422,7 +424,8 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 	var srvCPU []time.Duration // the servers' CPU time then
 	var srvAt []time.Time      // and the wall time it was read at
 	var loads []string         // the load average then
-	srv0, at0 := serverCPU(), time.Now()
+	srv0, srvOK := serverCPU()
+	at0 := time.Now()
 	sums := make([]*loadgen.Summary, plan.Generators)
 	var exitErr error
 	take := func(merged []loadgen.Interval, err error) {
@@ -435,8 +438,12 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 		// One read of the servers' CPU for the intervals merged together, over the wall time
 		// since the read before: read per interval, the first of a batch had the whole span and
 		// the rest ~0 (a spike, then zeros).
-		cpu, at := serverCPU(), time.Now()
-		srvCores := (cpu - srv0).Seconds() / max(at.Sub(at0).Seconds(), 1e-3)
+		cpu, ok := serverCPU()
+		at := time.Now()
+		srvCores := "not measured"
+		if srvOK = srvOK && ok; srvOK {
+			srvCores = fmt.Sprintf("%.2f", (cpu-srv0).Seconds()/max(at.Sub(at0).Seconds(), 1e-3))
+		}
 		srv0, at0 = cpu, at
 		for _, iv := range merged {
 			m := iv.Generator.RSSBytes
@@ -446,7 +453,7 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 				}
 			}
 			ivs, mem, srvCPU, srvAt, loads = append(ivs, iv), append(mem, m), append(srvCPU, cpu), append(srvAt, at), append(loads, loadavg())
-			o.progress("    t=%5.0f s  %6d VUs  %7.1f pages/s  p99 %7.1f ms  mem %6.0f MB (rss %6.0f MB)  %6d goroutines  %6d conns  %d errors  cores: generators %.2f, server %.2f  load %s",
+			o.progress("    t=%5.0f s  %6d VUs  %7.1f pages/s  p99 %7.1f ms  mem %6.0f MB (rss %6.0f MB)  %6d goroutines  %6d conns  %d errors  cores: generators %.2f, server %s  load %s",
 				iv.TEndS, iv.VUs, iv.PagesPerS, p99(iv.PageMs), float64(m)/1e6, float64(iv.Generator.RSSBytes)/1e6, iv.Generator.Goroutines,
 				iv.OpenConnections, iv.Errors.Total(), iv.Generator.CPUUtil, srvCores, loads[len(loads)-1])
 		}
@@ -495,6 +502,9 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 		}
 	}
 	row.RealtimeCores, row.RealtimeThreads = rt()
+	if !srvOK { // one read failed: none is the hold's
+		srvCPU = nil
+	}
 	fillVUsRow(row, merged.Summary, ivs, mem, srvCPU, srvAt, loads, o.VURamp, o.VUHold)
 	if len(ivs) == 0 {
 		return row, errors.Join(ctx.Err(), errors.New("no interval merged"))
@@ -504,7 +514,7 @@ func (o *LoadgenOptions) vus(ctx context.Context) (*VUsRow, error) {
 
 // fillVUsRow reads the figures of the hold (its intervals [ramp, ramp + hold)) from the merged
 // intervals and the generators' memory beside each (mem[i] with ivs[i]), the servers' CPU time
-// read when each arrived (srvCPU[i], at the wall time srvAt[i]).
+// read when each arrived (srvCPU[i], at the wall time srvAt[i]; nil: not measured).
 func fillVUsRow(row *VUsRow, sum *loadgen.Summary, ivs []loadgen.Interval, mem []int64, srvCPU []time.Duration, srvAt []time.Time, loads []string, ramp, hold time.Duration) {
 	upTo := func(bad func(loadgen.Interval) bool) (vus int, s float64) {
 		for _, iv := range ivs {
@@ -548,7 +558,7 @@ func fillVUsRow(row *VUsRow, sum *loadgen.Summary, ivs []loadgen.Interval, mem [
 	}
 	// The figures per page divide the unrounded means: cores rounded to 0.01 first were off by
 	// ~20 % at a few hundredths of a core, and 0 below 0.005.
-	ps, genCores, srvCores := pages/float64(len(hold_)), cpu/float64(len(hold_)), 0.0
+	ps, genCores := pages/float64(len(hold_)), cpu/float64(len(hold_))
 	row.PagesPerSHold = round(ps, 1)
 	row.CPUCores = round(genCores, 2)
 	if first, lastH := hold_[0], hold_[len(hold_)-1]; first > 0 && len(srvCPU) == len(ivs) && len(srvAt) == len(ivs) {
@@ -560,13 +570,15 @@ func fillVUsRow(row *VUsRow, sum *loadgen.Summary, ivs []loadgen.Interval, mem [
 			lastH--
 		}
 		if span := srvAt[max(lastH, 0)].Sub(srvAt[first-1]).Seconds(); lastH >= first && span > 0 {
-			srvCores = (srvCPU[lastH] - srvCPU[first-1]).Seconds() / span
-			row.ServerCores = round(srvCores, 2)
+			srvCores := (srvCPU[lastH] - srvCPU[first-1]).Seconds() / span
+			row.ServerCores = ptr(round(srvCores, 2))
+			if ps > 0 {
+				row.ServerMsPerPage = ptr(round(1000*srvCores/ps, 3))
+			}
 		}
 	}
 	if ps > 0 {
 		row.GenMsPerPage = round(1000*genCores/ps, 3)
-		row.ServerMsPerPage = round(1000*srvCores/ps, 3)
 	}
 	last := hold_[len(hold_)-1]
 	iv := ivs[last]
@@ -615,3 +627,5 @@ func monotonicNs() int64 {
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return ts.Nano()
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -116,16 +118,25 @@ func TestFillVUsRowReadsTheHold(t *testing.T) {
 	// The hold is intervals 2–4 (t = 10–25 s), the last left out (it ends as the VUs leave, and
 	// arrives at the end): pages 35/s; the servers' CPU from the read with interval 1 to the one
 	// with 3, over the 10 s of wall time between them (4 s of CPU).
-	if row.CPUCores != 0.3 || row.ServerCores != 0.4 || row.GenMsPerPage != 8.571 || row.ServerMsPerPage != 11.429 || row.LoadHoldEnd != "4" {
+	if row.CPUCores != 0.3 || row.ServerCores == nil || *row.ServerCores != 0.4 || row.GenMsPerPage != 8.571 || row.ServerMsPerPage == nil || *row.ServerMsPerPage != 11.429 || row.LoadHoldEnd != "4" {
 		t.Errorf("CPU: generators %v cores %v ms per page, server %v cores %v ms per page, load %q; want 0.3, 8.571, 0.4, 11.429, 4",
-			row.CPUCores, row.GenMsPerPage, row.ServerCores, row.ServerMsPerPage, row.LoadHoldEnd)
+			row.CPUCores, row.GenMsPerPage, fmtPtr(row.ServerCores), fmtPtr(row.ServerMsPerPage), row.LoadHoldEnd)
+	}
+	// The server's CPU not measured: null, not 0.
+	row = &VUsRow{VUs: 2000, ThinkS: 30}
+	fillVUsRow(row, nil, ivs, mem, nil, srvAt, loads, 10*time.Second, 15*time.Second)
+	if row.ServerCores != nil || row.ServerMsPerPage != nil || row.GenMsPerPage != 8.571 {
+		t.Errorf("server CPU not measured: %v cores, %v ms per page (generators %v); want null, null (8.571)", fmtPtr(row.ServerCores), fmtPtr(row.ServerMsPerPage), row.GenMsPerPage)
+	}
+	if b, _ := json.Marshal(row); !strings.Contains(string(b), `"server_cores_hold":null`) || !strings.Contains(string(b), `"server_cpu_ms_per_page":null`) {
+		t.Errorf("server CPU not measured: JSON %s; want server_cores_hold and server_cpu_ms_per_page null", b)
 	}
 	// Intervals 3 and 4 merged together, at the end: their read is not the hold's, the one with 2 is.
 	srvAt[3] = srvAt[4]
 	row = &VUsRow{VUs: 2000, ThinkS: 30}
 	fillVUsRow(row, nil, ivs, mem, srvCPU, srvAt, loads, 10*time.Second, 15*time.Second)
-	if row.ServerCores != 0.2 {
-		t.Errorf("server %v cores with intervals 3 and 4 read together; want 0.2 (1 s over the 5 s from the read with 1 to the one with 2)", row.ServerCores)
+	if row.ServerCores == nil || *row.ServerCores != 0.2 {
+		t.Errorf("server %v cores with intervals 3 and 4 read together; want 0.2 (1 s over the 5 s from the read with 1 to the one with 2)", fmtPtr(row.ServerCores))
 	}
 	srvAt[3] = t0.Add(20 * time.Second)
 	if row.CleanVUs != 2000 || row.CleanS != 15 || row.NoErrorVUs != 2000 || row.NoErrorS != 15 {
@@ -164,4 +175,11 @@ func TestFillVUsRowReadsTheHold(t *testing.T) {
 	if row.BytesPerVU != 40000 || row.BytesPerVUMarg != 40000 || row.RSSBytesPerVU != 50000 {
 		t.Errorf("per VU: %v total, %v added, %v RSS; want 40000, 40000, 50000", row.BytesPerVU, row.BytesPerVUMarg, row.RSSBytesPerVU)
 	}
+}
+
+func fmtPtr(v *float64) string {
+	if v == nil {
+		return "null"
+	}
+	return fmt.Sprint(*v)
 }

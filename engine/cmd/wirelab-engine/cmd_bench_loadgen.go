@@ -288,8 +288,15 @@ func printLoadgenResult(r *bench.LoadgenResult) {
 			v.MemorySource, float64(v.MemoryBytes)/1e6, v.BytesPerVU/1e3, v.BytesPerVUMarg/1e3, float64(v.MemoryBaseBytes)/1e6, float64(v.RSSBytes)/1e6, v.RSSBytesPerVU/1e3)
 		fmt.Printf("     %d connections open, %d goroutines, %d saturated intervals in the hold; server processes' memory %.0f MB\n",
 			v.OpenConnections, v.Goroutines, v.SaturatedHold, float64(v.ServerMemBytes)/1e6)
-		fmt.Printf("     CPU in the hold: generators %.2f cores = %.3f ms per page, server %.2f cores = %.3f ms per page; load average at the hold's end %s\n",
-			v.CPUCores, v.GenMsPerPage, v.ServerCores, v.ServerMsPerPage, v.LoadHoldEnd)
+		server := "not measured"
+		if v.ServerCores != nil {
+			server = fmt.Sprintf("%.2f cores", *v.ServerCores)
+			if v.ServerMsPerPage != nil {
+				server += fmt.Sprintf(" = %.3f ms per page", *v.ServerMsPerPage)
+			}
+		}
+		fmt.Printf("     CPU in the hold: generators %.2f cores = %.3f ms per page, server %s; load average at the hold's end %s\n",
+			v.CPUCores, v.GenMsPerPage, server, v.LoadHoldEnd)
 		fmt.Printf("     clean (no error, page p99 ≤ 1 s in every interval) up to %d VUs, t = %.0f s; no error up to %d VUs, t = %.0f s\n",
 			v.CleanVUs, v.CleanS, v.NoErrorVUs, v.NoErrorS)
 		if v.RealtimeCores >= 0.01 {
