@@ -187,6 +187,10 @@ type builtinServer struct{ engine string }
 func (b builtinServer) Start(ctx context.Context, pageName string, protocols []string) (*Served, error) {
 	cmd := exec.Command(b.engine, "serve", "--page", pageName, "--addrs", "127.0.0.1", "--port-http", "0", "--port-https", "0",
 		"--port-quic", "0", "--protocols", strings.Join(protocols, ","))
+	// A process group of its own: a terminal's Ctrl-C (SIGINT to the foreground group) reaches
+	// the benchmark, which stops the generators first and this server after them — not all at
+	// the same instant, the server gone while the VUs' last pages are in flight.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := startChild(cmd)
 	if err != nil {
 		return nil, err
