@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -147,37 +149,52 @@ const BenchKeepaliveTimeoutS = 3600
 const BenchOpenFileCache = 1000
 
 // VUKnobs is the server object the vus part runs nginx with: BenchKnobs, and a worker per
-// generator (plan.Servers), each accepting the plan's connections per process
-// (worker_connections), new connections spread over the workers by the kernel (reuseport: with one
-// shared listening socket most would go to the first worker), idle connections kept
-// (BenchKeepaliveTimeoutS), the page's files kept open (BenchOpenFileCache).
+// generator (plan.Servers), each accepting the plan's connections per process and a margin
+// (worker_connections: WorkerConnections), new connections spread over the workers by the kernel
+// (reuseport: with one shared listening socket most would go to the first worker), idle
+// connections kept (BenchKeepaliveTimeoutS), the page's files kept open (BenchOpenFileCache).
 func VUKnobs(name string, plan VUPlan) (spec.Server, error) {
 	if name != "nginx" {
 		return spec.Server{}, fmt.Errorf("vus: server %q; the vus part runs on %s", name, strings.Join(VUServers, " or "))
 	}
-	own := map[string]any{"worker_processes": plan.Servers, "worker_connections": plan.PerProcess*plan.FDsPerVU + processReserve/4,
-		"keepalive_timeout_s": BenchKeepaliveTimeoutS, "reuseport": true, "open_file_cache": BenchOpenFileCache}
-	for k, v := range benchOwn[name] {
-		own[k] = v
-	}
-	b, _ := json.Marshal(map[string]any{"impl": name, "max_concurrent_streams": 0, name: own})
-	return spec.DecodeServer(b)
+	return benchServer(name, map[string]any{"worker_processes": plan.Servers, "worker_connections": WorkerConnections(plan.PerProcess * plan.FDsPerVU),
+		"keepalive_timeout_s": BenchKeepaliveTimeoutS, "reuseport": true, "open_file_cache": BenchOpenFileCache})
+}
+
+// WorkerConnections is nginx's worker_connections for n connections per worker on average:
+// reuseport hashes each connection's addresses and ports to a worker, so a worker's share is
+// binomial, its spread ≈ √n — 4·√n above the mean is passed about once in 30,000 — besides
+// the listeners and the status socket (processReserve/4). The worker's open-files limit (inherited: the
+// benchmark's, which PlanVUs sized PerProcess from) still bounds it.
+func WorkerConnections(n int) int {
+	return n + int(math.Ceil(4*math.Sqrt(float64(n)))) + processReserve/4
 }
 
 // BenchKnobs is the server object the benchmark runs a server with: its defaults with
 // max_concurrent_streams 0, each server's own (≥ 100, more than the page's 51 streams; Caddy
 // cannot set it), as bench servers runs them, and its own table's benchOwn.
 func BenchKnobs(name string) spec.Server {
-	obj := map[string]any{"impl": name, "max_concurrent_streams": 0}
-	if own, ok := benchOwn[name]; ok {
-		obj[name] = own
-	}
-	b, _ := json.Marshal(obj)
-	s, err := spec.DecodeServer(b)
+	s, err := benchServer(name, nil)
 	if err != nil {
 		panic(fmt.Sprintf("bench: the server object of %s: %v", name, err)) // the contract's own names
 	}
 	return s
+}
+
+// benchServer is the server object of name with max_concurrent_streams 0 and its own table:
+// benchOwn, then own's keys (a part's, set over the benchmark's).
+func benchServer(name string, own map[string]any) (spec.Server, error) {
+	obj := map[string]any{"impl": name, "max_concurrent_streams": 0}
+	table := maps.Clone(benchOwn[name])
+	if table == nil && own != nil {
+		table = map[string]any{}
+	}
+	maps.Copy(table, own)
+	if table != nil {
+		obj[name] = table
+	}
+	b, _ := json.Marshal(obj)
+	return spec.DecodeServer(b)
 }
 
 // builtinServer runs `wirelab-engine serve` on 127.0.0.1 as a child process, so its CPU is its

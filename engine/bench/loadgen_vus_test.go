@@ -183,3 +183,45 @@ func fmtPtr(v *float64) string {
 	}
 	return fmt.Sprint(*v)
 }
+
+// nginx's knobs in the vus part: a worker per generator, worker_connections above the plan's
+// per-process connections by a margin that grows with √n (reuseport hashes, so the workers'
+// shares spread), the benchmark's own keys kept.
+func TestVUKnobs(t *testing.T) {
+	for _, c := range []struct {
+		plan VUPlan
+		want int
+	}{
+		{VUPlan{FDsPerVU: 1, PerProcess: 300, Servers: 4, Generators: 4}, 300 + 70 + 64},        // 4·√300 = 69.3
+		{VUPlan{FDsPerVU: 1, PerProcess: 25_000, Servers: 4, Generators: 4}, 25_000 + 633 + 64}, // 4·√25,000 = 632.5
+		{VUPlan{FDsPerVU: 6, PerProcess: 1000, Servers: 2, Generators: 2}, 6000 + 310 + 64},     // 4·√6,000 = 309.8
+	} {
+		s, err := VUKnobs("nginx", c.plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var own struct {
+			WorkerProcesses   int  `json:"worker_processes"`
+			WorkerConnections int  `json:"worker_connections"`
+			KeepaliveRequests int  `json:"keepalive_requests"`
+			KeepaliveTimeoutS int  `json:"keepalive_timeout_s"`
+			Reuseport         bool `json:"reuseport"`
+			OpenFileCache     int  `json:"open_file_cache"`
+		}
+		if err := json.Unmarshal(s.Own, &own); err != nil {
+			t.Fatal(err)
+		}
+		if own.WorkerProcesses != c.plan.Servers || own.WorkerConnections != c.want || own.KeepaliveRequests != BenchKeepaliveRequests ||
+			own.KeepaliveTimeoutS != BenchKeepaliveTimeoutS || !own.Reuseport || own.OpenFileCache != BenchOpenFileCache {
+			t.Errorf("plan %+v: %s; want %d workers of %d connections, the benchmark's keepalive_requests, timeout, reuseport and open_file_cache",
+				c.plan, s.Own, c.plan.Servers, c.want)
+		}
+	}
+	if _, err := VUKnobs("apache", VUPlan{FDsPerVU: 1, PerProcess: 1, Servers: 1}); err == nil {
+		t.Error("apache: want an error naming the servers the vus part runs on")
+	}
+	// BenchKnobs is the same object without the vus part's keys.
+	if b := BenchKnobs("nginx"); !strings.Contains(string(b.Own), `"keepalive_requests":1000000000`) || strings.Contains(string(b.Own), `"reuseport":true`) {
+		t.Errorf("BenchKnobs(nginx): %s; want keepalive_requests 10⁹ and no reuseport", b.Own)
+	}
+}
