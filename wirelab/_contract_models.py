@@ -43,7 +43,7 @@ class NginxConfig(_Model):
     worker_connections: int = Field(768, ge=1, le=1000000, description="worker_connections per worker (the package's default: 768)")
     keepalive_requests: int = Field(1000, ge=1, le=1000000000, description="keepalive_requests: requests served over one connection, HTTP/1.1 or HTTP/2, before nginx closes it (HTTP/2: GOAWAY); nginx's default 1000")
     keepalive_timeout_s: int = Field(75, ge=1, le=86400, description="keepalive_timeout in seconds when keep_alive is on: how long an idle connection stays open, HTTP/1.1 or HTTP/2 (nginx's default 75)")
-    open_file_cache: int = Field(0, ge=0, le=1000000, description="open_file_cache max=N: each worker keeps up to N served files open with their sizes (open, fstat and close once a minute, not per request); 0 = off (nginx's default)")
+    open_file_cache: int = Field(0, ge=0, le=1000000, description="open_file_cache max=N: each worker keeps up to N served files open with their sizes, not opened, fstat-ed and closed per request (nginx's defaults: re-checked every open_file_cache_valid, 60 s; closed when not used for inactive, 60 s); 0 = off (nginx's default)")
     reuseport: bool = Field(False, description="listen … reuseport: a listening socket per worker, the kernel spreading new connections over the workers by their addresses and ports (nginx's default: off, one socket the workers take turns at)")
 
 
