@@ -210,10 +210,47 @@ func TestBenchLoadgenVUsBadServer(t *testing.T) {
 func TestBenchLoadgenVUsInterrupted(t *testing.T) {
 	roottest.RequireTUN(t)
 	requireImpl(t, "nginx")
+	var res bench.LoadgenResult
+	interruptLoadgen(t, &res, "--server", "nginx", "--parts", "vus")
+	if v := res.VUs; v == nil || !v.Interrupted || v.VUsReached != 100 || len(v.Failed) != 0 {
+		t.Errorf("vus row %+v: want it interrupted, 100 VUs reached, no generator failed", v)
+	}
+	// The lab is removed after Ctrl-C too.
+	if res.VUs != nil {
+		m := regexp.MustCompile(`in lab ([0-9a-f]{8}) `).FindStringSubmatch(res.VUs.Where)
+		if m == nil {
+			t.Fatalf("no lab named in %q", res.VUs.Where)
+		}
+		assertGone(t, m[1])
+	}
+}
+
+// Interrupted in the vus part of a run over two servers: both servers' results, in the shape of
+// a run over two servers ({"runs": [...]}), and exit 130 — not the last server's alone.
+func TestBenchLoadgenVUsInterruptedServers(t *testing.T) {
+	roottest.RequireTUN(t)
+	requireImpl(t, "nginx")
+	if _, err := exec.LookPath("h2load"); err != nil {
+		t.Skip("no h2load")
+	}
+	var res struct{ Runs []*bench.LoadgenResult }
+	interruptLoadgen(t, &res, "--server", "nginx,builtin", "--parts", "pages,vus", "--protocols", "h2", "--rounds", "1", "--duration", "1s", "--clients", "2")
+	if len(res.Runs) != 2 || res.Runs[0].Server != "nginx" || len(res.Runs[0].Pages) == 0 || res.Runs[1].Server != "builtin" {
+		t.Fatalf("runs %+v: want nginx's pages, then builtin's", res.Runs)
+	}
+	if v := res.Runs[1].VUs; v == nil || !v.Interrupted || v.VUsReached != 100 {
+		t.Errorf("builtin's vus row %+v: want it interrupted, 100 VUs reached", v)
+	}
+}
+
+// interruptLoadgen runs bench loadgen with args and 100 VUs, sends SIGINT (Ctrl-C) at the vus
+// part's second interval line, wants exit 130 and reads the JSON printed into res.
+func interruptLoadgen(t *testing.T, res any, args ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "bench", "loadgen", "--server", "nginx", "--parts", "vus",
-		"--vus", "100", "--think", "2s", "--ramp", "5s", "--hold", "60s", "--json")
+	args = append(append([]string{"bench", "loadgen"}, args...), "--vus", "100", "--think", "2s", "--ramp", "5s", "--hold", "60s", "--json")
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Env = append(os.Environ(), testMainEnv+"=1")
 	var stdout strings.Builder
 	cmd.Stdout = &stdout
@@ -236,11 +273,7 @@ func TestBenchLoadgenVUsInterrupted(t *testing.T) {
 	if code := exitCodeOf(err); code != 130 {
 		t.Fatalf("exit %d: want 130\n%s", code, progress.String())
 	}
-	var res bench.LoadgenResult
-	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil {
+	if err := json.Unmarshal([]byte(stdout.String()), res); err != nil {
 		t.Fatalf("%v: %q\n%s", err, stdout.String(), progress.String())
-	}
-	if v := res.VUs; v == nil || !v.Interrupted || v.VUsReached != 100 || len(v.Failed) != 0 {
-		t.Errorf("vus row %+v: want it interrupted, 100 VUs reached, no generator failed", v)
 	}
 }

@@ -148,24 +148,29 @@ flags:`)
 		Page: *pageName, Clients: *clients, Duration: *duration, Rounds: *rounds, Protocols: protoList,
 		VUs: *vus, VUPage: *vuPage, VURamp: *ramp, VUHold: *hold, VUThink: *think, Progress: os.Stderr}
 	var runs []*bench.LoadgenResult
-	failed := 0
+	failed, interrupted := 0, false
 	for i, name := range servers {
 		o := opts
 		o.Server = name
 		if len(servers) > 1 { // the pages parts server by server, the vus part once, on the last
 			o.Parts = slices.DeleteFunc(slices.Clone(partList), func(p string) bool { return p == "vus" && i < len(servers)-1 })
+			if len(o.Parts) == 0 { // no part but vus, which is the last server's (no parts would be all)
+				continue
+			}
 			fmt.Fprintf(os.Stderr, "server %s (%d of %d)\n", name, i+1, len(servers))
 		}
 		res, err := bench.Loadgen(ctx, o)
 		if errors.Is(err, context.Canceled) {
-			if res != nil && res.VUs != nil { // the vus part's figures up to the interruption
-				if *asJSON {
-					_ = printBenchJSON(res, started)
-				} else {
-					printLoadgenResult(res)
+			// What was measured up to the interruption is printed with the runs before it, in
+			// the same shape as a whole run's; the exit status is 130.
+			interrupted = true
+			if res != nil {
+				if res.VUs == nil || !res.VUs.Interrupted {
+					res.Error = "interrupted"
 				}
+				runs = append(runs, res)
 			}
-			return &cli.ExitError{Code: 130}
+			break
 		}
 		if err != nil && len(servers) == 1 {
 			return fmt.Errorf("bench loadgen: %w", err)
@@ -181,13 +186,18 @@ flags:`)
 		runs = append(runs, res)
 	}
 	defer func() {
-		if failed > 0 && rerr == nil {
+		if interrupted {
+			rerr = &cli.ExitError{Code: 130}
+		} else if failed > 0 && rerr == nil {
 			rerr = &cli.ExitError{Code: 1}
 		}
 	}()
+	if len(runs) == 0 { // interrupted before anything was measured
+		return nil
+	}
 	if *asJSON {
 		var out any = runs[0]
-		if len(runs) > 1 {
+		if len(servers) > 1 { // the shape of the servers asked for, not of the runs done
 			out = struct {
 				Runs []*bench.LoadgenResult `json:"runs"`
 			}{runs}
