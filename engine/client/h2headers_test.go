@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -26,15 +25,8 @@ type continuedServer struct {
 }
 
 func (s *continuedServer) serve(c net.Conn) {
-	preface := make([]byte, len(http2.ClientPreface))
-	if _, err := io.ReadFull(c, preface); err != nil {
-		return
-	}
-	fr := http2.NewFramer(c, c)
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	var hbuf bytes.Buffer
-	henc := hpack.NewEncoder(&hbuf)
-	if fr.WriteSettings() != nil {
+	fr, henc, hbuf, ok := h2cAccept(c)
+	if !ok {
 		return
 	}
 	block := func(id uint32, fields []hpack.HeaderField, endStream bool) error {

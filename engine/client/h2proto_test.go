@@ -25,24 +25,32 @@ type h2Script struct {
 	goAway []http2.ErrCode
 }
 
-func (s *h2Script) serve(c net.Conn) {
+// h2cAccept starts the server's side of an h2c connection: it reads the client's preface and sends
+// the server's SETTINGS; the framer decodes header blocks (ReadMetaHeaders) and henc encodes into
+// hbuf. ok is false when the connection failed on the way.
+func h2cAccept(c net.Conn) (fr *http2.Framer, henc *hpack.Encoder, hbuf *bytes.Buffer, ok bool) {
 	preface := make([]byte, len(http2.ClientPreface))
 	if _, err := io.ReadFull(c, preface); err != nil {
+		return nil, nil, nil, false
+	}
+	fr = http2.NewFramer(c, c)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	hbuf = new(bytes.Buffer)
+	henc = hpack.NewEncoder(hbuf)
+	return fr, henc, hbuf, fr.WriteSettings() == nil
+}
+
+func (s *h2Script) serve(c net.Conn) {
+	fr, henc, hbuf, ok := h2cAccept(c)
+	if !ok {
 		return
 	}
-	fr := http2.NewFramer(c, c)
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	var hbuf bytes.Buffer
-	henc := hpack.NewEncoder(&hbuf)
 	block := func(id uint32, endStream bool, fields ...string) error {
 		hbuf.Reset()
 		for i := 0; i+1 < len(fields); i += 2 {
 			_ = henc.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]})
 		}
 		return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hbuf.Bytes(), EndStream: endStream, EndHeaders: true})
-	}
-	if fr.WriteSettings() != nil {
-		return
 	}
 	for {
 		f, err := fr.ReadFrame()

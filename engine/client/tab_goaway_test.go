@@ -1,10 +1,8 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"sync"
@@ -27,21 +25,14 @@ type goAwayAfterServer struct {
 }
 
 func (g *goAwayAfterServer) serve(c net.Conn) {
-	preface := make([]byte, len(http2.ClientPreface))
-	if _, err := io.ReadFull(c, preface); err != nil {
+	fr, henc, hbuf, ok := h2cAccept(c)
+	if !ok {
 		return
 	}
 	g.mu.Lock()
 	k := len(g.got)
 	g.got = append(g.got, 0)
 	g.mu.Unlock()
-	fr := http2.NewFramer(c, c)
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	var hbuf bytes.Buffer
-	henc := hpack.NewEncoder(&hbuf)
-	if fr.WriteSettings() != nil {
-		return
-	}
 	answered, lastID, goneAway := 0, uint32(0), false
 	for {
 		f, err := fr.ReadFrame()
