@@ -34,19 +34,8 @@ func TestBenchLoadgenNginx(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "bench", "loadgen", "--server", "nginx", "--parts", "pages",
-		"--clients", "2", "--duration", "2s", "--rounds", "1", "--json")
-	cmd.Env = append(os.Environ(), testMainEnv+"=1")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bench loadgen: %v\n%s", err, stderr.String())
-	}
-	var res bench.LoadgenResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	res, _, _ := benchLoadgenJSON(t, ctx, nil, "--server", "nginx", "--parts", "pages",
+		"--clients", "2", "--duration", "2s", "--rounds", "1")
 	if res.Server != "nginx" || res.Objects != 51 || !runIDPattern.MatchString(res.Lab) {
 		t.Errorf("server %q, %d objects, lab %q: want nginx, neoload50's 51, a run id", res.Server, res.Objects, res.Lab)
 	}
@@ -153,19 +142,8 @@ func TestBenchLoadgenVUsNginx(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, prlimit, "--nofile=600:600", os.Args[0], "bench", "loadgen", "--server", "nginx", "--parts", "vus",
-		"--vus", "1200", "--think", "5s", "--ramp", "5s", "--hold", "10s", "--json")
-	cmd.Env = append(os.Environ(), testMainEnv+"=1")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bench loadgen: %v\n%s", err, stderr.String())
-	}
-	var res bench.LoadgenResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	res, out, stderr := benchLoadgenJSON(t, ctx, []string{prlimit, "--nofile=600:600"}, "--server", "nginx", "--parts", "vus",
+		"--vus", "1200", "--think", "5s", "--ramp", "5s", "--hold", "10s")
 	v := res.VUs
 	if v == nil {
 		t.Fatalf("no vus row: %s", out)
@@ -175,7 +153,7 @@ func TestBenchLoadgenVUsNginx(t *testing.T) {
 	}
 	if v.VUsHeld != 1200 || v.OpenConnections != 1200 || v.Errors != 0 || v.PagesFailed != 0 || v.PagesPerSHold <= 0 {
 		t.Errorf("held %d VUs with %d connections, %d errors, %d pages failed, %v pages/s: want 1200, 1200, 0, 0, > 0\n%s",
-			v.VUsHeld, v.OpenConnections, v.Errors, v.PagesFailed, v.PagesPerSHold, stderr.String())
+			v.VUsHeld, v.OpenConnections, v.Errors, v.PagesFailed, v.PagesPerSHold, stderr)
 	}
 	if v.GenMsPerPage <= 0 {
 		t.Errorf("CPU per page %v (generators): want measured", v.GenMsPerPage)
@@ -276,4 +254,25 @@ func interruptLoadgen(t *testing.T, res any, args ...string) {
 	if err := json.Unmarshal([]byte(stdout.String()), res); err != nil {
 		t.Fatalf("%v: %q\n%s", err, stdout.String(), progress.String())
 	}
+}
+
+// benchLoadgenJSON runs `bench loadgen ARGS --json` with this test binary as the engine (pre: a
+// command it runs under, such as prlimit) and decodes its result; the test fails with the command's
+// stderr when it fails. out and stderr are returned for the failure messages of the checks after.
+func benchLoadgenJSON(t *testing.T, ctx context.Context, pre []string, args ...string) (bench.LoadgenResult, []byte, string) {
+	t.Helper()
+	argv := append(append(append([]string{}, pre...), os.Args[0], "bench", "loadgen"), args...)
+	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], "--json")...)
+	cmd.Env = append(os.Environ(), testMainEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench loadgen: %v\n%s", err, stderr.String())
+	}
+	var res bench.LoadgenResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return res, out, stderr.String()
 }
